@@ -1,0 +1,47 @@
+# llama.cpp: built once per (source tree, variant) by scripts/build-llama.sh into the cache and
+# imported here, so that a fresh build directory does not rebuild it. By default the source is the
+# tree vendored in the pinned llama-cpp-python sdist; FLIPSCOPE_LLAMA_DIR points at your own.
+set(_variant cpu)
+if(FLIPSCOPE_CUDA)
+  set(_variant cuda)
+endif()
+if(FLIPSCOPE_LLAMA_DIR)
+  set(_llama_src "${FLIPSCOPE_LLAMA_DIR}")
+else()
+  execute_process(COMMAND "${PROJECT_SOURCE_DIR}/scripts/fetch-llama.sh"
+    OUTPUT_VARIABLE _llama_src OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE _rc)
+  if(NOT _rc EQUAL 0)
+    message(FATAL_ERROR "fetching llama.cpp failed (scripts/fetch-llama.sh)")
+  endif()
+endif()
+execute_process(COMMAND "${PROJECT_SOURCE_DIR}/scripts/build-llama.sh" "${_llama_src}" ${_variant}
+  OUTPUT_VARIABLE LLAMA_BUILD_DIR OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE _rc)
+if(NOT _rc EQUAL 0)
+  message(FATAL_ERROR "building llama.cpp failed (scripts/build-llama.sh ${_llama_src} ${_variant})")
+endif()
+set(LLAMA_SOURCE_DIR "${_llama_src}" CACHE INTERNAL "")
+set(LLAMA_BUILD_DIR "${LLAMA_BUILD_DIR}" CACHE INTERNAL "")
+set(LLAMA_BIN_DIR "${LLAMA_BUILD_DIR}/bin" CACHE INTERNAL "")
+message(STATUS "llama.cpp: ${_llama_src} built in ${LLAMA_BUILD_DIR}")
+
+function(_flipscope_import name lib)
+  add_library(${name} SHARED IMPORTED GLOBAL)
+  set_target_properties(${name} PROPERTIES IMPORTED_LOCATION "${lib}")
+endfunction()
+_flipscope_import(llama_ggml_base "${LLAMA_BIN_DIR}/libggml-base.so")
+_flipscope_import(llama_ggml "${LLAMA_BIN_DIR}/libggml.so")
+_flipscope_import(llama_lib "${LLAMA_BIN_DIR}/libllama.so")
+_flipscope_import(llama_common_lib "${LLAMA_BIN_DIR}/libllama-common.so")
+add_library(llama_common_base STATIC IMPORTED GLOBAL)
+set_target_properties(llama_common_base PROPERTIES IMPORTED_LOCATION "${LLAMA_BUILD_DIR}/common/libllama-common-base.a")
+
+add_library(flipscope_llama INTERFACE)
+target_include_directories(flipscope_llama SYSTEM INTERFACE
+  "${_llama_src}/include" "${_llama_src}/ggml/include")
+target_link_libraries(flipscope_llama INTERFACE llama_lib llama_ggml llama_ggml_base Threads::Threads)
+# llama.cpp's common library (Jinja chat templates); only the workload renderer uses it.
+add_library(flipscope_llama_common INTERFACE)
+target_include_directories(flipscope_llama_common SYSTEM INTERFACE "${_llama_src}/common")
+target_link_libraries(flipscope_llama_common INTERFACE flipscope_llama llama_common_lib llama_common_base)
+set(CMAKE_BUILD_RPATH "${LLAMA_BIN_DIR}")
+set(CMAKE_INSTALL_RPATH "${LLAMA_BIN_DIR}")

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# One idempotent set-up for a fresh Debian 12 machine where only apt and pip reach the network:
+# Debian packages, a Python venv with the test tools, llama.cpp (fetched and built once), models.
+. "$(dirname "$0")/common.sh"
+here=$(cd "$(dirname "$0")" && pwd)
+
+APT_PACKAGES=(build-essential cmake ninja-build ccache pkg-config git unzip curl
+  libcli11-dev nlohmann-json3-dev libfmt-dev libcpp-httplib-dev libcurl4-openssl-dev libxxhash-dev
+  libtomlplusplus-dev libzstd-dev libgtest-dev libgmock-dev libbenchmark-dev
+  clang libclang-rt-14-dev chromium python3-venv)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  log "installing Debian packages: ${missing[*]}"
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+# Python for the independent checks in the tests (numpy, safetensors, gguf), pinned.
+if [ ! -x "$VENV/bin/python" ] || [ ! -f "$VENV/.flipscope-ok" ]; then
+  log "creating $VENV"
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q numpy==2.1.3 safetensors==0.4.5 gguf==0.17.1 >&2
+  touch "$VENV/.flipscope-ok"
+fi
+
+src=$("$here/fetch-llama.sh")
+"$here/build-llama.sh" "$src" "${FLIPSCOPE_LLAMA_VARIANT:-cpu}" >/dev/null
+"$here/fetch-models.sh" >/dev/null
+log "set-up complete"

@@ -1,0 +1,76 @@
+// capture: the probe plan, the capture file (safetensors + manifest) writer/reader, and the
+// `capture` stage that runs a workload through an engine into a capture file.
+// File format: docs/capture-format.md.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "util/status.h"
+
+namespace flipscope {
+
+// ---- Capture file ----------------------------------------------------------------------------
+
+enum class StoreDtype { kF32, kBF16 };
+
+// What a writer needs up front; the tensor table is fixed by it.
+struct CaptureLayout {
+  std::vector<int32_t> tokens;     // every token fed
+  std::vector<int32_t> positions;  // probe positions, strictly ascending, each < tokens.size()
+  int32_t n_vocab = 0;             // full-vocabulary width (0 when truncated only)
+  StoreDtype store = StoreDtype::kF32;
+  int32_t topk = 0;                // > 0: truncated capture (topk_ids / topk_logprobs, no logits)
+};
+
+// Streams rows into a temporary file; Commit() writes the final manifest and renames it into
+// place. Destroyed without Commit(), nothing remains under the final name.
+class CaptureWriter {
+ public:
+  // Creates PATH's temporary file and writes the tensor table; manifest may grow later.
+  static Result<std::unique_ptr<CaptureWriter>> Create(const std::string& path, const CaptureLayout& layout,
+                                                       const nlohmann::json& manifest);
+  virtual ~CaptureWriter() = default;
+  // Writes probe row `index` (rows may come in any order, each exactly once). For full
+  // captures `logits` has n_vocab values; argmax and digest are taken from them (native F32).
+  virtual Status WriteRow(int64_t index, std::span<const float> logits) = 0;
+  // Truncated captures: top-k ids/logprobs (descending) and the source's greedy token.
+  virtual Status WriteTopK(int64_t index, std::span<const int32_t> ids, std::span<const float> logprobs,
+                           int32_t argmax) = 0;
+  // Replaces the manifest (e.g. to add timings); must be called before Commit().
+  virtual void SetManifest(const nlohmann::json& manifest) = 0;
+  // Checks every row was written, writes argmax/digest and the manifest, fsyncs and renames.
+  virtual Status Commit() = 0;
+};
+
+// A capture file opened for reading (memory-mapped; rows are read on demand).
+class CaptureReader {
+ public:
+  // Opens and validates the header against the file size; errors name the file and the fault.
+  static Result<std::unique_ptr<CaptureReader>> Open(const std::string& path);
+  virtual ~CaptureReader() = default;
+  virtual const std::string& path() const = 0;
+  virtual const nlohmann::json& manifest() const = 0;
+  virtual std::span<const int32_t> tokens() const = 0;
+  virtual std::span<const int32_t> positions() const = 0;
+  virtual std::span<const int32_t> argmax() const = 0;
+  virtual std::span<const uint64_t> digest() const = 0;
+  virtual int32_t n_vocab() const = 0;
+  virtual bool truncated() const = 0;
+  virtual int32_t topk() const = 0;
+  virtual StoreDtype store() const = 0;
+  // Row i as F32 (BF16 widened) into out (n_vocab values). Full captures only.
+  virtual Status ReadRow(int64_t i, std::span<float> out) const = 0;
+  // Row i as FP64 into out. Full captures only.
+  virtual Status ReadRowF64(int64_t i, std::span<double> out) const = 0;
+  // Truncated captures: the top-k ids and logprobs of row i.
+  virtual std::span<const int32_t> TopKIds(int64_t i) const = 0;
+  virtual std::span<const float> TopKLogprobs(int64_t i) const = 0;
+};
+
+}  // namespace flipscope

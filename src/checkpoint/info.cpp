@@ -1,0 +1,230 @@
+// `info`: a model file's facts, read with ggml's GGUF reader and llama.cpp's vocabulary loader.
+#include <ggml.h>
+#include <gguf.h>
+#include <llama.h>
+
+#include <chat.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "checkpoint/checkpoint.h"
+#include "engine/engine.h"
+#include "util/util.h"
+
+namespace flipscope {
+namespace {
+
+using GgufPtr = std::unique_ptr<gguf_context, void (*)(gguf_context*)>;
+using GgmlPtr = std::unique_ptr<ggml_context, void (*)(ggml_context*)>;
+
+// An integer metadata value of any integer type; def when absent (arrays: the first element).
+int64_t GetInt(const gguf_context* g, const std::string& key, int64_t def = 0) {
+  int64_t id = gguf_find_key(g, key.c_str());
+  if (id < 0) return def;
+  gguf_type t = gguf_get_kv_type(g, id);
+  if (t == GGUF_TYPE_ARRAY) {
+    if (gguf_get_arr_n(g, id) == 0) return def;
+    gguf_type at = gguf_get_arr_type(g, id);
+    const void* d = gguf_get_arr_data(g, id);
+    if (at == GGUF_TYPE_INT32) return static_cast<const int32_t*>(d)[0];
+    if (at == GGUF_TYPE_UINT32) return static_cast<const uint32_t*>(d)[0];
+    return def;
+  }
+  switch (t) {
+    case GGUF_TYPE_UINT8: return gguf_get_val_u8(g, id);
+    case GGUF_TYPE_INT8: return gguf_get_val_i8(g, id);
+    case GGUF_TYPE_UINT16: return gguf_get_val_u16(g, id);
+    case GGUF_TYPE_INT16: return gguf_get_val_i16(g, id);
+    case GGUF_TYPE_UINT32: return gguf_get_val_u32(g, id);
+    case GGUF_TYPE_INT32: return gguf_get_val_i32(g, id);
+    case GGUF_TYPE_UINT64: return int64_t(gguf_get_val_u64(g, id));
+    case GGUF_TYPE_INT64: return gguf_get_val_i64(g, id);
+    case GGUF_TYPE_BOOL: return gguf_get_val_bool(g, id);
+    default: return def;
+  }
+}
+
+std::string GetStr(const gguf_context* g, const std::string& key) {
+  int64_t id = gguf_find_key(g, key.c_str());
+  if (id < 0 || gguf_get_kv_type(g, id) != GGUF_TYPE_STRING) return "";
+  return gguf_get_val_str(g, id);
+}
+
+// Layer kinds of sliding-window architectures whose pattern llama.cpp fixes per architecture.
+std::string LayerPattern(const gguf_context* g, const std::string& arch, int n_layer, bool hybrid) {
+  if (hybrid) return "hybrid: recurrent and attention layers";
+  int64_t swa = GetInt(g, arch + ".attention.sliding_window", 0);
+  if (swa <= 0) return "";
+  int64_t period = GetInt(g, arch + ".attention.sliding_window_pattern", 0);
+  if (period <= 0) {
+    if (arch == "gemma3") period = 6;
+    else if (arch == "gemma2") period = 2;
+    else if (arch == "cohere2") period = 4;
+  }
+  if (period <= 1) return fmt::format("sliding window {} on every layer", swa);
+  int64_t global = n_layer / period;
+  return fmt::format("{} local (SWA {}) : 1 global, repeating; {} global of {} layers", period - 1, swa, global,
+                     n_layer);
+}
+
+}  // namespace
+
+Status CheckGguf(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return Status::Error(path + ": no such file");
+  if (std::filesystem::is_directory(path, ec)) return Status::Error(path + ": is a directory, not a GGUF file");
+  uint64_t size = std::filesystem::file_size(path, ec);
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return Status::Error(path + ": cannot open for reading");
+  char magic[4] = {0};
+  size_t got = std::fread(magic, 1, 4, f);
+  std::fclose(f);
+  if (got < 4 || std::memcmp(magic, "GGUF", 4) != 0) return Status::Error(path + ": not a GGUF file (bad magic)");
+  gguf_init_params ip = {true, nullptr};
+  GgufPtr g(gguf_init_from_file(path.c_str(), ip), gguf_free);
+  if (!g) return Status::Error(path + ": corrupt or truncated GGUF header");
+  size_t data = gguf_get_data_offset(g.get());
+  for (int64_t i = 0; i < gguf_get_n_tensors(g.get()); ++i) {
+    uint64_t end = data + gguf_get_tensor_offset(g.get(), i) + gguf_get_tensor_size(g.get(), i);
+    if (end > size)
+      return Status::Error(fmt::format("{}: truncated: tensor '{}' ends at byte {}, the file has {}", path,
+                                       gguf_get_tensor_name(g.get(), i), end, size));
+  }
+  return Status::Ok();
+}
+
+Result<ModelInfo> ReadModelInfo(const std::string& path) {
+  InitLlamaLogging(false);
+  FS_RETURN_IF_ERROR(CheckGguf(path));
+  ggml_context* meta = nullptr;
+  gguf_init_params ip = {true, &meta};
+  GgufPtr g(gguf_init_from_file(path.c_str(), ip), gguf_free);
+  if (!g) return Status::Error(path + ": corrupt GGUF header");
+  GgmlPtr mg(meta, ggml_free);
+
+  ModelInfo m;
+  m.path = path;
+  m.file_size = std::filesystem::file_size(path);
+  FS_ASSIGN_OR_RETURN(m.sha256, Sha256File(path));
+  m.architecture = GetStr(g.get(), "general.architecture");
+  m.name = GetStr(g.get(), "general.name");
+  const std::string& a = m.architecture;
+  m.n_layer = int(GetInt(g.get(), a + ".block_count"));
+  m.n_ctx_train = GetInt(g.get(), a + ".context_length");
+  m.n_embd = int(GetInt(g.get(), a + ".embedding_length"));
+  m.n_head = int(GetInt(g.get(), a + ".attention.head_count"));
+  m.n_head_kv = int(GetInt(g.get(), a + ".attention.head_count_kv", m.n_head));
+  int64_t head_dim = m.n_head > 0 ? m.n_embd / m.n_head : 0;
+  m.head_dim_k = int(GetInt(g.get(), a + ".attention.key_length", head_dim));
+  m.head_dim_v = int(GetInt(g.get(), a + ".attention.value_length", head_dim));
+  m.kv_elements_per_token = int64_t(m.n_layer) * m.n_head_kv * (m.head_dim_k + m.head_dim_v);
+  m.tokenizer = GetStr(g.get(), "tokenizer.ggml.model");
+  m.pre_tokenizer = GetStr(g.get(), "tokenizer.ggml.pre");
+  int64_t ft = GetInt(g.get(), "general.file_type", -1);
+  if (ft >= 0) {
+    char buf[128];
+    // llama.cpp names file types through llama_model_ftype_name; keep the number when unknown.
+    std::snprintf(buf, sizeof(buf), "%lld", static_cast<long long>(ft));
+    m.file_type = buf;
+  }
+  for (int64_t i = 0; i < gguf_get_n_tensors(g.get()); ++i)
+    m.quant_types[ggml_type_name(gguf_get_tensor_type(g.get(), i))]++;
+  for (ggml_tensor* t = ggml_get_first_tensor(meta); t; t = ggml_get_next_tensor(meta, t))
+    m.n_params += uint64_t(ggml_nelements(t));
+
+  // The vocabulary and chat template as llama.cpp itself reads them.
+  llama_model_params mp = llama_model_default_params();
+  mp.vocab_only = true;
+  std::unique_ptr<llama_model, void (*)(llama_model*)> model(llama_model_load_from_file(path.c_str(), mp),
+                                                             llama_model_free);
+  if (!model) {
+    std::string why = TakeLlamaLogTail();
+    return Status::Error(path + ": llama.cpp could not read the vocabulary" + (why.empty() ? "" : " (" + why + ")"));
+  }
+  const llama_vocab* v = llama_model_get_vocab(model.get());
+  m.n_vocab = llama_vocab_n_tokens(v);
+  m.bos = llama_vocab_bos(v);
+  m.eos = llama_vocab_eos(v);
+  m.eot = llama_vocab_eot(v);
+  m.add_bos = llama_vocab_get_add_bos(v);
+  m.layer_pattern = LayerPattern(g.get(), a, m.n_layer, llama_model_is_hybrid(model.get()));
+  const char* tmpl = llama_model_chat_template(model.get(), nullptr);
+  if (tmpl) {
+    m.has_chat_template = true;
+    m.chat_template_sha256 = Sha256Hex(tmpl);
+    try {
+      auto tmpls = common_chat_templates_init(model.get(), "");
+      auto caps = common_chat_templates_get_caps(tmpls.get());
+      m.template_supports_tools = caps["supports_tools"];
+      m.template_supports_tool_calls = caps["supports_tool_calls"];
+    } catch (const std::exception& e) {
+      return Status::Error(path + ": the embedded chat template does not parse: " + e.what());
+    }
+  }
+  return m;
+}
+
+nlohmann::json ModelInfo::ToJson() const {
+  return {{"path", path},
+          {"sha256", sha256},
+          {"file_size", file_size},
+          {"architecture", architecture},
+          {"name", name},
+          {"n_params", n_params},
+          {"n_layer", n_layer},
+          {"layer_pattern", layer_pattern},
+          {"n_ctx_train", n_ctx_train},
+          {"n_embd", n_embd},
+          {"n_head", n_head},
+          {"n_head_kv", n_head_kv},
+          {"head_dim_k", head_dim_k},
+          {"head_dim_v", head_dim_v},
+          {"kv_elements_per_token", kv_elements_per_token},
+          {"n_vocab", n_vocab},
+          {"tokenizer", tokenizer},
+          {"pre_tokenizer", pre_tokenizer},
+          {"file_type", file_type},
+          {"quant_types", quant_types},
+          {"bos", bos},
+          {"eos", eos},
+          {"eot", eot},
+          {"add_bos", add_bos},
+          {"chat_template", has_chat_template},
+          {"chat_template_sha256", chat_template_sha256},
+          {"template_supports_tools", template_supports_tools},
+          {"template_supports_tool_calls", template_supports_tool_calls}};
+}
+
+std::string ModelInfo::ToText() const {
+  std::string q;
+  for (auto& [t, n] : quant_types) q += fmt::format("{}{} x{}", q.empty() ? "" : ", ", t, n);
+  auto tok = [](int32_t id) { return id < 0 ? std::string("none") : std::to_string(id); };
+  std::string s;
+  s += fmt::format("{:<22}{}\n", "file", path);
+  s += fmt::format("{:<22}{}\n", "sha256", sha256);
+  s += fmt::format("{:<22}{} ({})\n", "architecture", architecture, name);
+  s += fmt::format("{:<22}{} ({:.1f} M)\n", "parameters", n_params, double(n_params) / 1e6);
+  s += fmt::format("{:<22}{}{}\n", "layers", n_layer, layer_pattern.empty() ? "" : " — " + layer_pattern);
+  s += fmt::format("{:<22}{}\n", "training context", n_ctx_train);
+  s += fmt::format("{:<22}{} heads, {} KV heads, head dim {}/{}\n", "attention", n_head, n_head_kv, head_dim_k,
+                   head_dim_v);
+  s += fmt::format("{:<22}{} ({}, pre-tokenizer {})\n", "vocabulary", n_vocab, tokenizer,
+                   pre_tokenizer.empty() ? "none" : pre_tokenizer);
+  s += fmt::format("{:<22}{}\n", "weight types", q);
+  s += fmt::format("{:<22}BOS {}  EOS {}  EOT {}  add_bos {}\n", "special tokens", tok(bos), tok(eos), tok(eot),
+                   add_bos);
+  if (has_chat_template)
+    s += fmt::format("{:<22}embedded, sha256 {}; tools {}, tool calls {}\n", "chat template",
+                     chat_template_sha256.substr(0, 16), template_supports_tools ? "yes" : "no",
+                     template_supports_tool_calls ? "yes" : "no");
+  else
+    s += fmt::format("{:<22}none embedded\n", "chat template");
+  return s;
+}
+
+}  // namespace flipscope

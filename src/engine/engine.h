@@ -1,0 +1,134 @@
+// engine: runs a model. Teacher-forced prefill that hands over logits rows at chosen positions,
+// and (llama only) forking the sequence at a position to decode a greedy future.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "util/status.h"
+
+namespace flipscope {
+
+// Numerics knobs, named as llama.cpp names them. Defaults are llama.cpp's own.
+struct Knobs {
+  std::string flash_attn = "auto";  // -fa on|off|auto
+  std::string cache_type_k = "f16";  // -ctk
+  std::string cache_type_v = "f16";  // -ctv
+  int n_ctx = 0;                     // -c; 0 = the model's training context
+  int n_batch = 2048;                // -b logical batch (prefill chunk)
+  int n_ubatch = 512;                // -ub physical batch
+  int n_threads = 0;                 // -t; 0 = all hardware threads
+  int n_gpu_layers = -1;             // -ngl; -1 = all layers (where a GPU backend exists)
+  std::string split_mode = "layer";  // -sm none|layer|row|tensor
+  std::vector<float> tensor_split;   // -ts
+  std::string devices;               // -dev, comma separated; empty = default
+
+  // The knobs as a JSON object (keys are the long llama.cpp names).
+  nlohmann::json ToJson() const;
+  // Reads knobs from a JSON object, with defaults for missing keys; error names the bad key.
+  static Result<Knobs> FromJson(const nlohmann::json& j);
+  // Checks values (types, ranges, combinations llama.cpp refuses).
+  Status Validate() const;
+  // The flags that reproduce these knobs on llama-server / llama-cli.
+  std::string ToFlags() const;
+};
+
+// The KV cache types llama.cpp accepts for -ctk / -ctv.
+const std::vector<std::string>& KvCacheTypes();
+// Bytes per element of a KV cache type (block size taken into account), e.g. q8_0 -> 34/32.
+double KvTypeBytesPerElement(const std::string& type);
+
+// One output row: full-vocabulary logits (llama) or top-k logprobs (truncated sources).
+struct Row {
+  int64_t index = 0;     // probe index
+  int32_t position = 0;  // token position p; predicts token p+1
+  std::span<const float> logits;       // empty when truncated
+  std::span<const int32_t> topk_ids;   // truncated sources only
+  std::span<const float> topk_logprobs;
+  int32_t argmax = -1;   // native-precision greedy token (computed from logits if -1)
+};
+using RowSink = std::function<Status(const Row&)>;
+using ProgressFn = std::function<void(int64_t done_tokens)>;
+
+// A future decoded from a fork point.
+struct Future {
+  std::vector<int32_t> tokens;
+  std::vector<float> probs;  // the probability of each chosen token
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  // The vocabulary size of rows this engine produces.
+  virtual int32_t n_vocab() const = 0;
+  // Runs tokens teacher-forced and calls sink for every position in probes (ascending, < size).
+  virtual Status Prefill(std::span<const int32_t> tokens, std::span<const int32_t> probes,
+                         const RowSink& sink, const ProgressFn& progress) = 0;
+  // Engine name, version, commit, build flags, devices and the resolved knobs.
+  virtual nlohmann::json Describe() const = 0;
+};
+
+// Fork requests for LlamaEngine::PrefillWithForks: at position p, after the teacher-forced
+// prefix [0, p] is in the cache, decode greedily from `first` for max_tokens tokens.
+struct ForkRequest {
+  int32_t position = 0;
+  int32_t first = 0;
+};
+using ForkSink = std::function<Status(size_t request_index, const Future&)>;
+
+// llama.cpp linked as a library.
+class LlamaEngine : public Engine {
+ public:
+  // Loads the model and creates a context with the knobs; errors carry llama.cpp's reason.
+  // n_tokens_hint sizes the context when knobs.n_ctx == 0 and the model's context is smaller.
+  static Result<std::unique_ptr<LlamaEngine>> Create(const std::string& model_path, const Knobs& knobs,
+                                                      int n_seq_max = 1);
+  ~LlamaEngine() override;
+  int32_t n_vocab() const override;
+  Status Prefill(std::span<const int32_t> tokens, std::span<const int32_t> probes,
+                 const RowSink& sink, const ProgressFn& progress) override;
+  nlohmann::json Describe() const override;
+  // Like Prefill, with the same prefill chunks (so the same numerics), and at every fork
+  // request copies the sequence's cache up to its position, decodes greedily in the copy and
+  // drops it. Requests must be sorted by position. Needs n_seq_max >= 2.
+  Status PrefillWithForks(std::span<const int32_t> tokens, std::span<const int32_t> probes,
+                          const RowSink& sink, std::span<const ForkRequest> forks, int max_tokens,
+                          const ForkSink& fork_sink, const ProgressFn& progress);
+  // Greedy decode from scratch: prefill tokens[0..p] then decode from first (the re-prefill
+  // baseline, and the fallback for models whose memory cannot be forked).
+  Result<Future> DecodeFresh(std::span<const int32_t> prefix, int32_t first, int max_tokens);
+  // Whether the model's memory can be forked by copying a sequence (false for recurrent).
+  bool CanFork() const;
+  // Context size in tokens.
+  int n_ctx() const;
+  // Detokenizes one token (special tokens rendered).
+  std::string TokenText(int32_t token) const;
+  struct Impl;
+
+ private:
+  explicit LlamaEngine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Index of the largest value, ties to the lowest index (the capture format's argmax rule).
+int32_t ArgmaxLowest(std::span<const float> row);
+
+// Version string of the linked llama.cpp ("b<number>-<commit>") and ggml's version.
+std::string LlamaVersion();
+std::string GgmlVersion();
+// The compiled-in (registered) ggml backends, e.g. {"CPU"} or {"CUDA", "CPU"}.
+std::vector<std::string> Backends();
+// The devices ggml sees, with their memory.
+nlohmann::json Devices();
+// Routes llama.cpp's log to a buffer (kept for error messages) and shows it only with --verbose.
+void InitLlamaLogging(bool verbose);
+// The last error/warning lines llama.cpp logged (for error messages), then clears them.
+std::string TakeLlamaLogTail();
+
+}  // namespace flipscope

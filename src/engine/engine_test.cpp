@@ -1,0 +1,134 @@
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "engine/engine.h"
+#include "testing/tiny_model.h"
+#include "util/util.h"
+
+using namespace flipscope;
+
+namespace {
+std::string TinyModel() {
+  static std::string path = [] {
+    std::string p = fixtures::TempPath("engine-tiny.gguf");
+    EXPECT_TRUE(fixtures::WriteTinyModel(p).ok());
+    return p;
+  }();
+  return path;
+}
+std::vector<int32_t> Tokens(int n) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) t[size_t(i)] = 5 + (i * 37) % 290;
+  return t;
+}
+Knobs CpuKnobs() {
+  Knobs k;
+  k.n_threads = 1;
+  k.n_ctx = 256;
+  return k;
+}
+// Rows at the given probes, as digests, under knobs k.
+std::vector<uint64_t> Digests(const Knobs& k, const std::vector<int32_t>& tokens, const std::vector<int32_t>& probes) {
+  auto e = LlamaEngine::Create(TinyModel(), k);
+  EXPECT_TRUE(e.ok()) << e.status().message();
+  std::vector<uint64_t> out;
+  Status st = (*e)->Prefill(tokens, probes, [&](const Row& r) {
+    out.push_back(Digest64(r.logits.data(), r.logits.size_bytes()));
+    return Status::Ok();
+  }, nullptr);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return out;
+}
+}  // namespace
+
+TEST(Knobs, JsonRoundTripAndValidation) {
+  Knobs k;
+  k.cache_type_k = "q8_0";
+  k.n_ubatch = 64;
+  auto back = Knobs::FromJson(k.ToJson());
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->ToJson(), k.ToJson());
+  EXPECT_FALSE(Knobs::FromJson({{"flash_atn", "on"}}).ok());
+  Knobs bad;
+  bad.cache_type_v = "q4_0";
+  bad.flash_attn = "off";
+  EXPECT_NE(bad.Validate().message().find("needs flash attention"), std::string::npos);
+  bad = Knobs();
+  bad.cache_type_k = "q3_k";
+  EXPECT_NE(bad.Validate().message().find("unknown KV cache type"), std::string::npos);
+}
+
+TEST(Argmax, TiesGoToLowestId) {
+  std::vector<float> row = {1, 3, 3, 2};
+  EXPECT_EQ(ArgmaxLowest(row), 1);
+}
+
+TEST(LlamaEngine, PrefillGivesProbeRowsInOrder) {
+  auto e = LlamaEngine::Create(TinyModel(), CpuKnobs());
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_EQ((*e)->n_vocab(), 5 + 256 + 10 + 26 + 10);
+  auto tokens = Tokens(100);
+  std::vector<int32_t> probes = {0, 31, 63, 99}, seen;
+  Status st = (*e)->Prefill(tokens, probes, [&](const Row& r) {
+    EXPECT_EQ(r.index, int64_t(seen.size()));
+    EXPECT_EQ(r.argmax, ArgmaxLowest(r.logits));
+    seen.push_back(r.position);
+    return Status::Ok();
+  }, nullptr);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(seen, probes);
+  auto d = (*e)->Describe();
+  EXPECT_EQ(d["knobs"]["ctx_size"], 256);
+  EXPECT_NE(d["knobs"]["flash_attn"], "auto");  // resolved
+}
+
+TEST(LlamaEngine, RepeatIsBitForBit) {
+  auto tokens = Tokens(150);
+  std::vector<int32_t> probes = {10, 70, 149};
+  EXPECT_EQ(Digests(CpuKnobs(), tokens, probes), Digests(CpuKnobs(), tokens, probes));
+}
+
+TEST(LlamaEngine, KvQuantizationChangesRows) {
+  auto tokens = Tokens(150);
+  std::vector<int32_t> probes = {70, 149};
+  Knobs q = CpuKnobs();
+  q.flash_attn = "on";
+  q.cache_type_k = q.cache_type_v = "q4_0";
+  Knobs f = CpuKnobs();
+  f.flash_attn = "on";
+  EXPECT_NE(Digests(f, tokens, probes), Digests(q, tokens, probes));
+}
+
+TEST(LlamaEngine, WorkloadLongerThanContextIsAnError) {
+  auto e = LlamaEngine::Create(TinyModel(), CpuKnobs());
+  ASSERT_TRUE(e.ok());
+  Status st = (*e)->Prefill(Tokens(300), std::vector<int32_t>{1}, [](const Row&) { return Status::Ok(); }, nullptr);
+  EXPECT_NE(st.message().find("more than the context"), std::string::npos);
+}
+
+TEST(LlamaEngine, ForkMatchesFreshDecodeAndKeepsRows) {
+  auto tokens = Tokens(120);
+  std::vector<int32_t> probes = {20, 50, 119};
+  Knobs k = CpuKnobs();
+  auto plain = Digests(k, tokens, probes);
+  auto e = LlamaEngine::Create(TinyModel(), k, 2);
+  ASSERT_TRUE(e.ok());
+  std::vector<ForkRequest> forks = {{20, 7}, {50, 9}};
+  std::vector<Future> futures(2);
+  std::vector<uint64_t> forked;
+  Status st = (*e)->PrefillWithForks(tokens, probes, [&](const Row& r) {
+    forked.push_back(Digest64(r.logits.data(), r.logits.size_bytes()));
+    return Status::Ok();
+  }, forks, 8, [&](size_t i, const Future& f) { futures[i] = f; return Status::Ok(); }, nullptr);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(forked, plain);  // forking does not disturb the teacher-forced rows
+  for (size_t i = 0; i < forks.size(); ++i) {
+    ASSERT_EQ(futures[i].tokens.size(), 8u);
+    EXPECT_EQ(futures[i].tokens[0], forks[i].first);
+    std::vector<int32_t> prefix(tokens.begin(), tokens.begin() + forks[i].position + 1);
+    auto fresh = (*e)->DecodeFresh(prefix, forks[i].first, 8);
+    ASSERT_TRUE(fresh.ok());
+    EXPECT_EQ(fresh->tokens, futures[i].tokens);
+  }
+}

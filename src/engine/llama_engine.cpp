@@ -1,0 +1,335 @@
+// LlamaEngine: llama.cpp linked as a library.
+#include <llama.h>
+#include <ggml-backend.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "engine/engine.h"
+
+namespace flipscope {
+namespace {
+
+std::mutex g_log_mu;
+std::deque<std::string> g_log_tail;
+std::string g_log_all;  // every line of the current model/context creation
+bool g_log_verbose = false;
+
+void LogCallback(ggml_log_level level, const char* text, void*) {
+  std::lock_guard<std::mutex> lock(g_log_mu);
+  if (g_log_verbose) fputs(text, stderr);
+  g_log_all += text;
+  if (g_log_all.size() > (1u << 20)) g_log_all.erase(0, g_log_all.size() - (1u << 19));
+  if (level == GGML_LOG_LEVEL_ERROR || level == GGML_LOG_LEVEL_WARN) {
+    std::string line(text);
+    while (!line.empty() && (line.back() == '\n' || line.back() == ' ')) line.pop_back();
+    if (line.empty()) return;
+    g_log_tail.push_back(line);
+    if (g_log_tail.size() > 4) g_log_tail.pop_front();
+  }
+}
+
+std::string TakeLogAll() {
+  std::lock_guard<std::mutex> lock(g_log_mu);
+  std::string s;
+  s.swap(g_log_all);
+  return s;
+}
+
+ggml_type KvType(const std::string& name) {
+  static const std::pair<const char*, ggml_type> map[] = {
+      {"f32", GGML_TYPE_F32},   {"f16", GGML_TYPE_F16},   {"bf16", GGML_TYPE_BF16},
+      {"q8_0", GGML_TYPE_Q8_0}, {"q4_0", GGML_TYPE_Q4_0}, {"q4_1", GGML_TYPE_Q4_1},
+      {"iq4_nl", GGML_TYPE_IQ4_NL}, {"q5_0", GGML_TYPE_Q5_0}, {"q5_1", GGML_TYPE_Q5_1}};
+  for (auto& [n, t] : map)
+    if (name == n) return t;
+  return GGML_TYPE_COUNT;
+}
+
+llama_split_mode SplitMode(const std::string& s) {
+  if (s == "none") return LLAMA_SPLIT_MODE_NONE;
+  if (s == "row") return LLAMA_SPLIT_MODE_ROW;
+  if (s == "tensor") return LLAMA_SPLIT_MODE_TENSOR;
+  return LLAMA_SPLIT_MODE_LAYER;
+}
+
+// Greedy token and its probability from a logits row (softmax in double).
+std::pair<int32_t, float> GreedyWithProb(std::span<const float> row) {
+  int32_t best = ArgmaxLowest(row);
+  double mx = row[size_t(best)], sum = 0;
+  for (float v : row) sum += std::exp(double(v) - mx);
+  return {best, float(1.0 / sum)};
+}
+
+float ProbOf(std::span<const float> row, int32_t token) {
+  double mx = row[size_t(ArgmaxLowest(row))], sum = 0;
+  for (float v : row) sum += std::exp(double(v) - mx);
+  return float(std::exp(double(row[size_t(token)]) - mx) / sum);
+}
+
+}  // namespace
+
+void InitLlamaLogging(bool verbose) {
+  g_log_verbose = verbose;
+  llama_log_set(LogCallback, nullptr);
+  static std::once_flag once;
+  std::call_once(once, [] { llama_backend_init(); ggml_backend_load_all(); });
+}
+
+std::string TakeLlamaLogTail() {
+  std::lock_guard<std::mutex> lock(g_log_mu);
+  std::string s;
+  for (auto& l : g_log_tail) s += (s.empty() ? "" : "; ") + l;
+  g_log_tail.clear();
+  return s;
+}
+
+struct LlamaEngine::Impl {
+  llama_model* model = nullptr;
+  llama_context* ctx = nullptr;
+  const llama_vocab* vocab = nullptr;
+  Knobs knobs;     // resolved
+  std::string model_path;
+  int n_seq_max = 1;
+  ~Impl() {
+    if (ctx) llama_free(ctx);
+    if (model) llama_model_free(model);
+  }
+  // Decodes tokens[begin, end) in sequence seq at their positions, with outputs where flagged.
+  Status DecodeChunk(std::span<const int32_t> tokens, int32_t pos0, int seq,
+                     const std::function<bool(int32_t)>& want_output);
+  Result<Future> Greedy(int seq, int32_t pos, int32_t first, float first_prob, int max_tokens);
+};
+
+LlamaEngine::LlamaEngine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+LlamaEngine::~LlamaEngine() = default;
+
+Result<std::unique_ptr<LlamaEngine>> LlamaEngine::Create(const std::string& path, const Knobs& knobs_in,
+                                                         int n_seq_max) {
+  InitLlamaLogging(g_log_verbose);
+  FS_RETURN_IF_ERROR(knobs_in.Validate());
+  auto impl = std::make_unique<Impl>();
+  impl->knobs = knobs_in;
+  impl->model_path = path;
+  impl->n_seq_max = n_seq_max;
+  Knobs& k = impl->knobs;
+
+  llama_model_params mp = llama_model_default_params();
+  mp.n_gpu_layers = k.n_gpu_layers;
+  mp.split_mode = SplitMode(k.split_mode);
+  std::vector<float> ts(llama_max_devices(), 0.0f);
+  for (size_t i = 0; i < k.tensor_split.size() && i < ts.size(); ++i) ts[i] = k.tensor_split[i];
+  if (!k.tensor_split.empty()) mp.tensor_split = ts.data();
+  std::vector<ggml_backend_dev_t> devs;
+  if (!k.devices.empty()) {
+    size_t start = 0;
+    while (start <= k.devices.size()) {
+      size_t comma = k.devices.find(',', start);
+      std::string name = k.devices.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      ggml_backend_dev_t d = ggml_backend_dev_by_name(name.c_str());
+      if (!d) return Status::Error("-dev: unknown device '" + name + "'");
+      devs.push_back(d);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    devs.push_back(nullptr);
+    mp.devices = devs.data();
+  }
+  TakeLogAll();
+  impl->model = llama_model_load_from_file(path.c_str(), mp);
+  if (!impl->model) {
+    std::string why = TakeLlamaLogTail();
+    return Status::Error(path + ": llama.cpp could not load the model" + (why.empty() ? "" : " (" + why + ")"));
+  }
+  impl->vocab = llama_model_get_vocab(impl->model);
+
+  llama_context_params cp = llama_context_default_params();
+  if (k.n_ctx == 0) k.n_ctx = int(llama_model_n_ctx_train(impl->model));
+  if (k.n_threads == 0) k.n_threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  cp.n_ctx = uint32_t(k.n_ctx);
+  cp.n_batch = uint32_t(k.n_batch);
+  cp.n_ubatch = uint32_t(std::min(k.n_ubatch, k.n_batch));
+  cp.n_seq_max = uint32_t(n_seq_max);
+  cp.n_threads = cp.n_threads_batch = k.n_threads;
+  cp.flash_attn_type = k.flash_attn == "on"    ? LLAMA_FLASH_ATTN_TYPE_ENABLED
+                       : k.flash_attn == "off" ? LLAMA_FLASH_ATTN_TYPE_DISABLED
+                                               : LLAMA_FLASH_ATTN_TYPE_AUTO;
+  cp.type_k = KvType(k.cache_type_k);
+  cp.type_v = KvType(k.cache_type_v);
+  cp.kv_unified = true;  // forks share the prefix cells instead of splitting the context
+  cp.swa_full = true;    // keep every SWA cell so a fork can start anywhere; same mask as default
+  cp.no_perf = true;
+  TakeLogAll();
+  impl->ctx = llama_init_from_model(impl->model, cp);
+  std::string log = TakeLogAll();
+  if (!impl->ctx) {
+    std::string why = TakeLlamaLogTail();
+    return Status::Error(path + ": llama.cpp refused the configuration " + k.ToFlags() +
+                         (why.empty() ? "" : " (" + why + ")"));
+  }
+  if (k.flash_attn == "auto") {
+    bool disabled = log.find("Flash Attention not supported") != std::string::npos;
+    bool enabled = log.find("Flash Attention enabled") != std::string::npos;
+    k.flash_attn = enabled && !disabled ? "on" : "off";
+  }
+  k.n_ctx = int(llama_n_ctx(impl->ctx));
+  k.n_ubatch = int(llama_n_ubatch(impl->ctx));
+  k.n_batch = int(llama_n_batch(impl->ctx));
+  if (Backends().size() == 1) k.n_gpu_layers = 0;  // CPU only: nothing is offloaded
+  TakeLlamaLogTail();
+  return std::unique_ptr<LlamaEngine>(new LlamaEngine(std::move(impl)));
+}
+
+int32_t LlamaEngine::n_vocab() const { return llama_vocab_n_tokens(impl_->vocab); }
+int LlamaEngine::n_ctx() const { return impl_->knobs.n_ctx; }
+bool LlamaEngine::CanFork() const {
+  return !llama_model_is_recurrent(impl_->model) && !llama_model_is_hybrid(impl_->model);
+}
+
+std::string LlamaEngine::TokenText(int32_t token) const {
+  char buf[256];
+  int n = llama_token_to_piece(impl_->vocab, token, buf, sizeof(buf), 0, true);
+  if (n < 0) return "";
+  return std::string(buf, size_t(n));
+}
+
+Status LlamaEngine::Impl::DecodeChunk(std::span<const int32_t> tokens, int32_t pos0, int seq,
+                                      const std::function<bool(int32_t)>& want_output) {
+  llama_batch batch = llama_batch_init(int32_t(tokens.size()), 0, 1);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    batch.token[i] = tokens[i];
+    batch.pos[i] = pos0 + int32_t(i);
+    batch.n_seq_id[i] = 1;
+    batch.seq_id[i][0] = seq;
+    batch.logits[i] = want_output(pos0 + int32_t(i));
+  }
+  batch.n_tokens = int32_t(tokens.size());
+  int rc = llama_decode(ctx, batch);
+  llama_batch_free(batch);
+  if (rc != 0) {
+    std::string why = TakeLlamaLogTail();
+    return Status::Error(fmt::format("llama_decode failed with code {} at positions {}..{}{}", rc, pos0,
+                                     pos0 + int32_t(tokens.size()) - 1, why.empty() ? "" : " (" + why + ")"));
+  }
+  return Status::Ok();
+}
+
+Status LlamaEngine::Prefill(std::span<const int32_t> tokens, std::span<const int32_t> probes,
+                            const RowSink& sink, const ProgressFn& progress) {
+  return PrefillWithForks(tokens, probes, sink, {}, 0, nullptr, progress);
+}
+
+Status LlamaEngine::PrefillWithForks(std::span<const int32_t> tokens, std::span<const int32_t> probes,
+                                     const RowSink& sink, std::span<const ForkRequest> forks,
+                                     int max_tokens, const ForkSink& fork_sink,
+                                     const ProgressFn& progress) {
+  if (int64_t(tokens.size()) > impl_->knobs.n_ctx)
+    return Status::Error(fmt::format("the workload has {} tokens, more than the context of {} (-c)",
+                                     tokens.size(), impl_->knobs.n_ctx));
+  if (!forks.empty() && impl_->n_seq_max < 2) return Status::Error("forking needs n_seq_max >= 2");
+  llama_memory_t mem = llama_get_memory(impl_->ctx);
+  llama_memory_clear(mem, true);
+  const int32_t n = int32_t(tokens.size());
+  const int32_t nv = n_vocab();
+  std::vector<uint8_t> out_flag(size_t(n), 0);
+  for (int32_t p : probes) {
+    if (p < 0 || p >= n) return Status::Error(fmt::format("probe position {} outside 0..{}", p, n - 1));
+    out_flag[size_t(p)] = 1;
+  }
+  for (auto& f : forks) out_flag[size_t(f.position)] = 1;
+  size_t next_probe = 0, next_fork = 0;
+  int64_t probe_index = 0;
+  for (int32_t begin = 0; begin < n; begin += impl_->knobs.n_batch) {
+    int32_t end = std::min(n, begin + impl_->knobs.n_batch);
+    FS_RETURN_IF_ERROR(impl_->DecodeChunk(tokens.subspan(size_t(begin), size_t(end - begin)), begin, 0,
+                                          [&](int32_t p) { return out_flag[size_t(p)] != 0; }));
+    // Hand over every row of the chunk first: a fork's decode replaces the context's outputs.
+    std::vector<std::pair<size_t, float>> chunk_forks;  // (request, probability of its first token)
+    for (int32_t p = begin; p < end; ++p) {
+      if (!out_flag[size_t(p)]) continue;
+      const float* lg = llama_get_logits_ith(impl_->ctx, p - begin);
+      if (!lg) return Status::Error(fmt::format("no logits for position {}", p));
+      std::span<const float> row(lg, size_t(nv));
+      if (next_probe < probes.size() && probes[next_probe] == p) {
+        Row r;
+        r.index = probe_index++;
+        r.position = p;
+        r.logits = row;
+        r.argmax = ArgmaxLowest(row);
+        FS_RETURN_IF_ERROR(sink(r));
+        ++next_probe;
+      }
+      for (; next_fork < forks.size() && forks[next_fork].position == p; ++next_fork)
+        chunk_forks.emplace_back(next_fork, ProbOf(row, forks[next_fork].first));
+    }
+    // The same chunks as a plain prefill, so the teacher-forced rows keep their numerics; each
+    // fork copies the cache cells of [0, p] to sequence 1, decodes there and drops them.
+    for (auto [i, first_prob] : chunk_forks) {
+      int32_t p = forks[i].position;
+      llama_memory_seq_cp(mem, 0, 1, 0, p + 1);
+      auto fut = impl_->Greedy(1, p + 1, forks[i].first, first_prob, max_tokens);
+      llama_memory_seq_rm(mem, 1, -1, -1);
+      if (!fut.ok()) return fut.status();
+      FS_RETURN_IF_ERROR(fork_sink(i, *fut));
+    }
+    if (progress) progress(end);
+  }
+  if (next_fork != forks.size()) return Status::Error("fork requests must be sorted by position");
+  return Status::Ok();
+}
+
+Result<Future> LlamaEngine::Impl::Greedy(int seq, int32_t pos, int32_t first, float first_prob, int max_tokens) {
+  Future f;
+  int32_t tok = first;
+  float prob = first_prob;
+  for (int i = 0; i < max_tokens; ++i) {
+    f.tokens.push_back(tok);
+    f.probs.push_back(prob);
+    if (llama_vocab_is_eog(vocab, tok) || i + 1 == max_tokens || pos + i + 1 >= knobs.n_ctx) break;
+    int32_t one[1] = {tok};
+    FS_RETURN_IF_ERROR(DecodeChunk(one, pos + i, seq, [](int32_t) { return true; }));
+    const float* lg = llama_get_logits_ith(ctx, 0);
+    auto [next, p] = GreedyWithProb(std::span<const float>(lg, size_t(llama_vocab_n_tokens(vocab))));
+    tok = next;
+    prob = p;
+  }
+  return f;
+}
+
+Result<Future> LlamaEngine::DecodeFresh(std::span<const int32_t> prefix, int32_t first, int max_tokens) {
+  llama_memory_t mem = llama_get_memory(impl_->ctx);
+  llama_memory_clear(mem, true);
+  const int32_t n = int32_t(prefix.size());
+  for (int32_t begin = 0; begin < n; begin += impl_->knobs.n_batch) {
+    int32_t end = std::min(n, begin + impl_->knobs.n_batch);
+    FS_RETURN_IF_ERROR(impl_->DecodeChunk(prefix.subspan(size_t(begin), size_t(end - begin)), begin, 0,
+                                          [&](int32_t p) { return p == n - 1; }));
+  }
+  const float* lg = llama_get_logits_ith(impl_->ctx, -1);
+  float first_prob = ProbOf(std::span<const float>(lg, size_t(n_vocab())), first);
+  return impl_->Greedy(0, n, first, first_prob, max_tokens);
+}
+
+nlohmann::json LlamaEngine::Describe() const {
+  char desc[256];
+  llama_model_desc(impl_->model, desc, sizeof(desc));
+  return {{"engine", "llama"},
+          {"llama_cpp", LlamaVersion()},
+          {"ggml", GgmlVersion()},
+          {"backends", Backends()},
+          {"devices", Devices()},
+          {"system_info", llama_print_system_info()},
+          {"model_desc", desc},
+          {"knobs", impl_->knobs.ToJson()},
+          {"flags", impl_->knobs.ToFlags()},
+          {"kv_unified", true},
+          {"swa_full", true}};
+}
+
+}  // namespace flipscope

@@ -1,0 +1,160 @@
+// Tiny deterministic GGUF models for unit tests.
+#include "testing/tiny_model.h"
+
+#include <ggml.h>
+#include <gguf.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+#include <fmt/format.h>
+
+namespace flipscope::fixtures {
+namespace {
+
+// SplitMix64: a tiny, well-mixed deterministic generator.
+struct Rng {
+  uint64_t s;
+  uint64_t Next() {
+    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  float Uniform() { return float(double(Next() >> 11) / double(1ull << 53)) * 2.0f - 1.0f; }
+};
+
+constexpr const char* kChatML =
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + "
+    "'<|im_end|>' + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
+
+struct Vocab {
+  std::vector<std::string> tokens;
+  std::vector<float> scores;
+  std::vector<int32_t> types;
+  void Add(std::string t, float score, int32_t type) {
+    tokens.push_back(std::move(t));
+    scores.push_back(score);
+    types.push_back(type);
+  }
+};
+
+Vocab MakeVocab() {
+  // Types as in llama.cpp: 1 normal, 2 unknown, 3 control, 6 byte.
+  Vocab v;
+  v.Add("<unk>", 0, 2);
+  v.Add("<s>", 0, 3);
+  v.Add("</s>", 0, 3);
+  v.Add("<|im_start|>", 0, 3);
+  v.Add("<|im_end|>", 0, 3);
+  for (int b = 0; b < 256; ++b) v.Add(fmt::format("<0x{:02X}>", b), 0, 6);
+  const std::string sp = "\xe2\x96\x81";  // SentencePiece's word-start marker
+  const std::string pieces[] = {sp, sp + "the", sp + "a", sp + "show", sp + "port", sp + "interface",
+                                "user", "assistant", "system", "tool"};
+  float score = -1;
+  for (const auto& p : pieces) v.Add(p, score--, 1);
+  for (char c = 'a'; c <= 'z'; ++c) v.Add(std::string(1, c), score--, 1);
+  for (char c = '0'; c <= '9'; ++c) v.Add(std::string(1, c), score--, 1);
+  return v;
+}
+
+}  // namespace
+
+Status WriteTinyModel(const std::string& path, const TinyModelOptions& o) {
+  Vocab vocab = MakeVocab();
+  const int n_vocab = int(vocab.tokens.size());
+  const int head_dim = o.n_embd / o.n_head;
+  const int n_embd_kv = head_dim * o.n_head_kv;
+
+  gguf_context* g = gguf_init_empty();
+  std::unique_ptr<gguf_context, void (*)(gguf_context*)> gguard(g, gguf_free);
+  gguf_set_val_str(g, "general.architecture", "llama");
+  gguf_set_val_str(g, "general.name", "flipscope-tiny");
+  gguf_set_val_u32(g, "general.alignment", 32);
+  gguf_set_val_u32(g, "llama.context_length", uint32_t(o.n_ctx_train));
+  gguf_set_val_u32(g, "llama.embedding_length", uint32_t(o.n_embd));
+  gguf_set_val_u32(g, "llama.block_count", uint32_t(o.n_layer));
+  gguf_set_val_u32(g, "llama.feed_forward_length", uint32_t(o.n_ff));
+  gguf_set_val_u32(g, "llama.attention.head_count", uint32_t(o.n_head));
+  gguf_set_val_u32(g, "llama.attention.head_count_kv", uint32_t(o.n_head_kv));
+  gguf_set_val_u32(g, "llama.rope.dimension_count", uint32_t(head_dim));
+  gguf_set_val_f32(g, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  gguf_set_val_f32(g, "llama.rope.freq_base", 10000.0f);
+  gguf_set_val_str(g, "tokenizer.ggml.model", "llama");
+  gguf_set_val_str(g, "tokenizer.ggml.pre", "default");
+  std::vector<const char*> tok_ptrs;
+  for (auto& t : vocab.tokens) tok_ptrs.push_back(t.c_str());
+  gguf_set_arr_str(g, "tokenizer.ggml.tokens", tok_ptrs.data(), tok_ptrs.size());
+  gguf_set_arr_data(g, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, vocab.scores.data(), vocab.scores.size());
+  gguf_set_arr_data(g, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, vocab.types.data(), vocab.types.size());
+  gguf_set_val_u32(g, "tokenizer.ggml.bos_token_id", 1);
+  gguf_set_val_u32(g, "tokenizer.ggml.eos_token_id", 4);  // <|im_end|> ends a turn
+  gguf_set_val_u32(g, "tokenizer.ggml.unknown_token_id", 0);
+  gguf_set_val_bool(g, "tokenizer.ggml.add_bos_token", true);
+  if (o.chat_template) gguf_set_val_str(g, "tokenizer.chat_template", kChatML);
+
+  struct Spec { std::string name; int64_t ne0, ne1; bool matrix; };
+  std::vector<Spec> specs = {{"token_embd.weight", o.n_embd, n_vocab, true},
+                             {"output_norm.weight", o.n_embd, 1, false},
+                             {"output.weight", o.n_embd, n_vocab, true}};
+  for (int l = 0; l < o.n_layer; ++l) {
+    auto b = fmt::format("blk.{}.", l);
+    specs.push_back({b + "attn_norm.weight", o.n_embd, 1, false});
+    specs.push_back({b + "attn_q.weight", o.n_embd, o.n_embd, true});
+    specs.push_back({b + "attn_k.weight", o.n_embd, n_embd_kv, true});
+    specs.push_back({b + "attn_v.weight", o.n_embd, n_embd_kv, true});
+    specs.push_back({b + "attn_output.weight", o.n_embd, o.n_embd, true});
+    specs.push_back({b + "ffn_norm.weight", o.n_embd, 1, false});
+    specs.push_back({b + "ffn_gate.weight", o.n_embd, o.n_ff, true});
+    specs.push_back({b + "ffn_up.weight", o.n_embd, o.n_ff, true});
+    specs.push_back({b + "ffn_down.weight", o.n_ff, o.n_embd, true});
+  }
+  size_t bytes = 0;
+  for (auto& s : specs) bytes += size_t(s.ne0 * s.ne1) * 4 + 1024;
+  ggml_init_params ip = {bytes + (1 << 20), nullptr, false};
+  ggml_context* ctx = ggml_init(ip);
+  std::unique_ptr<ggml_context, void (*)(ggml_context*)> cguard(ctx, ggml_free);
+
+  ggml_type mtype = o.matrix_type == "f32" ? GGML_TYPE_F32 : o.matrix_type == "q8_0" ? GGML_TYPE_Q8_0 : GGML_TYPE_F16;
+  Rng rng{o.seed};
+  for (auto& s : specs) {
+    if (s.name == o.drop_tensor) continue;
+    std::vector<float> v(size_t(s.ne0 * s.ne1));
+    float scale = s.matrix ? o.weight_scale / std::sqrt(float(s.ne0)) : 0.0f;
+    for (auto& x : v) x = s.matrix ? rng.Uniform() * scale * 1.7f : 1.0f + 0.1f * rng.Uniform();
+    if (s.name == o.perturb_tensor) v[0] += 0.5f;
+    ggml_type t = s.matrix ? mtype : GGML_TYPE_F32;
+    ggml_tensor* tensor = s.ne1 == 1 ? ggml_new_tensor_1d(ctx, t, s.ne0) : ggml_new_tensor_2d(ctx, t, s.ne0, s.ne1);
+    std::string name = s.name == o.rename_from ? o.rename_to : s.name;
+    ggml_set_name(tensor, name.c_str());
+    if (t == GGML_TYPE_F32) std::memcpy(tensor->data, v.data(), v.size() * 4);
+    else if (t == GGML_TYPE_F16) ggml_fp32_to_fp16_row(v.data(), static_cast<ggml_fp16_t*>(tensor->data), int64_t(v.size()));
+    else ggml_quantize_chunk(t, v.data(), tensor->data, 0, s.ne1, s.ne0, nullptr);
+    gguf_add_tensor(g, tensor);
+  }
+  std::string tmp = path + ".tmp";
+  if (!gguf_write_to_file(g, tmp.c_str(), false)) return Status::Error(path + ": cannot write the tiny model");
+  std::filesystem::rename(tmp, path);
+  return Status::Ok();
+}
+
+std::string TempPath(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / "flipscope-tests";
+  std::filesystem::create_directories(dir);
+  return (dir / name).string();
+}
+
+namespace {
+std::string CachedModel(const char* file) {
+  const char* home = std::getenv("HOME");
+  std::string p = std::string(home ? home : "/root") + "/.cache/flipscope/models/" + file;
+  return std::filesystem::exists(p) ? p : "";
+}
+}  // namespace
+
+std::string SmolLM2Path() { return CachedModel("SmolLM2-135M-Instruct.Q4_1.gguf"); }
+std::string Gemma3Path() { return CachedModel("gemma-3-270m-q4_k_m.gguf"); }
+
+}  // namespace flipscope::fixtures

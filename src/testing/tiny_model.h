@@ -1,0 +1,39 @@
+// testing: tiny deterministic GGUF models written through ggml's gguf writer, so unit tests load
+// a real llama.cpp model in milliseconds.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "util/status.h"
+
+namespace flipscope::fixtures {
+
+struct TinyModelOptions {
+  uint64_t seed = 1;               // weights are a pure function of the seed
+  int n_layer = 2;
+  int n_embd = 64;
+  int n_head = 2;
+  int n_head_kv = 1;
+  int n_ff = 128;
+  int n_ctx_train = 512;
+  bool chat_template = true;        // embed a ChatML template
+  std::string matrix_type = "f16";  // f32, f16 or q8_0 for the 2-D weights
+  float weight_scale = 1.0f;        // multiplies every matrix (larger = peakier distributions)
+  // Tensor edits for checkpoint-diff tests: perturb one tensor, drop one, rename one.
+  std::string perturb_tensor, drop_tensor, rename_from, rename_to;
+};
+
+// Writes a llama-architecture model with an SPM vocabulary (byte fallback, ChatML control
+// tokens) to path; the same options always give the same bytes.
+Status WriteTinyModel(const std::string& path, const TinyModelOptions& opts = {});
+
+// A path under the system temp folder for a test's file (the folder is created).
+std::string TempPath(const std::string& name);
+
+// The real SmolLM2 model in the cache, or "" when set-up has not fetched it.
+std::string SmolLM2Path();
+std::string Gemma3Path();
+
+}  // namespace flipscope::fixtures

@@ -1,0 +1,90 @@
+// Whole-file reads and atomic writes (temporary name, fsync, rename).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "util/util.h"
+
+namespace flipscope {
+namespace {
+std::string Errno(const std::string& path, const char* what) {
+  return path + ": " + what + ": " + std::strerror(errno);
+}
+}  // namespace
+
+Result<std::string> ReadFile(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return Status::Error(path + ": is a directory");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::Error(Errno(path, "cannot open"));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return Status::Error(path + ": read error");
+  return ss.str();
+}
+
+AtomicFile::~AtomicFile() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    ::unlink(tmp_.c_str());
+  }
+}
+
+Status AtomicFile::Open(const std::string& path) {
+  path_ = path;
+  tmp_ = path + ".tmp." + std::to_string(::getpid());
+  fd_ = ::open(tmp_.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd_ < 0) return Status::Error(Errno(tmp_, "cannot create"));
+  return Status::Ok();
+}
+
+Status AtomicFile::WriteAt(uint64_t offset, const void* data, size_t n) {
+  auto* p = static_cast<const char*>(data);
+  while (n > 0) {
+    ssize_t w = ::pwrite(fd_, p, n, off_t(offset));
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return Status::Error(Errno(path_, "write failed"));
+    }
+    if (w == 0) return Status::Error(path_ + ": write failed: no space written");
+    p += w;
+    n -= size_t(w);
+    offset += uint64_t(w);
+  }
+  return Status::Ok();
+}
+
+Status AtomicFile::Commit() {
+  if (::fsync(fd_) != 0) return Status::Error(Errno(path_, "fsync failed"));
+  if (::close(fd_) != 0) {
+    fd_ = -1;
+    ::unlink(tmp_.c_str());
+    return Status::Error(Errno(path_, "close failed"));
+  }
+  fd_ = -1;
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    ::unlink(tmp_.c_str());
+    return Status::Error(Errno(path_, "rename failed"));
+  }
+  std::string dir = std::filesystem::path(path_).parent_path().string();
+  int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return Status::Ok();
+}
+
+Status WriteFileAtomic(const std::string& path, std::string_view data) {
+  AtomicFile f;
+  FS_RETURN_IF_ERROR(f.Open(path));
+  FS_RETURN_IF_ERROR(f.WriteAt(0, data.data(), data.size()));
+  return f.Commit();
+}
+
+}  // namespace flipscope

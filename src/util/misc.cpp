@@ -1,0 +1,107 @@
+// Progress bar, clocks and small formatting helpers.
+#include <unistd.h>
+
+#include <cmath>
+#include <ctime>
+
+#include <fmt/format.h>
+
+#include "util/util.h"
+
+namespace flipscope {
+
+double NowSeconds() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+Progress::Progress(std::string label, uint64_t total, std::string unit)
+    : label_(std::move(label)), unit_(std::move(unit)), total_(total),
+      enabled_(::isatty(STDERR_FILENO) && !std::getenv("FLIPSCOPE_NO_PROGRESS")),
+      start_(std::chrono::steady_clock::now()), last_(start_) {}
+
+Progress::~Progress() { Finish(); }
+
+void Progress::Update(uint64_t done) {
+  done_ = done;
+  if (!enabled_ || finished_) return;
+  auto now = std::chrono::steady_clock::now();
+  if (done < total_ && now - last_ < std::chrono::milliseconds(100)) return;
+  last_ = now;
+  double secs = std::chrono::duration<double>(now - start_).count();
+  double rate = secs > 0 ? double(done) / secs : 0;
+  double eta = rate > 0 ? double(total_ - std::min(done, total_)) / rate : 0;
+  int width = 30;
+  int filled = total_ ? int(double(width) * double(done) / double(total_)) : width;
+  std::string bar(size_t(std::min(filled, width)), '#');
+  bar.resize(size_t(width), '.');
+  fmt::print(stderr, "\r{} [{}] {}/{} {} {:.0f} {}/s ETA {:.0f}s   ", label_, bar, done, total_,
+             unit_, rate, unit_, eta);
+  std::fflush(stderr);
+}
+
+void Progress::Finish() {
+  if (enabled_ && !finished_) {
+    fmt::print(stderr, "\r\033[K");
+    std::fflush(stderr);
+  }
+  finished_ = true;
+}
+
+std::string HumanBytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int i = 0;
+  while (std::fabs(bytes) >= 1024 && i < 4) {
+    bytes /= 1024;
+    ++i;
+  }
+  return i == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.2f} {}", bytes, units[i]);
+}
+
+Result<uint64_t> ParseBytes(std::string_view text) {
+  std::string s(text);
+  size_t idx = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &idx);
+  } catch (...) {
+    return Status::Error("'" + s + "' is not a size (e.g. 8GiB)");
+  }
+  std::string unit = s.substr(idx);
+  double mult = 1;
+  if (unit.empty() || unit == "B") mult = 1;
+  else if (unit == "K" || unit == "KiB" || unit == "KB") mult = 1024.0;
+  else if (unit == "M" || unit == "MiB" || unit == "MB") mult = 1024.0 * 1024;
+  else if (unit == "G" || unit == "GiB" || unit == "GB") mult = 1024.0 * 1024 * 1024;
+  else if (unit == "T" || unit == "TiB" || unit == "TB") mult = 1024.0 * 1024 * 1024 * 1024;
+  else return Status::Error("'" + s + "': unknown size unit '" + unit + "' (use KiB, MiB, GiB)");
+  if (v < 0) return Status::Error("'" + s + "': size must not be negative");
+  return uint64_t(v * mult);
+}
+
+std::string HtmlEscape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string UtcNowIso() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace flipscope

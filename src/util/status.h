@@ -1,0 +1,73 @@
+// util: the library's one error style (Status / Result<T>) and small shared helpers.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace flipscope {
+
+// Status: success, or an error with a one-line message that names the file and what is wrong.
+class Status {
+ public:
+  Status() = default;
+  static Status Ok() { return Status(); }
+  static Status Error(std::string message) { return Status(std::move(message)); }
+  bool ok() const { return !msg_.has_value(); }
+  explicit operator bool() const { return ok(); }
+  // The error message; empty when ok().
+  const std::string& message() const {
+    static const std::string empty;
+    return msg_ ? *msg_ : empty;
+  }
+  // Returns an error whose message is "prefix: message"; ok stays ok.
+  Status Prefixed(const std::string& prefix) const {
+    return ok() ? *this : Status(prefix + ": " + *msg_);
+  }
+
+ private:
+  explicit Status(std::string m) : msg_(std::move(m)) {}
+  std::optional<std::string> msg_;
+};
+
+// Result<T>: a value or an error Status (never both).
+template <typename T>
+class Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}            // NOLINT: implicit by design
+  Result(Status error) : v_(std::move(error)) {}       // NOLINT: must be an error
+  bool ok() const { return std::holds_alternative<T>(v_); }
+  explicit operator bool() const { return ok(); }
+  T& value() & { return std::get<T>(v_); }
+  const T& value() const& { return std::get<T>(v_); }
+  T&& value() && { return std::get<T>(std::move(v_)); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  // The error; Status::Ok() when a value is held.
+  Status status() const { return ok() ? Status::Ok() : std::get<Status>(v_); }
+
+ private:
+  std::variant<T, Status> v_;
+};
+
+}  // namespace flipscope
+
+// Propagates an error Status from an expression returning Status.
+#define FS_RETURN_IF_ERROR(expr)          \
+  do {                                    \
+    ::flipscope::Status _st = (expr);     \
+    if (!_st.ok()) return _st;            \
+  } while (0)
+
+#define FS_CONCAT_INNER(a, b) a##b
+#define FS_CONCAT(a, b) FS_CONCAT_INNER(a, b)
+// Declares `lhs` from a Result expression, returning its error Status on failure.
+#define FS_ASSIGN_OR_RETURN(lhs, expr) FS_ASSIGN_OR_RETURN_IMPL(FS_CONCAT(_res_, __LINE__), lhs, expr)
+#define FS_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
+  auto tmp = (expr);                             \
+  if (!tmp.ok()) return tmp.status();            \
+  lhs = std::move(tmp).value()

@@ -1,0 +1,92 @@
+// util: hashing, atomic files, progress, formatting shared by every stage.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/status.h"
+
+namespace flipscope {
+
+// Incremental SHA-256 (FIPS 180-4).
+class Sha256 {
+ public:
+  Sha256();
+  void Update(const void* data, size_t n);
+  // Finishes and returns the lowercase hex digest; the object must not be updated afterwards.
+  std::string HexDigest();
+
+ private:
+  void Block(const uint8_t* p);
+  uint32_t h_[8];
+  uint8_t buf_[64];
+  size_t buf_len_ = 0;
+  uint64_t total_ = 0;
+};
+
+// SHA-256 hex of a string.
+std::string Sha256Hex(std::string_view data);
+// SHA-256 hex of a whole file, streamed; error names the file.
+Result<std::string> Sha256File(const std::string& path);
+// 64-bit xxHash (XXH3) of a byte range: the per-row digest of captures.
+uint64_t Digest64(const void* data, size_t n);
+
+// Reads a whole file; error names the file.
+Result<std::string> ReadFile(const std::string& path);
+// Writes a whole file atomically (temporary file in the same folder, fsync, rename).
+Status WriteFileAtomic(const std::string& path, std::string_view data);
+
+// A file written under a temporary name and renamed into place only by Commit(); destroyed
+// uncommitted, the temporary file is removed, so a final name never holds a partial file.
+class AtomicFile {
+ public:
+  AtomicFile() = default;
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+  // Creates PATH.tmp.<pid>; error names the path.
+  Status Open(const std::string& path);
+  // Positional write of n bytes at offset; error on short writes (e.g. a full disk).
+  Status WriteAt(uint64_t offset, const void* data, size_t n);
+  // fsyncs, renames over the final path and fsyncs the folder.
+  Status Commit();
+  const std::string& temp_path() const { return tmp_; }
+
+ private:
+  int fd_ = -1;
+  std::string path_, tmp_;
+};
+
+// A progress bar on stderr with items/s and ETA; silent unless stderr is a terminal.
+class Progress {
+ public:
+  Progress(std::string label, uint64_t total, std::string unit = "tok");
+  ~Progress();
+  // Sets the amount done; redraws at most 10 times a second.
+  void Update(uint64_t done);
+  // Clears the bar.
+  void Finish();
+
+ private:
+  std::string label_, unit_;
+  uint64_t total_, done_ = 0;
+  bool enabled_, finished_ = false;
+  std::chrono::steady_clock::time_point start_, last_;
+};
+
+// Seconds since an arbitrary epoch, monotonic.
+double NowSeconds();
+// "1.5 MiB" style byte count.
+std::string HumanBytes(double bytes);
+// Parses "8GiB", "512MiB", "1.5G", "1000000"; error on anything else.
+Result<uint64_t> ParseBytes(std::string_view text);
+// Escapes text for HTML element content and attribute values.
+std::string HtmlEscape(std::string_view text);
+// The current UTC time as ISO 8601.
+std::string UtcNowIso();
+
+}  // namespace flipscope

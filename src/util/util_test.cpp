@@ -1,0 +1,51 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "util/util.h"
+
+using namespace flipscope;
+
+TEST(Sha256, KnownVectors) {
+  EXPECT_EQ(Sha256Hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  std::string million(1000000, 'a');
+  EXPECT_EQ(Sha256Hex(million), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST(Sha256, IncrementalMatchesOneShot) {
+  std::string s;
+  for (int i = 0; i < 1000; ++i) s += char(i * 7);
+  Sha256 h;
+  for (size_t i = 0; i < s.size(); i += 13) h.Update(s.data() + i, std::min<size_t>(13, s.size() - i));
+  EXPECT_EQ(h.HexDigest(), Sha256Hex(s));
+}
+
+TEST(AtomicFile, UncommittedLeavesNothing) {
+  auto dir = std::filesystem::temp_directory_path() / "fs_atomic_test";
+  std::filesystem::create_directories(dir);
+  auto path = (dir / "out.bin").string();
+  std::filesystem::remove(path);
+  {
+    AtomicFile f;
+    ASSERT_TRUE(f.Open(path).ok());
+    ASSERT_TRUE(f.WriteAt(0, "abc", 3).ok());
+  }
+  EXPECT_FALSE(std::filesystem::exists(path));
+  EXPECT_TRUE(std::filesystem::is_empty(dir));
+  ASSERT_TRUE(WriteFileAtomic(path, "hello").ok());
+  EXPECT_EQ(*ReadFile(path), "hello");
+}
+
+TEST(ReadFile, MissingNamesTheFile) {
+  auto r = ReadFile("/nonexistent/x.gguf");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("/nonexistent/x.gguf"), std::string::npos);
+}
+
+TEST(ParseBytes, Units) {
+  EXPECT_EQ(*ParseBytes("8GiB"), 8ull << 30);
+  EXPECT_EQ(*ParseBytes("512MiB"), 512ull << 20);
+  EXPECT_EQ(*ParseBytes("100"), 100u);
+  EXPECT_FALSE(ParseBytes("8 parsecs").ok());
+}
