@@ -1,0 +1,208 @@
+// branch: follows the fork. At every disagreement between two captures (or every position of
+// chosen ranges) each configuration decodes its own greedy future from its own choice, in its
+// own configuration; the two futures are compared with each other and with the transcript's real
+// continuation, and each branch gets a verdict. Contract of the output: docs/branch.md.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "util/status.h"
+
+namespace flipscope {
+
+// ---- Verdicts: pure functions over texts ---------------------------------------------------
+
+// Verdicts in precedence order: when several apply, the first one wins.
+enum class Verdict { kInvalidToolCall, kLiteralMutated, kWrongCommand, kDivergent, kBenign };
+// The JSON name: "invalid_tool_call", "literal_mutated", "wrong_command", "divergent", "benign".
+const char* VerdictName(Verdict v);
+// Every verdict, in precedence order.
+std::span<const Verdict> AllVerdicts();
+
+// A decoded continuation, one text piece per token.
+struct FutureText {
+  std::vector<std::string> pieces;
+  bool ended = false;  // stopped at end of generation (or of the context), not at the token budget
+  // The pieces concatenated.
+  std::string Text() const;
+};
+
+// The markers around a tool call's JSON: the `<tool_call>{...}</tool_call>` convention, or the
+// chat template's own.
+struct ToolEnvelope {
+  std::string open = "<tool_call>";
+  std::string close = "</tool_call>";
+};
+
+// A tool the workload offers: its function name and the arguments its JSON schema requires.
+struct ToolSpec {
+  std::string name;
+  std::vector<std::string> required;
+};
+// Reads tool definitions, OpenAI style ({"type":"function","function":{"name","parameters"}})
+// or bare ({"name","parameters"}); error names the bad entry.
+Result<std::vector<ToolSpec>> ParseToolSpecs(const nlohmann::json& tools);
+
+// Literals the context holds: every word of the context (exact matches are never mutations) and
+// the literal-like ones (numbers, addresses, interface and host names) that a copy can mangle.
+class KnownLiterals {
+ public:
+  // Adds every word of text; the literal-like ones become copy sources.
+  void AddText(std::string_view text);
+  // Adds one literal (e.g. a workload span's label) as a copy source.
+  void AddLiteral(const std::string& literal);
+  bool Contains(std::string_view word) const { return words_.count(std::string(word)) > 0; }
+  const std::vector<std::string>& sources() const { return sources_; }
+
+ private:
+  std::set<std::string, std::less<>> words_;
+  std::vector<std::string> sources_;
+  std::set<std::string, std::less<>> source_set_;
+};
+
+// The words of text: maximal runs of [A-Za-z0-9_.:/@-] with trailing punctuation trimmed, each
+// with its byte offset.
+struct Word {
+  std::string text;
+  size_t offset = 0;
+};
+std::vector<Word> SplitWords(std::string_view text);
+// Whether a word looks like a literal worth copying exactly: it holds a digit, or it is a
+// dotted/dashed name (host names, interface names), and has at least 4 characters.
+bool IsLiteralLike(std::string_view word);
+
+// A literal copied wrongly: the context holds `literal`, the future wrote `copy`.
+struct LiteralMutation {
+  std::string literal, copy;
+};
+// The first word of text ending after byte `from` that starts like a known literal (common
+// prefix >= 3 bytes and >= half the literal) and then diverges from every known literal and from
+// every word of `exempt` (the reference continuation's words). A last word cut by the token
+// budget (`cut`) counts only once it has diverged. Words made of known literals joined by
+// ':', '/' or '@' (host:port) are not mutations.
+std::optional<LiteralMutation> FindLiteralMutation(std::string_view text, size_t from, bool cut,
+                                                   const KnownLiterals& known,
+                                                   const std::set<std::string, std::less<>>& exempt);
+
+// A tool call as text: the call the branch point is inside, or the first one a continuation
+// starts.
+struct CallText {
+  bool present = false;  // inside a call at the branch point, or the continuation opens one
+  bool closed = false;   // the close marker follows within the continuation
+  std::string body;      // between the markers (up to the end of the continuation when unclosed)
+};
+// Finds the call in prefix + continuation that is open at the boundary or starts after it
+// (an open marker split across the boundary counts).
+CallText ExtractCall(std::string_view prefix, std::string_view continuation, const ToolEnvelope& env);
+
+// Whether text is the beginning of some JSON document (it may be incomplete, not wrong).
+bool IsJsonPrefix(std::string_view text);
+
+// The verdict on one call: "" when well-formed (then `call` holds {"name","arguments"} if
+// closed), else the one-line problem. `ended`: the continuation stopped at end of generation.
+// `reference`: the same call in the transcript's continuation, to tell a call that runs past
+// the reference's length unclosed from one merely cut by the token budget.
+struct CallCheck {
+  std::string problem;
+  std::optional<nlohmann::json> call;
+};
+CallCheck CheckCall(const CallText& c, bool ended, const std::vector<ToolSpec>& tools, const CallText* reference);
+
+// Byte length of the common prefix of a and b.
+size_t CommonPrefix(std::string_view a, std::string_view b);
+// Whether two futures say the same: equal texts, or one text a prefix of the other when the
+// shorter was cut by the token budget.
+bool SameText(const FutureText& a, const FutureText& b);
+
+// Where two futures agree again after they first differ: the first base token index i (and
+// cand index j) with k equal pieces a[i..i+k) == b[j..j+k), or equal tails when both ended.
+struct Reconvergence {
+  int base_at = 0, cand_at = 0;
+  int base_detour = 0, cand_detour = 0;  // tokens from the first differing token to the match
+};
+std::optional<Reconvergence> FindReconvergence(const FutureText& a, const FutureText& b, int k);
+
+// What the judge knows about a branch point's context.
+struct JudgeContext {
+  std::string prefix;       // the transcript's text before the branch point
+  KnownLiterals literals;   // literals the context holds (add the prefix's text to it)
+  std::vector<ToolSpec> tools;  // empty = unknown: function names are not checked
+  ToolEnvelope envelope;
+  int reconverge = 8;       // K
+};
+
+struct Judgement {
+  Verdict verdict = Verdict::kBenign;
+  std::string reason;                      // one line
+  std::optional<size_t> first_difference;  // byte offset where the future texts first differ
+  std::optional<Reconvergence> reconverge;
+};
+// Judges a branch: invalid_tool_call > literal_mutated > wrong_command > divergent > benign.
+// Futures with the same text are benign whatever they hold (the fork changed nothing).
+Judgement Judge(const JudgeContext& ctx, const FutureText& base, const FutureText& cand,
+                const FutureText& reference);
+
+// ---- The stage ------------------------------------------------------------------------------
+
+struct BranchOptions {
+  std::string at = "flips";  // "flips": where the stored argmax differ; "ranges": every probed position of `ranges`
+  std::string ranges;        // "A-B,C-D" (inclusive positions) or "tool_calls" (positions predicting a call's token)
+  int max_tokens = 64;       // future length, first token included
+  int max_branches = 0;      // 0 = all; else the first N branch points by position
+  int reconverge = 8;        // K: agreement run for reconvergence, and the longest benign detour
+  bool allow_fork = true;    // false: re-prefill every branch (the slow baseline, for benchmarks)
+  bool progress = true;      // progress bar (on a terminal only)
+};
+
+struct BranchRequest {
+  std::string base_path, cand_path;  // capture files
+  BranchOptions options;
+};
+
+// Re-creates both captures' engines from their manifests (model file checked by SHA-256),
+// decodes both futures at every branch point and judges them. Returns
+// {"config": {...}, "records": [...], "counts": {...}, "warnings": [...]} (docs/branch.md).
+Result<nlohmann::json> RunBranches(const BranchRequest& req);
+
+// Counts per verdict over records, every verdict present (zeros included) plus "total".
+nlohmann::json CountVerdicts(const nlohmann::json& records);
+// Terminal lines summarising counts, e.g. "36 structurally invalid branches (invalid_tool_call)".
+std::string SummaryText(const nlohmann::json& counts);
+
+// One side's pass: teacher-forced over tokens with the capture's probes, forking at each point
+// (or re-prefilling when forking is impossible or disallowed). firsts[i] is the first token at
+// points[i] (sorted positions, each a probe). Returns the futures and, per point, whether the
+// recomputed row's digest equals expected_digest[i].
+struct SidePass {
+  std::vector<std::vector<int32_t>> tokens;
+  std::vector<std::vector<float>> probs;
+  std::vector<bool> reproduced;
+  int64_t rows_checked = 0, rows_reproduced = 0;  // over every probe with a known digest
+  bool forked = true;
+  double seconds = 0;
+};
+struct SideInputs {
+  std::string model_path;
+  nlohmann::json knobs;                    // manifest["knobs"]
+  std::span<const int32_t> tokens;
+  std::span<const int32_t> probes;         // the capture's probe positions
+  std::span<const uint64_t> probe_digests; // the capture's digests (same length as probes, or empty)
+  std::vector<int32_t> points, firsts;
+  int max_tokens = 64;
+  bool allow_fork = true;
+  bool progress = false;
+  std::string label;                       // progress-bar label
+};
+class LlamaEngine;
+// Runs one side with an engine already created with n_seq_max = 2.
+Result<SidePass> RunSide(LlamaEngine& engine, const SideInputs& in);
+
+}  // namespace flipscope

@@ -1,0 +1,123 @@
+// Literal copies: the words a context holds, and the "5432 became 543ql" check.
+#include <algorithm>
+#include <cctype>
+
+#include "branch/branch.h"
+
+namespace flipscope {
+namespace {
+
+bool IsWordChar(char c) {
+  unsigned char u = static_cast<unsigned char>(c);
+  return std::isalnum(u) || c == '_' || c == '.' || c == ':' || c == '/' || c == '@' || c == '-';
+}
+// Punctuation that ends a sentence or a JSON/CLI fragment rather than a literal.
+bool IsTrailingPunct(char c) { return c == '.' || c == ':' || c == '/' || c == '-' || c == '@'; }
+// Separators that join two literals into one word (host:port, addr/prefix, user@host).
+bool IsJoiner(char c) { return c == ':' || c == '/' || c == '@'; }
+
+size_t Lcp(std::string_view a, std::string_view b) {
+  size_t n = std::min(a.size(), b.size()), i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
+}
+
+// Whether a word is known outright: in the context, in the exemptions, or known literals joined
+// by ':' '/' '@' (a host:port the context holds as two separate literals).
+bool IsKnownWord(std::string_view w, const KnownLiterals& known, const std::set<std::string, std::less<>>& exempt) {
+  if (known.Contains(w) || exempt.count(w)) return true;
+  for (size_t i = 1; i + 1 < w.size(); ++i) {
+    if (!IsJoiner(w[i])) continue;
+    std::string_view head = w.substr(0, i), tail = w.substr(i + 1);
+    if ((known.Contains(head) || exempt.count(head)) && IsKnownWord(tail, known, exempt)) return true;
+  }
+  return false;
+}
+
+// The known literal a word most plausibly copies: the longest common prefix, which must be at
+// least 3 bytes and at least half of that literal. Returns nullptr when none qualifies.
+const std::string* CopySource(std::string_view w, const KnownLiterals& known, size_t* lcp_out) {
+  const std::string* best = nullptr;
+  size_t best_lcp = 0;
+  for (const std::string& lit : known.sources()) {
+    size_t l = Lcp(w, lit);
+    if (l < 3 || 2 * l < lit.size()) continue;
+    if (l > best_lcp || (l == best_lcp && best && lit.size() < best->size())) {
+      best = &lit;
+      best_lcp = l;
+    }
+  }
+  *lcp_out = best_lcp;
+  return best;
+}
+
+// Whether the word could still grow into a known literal (it was cut by the token budget).
+bool IsPrefixOfKnown(std::string_view w, const KnownLiterals& known) {
+  return std::any_of(known.sources().begin(), known.sources().end(),
+                     [&](const std::string& lit) { return lit.size() > w.size() && lit.compare(0, w.size(), w) == 0; });
+}
+
+}  // namespace
+
+std::vector<Word> SplitWords(std::string_view text) {
+  std::vector<Word> out;
+  size_t i = 0;
+  while (i < text.size()) {
+    if (!IsWordChar(text[i])) {
+      ++i;
+      continue;
+    }
+    size_t start = i;
+    while (i < text.size() && IsWordChar(text[i])) ++i;
+    size_t end = i;
+    while (end > start && IsTrailingPunct(text[end - 1])) --end;
+    if (end > start) out.push_back({std::string(text.substr(start, end - start)), start});
+  }
+  return out;
+}
+
+bool IsLiteralLike(std::string_view w) {
+  if (w.size() < 4) return false;
+  if (std::any_of(w.begin(), w.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) return true;
+  // A dotted or dashed name: a separator with a letter or digit on both sides (core-sw.lab).
+  for (size_t i = 1; i + 1 < w.size(); ++i)
+    if ((w[i] == '.' || w[i] == '-') && std::isalnum(static_cast<unsigned char>(w[i - 1])) &&
+        std::isalnum(static_cast<unsigned char>(w[i + 1])))
+      return true;
+  return false;
+}
+
+void KnownLiterals::AddText(std::string_view text) {
+  for (Word& w : SplitWords(text)) {
+    if (IsLiteralLike(w.text)) AddLiteral(w.text);
+    else words_.insert(std::move(w.text));
+  }
+}
+
+void KnownLiterals::AddLiteral(const std::string& literal) {
+  if (literal.empty()) return;
+  words_.insert(literal);
+  if (source_set_.insert(literal).second) sources_.push_back(literal);
+}
+
+std::optional<LiteralMutation> FindLiteralMutation(std::string_view text, size_t from, bool cut,
+                                                   const KnownLiterals& known,
+                                                   const std::set<std::string, std::less<>>& exempt) {
+  std::vector<Word> words = SplitWords(text);
+  for (const Word& w : words) {
+    // Words that end before the first difference are identical in both futures; one that ends
+    // exactly there ("543" then " " instead of "2") is cut short by it.
+    if (w.offset + w.text.size() < from) continue;
+    if (IsKnownWord(w.text, known, exempt)) continue;
+    bool last = &w == &words.back() && w.offset + w.text.size() == text.size();
+    // A word the budget cut off mid-copy is a mutation only once it has left every literal.
+    if (cut && last && IsPrefixOfKnown(w.text, known)) continue;
+    bool has_digit = std::any_of(w.text.begin(), w.text.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    if (!has_digit && !IsLiteralLike(w.text)) continue;  // ordinary words are not copies
+    size_t lcp = 0;
+    if (const std::string* src = CopySource(w.text, known, &lcp)) return LiteralMutation{*src, w.text};
+  }
+  return std::nullopt;
+}
+
+}  // namespace flipscope

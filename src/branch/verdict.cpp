@@ -1,0 +1,186 @@
+// Judging a branch: the two futures against each other and against the reference continuation.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "branch/branch.h"
+
+namespace flipscope {
+namespace {
+
+constexpr Verdict kAll[] = {Verdict::kInvalidToolCall, Verdict::kLiteralMutated, Verdict::kWrongCommand,
+                            Verdict::kDivergent, Verdict::kBenign};
+
+// Index of the piece that holds byte `offset` of the concatenated text (pieces.size() past the end).
+int PieceAt(const std::vector<std::string>& pieces, size_t offset) {
+  size_t at = 0;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    at += pieces[i].size();
+    if (offset < at) return int(i);
+  }
+  return int(pieces.size());
+}
+
+bool PiecesEqual(const FutureText& a, int i, const FutureText& b, int j, int n) {
+  for (int t = 0; t < n; ++t)
+    if (a.pieces[size_t(i + t)] != b.pieces[size_t(j + t)]) return false;
+  return true;
+}
+
+// A short, printable excerpt for reasons: up to n bytes from offset, newlines shown as \n.
+std::string Excerpt(std::string_view s, size_t offset, size_t n = 32) {
+  std::string out;
+  for (size_t i = offset; i < s.size() && i < offset + n; ++i) out += s[i] == '\n' ? std::string("\\n") : std::string(1, s[i]);
+  return out;
+}
+
+// The trailing part of the prefix that a word in the continuation may continue ("port 54" -> "54").
+std::string_view PartialWord(std::string_view prefix) {
+  std::vector<Word> words = SplitWords(prefix.substr(prefix.size() > 256 ? prefix.size() - 256 : 0));
+  if (words.empty()) return {};
+  size_t base = prefix.size() > 256 ? prefix.size() - 256 : 0;
+  const Word& w = words.back();
+  size_t end = base + w.offset + w.text.size();
+  // Only a word that runs up to the boundary (trailing punctuation included) is cut by it.
+  size_t raw_end = end;
+  while (raw_end < prefix.size() && std::string_view(".:/-@").find(prefix[raw_end]) != std::string_view::npos) ++raw_end;
+  if (raw_end != prefix.size()) return {};
+  return prefix.substr(base + w.offset);
+}
+
+// How a call differs from the reference's: the function, or the first differing argument.
+std::string DescribeCallDifference(const nlohmann::json& call, const nlohmann::json& ref) {
+  if (call["name"] != ref["name"])
+    return fmt::format("calls {} instead of {}", call["name"].dump(), ref["name"].dump());
+  const nlohmann::json& a = call["arguments"];
+  const nlohmann::json& r = ref["arguments"];
+  for (auto& [k, v] : r.items()) {
+    if (!a.contains(k)) return fmt::format("{} drops argument \"{}\"", call["name"].dump(), k);
+    if (a[k] != v) return fmt::format("{} sets \"{}\" to {} instead of {}", call["name"].dump(), k, a[k].dump(), v.dump());
+  }
+  for (auto& [k, v] : a.items())
+    if (!r.contains(k)) return fmt::format("{} adds argument \"{}\": {}", call["name"].dump(), k, v.dump());
+  return "the same call";
+}
+
+}  // namespace
+
+const char* VerdictName(Verdict v) {
+  switch (v) {
+    case Verdict::kInvalidToolCall: return "invalid_tool_call";
+    case Verdict::kLiteralMutated: return "literal_mutated";
+    case Verdict::kWrongCommand: return "wrong_command";
+    case Verdict::kDivergent: return "divergent";
+    case Verdict::kBenign: return "benign";
+  }
+  return "?";
+}
+
+std::span<const Verdict> AllVerdicts() { return kAll; }
+
+std::string FutureText::Text() const {
+  std::string s;
+  for (const auto& p : pieces) s += p;
+  return s;
+}
+
+size_t CommonPrefix(std::string_view a, std::string_view b) {
+  size_t n = std::min(a.size(), b.size()), i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
+}
+
+bool SameText(const FutureText& a, const FutureText& b) {
+  std::string ta = a.Text(), tb = b.Text();
+  if (ta == tb) return true;
+  size_t common = CommonPrefix(ta, tb);
+  if (common == ta.size()) return !a.ended;  // a is the shorter: same only if the budget cut it
+  if (common == tb.size()) return !b.ended;
+  return false;
+}
+
+std::optional<Reconvergence> FindReconvergence(const FutureText& a, const FutureText& b, int k) {
+  size_t fd = CommonPrefix(a.Text(), b.Text());
+  const int ia = PieceAt(a.pieces, fd), ib = PieceAt(b.pieces, fd);
+  const int na = int(a.pieces.size()), nb = int(b.pieces.size());
+  for (int i = ia; i < na; ++i) {
+    for (int j = ib; j < nb; ++j) {
+      bool run = i + k <= na && j + k <= nb && PiecesEqual(a, i, b, j, k);
+      // Both stopped at end of generation with the same last words: agreement to the end.
+      bool tails = a.ended && b.ended && na - i == nb - j && PiecesEqual(a, i, b, j, na - i);
+      if (run || tails) return Reconvergence{i, j, i - ia, j - ib};
+    }
+  }
+  return std::nullopt;
+}
+
+Judgement Judge(const JudgeContext& ctx, const FutureText& base, const FutureText& cand, const FutureText& reference) {
+  Judgement j;
+  if (SameText(base, cand)) {
+    j.reason = "both futures write the same text";
+    return j;
+  }
+  const std::string ta = base.Text(), tc = cand.Text(), tr = reference.Text();
+  const size_t fd = CommonPrefix(ta, tc);
+  j.first_difference = fd;
+  j.reconverge = FindReconvergence(base, cand, ctx.reconverge);
+  struct Side {
+    const char* name;
+    const FutureText& f;
+    const std::string& text;
+  };
+  const Side sides[] = {{"base", base, ta}, {"cand", cand, tc}};
+  auto verdict = [&](Verdict v, std::vector<std::string> parts) {
+    j.verdict = v;
+    j.reason = fmt::format("{}", fmt::join(parts, "; "));
+    return j;
+  };
+
+  // 1. Tool calls that do not close, parse, or call a known function with its arguments.
+  const CallText ref_call = ExtractCall(ctx.prefix, tr, ctx.envelope);
+  const CallCheck ref_check = CheckCall(ref_call, reference.ended, ctx.tools, nullptr);
+  std::vector<std::string> problems;
+  std::optional<nlohmann::json> calls[2];
+  for (int s = 0; s < 2; ++s) {
+    CallText c = ExtractCall(ctx.prefix, sides[s].text, ctx.envelope);
+    CallCheck ck = CheckCall(c, sides[s].f.ended, ctx.tools, &ref_call);
+    // A problem the transcript's own call has too (e.g. a tool the workload does not list) is
+    // not the fork's doing.
+    if (!ck.problem.empty() && ck.problem != ref_check.problem) problems.push_back(std::string(sides[s].name) + ": " + ck.problem);
+    calls[s] = ck.call;
+  }
+  if (!problems.empty()) return verdict(Verdict::kInvalidToolCall, problems);
+
+  // 2. A literal of the context copied wrongly. Words are read across the branch point, so a
+  // literal whose first digits are in the prefix is judged whole.
+  const std::string_view partial = PartialWord(ctx.prefix);
+  std::set<std::string, std::less<>> exempt;
+  for (Word& w : SplitWords(std::string(partial) + tr)) exempt.insert(std::move(w.text));
+  std::vector<std::string> mutations;
+  for (const Side& s : sides) {
+    auto m = FindLiteralMutation(std::string(partial) + s.text, partial.size() + fd, !s.f.ended, ctx.literals, exempt);
+    if (m) mutations.push_back(fmt::format("{} copies {} as \"{}\"", s.name, m->literal, m->copy));
+  }
+  if (!mutations.empty()) return verdict(Verdict::kLiteralMutated, mutations);
+
+  // 3. A well-formed call that is not the reference's call (and not the other future's).
+  std::vector<std::string> wrong;
+  if (ref_check.call && calls[0] != calls[1]) {
+    for (int s = 0; s < 2; ++s)
+      if (calls[s] && *calls[s] != *ref_check.call)
+        wrong.push_back(std::string(sides[s].name) + " " + DescribeCallDifference(*calls[s], *ref_check.call));
+  }
+  if (!wrong.empty()) return verdict(Verdict::kWrongCommand, wrong);
+
+  // 4. Reconverged quickly (benign) or not (divergent).
+  if (j.reconverge && std::max(j.reconverge->base_detour, j.reconverge->cand_detour) <= ctx.reconverge)
+    return verdict(Verdict::kBenign, {fmt::format("the futures agree again after {} / {} tokens",
+                                                  j.reconverge->base_detour, j.reconverge->cand_detour)});
+  std::string how = j.reconverge ? fmt::format(", agreeing again only after {} / {} tokens", j.reconverge->base_detour,
+                                               j.reconverge->cand_detour)
+                                 : "";
+  return verdict(Verdict::kDivergent, {fmt::format("base writes \"{}\", cand \"{}\"{}", Excerpt(ta, fd),
+                                                   Excerpt(tc, fd), how)});
+}
+
+}  // namespace flipscope
