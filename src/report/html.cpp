@@ -1,0 +1,250 @@
+// The HTML page: head with inline CSS, the headline, ranking table, the two charts and the
+// recipe; the detail sections come from html_detail.cpp. Every piece of data is escaped.
+#include <cctype>
+
+#include <fmt/format.h>
+
+#include "report/report.h"
+#include "util/util.h"
+
+namespace flipscope {
+
+using nlohmann::json;
+using report::Count;
+using report::Num;
+using report::Percent;
+using report::Small;
+using report::Str;
+using report::Sub;
+
+namespace {
+
+std::string E(std::string_view s) { return HtmlEscape(s); }
+
+constexpr const char* kStyle = R"CSS(
+:root { --fg:#1a1a1a; --muted:#555; --line:#d0d0d0; --bg-alt:#f5f6f8; --accent:#0b5cad; --bad:#a1260d; --ok:#1d6b32; }
+* { box-sizing: border-box; }
+body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--fg); margin: 0; background: #fff; }
+header, main, footer { max-width: 1180px; margin: 0 auto; padding: 0 20px; }
+header { padding-top: 20px; border-bottom: 2px solid var(--line); }
+h1 { font-size: 1.6em; margin: 0.2em 0; } h2 { font-size: 1.3em; margin-top: 1.8em; border-bottom: 1px solid var(--line); }
+h3 { font-size: 1.05em; margin-bottom: 0.3em; }
+.meta { color: var(--muted); margin: 0.2em 0 0.8em; }
+nav ul { list-style: none; padding: 0; display: flex; flex-wrap: wrap; gap: 4px 16px; margin: 0.5em 0 1em; }
+a { color: var(--accent); }
+table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.92em; }
+th, td { border: 1px solid var(--line); padding: 4px 8px; vertical-align: top; text-align: left; }
+thead th { background: var(--bg-alt); }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+tbody.not-measured td { background: #fbf3f1; }
+.table-wrap { overflow-x: auto; }
+.badge { display: inline-block; border-radius: 3px; padding: 0 6px; font-size: 0.8em; font-weight: 600; border: 1px solid currentColor; margin-left: 4px; }
+.badge.rec { color: var(--ok); } .badge.ref { color: var(--accent); } .badge.bad { color: var(--bad); } .badge.neutral { color: var(--muted); }
+figure { margin: 1em 0 1.6em; } svg.chart { width: 100%; max-width: 900px; height: auto; display: block; }
+figcaption { color: var(--muted); font-size: 0.92em; max-width: 900px; }
+code, pre, .tok { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; font-size: 0.9em; }
+pre { background: var(--bg-alt); padding: 8px 10px; white-space: pre-wrap; word-break: break-word; margin: 0.4em 0; }
+code.t { background: var(--bg-alt); padding: 0 3px; white-space: pre; border-radius: 2px; }
+td.ctx { min-width: 22em; max-width: 40em; } td.ctx pre { margin: 0; padding: 2px 4px; }
+details { margin: 0.4em 0; } summary { cursor: pointer; font-weight: 600; }
+.branch { border: 1px solid var(--line); border-radius: 4px; padding: 8px 12px; margin: 1em 0; break-inside: avoid; }
+.futures { display: grid; grid-template-columns: 1fr 1fr; gap: 12px; }
+.future { border: 1px solid var(--line); padding: 6px 8px; background: #fff; }
+.future h4 { margin: 0 0 4px; font-size: 0.9em; color: var(--muted); }
+.tok { white-space: pre-wrap; border-bottom: 1px dotted #999; }
+mark.diff { background: #ffe08a; outline: 2px solid #b8860b; }
+dl.kv { display: grid; grid-template-columns: max-content 1fr; gap: 2px 16px; } dl.kv dt { font-weight: 600; } dl.kv dd { margin: 0; word-break: break-word; }
+footer { color: var(--muted); font-size: 0.85em; border-top: 1px solid var(--line); margin-top: 2em; padding-bottom: 2em; }
+@media (max-width: 700px) { .futures { grid-template-columns: 1fr; } }
+@media print {
+  nav, .noprint { display: none; } body { font-size: 11pt; } a { color: inherit; text-decoration: none; }
+  h2 { break-after: avoid; } tr, figure, .branch { break-inside: avoid; } .table-wrap { overflow: visible; }
+}
+)CSS";
+
+// Opens every <details> for printing and restores them afterwards.
+constexpr const char* kScript = R"JS(
+(function () {
+  var opened = [];
+  window.addEventListener("beforeprint", function () {
+    document.querySelectorAll("details:not([open])").forEach(function (d) { d.open = true; opened.push(d); });
+  });
+  window.addEventListener("afterprint", function () {
+    opened.forEach(function (d) { d.open = false; }); opened = [];
+  });
+})();
+)JS";
+
+std::string Badge(const std::string& cls, const std::string& text) {
+  return fmt::format(R"(<span class="badge {}">{}</span>)", cls, E(text));
+}
+
+std::string Headline(const json& r) {
+  std::string out = "<section id=\"headline\"><h2>Summary</h2><ul>";
+  if (!report::FloorSentence(r).empty()) out += "<li>" + E(report::FloorSentence(r)) + "</li>";
+  for (const auto& row : report::RankedConfigs(r)) {
+    if (row.rank == 1 && row.summary)
+      out += fmt::format("<li>Most faithful: <strong>{}</strong> (median flip rate {}).</li>", E(row.name),
+                         E(Percent(Num(*row.summary, "median_flip_rate"))));
+  }
+  const json& recipe = Sub(r, "recipe");
+  if (!Str(recipe, "recommended").empty())
+    out += fmt::format("<li>Recommended: <strong>{}</strong> — {}.</li>", E(Str(recipe, "recommended")),
+                       E(Str(recipe, "reason")));
+  return out + "</ul></section>";
+}
+
+std::string RankingSection(const json& r) {
+  std::string out = "<section id=\"ranking\"><h2>Ranking by fidelity</h2>";
+  out += "<p>Configurations against the reference, most faithful first: median over repeats of the top-1 flip "
+         "rate (95% Wilson interval of the median repeat), then KL(base‖cand). Configurations that were not "
+         "measured are listed last with the reason.</p>";
+  std::vector<std::string> header;
+  for (const std::string& h : report::RankingHeader(r)) header.push_back(E(h));
+  out += "<div class=\"table-wrap\"><table class=\"ranking\"><thead>" + report::HtmlRow(header, true) + "</thead><tbody>";
+  std::string refused;
+  for (const auto& row : report::RankedConfigs(r)) {
+    std::string name = "<strong>" + E(row.name) + "</strong>";
+    if (row.is_baseline) name += Badge("ref", "reference");
+    if (row.is_recommended) name += Badge("rec", "recommended");
+    if (!row.description.empty()) name += "<br><small>" + E(row.description) + "</small>";
+    if (row.rank == 0) {
+      std::string why = row.status == "ok" ? "not measured" : row.status;
+      refused += fmt::format(R"(<tr class="refused"><td class="num">—</td><td>{}</td><td colspan="{}" class="reason">{}</td></tr>)",
+                             name + Badge("bad", why), header.size() - 2,
+                             E(row.reason.empty() ? "no reason given" : row.reason));
+      continue;
+    }
+    std::vector<std::string> cells{std::to_string(row.rank), name};
+    for (const std::string& c : report::RankingCells(row)) cells.push_back(E(c));
+    out += report::HtmlRow(cells);
+  }
+  out += "</tbody>";
+  if (!refused.empty()) out += "<tbody class=\"not-measured\">" + refused + "</tbody>";
+  return out + "</table></div></section>";
+}
+
+// One chart over every configuration with comparisons, plus its data as a table.
+std::string ChartFigure(const json& r, const std::string& id, const std::string& field, bool flip_chart) {
+  report::Chart chart;
+  chart.id = id;
+  chart.x_label = "position in the workload (thousand tokens, window centre)";
+  chart.log_y = !flip_chart;
+  chart.y_percent = flip_chart;
+  chart.title = flip_chart ? "Top-1 flip rate per window" : "KL(base‖cand) mean per window (log scale)";
+  chart.y_label = flip_chart ? "flip rate" : "KL mean (nats)";
+  chart.description = flip_chart ? "Flip rate per window of each configuration against the reference, median over "
+                                   "repeats; the grey band is the reference's repeat floor (95% interval)."
+                                 : "Mean KL divergence per window, median over repeats; zeros sit on the bottom edge "
+                                   "as hollow markers.";
+  auto centre = [](const report::WindowPoint& p) { return (p.begin + p.end) / 2000.0; };
+  for (const auto& row : report::RankedConfigs(r)) {
+    auto pts = report::WindowSeries(r, row.name, field);
+    if (pts.empty()) continue;
+    report::ChartSeries s;
+    s.name = row.is_baseline ? row.name + " (repeat)" : row.name;
+    for (const auto& p : pts) {
+      s.x.push_back(centre(p));
+      s.y.push_back(p.value);
+      s.tips.push_back(fmt::format("{} · window {} ({}–{}): {} (median of {} repeat{})", row.name, p.index,
+                                   Count(p.begin), Count(p.end), flip_chart ? Percent(p.value) : Small(p.value),
+                                   p.repeats, p.repeats == 1 ? "" : "s"));
+    }
+    chart.series.push_back(std::move(s));
+    if (!flip_chart || !row.is_baseline) continue;
+    auto lo = report::WindowSeries(r, row.name, "flip_rate_ci/0");
+    auto hi = report::WindowSeries(r, row.name, "flip_rate_ci/1");
+    if (lo.empty() || lo.size() != hi.size()) continue;
+    report::ChartBand b{"repeat floor (95% CI)", {}, {}, {}};
+    for (size_t i = 0; i < lo.size(); ++i) {
+      b.x.push_back(centre(lo[i]));
+      b.lo.push_back(lo[i].value);
+      b.hi.push_back(hi[i].value);
+    }
+    chart.band = std::move(b);
+  }
+  if (chart.series.empty()) return "<p>No per-window data.</p>";
+  report::TextTable t = report::WindowTable(r, field, flip_chart);
+  std::vector<std::string> head;
+  for (const std::string& h : t.header) head.push_back(E(h));
+  std::string rows;
+  for (const auto& cells : t.rows) {
+    std::vector<std::string> escaped;
+    for (const std::string& c : cells) escaped.push_back(E(c));
+    rows += report::HtmlRow(escaped);
+  }
+  return fmt::format("<figure id=\"fig-{}\">{}<figcaption>{}</figcaption><details class=\"noprint\"><summary>Data "
+                     "table</summary><div class=\"table-wrap\"><table><thead>{}</thead><tbody>{}</tbody>"
+                     "</table></div></details></figure>",
+                     id, report::RenderSvgChart(chart), E(chart.description), report::HtmlRow(head, true), rows);
+}
+
+std::string RecipeSection(const json& r) {
+  const json& recipe = Sub(r, "recipe");
+  if (!recipe.is_object()) return "";
+  std::string out = "<section id=\"recipe\"><h2>Recipe</h2>";
+  if (!Str(recipe, "recommended").empty())
+    out += fmt::format("<p>Recommended configuration: <strong>{}</strong>. {}</p>", E(Str(recipe, "recommended")),
+                       E(Str(recipe, "reason")));
+  for (const char* key : {"server_command", "cli_command"})
+    if (!Str(recipe, key).empty())
+      out += fmt::format("<h3>{}</h3><pre><code>{}</code></pre>", key[0] == 's' ? "llama-server" : "llama-cli",
+                         E(Str(recipe, key)));
+  auto budget = Num(recipe, "memory_budget_bytes");
+  if (!budget) budget = Num(Sub(r, "settings"), "memory_budget_bytes");
+  const json& kv = Sub(recipe, "kv_types");
+  if (kv.is_array() && !kv.empty()) {
+    out += fmt::format("<h3>KV cache per type</h3><p>Memory budget for the KV cache: {}.</p>",
+                       budget ? E(HumanBytes(*budget)) : "not set");
+    out += "<table class=\"kv\"><thead>" + report::HtmlRow({"KV type", "Bytes per token", "Context that fits the budget"}, true) +
+           "</thead><tbody>";
+    for (const json& t : kv)
+      out += report::HtmlRow({"<code>" + E(Str(t, "type")) + "</code>", E(Count(Num(t, "bytes_per_token"))),
+                              E(Count(Num(t, "context_at_budget")))});
+    out += "</tbody></table>";
+  }
+  return out + "</section>";
+}
+
+}  // namespace
+
+std::string report::HtmlRow(const std::vector<std::string>& cells, bool header) {
+  std::string out = "<tr>";
+  for (size_t i = 0; i < cells.size(); ++i) {
+    // The first column of a body row heads it; numbers align right.
+    bool numeric = !cells[i].empty() && (std::isdigit(static_cast<unsigned char>(cells[i][0])) || cells[i] == "—");
+    const char* tag = header ? "th" : "td";
+    out += fmt::format("<{}{}>{}</{}>", tag, !header && numeric && i > 0 ? " class=\"num\"" : "", cells[i], tag);
+  }
+  return out + "</tr>";
+}
+
+std::string RenderHtml(const json& r) {
+  const std::string name = Str(r, "name", "experiment");
+  const json& model = Sub(r, "model");
+  const json& workload = Sub(r, "workload");
+  std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                    "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
+  out += "<title>flipscope report: " + E(name) + "</title><style>" + kStyle + "</style></head><body>";
+  out += "<header><h1>flipscope report: " + E(name) + "</h1>";
+  out += fmt::format("<p class=\"meta\">Model <strong>{}</strong> · workload <code>{}</code> ({} tokens) · created {} "
+                     "· flipscope {}</p>",
+                     E(Str(model, "name", Str(model, "path", "?"))), E(Str(workload, "path", "?")),
+                     E(Count(Num(workload, "n_tokens"))), E(Str(r, "created", "?")), E(Str(r, "flipscope_version", "?")));
+  out += "<nav aria-label=\"Sections\"><ul><li><a href=\"#headline\">Summary</a></li><li><a href=\"#ranking\">Ranking"
+         "</a></li><li><a href=\"#charts\">Charts</a></li><li><a href=\"#flips\">Flips</a></li><li><a href=\"#branches\">"
+         "Branches</a></li><li><a href=\"#recipe\">Recipe</a></li><li><a href=\"#disclosure\">Disclosure</a></li></ul>"
+         "</nav></header><main>";
+  out += Headline(r) + RankingSection(r);
+  out += "<section id=\"charts\"><h2>Divergence along the workload</h2>";
+  out += ChartFigure(r, "flip-chart", "flip_rate", true) + ChartFigure(r, "kl-chart", "kl_mean", false);
+  out += "</section>";
+  out += report::HtmlFlipsSection(r) + report::HtmlBranchesSection(r) + RecipeSection(r) +
+         report::HtmlDisclosureSection(r);
+  out += "</main><footer><p>Written by flipscope " + E(Str(r, "flipscope_version", "?")) +
+         ". This file is self-contained: it loads nothing from the network.</p></footer>";
+  out += std::string("<script>") + kScript + "</script></body></html>\n";
+  return out;
+}
+
+}  // namespace flipscope

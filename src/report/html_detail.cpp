@@ -1,0 +1,159 @@
+// The detail sections of the HTML page: the flips of each configuration, the branch viewer
+// (both futures side by side) and the disclosure of everything a divergence claim rests on.
+#include <fmt/format.h>
+
+#include "report/report.h"
+#include "util/util.h"
+
+namespace flipscope::report {
+
+using nlohmann::json;
+
+namespace {
+
+// Flips shown per configuration; the rest stay in results.json (the page says so).
+constexpr size_t kMaxFlipsShown = 200;
+
+std::string E(std::string_view s) { return HtmlEscape(s); }
+
+std::string Prob(std::optional<double> p) { return p ? fmt::format("{:.3f}", *p) : "—"; }
+
+// A token's text as an inline code element, whitespace made visible.
+std::string TokenCode(const std::string& text) { return "<code class=\"t\">" + E(VisibleToken(text)) + "</code>"; }
+
+std::string FlipRow(const json& f) {
+  std::string row = HtmlRow({Count(Num(f, "position")), Count(Num(f, "window")), E(Str(f, "span", "—")),
+                             E(Str(f, "class", "—")), TokenCode(Str(f, "base_text")) + " " + E(Prob(Num(f, "base_prob"))),
+                             TokenCode(Str(f, "cand_text")) + " " + E(Prob(Num(f, "cand_prob"))),
+                             E(Prob(Num(f, "cand_prob_of_base_token"))), E(Small(Num(f, "base_margin"))),
+                             E(Small(Num(f, "kl")))});
+  // The context cell has its own width rules, so it goes in before "</tr>" by hand.
+  // The context is the text before the flip; the reference's token follows it, marked.
+  return row.insert(row.size() - 5, "<td class=\"ctx\"><pre>" + E(Str(f, "context")) +
+                                        "<mark title=\"reference token\">" + E(Str(f, "base_text")) +
+                                        "</mark></pre></td>");
+}
+
+// One future as token spans: hover shows index, id and probability; the first difference is marked.
+std::string FutureTokens(const json& fut, int first_diff) {
+  const json& pieces = Sub(fut, "pieces");
+  const json& probs = Sub(fut, "probs");
+  const json& ids = Sub(fut, "tokens");
+  if (!pieces.is_array() || pieces.empty()) return "<pre>" + E(Str(fut, "text", "—")) + "</pre>";
+  std::string out = "<pre>";
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    std::string tip = fmt::format("token {}", i);
+    if (ids.is_array() && i < ids.size() && ids[i].is_number()) tip += fmt::format(" · id {}", ids[i].get<int64_t>());
+    if (probs.is_array() && i < probs.size() && probs[i].is_number())
+      tip += fmt::format(" · p={:.3f}", probs[i].get<double>());
+    std::string text = E(pieces[i].is_string() ? pieces[i].get<std::string>() : "");
+    std::string span = fmt::format(R"(<span class="tok" title="{}">{}</span>)", E(tip), text);
+    out += int(i) == first_diff ? "<mark class=\"diff\" title=\"first difference\">" + span + "</mark>" : span;
+  }
+  return out + "</pre>";
+}
+
+std::string BranchRecord(const std::string& config, const json& b) {
+  int first = int(Num(b, "first_difference").value_or(0));
+  auto reconverge = Num(b, "reconverge_at");
+  std::string verdict = Str(b, "verdict", "unjudged");
+  std::string cls = verdict == "benign" ? "rec" : "bad";
+  std::string out = fmt::format(
+      "<article class=\"branch\"><h3>{} · position {} · {} <span class=\"badge {}\">{}</span></h3>", E(config),
+      E(Count(Num(b, "position"))), E(Str(b, "span", "—")), cls, E(verdict));
+  if (!Str(b, "reason").empty()) out += "<p>" + E(Str(b, "reason")) + "</p>";
+  out += fmt::format("<p>Base picked {} where the candidate picked {}. {}</p>", TokenCode(Str(b, "base_text")),
+                     TokenCode(Str(b, "cand_text")),
+                     reconverge ? fmt::format("The futures reconverge after {} token(s).", Count(reconverge))
+                                : std::string("The futures do not reconverge within the decoded length."));
+  out += "<h4>Shared prefix (tail)</h4><pre class=\"prefix\">…" + E(Str(b, "prefix_tail")) + "</pre>";
+  out += "<div class=\"futures\"><div class=\"future base\"><h4>Reference configuration's future</h4>" +
+         FutureTokens(Sub(b, "base_future"), first) +
+         "</div><div class=\"future cand\"><h4>Candidate's future</h4>" + FutureTokens(Sub(b, "cand_future"), first) +
+         "</div></div>";
+  const json& ref = Sub(b, "reference");
+  if (ref.is_object()) out += "<h4>Reference continuation (the workload)</h4><pre>" + E(Str(ref, "text")) + "</pre>";
+  return out + "</article>";
+}
+
+}  // namespace
+
+std::string HtmlFlipsSection(const json& r) {
+  std::string out = "<section id=\"flips\"><h2>Flips</h2><p>Every position where a configuration's greedy token differs "
+                    "from the reference's, in the configuration's median repeat. <em>Confident</em>: the reference's "
+                    "top-1 probability was at least the confident threshold; <em>uncertain</em>: below 0.5; <em>moderate</em>: "
+                    "in between. The context is the text before the flip, followed by the reference's token.</p>";
+  for (const ConfigRow& row : RankedConfigs(r)) {
+    const json* cmp = MedianComparison(r, row.name);
+    if (!cmp) continue;
+    const json& flips = Sub(Sub(*cmp, "compare"), "flips");
+    size_t n = flips.is_array() ? flips.size() : 0;
+    const json& overall = Sub(Sub(*cmp, "compare"), "overall");
+    out += fmt::format("<details><summary>{} — {} flips ({} confident) in {}</summary>", E(row.name),
+                       Count(double(n)), Count(Num(overall, "confident_flips")), E(RepeatLabel(*cmp)));
+    if (n == 0) {
+      out += "<p>No flips.</p></details>";
+      continue;
+    }
+    out += "<div class=\"table-wrap\"><table class=\"flips\"><thead>" +
+           HtmlRow({"Position", "Window", "Span", "Class", "Reference token (p)", "Candidate token (p)",
+                    "Candidate p of reference token", "Reference margin", "KL", "Context"},
+                   true) +
+           "</thead><tbody>";
+    for (size_t i = 0; i < n && i < kMaxFlipsShown; ++i) out += FlipRow(flips[i]);
+    out += "</tbody></table></div>";
+    if (n > kMaxFlipsShown)
+      out += fmt::format("<p>{} more flips are listed in results.json.</p>", Count(double(n - kMaxFlipsShown)));
+    out += "</details>";
+  }
+  return out + "</section>";
+}
+
+std::string HtmlBranchesSection(const json& r) {
+  const json& groups = Sub(r, "branches");
+  std::string out = "<section id=\"branches\"><h2>Following the fork</h2>";
+  if (!groups.is_array() || groups.empty())
+    return out + "<p>No branch records in this experiment (the branch stage did not run).</p></section>";
+  out += "<p>At a flip, both configurations decode greedily from the shared prefix. Hover a token for its "
+         "probability; the first differing token is marked.</p>";
+  for (const json& g : groups) {
+    const std::string config = Str(g, "config", "?");
+    out += "<h3>" + E(config) + "</h3>";
+    const json& counts = Sub(g, "counts");
+    if (counts.is_object() && !counts.empty()) {
+      out += "<p>Verdicts:";
+      for (auto it = counts.begin(); it != counts.end(); ++it)
+        out += fmt::format(" <span class=\"badge {}\">{}: {}</span>", it.key() == "benign" ? "rec" : "neutral",
+                           E(it.key()), E(InlineText(*it)));
+      out += "</p>";
+    }
+    const json& records = Sub(g, "records");
+    if (records.is_array())
+      for (const json& b : records) out += BranchRecord(config, b);
+  }
+  return out + "</section>";
+}
+
+std::string HtmlDisclosureSection(const json& r) {
+  std::string out = "<section id=\"disclosure\"><h2>Disclosure</h2>", group;
+  for (const Fact& f : Disclosure(r)) {
+    if (f.group != group) {
+      out += (group.empty() ? "" : "</dl>") + ("<h3>" + E(f.group) + "</h3><dl class=\"kv\">");
+      group = f.group;
+    }
+    out += "<dt>" + E(f.term) + "</dt><dd>" + (f.code ? "<code>" + E(f.value) + "</code>" : E(f.value)) + "</dd>";
+  }
+  if (!group.empty()) out += "</dl>";
+  out += "<h3>Configurations</h3><div class=\"table-wrap\"><table><thead>" +
+         HtmlRow({"Configuration", "Status", "Flags", "Repeats", "Capture seconds", "Captures"}, true) +
+         "</thead><tbody>";
+  const json& configs = Sub(r, "configs");
+  if (configs.is_array())
+    for (const json& c : configs)
+      out += HtmlRow({E(Str(c, "name")), E(Str(c, "status", "ok")), "<code>" + E(Str(c, "flags")) + "</code>",
+                      E(Count(Num(c, "repeats"))), E(InlineText(Sub(c, "capture_seconds"))),
+                      "<small>" + E(InlineText(Sub(c, "captures"))) + "</small>"});
+  return out + "</tbody></table></div></section>";
+}
+
+}  // namespace flipscope::report

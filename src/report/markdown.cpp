@@ -1,0 +1,217 @@
+// report.md: the same report as the HTML page in GitHub-flavoured Markdown (tables instead of
+// charts), and the terminal summary. Workload text is escaped so it never turns into markup.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "report/report.h"
+#include "util/util.h"
+
+namespace flipscope {
+
+using nlohmann::json;
+using namespace report;  // NOLINT: this file is the stage's Markdown renderer
+
+namespace {
+
+constexpr size_t kMaxFlipsListed = 50;  // per configuration; the rest are in results.json
+
+// Inline text with every character Markdown could read as inline markup backslash-escaped (it is
+// never placed at the start of a line, so block markers need no escape); newlines become spaces.
+std::string MdText(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\n' || c == '\r') {
+      out += ' ';
+      continue;
+    }
+    if (std::string_view("\\`*_[]<>|&~").find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// The longest run of backticks in s.
+size_t LongestBacktickRun(std::string_view s) {
+  size_t best = 0, run = 0;
+  for (char c : s) best = std::max(best, run = c == '`' ? run + 1 : 0);
+  return best;
+}
+
+// An inline code span holding s exactly (whitespace made visible); in a table, pipes are escaped.
+std::string MdCode(std::string_view s, bool in_table = true) {
+  std::string body = VisibleToken(s);
+  if (body.empty()) return "*(empty)*";
+  if (in_table) {
+    std::string escaped;
+    for (char c : body) escaped += c == '|' ? std::string("\\|") : std::string(1, c);
+    body = escaped;
+  }
+  std::string fence(LongestBacktickRun(body) + 1, '`');
+  return fence + " " + body + " " + fence;  // CommonMark strips one padding space on each side
+}
+
+// A fenced code block holding s exactly.
+std::string MdBlock(std::string_view s) {
+  std::string fence(std::max<size_t>(3, LongestBacktickRun(s) + 1), '`');
+  return fence + "text\n" + std::string(s) + (s.empty() || s.back() != '\n' ? "\n" : "") + fence + "\n\n";
+}
+
+std::string MdRow(const std::vector<std::string>& cells) {
+  std::string out = "|";
+  for (const std::string& c : cells) out += " " + c + " |";
+  return out + "\n";
+}
+
+// A table whose cells are plain text (escaped here).
+std::string MdTable(const TextTable& t) {
+  std::vector<std::string> head, rule;
+  for (const std::string& h : t.header) head.push_back(MdText(h)), rule.push_back("---");
+  std::string out = MdRow(head) + MdRow(rule);
+  for (const auto& cells : t.rows) {
+    std::vector<std::string> escaped;
+    for (const std::string& c : cells) escaped.push_back(MdText(c));
+    out += MdRow(escaped);
+  }
+  return out + "\n";
+}
+
+std::string Ranking(const json& r) {
+  TextTable t;
+  t.header = RankingHeader(r);
+  std::string refused;
+  for (const ConfigRow& row : RankedConfigs(r)) {
+    std::string name = row.name + (row.is_baseline ? " (reference)" : "") + (row.is_recommended ? " (recommended)" : "");
+    if (row.rank == 0) {
+      refused += fmt::format("- **{}** — {}: {}\n", MdText(row.name), MdText(row.status == "ok" ? "not measured" : row.status),
+                             MdText(row.reason.empty() ? "no reason given" : row.reason));
+      continue;
+    }
+    std::vector<std::string> cells{std::to_string(row.rank), name};
+    for (std::string& c : RankingCells(row)) cells.push_back(std::move(c));
+    t.rows.push_back(std::move(cells));
+  }
+  std::string out = "## Ranking by fidelity\n\nMost faithful first: median over repeats of the top-1 flip rate "
+                    "(95% Wilson interval of the median repeat), then KL(base||cand).\n\n" +
+                    MdTable(t);
+  if (!refused.empty()) out += "Not measured:\n\n" + refused + "\n";
+  return out;
+}
+
+std::string Flips(const json& r) {
+  std::string out = "## Flips\n\nPositions where a configuration's greedy token differs from the reference's, in its "
+                    "median repeat.\n\n";
+  for (const ConfigRow& row : RankedConfigs(r)) {
+    const json* cmp = MedianComparison(r, row.name);
+    if (!cmp) continue;
+    const json& flips = Sub(Sub(*cmp, "compare"), "flips");
+    size_t n = flips.is_array() ? flips.size() : 0;
+    out += fmt::format("### {} — {} flips ({})\n\n", MdText(row.name), Count(double(n)), RepeatLabel(*cmp));
+    if (n == 0) continue;
+    out += MdRow({"Position", "Span", "Class", "Reference token (p)", "Candidate token (p)", "KL", "Context"}) +
+           MdRow({"---:", "---", "---", "---", "---", "---:", "---"});
+    for (size_t i = 0; i < n && i < kMaxFlipsListed; ++i) {
+      const json& f = flips[i];
+      auto prob = [&](const char* key) { return Num(f, key) ? fmt::format(" {:.3f}", *Num(f, key)) : ""; };
+      out += MdRow({Count(Num(f, "position")), MdText(Str(f, "span")), MdText(Str(f, "class")),
+                    MdCode(Str(f, "base_text")) + prob("base_prob"), MdCode(Str(f, "cand_text")) + prob("cand_prob"),
+                    Small(Num(f, "kl")), MdCode(Str(f, "context"))});
+    }
+    if (n > kMaxFlipsListed) out += fmt::format("\n{} more flips are listed in results.json.\n", n - kMaxFlipsListed);
+    out += "\n";
+  }
+  return out;
+}
+
+std::string Branches(const json& r) {
+  const json& groups = Sub(r, "branches");
+  if (!groups.is_array() || groups.empty()) return "";
+  std::string out = "## Following the fork\n\n";
+  for (const json& g : groups) {
+    out += "### " + MdText(Str(g, "config", "?")) + "\n\n";
+    if (Sub(g, "counts").is_object()) out += "Verdicts: " + MdText(InlineText(Sub(g, "counts"))) + "\n\n";
+    if (!Sub(g, "records").is_array()) continue;
+    for (const json& b : Sub(g, "records")) {
+      out += fmt::format("#### Position {} ({}): {}\n\n", Count(Num(b, "position")), MdText(Str(b, "span")),
+                         MdText(Str(b, "verdict", "unjudged")));
+      if (!Str(b, "reason").empty()) out += MdText(Str(b, "reason")) + "\n\n";
+      out += "Reference picked " + MdCode(Str(b, "base_text"), false) + ", candidate picked " +
+             MdCode(Str(b, "cand_text"), false) + ".\n\nShared prefix (tail):\n\n" + MdBlock(Str(b, "prefix_tail"));
+      out += "Reference configuration's future:\n\n" + MdBlock(Str(Sub(b, "base_future"), "text"));
+      out += "Candidate's future:\n\n" + MdBlock(Str(Sub(b, "cand_future"), "text"));
+      if (Sub(b, "reference").is_object())
+        out += "Reference continuation (the workload):\n\n" + MdBlock(Str(Sub(b, "reference"), "text"));
+    }
+  }
+  return out;
+}
+
+std::string Recipe(const json& r) {
+  const json& recipe = Sub(r, "recipe");
+  if (!recipe.is_object()) return "";
+  std::string out = "## Recipe\n\n";
+  if (!Str(recipe, "recommended").empty())
+    out += "Recommended: **" + MdText(Str(recipe, "recommended")) + "** — " + MdText(Str(recipe, "reason")) + "\n\n";
+  if (!Str(recipe, "server_command").empty()) out += "llama-server:\n\n" + MdBlock(Str(recipe, "server_command"));
+  if (!Str(recipe, "cli_command").empty()) out += "llama-cli:\n\n" + MdBlock(Str(recipe, "cli_command"));
+  const json& kv = Sub(recipe, "kv_types");
+  if (kv.is_array() && !kv.empty()) {
+    auto budget = Num(recipe, "memory_budget_bytes");
+    TextTable t{{"KV type", "Bytes per token", "Context that fits the budget"}, {}};
+    for (const json& k : kv)
+      t.rows.push_back({Str(k, "type"), Count(Num(k, "bytes_per_token")), Count(Num(k, "context_at_budget"))});
+    out += "KV cache per type (budget " + MdText(budget ? HumanBytes(*budget) : "not set") + "):\n\n" + MdTable(t);
+  }
+  return out;
+}
+
+std::string DisclosureList(const json& r) {
+  std::string out = "## Disclosure\n", group;
+  for (const Fact& f : Disclosure(r)) {
+    if (f.group != group) out += "\n### " + MdText(group = f.group) + "\n\n";
+    out += "- " + MdText(f.term) + ": " + (f.code ? MdCode(f.value, false) : MdText(f.value)) + "\n";
+  }
+  return out + "\n";
+}
+
+}  // namespace
+
+std::string RenderMarkdown(const json& r) {
+  const json& model = Sub(r, "model");
+  const json& wl = Sub(r, "workload");
+  std::string out = "# flipscope report: " + MdText(Str(r, "name", "experiment")) + "\n\n";
+  out += fmt::format("Model {} · workload {} ({} tokens) · created {}\n\n",
+                     MdText(Str(model, "name", Str(model, "path", "?"))), MdCode(Str(wl, "path", "?"), false),
+                     Count(Num(wl, "n_tokens")), MdText(Str(r, "created", "?")));
+  if (!FloorSentence(r).empty()) out += MdText(FloorSentence(r)) + "\n\n";
+  out += Ranking(r);
+  out += "## Flip rate per window\n\nMedian over repeats.\n\n" + MdTable(WindowTable(r, "flip_rate", true));
+  out += "## KL(base||cand) mean per window\n\nMedian over repeats.\n\n" + MdTable(WindowTable(r, "kl_mean", false));
+  return out + Flips(r) + Branches(r) + Recipe(r) + DisclosureList(r);
+}
+
+std::string TerminalSummary(const json& r, const std::string& html_path) {
+  std::string out = fmt::format("{}: {} configurations", Str(r, "name", "experiment"), RankedConfigs(r).size());
+  if (Num(Sub(r, "workload"), "n_tokens")) out += ", " + Count(Num(Sub(r, "workload"), "n_tokens")) + " tokens";
+  out += "\n";
+  if (!FloorSentence(r).empty()) out += "  " + FloorSentence(r) + "\n";
+  out += fmt::format("  {:>2}  {:<20} {:>10} {:>10} {:>9}\n", "#", "configuration", "flip rate", "KL mean", "confident");
+  for (const ConfigRow& row : RankedConfigs(r)) {
+    std::string mark = row.is_recommended ? " *" : "";
+    if (row.rank == 0) {
+      out += fmt::format("   -  {:<20} {}: {}\n", row.name, row.status, row.reason);
+      continue;
+    }
+    const json& s = *row.summary;
+    out += fmt::format("  {:>2}  {:<20} {:>10} {:>10} {:>9}{}\n", row.rank, row.name,
+                       Percent(Num(s, "median_flip_rate")), Small(Num(s, "kl_mean")),
+                       Count(Num(s, "confident_flips")), mark);
+  }
+  const json& recipe = Sub(r, "recipe");
+  if (!Str(recipe, "recommended").empty())
+    out += "  recommended (*): " + Str(recipe, "recommended") + " — " + Str(recipe, "reason") + "\n";
+  if (!html_path.empty()) out += "  report: " + html_path + "\n";
+  return out;
+}
+
+}  // namespace flipscope

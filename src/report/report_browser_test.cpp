@@ -1,0 +1,68 @@
+// The HTML report in a real browser: headless Chromium opens report.html from disk with every
+// network path closed (tests/ref/check_report_chromium.py), and must find the ranking table and
+// the charts, no console error and no network request. The checker is shown to fail on a page
+// that does load something or logs an error.
+#include <cstdio>
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "report/report.h"
+#include "util/util.h"
+
+namespace flipscope {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Runs the checker on an HTML file; returns its exit status and output.
+std::pair<int, std::string> CheckInChromium(const fs::path& html, const std::string& extra = "") {
+  std::string cmd = std::string(FLIPSCOPE_PYTHON) + " " + FLIPSCOPE_SOURCE_DIR + "/tests/ref/check_report_chromium.py " +
+                    html.string() + " " + extra + " 2>&1";
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return {-1, "popen failed"};
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof(buf), p)) out.append(buf, n);
+  int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+fs::path FreshDir(const std::string& name) {
+  fs::path d = fs::path(FLIPSCOPE_BINARY_DIR) / "report_browser_test" / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+TEST(ReportBrowser, SampleReportRendersOfflineWithoutErrors) {
+  auto text = ReadFile(std::string(FLIPSCOPE_SOURCE_DIR) + "/tests/data/results-sample.json");
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  fs::path dir = FreshDir("sample");
+  ASSERT_TRUE(WriteReport(nlohmann::json::parse(*text), dir.string()).ok());
+  auto [rc, out] = CheckInChromium(dir / "report.html", "--screenshot " + (dir / "report.png").string());
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("\"ranking_rows\": 6"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"branches\": 2"), std::string::npos) << out;
+  EXPECT_GT(fs::file_size(dir / "report.png"), 20000u);
+}
+
+TEST(ReportBrowser, CheckerCatchesNetworkRequestsAndConsoleErrors) {
+  fs::path dir = FreshDir("bad");
+  ASSERT_TRUE(WriteFileAtomic((dir / "bad.html").string(),
+                              "<!DOCTYPE html><html><head><title>bad</title></head><body>"
+                              "<img src=\"http://example.invalid/pixel.png\" alt=\"\">"
+                              "<script>console.error('boom'); fetch('https://example.invalid/x').catch(() => {});"
+                              "undefinedFunction();</script></body></html>")
+                  .ok());
+  auto [rc, out] = CheckInChromium(dir / "bad.html");
+  EXPECT_EQ(rc, 1) << out;
+  for (const char* s : {"network request attempted: http://example.invalid/pixel.png",
+                        "network request attempted: https://example.invalid/x", "console error: boom",
+                        "exception: ReferenceError: undefinedFunction is not defined", "no rows in table.ranking",
+                        "elements that load resources"})
+    EXPECT_NE(out.find(s), std::string::npos) << s << "\n" << out;
+}
+
+}  // namespace
+}  // namespace flipscope

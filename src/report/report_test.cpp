@@ -1,0 +1,304 @@
+// Report stage: Markdown/CSV content, HTML escaping and charts over a hand-shaped results
+// document (tests/data/results-sample.json); numbers checked by an independent numpy script.
+#include "report/report.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "util/util.h"
+
+namespace flipscope {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+json LoadSample() {
+  auto text = ReadFile(std::string(FLIPSCOPE_SOURCE_DIR) + "/tests/data/results-sample.json");
+  EXPECT_TRUE(text.ok()) << text.status().message();
+  return json::parse(*text);
+}
+
+const json& Sample() {
+  static const json sample = LoadSample();
+  return sample;
+}
+
+size_t CountOf(const std::string& hay, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + needle.size())) ++n;
+  return n;
+}
+
+// Runs a shell command; returns its exit status and combined output.
+std::pair<int, std::string> RunShell(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return {-1, "popen failed"};
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof(buf), p)) out.append(buf, n);
+  int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+fs::path FreshDir(const std::string& name) {
+  fs::path d = fs::path(FLIPSCOPE_BINARY_DIR) / "report_test" / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+// Names of the configurations that have comparisons (each is one chart series).
+std::vector<std::string> ComparedConfigs(const json& r) {
+  std::vector<std::string> out;
+  for (const json& c : r["comparisons"])
+    if (std::find(out.begin(), out.end(), c["config"]) == out.end()) out.push_back(c["config"]);
+  return out;
+}
+
+std::string RefusedReason(const json& r) {
+  for (const json& c : r["configs"])
+    if (c["status"] == "refused") return c["reason"];
+  return "";
+}
+
+TEST(Report, NumbersMatchAnIndependentComputation) {
+  fs::path dir = FreshDir("numbers");
+  json r = Sample();
+  // A refusal reason with a comma, a quote and a newline exercises the CSV quoting.
+  for (json& c : r["configs"])
+    if (c["status"] == "refused") c["reason"] = std::string(c["reason"]) + ", \"really\"\nsecond line";
+  ASSERT_TRUE(WriteFileAtomic((dir / "results.json").string(), r.dump()).ok());
+  ASSERT_TRUE(WriteReport(r, dir.string()).ok());
+  json series = json::object();
+  for (const std::string& name : ComparedConfigs(r))
+    for (const auto& [field, pointer] : std::vector<std::pair<std::string, std::string>>{
+             {"flip_rate", "flip_rate"}, {"kl_mean", "kl_mean"}, {"flip_rate_ci_lo", "flip_rate_ci/0"},
+             {"flip_rate_ci_hi", "flip_rate_ci/1"}})
+      for (const auto& p : report::WindowSeries(r, name, pointer)) series[name][field].push_back({p.index, p.value});
+  ASSERT_TRUE(WriteFileAtomic((dir / "series.json").string(), series.dump()).ok());
+  const std::string check = std::string(FLIPSCOPE_PYTHON) + " " + FLIPSCOPE_SOURCE_DIR +
+                            "/tests/ref/check_report_numbers.py " + (dir / "results.json").string() + " ";
+  auto [rc, out] = RunShell(check + (dir / "results.csv").string() + " " + (dir / "series.json").string());
+  EXPECT_EQ(rc, 0) << out;
+
+  // The check can fail: one changed digit in the CSV and one changed window median are caught.
+  std::string csv = *ReadFile((dir / "results.csv").string());
+  std::string kl = fmt::format("{}", r["summary"][1]["kl_mean"].get<double>());
+  ASSERT_NE(csv.find(kl), std::string::npos);
+  csv.replace(csv.find(kl), 1, kl[0] == '9' ? "8" : "9");
+  ASSERT_TRUE(WriteFileAtomic((dir / "bad.csv").string(), csv).ok());
+  series[ComparedConfigs(r)[1]]["flip_rate"][0][1] = 0.5;
+  ASSERT_TRUE(WriteFileAtomic((dir / "bad-series.json").string(), series.dump()).ok());
+  auto [rc2, out2] = RunShell(check + (dir / "bad.csv").string() + " " + (dir / "bad-series.json").string());
+  EXPECT_EQ(rc2, 1) << out2;
+  EXPECT_NE(out2.find("kl_mean"), std::string::npos) << out2;
+  EXPECT_NE(out2.find("flip_rate window 0"), std::string::npos) << out2;
+}
+
+TEST(Report, MarkdownRanksEscapesAndListsRefused) {
+  const json& r = Sample();
+  std::string md = RenderMarkdown(r);
+  // The ranking table lists measured configurations in the recipe's order.
+  std::vector<size_t> at;
+  for (const json& e : r["recipe"]["ranking"]) {
+    std::string name = std::regex_replace(std::string(e["config"]), std::regex("_"), "\\_");
+    at.push_back(md.find("\n| " + std::to_string(at.size() + 1) + " | " + name));
+    EXPECT_NE(at.back(), std::string::npos) << name;
+  }
+  EXPECT_TRUE(std::is_sorted(at.begin(), at.end()));
+  EXPECT_NE(md.find("- **fa-off-kv-q8\\_0** — refused: llama.cpp refused the context: V cache quantization "
+                    "requires flash\\_attn\n"),
+            std::string::npos);
+  // Text is escaped; token and context text sits in code spans, pipes escaped inside tables.
+  EXPECT_NE(md.find("# flipscope report: qwen3-8b \\<agent\\> \\& \"tools\"\n"), std::string::npos);
+  EXPECT_EQ(md.find("<agent>"), std::string::npos);
+  EXPECT_NE(md.find("` 2 ` 0."), std::string::npos);
+  EXPECT_NE(md.find("` ql ` 0."), std::string::npos);
+  EXPECT_NE(md.find("a \\| b \\| `c`"), std::string::npos) << "pipes in a code span inside a table";
+  EXPECT_NE(md.find("## Flip rate per window"), std::string::npos);
+  EXPECT_EQ(CountOf(md, "\n| 0 (0–8,192) |"), 2u);  // one row in each per-window table
+  EXPECT_NE(md.find("llama-server -m /models/Qwen3-8B-Q4_K_M.gguf"), std::string::npos);
+  EXPECT_NE(md.find("#### Position 18,431 (tool call #3): literal\\_mutated"), std::string::npos);
+}
+
+TEST(Report, MarkdownRendersBackticksAndEmptyTokensAsCode) {
+  json r = Sample();
+  json& flips = r["comparisons"][0]["compare"]["flips"];
+  flips = json::array({{{"position", 7}, {"span", "x"}, {"base_text", "``a`"}, {"cand_text", ""}, {"context", "|"}}});
+  std::string md = RenderMarkdown(r);
+  EXPECT_NE(md.find("``` ``a` ```"), std::string::npos);  // fence longer than the longest backtick run
+  EXPECT_NE(md.find("*(empty)*"), std::string::npos);
+  EXPECT_NE(md.find("` \\| `"), std::string::npos);
+}
+
+TEST(Report, CsvHasOneRowPerConfigurationAndQuotesText) {
+  json r = Sample();
+  r["configs"][5]["reason"] = "a, \"b\"\nc";
+  std::string csv = RenderCsv(r);
+  EXPECT_EQ(csv.rfind("rank,config,status,reason,", 0), 0u);
+  EXPECT_EQ(CountOf(csv, "\r\n"), r["configs"].size() + 1);  // header + rows; the field's "\n" is not a row end
+  EXPECT_NE(csv.find(",fa-off-kv-q8_0,refused,\"a, \"\"b\"\"\nc\","), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\r\n1,threads-4,ok,,"), std::string::npos) << csv;
+}
+
+TEST(Report, HtmlEscapesEveryPieceOfData) {
+  const json& r = Sample();
+  std::string html = RenderHtml(r);
+  // Exactly one script element: the page's own; data never closes or opens one.
+  EXPECT_EQ(CountOf(html, "<script"), 1u);
+  EXPECT_EQ(CountOf(html, "</script>"), 1u);
+  EXPECT_GT(CountOf(html, "&lt;/script&gt;"), 0u);
+  EXPECT_EQ(html.find("<agent>"), std::string::npos);
+  EXPECT_NE(html.find("qwen3-8b &lt;agent&gt; &amp; &quot;tools&quot;"), std::string::npos);
+  // Every flip context shown appears escaped, followed by the marked reference token.
+  size_t checked = 0;
+  for (const json& c : r["comparisons"])
+    for (const json& f : c["compare"]["flips"]) {
+      std::string shown = HtmlEscape(std::string(f["context"])) + "<mark title=\"reference token\">" +
+                          HtmlEscape(std::string(f["base_text"])) + "</mark>";
+      if (html.find(shown) != std::string::npos) ++checked;
+    }
+  EXPECT_GT(checked, 100u);
+  EXPECT_NE(html.find("db.internal -p 543<mark title=\"reference token\">2</mark>"), std::string::npos);
+  // No external resource of any kind.
+  EXPECT_FALSE(std::regex_search(html, std::regex(R"((src|href)\s*=\s*"(https?:)?//)")));
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  EXPECT_EQ(html.find("@import"), std::string::npos);
+  EXPECT_EQ(html.find("url("), std::string::npos);
+}
+
+TEST(Report, HtmlHasBothChartsWithEverySeriesAndTheFloorBand) {
+  const json& r = Sample();
+  std::string html = RenderHtml(r);
+  ASSERT_EQ(CountOf(html, "<svg"), 2u);
+  size_t second = html.find("<svg", html.find("<svg") + 1);
+  std::string flip_svg = html.substr(html.find("<svg"), second - html.find("<svg"));
+  std::string kl_svg = html.substr(second, html.find("</svg>", second) - second);
+  for (const std::string& svg : {flip_svg, kl_svg}) {
+    EXPECT_EQ(CountOf(svg, "class=\"series\""), ComparedConfigs(r).size());
+    EXPECT_EQ(svg.find("nan"), std::string::npos);
+    EXPECT_EQ(svg.find("inf"), std::string::npos);
+    EXPECT_NE(svg.find("role=\"img\""), std::string::npos);
+  }
+  EXPECT_EQ(CountOf(flip_svg, "class=\"band\""), 1u);
+  EXPECT_NE(flip_svg.find("kv-q4_0 · window 4 (32,768–40,000)"), std::string::npos);
+  // threads-4 is bit-identical: its zero KL sits on the log axis' bottom edge as hollow markers.
+  EXPECT_NE(kl_svg.find("fill=\"#fff\""), std::string::npos);
+  EXPECT_NE(kl_svg.find(">1e-"), std::string::npos);
+}
+
+TEST(Report, RefusedConfigurationIsShownWithItsReason) {
+  const json& r = Sample();
+  std::string html = RenderHtml(r);
+  size_t row = html.find("<tr class=\"refused\">");
+  ASSERT_NE(row, std::string::npos);
+  std::string tr = html.substr(row, html.find("</tr>", row) - row);
+  EXPECT_NE(tr.find("fa-off-kv-q8_0"), std::string::npos);
+  EXPECT_NE(tr.find(HtmlEscape(RefusedReason(r))), std::string::npos);
+  EXPECT_NE(tr.find(">refused<"), std::string::npos);
+  std::string term = TerminalSummary(r, "out/report.html");
+  EXPECT_NE(term.find("fa-off-kv-q8_0       refused: " + RefusedReason(r)), std::string::npos) << term;
+  EXPECT_NE(term.find("report: out/report.html"), std::string::npos);
+  EXPECT_NE(term.find("recommended (*): kv-q8_0"), std::string::npos);
+}
+
+TEST(Report, BranchViewerShowsBothFuturesAndTheFirstDifference) {
+  std::string html = RenderHtml(Sample());
+  EXPECT_EQ(CountOf(html, "<article class=\"branch\">"), 2u);
+  EXPECT_EQ(CountOf(html, "<mark class=\"diff\""), 4u);  // the first differing token in each future
+  EXPECT_NE(html.find(R"(<span class="tok" title="token 0 · id 1000 · p=0.920">ql</span>)"), std::string::npos);
+  EXPECT_NE(html.find("literal_mutated"), std::string::npos);
+  EXPECT_NE(html.find("the config &amp; &lt;restart&gt; it. &lt;/script&gt;"), std::string::npos);
+  EXPECT_NE(html.find("reconverge after 1 token"), std::string::npos);
+}
+
+TEST(Report, DisclosureAndRecipe) {
+  std::string html = RenderHtml(Sample());
+  for (const char* s : {"b6710-9b8f4a2", "NVIDIA H200", "AVX512 = 1", "9a8b7c6d5e4f3021", "agent-session &lt;prod&gt;.jsonl",
+                        "every 32 tokens; 100% inside: tool_calls; 1,695 probes", "40,960 tokens", "KL(base||cand)",
+                        "none: full-vocabulary logits", "median over repeats", "qwen3 from gguf:tokenizer.chat_template",
+                        "llama-cli -m /models/Qwen3-8B-Q4_K_M.gguf -c 54784", "<td><code>q4_0</code></td>", "103,563"})
+    EXPECT_NE(html.find(s), std::string::npos) << s;
+}
+
+TEST(Report, MissingOptionalPartsAreLeftOut) {
+  json r = Sample();
+  for (const char* key : {"branches", "recipe", "floor", "probe_plan", "settings", "model"}) r.erase(key);
+  r["comparisons"][0]["compare"]["windows"][0]["kl_mean"] = nullptr;
+  r["configs"][1].erase("engine");
+  for (const json& doc : {json::object(), json{{"name", "bare"}}, json{{"configs", json::array({{{"name", 3}}})}}, r}) {
+    std::string html = RenderHtml(doc), md = RenderMarkdown(doc), csv = RenderCsv(doc);
+    EXPECT_NE(html.find("</html>"), std::string::npos);
+    EXPECT_NE(html.find("table class=\"ranking\""), std::string::npos);
+    EXPECT_FALSE(md.empty());
+    EXPECT_EQ(csv.rfind("rank,config", 0), 0u);
+    EXPECT_FALSE(TerminalSummary(doc, "").empty());
+  }
+  std::string html = RenderHtml(r);
+  EXPECT_NE(html.find("No branch records"), std::string::npos);
+  EXPECT_EQ(html.find("id=\"recipe\""), std::string::npos);
+  EXPECT_EQ(CountOf(html, "<svg"), 2u);
+}
+
+TEST(Report, RankingFollowsTheRecipeElseFidelity) {
+  json r = Sample();
+  r["recipe"]["ranking"] = {"kv-q4_0", "baseline"};  // names; the others follow by fidelity
+  std::vector<std::string> got;
+  for (const auto& row : report::RankedConfigs(r)) got.push_back(row.name);
+  EXPECT_EQ(got, (std::vector<std::string>{"kv-q4_0", "baseline", "threads-4", "fa-off", "kv-q8_0", "fa-off-kv-q8_0"}));
+  r.erase("recipe");
+  got.clear();
+  for (const auto& row : report::RankedConfigs(r)) got.push_back(row.name + ":" + std::to_string(row.rank));
+  EXPECT_EQ(got, (std::vector<std::string>{"threads-4:1", "baseline:2", "fa-off:3", "kv-q8_0:4", "kv-q4_0:5",
+                                           "fa-off-kv-q8_0:0"}));
+}
+
+TEST(Report, WriteReportWritesThreeFilesOrNone) {
+  fs::path dir = FreshDir("write");
+  ASSERT_TRUE(WriteReport(Sample(), (dir / "out").string()).ok());
+  for (const char* f : {"report.html", "report.md", "results.csv"}) EXPECT_TRUE(fs::is_regular_file(dir / "out" / f));
+  EXPECT_EQ(*ReadFile((dir / "out/report.html").string()), RenderHtml(Sample()));
+
+  Status st = WriteReport(json::array(), (dir / "arr").string());
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("results is not a JSON object"), std::string::npos);
+  ASSERT_TRUE(WriteFileAtomic((dir / "file").string(), "x").ok());
+  st = WriteReport(Sample(), (dir / "file/sub").string());
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find((dir / "file/sub").string()), std::string::npos) << st.message();
+  EXPECT_FALSE(fs::exists(dir / "arr" / "report.html"));
+}
+
+TEST(ReportFormat, NumbersAndTokens) {
+  EXPECT_EQ(report::Percent(0.0037), "0.370%");
+  EXPECT_EQ(report::Percent(std::nullopt), "—");
+  EXPECT_EQ(report::Small(0.0), "0");
+  EXPECT_EQ(report::Small(1.234e-5), "1.23e-05");
+  EXPECT_EQ(report::Small(0.01534), "0.01534");
+  EXPECT_EQ(report::Count(1234567.0), "1,234,567");
+  EXPECT_EQ(report::Count(999.0), "999");
+  EXPECT_EQ(report::VisibleToken("a\n\tb"), "a↵⇥b");
+}
+
+TEST(ReportSvg, LogAxisKeepsZerosOnTheEdgeAndEscapesText) {
+  report::Chart c;
+  c.id = "t";
+  c.title = "<b>&";
+  c.log_y = true;
+  c.series.push_back({"s<1>", {0, 1, 2}, {0, 1e-4, 1e-2}, {}});
+  std::string svg = report::RenderSvgChart(c);
+  EXPECT_NE(svg.find("<title id=\"t-t\">&lt;b&gt;&amp;</title>"), std::string::npos);
+  EXPECT_EQ(CountOf(svg, "fill=\"#fff\""), 1u);
+  EXPECT_NE(svg.find(">1e-4<"), std::string::npos);
+  EXPECT_EQ(svg.find("s<1>"), std::string::npos);
+  EXPECT_EQ(svg.find("nan"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace flipscope

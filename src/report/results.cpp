@@ -1,0 +1,225 @@
+// Reading the results document: tolerant accessors, number formatting, the ranking and the
+// per-window series every renderer shares.
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "report/report.h"
+
+namespace flipscope::report {
+
+using nlohmann::json;
+
+namespace {
+
+const json& Null() {
+  static const json null;
+  return null;
+}
+
+// Median of values (mean of the two middle ones for an even count); values must be non-empty.
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+// Every comparisons[] entry of one configuration, in file order.
+std::vector<const json*> ComparisonsOf(const json& results, const std::string& config) {
+  std::vector<const json*> out;
+  const json& cmps = Sub(results, "comparisons");
+  if (!cmps.is_array()) return out;
+  for (const json& c : cmps)
+    if (Str(c, "config") == config && Sub(c, "compare").is_object()) out.push_back(&c);
+  return out;
+}
+
+}  // namespace
+
+const json& Sub(const json& j, std::string_view key) {
+  if (!j.is_object()) return Null();
+  auto it = j.find(key);
+  return it == j.end() ? Null() : *it;
+}
+
+std::string Str(const json& j, std::string_view key, std::string_view fallback) {
+  const json& v = Sub(j, key);
+  return v.is_string() ? v.get<std::string>() : std::string(fallback);
+}
+
+std::optional<double> Num(const json& j, std::string_view key) {
+  const json& v = Sub(j, key);
+  if (v.is_number()) return v.get<double>();
+  if (v.is_boolean()) return v.get<bool>() ? 1.0 : 0.0;
+  return std::nullopt;
+}
+
+std::optional<double> NumAt(const json& j, const std::string& pointer) {
+  try {
+    const json& v = j.at(json::json_pointer("/" + pointer));
+    if (v.is_number()) return v.get<double>();
+  } catch (const json::exception&) {
+    // absent or not addressable: no value
+  }
+  return std::nullopt;
+}
+
+std::string InlineText(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_null()) return "";
+  if (!v.is_array() && !v.is_object()) return v.dump();
+  std::string out;
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    if (!out.empty()) out += ", ";
+    out += v.is_object() ? it.key() + "=" + InlineText(*it) : InlineText(*it);
+  }
+  return out;
+}
+
+std::string Percent(std::optional<double> fraction, int decimals) {
+  if (!fraction || !std::isfinite(*fraction)) return "—";
+  return fmt::format("{:.{}f}%", *fraction * 100.0, decimals);
+}
+
+std::string Small(std::optional<double> v) {
+  if (!v || !std::isfinite(*v)) return "—";
+  if (*v == 0) return "0";
+  double a = std::fabs(*v);
+  if (a >= 0.01 && a < 1000) return fmt::format("{:.4g}", *v);
+  return fmt::format("{:.2e}", *v);
+}
+
+std::string Count(std::optional<double> v) {
+  if (!v || !std::isfinite(*v)) return "—";
+  std::string digits = fmt::format("{:.0f}", std::fabs(*v));
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return (*v < 0 ? "-" : "") + out;
+}
+
+std::string VisibleToken(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\n') out += "↵";
+    else if (c == '\t') out += "⇥";
+    else if (c == '\r') out += "␍";
+    else out += c;
+  }
+  return out;
+}
+
+std::optional<double> ContextLength(const json& results) {
+  std::string base = Str(results, "baseline", "baseline");
+  const json& configs = Sub(results, "configs");
+  if (configs.is_array())
+    for (const json& c : configs)
+      if (Str(c, "name") == base) {
+        auto ctx = Num(Sub(c, "knobs"), "ctx_size");
+        if (ctx && *ctx > 0) return ctx;
+      }
+  return Num(Sub(results, "workload"), "n_tokens");
+}
+
+std::vector<ConfigRow> RankedConfigs(const json& results) {
+  const std::string base = Str(results, "baseline", "baseline");
+  const std::string recommended = Str(Sub(results, "recipe"), "recommended");
+  const std::optional<double> ctx = ContextLength(results);
+  std::vector<ConfigRow> rows;
+  std::map<std::string, size_t> index;  // name -> position in rows
+  auto row_for = [&](const std::string& name) -> ConfigRow& {
+    auto [it, fresh] = index.emplace(name, rows.size());
+    if (fresh) {
+      rows.emplace_back();
+      rows.back().name = name;
+      rows.back().status = "ok";
+    }
+    return rows[it->second];
+  };
+  const json& configs = Sub(results, "configs");
+  if (configs.is_array())
+    for (const json& c : configs) {
+      if (Str(c, "name").empty()) continue;
+      ConfigRow& r = row_for(Str(c, "name"));
+      r.config = &c;
+      r.description = Str(c, "description");
+      r.status = Str(c, "status", "ok");
+      r.reason = Str(c, "reason");
+      r.flags = Str(c, "flags");
+      r.kv_bytes_per_token = Num(c, "kv_bytes_per_token");
+      if (r.kv_bytes_per_token && ctx) r.kv_bytes_at_context = *r.kv_bytes_per_token * *ctx;
+    }
+  const json& summary = Sub(results, "summary");
+  if (summary.is_array())
+    for (const json& s : summary)
+      if (!Str(s, "config").empty()) row_for(Str(s, "config")).summary = &s;
+  for (ConfigRow& r : rows) {
+    r.is_baseline = r.name == base;
+    r.is_recommended = !recommended.empty() && r.name == recommended;
+  }
+
+  // Order: the experiment's ranking where given; measured rows it does not name follow, by
+  // fidelity (median flip rate, then KL mean); then rows without measurements.
+  std::map<std::string, int> given;
+  const json& ranking = Sub(Sub(results, "recipe"), "ranking");
+  if (ranking.is_array())
+    for (const json& n : ranking) {  // names, or objects that name their "config"
+      std::string name = n.is_string() ? n.get<std::string>() : Str(n, "config");
+      if (!name.empty()) given.emplace(name, int(given.size()));
+    }
+  auto key = [&](const ConfigRow& r) {
+    bool measured = r.summary && r.status == "ok";
+    auto g = given.find(r.name);
+    double rate = measured ? Num(*r.summary, "median_flip_rate").value_or(INFINITY) : INFINITY;
+    double kl = measured ? Num(*r.summary, "kl_mean").value_or(INFINITY) : INFINITY;
+    return std::make_tuple(!measured, g == given.end() ? 1 : 0, g == given.end() ? 0 : g->second, rate, kl);
+  };
+  std::stable_sort(rows.begin(), rows.end(),
+                   [&](const ConfigRow& a, const ConfigRow& b) { return key(a) < key(b); });
+  int rank = 0;
+  for (ConfigRow& r : rows)
+    if (r.summary && r.status == "ok") r.rank = ++rank;
+  return rows;
+}
+
+std::vector<WindowPoint> WindowSeries(const json& results, const std::string& config, const std::string& field) {
+  std::map<int, WindowPoint> points;
+  std::map<int, std::vector<double>> values;
+  for (const json* c : ComparisonsOf(results, config)) {
+    const json& windows = Sub(Sub(*c, "compare"), "windows");
+    if (!windows.is_array()) continue;
+    for (const json& w : windows) {
+      auto idx = Num(w, "index");
+      auto v = NumAt(w, field);
+      if (!idx || !v) continue;
+      WindowPoint& p = points[int(*idx)];
+      p.index = int(*idx);
+      p.begin = Num(w, "begin").value_or(0);
+      p.end = Num(w, "end").value_or(p.begin);
+      values[p.index].push_back(*v);
+    }
+  }
+  std::vector<WindowPoint> out;
+  for (auto& [i, p] : points) {
+    p.value = Median(values[i]);
+    p.repeats = int(values[i].size());
+    out.push_back(p);
+  }
+  return out;
+}
+
+const json* MedianComparison(const json& results, const std::string& config) {
+  std::vector<const json*> cmps = ComparisonsOf(results, config);
+  if (cmps.empty()) return nullptr;
+  auto rate = [](const json* c) {
+    return Num(Sub(Sub(*c, "compare"), "overall"), "flip_rate").value_or(0);
+  };
+  std::stable_sort(cmps.begin(), cmps.end(), [&](const json* a, const json* b) { return rate(a) < rate(b); });
+  return cmps[(cmps.size() - 1) / 2];
+}
+
+}  // namespace flipscope::report

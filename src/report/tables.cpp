@@ -1,0 +1,180 @@
+// Plain-text tables and disclosure facts shared by the HTML and Markdown renderers, so both
+// say the same thing with the same numbers.
+#include <set>
+
+#include <fmt/format.h>
+
+#include "report/report.h"
+#include "util/util.h"
+
+namespace flipscope::report {
+
+using nlohmann::json;
+
+namespace {
+
+std::string Interval(const json& ci) {
+  if (!ci.is_array() || ci.size() != 2 || !ci[0].is_number() || !ci[1].is_number()) return "—";
+  return Percent(ci[0].get<double>(), 2) + " – " + Percent(ci[1].get<double>(), 2);
+}
+
+std::string YesNo(const json& v) { return v.is_boolean() ? (v.get<bool>() ? "yes" : "no") : "—"; }
+
+}  // namespace
+
+std::vector<std::string> RankingHeader(const json& results) {
+  return {"#", "Configuration", "Median flip rate", "95% CI", "Flips / probes", "Confident flips", "KL mean",
+          "KL p99", "Bit-identical probes", "Above floor", "KV bytes/token",
+          "KV memory at " + Count(ContextLength(results)) + " tokens"};
+}
+
+std::vector<std::string> RankingCells(const ConfigRow& row) {
+  static const json kNone;
+  const json& s = row.summary ? *row.summary : kNone;
+  return {Percent(Num(s, "median_flip_rate")),
+          Interval(Sub(s, "flip_rate_ci")),
+          Count(Num(s, "flips")) + " / " + Count(Num(s, "probes")),
+          Count(Num(s, "confident_flips")),
+          Small(Num(s, "kl_mean")),
+          Small(Num(s, "kl_p99")),
+          Count(Num(s, "bit_identical")) + " of " + Count(Num(s, "bit_identical_of")),
+          YesNo(Sub(s, "above_floor")),
+          Count(row.kv_bytes_per_token),
+          row.kv_bytes_at_context ? HumanBytes(*row.kv_bytes_at_context) : "—"};
+}
+
+TextTable WindowTable(const json& results, const std::string& field, bool percent) {
+  TextTable t;
+  t.header.push_back("Window (tokens)");
+  std::vector<std::vector<WindowPoint>> columns;
+  std::set<std::tuple<int, double, double>> windows;  // every window any configuration has
+  for (const ConfigRow& row : RankedConfigs(results)) {
+    auto pts = WindowSeries(results, row.name, field);
+    if (pts.empty()) continue;
+    for (const auto& p : pts) windows.emplace(p.index, p.begin, p.end);
+    t.header.push_back(row.name);
+    columns.push_back(std::move(pts));
+  }
+  for (const auto& [index, begin, end] : windows) {
+    std::vector<std::string> cells{fmt::format("{} ({}–{})", index, Count(begin), Count(end))};
+    for (const auto& pts : columns) {
+      std::string v = "—";
+      for (const auto& p : pts)
+        if (p.index == index) v = percent ? Percent(p.value) : Small(p.value);
+      cells.push_back(v);
+    }
+    t.rows.push_back(std::move(cells));
+  }
+  return t;
+}
+
+std::string RepeatLabel(const json& comparison) {
+  auto r = Num(comparison, "repeat");
+  return r ? "repeat " + Count(*r + 1) : "repeat ?";
+}
+
+std::string FloorSentence(const json& r) {
+  const json& floor = Sub(r, "floor");
+  if (!floor.is_object()) return "";
+  if (Sub(floor, "bit_identical") == true)
+    return "Repeatability: the reference configuration repeated itself bit for bit (" + Count(Num(floor, "repeats")) +
+           " runs), so every divergence is arithmetic, not noise.";
+  if (!Num(floor, "flip_rate"))
+    return "No repeat floor: " + Str(floor, "note", "the reference configuration ran once") + ".";
+  return "Repeat floor: the reference configuration against itself gave " + Count(Num(floor, "flips")) +
+         " flips of " + Count(Num(floor, "probes")) + " probes = " + Percent(Num(floor, "flip_rate")) + " (KL mean " +
+         Small(Num(floor, "kl_mean")) + "); divergences are measured against it.";
+}
+
+std::vector<Fact> Disclosure(const json& r) {
+  const std::string base = Str(r, "baseline", "baseline");
+  const json* base_cfg = nullptr;
+  const json& configs = Sub(r, "configs");
+  if (configs.is_array())
+    for (const json& c : configs)
+      if (Str(c, "name") == base) base_cfg = &c;
+  const json& engine = base_cfg ? Sub(*base_cfg, "engine") : Sub(r, "engine");
+  const json& model = Sub(r, "model");
+  const json& wl = Sub(r, "workload");
+  const json& tpl = Sub(wl, "template");
+  const json& plan = Sub(r, "probe_plan");
+  const json& settings = Sub(r, "settings");
+
+  // KL direction, truncation and skipped probes over every comparison.
+  std::string kl_dir;
+  int truncated = 0, n_cmp = 0;
+  double skipped = 0;
+  const json& cmps = Sub(r, "comparisons");
+  if (cmps.is_array())
+    for (const json& c : cmps) {
+      const json& cj = Sub(c, "compare");
+      ++n_cmp;
+      if (kl_dir.empty()) kl_dir = Str(cj, "kl_direction");
+      if (Sub(cj, "truncated") == true) ++truncated;
+      skipped += Num(cj, "probes_skipped_base").value_or(0) + Num(cj, "probes_skipped_cand").value_or(0);
+    }
+  std::string devices;
+  if (Sub(engine, "devices").is_array())
+    for (const json& d : Sub(engine, "devices"))
+      devices += fmt::format("{}{} — {} ({})", devices.empty() ? "" : "; ", Str(d, "name"), Str(d, "description"),
+                             Num(d, "memory_total") ? HumanBytes(*Num(d, "memory_total")) : "?");
+  auto count_or_empty = [](std::optional<double> v) { return v ? Count(v) : std::string(); };
+  std::string layers;
+  if (Num(model, "n_layer"))
+    layers = Count(Num(model, "n_layer")) + " / " + Count(Num(model, "n_ctx_train")) + " / " + Count(Num(model, "n_vocab"));
+  std::string tpl_text = Str(tpl, "name");
+  if (!Str(tpl, "source").empty()) tpl_text += (tpl_text.empty() ? "" : " from ") + Str(tpl, "source");
+  std::string plan_text;
+  if (plan.is_object())
+    plan_text = fmt::format("every {} tokens; 100% inside: {}; {} probes", Count(Num(plan, "stride")),
+                            InlineText(Sub(plan, "full")).empty() ? "nothing" : InlineText(Sub(plan, "full")),
+                            Count(Num(plan, "n_probes")));
+
+  const std::string run = "Reference and runtime", mw = "Model and workload", method = "Method";
+  std::vector<Fact> facts = {
+      {run, "Reference configuration", base, false},
+      {run, "Reference flags", base_cfg ? Str(*base_cfg, "flags") : "", true},
+      {run, "Reference knobs", base_cfg ? InlineText(Sub(*base_cfg, "knobs")) : "", true},
+      {run, "Engine", Str(engine, "engine"), false},
+      {run, "llama.cpp", Str(engine, "llama_cpp"), true},
+      {run, "ggml", Str(engine, "ggml"), true},
+      {run, "Backends", InlineText(Sub(engine, "backends")), false},
+      {run, "Devices", devices, false},
+      {run, "System info", Str(engine, "system_info"), true},
+      {mw, "Model", Str(model, "name"), false},
+      {mw, "Model file", Str(model, "path"), true},
+      {mw, "Model sha256", Str(model, "sha256"), true},
+      {mw, "Architecture", Str(model, "architecture"), false},
+      {mw, "Parameters", count_or_empty(Num(model, "n_params")), false},
+      {mw, "Layers / training context / vocabulary", layers, false},
+      {mw, "Weight types", InlineText(Sub(model, "quant_types")), false},
+      {mw, "Workload", Str(wl, "path"), true},
+      {mw, "Workload format", Str(wl, "format"), false},
+      {mw, "Workload sha256", Str(wl, "sha256"), true},
+      {mw, "Workload tokens", count_or_empty(Num(wl, "n_tokens")), false},
+      {mw, "Chat template", tpl_text, false},
+      {mw, "Chat template sha256", Str(tpl, "sha256"), true},
+      {mw, "Tool-call form", Str(wl, "tool_call_form"), false},
+      {method, "Context length", ContextLength(r) ? Count(ContextLength(r)) + " tokens" : "", false},
+      {method, "Sampled positions", plan_text, false},
+      {method, "Window", Num(settings, "window") ? Count(Num(settings, "window")) + " tokens" : "", false},
+      {method, "Confident flip",
+       "reference top-1 probability ≥ " + Small(Num(settings, "confident").value_or(0.9)), false},
+      {method, "KL direction", (kl_dir.empty() ? "KL(base||cand)" : kl_dir) + "; base is the reference", false},
+      {method, "Truncation",
+       truncated ? fmt::format("top-k (truncated) in {} of {} comparisons", truncated, n_cmp)
+                 : "none: full-vocabulary logits in every comparison",
+       false},
+      {method, "Skipped probes", skipped > 0 ? Count(skipped) : "none", false},
+      {method, "Aggregation",
+       "median over repeats; every repeat of every configuration is compared with the reference's first capture, "
+       "and the reference's own repeats give the floor",
+       false},
+      {method, "Results written by", "flipscope " + Str(r, "flipscope_version", "?") + " at " + Str(r, "created", "?"),
+       false},
+  };
+  std::erase_if(facts, [](const Fact& f) { return f.value.empty(); });
+  return facts;
+}
+
+}  // namespace flipscope::report

@@ -1,0 +1,84 @@
+// results.csv and writing the report files.
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "report/report.h"
+#include "util/util.h"
+
+namespace flipscope {
+
+using nlohmann::json;
+
+namespace {
+
+// One CSV field (RFC 4180): quoted when it holds a comma, quote, CR or LF; quotes doubled.
+std::string CsvField(std::string_view s) {
+  if (s.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(s);
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+// A JSON scalar as a CSV value: numbers at full precision, booleans as true/false, else empty.
+std::string CsvValue(const json& v) {
+  if (v.is_number() || v.is_boolean()) return v.dump();
+  if (v.is_string()) return v.get<std::string>();
+  return "";
+}
+
+std::string CsvNumber(std::optional<double> v) { return v ? fmt::format("{}", *v) : ""; }
+
+}  // namespace
+
+std::string RenderCsv(const json& r) {
+  static const char* kColumns[] = {
+      "rank", "config", "status", "reason", "description", "flags", "repeats", "median_flip_rate",
+      "flip_rate_ci_lo", "flip_rate_ci_hi", "flips", "probes", "confident_flips", "kl_mean", "kl_p99", "kl_max",
+      "bit_identical", "bit_identical_of", "above_floor", "kv_bytes_per_token", "kv_bytes_at_context",
+      "baseline", "recommended"};
+  std::string out;
+  for (const char* c : kColumns) out += std::string(out.empty() ? "" : ",") + c;
+  out += "\r\n";
+  static const json kNone;
+  for (const report::ConfigRow& row : report::RankedConfigs(r)) {
+    const json& s = row.summary ? *row.summary : kNone;
+    const json& ci = report::Sub(s, "flip_rate_ci");
+    const json& cfg = row.config ? *row.config : kNone;
+    std::vector<std::string> cells = {
+        row.rank ? std::to_string(row.rank) : "", row.name, row.status, row.reason, row.description, row.flags,
+        CsvValue(report::Sub(cfg, "repeats")), CsvValue(report::Sub(s, "median_flip_rate")),
+        ci.is_array() && ci.size() == 2 ? CsvValue(ci[0]) : "", ci.is_array() && ci.size() == 2 ? CsvValue(ci[1]) : "",
+        CsvValue(report::Sub(s, "flips")), CsvValue(report::Sub(s, "probes")),
+        CsvValue(report::Sub(s, "confident_flips")), CsvValue(report::Sub(s, "kl_mean")),
+        CsvValue(report::Sub(s, "kl_p99")), CsvValue(report::Sub(s, "kl_max")),
+        CsvValue(report::Sub(s, "bit_identical")), CsvValue(report::Sub(s, "bit_identical_of")),
+        CsvValue(report::Sub(s, "above_floor")), CsvNumber(row.kv_bytes_per_token),
+        CsvNumber(row.kv_bytes_at_context), row.is_baseline ? "true" : "false",
+        row.is_recommended ? "true" : "false"};
+    std::string line;
+    for (size_t i = 0; i < cells.size(); ++i) line += (i ? "," : "") + CsvField(cells[i]);
+    out += line + "\r\n";
+  }
+  return out;
+}
+
+Status WriteReport(const json& results, const std::string& outdir) {
+  if (!results.is_object()) return Status::Error(outdir + ": results is not a JSON object");
+  std::error_code ec;
+  std::filesystem::create_directories(outdir, ec);
+  if (ec) return Status::Error(outdir + ": cannot create the folder: " + ec.message());
+  // Render everything first, so a rendering problem never leaves a partial set of files.
+  std::vector<std::pair<std::string, std::string>> files;
+  try {
+    files = {{"report.html", RenderHtml(results)},
+             {"report.md", RenderMarkdown(results)},
+             {"results.csv", RenderCsv(results)}};
+  } catch (const std::exception& e) {  // the accessors check types; this guards the unforeseen
+    return Status::Error(outdir + ": cannot render the report: " + e.what());
+  }
+  for (const auto& [name, text] : files) FS_RETURN_IF_ERROR(WriteFileAtomic(outdir + "/" + name, text));
+  return Status::Ok();
+}
+
+}  // namespace flipscope
