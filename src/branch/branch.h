@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/engine.h"
 #include "util/status.h"
 
 namespace flipscope {
@@ -177,32 +178,28 @@ nlohmann::json CountVerdicts(const nlohmann::json& records);
 // Terminal lines summarising counts, e.g. "36 structurally invalid branches (invalid_tool_call)".
 std::string SummaryText(const nlohmann::json& counts);
 
-// One side's pass: teacher-forced over tokens with the capture's probes, forking at each point
-// (or re-prefilling when forking is impossible or disallowed). firsts[i] is the first token at
-// points[i] (sorted positions, each a probe). Returns the futures and, per point, whether the
-// recomputed row's digest equals expected_digest[i].
-struct SidePass {
-  std::vector<std::vector<int32_t>> tokens;
-  std::vector<std::vector<float>> probs;
-  std::vector<bool> reproduced;
-  int64_t rows_checked = 0, rows_reproduced = 0;  // over every probe with a known digest
-  bool forked = true;
-  double seconds = 0;
-};
+// One side's pass: teacher-forced over the transcript with the capture's probes (so the rows
+// keep the capture's numerics), forking at each branch point, or re-prefilling each branch's
+// prefix where the model cannot fork (recurrent/hybrid) or forking is disallowed.
 struct SideInputs {
-  std::string model_path;
-  nlohmann::json knobs;                    // manifest["knobs"]
   std::span<const int32_t> tokens;
-  std::span<const int32_t> probes;         // the capture's probe positions
-  std::span<const uint64_t> probe_digests; // the capture's digests (same length as probes, or empty)
-  std::vector<int32_t> points, firsts;
+  std::span<const int32_t> probes;          // the capture's probe positions (ascending)
+  std::span<const uint64_t> probe_digests;  // the capture's row digests (as many as probes), or empty
+  std::vector<int32_t> points;              // branch positions, ascending, each one of the probes
+  std::vector<int32_t> firsts;              // the side's own first token at each point
   int max_tokens = 64;
   bool allow_fork = true;
-  bool progress = false;
-  std::string label;                       // progress-bar label
+  std::string progress_label;               // progress-bar label; empty = no bar
 };
-class LlamaEngine;
-// Runs one side with an engine already created with n_seq_max = 2.
+struct SidePass {
+  std::vector<std::vector<int32_t>> tokens;  // per point: the future, first token included
+  std::vector<std::vector<float>> probs;     // per point: each chosen token's probability
+  std::vector<bool> reproduced;              // per point: the recomputed row has the capture's digest
+  int64_t rows_checked = 0, rows_reproduced = 0;  // over every probe (when digests are given)
+  bool forked = true;                        // false: re-prefilled per branch
+  double seconds = 0;
+};
+// Runs one side on an engine created with n_seq_max = 2; errors name the bad point.
 Result<SidePass> RunSide(LlamaEngine& engine, const SideInputs& in);
 
 }  // namespace flipscope

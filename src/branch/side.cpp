@@ -1,0 +1,73 @@
+// One side's pass: the teacher-forced run that re-creates the capture's rows and decodes a
+// future at every branch point.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "branch/branch.h"
+#include "util/util.h"
+
+namespace flipscope {
+
+Result<SidePass> RunSide(LlamaEngine& engine, const SideInputs& in) {
+  const size_t n_points = in.points.size();
+  if (in.firsts.size() != n_points) return Status::Error("one first token per branch point is needed");
+  if (!in.probe_digests.empty() && in.probe_digests.size() != in.probes.size())
+    return Status::Error("one digest per probe is needed");
+  // Which point (if any) each probe row is, so the row check can be recorded per point.
+  std::vector<int64_t> point_of_probe(in.probes.size(), -1);
+  for (size_t i = 0; i < n_points; ++i) {
+    if (i > 0 && in.points[i] <= in.points[i - 1]) return Status::Error("branch points must be ascending");
+    auto it = std::lower_bound(in.probes.begin(), in.probes.end(), in.points[i]);
+    if (it == in.probes.end() || *it != in.points[i])
+      return Status::Error(fmt::format("branch point {} is not a probe position of the capture", in.points[i]));
+    point_of_probe[size_t(it - in.probes.begin())] = int64_t(i);
+  }
+
+  SidePass out;
+  out.tokens.resize(n_points);
+  out.probs.resize(n_points);
+  out.reproduced.assign(n_points, false);
+  out.forked = in.allow_fork && engine.CanFork();
+  const double t0 = NowSeconds();
+
+  RowSink check_row = [&](const Row& r) -> Status {
+    if (in.probe_digests.empty()) return Status::Ok();
+    bool same = Digest64(r.logits.data(), r.logits.size_bytes()) == in.probe_digests[size_t(r.index)];
+    ++out.rows_checked;
+    out.rows_reproduced += same;
+    if (int64_t pt = point_of_probe[size_t(r.index)]; pt >= 0) out.reproduced[size_t(pt)] = same;
+    return Status::Ok();
+  };
+  auto keep = [&](size_t i, const Future& f) {
+    out.tokens[i] = f.tokens;
+    out.probs[i] = f.probs;
+    return Status::Ok();
+  };
+  const bool bar_on = !in.progress_label.empty();
+  Progress bar(in.progress_label, out.forked ? uint64_t(in.tokens.size()) : uint64_t(n_points),
+               out.forked ? "tok" : "branch");
+  ProgressFn on_tokens = [&](int64_t done) {
+    if (bar_on && out.forked) bar.Update(uint64_t(done));
+  };
+
+  if (out.forked) {
+    std::vector<ForkRequest> forks(n_points);
+    for (size_t i = 0; i < n_points; ++i) forks[i] = {in.points[i], in.firsts[i]};
+    FS_RETURN_IF_ERROR(engine.PrefillWithForks(in.tokens, in.probes, check_row, forks, in.max_tokens, keep, on_tokens));
+  } else {
+    // Without forking: one plain pass for the row check, then every branch re-prefills its prefix.
+    FS_RETURN_IF_ERROR(engine.Prefill(in.tokens, in.probes, check_row, on_tokens));
+    for (size_t i = 0; i < n_points; ++i) {
+      auto f = engine.DecodeFresh(in.tokens.first(size_t(in.points[i]) + 1), in.firsts[i], in.max_tokens);
+      if (!f.ok()) return f.status().Prefixed(fmt::format("branch at position {}", in.points[i]));
+      FS_RETURN_IF_ERROR(keep(i, *f));
+      if (bar_on) bar.Update(i + 1);
+    }
+  }
+  bar.Finish();
+  out.seconds = NowSeconds() - t0;
+  return out;
+}
+
+}  // namespace flipscope
