@@ -39,6 +39,7 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-sp
 tbody.not-measured td { background: #fbf3f1; }
 .table-wrap { overflow-x: auto; }
 .badge { display: inline-block; border-radius: 3px; padding: 0 6px; font-size: 0.8em; font-weight: 600; border: 1px solid currentColor; margin-left: 4px; }
+.confident { color: var(--bad); font-weight: 700; }
 .badge.rec { color: var(--ok); } .badge.ref { color: var(--accent); } .badge.bad { color: var(--bad); } .badge.neutral { color: var(--muted); }
 figure { margin: 1em 0 1.6em; } svg.chart { width: 100%; max-width: 900px; height: auto; display: block; }
 figcaption { color: var(--muted); font-size: 0.92em; max-width: 900px; }
@@ -53,7 +54,7 @@ details { margin: 0.4em 0; } summary { cursor: pointer; font-weight: 600; }
 .future h4 { margin: 0 0 4px; font-size: 0.9em; color: var(--muted); }
 .tok { white-space: pre-wrap; border-bottom: 1px dotted #999; }
 mark.diff { background: #ffe08a; outline: 2px solid #b8860b; }
-dl.kv { display: grid; grid-template-columns: max-content 1fr; gap: 2px 16px; } dl.kv dt { font-weight: 600; } dl.kv dd { margin: 0; word-break: break-word; }
+dl.kv { display: grid; grid-template-columns: minmax(10em, 17em) 1fr; gap: 2px 16px; } dl.kv dt { font-weight: 600; } dl.kv dd { margin: 0; word-break: break-word; }
 footer { color: var(--muted); font-size: 0.85em; border-top: 1px solid var(--line); margin-top: 2em; padding-bottom: 2em; }
 @media (max-width: 700px) { .futures { grid-template-columns: 1fr; } }
 @media print {
@@ -213,8 +214,9 @@ std::string report::HtmlRow(const std::vector<std::string>& cells, bool header) 
   for (size_t i = 0; i < cells.size(); ++i) {
     // The first column of a body row heads it; numbers align right.
     bool numeric = !cells[i].empty() && (std::isdigit(static_cast<unsigned char>(cells[i][0])) || cells[i] == "—");
+    const char* attrs = header ? " scope=\"col\"" : numeric && i > 0 ? " class=\"num\"" : "";
     const char* tag = header ? "th" : "td";
-    out += fmt::format("<{}{}>{}</{}>", tag, !header && numeric && i > 0 ? " class=\"num\"" : "", cells[i], tag);
+    out += fmt::format("<{}{}>{}</{}>", tag, attrs, cells[i], tag);
   }
   return out + "</tr>";
 }

@@ -21,9 +21,14 @@ std::string Prob(std::optional<double> p) { return p ? fmt::format("{:.3f}", *p)
 // A token's text as an inline code element, whitespace made visible.
 std::string TokenCode(const std::string& text) { return "<code class=\"t\">" + E(VisibleToken(text)) + "</code>"; }
 
+// The flip's class; confident flips (the costly kind) stand out.
+std::string ClassCell(const std::string& klass) {
+  return klass == "confident" ? "<span class=\"confident\">confident</span>" : E(klass);
+}
+
 std::string FlipRow(const json& f) {
   std::string row = HtmlRow({Count(Num(f, "position")), Count(Num(f, "window")), E(Str(f, "span", "—")),
-                             E(Str(f, "class", "—")), TokenCode(Str(f, "base_text")) + " " + E(Prob(Num(f, "base_prob"))),
+                             ClassCell(Str(f, "class", "—")), TokenCode(Str(f, "base_text")) + " " + E(Prob(Num(f, "base_prob"))),
                              TokenCode(Str(f, "cand_text")) + " " + E(Prob(Num(f, "cand_prob"))),
                              E(Prob(Num(f, "cand_prob_of_base_token"))), E(Small(Num(f, "base_margin"))),
                              E(Small(Num(f, "kl")))});
@@ -54,22 +59,28 @@ std::string FutureTokens(const json& fut, int first_diff) {
 }
 
 std::string BranchRecord(const std::string& config, const json& b) {
-  int first = int(Num(b, "first_difference").value_or(0));
+  // Token indexes of the first difference in each future (absent when the texts are equal).
+  int diff_base = int(Num(b, "first_difference").value_or(-1));
+  int diff_cand = int(Num(b, "first_difference_cand").value_or(diff_base));
   auto reconverge = Num(b, "reconverge_at");
   std::string verdict = Str(b, "verdict", "unjudged");
   std::string cls = verdict == "benign" ? "rec" : "bad";
   std::string out = fmt::format(
       "<article class=\"branch\"><h3>{} · position {} · {} <span class=\"badge {}\">{}</span></h3>", E(config),
-      E(Count(Num(b, "position"))), E(Str(b, "span", "—")), cls, E(verdict));
+      E(Count(Num(b, "position"))), E(Str(b, "span", "outside any span")), cls, E(verdict));
   if (!Str(b, "reason").empty()) out += "<p>" + E(Str(b, "reason")) + "</p>";
-  out += fmt::format("<p>Base picked {} where the candidate picked {}. {}</p>", TokenCode(Str(b, "base_text")),
-                     TokenCode(Str(b, "cand_text")),
-                     reconverge ? fmt::format("The futures reconverge after {} token(s).", Count(reconverge))
-                                : std::string("The futures do not reconverge within the decoded length."));
+  out += fmt::format("<p>The reference configuration picked {} where the candidate picked {}. {}</p>",
+                     TokenCode(Str(b, "base_text")), TokenCode(Str(b, "cand_text")),
+                     reconverge ? fmt::format("The futures agree again from token {} of the reference's future.",
+                                              Count(reconverge))
+                                : std::string("The futures do not agree again within the decoded length."));
+  if (Sub(b, "reproduced") == false)
+    out += "<p><strong>Note:</strong> a recomputed row did not match its capture's digest here, so this future "
+           "may not be the captured configuration's.</p>";
   out += "<h4>Shared prefix (tail)</h4><pre class=\"prefix\">…" + E(Str(b, "prefix_tail")) + "</pre>";
   out += "<div class=\"futures\"><div class=\"future base\"><h4>Reference configuration's future</h4>" +
-         FutureTokens(Sub(b, "base_future"), first) +
-         "</div><div class=\"future cand\"><h4>Candidate's future</h4>" + FutureTokens(Sub(b, "cand_future"), first) +
+         FutureTokens(Sub(b, "base_future"), diff_base) +
+         "</div><div class=\"future cand\"><h4>Candidate's future</h4>" + FutureTokens(Sub(b, "cand_future"), diff_cand) +
          "</div></div>";
   const json& ref = Sub(b, "reference");
   if (ref.is_object()) out += "<h4>Reference continuation (the workload)</h4><pre>" + E(Str(ref, "text")) + "</pre>";

@@ -215,7 +215,8 @@ TEST(Report, BranchViewerShowsBothFuturesAndTheFirstDifference) {
   EXPECT_NE(html.find(R"(<span class="tok" title="token 0 · id 1000 · p=0.920">ql</span>)"), std::string::npos);
   EXPECT_NE(html.find("literal_mutated"), std::string::npos);
   EXPECT_NE(html.find("the config &amp; &lt;restart&gt; it. &lt;/script&gt;"), std::string::npos);
-  EXPECT_NE(html.find("reconverge after 1 token"), std::string::npos);
+  EXPECT_NE(html.find("agree again from token 1 of"), std::string::npos);
+  EXPECT_NE(html.find("do not agree again within"), std::string::npos);
 }
 
 TEST(Report, DisclosureAndRecipe) {
@@ -296,6 +297,8 @@ TEST(ReportSvg, LogAxisKeepsZerosOnTheEdgeAndEscapesText) {
   EXPECT_NE(svg.find("<title id=\"t-t\">&lt;b&gt;&amp;</title>"), std::string::npos);
   EXPECT_EQ(CountOf(svg, "fill=\"#fff\""), 1u);
   EXPECT_NE(svg.find(">1e-4<"), std::string::npos);
+  EXPECT_NE(svg.find(">0</text>"), std::string::npos);  // the extra bottom decade stands for zero
+  EXPECT_EQ(svg.find(">1e-5<"), std::string::npos);
   EXPECT_EQ(svg.find("s<1>"), std::string::npos);
   EXPECT_EQ(svg.find("nan"), std::string::npos);
 }

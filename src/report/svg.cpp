@@ -1,6 +1,7 @@
 // Line charts as inline SVG: no scripts, no external resources, readable in print and in
 // grey scale (every series has its own colour, dash pattern and marker shape).
 #include <algorithm>
+#include <vector>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -22,6 +23,7 @@ constexpr double kWidth = 760, kLeft = 72, kRight = 560, kTop = 40, kPlotBottom 
 struct Axis {
   double lo = 0, hi = 1;
   bool log = false;
+  bool zero_row = false;  // log axis: the bottom decade stands for values <= 0
   double Map(double v, double px_lo, double px_hi) const {
     double t = log ? (std::log10(v) - std::log10(lo)) / (std::log10(hi) - std::log10(lo)) : (v - lo) / (hi - lo);
     return px_lo + std::clamp(t, 0.0, 1.0) * (px_hi - px_lo);
@@ -65,7 +67,8 @@ std::string Marker(int s, double x, double y, const std::string& color, bool hol
   return shape + "><title>" + HtmlEscape(tip) + "</title></" + shape.substr(1, shape.find(' ') - 1) + ">";
 }
 
-// The y axis over every series value (and the band), with room above.
+// The y axis over every series value (and the band), with room above. A log axis that must
+// show values <= 0 gets one extra decade at the bottom, labelled "0".
 Axis YAxis(const Chart& chart) {
   std::vector<double> vals;
   for (const ChartSeries& s : chart.series) vals.insert(vals.end(), s.y.begin(), s.y.end());
@@ -83,14 +86,19 @@ Axis YAxis(const Chart& chart) {
     a.lo = std::pow(10.0, std::floor(std::log10(lo)));
     a.hi = std::pow(10.0, std::ceil(std::log10(hi)));
     if (a.hi <= a.lo) a.hi = a.lo * 10;
+    for (const ChartSeries& s : chart.series)
+      if (std::any_of(s.y.begin(), s.y.end(), [](double v) { return !(v > 0); })) a.zero_row = true;
+    if (a.zero_row) a.lo /= 10;
     return a;
   }
   double hi = 0;
   for (double v : vals)
     if (std::isfinite(v)) hi = std::max(hi, v);
   a.lo = 0;
-  a.hi = hi > 0 ? NiceTicks(0, hi * 1.08, 5).back() : 1;
-  if (a.hi < hi) a.hi = hi * 1.08;
+  if (hi <= 0) return a.hi = 1, a;
+  std::vector<double> ticks = NiceTicks(0, hi * 1.05, 5);
+  double step = ticks.size() > 1 ? ticks[1] - ticks[0] : hi;
+  a.hi = std::ceil(hi * 1.05 / step) * step;  // the top is a tick
   return a;
 }
 
@@ -103,8 +111,10 @@ Axis XAxis(const Chart& chart) {
     for (double v : chart.band->x) a.lo = std::min(a.lo, v), a.hi = std::max(a.hi, v);
   if (!std::isfinite(a.lo)) a.lo = 0, a.hi = 1;
   if (a.hi <= a.lo) a.lo -= 1, a.hi += 1;
+  // Positions start at 0 so the distance into the workload reads true.
   double pad = (a.hi - a.lo) * 0.04;
-  a.lo = std::max(0.0, a.lo - pad), a.hi += pad;
+  a.lo = a.lo >= 0 ? 0.0 : a.lo - pad;
+  a.hi += pad;
   return a;
 }
 
@@ -121,8 +131,9 @@ std::string Grid(const Axis& x, const Axis& y, const Chart& chart) {
   for (double t : yt) {
     double py = y.Map(t, kPlotBottom, kTop);
     out += fmt::format(R"(<line x1="{}" x2="{}" y1="{:.1f}" y2="{:.1f}" stroke="#ddd"/>)", kLeft, kRight, py, py);
+    std::string label = y.zero_row && t == yt.front() ? "0" : TickLabel(t, chart.y_percent, y.log);
     out += fmt::format(R"(<text x="{}" y="{:.1f}" text-anchor="end">{}</text>)", kLeft - 6, py + 4,
-                       HtmlEscape(TickLabel(t, chart.y_percent, y.log)));
+                       HtmlEscape(label));
   }
   for (double t : NiceTicks(x.lo, x.hi, 7)) {
     double px = x.Map(t, kLeft, kRight);

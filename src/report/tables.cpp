@@ -93,7 +93,8 @@ std::vector<Fact> Disclosure(const json& r) {
   if (configs.is_array())
     for (const json& c : configs)
       if (Str(c, "name") == base) base_cfg = &c;
-  const json& engine = base_cfg ? Sub(*base_cfg, "engine") : Sub(r, "engine");
+  const json& engine = base_cfg && Sub(*base_cfg, "engine").is_object() ? Sub(*base_cfg, "engine")
+                                                                        : Sub(r, "environment");
   const json& model = Sub(r, "model");
   const json& wl = Sub(r, "workload");
   const json& tpl = Sub(wl, "template");
@@ -155,6 +156,8 @@ std::vector<Fact> Disclosure(const json& r) {
       {mw, "Chat template", tpl_text, false},
       {mw, "Chat template sha256", Str(tpl, "sha256"), true},
       {mw, "Tool-call form", Str(wl, "tool_call_form"), false},
+      {mw, "Tool-result form", Str(wl, "tool_result_form"), false},
+      {mw, "Rendered text sha256", Str(wl, "text_sha256"), true},
       {method, "Context length", ContextLength(r) ? Count(ContextLength(r)) + " tokens" : "", false},
       {method, "Sampled positions", plan_text, false},
       {method, "Window", Num(settings, "window") ? Count(Num(settings, "window")) + " tokens" : "", false},
@@ -170,6 +173,7 @@ std::vector<Fact> Disclosure(const json& r) {
        "median over repeats; every repeat of every configuration is compared with the reference's first capture, "
        "and the reference's own repeats give the floor",
        false},
+      {method, "Experiment file", Str(r, "experiment_file"), true},
       {method, "Results written by", "flipscope " + Str(r, "flipscope_version", "?") + " at " + Str(r, "created", "?"),
        false},
   };

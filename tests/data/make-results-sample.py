@@ -156,7 +156,8 @@ def config(name, desc, changes, k, status="ok", reason=None, repeats=3):
          "model_path": MODEL_PATH, "status": status, "repeats": repeats if status == "ok" else 0,
          "captures": [f"captures/{name}-r{r}.safetensors" for r in range(1, repeats + 1)] if status == "ok" else [],
          "capture_seconds": [round(rng.uniform(38, 52), 2) for _ in range(repeats)] if status == "ok" else [],
-         "engine": ENGINE,
+         "engine": ENGINE, "reused": [False] * repeats if status == "ok" else [],
+         "model_file_size": 5027783488,
          "kv_bytes_per_token": KV_ELEMS * (BYTES[k["cache_type_k"]] + BYTES[k["cache_type_v"]]) / 2}
     if reason:
         c["reason"] = reason
@@ -176,7 +177,8 @@ def branches():
         "cand_future": future(["ql", " -U", " app", "\"}}", "\n", "</tool_call>"], [0.92, 0.41, 0.66, 0.88, 0.97, 0.99]),
         "reference": {"text": "2\"}}\n</tool_call>", "tokens": [17, 9207, 198, 151658]},
         "prefix_tail": '<tool_call>{"name": "bash", "arguments": {"command": "psql -h db.internal -p 543',
-        "reconverge_at": None, "first_difference": 0, "verdict": "literal_mutated",
+        "reconverge_at": None, "reconverge_cand_at": None, "first_difference": 0, "first_difference_cand": 0,
+        "first_difference_byte": 0, "reproduced": True, "verdict": "literal_mutated",
         "reason": "the literal 5432 from the user's message became \"543ql\" inside tool call #3",
     }
     benign = {
@@ -186,12 +188,15 @@ def branches():
         "cand_future": future([" its", " config", " & ", "<restart>", " it", "."], [0.44, 0.83, 0.5, 0.35, 0.9, 0.95]),
         "reference": {"text": " the config & <restart> it. </script>", "tokens": [279, 2193, 609, 366, 432, 13]},
         "prefix_tail": "Edit /etc/nginx/nginx.conf (keep the \"upstream\" block), then reload",
-        "reconverge_at": 1, "first_difference": 0, "verdict": "benign",
+        "reconverge_at": 1, "reconverge_cand_at": 1, "first_difference": 0, "first_difference_cand": 0,
+        "first_difference_byte": 1, "reproduced": True, "verdict": "benign",
         "reason": "the futures reconverge after 1 token; same meaning",
     }
     return [{"config": "kv-q4_0", "records": [mutated, benign],
              "counts": {"benign": 41, "divergent": 17, "invalid_tool_call": 2, "literal_mutated": 1,
-                        "wrong_command": 0}}]
+                        "wrong_command": 0, "total": 61},
+             "branch_config": {"at": "flips", "max_tokens": 64, "max_branches": 16, "reconverge": 8,
+                               "warnings": []}}]
 
 
 def main():
@@ -266,6 +271,7 @@ def main():
     }
     results = {
         "flipscope_version": "0.1.0", "created": "2026-05-14T09:41:07Z", "name": "qwen3-8b <agent> & \"tools\"",
+        "experiment_file": "experiments/qwen3-8b.toml", "environment": ENGINE,
         "model": {"path": MODEL_PATH, "sha256": "3f1c0a9be2d47c58a1f9e0b6d3c2a4f5e6b7c8d9e0f1a2b3c4d5e6f708192a3b",
                   "file_size": 5027783488, "architecture": "qwen3", "name": "Qwen3 8B", "n_params": 8190735360,
                   "n_layer": 36, "n_ctx_train": 40960, "n_vocab": 151936, "file_type": "Q4_K - Medium",
@@ -274,7 +280,9 @@ def main():
                      "sha256": "9a8b7c6d5e4f30211203f4e5d6c7b8a99a8b7c6d5e4f30211203f4e5d6c7b8a9", "format": "chat-jsonl",
                      "n_tokens": N_TOKENS, "template": {"name": "qwen3", "sha256": "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90",
                                                        "source": "gguf:tokenizer.chat_template"},
-                     "tool_call_form": "native"},
+                     "tool_call_form": "template", "tool_result_form": "template",
+                     "text_sha256": "5e0c7d1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5",
+                     "span_mapping": "exact"},
         "probe_plan": {"stride": 32, "full": ["tool_calls"], "n_probes": N_PROBES},
         "settings": {"window": WINDOW, "confident": 0.9, "memory_budget_bytes": budget},
         "baseline": "baseline", "configs": configs, "comparisons": comparisons, "summary": summary,
