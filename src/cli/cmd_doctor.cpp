@@ -1,6 +1,35 @@
-// `flipscope doctor` (not built yet: registers nothing).
+// `flipscope doctor MODEL.gguf [--generation-config FILE] [--json]`: checks of a model file, each
+// finding with a severity and a one-line fix. Exit code 2 when a finding is an error.
+#include <fmt/format.h>
+
+#include "checkpoint/checkpoint.h"
 #include "cli/commands.h"
 
 namespace flipscope::cli {
-void AddDoctorCommand(CLI::App&) {}
+
+void AddDoctorCommand(CLI::App& app) {
+  struct Opts {
+    std::string model;
+    bool json = false;
+    DoctorOptions doctor;
+  };
+  auto opts = std::make_shared<Opts>();
+  auto* cmd = app.add_subcommand("doctor", "Checks of a model file: chat template, BOS/EOS, tools, sampling, "
+                                           "context, pre-tokenizer (exit 2 on an error finding)");
+  cmd->add_option("model", opts->model, "GGUF model file")->required();
+  cmd->add_option("--generation-config", opts->doctor.generation_config,
+                  "The model's generation_config.json, to check sampler settings and stop tokens against");
+  cmd->add_flag("--json", opts->json, "Print JSON");
+  cmd->callback([opts] {
+    auto report = RunDoctor(opts->model, opts->doctor);
+    if (!report.ok()) {
+      ExitCode() = Fail(report.status());
+      return;
+    }
+    if (opts->json) fmt::print("{}\n", report->ToJson().dump(2));
+    else fmt::print("{}", report->ToText());
+    ExitCode() = report->ExitCode();
+  });
+}
+
 }  // namespace flipscope::cli

@@ -1,0 +1,371 @@
+// `doctor`: checks of a GGUF model file as llama.cpp reads it: the vocabulary loads (pre-tokenizer
+// known), the chat template is embedded and agrees with the special tokens (BOS, end of turn),
+// tool-call support, sampler settings, and the context length against rope scaling.
+#include <llama.h>
+
+#include <chat.h>
+#include <common.h>
+#include <log.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "checkpoint/checkpoint.h"
+#include "engine/engine.h"
+#include "util/util.h"
+
+namespace flipscope {
+namespace {
+
+// llama.cpp's common library logs template warnings on its own logger; the library must not print.
+class QuietCommonLog {
+ public:
+  QuietCommonLog() : saved_(common_log_get_verbosity_thold()) { common_log_set_verbosity_thold(-1); }
+  ~QuietCommonLog() { common_log_set_verbosity_thold(saved_); }
+
+ private:
+  int saved_;
+};
+
+// A family of chat formats: every marker appears in the template's source; the tokens are
+// special tokens the vocabulary must have (else they are tokenized as plain text).
+struct Family {
+  const char* name;
+  std::vector<const char*> markers, tokens;
+};
+const std::vector<Family>& Families() {
+  static const std::vector<Family> f = {
+      {"harmony", {"<|channel|>", "<|start|>"}, {"<|start|>", "<|channel|>", "<|end|>"}},
+      {"phi4", {"<|im_sep|>"}, {"<|im_start|>", "<|im_sep|>", "<|im_end|>"}},
+      {"chatml", {"<|im_start|>"}, {"<|im_start|>", "<|im_end|>"}},
+      {"llama3", {"<|start_header_id|>"}, {"<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"}},
+      {"gemma", {"<start_of_turn>"}, {"<start_of_turn>", "<end_of_turn>"}},
+      {"deepseek", {"<\xef\xbd\x9cUser\xef\xbd\x9c>"}, {"<\xef\xbd\x9cUser\xef\xbd\x9c>", "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>"}},
+      {"command-r", {"<|START_OF_TURN_TOKEN|>"}, {"<|START_OF_TURN_TOKEN|>", "<|END_OF_TURN_TOKEN|>"}},
+      {"granite", {"<|start_of_role|>"}, {"<|start_of_role|>", "<|end_of_role|>"}},
+      {"glm", {"[gMASK]"}, {}},
+      {"llama2", {"[INST]", "<<SYS>>"}, {}},
+      {"mistral", {"[INST]"}, {}},
+      {"phi3", {"<|user|>", "<|end|>"}, {"<|user|>", "<|assistant|>", "<|end|>"}},
+      {"zephyr", {"<|user|>"}, {}},
+  };
+  return f;
+}
+
+const Family* FindFamily(const std::string& name) {
+  for (const auto& f : Families())
+    if (name == f.name) return &f;
+  return nullptr;
+}
+
+struct Ctx {
+  const llama_model* model;
+  const llama_vocab* vocab;
+  std::string path;
+  DoctorReport* report;
+  void Add(const char* check, Severity s, std::string message, std::string fix = "") const {
+    report->findings.push_back({check, s, std::move(message), std::move(fix)});
+  }
+  std::string Meta(const std::string& key) const {
+    char buf[512];
+    int n = llama_model_meta_val_str(model, key.c_str(), buf, sizeof(buf));
+    return n < 0 ? "" : std::string(buf, size_t(std::min<int>(n, int(sizeof(buf)) - 1)));
+  }
+  // The token a special marker parses to, or -1 when the vocabulary lacks it as one token.
+  llama_token SpecialToken(const std::string& text) const {
+    auto t = common_tokenize(vocab, text, false, true);
+    return t.size() == 1 && common_token_to_piece(vocab, t[0], true) == text ? t[0] : -1;
+  }
+  std::string Text(llama_token t) const {
+    return t < 0 ? "none" : fmt::format("{} '{}'", t, common_token_to_piece(vocab, t, true));
+  }
+};
+
+void CheckPreTokenizer(const Ctx& c) {
+  const std::string pre = c.Meta("tokenizer.ggml.pre");
+  if (llama_vocab_type(c.vocab) != LLAMA_VOCAB_TYPE_BPE)
+    return c.Add("pre_tokenizer", Severity::kOk, "not a BPE vocabulary: llama.cpp uses no pre-tokenizer for it");
+  if (pre.empty())
+    return c.Add("pre_tokenizer", Severity::kWarn,
+                 "BPE vocabulary without tokenizer.ggml.pre: llama.cpp falls back to 'default' and warns "
+                 "\"GENERATION QUALITY WILL BE DEGRADED\"; text tokenizes differently from the original",
+                 "re-convert with a current convert_hf_to_gguf.py, or --override-kv tokenizer.ggml.pre=str:<name>");
+  if (pre == "default")
+    return c.Add("pre_tokenizer", Severity::kInfo,
+                 "BPE vocabulary with the generic 'default' pre-tokenizer: check it matches the model's tokenizer.json",
+                 "re-convert with a current convert_hf_to_gguf.py, which identifies the pre-tokenizer");
+  c.Add("pre_tokenizer", Severity::kOk, "pre-tokenizer '" + pre + "' is known to llama.cpp");
+}
+
+// Renders messages with llama.cpp's template machinery; "" and why on failure.
+std::pair<std::string, std::string> Render(const common_chat_templates* t, std::vector<common_chat_msg> msgs,
+                                           bool generation_prompt) {
+  common_chat_templates_inputs in;
+  in.messages = std::move(msgs);
+  in.add_generation_prompt = generation_prompt;
+  QuietCommonLog quiet;
+  try {
+    return {common_chat_templates_apply(t, in).prompt, ""};
+  } catch (const std::exception& e) {
+    return {"", e.what()};
+  }
+}
+
+common_chat_msg Msg(const char* role, const char* content) {
+  common_chat_msg m;
+  m.role = role;
+  m.content = content;
+  return m;
+}
+
+// No embedded template: llama.cpp falls back to ChatML, which is wrong unless the model speaks it.
+void CheckMissingTemplate(const Ctx& c) {
+  for (const auto& f : Families()) {
+    if (f.tokens.empty() || std::string(f.name) == "chatml") continue;
+    bool all = std::all_of(f.tokens.begin(), f.tokens.end(), [&](const char* t) { return c.SpecialToken(t) >= 0; });
+    if (all)
+      return c.Add("chat_template", Severity::kError,
+                   fmt::format("no chat template embedded; the vocabulary's {} tokens say the model speaks the {} "
+                               "format, but llama.cpp falls back to ChatML",
+                               f.tokens.front(), f.name),
+                   fmt::format("embed the model's template (gguf-py: gguf_new_metadata.py --chat-template-file "
+                               "tokenizer_config's template), or run llama-server with --chat-template {}", f.name));
+  }
+  c.Add("chat_template", Severity::kWarn, "no chat template embedded: llama.cpp falls back to ChatML",
+        "embed the model's template, or pass --chat-template-file to llama-server");
+}
+
+void CheckTemplateMarkers(const Ctx& c, const std::string& src, const std::string& family) {
+  if (family.empty())
+    return c.Add("template_family", Severity::kInfo, "the template matches no known family by its marker strings");
+  for (const char* tok : FindFamily(family)->tokens)
+    if (src.find(tok) != std::string::npos && c.SpecialToken(tok) < 0)
+      return c.Add("template_family", Severity::kError,
+                   fmt::format("{} template, but the vocabulary has no special token '{}': it is tokenized as plain text",
+                               family, tok),
+                   "use the template that belongs to this vocabulary");
+  c.Add("template_family", Severity::kOk, family + " template; its special tokens are in the vocabulary");
+}
+
+void CheckTools(const Ctx& c, const common_chat_templates* t) {
+  auto caps = common_chat_templates_get_caps(t);
+  bool tools = caps["supports_tools"], calls = caps["supports_tool_calls"];
+  if (tools && calls) return c.Add("tool_calls", Severity::kOk, "the template renders tool definitions and tool calls");
+  c.Add("tool_calls", Severity::kInfo,
+        fmt::format("the template renders tool definitions: {}, tool calls: {} (llama.cpp's template capabilities)",
+                    tools ? "yes" : "no", calls ? "yes" : "no"),
+        "tool-using workloads: flipscope writes calls into the content as <tool_call>{...}</tool_call>");
+}
+
+void CheckBos(const Ctx& c, const common_chat_templates* t, const std::string& src) {
+  const llama_token bos = llama_vocab_bos(c.vocab);
+  const bool add_bos = llama_vocab_get_add_bos(c.vocab);
+  const std::string bos_text = bos >= 0 ? common_token_to_piece(c.vocab, bos, true) : "";
+  const bool emits = src.find("bos_token") != std::string::npos ||
+                     (!bos_text.empty() && src.find(bos_text) != std::string::npos);
+  if (bos < 0 && emits)
+    return c.Add("bos", Severity::kWarn, "the template emits bos_token but the vocabulary has no BOS token",
+                 "set tokenizer.ggml.bos_token_id (--override-kv tokenizer.ggml.bos_token_id=int:N)");
+  auto [prompt, why] = Render(t, {Msg("user", "Hello")}, true);
+  if (!why.empty()) return c.Add("bos", Severity::kWarn, "could not render a one-message conversation: " + why);
+  auto toks = common_tokenize(c.vocab, prompt, true, true);  // as llama-server tokenizes a rendered prompt
+  if (toks.size() >= 2 && toks[0] == bos && toks[1] == bos)
+    return c.Add("bos", Severity::kError, "llama.cpp feeds two BOS tokens: the rendered prompt starts with BOS and add_bos adds another",
+                 "--override-kv tokenizer.ggml.add_bos_token=bool:false, or remove bos_token from the template");
+  if (emits && add_bos)
+    return c.Add("bos", Severity::kWarn,
+                 fmt::format("double BOS risk: the template emits {} and add_bos is true; llama.cpp strips the template's "
+                             "copy, but a prompt rendered elsewhere and tokenized with special tokens starts with two",
+                             c.Text(bos)),
+                 "tokenize externally rendered prompts without adding special tokens, or set add_bos_token false");
+  bool has_bos = !toks.empty() && toks[0] == bos && bos >= 0;
+  c.Add("bos", has_bos ? Severity::kOk : Severity::kInfo,
+        has_bos ? fmt::format("prompts start with one BOS {} ({})", c.Text(bos), add_bos ? "add_bos" : "from the template")
+                : fmt::format("prompts start without a BOS token (add_bos {}, the template emits none)", add_bos));
+}
+
+// EOS exists, and the token that ends an assistant turn in the template stops generation.
+void CheckEndOfTurn(const Ctx& c, const common_chat_templates* t) {
+  const llama_token eos = llama_vocab_eos(c.vocab), eot = llama_vocab_eot(c.vocab);
+  if (eos < 0 && eot < 0)
+    c.Add("eos", Severity::kError, "no EOS or EOT token: generation never stops on its own",
+          "set tokenizer.ggml.eos_token_id (--override-kv tokenizer.ggml.eos_token_id=int:N)");
+  else
+    c.Add("eos", Severity::kOk, fmt::format("EOS {}, EOT {}", c.Text(eos), c.Text(eot)));
+  if (!t) return;
+  const char* mark = "FLIPSCOPE_REPLY";
+  auto [text, why] = Render(t, {Msg("user", "Hello"), Msg("assistant", mark)}, false);
+  size_t at = text.find(mark);
+  if (!why.empty() || at == std::string::npos)
+    return c.Add("end_of_turn", Severity::kInfo, "could not render an assistant turn to find its end" + (why.empty() ? "" : ": " + why));
+  auto tail = common_tokenize(c.vocab, text.substr(at + std::string(mark).size()), false, true);
+  if (tail.empty())
+    return c.Add("end_of_turn", Severity::kWarn, "the template ends an assistant turn with nothing: no token marks the end",
+                 "use the model's own template");
+  if (llama_vocab_is_eog(c.vocab, tail[0]))
+    return c.Add("end_of_turn", Severity::kOk, fmt::format("assistant turns end with {}, an end-of-generation token", c.Text(tail[0])));
+  c.Add("end_of_turn", Severity::kWarn,
+        fmt::format("assistant turns end with {}, which llama.cpp does not treat as end of generation: replies run on "
+                    "past the turn", c.Text(tail[0])),
+        fmt::format("--override-kv tokenizer.ggml.eot_token_id=int:{}", tail[0]));
+}
+
+void CheckTemplate(const Ctx& c) {
+  const char* tmpl = llama_model_chat_template(c.model, nullptr);
+  if (!tmpl) {
+    CheckMissingTemplate(c);
+    CheckEndOfTurn(c, nullptr);
+    return;
+  }
+  const std::string src = tmpl, family = ChatTemplateFamily(src);
+  common_chat_templates_ptr t;
+  {
+    QuietCommonLog quiet;
+    try {
+      t = common_chat_templates_init(c.model, "");
+    } catch (const std::exception& e) {
+      return c.Add("chat_template", Severity::kError, std::string("the embedded chat template does not parse: ") + e.what(),
+                   "fix or replace the template (--chat-template-file)");
+    }
+  }
+  c.Add("chat_template", Severity::kOk,
+        fmt::format("embedded ({}, sha256 {})", family.empty() ? "unknown family" : family, Sha256Hex(src).substr(0, 16)));
+  CheckTemplateMarkers(c, src, family);
+  CheckTools(c, t.get());
+  CheckBos(c, t.get(), src);
+  CheckEndOfTurn(c, t.get());
+}
+
+// Sampler settings: general.sampling.* in the GGUF (llama.cpp applies them as defaults) against
+// a generation_config.json; and the stop / start tokens that config names.
+Status CheckGenerationSettings(const Ctx& c, const std::string& config_path) {
+  struct Knob { const char* gguf; const char* hf; const char* flag; };
+  static const Knob knobs[] = {{"temp", "temperature", "--temp"},          {"top_p", "top_p", "--top-p"},
+                               {"top_k", "top_k", "--top-k"},               {"min_p", "min_p", "--min-p"},
+                               {"penalty_repeat", "repetition_penalty", "--repeat-penalty"}};
+  std::map<std::string, double> in_gguf, in_config;  // keyed by the GGUF name
+  for (const auto& k : knobs)
+    if (auto v = c.Meta(std::string("general.sampling.") + k.gguf); !v.empty()) in_gguf[k.gguf] = std::atof(v.c_str());
+  nlohmann::json cfg;
+  if (!config_path.empty()) {
+    FS_ASSIGN_OR_RETURN(std::string text, ReadFile(config_path));
+    cfg = nlohmann::json::parse(text, nullptr, false);
+    if (cfg.is_discarded() || !cfg.is_object()) return Status::Error(config_path + ": not a JSON object");
+    for (const auto& k : knobs)
+      if (cfg.contains(k.hf) && cfg[k.hf].is_number()) in_config[k.gguf] = cfg[k.hf].get<double>();
+  }
+  auto list = [](const std::map<std::string, double>& m) {
+    std::string s;
+    for (const auto& [k, v] : m) s += fmt::format("{}{} {:g}", s.empty() ? "" : ", ", k, v);
+    return s;
+  };
+  auto flags = [&](const std::map<std::string, double>& m) {
+    std::string s = "pass";
+    for (const auto& k : knobs)
+      if (auto it = m.find(k.gguf); it != m.end()) s += fmt::format(" {} {:g}", k.flag, it->second);
+    return s;
+  };
+  if (in_gguf.empty() && in_config.empty())
+    c.Add("sampling", Severity::kInfo, "no sampler settings in the file: llama.cpp's defaults apply (temp 0.8, top_k 40, top_p 0.95, min_p 0.05)",
+          "use the settings the model card recommends");
+  else if (in_config.empty())
+    c.Add("sampling", Severity::kOk, "embedded sampler defaults, which llama.cpp applies: " + list(in_gguf));
+  else if (in_gguf.empty())
+    c.Add("sampling", Severity::kWarn, "generation_config.json recommends " + list(in_config) +
+          "; the GGUF carries no general.sampling.* keys, so llama.cpp uses its own defaults", flags(in_config));
+  else if (in_gguf != in_config)
+    c.Add("sampling", Severity::kWarn, "the GGUF's sampler defaults (" + list(in_gguf) + ") differ from generation_config.json (" +
+          list(in_config) + ")", flags(in_config));
+  else
+    c.Add("sampling", Severity::kOk, "sampler defaults match generation_config.json: " + list(in_gguf));
+  if (cfg.is_object() && cfg.value("do_sample", true) == false)
+    c.Add("sampling", Severity::kInfo, "generation_config.json asks for greedy decoding (do_sample false)", "--temp 0");
+  // generation_config's eos_token_id may be one id or a list; each must stop llama.cpp too.
+  std::vector<int64_t> stops;
+  if (cfg.is_object() && cfg.contains("eos_token_id")) {
+    const auto& e = cfg["eos_token_id"];
+    if (e.is_number_integer()) stops.push_back(e.get<int64_t>());
+    for (const auto& v : e.is_array() ? e : nlohmann::json::array()) if (v.is_number_integer()) stops.push_back(v.get<int64_t>());
+  }
+  const int64_t n_vocab = llama_vocab_n_tokens(c.vocab);
+  for (int64_t id : stops) {
+    if (id >= 0 && id < n_vocab && llama_vocab_is_eog(c.vocab, llama_token(id))) continue;
+    c.Add("eos", Severity::kWarn, fmt::format("generation_config.json stops at token {}, which the GGUF does not treat as "
+                                              "end of generation", id < n_vocab ? c.Text(llama_token(id)) : std::to_string(id)),
+          fmt::format("--override-kv tokenizer.ggml.eos_token_id=int:{} (or re-convert)", id));
+  }
+  if (cfg.is_object() && cfg.contains("bos_token_id") && cfg["bos_token_id"].is_number_integer() &&
+      cfg["bos_token_id"].get<int64_t>() != llama_vocab_bos(c.vocab))
+    c.Add("bos", Severity::kWarn, fmt::format("generation_config.json's BOS is {}, the GGUF's {}", cfg["bos_token_id"].get<int64_t>(),
+                                              c.Text(llama_vocab_bos(c.vocab))),
+          "--override-kv tokenizer.ggml.bos_token_id=int:N with the right id");
+  return Status::Ok();
+}
+
+// The training context against rope-scaling metadata ({arch}.rope.scaling.*).
+void CheckContext(const Ctx& c) {
+  const std::string arch = c.Meta("general.architecture");
+  const double n_ctx = std::atof(c.Meta(arch + ".context_length").c_str());
+  const std::string type = c.Meta(arch + ".rope.scaling.type");
+  const double factor = std::atof(c.Meta(arch + ".rope.scaling.factor").c_str());
+  const double orig = std::atof(c.Meta(arch + ".rope.scaling.original_context_length").c_str());
+  if (type.empty() || type == "none") {
+    if (factor > 1)
+      return c.Add("context", Severity::kWarn, fmt::format("rope scaling factor {:g} without a scaling type: llama.cpp ignores it", factor),
+                   "set " + arch + ".rope.scaling.type (e.g. --override-kv " + arch + ".rope.scaling.type=str:yarn)");
+    return c.Add("context", Severity::kOk, fmt::format("training context {:g} tokens, no rope scaling", n_ctx));
+  }
+  if (orig > 0 && factor > 0 && std::fabs(orig * factor - n_ctx) > 0.01 * n_ctx)
+    return c.Add("context", Severity::kWarn, fmt::format("context_length {:g}, but original_context_length {:g} x {} factor {:g} = {:g}",
+                                                         n_ctx, orig, type, factor, orig * factor),
+                 "check the converted rope-scaling keys against the model's config.json");
+  c.Add("context", Severity::kInfo,
+        fmt::format("{} rope scaling x{:g} from {:g} to {:g} tokens: llama.cpp applies it at every length, short prompts included",
+                    type, factor, orig, n_ctx),
+        "for short contexts, --rope-scaling none matches the unscaled model");
+}
+
+}  // namespace
+
+std::string ChatTemplateFamily(const std::string& source) {
+  for (const auto& f : Families())
+    if (std::all_of(f.markers.begin(), f.markers.end(), [&](const char* m) { return source.find(m) != std::string::npos; }))
+      return f.name;
+  return "";
+}
+
+Result<DoctorReport> RunDoctor(const std::string& path, const DoctorOptions& opts) {
+  InitLlamaLogging(false);
+  FS_RETURN_IF_ERROR(CheckGguf(path));
+  DoctorReport r;
+  r.path = path;
+  TakeLlamaLogTail();
+  llama_model_params mp = llama_model_default_params();
+  mp.vocab_only = true;
+  std::unique_ptr<llama_model, void (*)(llama_model*)> model(llama_model_load_from_file(path.c_str(), mp),
+                                                             llama_model_free);
+  std::string log = TakeLlamaLogTail();
+  if (!model) {
+    bool pre = log.find("pre-tokenizer") != std::string::npos;
+    r.findings.push_back({pre ? "pre_tokenizer" : "load", Severity::kError,
+                          "llama.cpp refuses to load this model: " + (log.empty() ? std::string("no reason logged") : log),
+                          pre ? "re-convert with a convert_hf_to_gguf.py that knows this tokenizer, or set "
+                                "tokenizer.ggml.pre to the matching known name"
+                              : "re-convert the model with a current llama.cpp"});
+    return r;
+  }
+  Ctx c{model.get(), llama_model_get_vocab(model.get()), path, &r};
+  if (!log.empty()) c.Add("load", Severity::kInfo, "llama.cpp warned while loading: " + log);
+  CheckPreTokenizer(c);
+  CheckTemplate(c);
+  FS_RETURN_IF_ERROR(CheckGenerationSettings(c, opts.generation_config));
+  CheckContext(c);
+  return r;
+}
+
+}  // namespace flipscope
