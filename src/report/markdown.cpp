@@ -194,18 +194,26 @@ std::string TerminalSummary(const json& r, const std::string& html_path) {
   std::string out = fmt::format("{}: {} configurations", Str(r, "name", "experiment"), RankedConfigs(r).size());
   if (Num(Sub(r, "workload"), "n_tokens")) out += ", " + Count(Num(Sub(r, "workload"), "n_tokens")) + " tokens";
   out += "\n";
-  if (!FloorSentence(r).empty()) out += "  " + FloorSentence(r) + "\n";
-  out += fmt::format("  {:>2}  {:<20} {:>10} {:>10} {:>9}\n", "#", "configuration", "flip rate", "KL mean", "confident");
+  const json& floor = Sub(r, "floor");
+  if (Sub(floor, "bit_identical") == true)
+    out += "  repeat floor: bit-for-bit identical\n";
+  else if (Num(floor, "flip_rate"))
+    out += fmt::format("  repeat floor: {} flips of {} = {}\n", Count(Num(floor, "flips")), Count(Num(floor, "probes")),
+                       Percent(Num(floor, "flip_rate")));
+  else if (floor.is_object())
+    out += "  repeat floor: none (" + Str(floor, "note", "one run of the reference") + ")\n";
+  out += fmt::format("  {:>2}  {:<24} {:>9} {:>9} {:>9} {:>11}\n", "#", "configuration", "flip rate", "KL mean",
+                     "confident", "above floor");
   for (const ConfigRow& row : RankedConfigs(r)) {
-    std::string mark = row.is_recommended ? " *" : "";
+    std::string name = row.name + (row.is_baseline ? " (reference)" : "") + (row.is_recommended ? " *" : "");
     if (row.rank == 0) {
-      out += fmt::format("   -  {:<20} {}: {}\n", row.name, row.status, row.reason);
+      out += fmt::format("   -  {:<24} {}: {}\n", name, row.status, row.reason);
       continue;
     }
     const json& s = *row.summary;
-    out += fmt::format("  {:>2}  {:<20} {:>10} {:>10} {:>9}{}\n", row.rank, row.name,
-                       Percent(Num(s, "median_flip_rate")), Small(Num(s, "kl_mean")),
-                       Count(Num(s, "confident_flips")), mark);
+    std::string above = Sub(s, "above_floor").is_boolean() ? (Sub(s, "above_floor") == true ? "yes" : "no") : "-";
+    out += fmt::format("  {:>2}  {:<24} {:>9} {:>9} {:>9} {:>11}\n", row.rank, name, Percent(Num(s, "median_flip_rate")),
+                       Small(Num(s, "kl_mean")), Count(Num(s, "confident_flips")), above);
   }
   const json& recipe = Sub(r, "recipe");
   if (!Str(recipe, "recommended").empty())
