@@ -76,6 +76,8 @@ struct Word {
   size_t offset = 0;
 };
 std::vector<Word> SplitWords(std::string_view text);
+// Whether c can be part of a word: [A-Za-z0-9_.:/@-].
+bool IsWordChar(char c);
 // Whether a word looks like a literal worth copying exactly: it holds a digit, or it is a
 // dotted/dashed name (host names, interface names), and has at least 4 characters.
 bool IsLiteralLike(std::string_view word);
@@ -170,7 +172,7 @@ struct BranchRequest {
 
 // Re-creates both captures' engines from their manifests (model file checked by SHA-256),
 // decodes both futures at every branch point and judges them. Returns
-// {"config": {...}, "records": [...], "counts": {...}, "warnings": [...]} (docs/branch.md).
+// {"config": {..., "warnings": [...]}, "records": [...], "counts": {...}} (docs/branch.md).
 Result<nlohmann::json> RunBranches(const BranchRequest& req);
 
 // Counts per verdict over records, every verdict present (zeros included) plus "total".

@@ -7,10 +7,6 @@
 namespace flipscope {
 namespace {
 
-bool IsWordChar(char c) {
-  unsigned char u = static_cast<unsigned char>(c);
-  return std::isalnum(u) || c == '_' || c == '.' || c == ':' || c == '/' || c == '@' || c == '-';
-}
 // Punctuation that ends a sentence or a JSON/CLI fragment rather than a literal.
 bool IsTrailingPunct(char c) { return c == '.' || c == ':' || c == '/' || c == '-' || c == '@'; }
 // Separators that join two literals into one word (host:port, addr/prefix, user@host).
@@ -58,6 +54,11 @@ bool IsPrefixOfKnown(std::string_view w, const KnownLiterals& known) {
 }
 
 }  // namespace
+
+bool IsWordChar(char c) {
+  unsigned char u = static_cast<unsigned char>(c);
+  return std::isalnum(u) || c == '_' || c == '.' || c == ':' || c == '/' || c == '@' || c == '-';
+}
 
 std::vector<Word> SplitWords(std::string_view text) {
   std::vector<Word> out;
