@@ -24,10 +24,12 @@ std::string E(std::string_view s) { return HtmlEscape(s); }
 constexpr const char* kStyle = R"CSS(
 :root { --fg:#1a1a1a; --muted:#555; --line:#d0d0d0; --bg-alt:#f5f6f8; --accent:#0b5cad; --bad:#a1260d; --ok:#1d6b32; }
 * { box-sizing: border-box; }
-body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--fg); margin: 0; background: #fff; }
+body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--fg); margin: 0;
+       background: #fff; }
 header, main, footer { max-width: 1180px; margin: 0 auto; padding: 0 20px; }
 header { padding-top: 20px; border-bottom: 2px solid var(--line); }
-h1 { font-size: 1.6em; margin: 0.2em 0; } h2 { font-size: 1.3em; margin-top: 1.8em; border-bottom: 1px solid var(--line); }
+h1 { font-size: 1.6em; margin: 0.2em 0; }
+h2 { font-size: 1.3em; margin-top: 1.8em; border-bottom: 1px solid var(--line); }
 h3 { font-size: 1.05em; margin-bottom: 0.3em; }
 .meta { color: var(--muted); margin: 0.2em 0 0.8em; }
 nav ul { list-style: none; padding: 0; display: flex; flex-wrap: wrap; gap: 4px 16px; margin: 0.5em 0 1em; }
@@ -38,9 +40,11 @@ thead th { background: var(--bg-alt); }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 tbody.not-measured td { background: #fbf3f1; }
 .table-wrap { overflow-x: auto; }
-.badge { display: inline-block; border-radius: 3px; padding: 0 6px; font-size: 0.8em; font-weight: 600; border: 1px solid currentColor; margin-left: 4px; }
+.badge { display: inline-block; border-radius: 3px; padding: 0 6px; font-size: 0.8em; font-weight: 600;
+         border: 1px solid currentColor; margin-left: 4px; }
 .confident { color: var(--bad); font-weight: 700; }
-.badge.rec { color: var(--ok); } .badge.ref { color: var(--accent); } .badge.bad { color: var(--bad); } .badge.neutral { color: var(--muted); }
+.badge.rec { color: var(--ok); } .badge.ref { color: var(--accent); }
+.badge.bad { color: var(--bad); } .badge.neutral { color: var(--muted); }
 figure { margin: 1em 0 1.6em; } svg.chart { width: 100%; max-width: 900px; height: auto; display: block; }
 figcaption { color: var(--muted); font-size: 0.92em; max-width: 900px; }
 code, pre, .tok { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; font-size: 0.9em; }
@@ -54,8 +58,10 @@ details { margin: 0.4em 0; } summary { cursor: pointer; font-weight: 600; }
 .future h4 { margin: 0 0 4px; font-size: 0.9em; color: var(--muted); }
 .tok { white-space: pre-wrap; border-bottom: 1px dotted #999; }
 mark.diff { background: #ffe08a; outline: 2px solid #b8860b; }
-dl.kv { display: grid; grid-template-columns: minmax(10em, 17em) 1fr; gap: 2px 16px; } dl.kv dt { font-weight: 600; } dl.kv dd { margin: 0; word-break: break-word; }
-footer { color: var(--muted); font-size: 0.85em; border-top: 1px solid var(--line); margin-top: 2em; padding-bottom: 2em; }
+dl.kv { display: grid; grid-template-columns: minmax(10em, 17em) 1fr; gap: 2px 16px; }
+dl.kv dt { font-weight: 600; } dl.kv dd { margin: 0; word-break: break-word; }
+footer { color: var(--muted); font-size: 0.85em; border-top: 1px solid var(--line); margin-top: 2em;
+         padding-bottom: 2em; }
 @media (max-width: 700px) { .futures { grid-template-columns: 1fr; } }
 @media print {
   nav, .noprint { display: none; } body { font-size: 11pt; } a { color: inherit; text-decoration: none; }
@@ -90,7 +96,7 @@ std::string Headline(const json& r) {
   }
   const json& recipe = Sub(r, "recipe");
   if (!Str(recipe, "recommended").empty())
-    out += fmt::format("<li>Recommended: <strong>{}</strong> — {}.</li>", E(Str(recipe, "recommended")),
+    out += fmt::format("<li>Recommended: <strong>{}</strong> — {}</li>", E(Str(recipe, "recommended")),
                        E(Str(recipe, "reason")));
   return out + "</ul></section>";
 }
@@ -102,7 +108,8 @@ std::string RankingSection(const json& r) {
          "measured are listed last with the reason.</p>";
   std::vector<std::string> header;
   for (const std::string& h : report::RankingHeader(r)) header.push_back(E(h));
-  out += "<div class=\"table-wrap\"><table class=\"ranking\"><thead>" + report::HtmlRow(header, true) + "</thead><tbody>";
+  out += "<div class=\"table-wrap\"><table class=\"ranking\"><thead>" + report::HtmlRow(header, true) +
+         "</thead><tbody>";
   std::string refused;
   for (const auto& row : report::RankedConfigs(r)) {
     std::string name = "<strong>" + E(row.name) + "</strong>";
@@ -111,7 +118,8 @@ std::string RankingSection(const json& r) {
     if (!row.description.empty()) name += "<br><small>" + E(row.description) + "</small>";
     if (row.rank == 0) {
       std::string why = row.status == "ok" ? "not measured" : row.status;
-      refused += fmt::format(R"(<tr class="refused"><td class="num">—</td><td>{}</td><td colspan="{}" class="reason">{}</td></tr>)",
+      refused += fmt::format(R"(<tr class="refused"><td class="num">—</td><td>{}</td>)"
+                             R"(<td colspan="{}" class="reason">{}</td></tr>)",
                              name + Badge("bad", why), header.size() - 2,
                              E(row.reason.empty() ? "no reason given" : row.reason));
       continue;
@@ -185,7 +193,7 @@ std::string RecipeSection(const json& r) {
   if (!recipe.is_object()) return "";
   std::string out = "<section id=\"recipe\"><h2>Recipe</h2>";
   if (!Str(recipe, "recommended").empty())
-    out += fmt::format("<p>Recommended configuration: <strong>{}</strong>. {}</p>", E(Str(recipe, "recommended")),
+    out += fmt::format("<p>Recommended configuration: <strong>{}</strong> — {}</p>", E(Str(recipe, "recommended")),
                        E(Str(recipe, "reason")));
   for (const char* key : {"server_command", "cli_command"})
     if (!Str(recipe, key).empty())
@@ -197,8 +205,8 @@ std::string RecipeSection(const json& r) {
   if (kv.is_array() && !kv.empty()) {
     out += fmt::format("<h3>KV cache per type</h3><p>Memory budget for the KV cache: {}.</p>",
                        budget ? E(HumanBytes(*budget)) : "not set");
-    out += "<table class=\"kv\"><thead>" + report::HtmlRow({"KV type", "Bytes per token", "Context that fits the budget"}, true) +
-           "</thead><tbody>";
+    out += "<table class=\"kv\"><thead>" +
+           report::HtmlRow({"KV type", "Bytes per token", "Context that fits the budget"}, true) + "</thead><tbody>";
     for (const json& t : kv)
       out += report::HtmlRow({"<code>" + E(Str(t, "type")) + "</code>", E(Count(Num(t, "bytes_per_token"))),
                               E(Count(Num(t, "context_at_budget")))});
@@ -229,14 +237,19 @@ std::string RenderHtml(const json& r) {
                     "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
   out += "<title>flipscope report: " + E(name) + "</title><style>" + kStyle + "</style></head><body>";
   out += "<header><h1>flipscope report: " + E(name) + "</h1>";
-  out += fmt::format("<p class=\"meta\">Model <strong>{}</strong> · workload <code>{}</code> ({} tokens) · created {} "
-                     "· flipscope {}</p>",
+  out += fmt::format("<p class=\"meta\">Model <strong>{}</strong> · workload <code>{}</code> ({} tokens) · "
+                     "created {} · flipscope {}</p>",
                      E(Str(model, "name", Str(model, "path", "?"))), E(Str(workload, "path", "?")),
-                     E(Count(Num(workload, "n_tokens"))), E(Str(r, "created", "?")), E(Str(r, "flipscope_version", "?")));
-  out += "<nav aria-label=\"Sections\"><ul><li><a href=\"#headline\">Summary</a></li><li><a href=\"#ranking\">Ranking"
-         "</a></li><li><a href=\"#charts\">Charts</a></li><li><a href=\"#flips\">Flips</a></li><li><a href=\"#branches\">"
-         "Branches</a></li><li><a href=\"#recipe\">Recipe</a></li><li><a href=\"#disclosure\">Disclosure</a></li></ul>"
-         "</nav></header><main>";
+                     E(Count(Num(workload, "n_tokens"))), E(Str(r, "created", "?")),
+                     E(Str(r, "flipscope_version", "?")));
+  // Navigation to the sections this document has (the recipe is optional).
+  out += "<nav aria-label=\"Sections\"><ul>";
+  for (const auto& [id, title] : std::vector<std::pair<std::string, std::string>>{
+           {"headline", "Summary"}, {"ranking", "Ranking"}, {"charts", "Charts"}, {"flips", "Flips"},
+           {"branches", "Branches"}, {"recipe", "Recipe"}, {"disclosure", "Disclosure"}})
+    if (id != "recipe" || Sub(r, "recipe").is_object())
+      out += fmt::format("<li><a href=\"#{}\">{}</a></li>", id, title);
+  out += "</ul></nav></header><main>";
   out += Headline(r) + RankingSection(r);
   out += "<section id=\"charts\"><h2>Divergence along the workload</h2>";
   out += ChartFigure(r, "flip-chart", "flip_rate", true) + ChartFigure(r, "kl-chart", "kl_mean", false);

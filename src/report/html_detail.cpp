@@ -28,7 +28,8 @@ std::string ClassCell(const std::string& klass) {
 
 std::string FlipRow(const json& f) {
   std::string row = HtmlRow({Count(Num(f, "position")), Count(Num(f, "window")), E(Str(f, "span", "—")),
-                             ClassCell(Str(f, "class", "—")), TokenCode(Str(f, "base_text")) + " " + E(Prob(Num(f, "base_prob"))),
+                             ClassCell(Str(f, "class", "—")),
+                             TokenCode(Str(f, "base_text")) + " " + E(Prob(Num(f, "base_prob"))),
                              TokenCode(Str(f, "cand_text")) + " " + E(Prob(Num(f, "cand_prob"))),
                              E(Prob(Num(f, "cand_prob_of_base_token"))), E(Small(Num(f, "base_margin"))),
                              E(Small(Num(f, "kl")))});
@@ -80,7 +81,8 @@ std::string BranchRecord(const std::string& config, const json& b) {
   out += "<h4>Shared prefix (tail)</h4><pre class=\"prefix\">…" + E(Str(b, "prefix_tail")) + "</pre>";
   out += "<div class=\"futures\"><div class=\"future base\"><h4>Reference configuration's future</h4>" +
          FutureTokens(Sub(b, "base_future"), diff_base) +
-         "</div><div class=\"future cand\"><h4>Candidate's future</h4>" + FutureTokens(Sub(b, "cand_future"), diff_cand) +
+         "</div><div class=\"future cand\"><h4>Candidate's future</h4>" +
+         FutureTokens(Sub(b, "cand_future"), diff_cand) +
          "</div></div>";
   const json& ref = Sub(b, "reference");
   if (ref.is_object()) out += "<h4>Reference continuation (the workload)</h4><pre>" + E(Str(ref, "text")) + "</pre>";
@@ -90,10 +92,11 @@ std::string BranchRecord(const std::string& config, const json& b) {
 }  // namespace
 
 std::string HtmlFlipsSection(const json& r) {
-  std::string out = "<section id=\"flips\"><h2>Flips</h2><p>Every position where a configuration's greedy token differs "
-                    "from the reference's, in the configuration's median repeat. <em>Confident</em>: the reference's "
-                    "top-1 probability was at least the confident threshold; <em>uncertain</em>: below 0.5; <em>moderate</em>: "
-                    "in between. The context is the text before the flip, followed by the reference's token.</p>";
+  std::string out =
+      "<section id=\"flips\"><h2>Flips</h2><p>Every position where a configuration's greedy token differs from "
+      "the reference's, in the configuration's median repeat. <em>Confident</em>: the reference's top-1 "
+      "probability was at least the confident threshold; <em>uncertain</em>: below 0.5; <em>moderate</em>: in "
+      "between. The context is the text before the flip, followed by the reference's token.</p>";
   for (const ConfigRow& row : RankedConfigs(r)) {
     const json* cmp = MedianComparison(r, row.name);
     if (!cmp) continue;

@@ -81,9 +81,11 @@ std::string Ranking(const json& r) {
   t.header = RankingHeader(r);
   std::string refused;
   for (const ConfigRow& row : RankedConfigs(r)) {
-    std::string name = row.name + (row.is_baseline ? " (reference)" : "") + (row.is_recommended ? " (recommended)" : "");
+    std::string name =
+        row.name + (row.is_baseline ? " (reference)" : "") + (row.is_recommended ? " (recommended)" : "");
     if (row.rank == 0) {
-      refused += fmt::format("- **{}** — {}: {}\n", MdText(row.name), MdText(row.status == "ok" ? "not measured" : row.status),
+      refused += fmt::format("- **{}** — {}: {}\n", MdText(row.name),
+                             MdText(row.status == "ok" ? "not measured" : row.status),
                              MdText(row.reason.empty() ? "no reason given" : row.reason));
       continue;
     }
@@ -212,8 +214,9 @@ std::string TerminalSummary(const json& r, const std::string& html_path) {
     }
     const json& s = *row.summary;
     std::string above = Sub(s, "above_floor").is_boolean() ? (Sub(s, "above_floor") == true ? "yes" : "no") : "-";
-    out += fmt::format("  {:>2}  {:<24} {:>9} {:>9} {:>9} {:>11}\n", row.rank, name, Percent(Num(s, "median_flip_rate")),
-                       Small(Num(s, "kl_mean")), Count(Num(s, "confident_flips")), above);
+    out += fmt::format("  {:>2}  {:<24} {:>9} {:>9} {:>9} {:>11}\n", row.rank, name,
+                       Percent(Num(s, "median_flip_rate")), Small(Num(s, "kl_mean")),
+                       Count(Num(s, "confident_flips")), above);
   }
   const json& recipe = Sub(r, "recipe");
   if (!Str(recipe, "recommended").empty())

@@ -17,8 +17,8 @@ namespace fs = std::filesystem;
 
 // Runs the checker on an HTML file; returns its exit status and output.
 std::pair<int, std::string> CheckInChromium(const fs::path& html, const std::string& extra = "") {
-  std::string cmd = std::string(FLIPSCOPE_PYTHON) + " " + FLIPSCOPE_SOURCE_DIR + "/tests/ref/check_report_chromium.py " +
-                    html.string() + " " + extra + " 2>&1";
+  std::string cmd = std::string(FLIPSCOPE_PYTHON) + " " + FLIPSCOPE_SOURCE_DIR +
+                    "/tests/ref/check_report_chromium.py " + html.string() + " " + extra + " 2>&1";
   std::string out;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return {-1, "popen failed"};

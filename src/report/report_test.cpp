@@ -224,9 +224,10 @@ TEST(Report, BranchViewerShowsBothFuturesAndTheFirstDifference) {
 
 TEST(Report, DisclosureAndRecipe) {
   std::string html = RenderHtml(Sample());
-  for (const char* s : {"b6710-9b8f4a2", "NVIDIA H200", "AVX512 = 1", "9a8b7c6d5e4f3021", "agent-session &lt;prod&gt;.jsonl",
-                        "every 32 tokens; 100% inside: tool_calls; 1,695 probes", "40,960 tokens", "KL(base||cand)",
-                        "none: full-vocabulary logits", "median over repeats", "qwen3 from gguf:tokenizer.chat_template",
+  for (const char* s : {"b6710-9b8f4a2", "NVIDIA H200", "AVX512 = 1", "9a8b7c6d5e4f3021",
+                        "agent-session &lt;prod&gt;.jsonl", "every 32 tokens; 100% inside: tool_calls; 1,695 probes",
+                        "40,960 tokens", "KL(base||cand)", "none: full-vocabulary logits", "median over repeats",
+                        "qwen3 from gguf:tokenizer.chat_template",
                         "llama-cli -m /models/Qwen3-8B-Q4_K_M.gguf -c 54784", "<td><code>q4_0</code></td>", "103,563"})
     EXPECT_NE(html.find(s), std::string::npos) << s;
 }

@@ -54,7 +54,9 @@ std::string Marker(int s, double x, double y, const std::string& color, bool hol
   std::string shape;
   switch (s % 5) {
     case 0: shape = fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="4"{})", x, y, attrs); break;
-    case 1: shape = fmt::format(R"(<rect x="{:.1f}" y="{:.1f}" width="7" height="7"{})", x - 3.5, y - 3.5, attrs); break;
+    case 1:
+      shape = fmt::format(R"(<rect x="{:.1f}" y="{:.1f}" width="7" height="7"{})", x - 3.5, y - 3.5, attrs);
+      break;
     case 2:
       shape = fmt::format(R"(<path d="M{:.1f} {:.1f}l4.5 8h-9z"{})", x, y - 5, attrs);
       break;
@@ -175,7 +177,8 @@ std::string Series(const ChartSeries& s, int style, const Axis& x, const Axis& y
     std::string tip = i < s.tips.size() ? s.tips[i] : fmt::format("{}: {:g}", s.name, s.y[i]);
     marks += Marker(style, px, py, color, off, tip);
   }
-  std::string dash = kDashes[style % kStyles][0] ? fmt::format(R"( stroke-dasharray="{}")", kDashes[style % kStyles]) : "";
+  const char* dashes = kDashes[style % kStyles];
+  std::string dash = dashes[0] ? fmt::format(R"( stroke-dasharray="{}")", dashes) : "";
   return fmt::format(R"(<g class="series"><path d="{}" fill="none" stroke="{}" stroke-width="2"{}/>{}</g>)", path,
                      color, dash, marks);
 }

@@ -122,7 +122,8 @@ std::vector<Fact> Disclosure(const json& r) {
   auto count_or_empty = [](std::optional<double> v) { return v ? Count(v) : std::string(); };
   std::string layers;
   if (Num(model, "n_layer"))
-    layers = Count(Num(model, "n_layer")) + " / " + Count(Num(model, "n_ctx_train")) + " / " + Count(Num(model, "n_vocab"));
+    layers = Count(Num(model, "n_layer")) + " / " + Count(Num(model, "n_ctx_train")) + " / " +
+             Count(Num(model, "n_vocab"));
   std::string tpl_text = Str(tpl, "name");
   if (!Str(tpl, "source").empty()) tpl_text += (tpl_text.empty() ? "" : " from ") + Str(tpl, "source");
   std::string plan_text;
