@@ -1,6 +1,118 @@
-// `flipscope compare` (not built yet: registers nothing).
+// `flipscope compare BASE CAND [CAND ...] [--json|--csv|--md] [--fail-above RATE] [--max-kl X]`
+// Exit codes: 0 ok, 1 error, 3 a --fail-above / --max-kl gate was exceeded (docs/compare.md).
+#include <filesystem>
+#include <memory>
+
+#include <fmt/format.h>
+#include <llama.h>
+
+#include "capture/capture.h"
 #include "cli/commands.h"
+#include "compare/compare.h"
 
 namespace flipscope::cli {
-void AddCompareCommand(CLI::App&) {}
+namespace {
+
+constexpr int kGateExit = 3;
+
+// Token text from the model file named in the base manifest ("model.path"), loaded vocab-only;
+// an empty detokenizer when the file is not there (flips then carry ids only).
+Detokenizer ModelDetokenizer(const nlohmann::json& manifest) {
+  const auto* model = manifest.contains("model") && manifest["model"].is_object() ? &manifest["model"] : nullptr;
+  if (model == nullptr || !model->contains("path") || !(*model)["path"].is_string()) return {};
+  const std::string path = (*model)["path"];
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return {};
+  llama_model_params mp = llama_model_default_params();
+  mp.vocab_only = true;
+  std::shared_ptr<llama_model> m(llama_model_load_from_file(path.c_str(), mp), llama_model_free);
+  if (!m) return {};
+  return [m](int32_t token) {
+    const llama_vocab* vocab = llama_model_get_vocab(m.get());
+    if (token < 0 || token >= llama_vocab_n_tokens(vocab)) return std::string();
+    char buf[256];
+    int n = llama_token_to_piece(vocab, token, buf, sizeof(buf), 0, true);
+    return n < 0 ? std::string() : std::string(buf, size_t(n));
+  };
+}
+
+struct Opts {
+  std::vector<std::string> files;
+  CompareOptions compare;
+  bool json = false, csv = false, md = false, quiet = false, no_text = false;
+  std::string fail_above;
+  double max_kl = -1;
+};
+
+int Run(const Opts& o) {
+  if (o.files.size() < 2) return Fail(Status::Error("compare needs a base capture and at least one candidate"));
+  if (int(o.json) + int(o.csv) + int(o.md) > 1) return Fail(Status::Error("choose one of --json, --csv, --md"));
+  Gate gate;
+  if (!o.fail_above.empty()) {
+    auto rate = ParseRate(o.fail_above);
+    if (!rate.ok()) return Fail(rate.status().Prefixed("--fail-above"));
+    gate.max_flip_rate = *rate;
+  }
+  if (o.max_kl >= 0) gate.max_kl_mean = o.max_kl;
+
+  auto base = CaptureReader::Open(o.files[0]);
+  if (!base.ok()) return Fail(base.status());
+  CompareOptions options = o.compare;
+  options.progress = !o.quiet;
+  if (!o.no_text) options.detokenize = ModelDetokenizer((*base)->manifest());
+
+  std::vector<Comparison> results;
+  for (size_t i = 1; i < o.files.size(); ++i) {
+    auto cand = CaptureReader::Open(o.files[i]);
+    if (!cand.ok()) return Fail(cand.status());
+    auto c = Compare(**base, **cand, options);
+    if (!c.ok()) return Fail(c.status());
+    results.push_back(std::move(c).value());
+  }
+
+  if (o.json) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& c : results) j.push_back(ToJson(c));
+    fmt::print("{}\n", (results.size() == 1 ? j[0] : j).dump(2));
+  } else if (o.csv) {
+    fmt::print("{}", RenderCompareCsv(results));
+  } else if (o.md) {
+    fmt::print("{}", RenderCompareMarkdown(results));
+  } else {
+    fmt::print("{}", RenderCompareTable(results));
+  }
+
+  int code = 0;
+  for (const auto& c : results)
+    for (const auto& line : GateViolations(c, gate)) {
+      fmt::print(stderr, "flipscope: gate exceeded: {}\n", line);
+      code = kGateExit;
+    }
+  return code;
+}
+
+}  // namespace
+
+void AddCompareCommand(CLI::App& app) {
+  auto o = std::make_shared<Opts>();
+  auto* cmd = app.add_subcommand("compare", "FP64 flips, KL and per-window rates of candidates against a base capture");
+  cmd->add_option("captures", o->files, "BASE CAND [CAND ...] capture files (.safetensors)")->required()->expected(2, -1);
+  cmd->add_option("--window", o->compare.window, "Window size in tokens (window i = positions [i*W, (i+1)*W))")
+      ->default_val(8192)
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--confident", o->compare.confident, "A flip is confident when the base top-1 probability >= P")
+      ->default_val(0.9)
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--threads", o->compare.threads, "Worker threads; 0 = all hardware threads")->default_val(0);
+  cmd->add_flag("--json", o->json, "Print the JSON contract (one object per candidate; an array for several)");
+  cmd->add_flag("--csv", o->csv, "Print CSV: one row per window and an 'all' row per candidate");
+  cmd->add_flag("--md", o->md, "Print Markdown tables");
+  cmd->add_option("--fail-above", o->fail_above, "Exit 3 when a candidate's flip rate exceeds RATE (0.005 or 0.5%)");
+  cmd->add_option("--max-kl", o->max_kl, "Exit 3 when a candidate's mean KL(base||cand) exceeds X")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--no-text", o->no_text, "Do not load the model's vocabulary: flips show token ids only");
+  cmd->add_flag("-q,--quiet", o->quiet, "No progress bar");
+  cmd->callback([o] { ExitCode() = Run(*o); });
+}
+
 }  // namespace flipscope::cli

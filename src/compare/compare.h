@@ -1,0 +1,228 @@
+// compare: FP64 metrics between a base capture and a candidate capture of the same workload —
+// top-1 flips (on the stored native-precision argmax), KL in both directions, JS, top-k
+// agreement, per-window flip rates with Wilson intervals, KL percentiles, the list of flips
+// with their spans and text, and bit-for-bit repeatability. Rows are streamed from the mapped
+// files by worker threads; every reduction runs in probe order, so results do not depend on the
+// thread count. Definitions and the JSON contract: docs/compare.md.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "util/status.h"
+
+namespace flipscope {
+
+class CaptureReader;
+
+// ---- Options ---------------------------------------------------------------------------------
+
+// Token id -> text. Optional everywhere; without it flips carry ids only.
+using Detokenizer = std::function<std::string(int32_t)>;
+
+struct CompareOptions {
+  int64_t window = 8192;        // window i covers token positions [i*window, (i+1)*window)
+  double confident = 0.9;       // a flip is "confident" when the base top-1 probability >= this
+  double uncertain = 0.5;       // ... and "uncertain" when it is < this (else "moderate")
+  int threads = 0;              // worker threads; 0 = std::thread::hardware_concurrency()
+  int context_chars = 60;       // preceding text shown with each flip (needs detokenize)
+  Detokenizer detokenize;       // optional
+  bool progress = true;         // progress bar on stderr (only when it is a terminal)
+};
+
+// ---- Building blocks: pure functions over rows and values (namespace compare) ----------------
+
+namespace compare {
+
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+inline constexpr int kTopK = 10;  // the largest k of the top-k agreement (k = 1, 5, 10)
+
+// Everything measured at one probe. NaN marks a value a truncated capture cannot give.
+struct ProbeMetrics {
+  int32_t position = 0;
+  int32_t base_token = -1, cand_token = -1;  // the stored argmax of each side
+  bool flip = false;                         // base_token != cand_token
+  bool identical = false;                    // digests and row values bit-for-bit equal
+  double kl_base_cand = 0;                   // KL(base||cand) = sum P_b (log P_b - log P_c)
+  double kl_cand_base = 0;                   // KL(cand||base)
+  double js = 0;                             // Jensen-Shannon divergence (natural log)
+  double top5 = kNaN, top10 = kNaN;          // |topk_b ∩ topk_c| / k
+  double base_prob = kNaN;                   // P_b(base_token)
+  double base_margin = kNaN;                 // log P_b(base_token) - max_{v != base_token} log P_b(v)
+  double base_entropy = kNaN;                // -sum P_b log P_b (nats)
+  double cand_prob = kNaN;                   // P_c(cand_token)
+  double cand_prob_of_base = kNaN;           // P_c(base_token)
+};
+
+// One row of a capture: full-vocabulary logits, or a truncated top-k list.
+struct RowView {
+  std::span<const float> logits;         // full rows (F32, or BF16 widened); empty when truncated
+  std::span<const int32_t> topk_ids;     // truncated rows: ids by descending log-probability
+  std::span<const float> topk_logprobs;  // their log-probabilities
+  int32_t argmax = -1;                   // the stored greedy token
+  bool full() const { return !logits.empty(); }
+};
+
+// What one scan of a full row finds: its maximum and its top-10 (ties to the lowest id).
+struct RowSummary {
+  double max = 0;
+  bool finite = true;  // false when a logit is NaN or +inf, or none is finite
+  int count = 0;       // entries in top (min(kTopK, row length))
+  std::array<int32_t, kTopK> top_ids{};
+  std::array<float, kTopK> top_vals{};
+  std::span<const int32_t> ids() const { return {top_ids.data(), size_t(count)}; }
+};
+
+// Scans a full row once (vectorised): max, top-10 and the NaN / +inf check.
+RowSummary ScanRow(std::span<const float> row);
+
+// Reusable per-thread buffers, sized on first use.
+struct RowScratch {
+  std::vector<double> eb, ec;
+  std::vector<std::pair<int32_t, float>> sorted_b, sorted_c;
+};
+
+// Metrics of two full rows of equal length with finite summaries (from ScanRow); FP64
+// log-softmax, exact over the whole vocabulary.
+ProbeMetrics CompareFullRows(std::span<const float> base, std::span<const float> cand, const RowSummary& sb,
+                             const RowSummary& sc, int32_t base_argmax, int32_t cand_argmax, RowScratch& scratch);
+
+// Metrics when either side is truncated, by the tail-bucket estimate: the ids whose
+// log-probability both sides know are kept, every other id is lumped into one bucket per side
+// (mass 1 - known mass, at least kTailFloor). Full sides need their ScanRow summary.
+inline constexpr double kTailFloor = 1e-12;
+ProbeMetrics CompareTruncatedRows(const RowView& base, const RowView& cand, const RowSummary* sb,
+                                  const RowSummary* sc, RowScratch& scratch);
+
+// log(sum exp(row)) and the entropy -sum p log p of softmax(row), FP64, for a row with the
+// given maximum; terms buffers exp(row - max).
+std::pair<double, double> LogSumExpAndEntropy(std::span<const float> row, double max, std::vector<double>& terms);
+// |first k of a ∩ first k of b| / k; NaN when either holds fewer than k ids.
+double TopOverlap(std::span<const int32_t> a, std::span<const int32_t> b, size_t k);
+// row[argmax] - the largest other value of the summary's top list (the base margin); NaN if none.
+double FullMargin(std::span<const float> row, const RowSummary& s, int32_t argmax);
+
+// ---- Statistics ------------------------------------------------------------------------------
+
+// The 95% Wilson score interval of k successes in n trials; {0, 1} when n == 0.
+std::pair<double, double> WilsonInterval(int64_t k, int64_t n, double z = 1.959963984540054);
+// Percentile q in [0, 100] of sorted values by linear interpolation (numpy's default and
+// llama-perplexity's rule); NaN when empty.
+double Percentile(std::span<const double> sorted, double q);
+
+// The KL percentiles llama-perplexity prints, as JSON keys "99.9", "99.0", ... "0.1".
+inline constexpr std::array<double, 9> kKlPercentiles = {99.9, 99.0, 95.0, 90.0, 50.0, 10.0, 5.0, 1.0, 0.1};
+
+struct KlStats {
+  double mean = 0, median = 0, p99 = 0, max = 0, min = 0;
+  std::array<double, kKlPercentiles.size()> percentiles{};
+};
+// Statistics of a set of KL values (any order); all zero when empty.
+KlStats ComputeKlStats(std::vector<double> values);
+
+}  // namespace compare
+
+// ---- The comparison ---------------------------------------------------------------------------
+
+struct WindowStats {
+  int64_t index = 0, begin = 0, end = 0;  // positions [begin, end)
+  int64_t probes = 0, flips = 0;
+  double flip_rate = 0;
+  std::pair<double, double> flip_rate_ci{0, 1};
+  double kl_mean = 0, kl_median = 0, kl_p99 = 0, kl_max = 0;  // KL(base||cand)
+};
+
+struct OverallStats {
+  int64_t probes = 0, flips = 0, confident_flips = 0, uncertain_flips = 0;
+  double flip_rate = 0;
+  std::pair<double, double> flip_rate_ci{0, 1};
+  double same_top1_rate = 0;  // llama-perplexity's "Same top p"
+  double top5_agree = compare::kNaN, top10_agree = compare::kNaN;  // means; NaN when a side holds fewer ids
+  double js_mean = 0;
+  compare::KlStats kl_base_cand, kl_cand_base;
+};
+
+struct FlipRecord {
+  int32_t position = 0;
+  int64_t window = 0;
+  std::string span, span_kind;  // innermost workload span containing position+1; "" when none
+  int32_t base_token = -1, cand_token = -1;
+  int32_t transcript_token = -1;              // the workload's own token at position+1
+  std::string base_text, cand_text, context;  // "" without a detokenizer
+  double base_prob = compare::kNaN, cand_prob = compare::kNaN, cand_prob_of_base_token = compare::kNaN,
+         base_margin = compare::kNaN;
+  double kl = 0;                              // KL(base||cand) at this probe
+  std::string klass;                          // "confident" | "moderate" | "uncertain"
+};
+
+struct Comparison {
+  std::string base_path, cand_path;
+  std::string base_store, cand_store;  // "f32", "bf16" or "topk"
+  int32_t base_topk = 0, cand_topk = 0;
+  bool truncated = false;  // either side is a top-k capture: every KL is a tail-bucket estimate
+  int64_t probes_compared = 0, probes_skipped_base = 0, probes_skipped_cand = 0;
+  int64_t bit_identical = 0;  // probes whose rows are bit-for-bit identical (digest and values)
+  int64_t window = 0;
+  OverallStats overall;
+  std::vector<WindowStats> windows;
+  std::vector<FlipRecord> flips;
+  std::vector<compare::ProbeMetrics> probes;  // every compared probe, by position (not in the JSON)
+  double seconds = 0;                // wall time of the metric pass
+  int threads = 0;                   // worker threads it ran on
+  uint64_t logit_bytes = 0;          // bytes of logits read from both files
+};
+
+namespace compare {
+// The windows holding at least one probe (probes sorted by position); the last window's end is
+// clamped to n_tokens when n_tokens > 0.
+std::vector<WindowStats> ComputeWindows(std::span<const ProbeMetrics> probes, int64_t window, int64_t n_tokens);
+// Overall statistics of per-probe metrics.
+OverallStats ComputeOverall(std::span<const ProbeMetrics> probes, const CompareOptions& options);
+// "confident", "uncertain" or "moderate" for a flip whose base top-1 probability is p.
+std::string FlipClass(double p, const CompareOptions& options);
+
+// The innermost span of manifest["workload"]["spans"] containing token position pos, as its
+// label (else "<kind> #<index>") and kind; {"", ""} when none or the key is missing.
+std::pair<std::string, std::string> SpanAt(const nlohmann::json& manifest, int32_t pos);
+
+}  // namespace compare
+
+// Compares two open captures. Refuses different tokens or vocabularies (naming both files) and
+// rows holding NaN / +inf (naming the file and position).
+Result<Comparison> Compare(const CaptureReader& base, const CaptureReader& cand, const CompareOptions& options);
+// Opens both files and compares them.
+Result<Comparison> CompareFiles(const std::string& base_path, const std::string& cand_path,
+                                const CompareOptions& options);
+
+// ---- Output ------------------------------------------------------------------------------------
+
+// The JSON contract (docs/compare.md); NaN becomes null.
+nlohmann::json ToJson(const Comparison& c);
+void to_json(nlohmann::json& j, const Comparison& c);
+// A terminal table, GitHub Markdown, or CSV (one row per window plus an "all" row) of comparisons.
+std::string RenderCompareTable(const std::vector<Comparison>& cs);
+std::string RenderCompareMarkdown(const std::vector<Comparison>& cs);
+std::string RenderCompareCsv(const std::vector<Comparison>& cs);
+
+// ---- Gates for CI --------------------------------------------------------------------------------
+
+struct Gate {
+  std::optional<double> max_flip_rate;  // fraction
+  std::optional<double> max_kl_mean;    // mean KL(base||cand)
+};
+// "0.005", "0.5%" -> 0.005; error on anything else or outside [0, 1].
+Result<double> ParseRate(const std::string& text);
+// One line per exceeded gate ("cand.safetensors: flip rate 0.61% > 0.50%"); empty when passed.
+std::vector<std::string> GateViolations(const Comparison& c, const Gate& gate);
+
+}  // namespace flipscope

@@ -1,0 +1,246 @@
+// End-to-end checks of the compare stage against tests/ref/compare_ref.py, an independent numpy
+// FP64 implementation, over real capture files written by the capture writer: F32, BF16, mixed
+// F32/BF16, truncated, full-vs-truncated, a bit-identical repeat, and (when the SmolLM2 model and
+// the capture command are there) real captures under two thread counts.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <numeric>
+#include <random>
+
+#include "capture/capture.h"
+#include "compare/compare.h"
+#include "compare/compare_test_util.h"
+#include "testing/tiny_model.h"
+
+using namespace flipscope;
+using namespace flipscope::testutil;
+using nlohmann::json;
+
+namespace {
+
+// |a - b| <= rel |b| + abs, null == NaN. The absolute floor for KL/JS: both sides' FP64
+// log-sum-exp carry ~|lse| * 2^-53 of rounding, which no divergence below ~1e-14 can resolve.
+constexpr double kKlRel = 1e-9, kKlAbs = 1e-13, kProbRel = 1e-12, kProbAbs = 1e-15;
+void ExpectClose(double got, const json& want, double rel, double abs, const std::string& what) {
+  if (want.is_null()) {
+    EXPECT_TRUE(std::isnan(got)) << what << ": got " << got << ", numpy has none";
+    return;
+  }
+  const double w = want.get<double>();
+  EXPECT_LE(std::fabs(got - w), rel * std::fabs(w) + abs) << what << ": got " << got << " numpy " << w;
+}
+
+void ExpectKlStats(const compare::KlStats& s, const json& r, const std::string& what) {
+  for (auto [key, v] : {std::pair{"mean", s.mean}, {"median", s.median}, {"p99", s.p99}, {"max", s.max}, {"min", s.min}})
+    ExpectClose(v, r[key], kKlRel, kKlAbs, what + "." + key);
+  for (size_t i = 0; i < compare::kKlPercentiles.size(); ++i) {
+    std::string key = fmt::format("{:.1f}", compare::kKlPercentiles[i]);
+    ExpectClose(s.percentiles[i], r["percentiles"][key], kKlRel, kKlAbs, what + " percentile " + key);
+  }
+}
+
+// Every figure of c against the numpy reference's output for the same files.
+void ExpectMatchesReference(const Comparison& c, const json& ref) {
+  ASSERT_EQ(c.probes_compared, ref["probes_compared"].get<int64_t>());
+  EXPECT_EQ(c.probes_skipped_base, ref["probes_skipped_base"].get<int64_t>());
+  EXPECT_EQ(c.probes_skipped_cand, ref["probes_skipped_cand"].get<int64_t>());
+  EXPECT_EQ(c.bit_identical, ref["bit_identical"].get<int64_t>());
+  const json& rp = ref["probes"];
+  ASSERT_EQ(c.probes.size(), rp.size());
+  for (size_t i = 0; i < rp.size(); ++i) {
+    const auto& p = c.probes[i];
+    const json& r = rp[i];
+    const std::string at = fmt::format("probe {} (position {})", i, p.position);
+    ASSERT_EQ(p.position, r["position"].get<int32_t>()) << at;
+    EXPECT_EQ(p.base_token, r["base_token"].get<int32_t>()) << at;
+    EXPECT_EQ(p.cand_token, r["cand_token"].get<int32_t>()) << at;
+    EXPECT_EQ(p.flip, r["flip"].get<bool>()) << at;
+    EXPECT_EQ(p.identical, r["identical"].get<bool>()) << at;
+    ExpectClose(p.kl_base_cand, r["kl_base_cand"], kKlRel, kKlAbs, at + " KL(base||cand)");
+    ExpectClose(p.kl_cand_base, r["kl_cand_base"], kKlRel, kKlAbs, at + " KL(cand||base)");
+    ExpectClose(p.js, r["js"], kKlRel, kKlAbs, at + " JS");
+    ExpectClose(p.base_entropy, r["base_entropy"], kKlRel, kKlAbs, at + " entropy");
+    ExpectClose(p.top5, r["top5"], 0, 0, at + " top5");
+    ExpectClose(p.top10, r["top10"], 0, 0, at + " top10");
+    ExpectClose(p.base_prob, r["base_prob"], kProbRel, kProbAbs, at + " base_prob");
+    ExpectClose(p.cand_prob, r["cand_prob"], kProbRel, kProbAbs, at + " cand_prob");
+    ExpectClose(p.cand_prob_of_base, r["cand_prob_of_base"], kProbRel, kProbAbs, at + " cand_prob_of_base");
+    ExpectClose(p.base_margin, r["base_margin"], kKlRel, 1e-12, at + " margin");
+  }
+  const auto& o = c.overall;
+  const json& ro = ref["overall"];
+  EXPECT_EQ(o.probes, ro["probes"].get<int64_t>());
+  EXPECT_EQ(o.flips, ro["flips"].get<int64_t>());
+  EXPECT_EQ(o.confident_flips, ro["confident_flips"].get<int64_t>());
+  EXPECT_EQ(o.uncertain_flips, ro["uncertain_flips"].get<int64_t>());
+  ExpectClose(o.flip_rate, ro["flip_rate"], 1e-15, 0, "flip_rate");
+  ExpectClose(o.flip_rate_ci.first, ro["flip_rate_ci"][0], 1e-12, 1e-15, "ci lo");
+  ExpectClose(o.flip_rate_ci.second, ro["flip_rate_ci"][1], 1e-12, 1e-15, "ci hi");
+  ExpectClose(o.same_top1_rate, ro["same_top1_rate"], 1e-15, 1e-15, "same_top1_rate");
+  ExpectClose(o.top5_agree, ro["top5_agree"], 1e-12, 0, "top5_agree");
+  ExpectClose(o.top10_agree, ro["top10_agree"], 1e-12, 0, "top10_agree");
+  ExpectClose(o.js_mean, ro["js_mean"], kKlRel, kKlAbs, "js_mean");
+  ExpectKlStats(o.kl_base_cand, ro["kl_base_cand"], "kl_base_cand");
+  ExpectKlStats(o.kl_cand_base, ro["kl_cand_base"], "kl_cand_base");
+  ASSERT_EQ(c.windows.size(), ref["windows"].size());
+  for (size_t i = 0; i < c.windows.size(); ++i) {
+    const auto& w = c.windows[i];
+    const json& r = ref["windows"][i];
+    EXPECT_EQ(w.index, r["index"].get<int64_t>());
+    EXPECT_EQ(w.begin, r["begin"].get<int64_t>());
+    EXPECT_EQ(w.end, r["end"].get<int64_t>());
+    EXPECT_EQ(w.probes, r["probes"].get<int64_t>());
+    EXPECT_EQ(w.flips, r["flips"].get<int64_t>());
+    ExpectClose(w.flip_rate_ci.first, r["flip_rate_ci"][0], 1e-12, 1e-15, "window ci lo");
+    ExpectClose(w.flip_rate_ci.second, r["flip_rate_ci"][1], 1e-12, 1e-15, "window ci hi");
+    for (auto [key, v] : {std::pair{"kl_mean", w.kl_mean}, {"kl_median", w.kl_median}, {"kl_p99", w.kl_p99},
+                          {"kl_max", w.kl_max}})
+      ExpectClose(v, r[key], kKlRel, kKlAbs, fmt::format("window {} {}", w.index, key));
+  }
+  ASSERT_EQ(c.flips.size(), ref["flips"].size());
+  for (size_t i = 0; i < c.flips.size(); ++i) {
+    const auto& f = c.flips[i];
+    const json& r = ref["flips"][i];
+    EXPECT_EQ(f.position, r["position"].get<int32_t>());
+    EXPECT_EQ(f.window, r["window"].get<int64_t>());
+    EXPECT_EQ(f.span, r["span"].is_null() ? "" : r["span"].get<std::string>());
+    EXPECT_EQ(f.base_token, r["base_token"].get<int32_t>());
+    EXPECT_EQ(f.cand_token, r["cand_token"].get<int32_t>());
+    EXPECT_EQ(f.klass, r["class"].get<std::string>());
+    ExpectClose(f.cand_prob_of_base_token, r["cand_prob_of_base_token"], kProbRel, kProbAbs, "flip p_cand(base)");
+    ExpectClose(f.kl, r["kl"], kKlRel, kKlAbs, "flip kl");
+  }
+}
+
+// Compares with the library (3 threads, and 1 thread for the determinism check) and numpy.
+Comparison CheckPair(const std::string& base, const std::string& cand, int64_t window = 64) {
+  CompareOptions o;
+  o.window = window;
+  o.threads = 3;
+  o.progress = false;
+  auto c = CompareFiles(base, cand, o);
+  EXPECT_TRUE(c.ok()) << c.status().message();
+  if (!c.ok()) return {};
+  json ref = RunReference(base, cand, window);
+  ExpectMatchesReference(*c, ref);
+  o.threads = 1;
+  auto one = CompareFiles(base, cand, o);
+  EXPECT_TRUE(one.ok());
+  json a = ToJson(*c), b = ToJson(*one);
+  a.erase("timing");
+  b.erase("timing");
+  EXPECT_EQ(a.dump(), b.dump()) << "results depend on the thread count";
+  return std::move(c).value();
+}
+
+}  // namespace
+
+TEST(Compare, F32PairMatchesNumpy) {
+  auto c = CheckPair(Capture("f32-base", Side::kBase, StoreDtype::kF32), Capture("f32-cand", Side::kCand, StoreDtype::kF32));
+  EXPECT_GT(c.overall.flips, 5);  // the generator makes flips of every class
+  EXPECT_GT(c.overall.confident_flips, 0);
+  EXPECT_GT(c.overall.uncertain_flips, 0);
+  EXPECT_GT(c.probes_skipped_base, 0);
+  EXPECT_GT(c.probes_skipped_cand, 0);
+  EXPECT_GT(c.bit_identical, 0);  // some candidate rows are copies
+  EXPECT_LT(c.bit_identical, c.probes_compared);
+  EXPECT_FALSE(c.truncated);
+  // Spans come from the base manifest: every flip lies in a message span at least.
+  for (const auto& f : c.flips) EXPECT_FALSE(f.span.empty()) << f.position;
+}
+
+TEST(Compare, Bf16AndMixedPrecisionMatchNumpy) {
+  CheckPair(Capture("bf16-base", Side::kBase, StoreDtype::kBF16), Capture("bf16-cand", Side::kCand, StoreDtype::kBF16));
+  // The same rows stored as F32 and as BF16: flips are decided on the native argmax, so none.
+  auto c = CheckPair(Capture("f32-base", Side::kBase, StoreDtype::kF32), Capture("bf16-base", Side::kBase, StoreDtype::kBF16));
+  EXPECT_EQ(c.overall.flips, 0);
+  EXPECT_GT(c.overall.kl_base_cand.mean, 0);
+  EXPECT_EQ(c.bit_identical, 0);
+}
+
+TEST(Compare, TruncatedPairsMatchNumpy) {
+  auto c = CheckPair(TopKCapture("topk-base", Side::kBase, 20), TopKCapture("topk-cand", Side::kCand, 20));
+  EXPECT_TRUE(c.truncated);
+  EXPECT_EQ(ToJson(c)["truncated"], true);
+  EXPECT_GT(c.overall.flips, 0);
+  // Full base against a truncated candidate, and a top-5 capture (top-10 agreement unknown).
+  auto mixed = CheckPair(Capture("f32-base", Side::kBase, StoreDtype::kF32), TopKCapture("topk-cand", Side::kCand, 20));
+  EXPECT_TRUE(mixed.truncated);
+  auto k5 = CheckPair(TopKCapture("topk5-base", Side::kBase, 5), TopKCapture("topk5-cand", Side::kCand, 5));
+  EXPECT_TRUE(std::isnan(k5.overall.top10_agree));
+  EXPECT_TRUE(ToJson(k5)["overall"]["top10_agree"].is_null());
+}
+
+TEST(Compare, RepeatIsBitIdentical) {
+  std::string a = Capture("f32-base", Side::kBase, StoreDtype::kF32);
+  std::string b = Capture("f32-base-again", Side::kBase, StoreDtype::kF32);
+  auto c = CheckPair(a, b);
+  EXPECT_EQ(c.bit_identical, c.probes_compared);
+  EXPECT_EQ(c.overall.flips, 0);
+  EXPECT_EQ(c.overall.kl_base_cand.max, 0.0);
+  EXPECT_NE(RenderCompareTable({c}).find(fmt::format("bit-for-bit identical: {} of {} probes", c.probes_compared,
+                                                     c.probes_compared)),
+            std::string::npos);
+  EXPECT_EQ(ToJson(c)["all_bit_identical"], true);
+}
+
+TEST(Compare, RefusesDifferentTokensAndVocabularies) {
+  std::string base = Capture("f32-base", Side::kBase, StoreDtype::kF32);
+  CaptureSpec other;
+  other.token_offset = 1;
+  std::string moved = Capture("f32-other-tokens", Side::kCand, StoreDtype::kF32, other);
+  auto r = CompareFiles(base, moved, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find(base), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find(moved), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("different tokens"), std::string::npos) << r.status().message();
+  CaptureSpec vocab;
+  vocab.n_vocab = 1000;
+  std::string small = Capture("f32-small-vocab", Side::kCand, StoreDtype::kF32, vocab);
+  r = CompareFiles(base, small, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("different vocabularies (1003 vs 1000"), std::string::npos) << r.status().message();
+  r = CompareFiles(base, base + ".missing", {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find(".missing"), std::string::npos);
+}
+
+TEST(Compare, FlipDetailsWithADetokenizer) {
+  CompareOptions o;
+  o.window = 64;
+  o.progress = false;
+  o.context_chars = 12;
+  o.detokenize = [](int32_t id) { return id % 7 == 0 ? std::string("é") : "t" + std::to_string(id) + " "; };
+  auto c = CompareFiles(Capture("f32-base", Side::kBase, StoreDtype::kF32), Capture("f32-cand", Side::kCand, StoreDtype::kF32), o);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  ASSERT_FALSE(c->flips.empty());
+  for (const auto& f : c->flips) {
+    EXPECT_EQ(f.base_text, o.detokenize(f.base_token));
+    EXPECT_EQ(f.cand_text, o.detokenize(f.cand_token));
+    // The context ends with the text of the token at the flip's position, holds 12 code points.
+    EXPECT_TRUE(f.context.ends_with(o.detokenize(TokensFor({})[size_t(f.position)]))) << f.context;
+    auto cps = std::count_if(f.context.begin(), f.context.end(), [](char ch) { return (ch & 0xC0) != 0x80; });
+    if (f.position > 10) {
+      EXPECT_EQ(cps, 12) << f.context;
+    }
+  }
+  json j = ToJson(*c);
+  EXPECT_EQ(j["flips"][0]["base_text"], c->flips[0].base_text);
+  EXPECT_EQ(j["kl_direction"], "KL(base||cand) = sum P_base (log P_base - log P_cand)");
+}
+
+TEST(Compare, SmolLM2CapturesMatchNumpy) {
+  std::string model = fixtures::SmolLM2Path();
+  std::string exe = std::string(FLIPSCOPE_BINARY_DIR) + "/bin/flipscope";
+  if (model.empty() || !std::filesystem::exists(exe)) GTEST_SKIP() << "needs the SmolLM2 model and the flipscope binary";
+  std::string a = fixtures::TempPath("smol-t1.safetensors"), b = fixtures::TempPath("smol-ub32.safetensors");
+  std::string workload = WriteWorkloadText("smol-workload.txt");
+  for (auto [out, knobs] : {std::pair{a, "-t 1"}, {b, "-t 2 -ub 32"}}) {
+    std::string cmd = fmt::format("{} capture -q -m {} -w {} -o {} --stride 4 -c 1024 {} 2>&1", exe, model, workload, out, knobs);
+    if (std::system(cmd.c_str()) != 0) GTEST_SKIP() << "the capture command failed or does not exist yet: " << cmd;
+  }
+  CheckPair(a, b, 128);
+}

@@ -1,0 +1,255 @@
+// Output of comparisons: the JSON contract (docs/compare.md), and the terminal, Markdown and CSV
+// views. The table views share one set of row builders; only the final layout differs.
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "compare/compare.h"
+
+namespace flipscope {
+namespace {
+using nlohmann::json;
+
+json Num(double v) { return std::isnan(v) ? json(nullptr) : json(v); }
+json Ci(std::pair<double, double> ci) { return json::array({ci.first, ci.second}); }
+
+json KlJson(const compare::KlStats& s) {
+  json pct = json::object();
+  for (size_t i = 0; i < compare::kKlPercentiles.size(); ++i)
+    pct[fmt::format("{:.1f}", compare::kKlPercentiles[i])] = Num(s.percentiles[i]);
+  return {{"mean", Num(s.mean)}, {"median", Num(s.median)}, {"p99", Num(s.p99)},
+          {"max", Num(s.max)},   {"min", Num(s.min)},       {"percentiles", pct}};
+}
+
+json SideJson(const std::string& path, const std::string& store, int32_t topk) {
+  return {{"path", path}, {"store", store}, {"topk", topk}};
+}
+
+// ---- Text helpers ------------------------------------------------------------------------------
+
+std::string Pct(double f) { return std::isnan(f) ? "-" : fmt::format("{:.3f}%", 100 * f); }
+std::string Sci(double v) {
+  if (std::isnan(v)) return "-";
+  if (v == 0) return "0";
+  return std::fabs(v) >= 1e-3 && std::fabs(v) < 1e4 ? fmt::format("{:.4f}", v) : fmt::format("{:.3e}", v);
+}
+std::string Prob(double p) { return std::isnan(p) ? "?" : fmt::format("{:.3f}", p); }
+std::string CiText(std::pair<double, double> ci) { return fmt::format("[{}, {}]", Pct(ci.first), Pct(ci.second)); }
+
+// A token's text with control characters made visible, quoted; its id when there is no text.
+std::string TokenText(int32_t id, const std::string& text, bool have_text) {
+  if (!have_text) return fmt::format("#{}", id);
+  std::string out = "'";
+  for (char ch : text) {
+    if (ch == '\n') out += "\\n";
+    else if (ch == '\t') out += "\\t";
+    else if (ch == '\r') out += "\\r";
+    else if (static_cast<unsigned char>(ch) < 0x20) out += fmt::format("\\x{:02x}", int(ch));
+    else out += ch;
+  }
+  return out + "'";
+}
+std::string Visible(const std::string& text) {
+  std::string t = TokenText(0, text, true);
+  return t.substr(1, t.size() - 2);
+}
+
+using Rows = std::vector<std::vector<std::string>>;
+
+// Columns padded to their widest cell (widths in UTF-8 code points).
+std::string TextTable(const std::vector<std::string>& header, const Rows& rows) {
+  auto width = [](const std::string& s) {
+    return size_t(std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+  };
+  std::vector<size_t> w(header.size());
+  for (size_t i = 0; i < header.size(); ++i) w[i] = width(header[i]);
+  for (const auto& r : rows)
+    for (size_t i = 0; i < r.size() && i < w.size(); ++i) w[i] = std::max(w[i], width(r[i]));
+  std::string out;
+  auto line = [&](const std::vector<std::string>& r) {
+    std::string l;
+    for (size_t i = 0; i < r.size(); ++i) l += r[i] + std::string(i + 1 < r.size() ? w[i] - width(r[i]) + 2 : 0, ' ');
+    out += l + "\n";
+  };
+  line(header);
+  for (const auto& r : rows) line(r);
+  return out;
+}
+
+std::string MarkdownTable(const std::vector<std::string>& header, const Rows& rows) {
+  auto cell = [](std::string s) {
+    std::string o;
+    for (char ch : s) o += ch == '|' ? std::string("\\|") : std::string(1, ch);
+    return o;
+  };
+  std::string out = "|";
+  for (const auto& h : header) out += " " + cell(h) + " |";
+  out += "\n|";
+  for (size_t i = 0; i < header.size(); ++i) out += " --- |";
+  out += "\n";
+  for (const auto& r : rows) {
+    out += "|";
+    for (const auto& c : r) out += " " + cell(c) + " |";
+    out += "\n";
+  }
+  return out;
+}
+
+// ---- Row builders shared by the terminal and Markdown views ------------------------------------
+
+std::vector<std::string> Summary(const Comparison& c) {
+  const auto& o = c.overall;
+  std::vector<std::string> lines;
+  lines.push_back(fmt::format("base {} ({}), candidate {} ({})", c.base_path, c.base_store, c.cand_path, c.cand_store));
+  lines.push_back(fmt::format("probes: {} compared ({} skipped in base, {} in candidate)", c.probes_compared,
+                              c.probes_skipped_base, c.probes_skipped_cand));
+  lines.push_back(fmt::format("bit-for-bit identical: {} of {} probes", c.bit_identical, c.probes_compared));
+  lines.push_back(fmt::format("flips: {} of {} = {} (95% CI {}); confident {}, uncertain {}; same top-1 {}", o.flips,
+                              o.probes, Pct(o.flip_rate), CiText(o.flip_rate_ci), o.confident_flips,
+                              o.uncertain_flips, Pct(o.same_top1_rate)));
+  std::string trunc = c.truncated ? " (truncated: tail-bucket estimate)" : "";
+  for (auto [name, s] : {std::pair{"KL(base||cand)", &o.kl_base_cand}, {"KL(cand||base)", &o.kl_cand_base}})
+    lines.push_back(fmt::format("{}{}: mean {} median {} p99 {} max {}", name, trunc, Sci(s->mean), Sci(s->median),
+                                Sci(s->p99), Sci(s->max)));
+  std::string pct;
+  for (size_t i = 0; i < compare::kKlPercentiles.size(); ++i)
+    pct += fmt::format("{}{:.1f}% {}", i ? ", " : "", compare::kKlPercentiles[i], Sci(o.kl_base_cand.percentiles[i]));
+  lines.push_back("KL(base||cand) percentiles: " + pct);
+  lines.push_back(fmt::format("JS mean {}; top-5 agreement {}; top-10 agreement {}", Sci(o.js_mean),
+                              Pct(o.top5_agree), Pct(o.top10_agree)));
+  return lines;
+}
+
+const std::vector<std::string> kWindowHeader = {"window", "positions", "probes", "flips",  "flip rate",
+                                                "95% CI", "KL mean",   "KL median", "KL p99", "KL max"};
+Rows WindowRows(const Comparison& c) {
+  Rows rows;
+  for (const auto& w : c.windows)
+    rows.push_back({std::to_string(w.index), fmt::format("{}-{}", w.begin, w.end - 1), std::to_string(w.probes),
+                    std::to_string(w.flips), Pct(w.flip_rate), CiText(w.flip_rate_ci), Sci(w.kl_mean),
+                    Sci(w.kl_median), Sci(w.kl_p99), Sci(w.kl_max)});
+  return rows;
+}
+
+const std::vector<std::string> kFlipHeader = {"position", "window", "span",   "base token (p)", "cand token (p)",
+                                              "p_cand(base)", "margin", "KL", "class", "context"};
+Rows FlipRows(const Comparison& c, bool have_text) {
+  Rows rows;
+  for (const auto& f : c.flips)
+    rows.push_back({std::to_string(f.position), std::to_string(f.window), f.span.empty() ? "-" : f.span,
+                    fmt::format("{} ({})", TokenText(f.base_token, f.base_text, have_text), Prob(f.base_prob)),
+                    fmt::format("{} ({})", TokenText(f.cand_token, f.cand_text, have_text), Prob(f.cand_prob)),
+                    Prob(f.cand_prob_of_base_token), Sci(f.base_margin), Sci(f.kl), f.klass,
+                    have_text ? "…" + Visible(f.context) : "-"});
+  return rows;
+}
+
+bool HaveText(const Comparison& c) {
+  for (const auto& f : c.flips)
+    if (!f.base_text.empty() || !f.context.empty()) return true;
+  return false;
+}
+
+// RFC 4180 quoting.
+std::string CsvCell(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string o = "\"";
+  for (char ch : s) o += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return o + "\"";
+}
+
+}  // namespace
+
+json ToJson(const Comparison& c) {
+  const auto& o = c.overall;
+  json windows = json::array(), flips = json::array();
+  for (const auto& w : c.windows)
+    windows.push_back({{"index", w.index}, {"begin", w.begin}, {"end", w.end}, {"probes", w.probes},
+                       {"flips", w.flips}, {"flip_rate", w.flip_rate}, {"flip_rate_ci", Ci(w.flip_rate_ci)},
+                       {"kl_mean", Num(w.kl_mean)}, {"kl_median", Num(w.kl_median)}, {"kl_p99", Num(w.kl_p99)},
+                       {"kl_max", Num(w.kl_max)}});
+  const bool have_text = HaveText(c);
+  auto text = [&](const std::string& s) { return have_text ? json(s) : json(nullptr); };
+  for (const auto& f : c.flips)
+    flips.push_back({{"position", f.position}, {"window", f.window},
+                     {"span", f.span.empty() ? json(nullptr) : json(f.span)},
+                     {"span_kind", f.span_kind.empty() ? json(nullptr) : json(f.span_kind)},
+                     {"base_token", f.base_token}, {"base_text", text(f.base_text)}, {"base_prob", Num(f.base_prob)},
+                     {"cand_token", f.cand_token}, {"cand_text", text(f.cand_text)}, {"cand_prob", Num(f.cand_prob)},
+                     {"cand_prob_of_base_token", Num(f.cand_prob_of_base_token)},
+                     {"base_margin", Num(f.base_margin)}, {"kl", Num(f.kl)}, {"class", f.klass},
+                     {"transcript_token", f.transcript_token}, {"context", text(f.context)}});
+  return {
+      {"base", SideJson(c.base_path, c.base_store, c.base_topk)},
+      {"cand", SideJson(c.cand_path, c.cand_store, c.cand_topk)},
+      {"kl_direction", "KL(base||cand) = sum P_base (log P_base - log P_cand)"},
+      {"kl_estimate", c.truncated ? "tail bucket: ids both captures know, plus one bucket for the rest (a lower bound)"
+                                  : "exact: full vocabulary"},
+      {"truncated", c.truncated},
+      {"window", c.window},
+      {"probes_compared", c.probes_compared},
+      {"probes_skipped_base", c.probes_skipped_base},
+      {"probes_skipped_cand", c.probes_skipped_cand},
+      {"bit_identical", c.bit_identical},
+      {"all_bit_identical", c.bit_identical == c.probes_compared},
+      {"overall",
+       {{"probes", o.probes}, {"flips", o.flips}, {"flip_rate", o.flip_rate}, {"flip_rate_ci", Ci(o.flip_rate_ci)},
+        {"confident_flips", o.confident_flips}, {"uncertain_flips", o.uncertain_flips},
+        {"same_top1_rate", o.same_top1_rate}, {"top5_agree", Num(o.top5_agree)},
+        {"top10_agree", Num(o.top10_agree)}, {"js_mean", Num(o.js_mean)},
+        {"kl_base_cand", KlJson(o.kl_base_cand)}, {"kl_cand_base", KlJson(o.kl_cand_base)}}},
+      {"windows", windows},
+      {"flips", flips},
+      {"timing",
+       {{"seconds", c.seconds}, {"threads", c.threads}, {"logit_bytes", c.logit_bytes},
+        {"gb_per_s", c.seconds > 0 ? double(c.logit_bytes) / c.seconds / 1e9 : 0.0}}},
+  };
+}
+
+void to_json(json& j, const Comparison& c) { j = ToJson(c); }
+
+std::string RenderCompareTable(const std::vector<Comparison>& cs) {
+  std::string out;
+  for (const auto& c : cs) {
+    if (!out.empty()) out += "\n";
+    for (const auto& l : Summary(c)) out += l + "\n";
+    out += "\n" + TextTable(kWindowHeader, WindowRows(c));
+    if (!c.flips.empty()) out += "\n" + TextTable(kFlipHeader, FlipRows(c, HaveText(c)));
+  }
+  return out;
+}
+
+std::string RenderCompareMarkdown(const std::vector<Comparison>& cs) {
+  std::string out;
+  for (const auto& c : cs) {
+    out += fmt::format("## {} vs {}\n\n", c.cand_path, c.base_path);
+    for (const auto& l : Summary(c)) out += "- " + l + "\n";
+    out += "\n" + MarkdownTable(kWindowHeader, WindowRows(c));
+    if (!c.flips.empty()) out += "\n" + MarkdownTable(kFlipHeader, FlipRows(c, HaveText(c)));
+    out += "\n";
+  }
+  return out;
+}
+
+std::string RenderCompareCsv(const std::vector<Comparison>& cs) {
+  std::string out = "base,cand,window,begin,end,probes,flips,flip_rate,ci_lo,ci_hi,kl_mean,kl_median,kl_p99,kl_max\n";
+  auto row = [&](const Comparison& c, const std::string& window, int64_t begin, int64_t end, int64_t probes,
+                 int64_t flips, double rate, std::pair<double, double> ci, double mean, double median, double p99,
+                 double max) {
+    out += fmt::format("{},{},{},{},{},{},{},{:.17g},{:.17g},{:.17g},{:.17g},{:.17g},{:.17g},{:.17g}\n",
+                       CsvCell(c.base_path), CsvCell(c.cand_path), window, begin, end, probes, flips, rate, ci.first,
+                       ci.second, mean, median, p99, max);
+  };
+  for (const auto& c : cs) {
+    for (const auto& w : c.windows)
+      row(c, std::to_string(w.index), w.begin, w.end, w.probes, w.flips, w.flip_rate, w.flip_rate_ci, w.kl_mean,
+          w.kl_median, w.kl_p99, w.kl_max);
+    const auto& o = c.overall;
+    const auto& k = o.kl_base_cand;
+    row(c, "all", c.windows.empty() ? 0 : c.windows.front().begin, c.windows.empty() ? 0 : c.windows.back().end,
+        o.probes, o.flips, o.flip_rate, o.flip_rate_ci, k.mean, k.median, k.p99, k.max);
+  }
+  return out;
+}
+
+}  // namespace flipscope

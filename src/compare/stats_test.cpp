@@ -1,0 +1,180 @@
+// Unit tests of the statistics and row helpers: Wilson intervals (closed forms), percentiles
+// (against numpy), window edges, the top-10 scan (against a sort), rates, classes and spans.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <numeric>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "compare/compare.h"
+#include "testing/tiny_model.h"
+
+using namespace flipscope;
+using namespace flipscope::compare;
+
+namespace {
+// stdout of a shell command (the test fails when it exits non-zero).
+std::string Shell(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  EXPECT_EQ(pclose(p), 0) << cmd;
+  return out;
+}
+}  // namespace
+
+TEST(Wilson, ClosedFormsAtTheEdges) {
+  const double z = 1.959963984540054, z2 = z * z;
+  for (int n : {1, 10, 250, 3512}) {
+    // k = 0: [0, z²/(n+z²)]; k = n: [n/(n+z²), 1] (the score interval solved by hand).
+    auto [lo0, hi0] = WilsonInterval(0, n);
+    EXPECT_DOUBLE_EQ(lo0, 0.0);
+    EXPECT_NEAR(hi0, z2 / (n + z2), 1e-15);
+    auto [lon, hin] = WilsonInterval(n, n);
+    EXPECT_NEAR(lon, n / (n + z2), 1e-15);
+    EXPECT_DOUBLE_EQ(hin, 1.0);
+  }
+  // Mirror symmetry, and the interval holds the point estimate.
+  for (int k : {1, 13, 100}) {
+    auto [lo, hi] = WilsonInterval(k, 3512);
+    auto [mlo, mhi] = WilsonInterval(3512 - k, 3512);
+    EXPECT_NEAR(lo, 1 - mhi, 1e-14);
+    EXPECT_NEAR(hi, 1 - mlo, 1e-14);
+    EXPECT_LT(lo, k / 3512.0);
+    EXPECT_GT(hi, k / 3512.0);
+  }
+  // The score interval's bounds solve |p - p̂| = z sqrt(p(1-p)/n).
+  auto [lo, hi] = WilsonInterval(13, 3512);
+  for (double p : {lo, hi}) EXPECT_NEAR(std::fabs(p - 13 / 3512.0), z * std::sqrt(p * (1 - p) / 3512), 1e-15);
+  auto empty = WilsonInterval(0, 0);
+  EXPECT_EQ(empty, std::make_pair(0.0, 1.0));
+}
+
+TEST(Percentile, MatchesNumpyLinear) {
+  std::mt19937_64 rng(7);
+  std::lognormal_distribution<double> d(-8, 3);
+  for (size_t n : {1, 2, 7, 1000}) {
+    std::vector<double> v(n);
+    for (auto& x : v) x = d(rng);
+    std::string path = fixtures::TempPath("percentile-" + std::to_string(n) + ".txt");
+    {
+      std::ofstream f(path);
+      f.precision(17);
+      for (double x : v) f << x << "\n";
+    }
+    std::vector<double> qs = {0, 0.1, 1, 5, 10, 25, 50, 90, 95, 99, 99.9, 100};
+    std::string script = "import numpy as np, json; v = np.loadtxt('" + path + "', ndmin=1); print(json.dumps([float(np.percentile(v, q)) for q in " +
+                         nlohmann::json(qs).dump() + "]))";
+    auto ref = nlohmann::json::parse(Shell(std::string(FLIPSCOPE_PYTHON) + " -c \"" + script + "\""));
+    std::sort(v.begin(), v.end());
+    for (size_t i = 0; i < qs.size(); ++i) EXPECT_NEAR(Percentile(v, qs[i]), ref[i].get<double>(), 1e-15 * v.back()) << qs[i];
+  }
+  EXPECT_TRUE(std::isnan(Percentile({}, 50)));
+}
+
+TEST(Windows, EdgesAndClamping) {
+  // Window i covers [i*W, (i+1)*W): positions W-1 and W fall in different windows.
+  const int64_t w = 100;
+  std::vector<ProbeMetrics> probes;
+  for (int32_t p : {0, 99, 100, 199, 350, 399, 400}) {
+    ProbeMetrics m;
+    m.position = p;
+    m.flip = p == 99 || p == 100 || p == 400;
+    m.kl_base_cand = p / 1000.0;
+    probes.push_back(m);
+  }
+  auto ws = ComputeWindows(probes, w, 401);
+  ASSERT_EQ(ws.size(), 4u);  // window 2 holds no probe and is left out
+  EXPECT_EQ(ws[0].index, 0);
+  EXPECT_EQ(ws[0].probes, 2);
+  EXPECT_EQ(ws[0].flips, 1);
+  EXPECT_EQ(ws[1].index, 1);
+  EXPECT_EQ(ws[1].begin, 100);
+  EXPECT_EQ(ws[1].end, 200);
+  EXPECT_EQ(ws[1].probes, 2);
+  EXPECT_EQ(ws[2].index, 3);
+  EXPECT_EQ(ws[2].probes, 2);
+  EXPECT_EQ(ws[2].flips, 0);
+  EXPECT_EQ(ws[3].index, 4);
+  EXPECT_EQ(ws[3].begin, 400);
+  EXPECT_EQ(ws[3].end, 401);  // clamped to the workload's length
+  EXPECT_DOUBLE_EQ(ws[3].flip_rate, 1.0);
+  EXPECT_DOUBLE_EQ(ws[2].kl_mean, (0.350 + 0.399) / 2);
+  EXPECT_DOUBLE_EQ(ws[2].kl_max, 0.399);
+}
+
+TEST(ScanRow, TopTenWithTiesMatchesASort) {
+  std::mt19937_64 rng(3);
+  for (size_t n : {10, 11, 63, 64, 65, 1000, 151936}) {
+    std::vector<float> row(n);
+    // Few distinct values, so the top ten is full of ties (as in BF16 rows).
+    std::uniform_int_distribution<int> d(0, 40);
+    for (auto& x : row) x = float(d(rng)) * 0.25f;
+    row[n / 2] = -INFINITY;
+    RowSummary s = ScanRow(row);
+    std::vector<int32_t> ids(n);
+    std::iota(ids.begin(), ids.end(), 0);
+    std::stable_sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return row[size_t(a)] > row[size_t(b)]; });
+    ASSERT_EQ(s.count, 10);
+    for (int i = 0; i < 10; ++i) EXPECT_EQ(s.top_ids[size_t(i)], ids[size_t(i)]) << n << " rank " << i;
+    EXPECT_EQ(s.max, double(*std::max_element(row.begin(), row.end())));
+    EXPECT_TRUE(s.finite);
+  }
+  std::vector<float> bad(100, 1.0f);
+  bad[77] = NAN;
+  EXPECT_FALSE(ScanRow(bad).finite);
+  bad[77] = INFINITY;
+  EXPECT_FALSE(ScanRow(bad).finite);
+  std::vector<float> none(5, -INFINITY);
+  EXPECT_FALSE(ScanRow(none).finite);
+}
+
+TEST(Rates, ParseAndGate) {
+  EXPECT_DOUBLE_EQ(*ParseRate("0.005"), 0.005);
+  EXPECT_DOUBLE_EQ(*ParseRate("0.5%"), 0.005);
+  EXPECT_DOUBLE_EQ(*ParseRate("100%"), 1.0);
+  for (const char* bad : {"", "%", "abc", "0.5%%", "1.5", "-0.1", "2%x", "nan"}) EXPECT_FALSE(ParseRate(bad).ok()) << bad;
+  Comparison c;
+  c.cand_path = "cand.safetensors";
+  c.overall.probes = 1000;
+  c.overall.flips = 6;
+  c.overall.flip_rate = 0.006;
+  c.overall.kl_base_cand.mean = 2e-3;
+  EXPECT_TRUE(GateViolations(c, {}).empty());
+  EXPECT_TRUE(GateViolations(c, {0.006, 2e-3}).empty());  // equal is not above
+  auto v = GateViolations(c, {0.005, 1e-3});
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_NE(v[0].find("cand.safetensors: flip rate 0.600%"), std::string::npos) << v[0];
+  EXPECT_NE(v[1].find("mean KL(base||cand)"), std::string::npos) << v[1];
+}
+
+TEST(Flips, ClassesAndSpans) {
+  CompareOptions o;
+  EXPECT_EQ(FlipClass(0.9, o), "confident");
+  EXPECT_EQ(FlipClass(0.89, o), "moderate");
+  EXPECT_EQ(FlipClass(0.5, o), "moderate");
+  EXPECT_EQ(FlipClass(0.49, o), "uncertain");
+  o.confident = 0.4;  // confident wins when the thresholds overlap
+  EXPECT_EQ(FlipClass(0.45, o), "confident");
+
+  nlohmann::json m = {{"workload",
+                       {{"spans",
+                         {{{"kind", "message"}, {"begin", 0}, {"end", 100}, {"index", 2}, {"label", "message #2 assistant"}},
+                          {{"kind", "tool_call"}, {"begin", 10}, {"end", 40}, {"index", 3}, {"label", "tool call #3"}},
+                          {{"kind", "literal"}, {"begin", 20}, {"end", 22}, {"index", 1}}}}}}};
+  EXPECT_EQ(SpanAt(m, 5).first, "message #2 assistant");
+  EXPECT_EQ(SpanAt(m, 10), std::make_pair(std::string("tool call #3"), std::string("tool_call")));
+  EXPECT_EQ(SpanAt(m, 21).first, "literal #1");  // no label: kind and index
+  EXPECT_EQ(SpanAt(m, 22).first, "tool call #3");
+  EXPECT_EQ(SpanAt(m, 100).first, "");
+  EXPECT_EQ(SpanAt(nlohmann::json::object(), 5).first, "");  // no spans key: tolerated
+  EXPECT_EQ(SpanAt({{"workload", {{"path", "x"}}}}, 5).first, "");
+}
