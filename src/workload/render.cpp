@@ -1,0 +1,277 @@
+// Rendering a transcript with its chat template and finding where each message and tool call
+// landed in the text.
+//
+// A message's range is what it appends to the rendering of the messages before it. Rendering
+// every prefix of a long transcript is quadratic (llama.cpp's Jinja engine costs ~0.1 ms per
+// message per rendering: minutes for 1,000 messages), so ranges are measured on short windows:
+// the first message(s), then the turn of the message (from the last message with the role of
+// message 1). Window results are accepted only if, laid end to end, they reproduce the full
+// rendering byte for byte. Windows render a copy whose contents are short placeholders when
+// putting the contents back reproduces the real rendering. Fallbacks, in order: windows on the
+// real contents, full prefixes, and (approximate) a search for each message's content.
+#include <algorithm>
+#include <optional>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "workload/internal.h"
+
+namespace flipscope::workload {
+namespace {
+
+using Ranges = std::vector<std::pair<size_t, size_t>>;
+
+std::vector<RenderMessage> Messages(const std::vector<Planned>& plan) {
+  std::vector<RenderMessage> msgs;
+  for (const auto& p : plan) msgs.push_back(p.msg);
+  return msgs;
+}
+
+size_t CommonPrefix(const std::string& a, const std::string& b) {
+  size_t n = 0;
+  while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
+  return n;
+}
+
+// The conversation whose renderings locate the ranges, its full rendering, and the map from
+// positions in that rendering to the real one.
+struct Locator {
+  std::vector<RenderMessage> msgs;
+  std::string full;
+  bool fast = false;  // ChatTemplate::Render's fast mode
+  // Windows keep messages [0, head) (a system prompt that a template merges into the first user
+  // message, say), then the turn of message k; head >= the message count: full prefixes.
+  size_t head = 1;
+  std::vector<std::pair<size_t, size_t>> shifts;  // (end of a placeholder, bytes added up to there)
+  std::vector<size_t> window_base;  // per message: where it starts in its window's rendering
+
+  size_t Map(size_t pos) const {
+    auto it = std::upper_bound(shifts.begin(), shifts.end(), pos,
+                               [](size_t p, const std::pair<size_t, size_t>& s) { return p < s.first; });
+    return it == shifts.begin() ? pos : pos + std::prev(it)->second;  // unsigned wrap-around cancels
+  }
+  // The first message of message k's turn: the last one at or before it with message head's role.
+  size_t Start(size_t k) const {
+    if (k < head) return head;
+    size_t s = k;
+    while (s > head && msgs[s].role != msgs[head].role) --s;
+    return s;
+  }
+  // Messages [0, min(head, end)) + [start, end).
+  std::vector<RenderMessage> Window(size_t start, size_t end) const {
+    std::vector<RenderMessage> w(msgs.begin(), msgs.begin() + ptrdiff_t(std::min(head, end)));
+    for (size_t i = start; i < end; ++i) w.push_back(msgs[i]);
+    return w;
+  }
+};
+
+class Renderer {
+ public:
+  Renderer(const Transcript& t, const ChatTemplate& tmpl, const std::string& path)
+      : t_(t), tmpl_(tmpl), path_(path) {}
+
+  Result<std::string> Render(const std::vector<RenderMessage>& msgs, bool fast = false) const {
+    if (msgs.empty()) return std::string();
+    auto r = tmpl_.Render(msgs, t_.tools, fast);
+    if (!r.ok())
+      return Status::Error(path_ + ": the chat template " + tmpl_.display_name() +
+                           " failed to render the transcript: " + r.status().message());
+    return r;
+  }
+
+  // The placeholder copy, or nullopt when the template's output depends on the contents.
+  std::optional<Locator> Placeholders(const std::vector<Planned>& plan, const std::string& full) const {
+    Locator loc{Messages(plan), "", true, 1, {}, {}};
+    std::vector<std::string> keys(plan.size());
+    for (size_t k = 0; k < plan.size(); ++k)
+      if (!loc.msgs[k].content.empty()) loc.msgs[k].content = keys[k] = fmt::format("@fsph{}@", k);
+    auto rp = Render(loc.msgs, true);
+    if (!rp.ok()) return std::nullopt;
+    std::string back;
+    size_t cur = 0, added = 0;
+    for (size_t k = 0; k < plan.size(); ++k) {
+      if (keys[k].empty()) continue;
+      size_t at = rp->find(keys[k], cur);
+      if (at == std::string::npos) return std::nullopt;
+      back.append(*rp, cur, at - cur).append(plan[k].msg.content);
+      cur = at + keys[k].size();
+      added += plan[k].msg.content.size() - keys[k].size();
+      loc.shifts.push_back({cur, added});
+    }
+    back.append(*rp, cur, std::string::npos);
+    if (back != full) return std::nullopt;
+    loc.full = std::move(*rp);
+    return loc;
+  }
+
+  // Message ranges in the locator's text; empty when the windows do not add up to it.
+  Ranges MessageRanges(Locator& loc) const {
+    Ranges ranges;
+    size_t total = 0, cached_start = size_t(-1);
+    std::string before;  // rendering of the window without message k
+    loc.window_base.clear();
+    for (size_t k = 0; k < loc.msgs.size(); ++k) {
+      size_t s = loc.Start(k);
+      if (s != cached_start) {
+        auto b = Render(loc.Window(s, k), loc.fast);
+        if (!b.ok()) return {};
+        before = std::move(*b);
+        cached_start = s;
+      }
+      auto cur = Render(loc.Window(s, k + 1), loc.fast);
+      if (!cur.ok() || cur->compare(0, before.size(), before) != 0) return {};
+      size_t n = cur->size() - before.size();
+      if (loc.full.compare(total, n, *cur, before.size(), n) != 0) return {};
+      loc.window_base.push_back(before.size());
+      ranges.push_back({total, total + n});
+      total += n;
+      before = std::move(*cur);
+    }
+    return total == loc.full.size() ? ranges : Ranges{};
+  }
+
+  // Approximation: a message starts where its content (or its first call's name) is found.
+  Ranges SearchRanges(const std::vector<Planned>& plan, const std::string& full) const {
+    std::vector<size_t> starts;
+    size_t cursor = 0;
+    for (const auto& p : plan) {
+      std::string key = p.msg.content.substr(0, 64);
+      if (key.empty() && !p.msg.calls.empty()) key = p.msg.calls.front()->name;
+      size_t at = key.empty() ? std::string::npos : full.find(key, cursor);
+      starts.push_back(at == std::string::npos ? cursor : at);
+      cursor = starts.back();
+    }
+    if (!starts.empty()) starts.front() = 0;
+    Ranges ranges;
+    for (size_t i = 0; i < starts.size(); ++i)
+      ranges.push_back({starts[i], i + 1 < starts.size() ? starts[i + 1] : full.size()});
+    return ranges;
+  }
+
+  // Tool calls rendered by the template: call j is the text that rendering it inserts into
+  // message k with calls 0..j-1, in real-text positions given the message's range in the
+  // locator's text. Empty when a rendering fails or is not an insertion (the calls then get
+  // the message's range).
+  Ranges NativeCallRanges(const Locator& loc, size_t k, size_t message_begin) const {
+    std::vector<RenderMessage> msgs = loc.Window(loc.Start(k), k + 1);
+    std::vector<const ToolCall*> calls = msgs.back().calls;
+    msgs.back().calls.clear();
+    auto to_real = [&](size_t p) { return loc.Map(message_begin + p - loc.window_base[k]); };
+    auto first = Render(msgs, loc.fast);
+    if (!first.ok()) return {};
+    std::string before = std::move(*first);
+    Ranges out;
+    for (const ToolCall* c : calls) {
+      msgs.back().calls.push_back(c);
+      auto next = Render(msgs, loc.fast);
+      if (!next.ok() || next->size() <= before.size()) return {};
+      size_t at = InsertionPoint(before, *next);
+      if (at == std::string::npos || at < loc.window_base[k]) return {};
+      out.push_back({to_real(at), to_real(at + next->size() - before.size())});
+      before = std::move(*next);
+    }
+    return out;
+  }
+
+  // Where `after` is `before` with one string inserted, or npos. The point is ambiguous when the
+  // inserted text starts like what follows it ("<call>..</call>" before "<|im_end|>"); then the
+  // candidate that starts with an opening and ends with a closing bracket wins, the latest on ties.
+  static size_t InsertionPoint(const std::string& before, const std::string& after) {
+    const size_t len = after.size() - before.size();
+    size_t latest = std::min(CommonPrefix(before, after), before.size()), suffix = 0;
+    while (suffix < before.size() && before[before.size() - 1 - suffix] == after[after.size() - 1 - suffix]) ++suffix;
+    const size_t earliest = before.size() - suffix;
+    if (earliest > latest) return std::string::npos;
+    auto score = [&](size_t p) {
+      return int(std::string_view("<[{(\n").find(after[p]) != std::string_view::npos) +
+             int(std::string_view(">]})\n").find(after[p + len - 1]) != std::string_view::npos);
+    };
+    size_t best = latest;
+    for (size_t p = latest; p + 1 > earliest; --p) {
+      if (score(p) > score(best)) best = p;
+      if (p == 0) break;
+    }
+    return best;
+  }
+
+ private:
+  const Transcript& t_;
+  const ChatTemplate& tmpl_;
+  const std::string& path_;
+};
+
+}  // namespace
+
+Result<Rendered> RenderChat(const Transcript& t, const llama_model* model, const std::string& model_path,
+                            const std::string& chat_template, const std::string& workload_path) {
+  FS_ASSIGN_OR_RETURN(auto tmpl, ChatTemplate::Load(model, model_path, chat_template));
+  Rendered out;
+  out.info["template"] = tmpl->Info();
+  std::vector<Planned> plan = Plan(t, *tmpl, &out.info);
+  Renderer r(t, *tmpl, workload_path);
+  FS_ASSIGN_OR_RETURN(out.text, r.Render(Messages(plan)));
+
+  // Locators, best first: windows on placeholders, windows on the real contents, full prefixes.
+  std::optional<Locator> ph = r.Placeholders(plan, out.text);
+  std::vector<Locator> tries;
+  for (size_t head : {size_t(1), size_t(3)}) {
+    if (ph) tries.push_back(*ph), tries.back().head = head;
+    tries.push_back(Locator{Messages(plan), out.text, false, head, {}, {}});
+  }
+  tries.push_back(Locator{Messages(plan), out.text, false, plan.size(), {}, {}});
+  std::optional<Locator> loc;
+  Ranges ranges;
+  for (auto& l : tries) {
+    ranges = r.MessageRanges(l);
+    if (!ranges.empty()) {
+      loc = std::move(l);
+      break;
+    }
+  }
+  out.info["span_method"] = !loc                       ? "content-search"
+                            : loc->head >= plan.size() ? "prefixes"
+                                                       : fmt::format("windows/{}{}", loc->head, loc->fast ? "/placeholders" : "");
+  Ranges located = ranges;  // in the locator's text, for the native tool calls
+  if (loc) {
+    for (auto& [b, e] : ranges) std::tie(b, e) = std::pair(loc->Map(b), loc->Map(e));
+  } else {
+    ranges = r.SearchRanges(plan, out.text);
+  }
+
+  std::vector<int> carried;  // messages that rendered to nothing (merged into the next by the template)
+  for (size_t k = 0; k < plan.size(); ++k) {
+    const Planned& p = plan[k];
+    auto [mb, me] = ranges[k];
+    carried.insert(carried.end(), p.origins.begin(), p.origins.end());
+    if (mb == me && k + 1 < plan.size()) continue;
+    std::string label = carried.size() > p.origins.size()
+                            ? fmt::format("messages #{}-#{} (merged by the template)", carried.front(), carried.back())
+                            : p.label;
+    int first = carried.front();
+    std::string role = first > 0 ? t.messages[size_t(first - 1)].role : p.msg.role;
+    out.spans.push_back({"message", mb, me, first, role, label, ""});
+    carried.clear();
+
+    Ranges native;
+    if (!p.msg.calls.empty() && loc) native = r.NativeCallRanges(*loc, k, located[k].first);
+    size_t cursor = mb, next_native = 0;
+    for (const Marked& m : p.marks) {
+      size_t b = mb, e = me;
+      if (m.text.empty()) {
+        if (next_native < native.size()) std::tie(b, e) = native[next_native++];
+      } else if (size_t at = out.text.find(m.text, cursor); at != std::string::npos && at + m.text.size() <= me) {
+        b = at;
+        e = cursor = at + m.text.size();
+      }
+      std::string what = m.kind == "tool_call" ? "tool call" : "tool result";
+      out.spans.push_back({m.kind, b, e, m.index, m.kind == "tool_call" ? "assistant" : "tool",
+                           fmt::format("{} #{} {}", what, m.index, m.name), m.name});
+    }
+  }
+  out.info["n_messages"] = t.messages.size();
+  out.info["n_tool_calls"] = t.n_calls;
+  return out;
+}
+
+}  // namespace flipscope::workload

@@ -1,0 +1,182 @@
+// LoadWorkload: format detection, the vocab-only model, rendering, tokenization, spans, info.
+#include "workload/workload.h"
+
+#include <llama.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <map>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "engine/engine.h"
+#include "util/util.h"
+#include "workload/internal.h"
+
+namespace flipscope {
+namespace {
+
+using workload::CharSpan;
+
+Result<std::string> DetectFormat(const std::string& path, const std::string& requested, const std::string& text) {
+  static const std::vector<std::string> kFormats = {"chat", "jsonl", "text", "tokens"};
+  if (requested != "auto") {
+    if (std::find(kFormats.begin(), kFormats.end(), requested) == kFormats.end())
+      return Status::Error("--format " + requested + ": expected auto, chat, jsonl, text or tokens");
+    return requested;
+  }
+  std::string ext = std::filesystem::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  if (ext == ".jsonl") return std::string("jsonl");
+  if (ext == ".txt" || ext == ".text" || ext == ".md" || ext == ".log") return std::string("text");
+  if (ext == ".ids" || ext == ".tokens") return std::string("tokens");
+  if (ext == ".json") {
+    // A JSON array of numbers is token ids; anything else a chat transcript.
+    size_t a = text.find_first_not_of(" \t\r\n");
+    size_t b = a == std::string::npos ? a : text.find_first_not_of(" \t\r\n", a + 1);
+    bool ids = a != std::string::npos && text[a] == '[' && b != std::string::npos &&
+               (std::isdigit(static_cast<unsigned char>(text[b])) || text[b] == '-');
+    return std::string(ids ? "tokens" : "chat");
+  }
+  return Status::Error(path + ": cannot tell the workload format from the extension '" + ext +
+                       "'; pass --format chat|jsonl|text|tokens");
+}
+
+size_t CountCodePoints(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+int KindRank(const std::string& kind) { return kind == "literal" ? 2 : kind == "message" ? 0 : 1; }
+
+struct ModelDeleter {
+  void operator()(llama_model* m) const { llama_model_free(m); }
+};
+
+}  // namespace
+
+Result<Workload> LoadWorkload(const std::string& workload_path, const std::string& model_path,
+                              const WorkloadOptions& options) {
+  FS_ASSIGN_OR_RETURN(std::string raw, ReadFile(workload_path));
+  const std::string sha = Sha256Hex(raw);
+  FS_ASSIGN_OR_RETURN(std::string format, DetectFormat(workload_path, options.format, raw));
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(model_path, ec)) return Status::Error(model_path + ": no such model file");
+  llama_model_params mp = llama_model_default_params();
+  mp.vocab_only = true;
+  std::unique_ptr<llama_model, ModelDeleter> model(llama_model_load_from_file(model_path.c_str(), mp));
+  if (!model) {
+    std::string why = TakeLlamaLogTail();
+    return Status::Error(model_path + ": llama.cpp could not load the vocabulary" + (why.empty() ? "" : " (" + why + ")"));
+  }
+  const llama_vocab* vocab = llama_model_get_vocab(model.get());
+
+  Workload w;
+  w.tools = nlohmann::json::array();
+  std::vector<CharSpan> spans;
+  nlohmann::json info = {{"template", nullptr},       {"tool_call_form", nullptr}, {"tool_result_form", nullptr},
+                         {"tools_in_system", false}, {"merged_messages", 0}};
+  workload::Tokenized tok;
+  if (format == "chat" || format == "jsonl") {
+    auto transcript = format == "chat" ? workload::ParseChatJson(raw, workload_path)
+                                       : workload::ParseChatJsonl(raw, workload_path);
+    FS_RETURN_IF_ERROR(transcript.status());
+    FS_ASSIGN_OR_RETURN(auto rendered, workload::RenderChat(*transcript, model.get(), model_path,
+                                                            options.chat_template, workload_path));
+    w.text = std::move(rendered.text);
+    spans = std::move(rendered.spans);
+    info.update(rendered.info);
+    w.tools = nlohmann::json::parse(transcript->tools.dump());
+    FS_ASSIGN_OR_RETURN(tok, workload::Tokenize(vocab, w.text, workload_path));
+  } else if (format == "text") {
+    w.text = std::move(raw);
+    FS_ASSIGN_OR_RETURN(tok, workload::Tokenize(vocab, w.text, workload_path));
+  } else {
+    FS_ASSIGN_OR_RETURN(auto ids, workload::ParseTokenIds(raw, workload_path, llama_vocab_n_tokens(vocab)));
+    tok = workload::PiecesOf(vocab, std::move(ids), &w.text);
+  }
+
+  // Literals belong to the message they lie in.
+  std::vector<CharSpan> messages;
+  for (const auto& s : spans)
+    if (s.kind == "message") messages.push_back(s);
+  for (const Literal& lit : FindLiterals(w.text)) {
+    CharSpan s{"literal", lit.begin, lit.end, 0, "", lit.text, lit.type};
+    auto it = std::upper_bound(messages.begin(), messages.end(), lit.begin,
+                               [](size_t pos, const CharSpan& m) { return pos < m.begin; });
+    if (it != messages.begin() && lit.begin < std::prev(it)->end) {
+      s.index = std::prev(it)->index;
+      s.role = std::prev(it)->role;
+    }
+    spans.push_back(std::move(s));
+  }
+  for (const auto& s : spans) {
+    auto [b, e] = workload::TokenRange(tok.offsets, s.begin, s.end);
+    w.spans.push_back({s.kind, b, e, s.index, s.role, s.label, s.subkind});
+  }
+  std::stable_sort(w.spans.begin(), w.spans.end(), [](const Span& a, const Span& b) {
+    if (a.begin != b.begin) return a.begin < b.begin;
+    if (a.end != b.end) return a.end > b.end;
+    return KindRank(a.kind) < KindRank(b.kind);
+  });
+  w.tokens = std::move(tok.tokens);
+
+  std::map<std::string, int> counts;
+  for (const auto& s : w.spans) counts[s.kind]++;
+  info.update(nlohmann::json{{"path", workload_path},
+                             {"sha256", sha},
+                             {"format", format},
+                             {"n_tokens", w.tokens.size()},
+                             {"n_chars", CountCodePoints(w.text)},
+                             {"n_bytes", w.text.size()},
+                             {"add_bos", llama_vocab_get_add_bos(vocab)},
+                             {"add_eos", llama_vocab_get_add_eos(vocab)},
+                             {"text_sha256", Sha256Hex(w.text)},
+                             {"span_mapping", tok.exact ? "exact" : "approximate"},
+                             {"span_counts", counts}});
+  w.info = std::move(info);
+  return w;
+}
+
+nlohmann::json SpansToJson(const std::vector<Span>& spans) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& s : spans)
+    a.push_back({{"kind", s.kind}, {"begin", s.begin}, {"end", s.end}, {"index", s.index}, {"role", s.role},
+                 {"label", s.label}, {"subkind", s.subkind}});
+  return a;
+}
+
+Result<std::vector<Span>> SpansFromJson(const nlohmann::json& j) {
+  if (!j.is_array()) return Status::Error("spans: expected a JSON array");
+  std::vector<Span> out;
+  for (const auto& e : j) {
+    if (!e.is_object() || !e.contains("kind") || !e["kind"].is_string() || !e.contains("begin") ||
+        !e["begin"].is_number_integer() || !e.contains("end") || !e["end"].is_number_integer())
+      return Status::Error(fmt::format("spans: entry {} needs kind, begin and end", out.size()));
+    out.push_back({e["kind"].get<std::string>(), e["begin"].get<int32_t>(), e["end"].get<int32_t>(),
+                   e.value("index", 0), e.value("role", ""), e.value("label", ""), e.value("subkind", "")});
+  }
+  return out;
+}
+
+const Span* InnermostSpan(const std::vector<Span>& spans, int32_t pos) {
+  const Span* best = nullptr;
+  for (const auto& s : spans) {
+    if (pos < s.begin || pos >= s.end) continue;
+    if (!best || s.end - s.begin < best->end - best->begin ||
+        (s.end - s.begin == best->end - best->begin && KindRank(s.kind) > KindRank(best->kind)))
+      best = &s;
+  }
+  return best;
+}
+
+std::string SpanLabelAt(const std::vector<Span>& spans, int32_t pos) {
+  const Span* s = InnermostSpan(spans, pos);
+  if (!s) return "";
+  return s->kind == "literal" ? "literal " + s->subkind + " " + s->label : s->label;
+}
+
+}  // namespace flipscope

@@ -1,0 +1,78 @@
+// workload: reads a transcript (OpenAI-style chat JSON or JSONL with tools and tool calls, plain
+// text, or token ids), renders chats with the model's own chat template through llama.cpp's Jinja
+// engine, tokenizes with the model's vocabulary, and marks spans (messages, tool calls, tool
+// results, literals such as IPs, MACs, interface names and ports) as token ranges.
+// The rendered text and its token ids are what every configuration is fed. docs/workloads.md
+// describes the input formats, the tool-call fallbacks and how spans are found.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "util/status.h"
+
+namespace flipscope {
+
+// A marked range of the token sequence.
+struct Span {
+  std::string kind;     // "message", "tool_call", "tool_result" or "literal"
+  int32_t begin = 0;    // token range [begin, end)
+  int32_t end = 0;
+  int index = 0;        // 1-based: message # (message, literal), tool call # (tool_call, tool_result)
+  std::string role;     // role of the (first) message the span lies in, as written in the transcript
+  std::string label;    // e.g. "message #4 assistant", "tool call #3 run_command", or a literal's text
+  std::string subkind;  // literal: ipv4|ipv6|mac|interface|hostname|port|number; tool_call/_result: function
+};
+
+// A loaded workload: the exact tokens fed to every configuration, and what they mean.
+struct Workload {
+  std::vector<int32_t> tokens;
+  std::string text;         // the rendered text (for token ids: their pieces concatenated)
+  std::vector<Span> spans;  // sorted by begin, then longer first
+  nlohmann::json tools;     // the transcript's tool definitions (an array; empty without)
+  // The manifest part: path, sha256 of the file, format, n_tokens, n_chars, n_bytes, add_bos,
+  // template {name, sha256, source: embedded|file|builtin}, tool_call_form ("template" or
+  // "<tool_call> in content"), tool_result_form, tools_in_system, merged_messages, span_mapping.
+  nlohmann::json info;
+};
+
+struct WorkloadOptions {
+  std::string format = "auto";  // auto|chat|jsonl|text|tokens; auto goes by the file extension
+  std::string chat_template;    // --chat-template FILE|NAME; empty = the model's embedded template
+};
+
+// Loads, renders and tokenizes a workload with the model's vocabulary (the model is loaded
+// vocab-only). Errors name the workload file (and line or message number) or the model.
+Result<Workload> LoadWorkload(const std::string& workload_path, const std::string& model_path,
+                              const WorkloadOptions& options);
+
+// Spans as a JSON array of {"kind","begin","end","index","role","label","subkind"}.
+nlohmann::json SpansToJson(const std::vector<Span>& spans);
+// Reads spans written by SpansToJson; error on a malformed entry.
+Result<std::vector<Span>> SpansFromJson(const nlohmann::json& j);
+
+// The innermost (shortest) span containing token position pos, or nullptr; on equal lengths
+// literals win over tool calls/results, which win over messages.
+const Span* InnermostSpan(const std::vector<Span>& spans, int32_t pos);
+// The label of InnermostSpan (a literal's is "literal <type> <text>"), or "" when none.
+std::string SpanLabelAt(const std::vector<Span>& spans, int32_t pos);
+
+// A literal found in text: byte range [begin, end) and its type (see Span::subkind).
+struct Literal {
+  std::string type;
+  std::string text;
+  size_t begin = 0;
+  size_t end = 0;
+};
+// Finds IPv4/IPv6 addresses (with /prefix), MACs, interface names, hostnames, ports (after ':'
+// or "port ") and plain numbers of 3+ digits, non-overlapping, in text order.
+std::vector<Literal> FindLiterals(std::string_view text);
+
+// Names of llama.cpp's built-in (non-Jinja) chat templates accepted by --chat-template NAME.
+std::vector<std::string> BuiltinChatTemplates();
+
+}  // namespace flipscope

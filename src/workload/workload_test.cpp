@@ -1,0 +1,467 @@
+// LoadWorkload on the tiny model (every input format, the tool fallbacks, spans, errors) and on
+// the real SmolLM2 / Gemma 3 models with the default example (checked by tests/ref/workload_ref.py).
+#include <gtest/gtest.h>
+#include <llama.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "engine/engine.h"
+#include "testing/tiny_model.h"
+#include "util/util.h"
+#include "workload/workload.h"
+
+namespace flipscope {
+namespace {
+
+class Env : public ::testing::Environment {
+ public:
+  void SetUp() override { InitLlamaLogging(false); }
+};
+[[maybe_unused]] const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new Env);
+
+std::string Write(const std::string& name, const std::string& content) {
+  std::string p = fixtures::TempPath("workload-" + name);
+  std::ofstream(p, std::ios::binary) << content;
+  return p;
+}
+
+const std::string& TinyModel(bool with_template = true) {
+  static const std::string with = [] {
+    std::string p = fixtures::TempPath("workload-tiny.gguf");
+    EXPECT_TRUE(fixtures::WriteTinyModel(p).ok());
+    return p;
+  }();
+  static const std::string without = [] {
+    std::string p = fixtures::TempPath("workload-tiny-notemplate.gguf");
+    fixtures::TinyModelOptions o;
+    o.chat_template = false;
+    EXPECT_TRUE(fixtures::WriteTinyModel(p, o).ok());
+    return p;
+  }();
+  return with_template ? with : without;
+}
+
+// The model's vocabulary, loaded here independently of the workload code.
+struct Vocab {
+  explicit Vocab(const std::string& path) {
+    llama_model_params mp = llama_model_default_params();
+    mp.vocab_only = true;
+    model.reset(llama_model_load_from_file(path.c_str(), mp));
+    vocab = llama_model_get_vocab(model.get());
+  }
+  std::string Decode(const std::vector<int32_t>& tokens, int32_t b, int32_t e) const {
+    std::string s;
+    char buf[256];
+    for (int32_t i = b; i < e; ++i) {
+      int n = llama_token_to_piece(vocab, tokens[size_t(i)], buf, sizeof(buf), 0, true);
+      s.append(buf, size_t(std::max(n, 0)));
+    }
+    return s;
+  }
+  std::vector<int32_t> Tokenize(const std::string& text) const {
+    std::vector<int32_t> t(text.size() + 8);
+    int n = llama_tokenize(vocab, text.data(), int32_t(text.size()), t.data(), int32_t(t.size()), true, true);
+    t.resize(size_t(std::max(n, 0)));
+    return t;
+  }
+  std::unique_ptr<llama_model, void (*)(llama_model*)> model{nullptr, llama_model_free};
+  const llama_vocab* vocab = nullptr;
+};
+
+const char* kTools = R"([{"type": "function", "function": {"name": "run_command", "description": "Run a show command",
+  "parameters": {"type": "object", "properties": {"device": {"type": "string"}, "command": {"type": "string"}}}}},
+  {"type": "function", "function": {"name": "ping", "parameters": {"type": "object", "properties": {"target": {"type": "string"}}}}}])";
+
+// system, user, assistant with two calls, two tool results, assistant.
+std::vector<std::string> Messages() {
+  return {
+      R"({"role": "system", "content": "You are a test agent."})",
+      R"({"role": "user", "content": "Where is 10.0.0.1?"})",
+      R"({"role": "assistant", "content": "Checking.", "tool_calls": [
+          {"id": "c1", "type": "function", "function": {"name": "run_command", "arguments": "{\"device\": \"sw1\", \"command\": \"show arp\"}"}},
+          {"id": "c2", "type": "function", "function": {"name": "ping", "arguments": {"target": "10.0.0.1"}}}]})",
+      R"({"role": "tool", "tool_call_id": "c1", "content": "Internet 10.0.0.1 0050.56a1.3c7e Gi0/1"})",
+      R"({"role": "tool", "tool_call_id": "c2", "content": "Success rate is 100 percent"})",
+      R"({"role": "assistant", "content": "It is on Gi0/1, port 5432 is open."})"};
+}
+
+std::string ChatJson(const std::vector<std::string>& msgs) {
+  std::string s = std::string("{\"tools\": ") + kTools + ", \"messages\": [";
+  for (size_t i = 0; i < msgs.size(); ++i) s += (i ? ",\n" : "\n") + msgs[i];
+  return s + "]}";
+}
+
+std::string ChatJsonl(const std::vector<std::string>& msgs) {
+  using J = nlohmann::ordered_json;  // the key order of the tools is part of the rendering
+  std::string s = J{{"tools", J::parse(kTools)}}.dump() + "\n";
+  for (const auto& m : msgs) s += J::parse(m).dump() + "\n";
+  return s;
+}
+
+Result<Workload> Load(const std::string& file, const std::string& model, const std::string& tmpl = "",
+                      const std::string& format = "auto") {
+  WorkloadOptions o;
+  o.chat_template = tmpl;
+  o.format = format;
+  return LoadWorkload(file, model, o);
+}
+
+std::vector<const Span*> Kind(const Workload& w, const std::string& kind) {
+  std::vector<const Span*> out;
+  for (const auto& s : w.spans)
+    if (s.kind == kind) out.push_back(&s);
+  return out;
+}
+
+const Span* Literal(const Workload& w, const std::string& text) {
+  for (const Span* s : Kind(w, "literal"))
+    if (s->label == text) return s;
+  return nullptr;
+}
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+TEST(Workload, ChatJsonRendersToolFallbacksWithChatML) {
+  auto w = Load(Write("chat.json", ChatJson(Messages())), TinyModel());
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  // The tiny ChatML template renders neither tools nor tool calls, but takes a "tool" role.
+  EXPECT_EQ(w->info["format"], "chat");
+  EXPECT_EQ(w->info["tool_call_form"], "<tool_call> in content");
+  EXPECT_EQ(w->info["tool_result_form"], "tool role");
+  EXPECT_EQ(w->info["tools_in_system"], true);
+  EXPECT_EQ(w->info["template"]["source"], "embedded");
+  EXPECT_EQ(w->info["span_mapping"], "exact");
+  EXPECT_EQ(w->info["n_tool_calls"], 2);
+  EXPECT_EQ(w->info["sha256"], Sha256File(w->info["path"].get<std::string>()).value());
+  EXPECT_EQ(w->text.rfind("<|im_start|>system\nYou are a test agent.\n\n# Tools\n", 0), 0u);
+  EXPECT_NE(w->text.find("<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"run_command\", \"description\": "
+                         "\"Run a show command\", \"parameters\": {\"type\": \"object\""),
+            std::string::npos);
+  const std::string call1 = R"(<tool_call>{"name": "run_command", "arguments": {"device": "sw1", "command": "show arp"}}</tool_call>)";
+  const std::string call2 = R"(<tool_call>{"name": "ping", "arguments": {"target": "10.0.0.1"}}</tool_call>)";
+  EXPECT_TRUE(EndsWith(w->text, "<|im_start|>user\nWhere is 10.0.0.1?<|im_end|>\n<|im_start|>assistant\nChecking.\n" +
+                                    call1 + "\n" + call2 +
+                                    "<|im_end|>\n<|im_start|>tool\nInternet 10.0.0.1 0050.56a1.3c7e Gi0/1<|im_end|>\n"
+                                    "<|im_start|>tool\nSuccess rate is 100 percent<|im_end|>\n"
+                                    "<|im_start|>assistant\nIt is on Gi0/1, port 5432 is open.<|im_end|>\n"))
+      << w->text;
+
+  // Tokens are llama.cpp's own tokenization with special tokens (BOS added: add_bos is set).
+  Vocab v(TinyModel());
+  EXPECT_EQ(w->tokens, v.Tokenize(w->text));
+  EXPECT_EQ(w->tokens.front(), llama_vocab_bos(v.vocab));
+  EXPECT_EQ(w->info["n_tokens"], w->tokens.size());
+
+  auto messages = Kind(*w, "message");
+  ASSERT_EQ(messages.size(), 6u);
+  const char* roles[] = {"system", "user", "assistant", "tool", "tool", "assistant"};
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(messages[i]->index, int(i + 1));
+    EXPECT_EQ(messages[i]->role, roles[i]);
+    if (i) {
+      EXPECT_EQ(messages[i]->begin, messages[i - 1]->end) << "messages tile the tokens";
+    }
+  }
+  EXPECT_EQ(messages.back()->end, int32_t(w->tokens.size()));
+  // (The tiny SentencePiece vocabulary puts a space after each special token: " user".)
+  EXPECT_NE(v.Decode(w->tokens, messages[1]->begin, messages[1]->end).find("<|im_start|> user\nWhere is 10.0.0.1?"),
+            std::string::npos);
+  auto calls = Kind(*w, "tool_call");
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0]->label, "tool call #1 run_command");
+  EXPECT_NE(v.Decode(w->tokens, calls[0]->begin, calls[0]->end).find(call1), std::string::npos);
+  EXPECT_NE(v.Decode(w->tokens, calls[1]->begin, calls[1]->end).find(call2), std::string::npos);
+  EXPECT_EQ(v.Decode(w->tokens, calls[1]->begin, calls[1]->end).find("run_command"), std::string::npos);
+  auto results = Kind(*w, "tool_result");
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[1]->label, "tool result #2 ping");
+  EXPECT_NE(v.Decode(w->tokens, results[1]->begin, results[1]->end).find("Success rate is 100 percent"),
+            std::string::npos);
+
+  const Span* ip = Literal(*w, "10.0.0.1");
+  ASSERT_NE(ip, nullptr);
+  EXPECT_EQ(ip->subkind, "ipv4");
+  EXPECT_EQ(ip->index, 2);  // first seen in the user's message
+  const Span* port = Literal(*w, "5432");
+  ASSERT_NE(port, nullptr);
+  EXPECT_EQ(port->subkind, "port");
+  EXPECT_EQ(port->role, "assistant");
+  EXPECT_EQ(v.Decode(w->tokens, port->begin, port->end).find("5432") != std::string::npos, true);
+  EXPECT_EQ(Literal(*w, "0050.56a1.3c7e")->role, "tool");
+  EXPECT_EQ(SpanLabelAt(w->spans, port->begin), "literal port 5432");
+}
+
+TEST(Workload, JsonlGivesTheSameWorkloadAsJson) {
+  auto a = Load(Write("same.json", ChatJson(Messages())), TinyModel());
+  auto b = Load(Write("same.jsonl", ChatJsonl(Messages())), TinyModel());
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status().message() << b.status().message();
+  EXPECT_EQ(b->info["format"], "jsonl");
+  EXPECT_EQ(a->tokens, b->tokens);
+  EXPECT_EQ(SpansToJson(a->spans), SpansToJson(b->spans));
+  EXPECT_EQ(a->tools, b->tools);
+  EXPECT_EQ(a->tools.size(), 2u);
+}
+
+TEST(Workload, PlainText) {
+  const std::string text = "show arp on 192.168.1.1 port 22\n";
+  auto w = Load(Write("plain.txt", text), TinyModel());
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->info["format"], "text");
+  EXPECT_TRUE(w->info["template"].is_null());
+  EXPECT_EQ(w->text, text);
+  Vocab v(TinyModel());
+  EXPECT_EQ(w->tokens, v.Tokenize(text));
+  EXPECT_EQ(Kind(*w, "message").size(), 0u);
+  ASSERT_NE(Literal(*w, "192.168.1.1"), nullptr);
+  ASSERT_NE(Literal(*w, "22"), nullptr);
+  EXPECT_EQ(v.Decode(w->tokens, Literal(*w, "22")->begin, Literal(*w, "22")->end), "22");
+}
+
+TEST(Workload, TokenIds) {
+  auto w = Load(Write("ids.tokens", "1 5 6,7\n 300, 301"), TinyModel());
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->tokens, (std::vector<int32_t>{1, 5, 6, 7, 300, 301}));
+  EXPECT_EQ(w->info["format"], "tokens");
+  auto j = Load(Write("ids.json", "[1, 5, 6]"), TinyModel());
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  EXPECT_EQ(j->tokens, (std::vector<int32_t>{1, 5, 6}));
+  EXPECT_EQ(j->info["format"], "tokens");
+
+  auto range = Load(Write("range.ids", "1 2 99999"), TinyModel());
+  ASSERT_FALSE(range.ok());
+  EXPECT_NE(range.status().message().find("range.ids: token #3 (id 99999) is out of range"), std::string::npos)
+      << range.status().message();
+  auto junk = Load(Write("junk.ids", "1 x2"), TinyModel());
+  ASSERT_FALSE(junk.ok());
+  EXPECT_NE(junk.status().message().find("token #2 'x2' is not an integer"), std::string::npos);
+}
+
+// Each bad input gives one error that names the file and what is wrong.
+void ExpectError(const Result<Workload>& r, const std::vector<std::string>& parts) {
+  ASSERT_FALSE(r.ok());
+  for (const auto& p : parts) EXPECT_NE(r.status().message().find(p), std::string::npos) << r.status().message();
+}
+
+TEST(Workload, Errors) {
+  const std::string& m = TinyModel();
+  ExpectError(Load(fixtures::TempPath("workload-missing.json"), m), {"workload-missing.json"});
+  ExpectError(Load(Write("bad.jsonl", "{\"role\": \"user\", \"content\": \"a\"}\n\n{\"role\": \"user\",\n"), m),
+              {"bad.jsonl:3: invalid JSON"});
+  ExpectError(Load(Write("bad.json", "{\"messages\": [}"), m), {"bad.json: invalid JSON"});
+  auto msgs = Messages();
+  msgs[3] = R"({"role": "tool", "tool_call_id": "c9", "content": "x"})";
+  ExpectError(Load(Write("dangling.json", ChatJson(msgs)), m),
+              {"dangling.json: message #4: tool_call_id 'c9' refers to no earlier tool call"});
+  msgs[3] = R"({"role": "tool", "content": "x"})";
+  ExpectError(Load(Write("noid.jsonl", ChatJsonl(msgs)), m), {"noid.jsonl:5: message #4: a tool message needs"});
+  msgs[3] = R"({"role": "robot", "content": "x"})";
+  ExpectError(Load(Write("role.json", ChatJson(msgs)), m), {"role.json: message #4: unknown role 'robot'"});
+  ExpectError(Load(Write("nomsg.json", "{\"tools\": []}"), m), {"nomsg.json", "\"messages\""});
+  ExpectError(Load(Write("ok.json", ChatJson(Messages())), TinyModel(false)),
+              {TinyModel(false), "no embedded chat template", "--chat-template"});
+  ExpectError(Load(Write("ok.json", ChatJson(Messages())), m, "no-such-template"),
+              {"no-such-template", "neither a file nor a llama.cpp built-in", "chatml"});
+  ExpectError(Load(Write("ok.json", ChatJson(Messages())), fixtures::TempPath("no-model.gguf")), {"no-model.gguf"});
+  ExpectError(Load(Write("ok.json", ChatJson(Messages())), m, "", "yaml"), {"--format yaml"});
+  ExpectError(Load(Write("session.xyz", "x"), m), {"session.xyz", "--format"});
+  const std::string raising = Write("raise.jinja", "{{ raise_exception('boom: roles are wrong') }}");
+  ExpectError(Load(Write("ok.json", ChatJson(Messages())), m, raising),
+              {"workload-ok.json: the chat template " + raising, "boom: roles are wrong"});
+}
+
+TEST(Workload, BuiltinTemplateByName) {
+  // The model has no template: a built-in name renders it (and a name is not Jinja source).
+  auto w = Load(Write("builtin.json", ChatJson(Messages())), TinyModel(false), "gemma");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->info["template"]["source"], "builtin");
+  EXPECT_EQ(w->info["template"]["name"], "gemma");
+  EXPECT_EQ(w->info["tool_result_form"], "<tool_response> in user message");
+  EXPECT_EQ(w->info["merged_messages"], 1);  // the two tool results
+  EXPECT_EQ(w->text.rfind("<start_of_turn>user\nYou are a test agent.", 0), 0u) << w->text;
+  EXPECT_NE(w->text.find("<start_of_turn>user\n<tool_response>Internet 10.0.0.1 0050.56a1.3c7e Gi0/1</tool_response>\n"
+                         "<tool_response>Success rate is 100 percent</tool_response><end_of_turn>\n"),
+            std::string::npos)
+      << w->text;
+  auto messages = Kind(*w, "message");
+  ASSERT_EQ(messages.size(), 4u);
+  EXPECT_EQ(messages[0]->label, "messages #1-#2 (merged by the template)");
+  EXPECT_EQ(messages[2]->label, "messages #4-#5 (merged, as user)");
+  EXPECT_EQ(Kind(*w, "tool_result").size(), 2u);
+  auto chatml = Load(Write("builtin.json", ChatJson(Messages())), TinyModel(false), "chatml");
+  ASSERT_TRUE(chatml.ok()) << chatml.status().message();
+  EXPECT_EQ(chatml->text.rfind("<|im_start|>system\nYou are a test agent.", 0), 0u);
+}
+
+// Gemma 3's template in miniature: no tool role, and turns must alternate.
+const char* kAlternating =
+    "{%- if messages[0]['role'] == 'system' -%}{%- set first = messages[0]['content'] + '\\n\\n' -%}"
+    "{%- set loop_messages = messages[1:] -%}{%- else -%}{%- set first = '' -%}{%- set loop_messages = messages -%}"
+    "{%- endif -%}{%- for message in loop_messages -%}"
+    "{%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) -%}"
+    "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{%- endif -%}"
+    "{%- if message['role'] == 'assistant' -%}{%- set role = 'model' -%}{%- else -%}{%- set role = message['role'] -%}"
+    "{%- endif -%}{{ '<start_of_turn>' + role + '\\n' + (first if loop.first else '') + message['content'] | trim + "
+    "'<end_of_turn>\\n' }}{%- endfor -%}";
+
+TEST(Workload, AlternatingJinjaTemplateMergesToolResults) {
+  auto w = Load(Write("alt.json", ChatJson(Messages())), TinyModel(), Write("alt.jinja", kAlternating));
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->info["template"]["source"], "file");
+  EXPECT_EQ(w->info["template"]["requires_alternation"], true);
+  EXPECT_EQ(w->info["template"]["tool_role"], false);
+  EXPECT_EQ(w->info["merged_messages"], 1);
+  EXPECT_NE(w->text.find("<start_of_turn>user\n<tool_response>Internet 10.0.0.1 0050.56a1.3c7e Gi0/1</tool_response>\n"
+                         "<tool_response>Success rate is 100 percent</tool_response><end_of_turn>\n"),
+            std::string::npos)
+      << w->text;
+  Vocab v(TinyModel());
+  auto results = Kind(*w, "tool_result");
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_NE(v.Decode(w->tokens, results[0]->begin, results[0]->end).find("Gi0/1</tool_response>"), std::string::npos);
+  EXPECT_EQ(v.Decode(w->tokens, results[0]->begin, results[0]->end).find("Success"), std::string::npos);
+}
+
+// A template that renders tools and tool calls itself.
+const char* kNative =
+    "{%- if tools -%}<|im_start|>system\n{% for t in tools %}tool {{ t['function']['name'] }}\n{% endfor %}<|im_end|>\n"
+    "{% endif -%}{%- for m in messages -%}<|im_start|>{{ m['role'] }}\n{% if m['content'] %}{{ m['content'] }}{% endif %}"
+    "{%- if m['tool_calls'] -%}{%- for c in m['tool_calls'] -%}<call>{{ c['function']['name'] }} "
+    "{{ c['function']['arguments'] | tojson }}</call>{%- endfor -%}{%- endif -%}<|im_end|>\n{% endfor -%}";
+
+TEST(Workload, TemplateRenderedToolCallsGetSpans) {
+  auto w = Load(Write("native.json", ChatJson(Messages())), TinyModel(), Write("native.jinja", kNative));
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->info["tool_call_form"], "template") << w->info.dump();
+  EXPECT_EQ(w->info["tools_in_system"], false);
+  EXPECT_EQ(w->text.rfind("<|im_start|>system\ntool run_command\ntool ping\n<|im_end|>\n", 0), 0u) << w->text;
+  Vocab v(TinyModel());
+  auto calls = Kind(*w, "tool_call");
+  ASSERT_EQ(calls.size(), 2u);
+  std::string c1 = v.Decode(w->tokens, calls[0]->begin, calls[0]->end);
+  std::string c2 = v.Decode(w->tokens, calls[1]->begin, calls[1]->end);
+  EXPECT_NE(c1.find("<call>run_command"), std::string::npos) << c1;
+  EXPECT_EQ(c1.find("ping"), std::string::npos) << c1;
+  EXPECT_NE(c2.find("<call>ping"), std::string::npos) << c2;
+  EXPECT_EQ(c2.find("<|im_end|>"), std::string::npos) << c2;
+}
+
+TEST(Workload, TemplateWhosePrefixesChangeFallsBackToContentSearch) {
+  // The message count printed first: no rendering of a prefix is a prefix of the full one.
+  const std::string tmpl = Write("count.jinja",
+                                 "{{ messages | length }} messages\n{% for m in messages %}[{{ m['role'] }}] "
+                                 "{{ m['content'] }}\n{% endfor %}");
+  auto w = Load(Write("count.json", ChatJson(Messages())), TinyModel(), tmpl);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->info["span_method"], "content-search");
+  Vocab v(TinyModel());
+  auto messages = Kind(*w, "message");
+  ASSERT_EQ(messages.size(), 6u);
+  EXPECT_NE(v.Decode(w->tokens, messages[5]->begin, messages[5]->end).find("It is on Gi0/1"), std::string::npos);
+  EXPECT_NE(v.Decode(w->tokens, messages[3]->begin, messages[3]->end).find("Internet 10.0.0.1"), std::string::npos);
+}
+
+TEST(Workload, SpanHelpers) {
+  std::vector<Span> spans = {{"message", 0, 100, 1, "user", "message #1 user", ""},
+                             {"tool_call", 10, 30, 1, "assistant", "tool call #1 run_command", "run_command"},
+                             {"literal", 12, 14, 1, "assistant", "5432", "port"}};
+  EXPECT_EQ(InnermostSpan(spans, 13), &spans[2]);
+  EXPECT_EQ(InnermostSpan(spans, 20), &spans[1]);
+  EXPECT_EQ(InnermostSpan(spans, 100), nullptr);
+  EXPECT_EQ(SpanLabelAt(spans, 5), "message #1 user");
+  EXPECT_EQ(SpanLabelAt(spans, 12), "literal port 5432");
+  EXPECT_EQ(SpanLabelAt(spans, 200), "");
+  auto back = SpansFromJson(SpansToJson(spans));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(SpansToJson(*back), SpansToJson(spans));
+  EXPECT_EQ(SpansToJson(spans)[1]["label"], "tool call #1 run_command");
+  EXPECT_FALSE(SpansFromJson(nlohmann::json::parse(R"([{"kind": "message"}])")).ok());
+}
+
+// ---- the default example on the real models -------------------------------------------------
+
+const std::string kExample = std::string(FLIPSCOPE_SOURCE_DIR) + "/examples/netops-session.json";
+
+int Shell(const std::string& cmd) { return std::system(cmd.c_str()); }
+
+TEST(WorkloadExample, RegeneratingWithTheSameSeedGivesTheSameFile) {
+  auto doc = nlohmann::json::parse(ReadFile(kExample).value());
+  const auto& meta = doc["metadata"];
+  std::string out = fixtures::TempPath("workload-regenerated.json");
+  std::string cmd = fmt::format("{} {}/examples/gen_session.py --seed {} --target-tokens {} --chars-per-token {} -o {}",
+                                FLIPSCOPE_PYTHON, FLIPSCOPE_SOURCE_DIR, meta["seed"].get<int>(),
+                                meta["target_tokens"].get<int>(), meta["chars_per_token"].get<double>(), out);
+  ASSERT_EQ(Shell(cmd), 0) << cmd;
+  EXPECT_EQ(ReadFile(out).value(), ReadFile(kExample).value()) << cmd;
+  std::string other = fixtures::TempPath("workload-other-seed.json");
+  ASSERT_EQ(Shell(fmt::format("{} {}/examples/gen_session.py --seed 2 --target-tokens 3000 -o {}", FLIPSCOPE_PYTHON,
+                            FLIPSCOPE_SOURCE_DIR, other)),
+            0);
+  EXPECT_NE(ReadFile(other).value(), ReadFile(kExample).value());
+}
+
+TEST(WorkloadExample, SmolLM2) {
+  const std::string model = fixtures::SmolLM2Path();
+  if (model.empty()) GTEST_SKIP() << "SmolLM2 not in the cache (scripts/setup.sh fetches it)";
+  auto w = Load(kExample, model);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  // About 7,000 tokens, leaving generation room in SmolLM2's 8,192-token context.
+  EXPECT_GE(w->tokens.size(), 6500u);
+  EXPECT_LT(w->tokens.size(), 7600u);
+  EXPECT_EQ(w->info["span_mapping"], "exact");
+  EXPECT_EQ(w->info["span_method"], "windows/1/placeholders");
+  Vocab v(model);
+  EXPECT_EQ(w->tokens, v.Tokenize(w->text));
+  auto doc = nlohmann::json::parse(ReadFile(kExample).value());
+  std::vector<std::string> names;
+  for (const auto& m : doc["messages"])
+    if (m.contains("tool_calls"))
+      for (const auto& c : m["tool_calls"]) names.push_back(c["function"]["name"]);
+  auto calls = Kind(*w, "tool_call");
+  ASSERT_EQ(calls.size(), names.size());
+  for (size_t i = 0; i < calls.size(); ++i) {
+    std::string text = v.Decode(w->tokens, calls[i]->begin, calls[i]->end);
+    EXPECT_NE(text.find("<tool_call>{\"name\": \"" + names[i] + "\""), std::string::npos) << text;
+    EXPECT_EQ(calls[i]->subkind, names[i]);
+  }
+  ASSERT_NE(Literal(*w, "5432"), nullptr);
+
+  // Independent check: the documented rendering rebuilt in Python from the JSON, and the spans
+  // decoded through the GGUF's own token strings.
+  std::string text = Write("smol.txt", w->text);
+  std::string tokens = Write("smol.tokens.json", nlohmann::json(w->tokens).dump());
+  std::string spans = Write("smol.spans.json", SpansToJson(w->spans).dump());
+  std::string cmd = fmt::format("{} {}/tests/ref/workload_ref.py --session {} --gguf {} --text {} --tokens {} --spans {}",
+                                FLIPSCOPE_PYTHON, FLIPSCOPE_SOURCE_DIR, kExample, model, text, tokens, spans);
+  EXPECT_EQ(Shell(cmd), 0) << cmd;
+}
+
+TEST(WorkloadExample, Gemma3WithTheBuiltinGemmaTemplate) {
+  const std::string model = fixtures::Gemma3Path();
+  if (model.empty()) GTEST_SKIP() << "Gemma 3 270M not in the cache (scripts/setup.sh fetches it)";
+  // The GGUF has no embedded template: an error without --chat-template, the built-in with it.
+  ExpectError(Load(kExample, model), {model, "no embedded chat template"});
+  auto w = Load(kExample, model, "gemma");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_GE(w->tokens.size(), 6500u);
+  EXPECT_LT(w->tokens.size(), 7600u);
+  EXPECT_EQ(w->info["span_mapping"], "exact");
+  EXPECT_EQ(w->info["tool_result_form"], "<tool_response> in user message");
+  EXPECT_EQ(w->info["add_bos"], true);
+  Vocab v(model);
+  EXPECT_EQ(w->tokens, v.Tokenize(w->text));
+  for (const Span* c : Kind(*w, "tool_call"))
+    EXPECT_NE(v.Decode(w->tokens, c->begin, c->end).find("\"name\": \"" + c->subkind + "\""), std::string::npos);
+  auto messages = Kind(*w, "message");
+  ASSERT_FALSE(messages.empty());
+  EXPECT_EQ(messages[0]->label, "messages #1-#2 (merged by the template)");
+}
+
+}  // namespace
+}  // namespace flipscope
