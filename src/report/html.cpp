@@ -120,7 +120,7 @@ std::string RankingSection(const json& r) {
       std::string why = row.status == "ok" ? "not measured" : row.status;
       refused += fmt::format(R"(<tr class="refused"><td class="num">—</td><td>{}</td>)"
                              R"(<td colspan="{}" class="reason">{}</td></tr>)",
-                             name + Badge("bad", why), header.size() - 2,
+                             name + Badge(row.status == "ok" ? "neutral" : "bad", why), header.size() - 2,
                              E(row.reason.empty() ? "no reason given" : row.reason));
       continue;
     }

@@ -251,6 +251,25 @@ TEST(Report, MissingOptionalPartsAreLeftOut) {
   EXPECT_EQ(CountOf(html, "<svg"), 2u);
 }
 
+TEST(Report, ReferenceThatRanOnceIsListedWithoutFigures) {
+  json r = Sample();
+  json cmps = json::array();
+  for (const json& c : r["comparisons"])
+    if (c["config"] != "baseline") cmps.push_back(c);
+  r["comparisons"] = cmps;
+  r["summary"].erase(0);  // the baseline's
+  r["floor"] = {{"repeats", 1}, {"flip_rate", nullptr}, {"bit_identical", nullptr},
+                {"note", "the baseline ran once: no repeat floor"}};
+  std::string html = RenderHtml(r);
+  size_t row = html.find("<tr class=\"refused\"><td class=\"num\">—</td><td><strong>baseline</strong>");
+  ASSERT_NE(row, std::string::npos);
+  EXPECT_NE(html.find("the reference configuration ran once", row), std::string::npos);
+  EXPECT_NE(html.find("No repeat floor: the baseline ran once: no repeat floor."), std::string::npos);
+  EXPECT_EQ(html.find("class=\"band\""), std::string::npos);
+  EXPECT_NE(TerminalSummary(r, "").find("repeat floor: none (the baseline ran once: no repeat floor)"),
+            std::string::npos);
+}
+
 TEST(Report, RankingFollowsTheRecipeElseFidelity) {
   json r = Sample();
   r["recipe"]["ranking"] = {"kv-q4_0", "baseline"};  // names; the others follow by fidelity

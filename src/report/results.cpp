@@ -181,8 +181,12 @@ std::vector<ConfigRow> RankedConfigs(const json& results) {
   std::stable_sort(rows.begin(), rows.end(),
                    [&](const ConfigRow& a, const ConfigRow& b) { return key(a) < key(b); });
   int rank = 0;
-  for (ConfigRow& r : rows)
+  for (ConfigRow& r : rows) {
     if (r.summary && r.status == "ok") r.rank = ++rank;
+    else if (r.status == "ok" && r.reason.empty())  // say why a configuration that ran has no figures
+      r.reason = r.is_baseline ? "the reference configuration ran once: no repeat to compare it with"
+                               : "no comparison with the reference";
+  }
   return rows;
 }
 
