@@ -48,6 +48,18 @@ class CaptureWriter {
   virtual Status Commit() = 0;
 };
 
+// The `__metadata__` key whose string value is the manifest JSON.
+inline constexpr const char* kManifestKey = "flipscope.manifest";
+
+// One entry of a capture file's tensor table, as stored.
+struct CaptureTensor {
+  std::string name;
+  std::string dtype;             // safetensors dtype name: "I32", "U64", "F32", "BF16"
+  std::vector<int64_t> shape;
+  uint64_t offset = 0;           // byte offset within the data section
+  uint64_t bytes = 0;
+};
+
 // A capture file opened for reading (memory-mapped; rows are read on demand).
 class CaptureReader {
  public:
@@ -64,6 +76,9 @@ class CaptureReader {
   virtual bool truncated() const = 0;
   virtual int32_t topk() const = 0;
   virtual StoreDtype store() const = 0;
+  // The tensor table in data order, and the file's size in bytes.
+  virtual const std::vector<CaptureTensor>& tensors() const = 0;
+  virtual uint64_t file_size() const = 0;
   // Row i as F32 (BF16 widened) into out (n_vocab values). Full captures only.
   virtual Status ReadRow(int64_t i, std::span<float> out) const = 0;
   // Row i as FP64 into out. Full captures only.
