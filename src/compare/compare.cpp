@@ -181,11 +181,12 @@ std::string Context(std::span<const int32_t> tokens, int32_t pos, const Detokeni
   return text.substr(cut);
 }
 
-FlipRecord DescribeFlip(const CaptureReader& base, const ProbeMetrics& p, const CompareOptions& options) {
+FlipRecord DescribeFlip(const CaptureReader& base, const std::vector<Span>& spans, const ProbeMetrics& p,
+                        const CompareOptions& options) {
   FlipRecord f;
   f.position = p.position;
   f.window = p.position / options.window;
-  std::tie(f.span, f.span_kind) = compare::SpanAt(base.manifest(), p.position + 1);
+  std::tie(f.span, f.span_kind) = compare::SpanAt(spans, p.position + 1);
   f.base_token = p.base_token;
   f.cand_token = p.cand_token;
   f.base_prob = p.base_prob;
@@ -237,9 +238,10 @@ Result<Comparison> Compare(const CaptureReader& base, const CaptureReader& cand,
   FS_RETURN_IF_ERROR(MeasureAll(base, cand, pairs, options, c.probes, c.threads));
   c.seconds = NowSeconds() - t0;
   c.logit_bytes = uint64_t(c.probes_compared) * (RowBytes(base) + RowBytes(cand));
+  const std::vector<Span> spans = compare::ManifestSpans(base.manifest());
   for (const auto& p : c.probes) {
     c.bit_identical += p.identical;
-    if (p.flip) c.flips.push_back(DescribeFlip(base, p, options));
+    if (p.flip) c.flips.push_back(DescribeFlip(base, spans, p, options));
   }
   c.overall = compare::ComputeOverall(c.probes, options);
   c.windows = compare::ComputeWindows(c.probes, options.window, int64_t(base.tokens().size()));

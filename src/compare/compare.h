@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "util/status.h"
+#include "workload/workload.h"
 
 namespace flipscope {
 
@@ -191,9 +192,11 @@ OverallStats ComputeOverall(std::span<const ProbeMetrics> probes, const CompareO
 // "confident", "uncertain" or "moderate" for a flip whose base top-1 probability is p.
 std::string FlipClass(double p, const CompareOptions& options);
 
-// The innermost span of manifest["workload"]["spans"] containing token position pos, as its
-// label (else "<kind> #<index>") and kind; {"", ""} when none or the key is missing.
-std::pair<std::string, std::string> SpanAt(const nlohmann::json& manifest, int32_t pos);
+// The spans of manifest["workload"]["spans"]; none when the key is missing or malformed.
+std::vector<Span> ManifestSpans(const nlohmann::json& manifest);
+// The innermost span containing token position pos (workload's InnermostSpan) as its label
+// (SpanLabelAt, else "<kind> #<index>") and kind; {"", ""} when none.
+std::pair<std::string, std::string> SpanAt(const std::vector<Span>& spans, int32_t pos);
 
 }  // namespace compare
 

@@ -68,14 +68,15 @@ inline std::vector<float> RowFor(int32_t position, Side side, int n_vocab) {
 }
 
 // Spans over the whole workload, nested: two messages, a tool call inside the first, a literal
-// inside the tool call.
+// inside the tool call, and an unlabelled tool result.
 inline nlohmann::json ManifestFor(const CaptureSpec& s) {
   return {{"workload",
            {{"spans",
              {{{"kind", "message"}, {"begin", 0}, {"end", 350}, {"index", 1}, {"label", "message #1 user"}},
               {{"kind", "message"}, {"begin", 350}, {"end", s.n_tokens}, {"index", 2}, {"label", "message #2 assistant"}},
               {{"kind", "tool_call"}, {"begin", 100}, {"end", 160}, {"index", 3}, {"label", "tool call #3"}},
-              {{"kind", "literal"}, {"begin", 120}, {"end", 126}, {"index", 1}}}}}}};
+              {{"kind", "literal"}, {"begin", 120}, {"end", 140}, {"index", 1}, {"subkind", "port"}, {"label", "5432"}},
+              {{"kind", "tool_result"}, {"begin", 160}, {"end", 200}, {"index", 3}}}}}}};
 }
 
 // The log-softmax of a row (FP64) and its ids by descending value, ties to the lowest id.

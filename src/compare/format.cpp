@@ -97,10 +97,15 @@ std::string MarkdownTable(const std::vector<std::string>& header, const Rows& ro
 
 // ---- Row builders shared by the terminal and Markdown views ------------------------------------
 
+std::string StoreText(const std::string& store, int32_t topk) {
+  return store == "topk" ? fmt::format("top-{}", topk) : store;
+}
+
 std::vector<std::string> Summary(const Comparison& c) {
   const auto& o = c.overall;
   std::vector<std::string> lines;
-  lines.push_back(fmt::format("base {} ({}), candidate {} ({})", c.base_path, c.base_store, c.cand_path, c.cand_store));
+  lines.push_back(fmt::format("base {} ({}), candidate {} ({})", c.base_path, StoreText(c.base_store, c.base_topk),
+                              c.cand_path, StoreText(c.cand_store, c.cand_topk)));
   lines.push_back(fmt::format("probes: {} compared ({} skipped in base, {} in candidate)", c.probes_compared,
                               c.probes_skipped_base, c.probes_skipped_cand));
   lines.push_back(fmt::format("bit-for-bit identical: {} of {} probes", c.bit_identical, c.probes_compared));
@@ -133,14 +138,17 @@ Rows WindowRows(const Comparison& c) {
 
 const std::vector<std::string> kFlipHeader = {"position", "window", "span",   "base token (p)", "cand token (p)",
                                               "p_cand(base)", "margin", "KL", "class", "context"};
-Rows FlipRows(const Comparison& c, bool have_text) {
+// The flips table, at most `limit` rows.
+Rows FlipRows(const Comparison& c, bool have_text, size_t limit) {
   Rows rows;
-  for (const auto& f : c.flips)
+  for (const auto& f : c.flips) {
+    if (rows.size() == limit) break;
     rows.push_back({std::to_string(f.position), std::to_string(f.window), f.span.empty() ? "-" : f.span,
                     fmt::format("{} ({})", TokenText(f.base_token, f.base_text, have_text), Prob(f.base_prob)),
                     fmt::format("{} ({})", TokenText(f.cand_token, f.cand_text, have_text), Prob(f.cand_prob)),
                     Prob(f.cand_prob_of_base_token), Sci(f.base_margin), Sci(f.kl), f.klass,
                     have_text ? "…" + Visible(f.context) : "-"});
+  }
   return rows;
 }
 
@@ -214,7 +222,11 @@ std::string RenderCompareTable(const std::vector<Comparison>& cs) {
     if (!out.empty()) out += "\n";
     for (const auto& l : Summary(c)) out += l + "\n";
     out += "\n" + TextTable(kWindowHeader, WindowRows(c));
-    if (!c.flips.empty()) out += "\n" + TextTable(kFlipHeader, FlipRows(c, HaveText(c)));
+    // The terminal shows the first flips; --json / --md / --csv hold them all.
+    constexpr size_t kTerminalFlips = 50;
+    if (!c.flips.empty()) out += "\n" + TextTable(kFlipHeader, FlipRows(c, HaveText(c), kTerminalFlips));
+    if (c.flips.size() > kTerminalFlips)
+      out += fmt::format("... and {} more flips (all of them with --json or --md)\n", c.flips.size() - kTerminalFlips);
   }
   return out;
 }
@@ -225,7 +237,7 @@ std::string RenderCompareMarkdown(const std::vector<Comparison>& cs) {
     out += fmt::format("## {} vs {}\n\n", c.cand_path, c.base_path);
     for (const auto& l : Summary(c)) out += "- " + l + "\n";
     out += "\n" + MarkdownTable(kWindowHeader, WindowRows(c));
-    if (!c.flips.empty()) out += "\n" + MarkdownTable(kFlipHeader, FlipRows(c, HaveText(c)));
+    if (!c.flips.empty()) out += "\n" + MarkdownTable(kFlipHeader, FlipRows(c, HaveText(c), c.flips.size()));
     out += "\n";
   }
   return out;

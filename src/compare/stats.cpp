@@ -113,32 +113,23 @@ OverallStats ComputeOverall(std::span<const ProbeMetrics> probes, const CompareO
   return o;
 }
 
-std::pair<std::string, std::string> SpanAt(const nlohmann::json& manifest, int32_t pos) {
-  const nlohmann::json* spans = nullptr;
-  if (manifest.is_object() && manifest.contains("workload") && manifest["workload"].is_object() &&
-      manifest["workload"].contains("spans") && manifest["workload"]["spans"].is_array())
-    spans = &manifest["workload"]["spans"];
-  if (spans == nullptr) return {"", ""};
-  const nlohmann::json* best = nullptr;
-  int64_t best_len = 0;
-  for (const auto& s : *spans) {
-    if (!s.is_object() || !s.contains("begin") || !s.contains("end")) continue;
-    if (!s["begin"].is_number_integer() || !s["end"].is_number_integer()) continue;
-    const int64_t b = s["begin"].get<int64_t>(), e = s["end"].get<int64_t>();
-    // Innermost = shortest; on equal lengths the later entry (spans nest after their parents).
-    if (b <= pos && pos < e && (best == nullptr || e - b <= best_len)) best = &s, best_len = e - b;
+std::vector<Span> ManifestSpans(const nlohmann::json& manifest) {
+  try {
+    const auto& w = manifest.at("workload");
+    auto spans = SpansFromJson(w.at("spans"));
+    if (spans.ok()) return std::move(spans).value();
+  } catch (const nlohmann::json::exception&) {
+    // no workload / spans key, or a malformed entry: flips then carry no span
   }
-  if (best == nullptr) return {"", ""};
-  auto str = [&](const char* key) {
-    return best->contains(key) && (*best)[key].is_string() ? (*best)[key].get<std::string>() : std::string();
-  };
-  std::string label = str("label"), kind = str("kind");
-  if (label.empty()) {
-    label = kind.empty() ? "span" : kind;
-    if (best->contains("index") && (*best)["index"].is_number_integer())
-      label += fmt::format(" #{}", (*best)["index"].get<int64_t>());
-  }
-  return {label, kind};
+  return {};
+}
+
+std::pair<std::string, std::string> SpanAt(const std::vector<Span>& spans, int32_t pos) {
+  const Span* s = InnermostSpan(spans, pos);
+  if (s == nullptr) return {"", ""};
+  std::string label = SpanLabelAt(spans, pos);
+  if (label.empty()) label = fmt::format("{} #{}", s->kind, s->index);
+  return {label, s->kind};
 }
 
 }  // namespace compare

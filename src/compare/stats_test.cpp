@@ -169,12 +169,21 @@ TEST(Flips, ClassesAndSpans) {
                        {{"spans",
                          {{{"kind", "message"}, {"begin", 0}, {"end", 100}, {"index", 2}, {"label", "message #2 assistant"}},
                           {{"kind", "tool_call"}, {"begin", 10}, {"end", 40}, {"index", 3}, {"label", "tool call #3"}},
-                          {{"kind", "literal"}, {"begin", 20}, {"end", 22}, {"index", 1}}}}}}};
-  EXPECT_EQ(SpanAt(m, 5).first, "message #2 assistant");
-  EXPECT_EQ(SpanAt(m, 10), std::make_pair(std::string("tool call #3"), std::string("tool_call")));
-  EXPECT_EQ(SpanAt(m, 21).first, "literal #1");  // no label: kind and index
-  EXPECT_EQ(SpanAt(m, 22).first, "tool call #3");
-  EXPECT_EQ(SpanAt(m, 100).first, "");
-  EXPECT_EQ(SpanAt(nlohmann::json::object(), 5).first, "");  // no spans key: tolerated
-  EXPECT_EQ(SpanAt({{"workload", {{"path", "x"}}}}, 5).first, "");
+                          {{"kind", "literal"}, {"begin", 20}, {"end", 22}, {"index", 1}, {"subkind", "port"},
+                           {"label", "5432"}},
+                          {{"kind", "message"}, {"begin", 20}, {"end", 22}, {"index", 9}},
+                          {{"kind", "tool_result"}, {"begin", 60}, {"end", 70}, {"index", 4}}}}}}};
+  auto spans = ManifestSpans(m);
+  ASSERT_EQ(spans.size(), 5u);
+  EXPECT_EQ(SpanAt(spans, 5).first, "message #2 assistant");
+  EXPECT_EQ(SpanAt(spans, 10), std::make_pair(std::string("tool call #3"), std::string("tool_call")));
+  EXPECT_EQ(SpanAt(spans, 21).first, "literal port 5432");  // innermost; on equal length literals win
+  EXPECT_EQ(SpanAt(spans, 22).first, "tool call #3");
+  EXPECT_EQ(SpanAt(spans, 65), std::make_pair(std::string("tool_result #4"), std::string("tool_result")));  // no label
+  EXPECT_EQ(SpanAt(spans, 100).first, "");
+  // A missing or malformed spans key is tolerated: no spans.
+  EXPECT_TRUE(ManifestSpans(nlohmann::json::object()).empty());
+  EXPECT_TRUE(ManifestSpans({{"workload", {{"path", "x"}}}}).empty());
+  EXPECT_TRUE(ManifestSpans({{"workload", {{"spans", {{{"kind", "message"}, {"begin", 0}, {"end", 9}, {"index", "x"}}}}}}}).empty());
+  EXPECT_TRUE(ManifestSpans({{"workload", {{"spans", 7}}}}).empty());
 }

@@ -172,14 +172,22 @@ def kl_stats(v):
 
 
 def span_at(manifest, pos):
-    spans = manifest.get("workload", {}).get("spans") if isinstance(manifest.get("workload"), dict) else None
+    """The innermost span holding pos: shortest; on equal lengths literal > tool call/result > message."""
+    workload = manifest.get("workload")
+    spans = workload.get("spans") if isinstance(workload, dict) else None
+    rank = {"literal": 2, "message": 0}
     best = None
-    for s in spans or []:
-        if s["begin"] <= pos < s["end"] and (best is None or s["end"] - s["begin"] <= best["end"] - best["begin"]):
-            best = s
+    for s in spans if isinstance(spans, list) else []:
+        if not s["begin"] <= pos < s["end"]:
+            continue
+        key = (s["end"] - s["begin"], -rank.get(s["kind"], 1))
+        if best is None or key < best[0]:
+            best = (key, s)
     if best is None:
         return None
-    return best.get("label") or f"{best.get('kind', 'span')} #{best['index']}"
+    s = best[1]
+    label = f"literal {s.get('subkind', '')} {s.get('label', '')}" if s["kind"] == "literal" else s.get("label", "")
+    return label or f"{s['kind']} #{s.get('index', 0)}"
 
 
 def no_nan(v):
