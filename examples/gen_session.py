@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generates a network-automation agent session in the OpenAI chat request shape.
 
-    gen_session.py --seed N --target-tokens T [--chars-per-token 3.6] -o FILE
+    gen_session.py --seed N --target-tokens T [--chars-per-token 2.5] -o FILE
 
 The session is a pure function of the arguments (Python standard library only, no clock, no
 environment): a lab network is drawn from the seed, then episodes are added (a user request, the
@@ -18,36 +18,26 @@ import random
 import sys
 
 DOMAIN = "example.net"
+
+
+def tool(name, description, properties, required):
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": {
+        "type": "object", "properties": properties, "required": required}}}
+
+
+S = {"type": "string"}
 TOOLS = [
-    {"type": "function", "function": {
-        "name": "run_command",
-        "description": "Run a read-only show command on a network device over SSH and return its output.",
-        "parameters": {"type": "object", "properties": {
-            "device": {"type": "string", "description": "Device hostname, e.g. lab-core01"},
-            "command": {"type": "string", "description": "The exact CLI command, e.g. show arp"}},
-            "required": ["device", "command"]}}},
-    {"type": "function", "function": {
-        "name": "apply_config",
-        "description": "Enter configuration mode on a device, apply the lines in order, save, and return the session output.",
-        "parameters": {"type": "object", "properties": {
-            "device": {"type": "string"},
-            "lines": {"type": "array", "items": {"type": "string"}, "description": "Configuration lines"},
-            "comment": {"type": "string", "description": "Change record for the audit log"}},
-            "required": ["device", "lines", "comment"]}}},
-    {"type": "function", "function": {
-        "name": "ping",
-        "description": "Ping a target from a device, optionally from a source interface.",
-        "parameters": {"type": "object", "properties": {
-            "device": {"type": "string"}, "target": {"type": "string"},
-            "count": {"type": "integer", "default": 5},
-            "source": {"type": "string", "description": "Source interface"}},
-            "required": ["device", "target"]}}},
-    {"type": "function", "function": {
-        "name": "check_port",
-        "description": "Open a TCP connection from the jump host lab-jump01 to host:port and report the result.",
-        "parameters": {"type": "object", "properties": {
-            "host": {"type": "string"}, "port": {"type": "integer"}},
-            "required": ["host", "port"]}}},
+    tool("run_command", "Run a read-only show command on a network device over SSH and return its output.",
+         {"device": {"type": "string", "description": "Device hostname, e.g. lab-core01"},
+          "command": {"type": "string", "description": "The exact CLI command, e.g. show arp"}}, ["device", "command"]),
+    tool("apply_config", "Enter configuration mode on a device, apply the lines in order, save, and return the session output.",
+         {"device": S, "lines": {"type": "array", "items": S, "description": "Configuration lines"},
+          "comment": {"type": "string", "description": "Change record for the audit log"}}, ["device", "lines", "comment"]),
+    tool("ping", "Ping a target from a device, optionally from a source interface.",
+         {"device": S, "target": S, "count": {"type": "integer", "default": 5},
+          "source": {"type": "string", "description": "Source interface"}}, ["device", "target"]),
+    tool("check_port", "Open a TCP connection from the jump host lab-jump01 to host:port and report the result.",
+         {"host": S, "port": {"type": "integer"}}, ["host", "port"]),
 ]
 
 SERVICES = [("db", 5432, "PostgreSQL"), ("app", 8080, "app server"), ("web", 443, "nginx"),
@@ -141,8 +131,6 @@ class Session:
                 n += len(c["function"]["arguments"]) + len(c["function"]["name"]) + 40
         return n
 
-    # -- message helpers ---------------------------------------------------------------------
-
     def call(self, name, args):
         self.n_calls += 1
         return {"id": "call_%04d%s" % (self.n_calls, "".join(self.rng.choice("abcdef0123456789") for _ in range(6))),
@@ -161,8 +149,6 @@ class Session:
     def answer(self, text):
         self.messages.append({"role": "assistant", "content": text})
 
-    # -- device output -----------------------------------------------------------------------
-
     def show_arp(self, hosts):
         lab, rng = self.lab, self.rng
         rows = ["Protocol  Address          Age (min)  Hardware Addr   Type   Interface"]
@@ -177,15 +163,10 @@ class Session:
                 "Vlan    Mac Address       Type        Ports\n----    -----------       --------    -----\n"
                 "%4d    %s    DYNAMIC     %s\nTotal Mac Addresses for this criterion: 1" % (h["vlan"], h["mac"], h["swport"]))
 
-    def show_run_int(self, h, vlan=None):
-        body = ["interface %s" % self.lab.long_port(h["swport"]),
-                " description %s %s" % (h["name"], "eth0"),
-                " switchport access vlan %d" % (vlan or h["vlan"]),
-                " switchport mode access",
-                " spanning-tree portfast",
-                " spanning-tree bpduguard enable",
-                "end"]
-        text = "\n".join(body)
+    def show_run_int(self, h):
+        text = "\n".join(["interface %s" % self.lab.long_port(h["swport"]), " description %s eth0" % h["name"],
+                          " switchport access vlan %d" % h["vlan"], " switchport mode access", " spanning-tree portfast",
+                          " spanning-tree bpduguard enable", "end"])
         return "Building configuration...\n\nCurrent configuration : %d bytes\n!\n%s" % (len(text) + 4, text)
 
     def show_int_desc(self, sw):
@@ -216,8 +197,6 @@ class Session:
                 % (self.lab.mac(), self.lab.mac(), self.lab.core, rng.randrange(10**6, 10**9), rng.randrange(100, 90000),
                    rng.randrange(10**6, 10**9), rng.randrange(100, 90000), rng.randrange(10**8, 10**10),
                    rng.randrange(10**10, 10**12), crc, crc, rng.randrange(10**8, 10**10), rng.randrange(10**10, 10**12))), crc
-
-    # -- episodes ----------------------------------------------------------------------------
 
     def ep_locate(self):
         h = self.rng.choice(self.lab.hosts)

@@ -2,8 +2,8 @@
 // landed in the text.
 //
 // A message's range is what it appends to the rendering of the messages before it. Rendering
-// every prefix of a long transcript is quadratic (llama.cpp's Jinja engine costs ~0.1 ms per
-// message per rendering: minutes for 1,000 messages), so ranges are measured on short windows:
+// every prefix of a long transcript is quadratic (llama.cpp's Jinja engine walks every message of
+// every prefix: minutes for 1,000 messages), so ranges are measured on short windows:
 // the first message(s), then the turn of the message (from the last message with the role of
 // message 1). Window results are accepted only if, laid end to end, they reproduce the full
 // rendering byte for byte. Windows render a copy whose contents are short placeholders when
@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "util/util.h"
 #include "workload/internal.h"
 
 namespace flipscope::workload {
@@ -111,7 +112,9 @@ class Renderer {
     size_t total = 0, cached_start = size_t(-1);
     std::string before;  // rendering of the window without message k
     loc.window_base.clear();
+    Progress bar("locating messages", loc.msgs.size(), "msg");
     for (size_t k = 0; k < loc.msgs.size(); ++k) {
+      bar.Update(k);
       size_t s = loc.Start(k);
       if (s != cached_start) {
         auto b = Render(loc.Window(s, k), loc.fast);

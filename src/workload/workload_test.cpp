@@ -1,77 +1,15 @@
-// LoadWorkload on the tiny model (every input format, the tool fallbacks, spans, errors) and on
-// the real SmolLM2 / Gemma 3 models with the default example (checked by tests/ref/workload_ref.py).
+// LoadWorkload on the tiny model: every input format, the tool fallbacks, spans, errors.
 #include <gtest/gtest.h>
-#include <llama.h>
 
-#include <cstdlib>
-#include <fstream>
-#include <memory>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "engine/engine.h"
-#include "testing/tiny_model.h"
 #include "util/util.h"
-#include "workload/workload.h"
+#include "workload/workload_test_util.h"
 
 namespace flipscope {
 namespace {
 
-class Env : public ::testing::Environment {
- public:
-  void SetUp() override { InitLlamaLogging(false); }
-};
-[[maybe_unused]] const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new Env);
-
-std::string Write(const std::string& name, const std::string& content) {
-  std::string p = fixtures::TempPath("workload-" + name);
-  std::ofstream(p, std::ios::binary) << content;
-  return p;
-}
-
-const std::string& TinyModel(bool with_template = true) {
-  static const std::string with = [] {
-    std::string p = fixtures::TempPath("workload-tiny.gguf");
-    EXPECT_TRUE(fixtures::WriteTinyModel(p).ok());
-    return p;
-  }();
-  static const std::string without = [] {
-    std::string p = fixtures::TempPath("workload-tiny-notemplate.gguf");
-    fixtures::TinyModelOptions o;
-    o.chat_template = false;
-    EXPECT_TRUE(fixtures::WriteTinyModel(p, o).ok());
-    return p;
-  }();
-  return with_template ? with : without;
-}
-
-// The model's vocabulary, loaded here independently of the workload code.
-struct Vocab {
-  explicit Vocab(const std::string& path) {
-    llama_model_params mp = llama_model_default_params();
-    mp.vocab_only = true;
-    model.reset(llama_model_load_from_file(path.c_str(), mp));
-    vocab = llama_model_get_vocab(model.get());
-  }
-  std::string Decode(const std::vector<int32_t>& tokens, int32_t b, int32_t e) const {
-    std::string s;
-    char buf[256];
-    for (int32_t i = b; i < e; ++i) {
-      int n = llama_token_to_piece(vocab, tokens[size_t(i)], buf, sizeof(buf), 0, true);
-      s.append(buf, size_t(std::max(n, 0)));
-    }
-    return s;
-  }
-  std::vector<int32_t> Tokenize(const std::string& text) const {
-    std::vector<int32_t> t(text.size() + 8);
-    int n = llama_tokenize(vocab, text.data(), int32_t(text.size()), t.data(), int32_t(t.size()), true, true);
-    t.resize(size_t(std::max(n, 0)));
-    return t;
-  }
-  std::unique_ptr<llama_model, void (*)(llama_model*)> model{nullptr, llama_model_free};
-  const llama_vocab* vocab = nullptr;
-};
+using namespace testing_workload;  // NOLINT: test helpers
 
 const char* kTools = R"([{"type": "function", "function": {"name": "run_command", "description": "Run a show command",
   "parameters": {"type": "object", "properties": {"device": {"type": "string"}, "command": {"type": "string"}}}}},
@@ -101,31 +39,6 @@ std::string ChatJsonl(const std::vector<std::string>& msgs) {
   std::string s = J{{"tools", J::parse(kTools)}}.dump() + "\n";
   for (const auto& m : msgs) s += J::parse(m).dump() + "\n";
   return s;
-}
-
-Result<Workload> Load(const std::string& file, const std::string& model, const std::string& tmpl = "",
-                      const std::string& format = "auto") {
-  WorkloadOptions o;
-  o.chat_template = tmpl;
-  o.format = format;
-  return LoadWorkload(file, model, o);
-}
-
-std::vector<const Span*> Kind(const Workload& w, const std::string& kind) {
-  std::vector<const Span*> out;
-  for (const auto& s : w.spans)
-    if (s.kind == kind) out.push_back(&s);
-  return out;
-}
-
-const Span* Literal(const Workload& w, const std::string& text) {
-  for (const Span* s : Kind(w, "literal"))
-    if (s->label == text) return s;
-  return nullptr;
-}
-
-bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 TEST(Workload, ChatJsonRendersToolFallbacksWithChatML) {
@@ -185,16 +98,16 @@ TEST(Workload, ChatJsonRendersToolFallbacksWithChatML) {
   EXPECT_NE(v.Decode(w->tokens, results[1]->begin, results[1]->end).find("Success rate is 100 percent"),
             std::string::npos);
 
-  const Span* ip = Literal(*w, "10.0.0.1");
+  const Span* ip = LiteralSpan(*w, "10.0.0.1");
   ASSERT_NE(ip, nullptr);
   EXPECT_EQ(ip->subkind, "ipv4");
   EXPECT_EQ(ip->index, 2);  // first seen in the user's message
-  const Span* port = Literal(*w, "5432");
+  const Span* port = LiteralSpan(*w, "5432");
   ASSERT_NE(port, nullptr);
   EXPECT_EQ(port->subkind, "port");
   EXPECT_EQ(port->role, "assistant");
   EXPECT_EQ(v.Decode(w->tokens, port->begin, port->end).find("5432") != std::string::npos, true);
-  EXPECT_EQ(Literal(*w, "0050.56a1.3c7e")->role, "tool");
+  EXPECT_EQ(LiteralSpan(*w, "0050.56a1.3c7e")->role, "tool");
   EXPECT_EQ(SpanLabelAt(w->spans, port->begin), "literal port 5432");
 }
 
@@ -219,9 +132,9 @@ TEST(Workload, PlainText) {
   Vocab v(TinyModel());
   EXPECT_EQ(w->tokens, v.Tokenize(text));
   EXPECT_EQ(Kind(*w, "message").size(), 0u);
-  ASSERT_NE(Literal(*w, "192.168.1.1"), nullptr);
-  ASSERT_NE(Literal(*w, "22"), nullptr);
-  EXPECT_EQ(v.Decode(w->tokens, Literal(*w, "22")->begin, Literal(*w, "22")->end), "22");
+  ASSERT_NE(LiteralSpan(*w, "192.168.1.1"), nullptr);
+  ASSERT_NE(LiteralSpan(*w, "22"), nullptr);
+  EXPECT_EQ(v.Decode(w->tokens, LiteralSpan(*w, "22")->begin, LiteralSpan(*w, "22")->end), "22");
 }
 
 TEST(Workload, TokenIds) {
@@ -244,11 +157,6 @@ TEST(Workload, TokenIds) {
 }
 
 // Each bad input gives one error that names the file and what is wrong.
-void ExpectError(const Result<Workload>& r, const std::vector<std::string>& parts) {
-  ASSERT_FALSE(r.ok());
-  for (const auto& p : parts) EXPECT_NE(r.status().message().find(p), std::string::npos) << r.status().message();
-}
-
 TEST(Workload, Errors) {
   const std::string& m = TinyModel();
   ExpectError(Load(fixtures::TempPath("workload-missing.json"), m), {"workload-missing.json"});
@@ -317,6 +225,8 @@ TEST(Workload, AlternatingJinjaTemplateMergesToolResults) {
   EXPECT_EQ(w->info["template"]["requires_alternation"], true);
   EXPECT_EQ(w->info["template"]["tool_role"], false);
   EXPECT_EQ(w->info["merged_messages"], 1);
+  // The template merges the system prompt into the first user turn: windows keep 3 messages.
+  EXPECT_EQ(w->info["span_method"], "windows/3/placeholders");
   EXPECT_NE(w->text.find("<start_of_turn>user\n<tool_response>Internet 10.0.0.1 0050.56a1.3c7e Gi0/1</tool_response>\n"
                          "<tool_response>Success rate is 100 percent</tool_response><end_of_turn>\n"),
             std::string::npos)
@@ -339,6 +249,7 @@ TEST(Workload, TemplateRenderedToolCallsGetSpans) {
   auto w = Load(Write("native.json", ChatJson(Messages())), TinyModel(), Write("native.jinja", kNative));
   ASSERT_TRUE(w.ok()) << w.status().message();
   EXPECT_EQ(w->info["tool_call_form"], "template") << w->info.dump();
+  EXPECT_EQ(w->info["span_method"], "windows/1/placeholders");
   EXPECT_EQ(w->info["tools_in_system"], false);
   EXPECT_EQ(w->text.rfind("<|im_start|>system\ntool run_command\ntool ping\n<|im_end|>\n", 0), 0u) << w->text;
   Vocab v(TinyModel());
@@ -382,85 +293,6 @@ TEST(Workload, SpanHelpers) {
   EXPECT_EQ(SpansToJson(*back), SpansToJson(spans));
   EXPECT_EQ(SpansToJson(spans)[1]["label"], "tool call #1 run_command");
   EXPECT_FALSE(SpansFromJson(nlohmann::json::parse(R"([{"kind": "message"}])")).ok());
-}
-
-// ---- the default example on the real models -------------------------------------------------
-
-const std::string kExample = std::string(FLIPSCOPE_SOURCE_DIR) + "/examples/netops-session.json";
-
-int Shell(const std::string& cmd) { return std::system(cmd.c_str()); }
-
-TEST(WorkloadExample, RegeneratingWithTheSameSeedGivesTheSameFile) {
-  auto doc = nlohmann::json::parse(ReadFile(kExample).value());
-  const auto& meta = doc["metadata"];
-  std::string out = fixtures::TempPath("workload-regenerated.json");
-  std::string cmd = fmt::format("{} {}/examples/gen_session.py --seed {} --target-tokens {} --chars-per-token {} -o {}",
-                                FLIPSCOPE_PYTHON, FLIPSCOPE_SOURCE_DIR, meta["seed"].get<int>(),
-                                meta["target_tokens"].get<int>(), meta["chars_per_token"].get<double>(), out);
-  ASSERT_EQ(Shell(cmd), 0) << cmd;
-  EXPECT_EQ(ReadFile(out).value(), ReadFile(kExample).value()) << cmd;
-  std::string other = fixtures::TempPath("workload-other-seed.json");
-  ASSERT_EQ(Shell(fmt::format("{} {}/examples/gen_session.py --seed 2 --target-tokens 3000 -o {}", FLIPSCOPE_PYTHON,
-                            FLIPSCOPE_SOURCE_DIR, other)),
-            0);
-  EXPECT_NE(ReadFile(other).value(), ReadFile(kExample).value());
-}
-
-TEST(WorkloadExample, SmolLM2) {
-  const std::string model = fixtures::SmolLM2Path();
-  if (model.empty()) GTEST_SKIP() << "SmolLM2 not in the cache (scripts/setup.sh fetches it)";
-  auto w = Load(kExample, model);
-  ASSERT_TRUE(w.ok()) << w.status().message();
-  // About 7,000 tokens, leaving generation room in SmolLM2's 8,192-token context.
-  EXPECT_GE(w->tokens.size(), 6500u);
-  EXPECT_LT(w->tokens.size(), 7600u);
-  EXPECT_EQ(w->info["span_mapping"], "exact");
-  EXPECT_EQ(w->info["span_method"], "windows/1/placeholders");
-  Vocab v(model);
-  EXPECT_EQ(w->tokens, v.Tokenize(w->text));
-  auto doc = nlohmann::json::parse(ReadFile(kExample).value());
-  std::vector<std::string> names;
-  for (const auto& m : doc["messages"])
-    if (m.contains("tool_calls"))
-      for (const auto& c : m["tool_calls"]) names.push_back(c["function"]["name"]);
-  auto calls = Kind(*w, "tool_call");
-  ASSERT_EQ(calls.size(), names.size());
-  for (size_t i = 0; i < calls.size(); ++i) {
-    std::string text = v.Decode(w->tokens, calls[i]->begin, calls[i]->end);
-    EXPECT_NE(text.find("<tool_call>{\"name\": \"" + names[i] + "\""), std::string::npos) << text;
-    EXPECT_EQ(calls[i]->subkind, names[i]);
-  }
-  ASSERT_NE(Literal(*w, "5432"), nullptr);
-
-  // Independent check: the documented rendering rebuilt in Python from the JSON, and the spans
-  // decoded through the GGUF's own token strings.
-  std::string text = Write("smol.txt", w->text);
-  std::string tokens = Write("smol.tokens.json", nlohmann::json(w->tokens).dump());
-  std::string spans = Write("smol.spans.json", SpansToJson(w->spans).dump());
-  std::string cmd = fmt::format("{} {}/tests/ref/workload_ref.py --session {} --gguf {} --text {} --tokens {} --spans {}",
-                                FLIPSCOPE_PYTHON, FLIPSCOPE_SOURCE_DIR, kExample, model, text, tokens, spans);
-  EXPECT_EQ(Shell(cmd), 0) << cmd;
-}
-
-TEST(WorkloadExample, Gemma3WithTheBuiltinGemmaTemplate) {
-  const std::string model = fixtures::Gemma3Path();
-  if (model.empty()) GTEST_SKIP() << "Gemma 3 270M not in the cache (scripts/setup.sh fetches it)";
-  // The GGUF has no embedded template: an error without --chat-template, the built-in with it.
-  ExpectError(Load(kExample, model), {model, "no embedded chat template"});
-  auto w = Load(kExample, model, "gemma");
-  ASSERT_TRUE(w.ok()) << w.status().message();
-  EXPECT_GE(w->tokens.size(), 6500u);
-  EXPECT_LT(w->tokens.size(), 7600u);
-  EXPECT_EQ(w->info["span_mapping"], "exact");
-  EXPECT_EQ(w->info["tool_result_form"], "<tool_response> in user message");
-  EXPECT_EQ(w->info["add_bos"], true);
-  Vocab v(model);
-  EXPECT_EQ(w->tokens, v.Tokenize(w->text));
-  for (const Span* c : Kind(*w, "tool_call"))
-    EXPECT_NE(v.Decode(w->tokens, c->begin, c->end).find("\"name\": \"" + c->subkind + "\""), std::string::npos);
-  auto messages = Kind(*w, "message");
-  ASSERT_FALSE(messages.empty());
-  EXPECT_EQ(messages[0]->label, "messages #1-#2 (merged by the template)");
 }
 
 }  // namespace
