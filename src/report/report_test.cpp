@@ -237,6 +237,8 @@ TEST(Report, MissingOptionalPartsAreLeftOut) {
   for (const char* key : {"branches", "recipe", "floor", "probe_plan", "settings", "model"}) r.erase(key);
   r["comparisons"][0]["compare"]["windows"][0]["kl_mean"] = nullptr;
   r["configs"][1].erase("engine");
+  r["comparisons"][3]["compare"]["truncated"] = true;
+  r["comparisons"][3]["compare"]["kl_estimate"] = "tail bucket <estimate>";
   for (const json& doc : {json::object(), json{{"name", "bare"}}, json{{"configs", json::array({{{"name", 3}}})}}, r}) {
     std::string html = RenderHtml(doc), md = RenderMarkdown(doc), csv = RenderCsv(doc);
     EXPECT_NE(html.find("</html>"), std::string::npos);
@@ -248,6 +250,9 @@ TEST(Report, MissingOptionalPartsAreLeftOut) {
   std::string html = RenderHtml(r);
   EXPECT_NE(html.find("No branch records"), std::string::npos);
   EXPECT_EQ(html.find("id=\"recipe\""), std::string::npos);
+  EXPECT_EQ(html.find("href=\"#recipe\""), std::string::npos);
+  EXPECT_NE(html.find("top-k (truncated) in 1 of 14 comparisons"), std::string::npos);
+  EXPECT_NE(html.find("tail bucket &lt;estimate&gt;"), std::string::npos);
   EXPECT_EQ(CountOf(html, "<svg"), 2u);
 }
 

@@ -102,7 +102,7 @@ std::vector<Fact> Disclosure(const json& r) {
   const json& settings = Sub(r, "settings");
 
   // KL direction, truncation and skipped probes over every comparison.
-  std::string kl_dir;
+  std::string kl_dir, kl_estimate;
   int truncated = 0, n_cmp = 0;
   double skipped = 0;
   const json& cmps = Sub(r, "comparisons");
@@ -111,6 +111,7 @@ std::vector<Fact> Disclosure(const json& r) {
       const json& cj = Sub(c, "compare");
       ++n_cmp;
       if (kl_dir.empty()) kl_dir = Str(cj, "kl_direction");
+      if (kl_estimate.empty() && Sub(cj, "truncated") == true) kl_estimate = Str(cj, "kl_estimate");
       if (Sub(cj, "truncated") == true) ++truncated;
       skipped += Num(cj, "probes_skipped_base").value_or(0) + Num(cj, "probes_skipped_cand").value_or(0);
     }
@@ -169,6 +170,7 @@ std::vector<Fact> Disclosure(const json& r) {
        truncated ? fmt::format("top-k (truncated) in {} of {} comparisons", truncated, n_cmp)
                  : "none: full-vocabulary logits in every comparison",
        false},
+      {method, "KL of truncated captures", kl_estimate, false},
       {method, "Skipped probes", skipped > 0 ? Count(skipped) : "none", false},
       {method, "Aggregation",
        "median over repeats; every repeat of every configuration is compared with the reference's first capture, "
