@@ -11,7 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/engine.h"
 #include "util/status.h"
+#include "workload/workload.h"
 
 namespace flipscope {
 
@@ -87,5 +89,46 @@ class CaptureReader {
   virtual std::span<const int32_t> TopKIds(int64_t i) const = 0;
   virtual std::span<const float> TopKLogprobs(int64_t i) const = 0;
 };
+
+}  // namespace flipscope
+
+// ---- Probe plan and the capture stage --------------------------------------------------------
+
+namespace flipscope {
+
+// Which positions get their logits stored: every stride-th position (0, s, 2s, ... < n-1) plus
+// every position of the full ranges. Position p's logits predict token p+1.
+struct ProbePlan {
+  int stride = 32;
+  // "" | "tool_calls" (every position predicting a token of a tool call) | "A-B,C-D" (inclusive)
+  std::string full;
+  nlohmann::json ToJson() const;
+};
+
+// Probe positions for a workload of n_tokens with its spans; errors name a bad range.
+Result<std::vector<int32_t>> PlanProbes(const ProbePlan& plan, int32_t n_tokens, const std::vector<Span>& spans);
+
+// Everything one capture needs; the manifest records it with defaults resolved.
+struct CaptureRequest {
+  std::string model_path, workload_path, out_path;
+  WorkloadOptions workload;
+  Knobs knobs;
+  ProbePlan plan;
+  StoreDtype store = StoreDtype::kF32;
+  bool progress = true;  // show the progress bar (on a terminal only)
+};
+
+// Renders and tokenizes the workload, runs it teacher-forced through the llama engine and
+// writes the capture atomically. Returns the final manifest. On error nothing is left at out_path.
+Result<nlohmann::json> RunCapture(const CaptureRequest& req);
+
+// The manifest's "request": everything that decides the capture's content, as asked (knobs
+// unresolved). A run reuses an existing capture only when its request is equal.
+nlohmann::json CaptureRequestJson(const CaptureRequest& req, const std::string& model_sha256,
+                                  const std::string& workload_sha256);
+
+// The capture format's name for a storage dtype ("f32" / "bf16"), and back.
+std::string StoreName(StoreDtype d);
+Result<StoreDtype> ParseStore(const std::string& name);
 
 }  // namespace flipscope

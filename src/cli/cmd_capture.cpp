@@ -1,6 +1,81 @@
-// `flipscope capture` (not built yet: registers nothing).
+// `flipscope capture -m MODEL -w WORKLOAD -o OUT.safetensors [knobs]`
+#include <fmt/format.h>
+
+#include "capture/capture.h"
 #include "cli/commands.h"
+#include "util/util.h"
 
 namespace flipscope::cli {
-void AddCaptureCommand(CLI::App&) {}
+
+namespace {
+// Registers the numerics knobs under llama.cpp's flag names.
+void AddKnobFlags(CLI::App* cmd, Knobs& k, std::string& ts) {
+  cmd->add_option("-fa,--flash-attn", k.flash_attn, "Flash attention: on, off or auto")->default_val("auto");
+  cmd->add_option("-ctk,--cache-type-k", k.cache_type_k, "K cache type (f32 f16 bf16 q8_0 q4_0 q4_1 iq4_nl q5_0 q5_1)")
+      ->default_val("f16");
+  cmd->add_option("-ctv,--cache-type-v", k.cache_type_v, "V cache type (as -ctk)")->default_val("f16");
+  cmd->add_option("-c,--ctx-size", k.n_ctx, "Context size; 0 = the model's training context")->default_val(0);
+  cmd->add_option("-b,--batch-size", k.n_batch, "Logical batch size (prefill chunk)")->default_val(2048);
+  cmd->add_option("-ub,--ubatch-size", k.n_ubatch, "Physical batch size")->default_val(512);
+  cmd->add_option("-t,--threads", k.n_threads, "Threads; 0 = all hardware threads")->default_val(0);
+  cmd->add_option("-ngl,--n-gpu-layers", k.n_gpu_layers, "Layers on the GPU; -1 = all")->default_val(-1);
+  cmd->add_option("-sm,--split-mode", k.split_mode, "Multi-GPU split: none, layer, row or tensor")->default_val("layer");
+  cmd->add_option("-ts,--tensor-split", ts, "Fractions per GPU, e.g. 3,1");
+  cmd->add_option("-dev,--device", k.devices, "Devices, comma separated (see --version)");
+}
+
+Result<std::vector<float>> ParseSplit(const std::string& s) {
+  std::vector<float> out;
+  size_t start = 0;
+  while (start < s.size()) {
+    size_t comma = s.find_first_of(",/", start);
+    std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    try {
+      out.push_back(std::stof(item));
+    } catch (...) {
+      return Status::Error("-ts: '" + item + "' is not a number");
+    }
+    start = comma == std::string::npos ? s.size() : comma + 1;
+  }
+  return out;
+}
+}  // namespace
+
+void AddCaptureCommand(CLI::App& app) {
+  struct Opts {
+    CaptureRequest req;
+    std::string store = "f32", ts;
+    bool quiet = false;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* cmd = app.add_subcommand("capture", "Run a workload teacher-forced and store the logits at probe positions");
+  cmd->add_option("-m,--model", o->req.model_path, "GGUF model file")->required();
+  cmd->add_option("-w,--workload", o->req.workload_path, "Chat JSON/JSONL, plain text or token ids")->required();
+  cmd->add_option("-o,--output", o->req.out_path, "Capture file to write (.safetensors)")->required();
+  cmd->add_option("--format", o->req.workload.format, "Workload format: auto, chat, jsonl, text, tokens")
+      ->default_val("auto");
+  cmd->add_option("--chat-template", o->req.workload.chat_template,
+                  "Jinja template FILE or llama.cpp template NAME (default: the model's embedded one)");
+  cmd->add_option("--stride", o->req.plan.stride, "Store every N-th position")->default_val(32);
+  cmd->add_option("--full", o->req.plan.full, "Also store every position of: tool_calls and/or ranges A-B,...");
+  cmd->add_option("--store", o->store, "Stored logits dtype: f32 (native) or bf16")->default_val("f32");
+  cmd->add_flag("-q,--quiet", o->quiet, "No progress bar");
+  AddKnobFlags(cmd, o->req.knobs, o->ts);
+  cmd->callback([o] {
+    auto store = ParseStore(o->store);
+    if (!store.ok()) return void(ExitCode() = Fail(store.status()));
+    o->req.store = *store;
+    auto split = ParseSplit(o->ts);
+    if (!split.ok()) return void(ExitCode() = Fail(split.status()));
+    o->req.knobs.tensor_split = *split;
+    o->req.progress = !o->quiet;
+    auto m = RunCapture(o->req);
+    if (!m.ok()) return void(ExitCode() = Fail(m.status()));
+    const auto& t = (*m)["timings"];
+    fmt::print(stderr, "wrote {}: {} tokens, {} probes, {:.1f} tok/s, {}\n", o->req.out_path,
+               (*m)["workload"].value("n_tokens", 0), (*m)["probe_plan"]["n_probes"].get<int64_t>(),
+               t["tokens_per_s"].get<double>(), (*m)["engine"]["flags"].get<std::string>());
+  });
+}
+
 }  // namespace flipscope::cli

@@ -116,6 +116,10 @@ class LlamaEngine : public Engine {
   std::unique_ptr<Impl> impl_;
 };
 
+// Token id -> text (special tokens rendered) from a model's vocabulary, loaded vocab-only (fast,
+// no weights). The function owns the vocabulary; ids outside it give "".
+Result<std::function<std::string(int32_t)>> LoadDetokenizer(const std::string& model_path);
+
 // Index of the largest value, ties to the lowest index (the capture format's argmax rule).
 int32_t ArgmaxLowest(std::span<const float> row);
 

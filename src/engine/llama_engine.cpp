@@ -316,6 +316,21 @@ Result<Future> LlamaEngine::DecodeFresh(std::span<const int32_t> prefix, int32_t
   return impl_->Greedy(0, n, first, first_prob, max_tokens);
 }
 
+Result<std::function<std::string(int32_t)>> LoadDetokenizer(const std::string& model_path) {
+  InitLlamaLogging(g_log_verbose);
+  llama_model_params mp = llama_model_default_params();
+  mp.vocab_only = true;
+  std::shared_ptr<llama_model> model(llama_model_load_from_file(model_path.c_str(), mp), llama_model_free);
+  if (!model) return Status::Error(model_path + ": llama.cpp could not read the vocabulary");
+  return std::function<std::string(int32_t)>([model](int32_t token) -> std::string {
+    const llama_vocab* v = llama_model_get_vocab(model.get());
+    if (token < 0 || token >= llama_vocab_n_tokens(v)) return "";
+    char buf[256];
+    int n = llama_token_to_piece(v, token, buf, sizeof(buf), 0, true);
+    return n < 0 ? std::string() : std::string(buf, size_t(n));
+  });
+}
+
 nlohmann::json LlamaEngine::Describe() const {
   char desc[256];
   llama_model_desc(impl_->model, desc, sizeof(desc));

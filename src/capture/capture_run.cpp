@@ -1,0 +1,149 @@
+// The capture stage: workload -> engine -> capture file, with the manifest that discloses it.
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "capture/capture.h"
+#include "checkpoint/checkpoint.h"
+#include "util/util.h"
+
+#ifndef FLIPSCOPE_VERSION
+#define FLIPSCOPE_VERSION "0.0.0"
+#endif
+
+namespace flipscope {
+
+std::string StoreName(StoreDtype d) { return d == StoreDtype::kBF16 ? "bf16" : "f32"; }
+
+Result<StoreDtype> ParseStore(const std::string& name) {
+  if (name == "f32") return StoreDtype::kF32;
+  if (name == "bf16") return StoreDtype::kBF16;
+  return Status::Error("--store must be f32 or bf16, not '" + name + "'");
+}
+
+nlohmann::json ProbePlan::ToJson() const { return {{"stride", stride}, {"full", full}}; }
+
+Result<std::vector<int32_t>> PlanProbes(const ProbePlan& plan, int32_t n, const std::vector<Span>& spans) {
+  if (plan.stride < 1) return Status::Error("--stride must be >= 1");
+  if (n < 2) return Status::Error("the workload needs at least 2 tokens");
+  std::set<int32_t> pos;
+  // The last position predicts no token of the workload, so probes stop at n-2.
+  for (int32_t p = 0; p < n - 1; p += plan.stride) pos.insert(p);
+  auto add_range = [&](int32_t a, int32_t b) {
+    for (int32_t p = std::max(0, a); p <= std::min(b, n - 2); ++p) pos.insert(p);
+  };
+  size_t start = 0;
+  const std::string& f = plan.full;
+  while (start < f.size()) {
+    size_t comma = f.find(',', start);
+    std::string item = f.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    start = comma == std::string::npos ? f.size() : comma + 1;
+    if (item.empty()) continue;
+    if (item == "tool_calls") {
+      // Every position whose logits predict a token of a tool call: p+1 in [begin, end).
+      for (const Span& s : spans)
+        if (s.kind == "tool_call") add_range(s.begin - 1, s.end - 2);
+      continue;
+    }
+    int a = 0, b = 0;
+    char dash = 0;
+    char extra = 0;
+    if (std::sscanf(item.c_str(), "%d%c%d%c", &a, &dash, &b, &extra) != 3 || dash != '-' || a < 0 || b < a)
+      return Status::Error("--full: '" + item + "' is not tool_calls or a range A-B (0 <= A <= B)");
+    if (a > n - 2) return Status::Error(fmt::format("--full: range {} starts past the workload's last probe {}", item, n - 2));
+    add_range(a, b);
+  }
+  return std::vector<int32_t>(pos.begin(), pos.end());
+}
+
+nlohmann::json CaptureRequestJson(const CaptureRequest& req, const std::string& model_sha256,
+                                  const std::string& workload_sha256) {
+  return {{"model_sha256", model_sha256},
+          {"workload_sha256", workload_sha256},
+          {"format", req.workload.format},
+          {"chat_template", req.workload.chat_template},
+          {"knobs", req.knobs.ToJson()},
+          {"probe_plan", req.plan.ToJson()},
+          {"store", StoreName(req.store)},
+          {"tool_version", FLIPSCOPE_VERSION}};
+}
+
+namespace {
+
+// Hash of the vocabulary as the engine renders it: two captures with equal hashes tokenize alike.
+std::string TokenizerHash(const LlamaEngine& e) {
+  Sha256 h;
+  for (int32_t t = 0; t < e.n_vocab(); ++t) {
+    std::string piece = e.TokenText(t);
+    h.Update(piece.data(), piece.size() + 1);  // include the NUL as a separator
+  }
+  return h.HexDigest();
+}
+
+}  // namespace
+
+Result<nlohmann::json> RunCapture(const CaptureRequest& req) {
+  double t0 = NowSeconds();
+  FS_RETURN_IF_ERROR(req.knobs.Validate());
+  FS_ASSIGN_OR_RETURN(ModelInfo model, ReadModelInfo(req.model_path));
+  FS_ASSIGN_OR_RETURN(Workload w, LoadWorkload(req.workload_path, req.model_path, req.workload));
+  const int32_t n = int32_t(w.tokens.size());
+  FS_ASSIGN_OR_RETURN(std::vector<int32_t> probes, PlanProbes(req.plan, n, w.spans));
+  if (req.knobs.n_ctx > 0 && n > req.knobs.n_ctx)
+    return Status::Error(fmt::format("{}: {} tokens do not fit the context of {} (-c)", req.workload_path, n,
+                                     req.knobs.n_ctx));
+  if (req.knobs.n_ctx == 0 && n > model.n_ctx_train)
+    return Status::Error(fmt::format("{}: {} tokens are longer than the model's training context of {}; set -c to "
+                                     "run past it", req.workload_path, n, model.n_ctx_train));
+  double t_load0 = NowSeconds();
+  FS_ASSIGN_OR_RETURN(auto engine, LlamaEngine::Create(req.model_path, req.knobs));
+  double t_load = NowSeconds() - t_load0;
+
+  nlohmann::json workload = w.info;
+  workload["spans"] = SpansToJson(w.spans);
+  workload["tools"] = w.tools;  // the branch stage judges tool calls against these
+  nlohmann::json manifest = {
+      {"format", "flipscope.capture"},
+      {"format_version", 1},
+      {"tool", {{"name", "flipscope"}, {"version", FLIPSCOPE_VERSION}}},
+      {"created", UtcNowIso()},
+      {"model", model.ToJson()},
+      {"tokenizer_sha256", TokenizerHash(*engine)},
+      {"workload", workload},
+      {"engine", engine->Describe()},
+      {"knobs", engine->Describe()["knobs"]},
+      {"probe_plan", {{"stride", req.plan.stride}, {"full", req.plan.full}, {"n_probes", probes.size()}}},
+      {"store", StoreName(req.store)},
+      {"truncated", false},
+      {"topk", 0},
+  };
+  FS_ASSIGN_OR_RETURN(std::string workload_sha, Sha256File(req.workload_path));
+  manifest["request"] = CaptureRequestJson(req, model.sha256, workload_sha);
+  CaptureLayout layout;
+  layout.tokens = w.tokens;
+  layout.positions = probes;
+  layout.n_vocab = engine->n_vocab();
+  layout.store = req.store;
+  FS_ASSIGN_OR_RETURN(auto writer, CaptureWriter::Create(req.out_path, layout, manifest));
+
+  Progress bar("capture", uint64_t(n), "tok");
+  double t_run0 = NowSeconds();
+  Status st = engine->Prefill(
+      w.tokens, probes, [&](const Row& r) { return writer->WriteRow(r.index, r.logits); },
+      [&](int64_t done) {
+        if (req.progress) bar.Update(uint64_t(done));
+      });
+  bar.Finish();
+  if (!st.ok()) return st.Prefixed(req.model_path);
+  double t_run = NowSeconds() - t_run0;
+  manifest["timings"] = {{"load_s", t_load},
+                         {"prefill_s", t_run},
+                         {"tokens_per_s", t_run > 0 ? n / t_run : 0.0},
+                         {"total_s", NowSeconds() - t0}};
+  writer->SetManifest(manifest);
+  FS_RETURN_IF_ERROR(writer->Commit());
+  return manifest;
+}
+
+}  // namespace flipscope

@@ -1,0 +1,107 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "capture/capture.h"
+#include "testing/tiny_model.h"
+#include "util/util.h"
+
+using namespace flipscope;
+namespace fs = std::filesystem;
+
+namespace {
+struct Files {
+  std::string model, workload, dir;
+};
+Files Make(const std::string& name) {
+  Files f;
+  f.dir = fixtures::TempPath("caprun-" + name);
+  fs::remove_all(f.dir);
+  fs::create_directories(f.dir);
+  f.model = f.dir + "/tiny.gguf";
+  EXPECT_TRUE(fixtures::WriteTinyModel(f.model).ok());
+  f.workload = f.dir + "/work.txt";
+  std::ofstream w(f.workload);
+  for (int i = 0; i < 10; ++i) w << "show the port " << 5432 + i << " on the interface. ";
+  return f;
+}
+CaptureRequest Request(const Files& f, const std::string& out) {
+  CaptureRequest r;
+  r.model_path = f.model;
+  r.workload_path = f.workload;
+  r.out_path = f.dir + "/" + out;
+  r.knobs.n_threads = 1;
+  r.plan.stride = 8;
+  r.progress = false;
+  return r;
+}
+}  // namespace
+
+TEST(PlanProbes, StrideAndRanges) {
+  std::vector<Span> spans;
+  Span call;
+  call.kind = "tool_call";
+  call.begin = 20;
+  call.end = 24;
+  spans.push_back(call);
+  auto p = PlanProbes({10, "tool_calls"}, 40, spans);
+  ASSERT_TRUE(p.ok());
+  // Stride: 0,10,20,30; the call's tokens 20..23 are predicted from positions 19..22.
+  EXPECT_EQ(*p, (std::vector<int32_t>{0, 10, 19, 20, 21, 22, 30}));
+  auto r = PlanProbes({100, "5-7,37-50"}, 40, spans);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, (std::vector<int32_t>{0, 5, 6, 7, 37, 38}));  // the last probe is n-2
+  EXPECT_FALSE(PlanProbes({8, "7-3"}, 40, spans).ok());
+  EXPECT_FALSE(PlanProbes({8, "tool_cals"}, 40, spans).ok());
+  EXPECT_FALSE(PlanProbes({0, ""}, 40, spans).ok());
+}
+
+TEST(RunCapture, RepeatIsBitForBitAndManifestIsComplete) {
+  Files f = Make("repeat");
+  auto a = RunCapture(Request(f, "a.safetensors"));
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  auto b = RunCapture(Request(f, "b.safetensors"));
+  ASSERT_TRUE(b.ok());
+  auto ra = CaptureReader::Open(f.dir + "/a.safetensors");
+  auto rb = CaptureReader::Open(f.dir + "/b.safetensors");
+  ASSERT_TRUE(ra.ok() && rb.ok());
+  const auto& A = **ra;
+  const auto& B = **rb;
+  ASSERT_EQ(A.positions().size(), B.positions().size());
+  EXPECT_TRUE(std::equal(A.digest().begin(), A.digest().end(), B.digest().begin()));
+  std::vector<float> x(size_t(A.n_vocab())), y(size_t(A.n_vocab()));
+  for (int64_t i = 0; i < int64_t(A.positions().size()); ++i) {
+    ASSERT_TRUE(A.ReadRow(i, x).ok());
+    ASSERT_TRUE(B.ReadRow(i, y).ok());
+    EXPECT_EQ(0, std::memcmp(x.data(), y.data(), x.size() * 4)) << i;
+  }
+  const auto& m = A.manifest();
+  for (const char* k : {"model", "workload", "engine", "knobs", "probe_plan", "timings", "request", "tokenizer_sha256"})
+    EXPECT_TRUE(m.contains(k)) << k;
+  EXPECT_EQ(m["model"]["sha256"], *Sha256File(f.model));
+  EXPECT_NE(m["knobs"]["flash_attn"], "auto");
+  EXPECT_EQ(m["workload"]["n_tokens"].get<size_t>(), A.tokens().size());
+}
+
+TEST(RunCapture, BadInputsLeaveNoFile) {
+  Files f = Make("bad");
+  struct Case { std::string what; std::function<void(CaptureRequest&)> edit; std::string expect; };
+  std::vector<Case> cases = {
+      {"context", [](CaptureRequest& r) { r.knobs.n_ctx = 16; }, "do not fit the context"},
+      {"kv type", [](CaptureRequest& r) { r.knobs.cache_type_k = "q3_k"; }, "unknown KV cache type"},
+      {"v quant without fa", [](CaptureRequest& r) { r.knobs.cache_type_v = "q8_0"; r.knobs.flash_attn = "off"; },
+       "needs flash attention"},
+      {"model", [](CaptureRequest& r) { r.model_path = "/nonexistent.gguf"; }, "/nonexistent.gguf"},
+      {"workload", [](CaptureRequest& r) { r.workload_path = "/nonexistent.json"; }, "/nonexistent.json"},
+  };
+  for (auto& c : cases) {
+    CaptureRequest r = Request(f, "bad.safetensors");
+    c.edit(r);
+    auto m = RunCapture(r);
+    ASSERT_FALSE(m.ok()) << c.what;
+    EXPECT_NE(m.status().message().find(c.expect), std::string::npos) << c.what << ": " << m.status().message();
+    EXPECT_FALSE(fs::exists(r.out_path)) << c.what;
+  }
+  for (auto& e : fs::directory_iterator(f.dir)) EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos);
+}

@@ -1,0 +1,37 @@
+// Following the forks of every variant that flips: the branch stage per configuration.
+#include <fmt/format.h>
+
+#include "branch/branch.h"
+#include "experiment/steps.h"
+
+namespace flipscope {
+
+Status BranchAll(const Experiment& exp, nlohmann::json& results, const RunOptions& opts) {
+  results["branches"] = nlohmann::json::array();
+  const std::string base = results["configs"][0]["captures"][0];
+  for (const auto& c : results["configs"]) {
+    if (c["status"] != "ok" || c["name"] == results["baseline"]) continue;
+    // Only configurations whose first repeat flips have forks to follow.
+    bool flips = false;
+    for (const auto& cmp : results["comparisons"])
+      if (cmp["config"] == c["name"] && cmp["repeat"] == 0) flips = cmp["compare"]["overall"]["flips"].get<int64_t>() > 0;
+    if (!flips) continue;
+    BranchRequest req;
+    req.base_path = base;
+    req.cand_path = c["captures"][0];
+    req.options.max_tokens = exp.branch.max_tokens;
+    req.options.max_branches = exp.branch.max_branches;
+    req.options.reconverge = exp.branch.reconverge;
+    req.options.progress = opts.progress;
+    fmt::print(stderr, "  following the forks of {}\n", c["name"].get<std::string>());
+    auto b = RunBranches(req);
+    if (!b.ok()) return b.status().Prefixed("branches of " + c["name"].get<std::string>());
+    nlohmann::json entry = *b;
+    entry["branch_config"] = entry.value("config", nlohmann::json());
+    entry["config"] = c["name"];
+    results["branches"].push_back(entry);
+  }
+  return Status::Ok();
+}
+
+}  // namespace flipscope

@@ -1,0 +1,70 @@
+// experiment: an experiment file (TOML) -> captures (repeats, cached) -> comparisons ->
+// branches -> results.json + report + recipe, in one results folder.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "capture/capture.h"
+#include "engine/engine.h"
+#include "util/status.h"
+
+namespace flipscope {
+
+// One configuration: the baseline's knobs with this configuration's changes applied.
+struct ConfigSpec {
+  std::string name, description;
+  nlohmann::json changes = nlohmann::json::object();  // knob -> value, as written in the file
+  Knobs knobs;
+  std::string model_path;     // the weights this configuration runs
+  std::string requantize;     // e.g. "F16" or "Q8_0": derive the weights from the experiment's model
+  int repeats = 1;
+  int line = 0;               // where it is defined in the experiment file
+};
+
+struct BranchSettings {
+  bool enabled = false;
+  int max_tokens = 64;
+  int max_branches = 16;  // per configuration, the most confident flips first
+  int reconverge = 8;
+};
+
+struct Experiment {
+  std::string path, name;
+  std::string model, workload;
+  WorkloadOptions workload_options;
+  ProbePlan plan;
+  StoreDtype store = StoreDtype::kF32;
+  int window = 8192;
+  double confident = 0.9;
+  std::optional<uint64_t> memory_budget;
+  ConfigSpec baseline;
+  std::vector<ConfigSpec> variants;
+  BranchSettings branch;
+};
+
+// Parses and checks an experiment file. Unknown keys, misspelt knobs and bad values are errors
+// naming the file and line. Relative paths are relative to the file; ~ and ${VAR} are expanded.
+Result<Experiment> ParseExperiment(const std::string& path);
+
+struct RunOptions {
+  std::string outdir;
+  std::optional<uint64_t> memory_budget;  // --memory overrides the file's
+  bool progress = true;
+};
+
+// Runs the experiment: captures every configuration and repeat (reusing a capture whose
+// request matches, so an interrupted run continues), compares, follows forks, writes
+// OUTDIR/results.json, results.csv, report.md and report.html. Returns results.json's content.
+// A configuration llama.cpp refuses is recorded as refused with the reason; the run goes on.
+Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& opts);
+
+// The recipe from a results document: configurations ranked by fidelity against memory, KV
+// bytes per token per KV type, the context a memory budget fits, and launch commands.
+nlohmann::json MakeRecipe(const nlohmann::json& results, const Experiment& exp);
+
+}  // namespace flipscope

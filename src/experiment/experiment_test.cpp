@@ -1,0 +1,94 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "capture/capture.h"
+#include "experiment/experiment.h"
+#include "testing/tiny_model.h"
+#include "util/util.h"
+
+using namespace flipscope;
+namespace fs = std::filesystem;
+
+namespace {
+// A folder with a tiny model, a text workload and an experiment file with the given body.
+std::string MakeExperiment(const std::string& name, const std::string& body) {
+  fs::path dir = fixtures::TempPath("exp-" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  EXPECT_TRUE(fixtures::WriteTinyModel((dir / "tiny.gguf").string()).ok());
+  std::ofstream w(dir / "work.txt");
+  for (int i = 0; i < 6; ++i) w << "show interface port " << (5432 + i) << " on the switch and the router. ";
+  w.close();
+  std::ofstream(dir / "exp.toml") << "model = \"tiny.gguf\"\nworkload = \"work.txt\"\nwindow = 64\n" << body;
+  return (dir / "exp.toml").string();
+}
+}  // namespace
+
+TEST(ParseExperiment, UnknownKeysNameTheLine) {
+  auto p = MakeExperiment("unknown", "[baseline]\nthreads = 1\n\n[[variant]]\nname = \"x\"\ncache_typ_k = \"q8_0\"\n");
+  auto e = ParseExperiment(p);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find(p + ":9: unknown key 'cache_typ_k'"), std::string::npos) << e.status().message();
+  p = MakeExperiment("toplevel", "windw = 3\n");
+  EXPECT_NE(ParseExperiment(p).status().message().find(":4: unknown key 'windw'"), std::string::npos);
+  p = MakeExperiment("badvalue", "[baseline]\nthreads = \"two\"\n");
+  EXPECT_NE(ParseExperiment(p).status().message().find(":5:"), std::string::npos)
+      << ParseExperiment(p).status().message();
+  p = MakeExperiment("syntax", "[baseline\n");
+  EXPECT_NE(ParseExperiment(p).status().message().find(":4:"), std::string::npos);
+}
+
+TEST(ParseExperiment, VariantsApplyTheirChangesToTheBaseline) {
+  auto p = MakeExperiment("variants", "[baseline]\nthreads = 1\nflash_attn = \"on\"\nrepeats = 2\n\n[[variant]]\nname = \"q8\"\n"
+                             "cache_type_k = \"q8_0\"\ncache_type_v = \"q8_0\"\n");
+  auto e = ParseExperiment(p);
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_EQ(e->baseline.repeats, 2);
+  ASSERT_EQ(e->variants.size(), 1u);
+  EXPECT_EQ(e->variants[0].knobs.n_threads, 1);
+  EXPECT_EQ(e->variants[0].knobs.flash_attn, "on");
+  EXPECT_EQ(e->variants[0].knobs.cache_type_k, "q8_0");
+  EXPECT_EQ(e->variants[0].repeats, 1);
+  EXPECT_EQ(e->model, (fs::path(p).parent_path() / "tiny.gguf").string());
+}
+
+TEST(RunExperiment, EndToEndOnTheTinyModelWithReuseAndRefusal) {
+  auto p = MakeExperiment("run",
+                 "[probe]\nstride = 4\n[baseline]\nthreads = 1\nflash_attn = \"on\"\nctx_size = 512\nrepeats = 2\n"
+                 "[[variant]]\nname = \"kv-q8_0\"\ncache_type_k = \"q8_0\"\ncache_type_v = \"q8_0\"\n"
+                 "[[variant]]\nname = \"refused\"\ncache_type_v = \"q4_0\"\nflash_attn = \"off\"\n");
+  auto e = ParseExperiment(p);
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  RunOptions ro;
+  ro.outdir = (fs::path(p).parent_path() / "out").string();
+  ro.progress = false;
+  ro.memory_budget = 1ull << 20;
+  auto r = RunExperiment(*e, ro);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const auto& res = *r;
+  ASSERT_EQ(res["configs"].size(), 3u);
+  EXPECT_EQ(res["configs"][2]["status"], "refused");
+  EXPECT_NE(res["configs"][2]["reason"].get<std::string>().find("flash attention"), std::string::npos);
+  // The baseline repeat is bit-for-bit identical on the CPU: the floor is exact.
+  EXPECT_EQ(res["floor"]["bit_identical"], true);
+  EXPECT_EQ(res["floor"]["flip_rate"], 0.0);
+  // One comparison for the baseline's second repeat, one for the variant.
+  ASSERT_EQ(res["comparisons"].size(), 2u);
+  const auto& q8 = res["comparisons"][1]["compare"];
+  EXPECT_EQ(res["comparisons"][1]["config"], "kv-q8_0");
+  EXPECT_LT(q8["bit_identical"].get<int64_t>(), q8["probes_compared"].get<int64_t>());
+  EXPECT_GT(q8["overall"]["kl_base_cand"]["mean"].get<double>(), 0.0);
+  // The recipe's KV figures follow the model's shape: 2 layers x 1 KV head x (32 + 32) dims.
+  for (const auto& t : res["recipe"]["kv_types"])
+    if (t["type"] == "f16") EXPECT_DOUBLE_EQ(t["bytes_per_token"].get<double>(), 2 * 1 * 64 * 2.0);
+  for (const char* f : {"results.json", "report.html", "report.md", "results.csv"})
+    EXPECT_TRUE(fs::exists(fs::path(ro.outdir) / f)) << f;
+  // A second run reuses every capture.
+  auto again = RunExperiment(*e, ro);
+  ASSERT_TRUE(again.ok());
+  for (const auto& c : (*again)["configs"])
+    for (const auto& reused : c["reused"]) EXPECT_TRUE(reused.get<bool>()) << c["name"];
+  EXPECT_EQ((*again)["summary"], res["summary"]);
+}

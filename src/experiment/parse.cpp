@@ -1,0 +1,225 @@
+// Experiment files: TOML -> Experiment, with errors that name the file and line.
+#include <toml++/toml.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "experiment/experiment.h"
+#include "util/util.h"
+
+namespace flipscope {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::set<std::string> kKnobKeys = {"flash_attn",   "cache_type_k", "cache_type_v", "ctx_size",
+                                         "batch_size",   "ubatch_size",  "threads",      "n_gpu_layers",
+                                         "split_mode",   "tensor_split", "device"};
+
+struct Ctx {
+  std::string file;
+  Status At(const toml::node& n, const std::string& what) const {
+    return Status::Error(fmt::format("{}:{}: {}", file, n.source().begin.line, what));
+  }
+};
+
+// ~ and ${VAR} expanded; relative paths resolved against the experiment file's folder.
+std::string ExpandPath(const std::string& raw, const std::string& base_dir) {
+  std::string s;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i] == '$' && i + 1 < raw.size() && raw[i + 1] == '{') {
+      size_t close = raw.find('}', i);
+      if (close != std::string::npos) {
+        const char* v = std::getenv(raw.substr(i + 2, close - i - 2).c_str());
+        s += v ? v : "";
+        i = close;
+        continue;
+      }
+    }
+    s += raw[i];
+  }
+  if (s.rfind("~/", 0) == 0) {
+    const char* home = std::getenv("HOME");
+    s = std::string(home ? home : "") + s.substr(1);
+  }
+  if (!s.empty() && fs::path(s).is_relative()) s = (fs::path(base_dir) / s).lexically_normal().string();
+  return s;
+}
+
+nlohmann::json ToJson(const toml::node& n) {
+  if (auto v = n.as_string()) return v->get();
+  if (auto v = n.as_integer()) return v->get();
+  if (auto v = n.as_floating_point()) return v->get();
+  if (auto v = n.as_boolean()) return v->get();
+  if (auto a = n.as_array()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (auto& e : *a) out.push_back(ToJson(e));
+    return out;
+  }
+  return nullptr;
+}
+
+// Reads a configuration table (baseline or variant) over `base`'s knobs.
+Status ReadConfig(const Ctx& c, const toml::table& t, const ConfigSpec* base, const std::string& base_dir,
+                  ConfigSpec& out) {
+  nlohmann::json knobs = base ? base->knobs.ToJson() : Knobs().ToJson();
+  out.line = int(t.source().begin.line);
+  if (base) {
+    out.model_path = base->model_path;
+    out.repeats = 1;
+  }
+  for (auto& [k, node] : t) {
+    std::string key(k.str());
+    if (key == "name") {
+      if (!node.is_string()) return c.At(node, "name must be a string");
+      out.name = *node.value<std::string>();
+    } else if (key == "description") {
+      out.description = node.value_or<std::string>("");
+    } else if (key == "repeats") {
+      auto r = node.value<int64_t>();
+      if (!r || *r < 1 || *r > 100) return c.At(node, "repeats must be an integer from 1 to 100");
+      out.repeats = int(*r);
+    } else if (key == "model") {
+      if (!node.is_string()) return c.At(node, "model must be a path");
+      out.model_path = ExpandPath(*node.value<std::string>(), base_dir);
+      out.changes["model"] = out.model_path;
+    } else if (key == "requantize") {
+      if (!node.is_string()) return c.At(node, "requantize must be a type name such as F16 or Q8_0");
+      out.requantize = *node.value<std::string>();
+      out.changes["requantize"] = out.requantize;
+    } else if (kKnobKeys.count(key)) {
+      knobs[key] = ToJson(node);
+      out.changes[key] = ToJson(node);
+      auto parsed = Knobs::FromJson(knobs);
+      if (!parsed.ok()) return c.At(node, parsed.status().message());
+    } else {
+      return c.At(node, fmt::format("unknown key '{}' (knobs: {})", key, fmt::join(kKnobKeys, ", ")));
+    }
+  }
+  auto parsed = Knobs::FromJson(knobs);
+  if (!parsed.ok()) return c.At(t, parsed.status().message());
+  out.knobs = *parsed;
+  // A knob llama.cpp would refuse is kept: the run records it as refused with the reason.
+  return Status::Ok();
+}
+
+template <typename T>
+Status Get(const Ctx& c, const toml::node& n, T& out, const char* what) {
+  auto v = n.value<T>();
+  if (!v) return c.At(n, std::string(what));
+  out = *v;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Experiment> ParseExperiment(const std::string& path) {
+  Ctx c{path};
+  toml::table root;
+  try {
+    root = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    if (!fs::exists(path)) return Status::Error(path + ": no such file");
+    return Status::Error(fmt::format("{}:{}: {}", path, e.source().begin.line, e.description()));
+  }
+  Experiment exp;
+  exp.path = path;
+  std::string dir = fs::path(path).parent_path().string();
+  exp.name = fs::path(path).stem().string();
+  const toml::table* baseline = nullptr;
+  for (auto& [k, node] : root) {
+    std::string key(k.str());
+    if (key == "name") FS_RETURN_IF_ERROR(Get(c, node, exp.name, "name must be a string"));
+    else if (key == "model") {
+      FS_RETURN_IF_ERROR(Get(c, node, exp.model, "model must be a path"));
+      exp.model = ExpandPath(exp.model, dir);
+    } else if (key == "workload") {
+      FS_RETURN_IF_ERROR(Get(c, node, exp.workload, "workload must be a path"));
+      exp.workload = ExpandPath(exp.workload, dir);
+    } else if (key == "chat_template") {
+      FS_RETURN_IF_ERROR(Get(c, node, exp.workload_options.chat_template, "chat_template must be a string"));
+      if (exp.workload_options.chat_template.find('/') != std::string::npos ||
+          exp.workload_options.chat_template.find('.') != std::string::npos)
+        exp.workload_options.chat_template = ExpandPath(exp.workload_options.chat_template, dir);
+    } else if (key == "format") FS_RETURN_IF_ERROR(Get(c, node, exp.workload_options.format, "format must be a string"));
+    else if (key == "window") {
+      int64_t w = 0;
+      FS_RETURN_IF_ERROR(Get(c, node, w, "window must be an integer"));
+      if (w < 1) return c.At(node, "window must be >= 1");
+      exp.window = int(w);
+    } else if (key == "confident") {
+      FS_RETURN_IF_ERROR(Get(c, node, exp.confident, "confident must be a probability"));
+      if (exp.confident <= 0 || exp.confident > 1) return c.At(node, "confident must be in (0, 1]");
+    } else if (key == "memory") {
+      std::string m;
+      FS_RETURN_IF_ERROR(Get(c, node, m, "memory must be a size such as \"8GiB\""));
+      auto b = ParseBytes(m);
+      if (!b.ok()) return c.At(node, b.status().message());
+      exp.memory_budget = *b;
+    } else if (key == "probe") {
+      if (!node.is_table()) return c.At(node, "[probe] must be a table");
+      for (auto& [pk, pn] : *node.as_table()) {
+        std::string p(pk.str());
+        if (p == "stride") {
+          int64_t s = 0;
+          FS_RETURN_IF_ERROR(Get(c, pn, s, "stride must be an integer"));
+          if (s < 1) return c.At(pn, "stride must be >= 1");
+          exp.plan.stride = int(s);
+        } else if (p == "full") FS_RETURN_IF_ERROR(Get(c, pn, exp.plan.full, "full must be a string"));
+        else if (p == "store") {
+          std::string s;
+          FS_RETURN_IF_ERROR(Get(c, pn, s, "store must be f32 or bf16"));
+          auto st = ParseStore(s);
+          if (!st.ok()) return c.At(pn, st.status().message());
+          exp.store = *st;
+        } else return c.At(pn, "unknown key '" + p + "' in [probe] (stride, full, store)");
+      }
+    } else if (key == "baseline") {
+      if (!node.is_table()) return c.At(node, "[baseline] must be a table");
+      baseline = node.as_table();
+    } else if (key == "variant") {
+      if (!node.is_array_of_tables()) return c.At(node, "variants are written [[variant]]");
+    } else if (key == "branch") {
+      if (!node.is_table()) return c.At(node, "[branch] must be a table");
+      exp.branch.enabled = true;
+      for (auto& [bk, bn] : *node.as_table()) {
+        std::string b(bk.str());
+        int64_t v = 0;
+        if (b == "enabled") FS_RETURN_IF_ERROR(Get(c, bn, exp.branch.enabled, "enabled must be true or false"));
+        else if (b == "max_tokens" || b == "max_branches" || b == "reconverge") {
+          FS_RETURN_IF_ERROR(Get(c, bn, v, "must be an integer"));
+          if (v < 1) return c.At(bn, b + " must be >= 1");
+          (b == "max_tokens" ? exp.branch.max_tokens : b == "max_branches" ? exp.branch.max_branches
+                                                                            : exp.branch.reconverge) = int(v);
+        } else return c.At(bn, "unknown key '" + b + "' in [branch] (enabled, max_tokens, max_branches, reconverge)");
+      }
+    } else {
+      return c.At(node, "unknown key '" + key +
+                            "' (name, model, workload, chat_template, format, window, confident, memory, [probe], "
+                            "[baseline], [[variant]], [branch])");
+    }
+  }
+  if (exp.model.empty()) return Status::Error(path + ": no model given (model = \"path/to/model.gguf\")");
+  if (exp.workload.empty()) return Status::Error(path + ": no workload given (workload = \"path\")");
+  exp.baseline.name = "baseline";
+  exp.baseline.model_path = exp.model;
+  if (baseline) FS_RETURN_IF_ERROR(ReadConfig(c, *baseline, nullptr, dir, exp.baseline));
+  if (exp.baseline.name.empty()) exp.baseline.name = "baseline";
+  std::set<std::string> names = {exp.baseline.name};
+  if (auto arr = root["variant"].as_array()) {
+    for (auto& v : *arr) {
+      ConfigSpec spec;
+      FS_RETURN_IF_ERROR(ReadConfig(c, *v.as_table(), &exp.baseline, dir, spec));
+      if (spec.name.empty()) return c.At(v, "a variant needs a name");
+      if (!names.insert(spec.name).second) return c.At(v, "duplicate configuration name '" + spec.name + "'");
+      if (spec.changes.empty()) return c.At(v, "variant '" + spec.name + "' changes nothing from the baseline");
+      exp.variants.push_back(std::move(spec));
+    }
+  }
+  return exp;
+}
+
+}  // namespace flipscope

@@ -1,0 +1,98 @@
+// The recipe: rank configurations by fidelity against memory and say which one to run.
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "experiment/steps.h"
+#include "util/util.h"
+
+namespace flipscope {
+
+nlohmann::json MakeRecipe(const nlohmann::json& results, const Experiment& exp) {
+  const auto& settings = results["settings"];
+  std::optional<double> budget;
+  if (!settings["memory_budget_bytes"].is_null()) budget = settings["memory_budget_bytes"].get<double>();
+  const int64_t n_ctx_train = results["model"].value("n_ctx_train", int64_t(0));
+
+  // Context that fits: (budget - weights) / KV bytes per token, capped at the training context.
+  auto context_at = [&](double weights, double kv_per_token) -> nlohmann::json {
+    if (!budget || kv_per_token <= 0) return nullptr;
+    double left = *budget - weights;
+    if (left <= 0) return 0;
+    return std::min<int64_t>(int64_t(left / kv_per_token), n_ctx_train);
+  };
+
+  struct Row { std::string name; double rate, kl, kv, weights; bool above; nlohmann::json flags, model; };
+  std::vector<Row> rows;
+  for (const auto& s : results["summary"]) {
+    for (const auto& c : results["configs"]) {
+      if (c["name"] != s["config"]) continue;
+      rows.push_back({c["name"], s["median_flip_rate"], s["kl_mean"], c["kv_bytes_per_token"],
+                      c.value("model_file_size", 0.0), s["above_floor"], c["flags"], c["model_path"]});
+    }
+  }
+  // The baseline belongs in the ranking even when it ran once (no comparison of its own).
+  const auto& base = results["configs"][0];
+  if (std::none_of(rows.begin(), rows.end(), [&](const Row& r) { return r.name == base["name"]; }))
+    rows.push_back({base["name"], 0.0, 0.0, base["kv_bytes_per_token"], base.value("model_file_size", 0.0), false,
+                    base["flags"], base["model_path"]});
+  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+    return std::tie(a.rate, a.kl, a.kv) < std::tie(b.rate, b.kl, b.kv);
+  });
+  nlohmann::json ranking = nlohmann::json::array();
+  for (auto& r : rows)
+    ranking.push_back({{"config", r.name},
+                       {"median_flip_rate", r.rate},
+                       {"kl_mean", r.kl},
+                       {"kv_bytes_per_token", r.kv},
+                       {"weights_bytes", r.weights},
+                       {"context_at_budget", context_at(r.weights, r.kv)},
+                       {"above_floor", r.above}});
+
+  // Recommended: the configuration indistinguishable from the baseline (not above the floor)
+  // that needs the least memory per token; the baseline when every change costs fidelity.
+  const Row* best = nullptr;
+  for (auto& r : rows) {
+    if (r.above) continue;
+    double mem = r.kv * double(n_ctx_train) + r.weights;
+    if (!best || mem < best->kv * double(n_ctx_train) + best->weights) best = &r;
+  }
+  if (!best) best = &rows.front();
+  std::string reason =
+      best->name == base["name"].get<std::string>()
+          ? "every variant that saves memory flips choices above the repeat floor; stay on the baseline"
+          : fmt::format("its flip rate ({:.3f}%) is within the baseline's repeat floor and it needs {} per token "
+                        "of KV cache",
+                        100 * best->rate, HumanBytes(best->kv));
+
+  nlohmann::json kv_types = nlohmann::json::array();
+  ModelInfo shape;
+  shape.n_layer = results["model"]["n_layer"];
+  shape.n_head_kv = results["model"]["n_head_kv"];
+  shape.head_dim_k = results["model"]["head_dim_k"];
+  shape.head_dim_v = results["model"]["head_dim_v"];
+  for (const auto& t : KvCacheTypes()) {
+    Knobs k;
+    k.cache_type_k = k.cache_type_v = t;
+    double per = KvBytesPerToken(shape, k);
+    kv_types.push_back({{"type", t}, {"bytes_per_token", per}, {"context_at_budget", context_at(best->weights, per)}});
+  }
+  nlohmann::json ctx = context_at(best->weights, best->kv);
+  int64_t c = ctx.is_number() ? ctx.get<int64_t>() : n_ctx_train;
+  std::string flags = best->flags.get<std::string>();
+  // The capture's flags carry the context it ran with; the recipe states the context to serve.
+  auto pos = flags.find(" -c ");
+  if (pos != std::string::npos) flags.erase(pos, flags.find(' ', pos + 4) - pos);
+  std::string model = best->model.get<std::string>();
+  return {{"recommended", best->name},
+          {"reason", reason},
+          {"ranking", ranking},
+          {"kv_types", kv_types},
+          {"memory_budget_bytes", budget ? nlohmann::json(*budget) : nlohmann::json(nullptr)},
+          {"context", c},
+          {"server_command", fmt::format("llama-server -m {} -c {} {}", model, c, flags)},
+          {"cli_command", fmt::format("llama-cli -m {} -c {} {}", model, c, flags)}};
+}
+
+}  // namespace flipscope

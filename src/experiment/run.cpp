@@ -1,0 +1,193 @@
+// RunExperiment: captures (cached by request), comparisons, summary, branches, report.
+#include <llama.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "branch/branch.h"
+#include "checkpoint/checkpoint.h"
+#include "compare/compare.h"
+#include "experiment/experiment.h"
+#include "experiment/steps.h"
+#include "report/report.h"
+#include "util/util.h"
+
+#ifndef FLIPSCOPE_VERSION
+#define FLIPSCOPE_VERSION "0.0.0"
+#endif
+
+namespace flipscope {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Weight formats a configuration may be requantized to, as llama.cpp's file types.
+Result<llama_ftype> FtypeByName(const std::string& name) {
+  static const std::map<std::string, llama_ftype> m = {
+      {"F32", LLAMA_FTYPE_ALL_F32},         {"F16", LLAMA_FTYPE_MOSTLY_F16},
+      {"BF16", LLAMA_FTYPE_MOSTLY_BF16},    {"Q8_0", LLAMA_FTYPE_MOSTLY_Q8_0},
+      {"Q6_K", LLAMA_FTYPE_MOSTLY_Q6_K},    {"Q5_K_M", LLAMA_FTYPE_MOSTLY_Q5_K_M},
+      {"Q4_K_M", LLAMA_FTYPE_MOSTLY_Q4_K_M}, {"Q4_0", LLAMA_FTYPE_MOSTLY_Q4_0}};
+  auto it = m.find(name);
+  if (it == m.end()) return Status::Error("requantize: unknown type '" + name + "' (F32 F16 BF16 Q8_0 Q6_K Q5_K_M Q4_K_M Q4_0)");
+  return it->second;
+}
+
+// The model file a configuration runs: requantized weights are made once and kept in OUTDIR/models.
+Result<std::string> ConfigModel(const ConfigSpec& c, const std::string& outdir) {
+  if (c.requantize.empty()) return c.model_path;
+  FS_ASSIGN_OR_RETURN(llama_ftype ft, FtypeByName(c.requantize));
+  fs::create_directories(fs::path(outdir) / "models");
+  std::string out = (fs::path(outdir) / "models" / (fs::path(c.model_path).stem().string() + "-" + c.requantize + ".gguf")).string();
+  if (fs::exists(out)) return out;
+  llama_model_quantize_params qp = llama_model_quantize_default_params();
+  qp.ftype = ft;
+  qp.allow_requantize = true;
+  qp.nthread = 0;
+  std::string tmp = out + ".tmp";
+  if (llama_model_quantize(c.model_path.c_str(), tmp.c_str(), &qp) != 0) {
+    fs::remove(tmp);
+    return Status::Error(c.model_path + ": llama.cpp could not requantize to " + c.requantize);
+  }
+  fs::rename(tmp, out);
+  return out;
+}
+
+struct Runner {
+  const Experiment& exp;
+  const RunOptions& opts;
+  std::map<std::string, std::string> sha_cache;  // path -> SHA-256
+
+  Result<std::string> Sha(const std::string& path) {
+    auto it = sha_cache.find(path);
+    if (it != sha_cache.end()) return it->second;
+    FS_ASSIGN_OR_RETURN(std::string h, Sha256File(path));
+    sha_cache[path] = h;
+    return h;
+  }
+
+  // A capture at `out` whose recorded request equals this one is reused.
+  bool Reusable(const std::string& out, const nlohmann::json& request) {
+    if (!fs::exists(out)) return false;
+    auto r = CaptureReader::Open(out);
+    return r.ok() && (*r)->manifest().value("request", nlohmann::json()) == request;
+  }
+
+  // Captures one configuration's repeats; fills the config's results entry.
+  nlohmann::json CaptureConfig(const ConfigSpec& c) {
+    nlohmann::json entry = {{"name", c.name},       {"description", c.description}, {"changes", c.changes},
+                            {"repeats", c.repeats}, {"captures", nlohmann::json::array()},
+                            {"capture_seconds", nlohmann::json::array()}, {"reused", nlohmann::json::array()}};
+    auto refuse = [&](const std::string& status, const Status& why) {
+      entry["status"] = status;
+      entry["reason"] = why.message();
+      fmt::print(stderr, "  {}: {}: {}\n", c.name, status, why.message());
+      return entry;
+    };
+    if (Status v = c.knobs.Validate(); !v.ok()) return refuse("refused", v);
+    auto model = ConfigModel(c, opts.outdir);
+    if (!model.ok()) return refuse("failed", model.status());
+    entry["model_path"] = *model;
+    auto model_sha = Sha(*model);
+    auto workload_sha = Sha(exp.workload);
+    if (!model_sha.ok()) return refuse("failed", model_sha.status());
+    if (!workload_sha.ok()) return refuse("failed", workload_sha.status());
+    for (int r = 0; r < c.repeats; ++r) {
+      CaptureRequest req;
+      req.model_path = *model;
+      req.workload_path = exp.workload;
+      req.workload = exp.workload_options;
+      req.knobs = c.knobs;
+      req.plan = exp.plan;
+      req.store = exp.store;
+      req.progress = opts.progress;
+      req.out_path = (fs::path(opts.outdir) / "captures" / fmt::format("{}-r{}.safetensors", c.name, r)).string();
+      nlohmann::json request = CaptureRequestJson(req, *model_sha, *workload_sha);
+      bool reuse = Reusable(req.out_path, request);
+      double t0 = NowSeconds();
+      if (!reuse) {
+        fmt::print(stderr, "  capturing {} (repeat {} of {}): {}\n", c.name, r + 1, c.repeats, c.knobs.ToFlags());
+        auto m = RunCapture(req);
+        if (!m.ok()) {
+          bool refused = m.status().message().find("refused") != std::string::npos;
+          return refuse(refused ? "refused" : "failed", m.status());
+        }
+      }
+      entry["captures"].push_back(req.out_path);
+      entry["capture_seconds"].push_back(NowSeconds() - t0);
+      entry["reused"].push_back(reuse);
+    }
+    auto first = CaptureReader::Open(entry["captures"][0].get<std::string>());
+    if (!first.ok()) return refuse("failed", first.status());
+    const auto& m = (*first)->manifest();
+    entry["status"] = "ok";
+    entry["knobs"] = m["knobs"];
+    entry["flags"] = m["engine"].value("flags", c.knobs.ToFlags());
+    entry["engine"] = m["engine"];
+    entry["timings"] = m.value("timings", nlohmann::json::object());
+    entry["model_file_size"] = fs::file_size(*model);
+    return entry;
+  }
+};
+
+}  // namespace
+
+Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& opts) {
+  std::error_code ec;
+  fs::create_directories(fs::path(opts.outdir) / "captures", ec);
+  if (ec) return Status::Error(opts.outdir + ": cannot create the results folder: " + ec.message());
+  FS_ASSIGN_OR_RETURN(ModelInfo model, ReadModelInfo(exp.model));
+  Runner runner{exp, opts, {}};
+  nlohmann::json results = {{"flipscope_version", FLIPSCOPE_VERSION},
+                            {"created", UtcNowIso()},
+                            {"name", exp.name},
+                            {"experiment_file", exp.path},
+                            {"model", model.ToJson()},
+                            {"baseline", exp.baseline.name},
+                            {"settings",
+                             {{"window", exp.window},
+                              {"confident", exp.confident},
+                              {"memory_budget_bytes", opts.memory_budget ? nlohmann::json(*opts.memory_budget)
+                                                      : exp.memory_budget ? nlohmann::json(*exp.memory_budget)
+                                                                          : nlohmann::json(nullptr)}}}};
+
+  // 1. Captures: the baseline first; without it nothing can be compared.
+  std::vector<const ConfigSpec*> all = {&exp.baseline};
+  for (auto& v : exp.variants) all.push_back(&v);
+  results["configs"] = nlohmann::json::array();
+  for (const ConfigSpec* c : all) {
+    nlohmann::json entry = runner.CaptureConfig(*c);
+    entry["kv_bytes_per_token"] = KvBytesPerToken(model, c->knobs);
+    results["configs"].push_back(entry);
+    if (c == &exp.baseline && entry["status"] != "ok")
+      return Status::Error("the baseline could not be captured: " + entry.value("reason", std::string("?")));
+  }
+  const auto& base_entry = results["configs"][0];
+  std::string base0 = base_entry["captures"][0];
+  {
+    auto r = CaptureReader::Open(base0);
+    if (!r.ok()) return r.status();
+    const auto& m = (*r)->manifest();
+    results["workload"] = m["workload"];
+    results["workload"].erase("spans");
+    results["probe_plan"] = m["probe_plan"];
+    results["environment"] = m["engine"];
+  }
+
+  // 2. Comparisons: the baseline's repeats give the floor; every variant repeat against baseline r0.
+  FS_RETURN_IF_ERROR(CompareAll(exp, results));
+  // 3. Summary, floor and recipe.
+  Summarize(exp, results);
+  results["recipe"] = MakeRecipe(results, exp);
+  // 4. Follow the forks of each variant that flips.
+  if (exp.branch.enabled) FS_RETURN_IF_ERROR(BranchAll(exp, results, opts));
+  // 5. Results and report.
+  FS_RETURN_IF_ERROR(WriteFileAtomic((fs::path(opts.outdir) / "results.json").string(), results.dump(1)));
+  FS_RETURN_IF_ERROR(WriteReport(results, opts.outdir));
+  return results;
+}
+
+}  // namespace flipscope

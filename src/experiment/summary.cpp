@@ -1,0 +1,131 @@
+// Comparisons of every configuration with the baseline, and their summary over repeats.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "compare/compare.h"
+#include "engine/engine.h"
+#include "experiment/steps.h"
+
+namespace flipscope {
+namespace {
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// The comparisons of one configuration, in repeat order.
+std::vector<const nlohmann::json*> ComparisonsOf(const nlohmann::json& results, const std::string& name) {
+  std::vector<const nlohmann::json*> out;
+  for (const auto& c : results["comparisons"])
+    if (c["config"] == name) out.push_back(&c["compare"]);
+  return out;
+}
+
+// Median over repeats of the figures that rank a configuration; the CI is the median repeat's.
+nlohmann::json SummarizeConfig(const std::string& name, const std::vector<const nlohmann::json*>& cmps) {
+  std::vector<double> rates, kl, p99, mx;
+  int64_t bit = 0, of = 0;
+  for (auto* c : cmps) {
+    const auto& o = (*c)["overall"];
+    rates.push_back(o["flip_rate"].get<double>());
+    kl.push_back(o["kl_base_cand"]["mean"].get<double>());
+    p99.push_back(o["kl_base_cand"]["p99"].get<double>());
+    mx.push_back(o["kl_base_cand"]["max"].get<double>());
+    bit += (*c)["bit_identical"].get<int64_t>();
+    of += (*c)["probes_compared"].get<int64_t>();
+  }
+  double med = Median(rates);
+  // The repeat whose flip rate is closest to the median carries the interval and the counts.
+  const nlohmann::json* rep = cmps.front();
+  for (auto* c : cmps)
+    if (std::abs((*c)["overall"]["flip_rate"].get<double>() - med) <
+        std::abs((*rep)["overall"]["flip_rate"].get<double>() - med))
+      rep = c;
+  const auto& o = (*rep)["overall"];
+  return {{"config", name},
+          {"repeats", cmps.size()},
+          {"median_flip_rate", med},
+          {"flip_rates", rates},
+          {"flip_rate_ci", o["flip_rate_ci"]},
+          {"flips", o["flips"]},
+          {"probes", o["probes"]},
+          {"confident_flips", o["confident_flips"]},
+          {"uncertain_flips", o["uncertain_flips"]},
+          {"kl_mean", Median(kl)},
+          {"kl_p99", Median(p99)},
+          {"kl_max", Median(mx)},
+          {"same_top1_rate", o["same_top1_rate"]},
+          {"bit_identical", bit},
+          {"bit_identical_of", of}};
+}
+
+}  // namespace
+
+double KvBytesPerToken(const ModelInfo& m, const Knobs& k) {
+  double per_head_layer = double(m.n_layer) * m.n_head_kv;
+  return per_head_layer * (m.head_dim_k * KvTypeBytesPerElement(k.cache_type_k) +
+                           m.head_dim_v * KvTypeBytesPerElement(k.cache_type_v));
+}
+
+Status CompareAll(const Experiment& exp, nlohmann::json& results) {
+  results["comparisons"] = nlohmann::json::array();
+  const auto& configs = results["configs"];
+  std::string base0 = configs[0]["captures"][0];
+  CompareOptions co;
+  co.window = exp.window;
+  co.confident = exp.confident;
+  co.progress = false;
+  // Token text for the flips list, from the baseline's vocabulary (every configuration shares it).
+  if (auto detok = LoadDetokenizer(configs[0]["model_path"].get<std::string>()); detok.ok()) co.detokenize = *detok;
+  for (const auto& c : configs) {
+    if (c["status"] != "ok") continue;
+    const auto& caps = c["captures"];
+    bool is_base = c["name"] == results["baseline"];
+    for (size_t r = is_base ? 1 : 0; r < caps.size(); ++r) {
+      fmt::print(stderr, "  comparing {} (repeat {}) with the baseline\n", c["name"].get<std::string>(), r + 1);
+      auto cmp = CompareFiles(base0, caps[r].get<std::string>(), co);
+      if (!cmp.ok()) return cmp.status();
+      results["comparisons"].push_back({{"config", c["name"]}, {"repeat", r}, {"compare", ToJson(*cmp)}});
+    }
+  }
+  return Status::Ok();
+}
+
+void Summarize(const Experiment&, nlohmann::json& results) {
+  const std::string base = results["baseline"];
+  auto floor_cmps = ComparisonsOf(results, base);
+  nlohmann::json floor = {{"repeats", floor_cmps.size() + 1}};
+  if (!floor_cmps.empty()) {
+    auto s = SummarizeConfig(base, floor_cmps);
+    floor["flip_rate"] = s["median_flip_rate"];
+    floor["flip_rate_ci"] = s["flip_rate_ci"];
+    floor["flips"] = s["flips"];
+    floor["probes"] = s["probes"];
+    floor["kl_mean"] = s["kl_mean"];
+    floor["bit_identical"] = s["bit_identical"] == s["bit_identical_of"];
+  } else {
+    floor["flip_rate"] = nullptr;
+    floor["bit_identical"] = nullptr;
+    floor["note"] = "the baseline ran once: no repeat floor (set repeats >= 2 in [baseline])";
+  }
+  results["floor"] = floor;
+  // A configuration is above the floor when its median flip rate exceeds the upper end of the
+  // floor's 95% interval (or, when repeats are bit-for-bit identical, when it flips at all).
+  bool exact = floor["bit_identical"].is_boolean() && floor["bit_identical"].get<bool>();
+  double floor_hi = floor["flip_rate"].is_null() || exact ? 0.0 : floor["flip_rate_ci"][1].get<double>();
+  results["summary"] = nlohmann::json::array();
+  for (const auto& c : results["configs"]) {
+    if (c["status"] != "ok") continue;
+    auto cmps = ComparisonsOf(results, c["name"]);
+    if (cmps.empty()) continue;
+    auto s = SummarizeConfig(c["name"], cmps);
+    s["above_floor"] = s["median_flip_rate"].get<double>() > floor_hi;
+    results["summary"].push_back(s);
+  }
+}
+
+}  // namespace flipscope
