@@ -81,8 +81,13 @@ struct Ctx {
     auto t = common_tokenize(vocab, text, false, true);
     return t.size() == 1 && common_token_to_piece(vocab, t[0], true) == text ? t[0] : -1;
   }
+  // "id 'piece'" with control characters escaped, so a finding stays on one line.
   std::string Text(llama_token t) const {
-    return t < 0 ? "none" : fmt::format("{} '{}'", t, common_token_to_piece(vocab, t, true));
+    if (t < 0) return "none";
+    std::string piece;
+    for (char ch : common_token_to_piece(vocab, t, true))
+      piece += ch == '\n' ? "\\n" : ch == '\t' ? "\\t" : ch == '\r' ? "\\r" : std::string(1, ch);
+    return fmt::format("{} '{}'", t, piece);
   }
 };
 
@@ -203,7 +208,12 @@ void CheckEndOfTurn(const Ctx& c, const common_chat_templates* t) {
   size_t at = text.find(mark);
   if (!why.empty() || at == std::string::npos)
     return c.Add("end_of_turn", Severity::kInfo, "could not render an assistant turn to find its end" + (why.empty() ? "" : ": " + why));
-  auto tail = common_tokenize(c.vocab, text.substr(at + std::string(mark).size()), false, true);
+  // The first token after the reply, as the whole conversation tokenizes.
+  auto head = common_tokenize(c.vocab, text.substr(0, at + std::string(mark).size()), false, true);
+  auto full = common_tokenize(c.vocab, text, false, true);
+  size_t k = 0;
+  while (k < head.size() && k < full.size() && head[k] == full[k]) ++k;
+  std::vector<llama_token> tail(full.begin() + std::ptrdiff_t(std::min(k, full.size())), full.end());
   if (tail.empty())
     return c.Add("end_of_turn", Severity::kWarn, "the template ends an assistant turn with nothing: no token marks the end",
                  "use the model's own template");
@@ -212,13 +222,18 @@ void CheckEndOfTurn(const Ctx& c, const common_chat_templates* t) {
   c.Add("end_of_turn", Severity::kWarn,
         fmt::format("assistant turns end with {}, which llama.cpp does not treat as end of generation: replies run on "
                     "past the turn", c.Text(tail[0])),
-        fmt::format("--override-kv tokenizer.ggml.eot_token_id=int:{}", tail[0]));
+        fmt::format("use the model's own template, or make that token end generation: --override-kv "
+                    "tokenizer.ggml.eot_token_id=int:{}", tail[0]));
 }
 
 void CheckTemplate(const Ctx& c) {
   const char* tmpl = llama_model_chat_template(c.model, nullptr);
   if (!tmpl) {
     CheckMissingTemplate(c);
+    const llama_token bos = llama_vocab_bos(c.vocab);
+    const bool add_bos = llama_vocab_get_add_bos(c.vocab);
+    c.Add("bos", Severity::kInfo, add_bos && bos >= 0 ? "add_bos: llama.cpp starts every prompt with " + c.Text(bos)
+                                                      : std::string("add_bos is false: prompts start without a BOS token"));
     CheckEndOfTurn(c, nullptr);
     return;
   }
@@ -227,9 +242,12 @@ void CheckTemplate(const Ctx& c) {
   {
     QuietCommonLog quiet;
     try {
+      common_chat_template parsed(src, "", "");  // init's own rethrow loses the parser's message
       t = common_chat_templates_init(c.model, "");
     } catch (const std::exception& e) {
-      return c.Add("chat_template", Severity::kError, std::string("the embedded chat template does not parse: ") + e.what(),
+      std::string why = e.what();
+      why = why.substr(0, why.find('\n'));  // the parser adds the source line and a caret below
+      return c.Add("chat_template", Severity::kError, "the embedded chat template does not parse: " + why,
                    "fix or replace the template (--chat-template-file)");
     }
   }
