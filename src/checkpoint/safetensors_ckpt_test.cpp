@@ -217,3 +217,17 @@ TEST(Safetensors, RealModelConvertedFromGguf) {
   }
   EXPECT_EQ(qk, 2 * 30);  // SmolLM2 is a llama: every layer's Q and K were permuted
 }
+
+TEST(Safetensors, ReshapedTensorIsAShapeMismatch) {
+  std::string a = WriteRaw("s-shape-a.safetensors",
+                           R"({"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]},
+                               "b": {"dtype": "F32", "shape": [1, 4], "data_offsets": [24, 40]}})", 40);
+  std::string b = WriteRaw("s-shape-b.safetensors",
+                           R"({"w": {"dtype": "F32", "shape": [3, 2], "data_offsets": [0, 24]},
+                               "b": {"dtype": "F32", "shape": [4], "data_offsets": [24, 40]}})", 40);
+  auto r = Diff(a, b);
+  const TensorDiff* w = Find(r, "w");
+  EXPECT_EQ(w->state, TensorState::kShapeMismatch);
+  EXPECT_NE(w->note.find("same number of elements"), std::string::npos);
+  EXPECT_EQ(Find(r, "b")->state, TensorState::kIdentical);  // [1, 4] and [4] are one shape
+}

@@ -227,7 +227,7 @@ void Finish(Job& j, const Sums& s) {
   if (use_perm) {
     d.qk_unpermuted = true;
     d.rel_l2_raw = rel(s.dd);
-    d.note = fmt::format("stored in llama.cpp's permuted Q/K row order (convert_hf_to_gguf.py, n_head {}); "
+    d.note = fmt::format("stored in llama.cpp's permuted Q/K row order (convert_hf_to_gguf.py, heads: {}); "
                          "compared with it undone; rel L2 as stored {:.3g}", j.perm_heads, d.rel_l2_raw);
   }
 }

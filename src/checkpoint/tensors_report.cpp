@@ -120,16 +120,16 @@ std::string TensorsReport::ToText() const {
   std::string s;
   s += fmt::format("A  {}  ({}, {} tensors, {})\n", path_a, format_a, n_tensors_a, HumanBytes(double(bytes_a)));
   s += fmt::format("B  {}  ({}, {} tensors, {})\n\n", path_b, format_b, n_tensors_b, HumanBytes(double(bytes_b)));
-  s += fmt::format("{:<17}{:>13}{:>11}{:>7}{:>9}{:>7}{:>13}{:>13}\n", "component", "identical", "different", "shape",
+  s += fmt::format("{:<17}{:>13}{:>11}{:>7}{:>9}{:>7}{:>13}{:>14}\n", "component", "identical", "different", "shape",
                    "missing", "extra", "max rel L2", "min cosine");
   auto groups = Groups();
   for (const auto& g : groups) {
-    if (g.component == "overall") s += std::string(90, '-') + "\n";
+    if (g.component == "overall") s += std::string(91, '-') + "\n";
     bool metrics = g.different > 0;
-    s += fmt::format("{:<17}{:>13}{:>11}{:>7}{:>9}{:>7}{:>13}{:>13}\n", g.component,
+    s += fmt::format("{:<17}{:>13}{:>11}{:>7}{:>9}{:>7}{:>13}{:>14}\n", g.component,
                      fmt::format("{} of {}", g.identical, g.total), g.different, g.shape_mismatch, g.missing, g.extra,
                      metrics ? fmt::format("{:.3e}", g.max_rel_l2) : "-",
-                     metrics ? fmt::format("{:.8f}", g.min_cosine) : "-");
+                     metrics ? fmt::format("{:.10f}", g.min_cosine) : "-");
   }
   const auto& all = groups.back();
   int bytewise = all.identical - all.same_values;
@@ -147,7 +147,7 @@ std::string TensorsReport::ToText() const {
   std::stable_sort(different.begin(), different.end(), [](auto* x, auto* y) { return x->rel_l2 > y->rel_l2; });
   Section(s, "different, largest relative L2 first", different, [](const TensorDiff& d) {
     if (!d.compared) return fmt::format("{}  {} vs {}  bytes differ", Names(d), d.dtype_a, d.dtype_b);
-    return fmt::format("{}  {} vs {} {}  rel L2 {:.3e}  max |a-b| {:.3e}  cosine {:.8f}  {} elements differ", Names(d),
+    return fmt::format("{}  {} vs {} {}  rel L2 {:.3e}  max |a-b| {:.3e}  cosine {:.10f}  {} elements differ", Names(d),
                        d.dtype_a, d.dtype_b, Shape(d.shape_a), d.rel_l2, d.max_abs, d.cosine, d.n_differ);
   });
   Section(s, "equal after decoding, stored differently", pick([](const TensorDiff& d) { return d.state == TensorState::kSameValues; }),
