@@ -10,18 +10,18 @@ namespace flipscope::cli {
 namespace {
 // Registers the numerics knobs under llama.cpp's flag names.
 void AddKnobFlags(CLI::App* cmd, Knobs& k, std::string& ts) {
-  cmd->add_option("-fa,--flash-attn", k.flash_attn, "Flash attention: on, off or auto")->default_val("auto");
-  cmd->add_option("-ctk,--cache-type-k", k.cache_type_k, "K cache type (f32 f16 bf16 q8_0 q4_0 q4_1 iq4_nl q5_0 q5_1)")
+  cmd->add_option("--flash-attn", k.flash_attn, "Flash attention: on, off or auto")->default_val("auto");
+  cmd->add_option("--cache-type-k", k.cache_type_k, "K cache type (f32 f16 bf16 q8_0 q4_0 q4_1 iq4_nl q5_0 q5_1)")
       ->default_val("f16");
-  cmd->add_option("-ctv,--cache-type-v", k.cache_type_v, "V cache type (as -ctk)")->default_val("f16");
+  cmd->add_option("--cache-type-v", k.cache_type_v, "V cache type (as -ctk)")->default_val("f16");
   cmd->add_option("-c,--ctx-size", k.n_ctx, "Context size; 0 = the model's training context")->default_val(0);
   cmd->add_option("-b,--batch-size", k.n_batch, "Logical batch size (prefill chunk)")->default_val(2048);
-  cmd->add_option("-ub,--ubatch-size", k.n_ubatch, "Physical batch size")->default_val(512);
+  cmd->add_option("--ubatch-size", k.n_ubatch, "Physical batch size")->default_val(512);
   cmd->add_option("-t,--threads", k.n_threads, "Threads; 0 = all hardware threads")->default_val(0);
-  cmd->add_option("-ngl,--n-gpu-layers", k.n_gpu_layers, "Layers on the GPU; -1 = all")->default_val(-1);
-  cmd->add_option("-sm,--split-mode", k.split_mode, "Multi-GPU split: none, layer, row or tensor")->default_val("layer");
-  cmd->add_option("-ts,--tensor-split", ts, "Fractions per GPU, e.g. 3,1");
-  cmd->add_option("-dev,--device", k.devices, "Devices, comma separated (see --version)");
+  cmd->add_option("--n-gpu-layers", k.n_gpu_layers, "Layers on the GPU; -1 = all")->default_val(-1);
+  cmd->add_option("--split-mode", k.split_mode, "Multi-GPU split: none, layer, row or tensor")->default_val("layer");
+  cmd->add_option("--tensor-split", ts, "Fractions per GPU, e.g. 3,1");
+  cmd->add_option("--device", k.devices, "Devices, comma separated (see --version)");
 }
 
 Result<std::vector<float>> ParseSplit(const std::string& s) {

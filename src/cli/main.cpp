@@ -7,6 +7,10 @@
 //   run       an experiment file: captures -> comparisons -> branches -> report + recipe
 //   tensors   tensor-by-tensor diff of two checkpoints
 //   doctor    checks of a model file
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "cli/commands.h"
@@ -29,6 +33,26 @@ int& ExitCode() {
 }
 
 namespace {
+// llama.cpp spells some flags as one dash and several letters (-fa, -ctk); CLI11 reads those as
+// bundled short flags, so they are rewritten to their long names before parsing.
+std::vector<std::string> LlamaStyleArgs(int argc, char** argv) {
+  static const std::pair<const char*, const char*> kLong[] = {
+      {"-fa", "--flash-attn"},    {"-ctk", "--cache-type-k"}, {"-ctv", "--cache-type-v"},
+      {"-ub", "--ubatch-size"},   {"-ngl", "--n-gpu-layers"}, {"-sm", "--split-mode"},
+      {"-ts", "--tensor-split"},  {"-dev", "--device"}};
+  std::vector<std::string> out;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    for (auto& [s, l] : kLong) {
+      if (a == s) a = l;
+      else if (a.rfind(std::string(s) + "=", 0) == 0) a = l + a.substr(std::string(s).size());
+    }
+    out.push_back(a);
+  }
+  std::reverse(out.begin(), out.end());  // CLI11 takes arguments in reverse order
+  return out;
+}
+
 void PrintVersion() {
   fmt::print("flipscope {}\nllama.cpp {}\nggml {}\nbackends {}\n", FLIPSCOPE_VERSION, LlamaVersion(),
              GgmlVersion(), fmt::join(Backends(), ", "));
@@ -53,7 +77,7 @@ int main(int argc, char** argv) {
   AddTensorsCommand(app);
   AddDoctorCommand(app);
   try {
-    app.parse(argc, argv);
+    app.parse(LlamaStyleArgs(argc, argv));
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
