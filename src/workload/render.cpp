@@ -1,14 +1,14 @@
 // Rendering a transcript with its chat template and finding where each message and tool call
-// landed in the text.
+// landed in the text (docs/workloads.md, "How message ranges are found").
 //
 // A message's range is what it appends to the rendering of the messages before it. Rendering
 // every prefix of a long transcript is quadratic (llama.cpp's Jinja engine walks every message of
-// every prefix: minutes for 1,000 messages), so ranges are measured on short windows:
-// the first message(s), then the turn of the message (from the last message with the role of
-// message 1). Window results are accepted only if, laid end to end, they reproduce the full
-// rendering byte for byte. Windows render a copy whose contents are short placeholders when
-// putting the contents back reproduces the real rendering. Fallbacks, in order: windows on the
-// real contents, full prefixes, and (approximate) a search for each message's content.
+// every prefix: minutes for 1,000 messages), so ranges are measured on short windows: the first
+// message(s), then the turn of the message. Window results are accepted only if, laid end to
+// end, they reproduce the full rendering byte for byte. Windows render a copy whose contents are
+// short placeholders when putting the contents back reproduces the real rendering. Fallbacks, in
+// order: windows on the real contents, full prefixes, the same closed by a sentinel message (for
+// templates that render the last message differently), and (approximate) a content search.
 #include <algorithm>
 #include <optional>
 #include <string_view>
@@ -44,8 +44,14 @@ struct Locator {
   // Windows keep messages [0, head) (a system prompt that a template merges into the first user
   // message, say), then the turn of message k; head >= the message count: full prefixes.
   size_t head = 1;
+  // Every window ends with a sentinel user message, so that message k is never rendered as the
+  // last one (Qwen3 opens a think block in the last assistant message only); the last message's
+  // range is then the rest of the full rendering.
+  bool sentinel = false;
   std::vector<std::pair<size_t, size_t>> shifts;  // (end of a placeholder, bytes added up to there)
   std::vector<size_t> window_base;  // per message: where it starts in its window's rendering
+  std::vector<size_t> anchor;       // per message: where that point is in the full rendering
+  int failures = 0;                 // windows the template refused (see MessageRanges)
 
   size_t Map(size_t pos) const {
     auto it = std::upper_bound(shifts.begin(), shifts.end(), pos,
@@ -59,11 +65,16 @@ struct Locator {
     while (s > head && msgs[s].role != msgs[head].role) --s;
     return s;
   }
-  // Messages [0, min(head, end)) + [start, end).
+  // Messages [0, min(head, end)) + [start, end) (+ the sentinel).
   std::vector<RenderMessage> Window(size_t start, size_t end) const {
     std::vector<RenderMessage> w(msgs.begin(), msgs.begin() + ptrdiff_t(std::min(head, end)));
     for (size_t i = start; i < end; ++i) w.push_back(msgs[i]);
+    if (sentinel) w.push_back({"user", "@fsend@", {}, "", ""});
     return w;
+  }
+  std::string Name() const {
+    return (head >= msgs.size() ? std::string("prefixes") : fmt::format("windows/{}", head)) +
+           (fast ? "/placeholders" : "") + (sentinel ? "/sentinel" : "");
   }
 };
 
@@ -83,7 +94,7 @@ class Renderer {
 
   // The placeholder copy, or nullopt when the template's output depends on the contents.
   std::optional<Locator> Placeholders(const std::vector<Planned>& plan, const std::string& full) const {
-    Locator loc{Messages(plan), "", true, 1, {}, {}};
+    Locator loc{Messages(plan), "", true, 1, false, {}, {}, {}};
     std::vector<std::string> keys(plan.size());
     for (size_t k = 0; k < plan.size(); ++k)
       if (!loc.msgs[k].content.empty()) loc.msgs[k].content = keys[k] = fmt::format("@fsph{}@", k);
@@ -106,14 +117,24 @@ class Renderer {
     return loc;
   }
 
-  // Message ranges in the locator's text; empty when the windows do not add up to it.
+  // Message ranges in the locator's text, or empty. Without a sentinel, each message's window
+  // rendering must extend the previous one by exactly the next bytes of the full rendering. With
+  // one, each message is what its window inserts before the sentinel, found in the full
+  // rendering after the previous message; it starts there and ends where the next one starts
+  // (text a template renders between messages, such as a tool list, stays with the message
+  // before). A window the template refuses to render (Llama 3.1's puts the tools into the first
+  // user message and throws without one) gives its message an empty range, so that it is
+  // counted with the next one; loc.failures counts these.
   Ranges MessageRanges(Locator& loc) const {
-    Ranges ranges;
-    size_t total = 0, cached_start = size_t(-1);
+    const size_t count = loc.msgs.size();
+    std::vector<size_t> starts;
+    size_t from = 0, cached_start = size_t(-1);
     std::string before;  // rendering of the window without message k
     loc.window_base.clear();
-    Progress bar("locating messages", loc.msgs.size(), "msg");
-    for (size_t k = 0; k < loc.msgs.size(); ++k) {
+    loc.anchor.clear();
+    loc.failures = 0;
+    Progress bar("locating messages", count, "msg");
+    for (size_t k = 0; k < count; ++k) {
       bar.Update(k);
       size_t s = loc.Start(k);
       if (s != cached_start) {
@@ -123,15 +144,58 @@ class Renderer {
         cached_start = s;
       }
       auto cur = Render(loc.Window(s, k + 1), loc.fast);
-      if (!cur.ok() || cur->compare(0, before.size(), before) != 0) return {};
-      size_t n = cur->size() - before.size();
-      if (loc.full.compare(total, n, *cur, before.size(), n) != 0) return {};
-      loc.window_base.push_back(before.size());
-      ranges.push_back({total, total + n});
-      total += n;
-      before = std::move(*cur);
+      size_t at = before.size(), q = from, n = 0;
+      if (!cur.ok()) {
+        ++loc.failures;  // `before` stays: the next message's delta covers both
+      } else if (cur->size() < before.size()) {
+        return {};
+      } else if (n = cur->size() - before.size(); !loc.sentinel) {
+        if (cur->compare(0, before.size(), before) != 0 || loc.full.compare(from, n, *cur, at, n) != 0) return {};
+      } else {
+        std::tie(at, q) = Locate(before, *cur, loc.full, from, k + 1 < count);
+        if (q == std::string::npos) return {};
+      }
+      starts.push_back(k == 0 ? 0 : q);
+      loc.window_base.push_back(at);
+      loc.anchor.push_back(q);
+      if (cur.ok()) from = q + n, before = std::move(*cur);
     }
-    return total == loc.full.size() ? ranges : Ranges{};
+    if (!loc.sentinel && from != loc.full.size()) return {};
+    Ranges ranges;
+    for (size_t k = 0; k < count; ++k) ranges.push_back({starts[k], k + 1 < count ? starts[k + 1] : loc.full.size()});
+    return ranges;
+  }
+
+  // Where the text that `after` inserts into `before` is (in `after`, in `full` at or after
+  // `from`), or npos. Of the ambiguous insertion points (see Ambiguity) only those whose text is
+  // found in `full` count, scored as in InsertionPoint (a user message inserted before the
+  // sentinel user message could also be read as starting with the previous message's end
+  // marker). The last message is rendered differently as the last one, so for it (!whole) the
+  // longest prefix of its text is looked for.
+  static std::pair<size_t, size_t> Locate(const std::string& before, const std::string& after, const std::string& full,
+                                          size_t from, bool whole) {
+    constexpr size_t npos = std::string::npos;
+    const size_t len = after.size() - before.size();
+    if (!whole) {
+      size_t at = InsertionPoint(before, after), best = npos, best_len = 0;
+      for (size_t pos = from; at != npos && pos < full.size() && best_len < len; ++pos) {
+        size_t c = 0;
+        while (c < len && pos + c < full.size() && full[pos + c] == after[at + c]) ++c;
+        if (c > best_len) best = pos, best_len = c;
+      }
+      return {at, best};
+    }
+    auto [earliest, latest] = Ambiguity(before, after);
+    std::pair<size_t, size_t> best = {npos, npos};
+    int best_score = -1;
+    // Text between messages is short, except before the first ones (a tool list): bounded search.
+    std::string_view region = std::string_view(full).substr(0, std::min(full.size(), from + len + (1 << 16)));
+    for (size_t p = latest; earliest != npos && p + 1 > earliest; --p) {
+      size_t q = region.find(std::string_view(after).substr(p, len), from);
+      if (q != npos && Score(after, p, len) > best_score) best = {p, q}, best_score = Score(after, p, len);
+      if (p == 0) break;
+    }
+    return best;
   }
 
   // Approximation: a message starts where its content (or its first call's name) is found.
@@ -153,49 +217,57 @@ class Renderer {
   }
 
   // Tool calls rendered by the template: call j is the text that rendering it inserts into
-  // message k with calls 0..j-1, in real-text positions given the message's range in the
-  // locator's text. Empty when a rendering fails or is not an insertion (the calls then get
-  // the message's range).
-  Ranges NativeCallRanges(const Locator& loc, size_t k, size_t message_begin) const {
+  // message k with calls 0..j-1, in real-text positions. Empty when a rendering fails or is not
+  // an insertion found in the full rendering (the calls then get the message's range).
+  Ranges NativeCallRanges(const Locator& loc, size_t k) const {
     std::vector<RenderMessage> msgs = loc.Window(loc.Start(k), k + 1);
-    std::vector<const ToolCall*> calls = msgs.back().calls;
-    msgs.back().calls.clear();
-    auto to_real = [&](size_t p) { return loc.Map(message_begin + p - loc.window_base[k]); };
+    const size_t m = msgs.size() - (loc.sentinel ? 2 : 1);  // message k in its window
+    std::vector<const ToolCall*> calls = msgs[m].calls;
+    msgs[m].calls.clear();
+    auto in_full = [&](size_t p) { return loc.anchor[k] + p - loc.window_base[k]; };
     auto first = Render(msgs, loc.fast);
     if (!first.ok()) return {};
     std::string before = std::move(*first);
     Ranges out;
     for (const ToolCall* c : calls) {
-      msgs.back().calls.push_back(c);
+      msgs[m].calls.push_back(c);
       auto next = Render(msgs, loc.fast);
       if (!next.ok() || next->size() <= before.size()) return {};
-      size_t at = InsertionPoint(before, *next);
-      if (at == std::string::npos || at < loc.window_base[k]) return {};
-      out.push_back({to_real(at), to_real(at + next->size() - before.size())});
+      size_t at = InsertionPoint(before, *next), n = next->size() - before.size();
+      if (at == std::string::npos || at < loc.window_base[k] || loc.full.compare(in_full(at), n, *next, at, n) != 0) return {};
+      out.push_back({loc.Map(in_full(at)), loc.Map(in_full(at + n))});
       before = std::move(*next);
     }
     return out;
   }
 
-  // Where `after` is `before` with one string inserted, or npos. The point is ambiguous when the
-  // inserted text starts like what follows it ("<call>..</call>" before "<|im_end|>"); then the
-  // candidate that starts with an opening and ends with a closing bracket wins, the latest on ties.
-  static size_t InsertionPoint(const std::string& before, const std::string& after) {
-    const size_t len = after.size() - before.size();
+  // The range [earliest, latest] of points where inserting one string into `before` gives
+  // `after`, or {npos, npos}. It is a range when the inserted text starts like what follows it
+  // ("<call>..</call>" before "<|im_end|>" is also "call>..</call><" one byte later).
+  static std::pair<size_t, size_t> Ambiguity(const std::string& before, const std::string& after) {
     size_t latest = std::min(CommonPrefix(before, after), before.size()), suffix = 0;
     while (suffix < before.size() && before[before.size() - 1 - suffix] == after[after.size() - 1 - suffix]) ++suffix;
     const size_t earliest = before.size() - suffix;
-    if (earliest > latest) return std::string::npos;
-    auto score = [&](size_t p) {
-      return int(std::string_view("<[{(\n").find(after[p]) != std::string_view::npos) +
-             int(std::string_view(">]})\n").find(after[p + len - 1]) != std::string_view::npos);
-    };
+    if (earliest > latest || after.size() == before.size()) return {std::string::npos, std::string::npos};
+    return {earliest, latest};
+  }
+
+  // One insertion point: the candidate that starts with an opening and ends with a closing
+  // bracket (or a newline) wins, the latest on ties; npos when `after` is no insertion.
+  static size_t InsertionPoint(const std::string& before, const std::string& after) {
+    const size_t len = after.size() - before.size();
+    auto [earliest, latest] = Ambiguity(before, after);
+    if (earliest == std::string::npos) return earliest;
     size_t best = latest;
     for (size_t p = latest; p + 1 > earliest; --p) {
-      if (score(p) > score(best)) best = p;
+      if (Score(after, p, len) > Score(after, best, len)) best = p;
       if (p == 0) break;
     }
     return best;
+  }
+  static int Score(const std::string& text, size_t p, size_t len) {
+    return int(std::string_view("<[{(\n").find(text[p]) != std::string_view::npos) +
+           int(std::string_view(">]})\n").find(text[p + len - 1]) != std::string_view::npos);
   }
 
  private:
@@ -215,27 +287,29 @@ Result<Rendered> RenderChat(const Transcript& t, const llama_model* model, const
   Renderer r(t, *tmpl, workload_path);
   FS_ASSIGN_OR_RETURN(out.text, r.Render(Messages(plan)));
 
-  // Locators, best first: windows on placeholders, windows on the real contents, full prefixes.
+  // Locators, best first: windows on placeholders, windows on the real contents, full prefixes,
+  // then the same with a sentinel message closing every window.
   std::optional<Locator> ph = r.Placeholders(plan, out.text);
   std::vector<Locator> tries;
-  for (size_t head : {size_t(1), size_t(3)}) {
-    if (ph) tries.push_back(*ph), tries.back().head = head;
-    tries.push_back(Locator{Messages(plan), out.text, false, head, {}, {}});
+  for (bool sentinel : {false, true}) {
+    for (size_t head : {size_t(1), size_t(3), plan.size()}) {
+      if (ph && head < plan.size()) tries.push_back(*ph), tries.back().head = head, tries.back().sentinel = sentinel;
+      tries.push_back(Locator{Messages(plan), out.text, false, head, sentinel, {}, {}, {}});
+    }
   }
-  tries.push_back(Locator{Messages(plan), out.text, false, plan.size(), {}, {}});
+  // The first locator whose windows all render wins; else the one with the fewest refusals.
   std::optional<Locator> loc;
   Ranges ranges;
   for (auto& l : tries) {
-    ranges = r.MessageRanges(l);
-    if (!ranges.empty()) {
-      loc = std::move(l);
-      break;
-    }
+    if (loc && l.sentinel && !loc->sentinel) break;  // a plain locator that worked beats sentinels
+    Ranges got = r.MessageRanges(l);
+    if (got.empty() || (loc && l.failures >= loc->failures)) continue;
+    ranges = std::move(got);
+    loc = std::move(l);
+    if (loc->failures == 0) break;
   }
-  out.info["span_method"] = !loc                       ? "content-search"
-                            : loc->head >= plan.size() ? "prefixes"
-                                                       : fmt::format("windows/{}{}", loc->head, loc->fast ? "/placeholders" : "");
-  Ranges located = ranges;  // in the locator's text, for the native tool calls
+  out.info["span_method"] = loc ? loc->Name() : "content-search";
+  out.info["span_refused_windows"] = loc ? loc->failures : 0;
   if (loc) {
     for (auto& [b, e] : ranges) std::tie(b, e) = std::pair(loc->Map(b), loc->Map(e));
   } else {
@@ -257,7 +331,7 @@ Result<Rendered> RenderChat(const Transcript& t, const llama_model* model, const
     carried.clear();
 
     Ranges native;
-    if (!p.msg.calls.empty() && loc) native = r.NativeCallRanges(*loc, k, located[k].first);
+    if (!p.msg.calls.empty() && loc) native = r.NativeCallRanges(*loc, k);
     size_t cursor = mb, next_native = 0;
     for (const Marked& m : p.marks) {
       size_t b = mb, e = me;

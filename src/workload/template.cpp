@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -113,7 +114,7 @@ Result<std::unique_ptr<ChatTemplate>> ChatTemplate::Load(const llama_model* mode
     // row refused (Gemma's "roles must alternate")?
     const std::string marker = "flipscope-probe-result";
     ToolCall call;
-    call.id = "probe_call";
+    call.id = "probe0001";  // 9 alphanumerics: what Mistral's templates demand of an id
     call.name = "probe";
     call.arguments = OrderedJson::object();
     call.arguments_text = "{}";
@@ -160,7 +161,10 @@ Result<std::string> ChatTemplate::Render(const std::vector<RenderMessage>& messa
   try {
     return common_chat_templates_apply(impl_->tmpls.get(), in).prompt;
   } catch (const std::exception& e) {
-    return Status::Error(e.what());
+    // The engine's messages span lines (source excerpts); errors are one line.
+    std::string what, word;
+    for (std::istringstream in(e.what()); in >> word;) what += (what.empty() ? "" : " ") + word;
+    return Status::Error(what);
   }
 }
 

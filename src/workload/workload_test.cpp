@@ -278,6 +278,43 @@ TEST(Workload, TemplateWhosePrefixesChangeFallsBackToContentSearch) {
   EXPECT_NE(v.Decode(w->tokens, messages[3]->begin, messages[3]->end).find("Internet 10.0.0.1"), std::string::npos);
 }
 
+TEST(Workload, LastMessageRenderedSpeciallyUsesTheSentinelLocator) {
+  // Like Qwen3: only the last assistant message opens a think block, so no rendering of a
+  // prefix that ends in an assistant message is a prefix of the full one.
+  const std::string tmpl = Write("last.jinja",
+                                 "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{% if loop.last and m['role'] == "
+                                 "'assistant' %}<think></think>{% endif %}{{ m['content'] }}<|im_end|>\n{% endfor %}");
+  auto w = Load(Write("last.json", ChatJson(Messages())), TinyModel(), tmpl);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->info["span_method"], "windows/1/placeholders/sentinel");
+  EXPECT_TRUE(EndsWith(w->text, "<|im_start|>assistant\n<think></think>It is on Gi0/1, port 5432 is open.<|im_end|>\n"));
+  Vocab v(TinyModel());
+  auto messages = Kind(*w, "message");
+  ASSERT_EQ(messages.size(), 6u);
+  // (The tiny SentencePiece vocabulary puts a space after each special token.)
+  const char* starts[] = {"<|im_start|> system\nYou are", "<|im_start|> user\nWhere", "<|im_start|> assistant\nChecking.",
+                          "<|im_start|> tool\nInternet", "<|im_start|> tool\nSuccess", "<|im_start|> assistant\n<think>"};
+  for (size_t i = 0; i < 6; ++i) {
+    std::string text = v.Decode(w->tokens, messages[i]->begin, messages[i]->end);
+    EXPECT_EQ(text.rfind(starts[i], 0), 0u) << i << ": " << text;
+    EXPECT_TRUE(EndsWith(text, "<|im_end|> \n")) << i << ": " << text;  // (the space: as above)
+  }
+}
+
+TEST(Workload, RefusedWindowsMergeMessages) {
+  // Like Llama 3.1's, which puts the tools into the first user message: no rendering without one.
+  const std::string tmpl = Write("refuse.jinja",
+                                 "{% if messages | length < 2 %}{{ raise_exception('no first user message') }}{% endif %}"
+                                 "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}");
+  auto w = Load(Write("refuse.json", ChatJson(Messages())), TinyModel(), tmpl);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  auto messages = Kind(*w, "message");
+  ASSERT_EQ(messages.size(), 5u);
+  EXPECT_EQ(messages[0]->label, "messages #1-#2 (merged by the template)");
+  EXPECT_EQ(messages[0]->begin, 1);  // after BOS
+  EXPECT_EQ(messages[1]->label, "message #3 assistant");
+}
+
 TEST(Workload, SpanHelpers) {
   std::vector<Span> spans = {{"message", 0, 100, 1, "user", "message #1 user", ""},
                              {"tool_call", 10, 30, 1, "assistant", "tool call #1 run_command", "run_command"},
