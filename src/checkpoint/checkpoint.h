@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -85,6 +86,7 @@ struct TensorEntry {
   uint64_t bytes = 0;
   int file = 0;                 // index into Checkpoint::files
   uint64_t offset = 0;          // byte offset of the data within that file
+  // The product of the shape (1 for a scalar).
   int64_t Elements() const;
 };
 
@@ -97,6 +99,7 @@ struct Checkpoint {
   int n_head = 0, n_head_kv = 0;  // GGUF attention head counts (0 when unknown)
   std::vector<TensorEntry> tensors;  // in file order
   std::vector<std::shared_ptr<const MappedFile>> files;
+  // The bytes of all tensors.
   uint64_t TotalBytes() const;
   // The bytes of one tensor.
   const uint8_t* Data(const TensorEntry& t) const { return files[size_t(t.file)]->data() + t.offset; }
@@ -179,7 +182,11 @@ struct TensorsReport {
   std::vector<Group> Groups() const;
   // Every tensor is identical or holds the same values, and none is missing or extra.
   bool Same() const;
+  // The entry whose A or B name is name, or nullptr.
+  const TensorDiff* Find(const std::string& name) const;
+  // Both checkpoints, the groups and every tensor (docs/checkpoints.md).
   nlohmann::json ToJson() const;
+  // The group table and the non-identical tensors, 20 per section, for a terminal.
   std::string ToText() const;
 };
 
@@ -212,13 +219,26 @@ struct DoctorReport {
   const Finding* Find(const std::string& check) const;
   // 2 when any finding is an error, else 0.
   int ExitCode() const;
+  // {"path", "exit_code", "findings": [{"check", "severity", "message", "fix"}]}.
   nlohmann::json ToJson() const;
+  // One line per finding (and its fix), then the counts per severity.
   std::string ToText() const;
 };
 
 // The known chat-template family a template matches by its marker strings ("chatml", "llama3",
 // "gemma", "mistral", "phi3", "deepseek", ...); "" when none matches.
 std::string ChatTemplateFamily(const std::string& source);
+
+// A GGUF metadata lookup: a key's value as text, "" when absent.
+using GgufMeta = std::function<std::string(const std::string& key)>;
+
+// Sampler-setting findings: the GGUF's general.sampling.* (llama.cpp applies them as defaults)
+// against a generation_config.json object (null when none was given).
+std::vector<Finding> CheckSamplerSettings(const GgufMeta& meta, const nlohmann::json& generation_config);
+
+// The training context ({arch}.context_length) against {arch}.rope.scaling.{type, factor,
+// original_context_length}.
+Finding CheckRopeScaling(const GgufMeta& meta);
 
 // Checks a GGUF model file: chat template, BOS/EOS/EOT against the template, tool-call support,
 // sampler settings, context length against rope scaling, pre-tokenizer. Errors (missing,

@@ -1,18 +1,16 @@
 // Opening checkpoints for tensor-by-tensor reading: memory maps, GGUF tensor tables, and the
 // dispatch between GGUF, safetensors files, sharded indexes and folders.
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <ggml.h>
+#include <gguf.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <ggml.h>
-#include <gguf.h>
-
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-
-#include <fmt/format.h>
 
 #include "checkpoint/checkpoint.h"
 

@@ -1,19 +1,14 @@
 // `doctor`: checks of a GGUF model file as llama.cpp reads it: the vocabulary loads (pre-tokenizer
 // known), the chat template is embedded and agrees with the special tokens (BOS, end of turn),
 // tool-call support, sampler settings, and the context length against rope scaling.
-#include <llama.h>
-
 #include <chat.h>
 #include <common.h>
+#include <fmt/format.h>
+#include <llama.h>
 #include <log.h>
 
 #include <algorithm>
-#include <cmath>
-#include <cstdlib>
-#include <map>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "checkpoint/checkpoint.h"
 #include "engine/engine.h"
@@ -45,7 +40,11 @@ const std::vector<Family>& Families() {
       {"chatml", {"<|im_start|>"}, {"<|im_start|>", "<|im_end|>"}},
       {"llama3", {"<|start_header_id|>"}, {"<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"}},
       {"gemma", {"<start_of_turn>"}, {"<start_of_turn>", "<end_of_turn>"}},
-      {"deepseek", {"<\xef\xbd\x9cUser\xef\xbd\x9c>"}, {"<\xef\xbd\x9cUser\xef\xbd\x9c>", "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>"}},
+      {"deepseek",
+       {"<\xef\xbd\x9cUser\xef\xbd\x9c>"},
+       {"<\xef\xbd\x9cUser\xef\xbd\x9c>",
+        "<\xef\xbd\x9c"
+        "Assistant\xef\xbd\x9c>"}},
       {"command-r", {"<|START_OF_TURN_TOKEN|>"}, {"<|START_OF_TURN_TOKEN|>", "<|END_OF_TURN_TOKEN|>"}},
       {"granite", {"<|start_of_role|>"}, {"<|start_of_role|>", "<|end_of_role|>"}},
       {"glm", {"[gMASK]"}, {}},
@@ -139,7 +138,8 @@ void CheckMissingTemplate(const Ctx& c) {
                                "format, but llama.cpp falls back to ChatML",
                                f.tokens.front(), f.name),
                    fmt::format("embed the model's template (gguf-py: gguf_new_metadata.py --chat-template-file "
-                               "tokenizer_config's template), or run llama-server with --chat-template {}", f.name));
+                               "tokenizer_config's template), or run llama-server with --chat-template {}",
+                               f.name));
   }
   c.Add("chat_template", Severity::kWarn, "no chat template embedded: llama.cpp falls back to ChatML",
         "embed the model's template, or pass --chat-template-file to llama-server");
@@ -150,10 +150,11 @@ void CheckTemplateMarkers(const Ctx& c, const std::string& src, const std::strin
     return c.Add("template_family", Severity::kInfo, "the template matches no known family by its marker strings");
   for (const char* tok : FindFamily(family)->tokens)
     if (src.find(tok) != std::string::npos && c.SpecialToken(tok) < 0)
-      return c.Add("template_family", Severity::kError,
-                   fmt::format("{} template, but the vocabulary has no special token '{}': it is tokenized as plain text",
-                               family, tok),
-                   "use the template that belongs to this vocabulary");
+      return c.Add(
+          "template_family", Severity::kError,
+          fmt::format("{} template, but the vocabulary has no special token '{}': it is tokenized as plain text",
+                      family, tok),
+          "use the template that belongs to this vocabulary");
   c.Add("template_family", Severity::kOk, family + " template; its special tokens are in the vocabulary");
 }
 
@@ -171,8 +172,8 @@ void CheckBos(const Ctx& c, const common_chat_templates* t, const std::string& s
   const llama_token bos = llama_vocab_bos(c.vocab);
   const bool add_bos = llama_vocab_get_add_bos(c.vocab);
   const std::string bos_text = bos >= 0 ? common_token_to_piece(c.vocab, bos, true) : "";
-  const bool emits = src.find("bos_token") != std::string::npos ||
-                     (!bos_text.empty() && src.find(bos_text) != std::string::npos);
+  const bool emits =
+      src.find("bos_token") != std::string::npos || (!bos_text.empty() && src.find(bos_text) != std::string::npos);
   if (bos < 0 && emits)
     return c.Add("bos", Severity::kWarn, "the template emits bos_token but the vocabulary has no BOS token",
                  "set tokenizer.ggml.bos_token_id (--override-kv tokenizer.ggml.bos_token_id=int:N)");
@@ -180,18 +181,21 @@ void CheckBos(const Ctx& c, const common_chat_templates* t, const std::string& s
   if (!why.empty()) return c.Add("bos", Severity::kWarn, "could not render a one-message conversation: " + why);
   auto toks = common_tokenize(c.vocab, prompt, true, true);  // as llama-server tokenizes a rendered prompt
   if (toks.size() >= 2 && toks[0] == bos && toks[1] == bos)
-    return c.Add("bos", Severity::kError, "llama.cpp feeds two BOS tokens: the rendered prompt starts with BOS and add_bos adds another",
+    return c.Add("bos", Severity::kError,
+                 "llama.cpp feeds two BOS tokens: the rendered prompt starts with BOS and add_bos adds another",
                  "--override-kv tokenizer.ggml.add_bos_token=bool:false, or remove bos_token from the template");
   if (emits && add_bos)
-    return c.Add("bos", Severity::kWarn,
-                 fmt::format("double BOS risk: the template emits {} and add_bos is true; llama.cpp strips the template's "
-                             "copy, but a prompt rendered elsewhere and tokenized with special tokens starts with two",
-                             c.Text(bos)),
-                 "tokenize externally rendered prompts without adding special tokens, or set add_bos_token false");
+    return c.Add(
+        "bos", Severity::kWarn,
+        fmt::format("double BOS risk: the template emits {} and add_bos is true; llama.cpp strips the template's "
+                    "copy, but a prompt rendered elsewhere and tokenized with special tokens starts with two",
+                    c.Text(bos)),
+        "tokenize externally rendered prompts without adding special tokens, or set add_bos_token false");
   bool has_bos = !toks.empty() && toks[0] == bos && bos >= 0;
   c.Add("bos", has_bos ? Severity::kOk : Severity::kInfo,
-        has_bos ? fmt::format("prompts start with one BOS {} ({})", c.Text(bos), add_bos ? "add_bos" : "from the template")
-                : fmt::format("prompts start without a BOS token (add_bos {}, the template emits none)", add_bos));
+        has_bos
+            ? fmt::format("prompts start with one BOS {} ({})", c.Text(bos), add_bos ? "add_bos" : "from the template")
+            : fmt::format("prompts start without a BOS token (add_bos {}, the template emits none)", add_bos));
 }
 
 // EOS exists, and the token that ends an assistant turn in the template stops generation.
@@ -207,7 +211,8 @@ void CheckEndOfTurn(const Ctx& c, const common_chat_templates* t) {
   auto [text, why] = Render(t, {Msg("user", "Hello"), Msg("assistant", mark)}, false);
   size_t at = text.find(mark);
   if (!why.empty() || at == std::string::npos)
-    return c.Add("end_of_turn", Severity::kInfo, "could not render an assistant turn to find its end" + (why.empty() ? "" : ": " + why));
+    return c.Add("end_of_turn", Severity::kInfo,
+                 "could not render an assistant turn to find its end" + (why.empty() ? "" : ": " + why));
   // The first token after the reply, as the whole conversation tokenizes.
   auto head = common_tokenize(c.vocab, text.substr(0, at + std::string(mark).size()), false, true);
   auto full = common_tokenize(c.vocab, text, false, true);
@@ -215,15 +220,19 @@ void CheckEndOfTurn(const Ctx& c, const common_chat_templates* t) {
   while (k < head.size() && k < full.size() && head[k] == full[k]) ++k;
   std::vector<llama_token> tail(full.begin() + std::ptrdiff_t(std::min(k, full.size())), full.end());
   if (tail.empty())
-    return c.Add("end_of_turn", Severity::kWarn, "the template ends an assistant turn with nothing: no token marks the end",
+    return c.Add("end_of_turn", Severity::kWarn,
+                 "the template ends an assistant turn with nothing: no token marks the end",
                  "use the model's own template");
   if (llama_vocab_is_eog(c.vocab, tail[0]))
-    return c.Add("end_of_turn", Severity::kOk, fmt::format("assistant turns end with {}, an end-of-generation token", c.Text(tail[0])));
+    return c.Add("end_of_turn", Severity::kOk,
+                 fmt::format("assistant turns end with {}, an end-of-generation token", c.Text(tail[0])));
   c.Add("end_of_turn", Severity::kWarn,
         fmt::format("assistant turns end with {}, which llama.cpp does not treat as end of generation: replies run on "
-                    "past the turn", c.Text(tail[0])),
+                    "past the turn",
+                    c.Text(tail[0])),
         fmt::format("use the model's own template, or make that token end generation: --override-kv "
-                    "tokenizer.ggml.eot_token_id=int:{}", tail[0]));
+                    "tokenizer.ggml.eot_token_id=int:{}",
+                    tail[0]));
 }
 
 void CheckTemplate(const Ctx& c) {
@@ -232,8 +241,9 @@ void CheckTemplate(const Ctx& c) {
     CheckMissingTemplate(c);
     const llama_token bos = llama_vocab_bos(c.vocab);
     const bool add_bos = llama_vocab_get_add_bos(c.vocab);
-    c.Add("bos", Severity::kInfo, add_bos && bos >= 0 ? "add_bos: llama.cpp starts every prompt with " + c.Text(bos)
-                                                      : std::string("add_bos is false: prompts start without a BOS token"));
+    c.Add("bos", Severity::kInfo,
+          add_bos && bos >= 0 ? "add_bos: llama.cpp starts every prompt with " + c.Text(bos)
+                              : std::string("add_bos is false: prompts start without a BOS token"));
     CheckEndOfTurn(c, nullptr);
     return;
   }
@@ -252,107 +262,57 @@ void CheckTemplate(const Ctx& c) {
     }
   }
   c.Add("chat_template", Severity::kOk,
-        fmt::format("embedded ({}, sha256 {})", family.empty() ? "unknown family" : family, Sha256Hex(src).substr(0, 16)));
+        fmt::format("embedded ({}, sha256 {})", family.empty() ? "unknown family" : family,
+                    Sha256Hex(src).substr(0, 16)));
   CheckTemplateMarkers(c, src, family);
   CheckTools(c, t.get());
   CheckBos(c, t.get(), src);
   CheckEndOfTurn(c, t.get());
 }
 
-// Sampler settings: general.sampling.* in the GGUF (llama.cpp applies them as defaults) against
-// a generation_config.json; and the stop / start tokens that config names.
+// A generation_config.json (null without one): its sampler settings against the GGUF's, and the
+// stop / start tokens it names against the vocabulary's.
 Status CheckGenerationSettings(const Ctx& c, const std::string& config_path) {
-  struct Knob { const char* gguf; const char* hf; const char* flag; };
-  static const Knob knobs[] = {{"temp", "temperature", "--temp"},          {"top_p", "top_p", "--top-p"},
-                               {"top_k", "top_k", "--top-k"},               {"min_p", "min_p", "--min-p"},
-                               {"penalty_repeat", "repetition_penalty", "--repeat-penalty"}};
-  std::map<std::string, double> in_gguf, in_config;  // keyed by the GGUF name
-  for (const auto& k : knobs)
-    if (auto v = c.Meta(std::string("general.sampling.") + k.gguf); !v.empty()) in_gguf[k.gguf] = std::atof(v.c_str());
   nlohmann::json cfg;
   if (!config_path.empty()) {
     FS_ASSIGN_OR_RETURN(std::string text, ReadFile(config_path));
     cfg = nlohmann::json::parse(text, nullptr, false);
     if (cfg.is_discarded() || !cfg.is_object()) return Status::Error(config_path + ": not a JSON object");
-    for (const auto& k : knobs)
-      if (cfg.contains(k.hf) && cfg[k.hf].is_number()) in_config[k.gguf] = cfg[k.hf].get<double>();
   }
-  auto list = [](const std::map<std::string, double>& m) {
-    std::string s;
-    for (const auto& [k, v] : m) s += fmt::format("{}{} {:g}", s.empty() ? "" : ", ", k, v);
-    return s;
-  };
-  auto flags = [&](const std::map<std::string, double>& m) {
-    std::string s = "pass";
-    for (const auto& k : knobs)
-      if (auto it = m.find(k.gguf); it != m.end()) s += fmt::format(" {} {:g}", k.flag, it->second);
-    return s;
-  };
-  if (in_gguf.empty() && in_config.empty())
-    c.Add("sampling", Severity::kInfo, "no sampler settings in the file: llama.cpp's defaults apply (temp 0.8, top_k 40, top_p 0.95, min_p 0.05)",
-          "use the settings the model card recommends");
-  else if (in_config.empty())
-    c.Add("sampling", Severity::kOk, "embedded sampler defaults, which llama.cpp applies: " + list(in_gguf));
-  else if (in_gguf.empty())
-    c.Add("sampling", Severity::kWarn, "generation_config.json recommends " + list(in_config) +
-          "; the GGUF carries no general.sampling.* keys, so llama.cpp uses its own defaults", flags(in_config));
-  else if (in_gguf != in_config)
-    c.Add("sampling", Severity::kWarn, "the GGUF's sampler defaults (" + list(in_gguf) + ") differ from generation_config.json (" +
-          list(in_config) + ")", flags(in_config));
-  else
-    c.Add("sampling", Severity::kOk, "sampler defaults match generation_config.json: " + list(in_gguf));
-  if (cfg.is_object() && cfg.value("do_sample", true) == false)
-    c.Add("sampling", Severity::kInfo, "generation_config.json asks for greedy decoding (do_sample false)", "--temp 0");
+  for (auto& f : CheckSamplerSettings([&](const std::string& k) { return c.Meta(k); }, cfg))
+    c.report->findings.push_back(std::move(f));
   // generation_config's eos_token_id may be one id or a list; each must stop llama.cpp too.
   std::vector<int64_t> stops;
   if (cfg.is_object() && cfg.contains("eos_token_id")) {
     const auto& e = cfg["eos_token_id"];
     if (e.is_number_integer()) stops.push_back(e.get<int64_t>());
-    for (const auto& v : e.is_array() ? e : nlohmann::json::array()) if (v.is_number_integer()) stops.push_back(v.get<int64_t>());
+    for (const auto& v : e.is_array() ? e : nlohmann::json::array())
+      if (v.is_number_integer()) stops.push_back(v.get<int64_t>());
   }
   const int64_t n_vocab = llama_vocab_n_tokens(c.vocab);
   for (int64_t id : stops) {
     if (id >= 0 && id < n_vocab && llama_vocab_is_eog(c.vocab, llama_token(id))) continue;
-    c.Add("eos", Severity::kWarn, fmt::format("generation_config.json stops at token {}, which the GGUF does not treat as "
-                                              "end of generation", id < n_vocab ? c.Text(llama_token(id)) : std::to_string(id)),
+    c.Add("eos", Severity::kWarn,
+          fmt::format("generation_config.json stops at token {}, which the GGUF does not treat as "
+                      "end of generation",
+                      id < n_vocab ? c.Text(llama_token(id)) : std::to_string(id)),
           fmt::format("--override-kv tokenizer.ggml.eos_token_id=int:{} (or re-convert)", id));
   }
   if (cfg.is_object() && cfg.contains("bos_token_id") && cfg["bos_token_id"].is_number_integer() &&
       cfg["bos_token_id"].get<int64_t>() != llama_vocab_bos(c.vocab))
-    c.Add("bos", Severity::kWarn, fmt::format("generation_config.json's BOS is {}, the GGUF's {}", cfg["bos_token_id"].get<int64_t>(),
-                                              c.Text(llama_vocab_bos(c.vocab))),
+    c.Add("bos", Severity::kWarn,
+          fmt::format("generation_config.json's BOS is {}, the GGUF's {}", cfg["bos_token_id"].get<int64_t>(),
+                      c.Text(llama_vocab_bos(c.vocab))),
           "--override-kv tokenizer.ggml.bos_token_id=int:N with the right id");
   return Status::Ok();
-}
-
-// The training context against rope-scaling metadata ({arch}.rope.scaling.*).
-void CheckContext(const Ctx& c) {
-  const std::string arch = c.Meta("general.architecture");
-  const double n_ctx = std::atof(c.Meta(arch + ".context_length").c_str());
-  const std::string type = c.Meta(arch + ".rope.scaling.type");
-  const double factor = std::atof(c.Meta(arch + ".rope.scaling.factor").c_str());
-  const double orig = std::atof(c.Meta(arch + ".rope.scaling.original_context_length").c_str());
-  if (type.empty() || type == "none") {
-    if (factor > 1)
-      return c.Add("context", Severity::kWarn, fmt::format("rope scaling factor {:g} without a scaling type: llama.cpp ignores it", factor),
-                   "set " + arch + ".rope.scaling.type (e.g. --override-kv " + arch + ".rope.scaling.type=str:yarn)");
-    return c.Add("context", Severity::kOk, fmt::format("training context {:g} tokens, no rope scaling", n_ctx));
-  }
-  if (orig > 0 && factor > 0 && std::fabs(orig * factor - n_ctx) > 0.01 * n_ctx)
-    return c.Add("context", Severity::kWarn, fmt::format("context_length {:g}, but original_context_length {:g} x {} factor {:g} = {:g}",
-                                                         n_ctx, orig, type, factor, orig * factor),
-                 "check the converted rope-scaling keys against the model's config.json");
-  c.Add("context", Severity::kInfo,
-        fmt::format("{} rope scaling x{:g} from {:g} to {:g} tokens: llama.cpp applies it at every length, short prompts included",
-                    type, factor, orig, n_ctx),
-        "for short contexts, --rope-scaling none matches the unscaled model");
 }
 
 }  // namespace
 
 std::string ChatTemplateFamily(const std::string& source) {
   for (const auto& f : Families())
-    if (std::all_of(f.markers.begin(), f.markers.end(), [&](const char* m) { return source.find(m) != std::string::npos; }))
+    if (std::all_of(f.markers.begin(), f.markers.end(),
+                    [&](const char* m) { return source.find(m) != std::string::npos; }))
       return f.name;
   return "";
 }
@@ -370,11 +330,12 @@ Result<DoctorReport> RunDoctor(const std::string& path, const DoctorOptions& opt
   std::string log = TakeLlamaLogTail();
   if (!model) {
     bool pre = log.find("pre-tokenizer") != std::string::npos;
-    r.findings.push_back({pre ? "pre_tokenizer" : "load", Severity::kError,
-                          "llama.cpp refuses to load this model: " + (log.empty() ? std::string("no reason logged") : log),
-                          pre ? "re-convert with a convert_hf_to_gguf.py that knows this tokenizer, or set "
-                                "tokenizer.ggml.pre to the matching known name"
-                              : "re-convert the model with a current llama.cpp"});
+    r.findings.push_back(
+        {pre ? "pre_tokenizer" : "load", Severity::kError,
+         "llama.cpp refuses to load this model: " + (log.empty() ? std::string("no reason logged") : log),
+         pre ? "re-convert with a convert_hf_to_gguf.py that knows this tokenizer, or set "
+               "tokenizer.ggml.pre to the matching known name"
+             : "re-convert the model with a current llama.cpp"});
     return r;
   }
   Ctx c{model.get(), llama_model_get_vocab(model.get()), path, &r};
@@ -382,7 +343,7 @@ Result<DoctorReport> RunDoctor(const std::string& path, const DoctorOptions& opt
   CheckPreTokenizer(c);
   CheckTemplate(c);
   FS_RETURN_IF_ERROR(CheckGenerationSettings(c, opts.generation_config));
-  CheckContext(c);
+  r.findings.push_back(CheckRopeScaling([&](const std::string& k) { return c.Meta(k); }));
   return r;
 }
 

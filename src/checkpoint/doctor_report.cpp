@@ -1,7 +1,7 @@
 // `doctor` report: severities, JSON and the terminal listing.
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "checkpoint/checkpoint.h"
 
@@ -9,10 +9,14 @@ namespace flipscope {
 
 const char* SeverityName(Severity s) {
   switch (s) {
-    case Severity::kOk: return "ok";
-    case Severity::kInfo: return "info";
-    case Severity::kWarn: return "warn";
-    case Severity::kError: return "error";
+    case Severity::kOk:
+      return "ok";
+    case Severity::kInfo:
+      return "info";
+    case Severity::kWarn:
+      return "warn";
+    case Severity::kError:
+      return "error";
   }
   return "?";
 }
@@ -24,14 +28,16 @@ const Finding* DoctorReport::Find(const std::string& check) const {
 }
 
 int DoctorReport::ExitCode() const {
-  bool error = std::any_of(findings.begin(), findings.end(), [](const Finding& f) { return f.severity == Severity::kError; });
+  bool error =
+      std::any_of(findings.begin(), findings.end(), [](const Finding& f) { return f.severity == Severity::kError; });
   return error ? 2 : 0;
 }
 
 nlohmann::json DoctorReport::ToJson() const {
   nlohmann::json j = {{"path", path}, {"exit_code", ExitCode()}, {"findings", nlohmann::json::array()}};
   for (const auto& f : findings)
-    j["findings"].push_back({{"check", f.check}, {"severity", SeverityName(f.severity)}, {"message", f.message}, {"fix", f.fix}});
+    j["findings"].push_back(
+        {{"check", f.check}, {"severity", SeverityName(f.severity)}, {"message", f.message}, {"fix", f.fix}});
   return j;
 }
 

@@ -1,11 +1,11 @@
 // `doctor` on the real models and on metadata variants of them with known faults (written
 // through ggml's GGUF writer: the vocabulary and template are all doctor reads).
-#include <gtest/gtest.h>
-
 #include <gguf.h>
+#include <gtest/gtest.h>
 
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 
 #include "checkpoint/checkpoint.h"
@@ -106,13 +106,13 @@ TEST(Doctor, Gemma3WithoutTemplateIsAnError) {
 TEST(Doctor, PreTokenizerMissingOrUnknown) {
   std::string smol = fixtures::SmolLM2Path();
   if (smol.empty()) GTEST_SKIP() << "SmolLM2 not fetched (scripts/fetch-models.sh)";
-  auto missing = Doctor(Variant(smol, "d-nopre.gguf", [](gguf_context* g) { gguf_remove_key(g, "tokenizer.ggml.pre"); }));
+  auto missing =
+      Doctor(Variant(smol, "d-nopre.gguf", [](gguf_context* g) { gguf_remove_key(g, "tokenizer.ggml.pre"); }));
   EXPECT_EQ(Get(missing, "pre_tokenizer").severity, Severity::kWarn);
   EXPECT_NE(Get(missing, "pre_tokenizer").message.find("DEGRADED"), std::string::npos);
   EXPECT_EQ(missing.ExitCode(), 0);
-  auto unknown = Doctor(Variant(smol, "d-badpre.gguf", [](gguf_context* g) {
-    gguf_set_val_str(g, "tokenizer.ggml.pre", "nonesuch");
-  }));
+  auto unknown = Doctor(
+      Variant(smol, "d-badpre.gguf", [](gguf_context* g) { gguf_set_val_str(g, "tokenizer.ggml.pre", "nonesuch"); }));
   Finding f = Get(unknown, "pre_tokenizer");
   EXPECT_EQ(f.severity, Severity::kError);
   EXPECT_NE(f.message.find("unknown pre-tokenizer type: 'nonesuch'"), std::string::npos) << f.message;
@@ -142,7 +142,8 @@ TEST(Doctor, TemplateAgainstVocabulary) {
   EXPECT_EQ(Get(llama3, "template_family").severity, Severity::kError);
   EXPECT_NE(Get(llama3, "template_family").message.find("'<|start_header_id|>'"), std::string::npos);
   // A plain-text template: turns end with a newline, which stops nothing.
-  auto plain = Doctor(TinyWithTemplate("d-plain.gguf", "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"));
+  auto plain = Doctor(
+      TinyWithTemplate("d-plain.gguf", "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"));
   EXPECT_EQ(Get(plain, "template_family").severity, Severity::kInfo);
   EXPECT_EQ(Get(plain, "end_of_turn").severity, Severity::kWarn);
   auto broken = Doctor(TinyWithTemplate("d-broken.gguf", "{% for m in messages %}{{ m['content'] }"));
@@ -162,7 +163,9 @@ TEST(Doctor, SamplingAndGenerationConfig) {
   EXPECT_NE(Get(r, "sampling").message.find("temp 0.6"), std::string::npos) << Get(r, "sampling").message;
   std::string same = WriteText("d-gen-same.json", R"({"temperature": 0.6, "top_p": 0.95, "eos_token_id": 4})");
   EXPECT_EQ(Get(Doctor(embedded, same), "sampling").severity, Severity::kOk);
-  std::string other = WriteText("d-gen-other.json", R"({"temperature": 0.2, "top_p": 0.95, "top_k": 20, "eos_token_id": [4, 7], "bos_token_id": 3})");
+  std::string other =
+      WriteText("d-gen-other.json",
+                R"({"temperature": 0.2, "top_p": 0.95, "top_k": 20, "eos_token_id": [4, 7], "bos_token_id": 3})");
   auto diff = Doctor(embedded, other);
   Finding s = Get(diff, "sampling");
   EXPECT_EQ(s.severity, Severity::kWarn);
@@ -212,4 +215,22 @@ TEST(Doctor, BadFilesGiveOneClearError) {
   auto bad = RunDoctor(text);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("not a GGUF file"), std::string::npos);
+}
+
+TEST(Doctor, SettingsFromMetadataAlone) {
+  std::map<std::string, std::string> kv = {{"general.architecture", "qwen2"},
+                                           {"qwen2.context_length", "131072"},
+                                           {"qwen2.rope.scaling.type", "yarn"},
+                                           {"qwen2.rope.scaling.factor", "4"},
+                                           {"qwen2.rope.scaling.original_context_length", "32768"},
+                                           {"general.sampling.top_k", "20"}};
+  GgufMeta meta = [&](const std::string& k) { return kv.count(k) ? kv.at(k) : ""; };
+  Finding ctx = CheckRopeScaling(meta);
+  EXPECT_EQ(ctx.severity, Severity::kInfo);
+  EXPECT_NE(ctx.message.find("yarn rope scaling x4 from 32768 to 131072"), std::string::npos) << ctx.message;
+  auto s = CheckSamplerSettings(meta, {{"top_k", 20}, {"do_sample", false}});
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].severity, Severity::kOk);
+  EXPECT_EQ(s[1].severity, Severity::kInfo);
+  EXPECT_NE(s[1].message.find("greedy"), std::string::npos);
 }

@@ -1,6 +1,7 @@
 // Safetensors checkpoints: single files and sharded ones (model.safetensors.index.json).
 // Format: 8-byte little-endian header length, a JSON header {name: {dtype, shape, data_offsets}},
 // then the data section the offsets point into.
+#include <fmt/format.h>
 #include <ggml.h>
 
 #include <algorithm>
@@ -8,8 +9,6 @@
 #include <filesystem>
 #include <map>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "checkpoint/checkpoint.h"
 #include "util/util.h"
@@ -22,11 +21,21 @@ struct Dtype {
   int bytes;
   int ggml_type;  // -1: not decoded to F32, compared by bytes only
 };
-constexpr Dtype kDtypes[] = {
-    {"F64", 8, -1},  {"F32", 4, GGML_TYPE_F32}, {"F16", 2, GGML_TYPE_F16}, {"BF16", 2, GGML_TYPE_BF16},
-    {"I64", 8, -1},  {"I32", 4, -1},  {"I16", 2, -1},  {"I8", 1, -1},  {"U64", 8, -1},
-    {"U32", 4, -1},  {"U16", 2, -1},  {"U8", 1, -1},   {"BOOL", 1, -1}, {"F8_E4M3", 1, -1},
-    {"F8_E5M2", 1, -1}};
+constexpr Dtype kDtypes[] = {{"F64", 8, -1},
+                             {"F32", 4, GGML_TYPE_F32},
+                             {"F16", 2, GGML_TYPE_F16},
+                             {"BF16", 2, GGML_TYPE_BF16},
+                             {"I64", 8, -1},
+                             {"I32", 4, -1},
+                             {"I16", 2, -1},
+                             {"I8", 1, -1},
+                             {"U64", 8, -1},
+                             {"U32", 4, -1},
+                             {"U16", 2, -1},
+                             {"U8", 1, -1},
+                             {"BOOL", 1, -1},
+                             {"F8_E4M3", 1, -1},
+                             {"F8_E5M2", 1, -1}};
 
 const Dtype* FindDtype(const std::string& name) {
   for (const auto& d : kDtypes)
@@ -37,7 +46,9 @@ const Dtype* FindDtype(const std::string& name) {
 // One header entry -> TensorEntry; data_begin is where the data section starts in the file.
 Result<TensorEntry> ParseEntry(const std::string& path, const std::string& name, const nlohmann::json& e,
                                uint64_t data_begin, uint64_t file_size) {
-  auto bad = [&](const std::string& what) { return Status::Error(fmt::format("{}: tensor '{}': {}", path, name, what)); };
+  auto bad = [&](const std::string& what) {
+    return Status::Error(fmt::format("{}: tensor '{}': {}", path, name, what));
+  };
   if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") || !e.contains("data_offsets"))
     return bad("header entry lacks dtype, shape or data_offsets");
   if (!e["dtype"].is_string()) return bad("dtype is not a string");
@@ -84,7 +95,8 @@ Status AddSafetensorsFile(Checkpoint& c, const std::string& path) {
                                      header_len, size));
   std::string_view header(reinterpret_cast<const char*>(file->data()) + 8, header_len);
   nlohmann::json j = nlohmann::json::parse(header, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return Status::Error(path + ": not a safetensors file (header is not a JSON object)");
+  if (j.is_discarded() || !j.is_object())
+    return Status::Error(path + ": not a safetensors file (header is not a JSON object)");
   const int index = int(c.files.size());
   std::vector<TensorEntry> entries;
   for (auto it = j.begin(); it != j.end(); ++it) {
@@ -118,7 +130,8 @@ Result<Checkpoint> OpenSafetensorsIndex(const std::string& path) {
   std::map<std::string, std::string> wanted;  // tensor -> shard file name
   std::set<std::string> shards;
   for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
-    if (!it.value().is_string()) return Status::Error(path + ": weight_map entry '" + it.key() + "' is not a file name");
+    if (!it.value().is_string())
+      return Status::Error(path + ": weight_map entry '" + it.key() + "' is not a file name");
     wanted[it.key()] = it.value().get<std::string>();
     shards.insert(it.value().get<std::string>());
   }

@@ -3,59 +3,28 @@
 // checked against tests/ref/tensor_diff.py.
 #include <gtest/gtest.h>
 
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 
-#include <fmt/format.h>
-
-#include "checkpoint/checkpoint.h"
-#include "testing/tiny_model.h"
-#include "util/util.h"
+#include "checkpoint/tensors_test_util.h"
 
 using namespace flipscope;
+using namespace flipscope::testutil;
 
 namespace {
 
-std::string Shell(const std::string& cmd) {
-  std::string out;
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    char buf[4096];
-    while (size_t n = fread(buf, 1, sizeof(buf), p)) out.append(buf, n);
-    EXPECT_EQ(pclose(p), 0) << cmd;
-  }
-  return out;
-}
-
-std::string Ref(const std::string& script) { return fmt::format("{} {}/tests/ref/{}", FLIPSCOPE_PYTHON, FLIPSCOPE_SOURCE_DIR, script); }
-
-std::string Tiny(const std::string& name, const std::string& matrix_type) {
+std::string TinyOf(const std::string& name, const std::string& matrix_type) {
   fixtures::TinyModelOptions o;
   o.matrix_type = matrix_type;
-  std::string p = fixtures::TempPath(name);
-  EXPECT_TRUE(fixtures::WriteTinyModel(p, o).ok());
-  return p;
+  return Tiny(name, o);
 }
 
-// The GGUF converted to Hugging Face names and layout.
+// The GGUF converted to Hugging Face names and layout by tests/ref/gguf_to_safetensors.py.
 std::string Convert(const std::string& gguf, const std::string& name, const std::string& args) {
   std::string out = fixtures::TempPath(name);
   std::filesystem::remove_all(out);
   Shell(fmt::format("{} {} {} {}", Ref("gguf_to_safetensors.py"), gguf, out, args));
   return out;
-}
-
-TensorsReport Diff(const std::string& a, const std::string& b) {
-  auto r = DiffCheckpoints(a, b, {"", 0, false});
-  EXPECT_TRUE(r.ok()) << r.status().message();
-  return r.ok() ? *r : TensorsReport{};
-}
-
-const TensorDiff* Find(const TensorsReport& r, const std::string& name) {
-  for (const auto& d : r.tensors)
-    if (d.name_a == name || d.name_b == name) return &d;
-  return nullptr;
 }
 
 bool IsQk(const TensorDiff& d) {
@@ -66,7 +35,7 @@ bool IsQk(const TensorDiff& d) {
 }  // namespace
 
 TEST(Safetensors, ConvertedF32HoldsTheSameWeights) {
-  std::string gguf = Tiny("s-f32.gguf", "f32"), st = Convert(gguf, "s-f32.safetensors", "--dtype f32");
+  std::string gguf = TinyOf("s-f32.gguf", "f32"), st = Convert(gguf, "s-f32.safetensors", "--dtype f32");
   for (bool gguf_first : {true, false}) {
     auto r = gguf_first ? Diff(gguf, st) : Diff(st, gguf);
     EXPECT_TRUE(r.Same()) << r.ToText();
@@ -81,15 +50,16 @@ TEST(Safetensors, ConvertedF32HoldsTheSameWeights) {
     }
   }
   auto r = Diff(gguf, st);
-  EXPECT_EQ(Find(r, "blk.1.ffn_norm.weight")->name_b, "model.layers.1.post_attention_layernorm.weight");
-  EXPECT_EQ(Find(r, "token_embd.weight")->name_b, "model.embed_tokens.weight");
-  EXPECT_EQ(Find(r, "output.weight")->name_b, "lm_head.weight");
-  EXPECT_NE(Find(r, "blk.0.attn_q.weight")->note.find("permuted Q/K"), std::string::npos);
+  EXPECT_EQ(Get(r, "blk.1.ffn_norm.weight").name_b, "model.layers.1.post_attention_layernorm.weight");
+  EXPECT_EQ(Get(r, "token_embd.weight").name_b, "model.embed_tokens.weight");
+  EXPECT_EQ(Get(r, "output.weight").name_b, "lm_head.weight");
+  EXPECT_NE(Get(r, "blk.0.attn_q.weight").note.find("permuted Q/K"), std::string::npos);
   EXPECT_NE(r.ToText().find("equal after decoding, stored differently (4)"), std::string::npos) << r.ToText();
 }
 
 TEST(Safetensors, KeptPermutationIsByteIdentical) {
-  std::string gguf = Tiny("s-f16.gguf", "f16"), st = Convert(gguf, "s-f16-perm.safetensors", "--dtype f16 --keep-permutation");
+  std::string gguf = TinyOf("s-f16.gguf", "f16"),
+              st = Convert(gguf, "s-f16-perm.safetensors", "--dtype f16 --keep-permutation");
   auto r = Diff(gguf, st);
   for (const auto& d : r.tensors) {
     // F16 in both formats is one encoding; the F32 norms were written as F16 here.
@@ -99,7 +69,7 @@ TEST(Safetensors, KeptPermutationIsByteIdentical) {
 }
 
 TEST(Safetensors, Bf16AgainstF32MatchesNumpy) {
-  std::string gguf = Tiny("s-f32b.gguf", "f32"), st = Convert(gguf, "s-bf16.safetensors", "--dtype bf16");
+  std::string gguf = TinyOf("s-f32b.gguf", "f32"), st = Convert(gguf, "s-bf16.safetensors", "--dtype bf16");
   auto r = Diff(gguf, st);
   EXPECT_FALSE(r.Same());
   for (const auto& d : r.tensors) {
@@ -107,23 +77,17 @@ TEST(Safetensors, Bf16AgainstF32MatchesNumpy) {
     EXPECT_LT(d.rel_l2, 1.0 / 256) << d.name_a;  // BF16 keeps 8 significant bits
   }
   auto check = [&](const std::string& name, const std::string& extra) {
-    const TensorDiff* d = Find(r, name);
-    auto ref = nlohmann::json::parse(Shell(fmt::format("{} {} {} {} {} {}", Ref("tensor_diff.py"), gguf, d->name_a, st,
-                                                       d->name_b, extra)));
-    EXPECT_NEAR(d->rel_l2, ref["rel_l2"].get<double>(), 1e-9 * d->rel_l2) << name;
-    EXPECT_NEAR(d->max_abs, ref["max_abs"].get<double>(), 1e-12) << name;
-    EXPECT_NEAR(d->cosine, ref["cosine"].get<double>(), 1e-12) << name;
-    EXPECT_EQ(d->n_differ, ref["n_differ"].get<int64_t>()) << name;
+    ExpectMatchesReference(gguf, st, Get(r, name), extra);
   };
   check("token_embd.weight", "");
   check("blk.1.ffn_norm.weight", "");
   check("blk.0.attn_q.weight", "--permute-b 2");  // tiny model: 2 heads, 1 KV head
   check("blk.1.attn_k.weight", "--permute-b 1");
-  EXPECT_TRUE(Find(r, "blk.0.attn_q.weight")->qk_unpermuted);
+  EXPECT_TRUE(Get(r, "blk.0.attn_q.weight").qk_unpermuted);
 }
 
 TEST(Safetensors, ShardedIndexAndFolder) {
-  std::string gguf = Tiny("s-shard.gguf", "f16");
+  std::string gguf = TinyOf("s-shard.gguf", "f16");
   std::string single = Convert(gguf, "s-single.safetensors", "--dtype f16");
   std::string dir = Convert(gguf, "s-sharded", "--dtype f16 --shards 3");
   auto c = OpenCheckpoint(dir);
@@ -137,7 +101,8 @@ TEST(Safetensors, ShardedIndexAndFolder) {
   auto via_single = Diff(gguf, single).ToJson()["tensors"], via_shards = Diff(gguf, dir).ToJson()["tensors"];
   ASSERT_EQ(via_single.size(), via_shards.size());
   for (size_t i = 0; i < via_single.size(); ++i)
-    for (const char* k : {"name_b", "state", "xxh3_b", "rel_l2", "cosine"}) EXPECT_EQ(via_single[i][k], via_shards[i][k]) << k;
+    for (const char* k : {"name_b", "state", "xxh3_b", "rel_l2", "cosine"})
+      EXPECT_EQ(via_single[i][k], via_shards[i][k]) << k;
 }
 
 namespace {
@@ -165,11 +130,17 @@ TEST(Safetensors, CorruptFilesGiveOneClearError) {
   EXPECT_EQ(ErrorOf(tiny), tiny + ": not a safetensors file (shorter than its 8-byte header length)");
   std::string ok_header = R"({"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}})";
   EXPECT_EQ(ErrorOf(WriteRaw("s-ok.safetensors", ok_header, 24)), "");
-  struct Case { const char* file; std::string header; size_t data; const char* expect; };
+  struct Case {
+    const char* file;
+    std::string header;
+    size_t data;
+    const char* expect;
+  };
   const Case cases[] = {
       {"s-trunc.safetensors", ok_header, 20, "tensor 'w': truncated: data ends at byte"},
       {"s-json.safetensors", "{not json", 0, "header is not a JSON object"},
-      {"s-dtype.safetensors", R"({"w": {"dtype": "F7", "shape": [1], "data_offsets": [0, 1]}})", 1, "unknown dtype 'F7'"},
+      {"s-dtype.safetensors", R"({"w": {"dtype": "F7", "shape": [1], "data_offsets": [0, 1]}})", 1,
+       "unknown dtype 'F7'"},
       {"s-size.safetensors", R"({"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 20]}})", 24,
        "holds 20 bytes, its dtype and shape need 24"},
       {"s-neg.safetensors", R"({"w": {"dtype": "F32", "shape": [-2], "data_offsets": [0, 8]}})", 8, "negative"},
@@ -189,9 +160,11 @@ TEST(Safetensors, CorruptFilesGiveOneClearError) {
   std::filesystem::create_directories(dir);
   std::filesystem::copy_file(WriteRaw("s-shard1.safetensors", ok_header, 24), dir + "/a.safetensors",
                              std::filesystem::copy_options::overwrite_existing);
-  std::ofstream(dir + "/model.safetensors.index.json") << R"({"weight_map": {"w": "a.safetensors", "v": "b.safetensors"}})";
+  std::ofstream(dir + "/model.safetensors.index.json")
+      << R"({"weight_map": {"w": "a.safetensors", "v": "b.safetensors"}})";
   EXPECT_NE(ErrorOf(dir).find("b.safetensors: no such file"), std::string::npos) << ErrorOf(dir);
-  std::ofstream(dir + "/model.safetensors.index.json") << R"({"weight_map": {"w": "a.safetensors", "v": "a.safetensors"}})";
+  std::ofstream(dir + "/model.safetensors.index.json")
+      << R"({"weight_map": {"w": "a.safetensors", "v": "a.safetensors"}})";
   EXPECT_NE(ErrorOf(dir).find("weight_map puts 'v' in a.safetensors, which does not hold it"), std::string::npos);
   std::ofstream(dir + "/model.safetensors.index.json") << R"({"metadata": {}})";
   EXPECT_NE(ErrorOf(dir).find("not a safetensors index"), std::string::npos);
@@ -211,8 +184,10 @@ TEST(Safetensors, RealModelConvertedFromGguf) {
   for (const auto& d : r.tensors) {
     // F32 tensors are copied; quantized ones were decoded by gguf-py's numpy code, and match
     // ggml's decoding exactly or to float rounding.
-    if (d.dtype_a == "f32") EXPECT_EQ(d.state, TensorState::kIdentical) << d.name_a;
-    else EXPECT_LT(d.rel_l2, 1e-6) << d.name_a;
+    if (d.dtype_a == "f32")
+      EXPECT_EQ(d.state, TensorState::kIdentical) << d.name_a;
+    else
+      EXPECT_LT(d.rel_l2, 1e-6) << d.name_a;
     qk += d.qk_unpermuted;
   }
   EXPECT_EQ(qk, 2 * 30);  // SmolLM2 is a llama: every layer's Q and K were permuted
@@ -221,13 +196,14 @@ TEST(Safetensors, RealModelConvertedFromGguf) {
 TEST(Safetensors, ReshapedTensorIsAShapeMismatch) {
   std::string a = WriteRaw("s-shape-a.safetensors",
                            R"({"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]},
-                               "b": {"dtype": "F32", "shape": [1, 4], "data_offsets": [24, 40]}})", 40);
+                               "b": {"dtype": "F32", "shape": [1, 4], "data_offsets": [24, 40]}})",
+                           40);
   std::string b = WriteRaw("s-shape-b.safetensors",
                            R"({"w": {"dtype": "F32", "shape": [3, 2], "data_offsets": [0, 24]},
-                               "b": {"dtype": "F32", "shape": [4], "data_offsets": [24, 40]}})", 40);
+                               "b": {"dtype": "F32", "shape": [4], "data_offsets": [24, 40]}})",
+                           40);
   auto r = Diff(a, b);
-  const TensorDiff* w = Find(r, "w");
-  EXPECT_EQ(w->state, TensorState::kShapeMismatch);
-  EXPECT_NE(w->note.find("same number of elements"), std::string::npos);
-  EXPECT_EQ(Find(r, "b")->state, TensorState::kIdentical);  // [1, 4] and [4] are one shape
+  EXPECT_EQ(Get(r, "w").state, TensorState::kShapeMismatch);
+  EXPECT_NE(Get(r, "w").note.find("same number of elements"), std::string::npos);
+  EXPECT_EQ(Get(r, "b").state, TensorState::kIdentical);  // [1, 4] and [4] are one shape
 }

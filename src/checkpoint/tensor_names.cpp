@@ -91,8 +91,7 @@ std::string TensorComponent(const std::string& name) {
       Contains(n, "multi_modal_projector") || Contains(n, "mmproj"))
     return "vision";
   if (Contains(n, "nextn") || Contains(n, "mtp")) return "MTP";
-  if (Contains(n, "token_embd") || Contains(n, "embed_tokens") || Contains(n, "wte.") ||
-      Contains(n, "word_embeddings"))
+  if (Contains(n, "token_embd") || Contains(n, "embed_tokens") || Contains(n, "wte.") || Contains(n, "word_embeddings"))
     return "token embedding";
   if (n == "output.weight" || n == "output.bias" || Contains(n, "lm_head")) return "output head";
   if (Contains(n, "norm") || Contains(n, "ln_")) return "norms";

@@ -1,6 +1,7 @@
 // `tensors`: pairs the tensors of two checkpoints by name (across GGUF / safetensors through
 // llama.cpp's naming, or a user map), hashes both sides, and for pairs whose bytes differ
 // decodes both to F32 in chunks and accumulates the difference in FP64.
+#include <fmt/format.h>
 #include <ggml.h>
 #include <xxhash.h>
 
@@ -14,8 +15,6 @@
 #include <optional>
 #include <thread>
 
-#include <fmt/format.h>
-
 #include "checkpoint/checkpoint.h"
 #include "engine/engine.h"
 #include "util/util.h"
@@ -23,7 +22,7 @@
 namespace flipscope {
 namespace {
 
-constexpr uint64_t kHashChunk = 64ull << 20;      // bytes per hashing work item (fixes the digest)
+constexpr uint64_t kHashChunk = 64ull << 20;         // bytes per hashing work item (fixes the digest)
 constexpr int64_t kCompareChunk = int64_t(1) << 20;  // elements per comparison work item
 
 // A paired (or unpaired) tensor and what the walk needs to know about it.
@@ -31,8 +30,8 @@ struct Job {
   TensorDiff diff;
   const TensorEntry* a = nullptr;
   const TensorEntry* b = nullptr;
-  int perm_heads = 0;       // > 0: also compare with llama.cpp's Q/K permutation undone
-  bool a_is_gguf = false;   // which side holds the permuted layout
+  int perm_heads = 0;      // > 0: also compare with llama.cpp's Q/K permutation undone
+  bool a_is_gguf = false;  // which side holds the permuted layout
   std::vector<uint64_t> chunk_hash[2];
 };
 
@@ -82,8 +81,10 @@ void ParallelFor(size_t n, int threads, const std::function<uint64_t(size_t)>& f
 void Decode(const Checkpoint& c, const TensorEntry& t, int64_t e0, int64_t n, float* out) {
   const uint64_t off = uint64_t(e0 / t.row_elements) * t.row_bytes, len = uint64_t(n / t.row_elements) * t.row_bytes;
   const uint8_t* src = c.Data(t) + off;
-  if (t.ggml_type == GGML_TYPE_F32) std::memcpy(out, src, size_t(n) * 4);
-  else ggml_get_type_traits(ggml_type(t.ggml_type))->to_float(src, out, n);
+  if (t.ggml_type == GGML_TYPE_F32)
+    std::memcpy(out, src, size_t(n) * 4);
+  else
+    ggml_get_type_traits(ggml_type(t.ggml_type))->to_float(src, out, n);
   c.files[size_t(t.file)]->Release(t.offset + off, len);
 }
 
@@ -91,7 +92,7 @@ void Decode(const Checkpoint& c, const TensorEntry& t, int64_t e0, int64_t n, fl
 // head reordered as reshape(heads, 2, hd/2).swapaxes(1, 2)) is undone.
 int64_t PermutedRow(int64_t r, int64_t hd, bool a_is_gguf) {
   const int64_t h = r / hd, w = r % hd, half = hd / 2;
-  return a_is_gguf ? h * hd + (w % 2) * half + w / 2   // GGUF row (h, j, i) <- HF row (h, i, j)
+  return a_is_gguf ? h * hd + (w % 2) * half + w / 2  // GGUF row (h, j, i) <- HF row (h, i, j)
                    : h * hd + (w % half) * 2 + w / half;
 }
 
@@ -149,8 +150,9 @@ Result<std::map<std::string, std::string>> ReadMap(const std::string& path) {
 // Q/K projections of a GGUF made from Hugging Face weights may be permuted (llama-style archs).
 int PermutationHeads(const std::string& gguf_name, const Checkpoint& gguf, const TensorEntry& t) {
   auto ends = [&](const char* s) { return gguf_name.ends_with(s); };
-  int heads = (ends(".attn_q.weight") || ends(".attn_q.bias")) ? gguf.n_head
-              : (ends(".attn_k.weight") || ends(".attn_k.bias")) ? gguf.n_head_kv : 0;
+  int heads = (ends(".attn_q.weight") || ends(".attn_q.bias"))   ? gguf.n_head
+              : (ends(".attn_k.weight") || ends(".attn_k.bias")) ? gguf.n_head_kv
+                                                                 : 0;
   if (heads <= 0 || t.shape.empty() || t.shape[0] % heads != 0) return 0;
   int64_t hd = t.shape[0] / heads;
   return hd >= 2 && hd % 2 == 0 ? heads : 0;
@@ -171,8 +173,10 @@ Result<std::vector<Job>> PairTensors(const Checkpoint& ca, const Checkpoint& cb,
   std::map<std::string, const TensorEntry*> a_by_name;
   for (const auto& t : ca.tensors) a_by_name[t.name] = &t;
   for (const auto& [na, nb] : user_map) {
-    if (!a_by_name.count(na)) return Status::Error(fmt::format("{}: '{}' is not a tensor of {}", map_path, na, ca.path));
-    if (!b_by_name.count(nb)) return Status::Error(fmt::format("{}: '{}' is not a tensor of {}", map_path, nb, cb.path));
+    if (!a_by_name.count(na))
+      return Status::Error(fmt::format("{}: '{}' is not a tensor of {}", map_path, na, ca.path));
+    if (!b_by_name.count(nb))
+      return Status::Error(fmt::format("{}: '{}' is not a tensor of {}", map_path, nb, cb.path));
   }
   std::map<const TensorEntry*, bool> b_taken;
   for (const auto& [na, nb] : user_map) b_taken[b_by_name[nb]] = true;
@@ -181,8 +185,10 @@ Result<std::vector<Job>> PairTensors(const Checkpoint& ca, const Checkpoint& cb,
     Job j;
     j.a = &t;
     std::string k = key(ca, t);
-    if (auto m = user_map.find(t.name); m != user_map.end()) j.b = b_by_name[m->second];
-    else if (auto it = b_by_key.find(k); it != b_by_key.end() && !b_taken[it->second]) j.b = it->second;
+    if (auto m = user_map.find(t.name); m != user_map.end())
+      j.b = b_by_name[m->second];
+    else if (auto it = b_by_key.find(k); it != b_by_key.end() && !b_taken[it->second])
+      j.b = it->second;
     if (j.b) b_taken[j.b] = true;
     j.diff.component = TensorComponent(k);
     if (cross && j.b) {
@@ -227,8 +233,10 @@ void Finish(Job& j, const Sums& s) {
   if (use_perm) {
     d.qk_unpermuted = true;
     d.rel_l2_raw = rel(s.dd);
-    d.note = fmt::format("stored in llama.cpp's permuted Q/K row order (convert_hf_to_gguf.py, heads: {}); "
-                         "compared with it undone; rel L2 as stored {:.3g}", j.perm_heads, d.rel_l2_raw);
+    d.note = fmt::format(
+        "stored in llama.cpp's permuted Q/K row order (convert_hf_to_gguf.py, heads: {}); "
+        "compared with it undone; rel L2 as stored {:.3g}",
+        j.perm_heads, d.rel_l2_raw);
   }
 }
 
@@ -245,7 +253,11 @@ Result<TensorsReport> DiffCheckpoints(const std::string& path_a, const std::stri
   const Checkpoint* side_ckpt[2] = {&ca, &cb};
 
   // 1. Hash both sides of every pair of equal shapes, in fixed-size chunks.
-  struct HashItem { Job* job; int side; size_t chunk; };
+  struct HashItem {
+    Job* job;
+    int side;
+    size_t chunk;
+  };
   std::vector<HashItem> hash_items;
   uint64_t hash_bytes = 0;
   for (auto& j : jobs) {
@@ -260,17 +272,24 @@ Result<TensorsReport> DiffCheckpoints(const std::string& path_a, const std::stri
   }
   std::optional<Progress> hash_bar;
   if (opts.progress) hash_bar.emplace("hashing", hash_bytes >> 20, "MiB");
-  ParallelFor(hash_items.size(), threads, [&](size_t i) -> uint64_t {
-    const HashItem& h = hash_items[i];
-    const TensorEntry& t = h.side ? *h.job->b : *h.job->a;
-    const uint64_t off = h.chunk * kHashChunk, len = std::min(kHashChunk, t.bytes - std::min(t.bytes, off));
-    h.job->chunk_hash[h.side][h.chunk] = XXH3_64bits(side_ckpt[h.side]->Data(t) + off, len);
-    side_ckpt[h.side]->files[size_t(t.file)]->Release(t.offset + off, len);
-    return len;
-  }, hash_bar ? &*hash_bar : nullptr);
+  ParallelFor(
+      hash_items.size(), threads,
+      [&](size_t i) -> uint64_t {
+        const HashItem& h = hash_items[i];
+        const TensorEntry& t = h.side ? *h.job->b : *h.job->a;
+        const uint64_t off = h.chunk * kHashChunk, len = std::min(kHashChunk, t.bytes - std::min(t.bytes, off));
+        h.job->chunk_hash[h.side][h.chunk] = XXH3_64bits(side_ckpt[h.side]->Data(t) + off, len);
+        side_ckpt[h.side]->files[size_t(t.file)]->Release(t.offset + off, len);
+        return len;
+      },
+      hash_bar ? &*hash_bar : nullptr);
 
   // 2. Decode and compare every pair whose bytes are not identical.
-  struct CompareItem { Job* job; int64_t e0, n; size_t slot; };
+  struct CompareItem {
+    Job* job;
+    int64_t e0, n;
+    size_t slot;
+  };
   std::vector<CompareItem> items;
   std::vector<Sums> partial;
   uint64_t compare_bytes = 0;
@@ -293,16 +312,20 @@ Result<TensorsReport> DiffCheckpoints(const std::string& path_a, const std::stri
     int64_t unit = j.a->row_elements > 0 ? j.a->row_elements : 1;
     if (j.perm_heads) unit = std::lcm(unit, outer / j.perm_heads * (n / outer));  // whole heads per chunk
     const int64_t step = std::max<int64_t>(unit, kCompareChunk / unit * unit);
-    for (int64_t e0 = 0; e0 < n; e0 += step) items.push_back({&j, e0, std::min(step, n - e0), partial.size()}), partial.emplace_back();
+    for (int64_t e0 = 0; e0 < n; e0 += step)
+      items.push_back({&j, e0, std::min(step, n - e0), partial.size()}), partial.emplace_back();
     compare_bytes += j.a->bytes + j.b->bytes;
   }
   std::optional<Progress> compare_bar;
   if (opts.progress) compare_bar.emplace("comparing", compare_bytes >> 20, "MiB");
-  ParallelFor(items.size(), threads, [&](size_t i) -> uint64_t {
-    const CompareItem& it = items[i];
-    partial[it.slot] = CompareChunk(ca, cb, *it.job, it.e0, it.n);
-    return uint64_t(it.n) * (it.job->a->bytes + it.job->b->bytes) / uint64_t(it.job->a->Elements());
-  }, compare_bar ? &*compare_bar : nullptr);
+  ParallelFor(
+      items.size(), threads,
+      [&](size_t i) -> uint64_t {
+        const CompareItem& it = items[i];
+        partial[it.slot] = CompareChunk(ca, cb, *it.job, it.e0, it.n);
+        return uint64_t(it.n) * (it.job->a->bytes + it.job->b->bytes) / uint64_t(it.job->a->Elements());
+      },
+      compare_bar ? &*compare_bar : nullptr);
 
   // 3. Reduce chunks in order (deterministic sums) and settle every pair.
   std::map<Job*, Sums> sums;

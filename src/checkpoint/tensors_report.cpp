@@ -1,10 +1,10 @@
 // `tensors` report: per-component groups, JSON and the terminal table.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "checkpoint/checkpoint.h"
 #include "util/util.h"
@@ -53,20 +53,28 @@ void Section(std::string& s, const std::string& title, std::vector<const TensorD
     s += "  " + line(*rows[i]) + "\n";
     if (!rows[i]->note.empty()) s += "      " + rows[i]->note + "\n";
   }
-  if (rows.size() > kListLimit) s += fmt::format("  ... {} more (--json lists every tensor)\n", rows.size() - kListLimit);
+  if (rows.size() > kListLimit)
+    s += fmt::format("  ... {} more (--json lists every tensor)\n", rows.size() - kListLimit);
 }
 
 }  // namespace
 
 const char* TensorStateName(TensorState s) {
   switch (s) {
-    case TensorState::kIdentical: return "identical";
-    case TensorState::kSameValues: return "same values";
-    case TensorState::kDifferent: return "different";
-    case TensorState::kBytesDiffer: return "bytes differ";
-    case TensorState::kShapeMismatch: return "shape mismatch";
-    case TensorState::kMissing: return "missing";
-    case TensorState::kExtra: return "extra";
+    case TensorState::kIdentical:
+      return "identical";
+    case TensorState::kSameValues:
+      return "same values";
+    case TensorState::kDifferent:
+      return "different";
+    case TensorState::kBytesDiffer:
+      return "bytes differ";
+    case TensorState::kShapeMismatch:
+      return "shape mismatch";
+    case TensorState::kMissing:
+      return "missing";
+    case TensorState::kExtra:
+      return "extra";
   }
   return "?";
 }
@@ -90,21 +98,34 @@ bool TensorsReport::Same() const {
   return std::all_of(tensors.begin(), tensors.end(), [](const TensorDiff& d) { return IsSame(d.state); });
 }
 
+const TensorDiff* TensorsReport::Find(const std::string& name) const {
+  for (const auto& d : tensors)
+    if (d.name_a == name || d.name_b == name) return &d;
+  return nullptr;
+}
+
 nlohmann::json TensorsReport::ToJson() const {
   nlohmann::json j = {{"a", {{"path", path_a}, {"format", format_a}, {"tensors", n_tensors_a}, {"bytes", bytes_a}}},
                       {"b", {{"path", path_b}, {"format", format_b}, {"tensors", n_tensors_b}, {"bytes", bytes_b}}},
                       {"same", Same()},
                       {"seconds", seconds}};
   for (const auto& g : Groups())
-    j["groups"].push_back({{"component", g.component}, {"total", g.total}, {"identical", g.identical},
-                           {"same_values", g.same_values}, {"different", g.different},
-                           {"shape_mismatch", g.shape_mismatch}, {"missing", g.missing}, {"extra", g.extra},
-                           {"max_rel_l2", Num(g.max_rel_l2)}, {"min_cosine", Num(g.min_cosine)}});
+    j["groups"].push_back({{"component", g.component},
+                           {"total", g.total},
+                           {"identical", g.identical},
+                           {"same_values", g.same_values},
+                           {"different", g.different},
+                           {"shape_mismatch", g.shape_mismatch},
+                           {"missing", g.missing},
+                           {"extra", g.extra},
+                           {"max_rel_l2", Num(g.max_rel_l2)},
+                           {"min_cosine", Num(g.min_cosine)}});
   for (const auto& d : tensors) {
-    nlohmann::json t = {{"name_a", d.name_a}, {"name_b", d.name_b}, {"component", d.component},
-                        {"state", TensorStateName(d.state)}, {"dtype_a", d.dtype_a}, {"dtype_b", d.dtype_b},
-                        {"shape_a", d.shape_a}, {"shape_b", d.shape_b}};
-    if (d.hash_a || d.hash_b) t["xxh3_a"] = fmt::format("{:016x}", d.hash_a), t["xxh3_b"] = fmt::format("{:016x}", d.hash_b);
+    nlohmann::json t = {
+        {"name_a", d.name_a},   {"name_b", d.name_b},   {"component", d.component}, {"state", TensorStateName(d.state)},
+        {"dtype_a", d.dtype_a}, {"dtype_b", d.dtype_b}, {"shape_a", d.shape_a},     {"shape_b", d.shape_b}};
+    if (d.hash_a || d.hash_b)
+      t["xxh3_a"] = fmt::format("{:016x}", d.hash_a), t["xxh3_b"] = fmt::format("{:016x}", d.hash_b);
     if (d.compared) {
       t["rel_l2"] = Num(d.rel_l2), t["max_abs"] = Num(d.max_abs), t["cosine"] = Num(d.cosine);
       t["n_differ"] = d.n_differ, t["nonfinite_mismatch"] = d.nonfinite_mismatch;
@@ -133,27 +154,32 @@ std::string TensorsReport::ToText() const {
   }
   const auto& all = groups.back();
   int bytewise = all.identical - all.same_values;
-  s += Same() ? fmt::format("\nthe same weights: {} of {} tensors identical ({} byte for byte, {} equal after decoding)\n",
-                            all.identical, all.total, bytewise, all.same_values)
-              : fmt::format("\nnot the same weights: {} of {} tensors identical ({} byte for byte)\n", all.identical,
-                            all.total, bytewise);
+  s += Same()
+           ? fmt::format("\nthe same weights: {} of {} tensors identical ({} byte for byte, {} equal after decoding)\n",
+                         all.identical, all.total, bytewise, all.same_values)
+           : fmt::format("\nnot the same weights: {} of {} tensors identical ({} byte for byte)\n", all.identical,
+                         all.total, bytewise);
   auto pick = [&](auto pred) {
     std::vector<const TensorDiff*> v;
     for (const auto& d : tensors)
       if (pred(d)) v.push_back(&d);
     return v;
   };
-  auto different = pick([](const TensorDiff& d) { return d.state == TensorState::kDifferent || d.state == TensorState::kBytesDiffer; });
+  auto different = pick(
+      [](const TensorDiff& d) { return d.state == TensorState::kDifferent || d.state == TensorState::kBytesDiffer; });
   std::stable_sort(different.begin(), different.end(), [](auto* x, auto* y) { return x->rel_l2 > y->rel_l2; });
   Section(s, "different, largest relative L2 first", different, [](const TensorDiff& d) {
     if (!d.compared) return fmt::format("{}  {} vs {}  bytes differ", Names(d), d.dtype_a, d.dtype_b);
     return fmt::format("{}  {} vs {} {}  rel L2 {:.3e}  max |a-b| {:.3e}  cosine {:.10f}  {} elements differ", Names(d),
                        d.dtype_a, d.dtype_b, Shape(d.shape_a), d.rel_l2, d.max_abs, d.cosine, d.n_differ);
   });
-  Section(s, "equal after decoding, stored differently", pick([](const TensorDiff& d) { return d.state == TensorState::kSameValues; }),
+  Section(s, "equal after decoding, stored differently",
+          pick([](const TensorDiff& d) { return d.state == TensorState::kSameValues; }),
           [](const TensorDiff& d) { return fmt::format("{}  {} vs {}", Names(d), d.dtype_a, d.dtype_b); });
-  Section(s, "shape mismatch (not compared)", pick([](const TensorDiff& d) { return d.state == TensorState::kShapeMismatch; }),
-          [](const TensorDiff& d) { return fmt::format("{}  {} vs {}", Names(d), Shape(d.shape_a), Shape(d.shape_b)); });
+  Section(s, "shape mismatch (not compared)",
+          pick([](const TensorDiff& d) { return d.state == TensorState::kShapeMismatch; }), [](const TensorDiff& d) {
+            return fmt::format("{}  {} vs {}", Names(d), Shape(d.shape_a), Shape(d.shape_b));
+          });
   Section(s, "missing in B", pick([](const TensorDiff& d) { return d.state == TensorState::kMissing; }),
           [](const TensorDiff& d) { return fmt::format("{}  {} {}", d.name_a, d.dtype_a, Shape(d.shape_a)); });
   Section(s, "extra in B", pick([](const TensorDiff& d) { return d.state == TensorState::kExtra; }),

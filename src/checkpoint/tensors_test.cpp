@@ -2,70 +2,13 @@
 // metrics are checked against tests/ref/tensor_diff.py (numpy, gguf-py's own dequantization).
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <fstream>
 
-#include <fmt/format.h>
-
-#include "checkpoint/checkpoint.h"
-#include "testing/tiny_model.h"
+#include "checkpoint/tensors_test_util.h"
 #include "util/util.h"
 
 using namespace flipscope;
-
-namespace {
-
-std::string Tiny(const std::string& name, const fixtures::TinyModelOptions& o = {}) {
-  std::string p = fixtures::TempPath(name);
-  EXPECT_TRUE(fixtures::WriteTinyModel(p, o).ok());
-  return p;
-}
-
-TensorsReport Diff(const std::string& a, const std::string& b, const std::string& map = "") {
-  TensorsOptions o;
-  o.map_path = map;
-  o.progress = false;
-  auto r = DiffCheckpoints(a, b, o);
-  EXPECT_TRUE(r.ok()) << r.status().message();
-  return r.ok() ? *r : TensorsReport{};
-}
-
-const TensorDiff* Find(const TensorsReport& r, const std::string& name) {
-  for (const auto& d : r.tensors)
-    if (d.name_a == name || d.name_b == name) return &d;
-  return nullptr;
-}
-
-const TensorsReport::Group* Group(const std::vector<TensorsReport::Group>& gs, const std::string& c) {
-  for (const auto& g : gs)
-    if (g.component == c) return &g;
-  return nullptr;
-}
-
-// The numpy reference's metrics for one pair.
-nlohmann::json Reference(const std::string& a, const std::string& na, const std::string& b, const std::string& nb,
-                         const std::string& extra = "") {
-  std::string cmd = fmt::format("{} {}/tests/ref/tensor_diff.py {} {} {} {} {}", FLIPSCOPE_PYTHON, FLIPSCOPE_SOURCE_DIR,
-                                a, na, b, nb, extra);
-  std::string out;
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    char buf[4096];
-    while (size_t n = fread(buf, 1, sizeof(buf), p)) out.append(buf, n);
-    EXPECT_EQ(pclose(p), 0) << cmd;
-  }
-  return nlohmann::json::parse(out, nullptr, false);
-}
-
-void ExpectMatchesReference(const TensorDiff& d, const nlohmann::json& ref) {
-  ASSERT_TRUE(ref.is_object()) << "reference script failed";
-  ASSERT_TRUE(d.compared) << d.name_a;
-  EXPECT_NEAR(d.rel_l2, ref["rel_l2"].get<double>(), 1e-9 * std::max(1.0, d.rel_l2)) << d.name_a;
-  EXPECT_NEAR(d.max_abs, ref["max_abs"].get<double>(), 1e-12) << d.name_a;
-  EXPECT_NEAR(d.cosine, ref["cosine"].get<double>(), 1e-12) << d.name_a;
-  EXPECT_EQ(d.n_differ, ref["n_differ"].get<int64_t>()) << d.name_a;
-}
-
-}  // namespace
+using namespace flipscope::testutil;
 
 TEST(Tensors, SameWeightsAreIdentical) {
   auto r = Diff(Tiny("t-same-a.gguf"), Tiny("t-same-b.gguf"));
@@ -76,13 +19,12 @@ TEST(Tensors, SameWeightsAreIdentical) {
     EXPECT_EQ(d.hash_a, d.hash_b);
     EXPECT_NE(d.hash_a, 0u);
   }
-  auto g = r.Groups();
-  EXPECT_EQ(Group(g, "overall")->identical, 21);
-  EXPECT_EQ(Group(g, "attention")->total, 8);
-  EXPECT_EQ(Group(g, "MLP / experts")->total, 6);
-  EXPECT_EQ(Group(g, "norms")->total, 5);
-  EXPECT_EQ(Group(g, "token embedding")->total, 1);
-  EXPECT_EQ(Group(g, "output head")->total, 1);
+  EXPECT_EQ(GroupOf(r, "overall").identical, 21);
+  EXPECT_EQ(GroupOf(r, "attention").total, 8);
+  EXPECT_EQ(GroupOf(r, "MLP / experts").total, 6);
+  EXPECT_EQ(GroupOf(r, "norms").total, 5);
+  EXPECT_EQ(GroupOf(r, "token embedding").total, 1);
+  EXPECT_EQ(GroupOf(r, "output head").total, 1);
   EXPECT_NE(r.ToText().find("the same weights: 21 of 21"), std::string::npos) << r.ToText();
 }
 
@@ -92,18 +34,16 @@ TEST(Tensors, OnePerturbedTensorMatchesNumpy) {
   std::string a = Tiny("t-base.gguf"), b = Tiny("t-perturbed.gguf", o);
   auto r = Diff(a, b);
   EXPECT_FALSE(r.Same());
-  const TensorDiff* d = Find(r, "blk.1.ffn_up.weight");
-  ASSERT_TRUE(d);
-  EXPECT_EQ(d->state, TensorState::kDifferent);
-  EXPECT_NE(d->hash_a, d->hash_b);
-  EXPECT_EQ(d->n_differ, 1);
-  EXPECT_GT(d->rel_l2, 0);
-  EXPECT_LT(d->cosine, 1);
-  ExpectMatchesReference(*d, Reference(a, d->name_a, b, d->name_b));
-  auto g = r.Groups();
-  EXPECT_EQ(Group(g, "MLP / experts")->identical, 5);
-  EXPECT_EQ(Group(g, "MLP / experts")->different, 1);
-  EXPECT_EQ(Group(g, "overall")->identical, 20);
+  const TensorDiff& d = Get(r, "blk.1.ffn_up.weight");
+  EXPECT_EQ(d.state, TensorState::kDifferent);
+  EXPECT_NE(d.hash_a, d.hash_b);
+  EXPECT_EQ(d.n_differ, 1);
+  EXPECT_GT(d.rel_l2, 0);
+  EXPECT_LT(d.cosine, 1);
+  ExpectMatchesReference(a, b, d);
+  EXPECT_EQ(GroupOf(r, "MLP / experts").identical, 5);
+  EXPECT_EQ(GroupOf(r, "MLP / experts").different, 1);
+  EXPECT_EQ(GroupOf(r, "overall").identical, 20);
   EXPECT_NE(r.ToText().find("20 of 21"), std::string::npos);
 }
 
@@ -125,7 +65,7 @@ TEST(Tensors, QuantizedAgainstF16MatchesNumpy) {
   }
   EXPECT_EQ(different, 2 + 2 * 7);
   for (const char* name : {"token_embd.weight", "blk.0.attn_k.weight", "blk.1.ffn_down.weight"})
-    ExpectMatchesReference(*Find(r, name), Reference(a, name, b, name));
+    ExpectMatchesReference(a, b, Get(r, name));
 }
 
 TEST(Tensors, MissingExtraAndUserMap) {
@@ -135,12 +75,11 @@ TEST(Tensors, MissingExtraAndUserMap) {
   o.rename_to = "blk.1.post_norm.weight";
   std::string a = Tiny("t-full.gguf"), b = Tiny("t-edited.gguf", o);
   auto r = Diff(a, b);
-  EXPECT_EQ(Find(r, "blk.1.ffn_down.weight")->state, TensorState::kMissing);
-  EXPECT_EQ(Find(r, "blk.1.ffn_norm.weight")->state, TensorState::kMissing);
-  EXPECT_EQ(Find(r, "blk.1.post_norm.weight")->state, TensorState::kExtra);
-  auto g = r.Groups();
-  EXPECT_EQ(Group(g, "overall")->missing, 2);
-  EXPECT_EQ(Group(g, "overall")->extra, 1);
+  EXPECT_EQ(Get(r, "blk.1.ffn_down.weight").state, TensorState::kMissing);
+  EXPECT_EQ(Get(r, "blk.1.ffn_norm.weight").state, TensorState::kMissing);
+  EXPECT_EQ(Get(r, "blk.1.post_norm.weight").state, TensorState::kExtra);
+  EXPECT_EQ(GroupOf(r, "overall").missing, 2);
+  EXPECT_EQ(GroupOf(r, "overall").extra, 1);
   std::string text = r.ToText();
   EXPECT_NE(text.find("missing in B (2)"), std::string::npos) << text;
   EXPECT_NE(text.find("extra in B (1)"), std::string::npos) << text;
@@ -148,11 +87,11 @@ TEST(Tensors, MissingExtraAndUserMap) {
   std::string map = fixtures::TempPath("t-map.json");
   std::ofstream(map) << R"({"blk.1.ffn_norm.weight": "blk.1.post_norm.weight"})";
   auto mapped = Diff(a, b, map);
-  const TensorDiff* d = Find(mapped, "blk.1.ffn_norm.weight");
-  EXPECT_EQ(d->name_b, "blk.1.post_norm.weight");
-  EXPECT_EQ(d->state, TensorState::kIdentical);
-  EXPECT_EQ(Group(mapped.Groups(), "overall")->missing, 1);
-  EXPECT_EQ(Group(mapped.Groups(), "overall")->extra, 0);
+  const TensorDiff& d = Get(mapped, "blk.1.ffn_norm.weight");
+  EXPECT_EQ(d.name_b, "blk.1.post_norm.weight");
+  EXPECT_EQ(d.state, TensorState::kIdentical);
+  EXPECT_EQ(GroupOf(mapped, "overall").missing, 1);
+  EXPECT_EQ(GroupOf(mapped, "overall").extra, 0);
 
   std::ofstream(map) << R"({"blk.1.ffn_norm.weight": "no.such.tensor"})";
   auto bad = DiffCheckpoints(a, b, {map, 1, false});
@@ -167,15 +106,14 @@ TEST(Tensors, ShapeMismatchIsListedNotCompared) {
   o.n_ff = 96;
   auto r = Diff(Tiny("t-ff128.gguf"), Tiny("t-ff96.gguf", o));
   for (const char* name : {"blk.0.ffn_gate.weight", "blk.0.ffn_up.weight", "blk.1.ffn_down.weight"}) {
-    const TensorDiff* d = Find(r, name);
-    EXPECT_EQ(d->state, TensorState::kShapeMismatch) << name;
-    EXPECT_FALSE(d->compared);
+    EXPECT_EQ(Get(r, name).state, TensorState::kShapeMismatch) << name;
+    EXPECT_FALSE(Get(r, name).compared);
   }
-  EXPECT_EQ(Find(r, "blk.0.ffn_up.weight")->shape_a, (std::vector<int64_t>{128, 64}));
-  EXPECT_EQ(Find(r, "blk.0.ffn_up.weight")->shape_b, (std::vector<int64_t>{96, 64}));
+  EXPECT_EQ(Get(r, "blk.0.ffn_up.weight").shape_a, (std::vector<int64_t>{128, 64}));
+  EXPECT_EQ(Get(r, "blk.0.ffn_up.weight").shape_b, (std::vector<int64_t>{96, 64}));
   // Weights are drawn in order, so everything before the first resized tensor is unchanged.
-  EXPECT_EQ(Find(r, "blk.0.attn_q.weight")->state, TensorState::kIdentical);
-  EXPECT_EQ(Group(r.Groups(), "overall")->shape_mismatch, 6);
+  EXPECT_EQ(Get(r, "blk.0.attn_q.weight").state, TensorState::kIdentical);
+  EXPECT_EQ(GroupOf(r, "overall").shape_mismatch, 6);
   EXPECT_NE(r.ToText().find("shape mismatch (not compared) (6)"), std::string::npos);
 }
 
@@ -208,10 +146,10 @@ TEST(Tensors, RealModels) {
   if (smol.empty() || gemma.empty()) GTEST_SKIP() << "real models not fetched (scripts/fetch-models.sh)";
   auto same = Diff(smol, smol);
   EXPECT_TRUE(same.Same());
-  EXPECT_EQ(Group(same.Groups(), "overall")->identical, 272);
+  EXPECT_EQ(GroupOf(same, "overall").identical, 272);
   auto other = Diff(smol, gemma);
   EXPECT_FALSE(other.Same());
-  auto all = *Group(other.Groups(), "overall");
+  auto all = GroupOf(other, "overall");
   EXPECT_EQ(all.identical, 0);
   EXPECT_EQ(all.total - all.extra, 272);
   EXPECT_GT(all.missing, 0);

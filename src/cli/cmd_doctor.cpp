@@ -14,8 +14,9 @@ void AddDoctorCommand(CLI::App& app) {
     DoctorOptions doctor;
   };
   auto opts = std::make_shared<Opts>();
-  auto* cmd = app.add_subcommand("doctor", "Checks of a model file: chat template, BOS/EOS, tools, sampling, "
-                                           "context, pre-tokenizer (exit 2 on an error finding)");
+  auto* cmd = app.add_subcommand("doctor",
+                                 "Checks of a model file: chat template, BOS/EOS, tools, sampling, "
+                                 "context, pre-tokenizer (exit 2 on an error finding)");
   cmd->add_option("model", opts->model, "GGUF model file")->required();
   cmd->add_option("--generation-config", opts->doctor.generation_config,
                   "The model's generation_config.json, to check sampler settings and stop tokens against");
@@ -26,8 +27,10 @@ void AddDoctorCommand(CLI::App& app) {
       ExitCode() = Fail(report.status());
       return;
     }
-    if (opts->json) fmt::print("{}\n", report->ToJson().dump(2));
-    else fmt::print("{}", report->ToText());
+    if (opts->json)
+      fmt::print("{}\n", report->ToJson().dump(2));
+    else
+      fmt::print("{}", report->ToText());
     ExitCode() = report->ExitCode();
   });
 }

@@ -15,11 +15,13 @@ void AddTensorsCommand(CLI::App& app) {
   };
   auto opts = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("tensors", "Tensor-by-tensor diff of two checkpoints (GGUF, safetensors, sharded)");
-  cmd->add_option("a", opts->a, "Checkpoint A (the reference): .gguf, .safetensors, index.json or a folder")->required();
+  cmd->add_option("a", opts->a, "Checkpoint A (the reference): .gguf, .safetensors, index.json or a folder")
+      ->required();
   cmd->add_option("b", opts->b, "Checkpoint B")->required();
   cmd->add_flag("--json", opts->json, "Print JSON (every tensor)");
-  cmd->add_option("--map", opts->diff.map_path, "JSON object {\"tensor in A\": \"tensor in B\"} for names the "
-                                                "automatic pairing does not know");
+  cmd->add_option("--map", opts->diff.map_path,
+                  "JSON object {\"tensor in A\": \"tensor in B\"} for names the "
+                  "automatic pairing does not know");
   cmd->add_option("--threads", opts->diff.threads, "Worker threads (default: all cores)");
   cmd->callback([opts] {
     auto report = DiffCheckpoints(opts->a, opts->b, opts->diff);
@@ -27,8 +29,10 @@ void AddTensorsCommand(CLI::App& app) {
       ExitCode() = Fail(report.status());
       return;
     }
-    if (opts->json) fmt::print("{}\n", report->ToJson().dump(2));
-    else fmt::print("{}", report->ToText());
+    if (opts->json)
+      fmt::print("{}\n", report->ToJson().dump(2));
+    else
+      fmt::print("{}", report->ToText());
   });
 }
 
