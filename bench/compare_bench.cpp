@@ -7,8 +7,8 @@
 //       the machine's memory bandwidth: a read pass over a buffer (1 thread and T threads) and
 //       memcpy, in GB/s (1e9 bytes), as JSON.
 //   compare_bench kernel [--vocab V] [--rows N]
-//       one thread's row kernel alone (rows already in memory), in thread CPU time: rows/s and
-//       GB/s of F32 logits.
+//       one thread's row kernels alone (rows already in memory), in thread CPU time, for every
+//       instruction set this CPU runs: ms per row pair, rows/s and GB/s of F32 logits.
 #include <time.h>
 
 #include <algorithm>
@@ -153,10 +153,9 @@ int Bandwidth(int argc, char** argv) {
   return b[7] == 1 ? 1 : 0;
 }
 
-int Kernel(int argc, char** argv) {
+// One thread's kernel time per row pair under the current instruction set.
+nlohmann::json KernelTimes(int vocab, int rows) {
   using namespace flipscope::compare;
-  const int vocab = std::stoi(Flag(argc, argv, "--vocab", "151936"));
-  const int rows = std::stoi(Flag(argc, argv, "--rows", "200"));
   std::vector<float> base(static_cast<size_t>(vocab)), cand(static_cast<size_t>(vocab));
   RowScratch scratch;
   double sink = 0, scan = 0, full = 0;
@@ -170,10 +169,17 @@ int Kernel(int argc, char** argv) {
     full += ThreadCpu() - t1;
   }
   const double bytes = double(rows) * vocab * 8;  // both rows, F32
-  fmt::print("{}\n", nlohmann::json{{"vocab", vocab}, {"rows", rows}, {"scan_seconds", scan}, {"divergence_seconds", full},
-                                    {"rows_per_s", rows / (scan + full)}, {"gb_per_s", bytes / (scan + full) / 1e9},
-                                    {"kl_sum", sink}}
-                         .dump());
+  return {{"scan_ms_per_row_pair", 1e3 * scan / rows}, {"divergence_ms_per_row_pair", 1e3 * full / rows},
+          {"rows_per_s", rows / (scan + full)}, {"gb_per_s", bytes / (scan + full) / 1e9}, {"kl_sum", sink}};
+}
+
+int Kernel(int argc, char** argv) {
+  const int vocab = std::stoi(Flag(argc, argv, "--vocab", "151936"));
+  const int rows = std::stoi(Flag(argc, argv, "--rows", "200"));
+  nlohmann::json out = {{"vocab", vocab}, {"rows", rows}, {"default_isa", flipscope::compare::KernelIsa()}};
+  for (const char* isa : {"avx512", "avx2", "baseline"})
+    if (flipscope::compare::SetKernelIsa(isa).ok()) out[isa] = KernelTimes(vocab, rows);
+  fmt::print("{}\n", out.dump());
   return 0;
 }
 

@@ -237,6 +237,7 @@ Result<Comparison> Compare(const CaptureReader& base, const CaptureReader& cand,
   const double t0 = NowSeconds();
   FS_RETURN_IF_ERROR(MeasureAll(base, cand, pairs, options, c.probes, c.threads));
   c.seconds = NowSeconds() - t0;
+  c.isa = compare::KernelIsa();
   c.logit_bytes = uint64_t(c.probes_compared) * (RowBytes(base) + RowBytes(cand));
   const std::vector<Span> spans = compare::ManifestSpans(base.manifest());
   for (const auto& p : c.probes) {

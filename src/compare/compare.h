@@ -84,6 +84,12 @@ struct RowSummary {
   std::span<const int32_t> ids() const { return {top_ids.data(), size_t(count)}; }
 };
 
+// The instruction set the row kernels run on: "avx512", "avx2" or "baseline" (the widest the
+// CPU has, or a narrower one named by FLIPSCOPE_COMPARE_ISA).
+const char* KernelIsa();
+// Switches the row kernels to isa (for tests and benchmarks); error when unknown or unsupported.
+Status SetKernelIsa(const std::string& isa);
+
 // Scans a full row once (vectorised): max, top-10 and the NaN / +inf check.
 RowSummary ScanRow(std::span<const float> row);
 
@@ -180,6 +186,7 @@ struct Comparison {
   std::vector<compare::ProbeMetrics> probes;  // every compared probe, by position (not in the JSON)
   double seconds = 0;                // wall time of the metric pass
   int threads = 0;                   // worker threads it ran on
+  std::string isa;                   // the row kernels' instruction set (KernelIsa())
   uint64_t logit_bytes = 0;          // bytes of logits read from both files
 };
 

@@ -152,6 +152,25 @@ TEST(Compare, F32PairMatchesNumpy) {
   for (const auto& f : c.flips) EXPECT_FALSE(f.span.empty()) << f.position;
 }
 
+TEST(Compare, EveryKernelInstructionSetMatchesNumpy) {
+  const std::string base = Capture("f32-base", Side::kBase, StoreDtype::kF32);
+  const std::string cand = Capture("f32-cand", Side::kCand, StoreDtype::kF32);
+  const std::string bf_base = Capture("bf16-base", Side::kBase, StoreDtype::kBF16);
+  const std::string bf_cand = Capture("bf16-cand", Side::kCand, StoreDtype::kBF16);
+  const std::string initial = compare::KernelIsa();
+  int ran = 0;
+  for (const char* isa : {"avx512", "avx2", "baseline"}) {
+    if (!compare::SetKernelIsa(isa).ok()) continue;  // not on this CPU
+    SCOPED_TRACE(isa);
+    CheckPair(base, cand);
+    CheckPair(bf_base, bf_cand);
+    ++ran;
+  }
+  EXPECT_GE(ran, 1);
+  EXPECT_FALSE(compare::SetKernelIsa("sse9").ok());
+  ASSERT_TRUE(compare::SetKernelIsa(initial).ok());
+}
+
 TEST(Compare, Bf16AndMixedPrecisionMatchNumpy) {
   CheckPair(Capture("bf16-base", Side::kBase, StoreDtype::kBF16), Capture("bf16-cand", Side::kCand, StoreDtype::kBF16));
   // The same rows stored as F32 and as BF16: flips are decided on the native argmax, so none.

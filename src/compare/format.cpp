@@ -209,7 +209,7 @@ json ToJson(const Comparison& c) {
       {"windows", windows},
       {"flips", flips},
       {"timing",
-       {{"seconds", c.seconds}, {"threads", c.threads}, {"logit_bytes", c.logit_bytes},
+       {{"seconds", c.seconds}, {"threads", c.threads}, {"isa", c.isa}, {"logit_bytes", c.logit_bytes},
         {"gb_per_s", c.seconds > 0 ? double(c.logit_bytes) / c.seconds / 1e9 : 0.0}}},
   };
 }

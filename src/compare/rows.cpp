@@ -1,27 +1,28 @@
 // The full-vocabulary row kernels: one scan (max, top-10, NaN/+inf check), exp and its sum, and
 // one pass that accumulates both KLs, JS and the entropy. Three passes over rows that sit in
-// the thread's cache; every vector loop is compiled per instruction set and chosen at load time.
+// the thread's cache. Every kernel is a template over the vector width, instantiated once per
+// instruction set at its native width and chosen once at start-up (Dispatch below).
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "compare/compare.h"
 #include "compare/simd.h"
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define FS_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define FS_CLONES
-#endif
 
 namespace flipscope::compare {
 namespace {
 using namespace simd;
 constexpr float kInfF = std::numeric_limits<float>::infinity();
 
-// Lanes in the chunk of a row of length len starting at i (kLanes except at the end). The
-// kernels loop with it directly: a lambda body would not be inlined into the target clones.
-FS_INLINE int ChunkLanes(size_t i, size_t len) { return len - i >= size_t(kLanes) ? kLanes : int(len - i); }
+// Lanes in the chunk of a row of length len starting at i (W except at the end).
+template <typename L>
+FS_INLINE int ChunkLanes(size_t i, size_t len) {
+  return len - i >= size_t(L::kW) ? L::kW : int(len - i);
+}
 
 // Top-10 insertion, ties to the lowest id: rows are scanned in id order, so a later equal value
 // never displaces an earlier one.
@@ -46,12 +47,15 @@ struct TopList {
 // Blocks of 64 values: a vector max per block; the scalar top-10 insertion only runs for blocks
 // whose max beats the current 10th value (a handful of blocks per row).
 constexpr int kBlock = 64;
-using VF16 = float __attribute__((vector_size(64)));
-using VI16 = int32_t __attribute__((vector_size(64)));
 
-FS_CLONES void ScanKernel(const float* row, size_t len, TopList& top, float& max_out, bool& bad_out) {
-  VF16 vmax = VF16{} - kInfF;
-  VI16 bad = VI16{};
+template <typename L>
+FS_INLINE void ScanT(const float* row, size_t len, TopList& top, float& max_out, bool& bad_out) {
+  using VF = typename L::VF2;
+  using VI = typename L::VI2;
+  constexpr int kF = 2 * L::kW;  // floats per vector
+  const VF neg_inf = VF{} - kInfF, inf = VF{} + kInfF;
+  VF vmax = neg_inf;
+  VI bad = VI{};
   float pad[kBlock];
   for (size_t b = 0; b < len; b += kBlock) {
     const int n = int(std::min<size_t>(kBlock, len - b));
@@ -61,22 +65,22 @@ FS_CLONES void ScanKernel(const float* row, size_t len, TopList& top, float& max
       std::copy(p, p + n, pad);
       p = pad;
     }
-    VF16 bm = VF16{} - kInfF;
-    for (int k = 0; k < kBlock; k += 16) {
-      VF16 v;
+    VF bm = neg_inf;
+    for (int k = 0; k < kBlock; k += kF) {
+      VF v;
       std::memcpy(&v, p + k, sizeof(v));
-      bad |= ~(v < kInfF);  // NaN or +inf
+      bad |= ~(v < inf);  // NaN or +inf
       bm = v > bm ? v : bm;
     }
     vmax = bm > vmax ? bm : vmax;
     float block_max = -kInfF;
-    for (int k = 0; k < 16; ++k) block_max = std::max(block_max, bm[k]);
+    for (int k = 0; k < kF; ++k) block_max = std::max(block_max, bm[k]);
     if (top.count == kTopK && !(block_max > top.threshold())) continue;
     for (int k = 0; k < n; ++k) top.Offer(p[k], int32_t(b) + k);
   }
   float m = -kInfF;
   int any_bad = 0;
-  for (int k = 0; k < 16; ++k) {
+  for (int k = 0; k < kF; ++k) {
     m = std::max(m, vmax[k]);
     any_bad |= bad[k];
   }
@@ -85,13 +89,15 @@ FS_CLONES void ScanKernel(const float* row, size_t len, TopList& top, float& max
 }
 
 // sum exp(row - max), storing each term in out when out is not null.
-FS_CLONES double ExpShiftSum(const float* row, size_t len, double max, double* out) {
-  V acc = Splat(0);
-  const V vmax = Splat(max);
-  for (size_t i = 0; i < len; i += kLanes) {
-    const int n = ChunkLanes(i, len);
-    V e = ExpNonPositive(LoadF(row + i, n, -kInfF) - vmax);
-    if (out != nullptr) StoreD(out + i, e, n);
+template <typename L>
+FS_INLINE double ExpShiftSumT(const float* row, size_t len, double max, double* out) {
+  using V = typename L::V;
+  V acc = Splat<V>(0);
+  const V vmax = Splat<V>(max);
+  for (size_t i = 0; i < len; i += L::kW) {
+    const int n = ChunkLanes<L>(i, len);
+    V e = ExpNonPositive<L>(LoadF<L>(row + i, n, -kInfF) - vmax);
+    if (out != nullptr) StoreD<L>(out + i, e, n);
     acc += e;
   }
   return Sum(acc);
@@ -103,34 +109,108 @@ struct Divergence {
 
 // One pass over both rows: log p = x - lse, p = e / Z; terms with p = 0 are dropped (their log p
 // may be -inf), and JS terms where the mixture is below 1e-300 (each under 1e-297).
-FS_CLONES Divergence DivergenceKernel(const float* xb, const float* xc, const double* eb, const double* ec,
-                                      size_t len, double lse_b, double lse_c, double inv_zb, double inv_zc) {
-  V kl_bc = Splat(0), kl_cb = Splat(0), js = Splat(0), ent = Splat(0);
-  for (size_t i = 0; i < len; i += kLanes) {
-    const int n = ChunkLanes(i, len);
-    const V lpb = LoadF(xb + i, n, -kInfF) - Splat(lse_b);
-    const V lpc = LoadF(xc + i, n, -kInfF) - Splat(lse_c);
-    const V pb = LoadD(eb + i, n) * Splat(inv_zb);
-    const V pc = LoadD(ec + i, n) * Splat(inv_zc);
-    const VI has_b = pb > Splat(0), has_c = pc > Splat(0);
+template <typename L>
+FS_INLINE Divergence DivergenceT(const float* xb, const float* xc, const double* eb, const double* ec, size_t len,
+                                 double lse_b, double lse_c, double inv_zb, double inv_zc) {
+  using V = typename L::V;
+  using VI = typename L::VI;
+  V kl_bc = Splat<V>(0), kl_cb = Splat<V>(0), js = Splat<V>(0), ent = Splat<V>(0);
+  for (size_t i = 0; i < len; i += L::kW) {
+    const int n = ChunkLanes<L>(i, len);
+    const V lpb = LoadF<L>(xb + i, n, -kInfF) - Splat<V>(lse_b);
+    const V lpc = LoadF<L>(xc + i, n, -kInfF) - Splat<V>(lse_c);
+    const V pb = LoadD<L>(eb + i, n) * Splat<V>(inv_zb);
+    const V pc = LoadD<L>(ec + i, n) * Splat<V>(inv_zc);
+    const VI has_b = pb > Splat<V>(0), has_c = pc > Splat<V>(0);
     kl_bc += Where(has_b, pb * (lpb - lpc));
     kl_cb += Where(has_c, pc * (lpc - lpb));
     ent += Where(has_b, pb * lpb);
-    const V m = (pb + pc) * Splat(0.5);
-    const VI has_m = m > Splat(1e-300);
-    const V lm = LogPositive(has_m ? m : Splat(1.0));
+    const V m = (pb + pc) * Splat<V>(0.5);
+    const VI has_m = m > Splat<V>(1e-300);
+    const V lm = LogPositive<L>(has_m ? m : Splat<V>(1.0));
     js += Where(has_m, Where(has_b, pb * (lpb - lm)) + Where(has_c, pc * (lpc - lm)));
   }
   return {Sum(kl_bc), Sum(kl_cb), 0.5 * Sum(js), Sum(ent)};
 }
 
+// The kernels of one instruction set.
+struct Kernels {
+  const char* isa;
+  void (*scan)(const float*, size_t, TopList&, float&, bool&);
+  double (*exp_shift_sum)(const float*, size_t, double, double*);
+  Divergence (*divergence)(const float*, const float*, const double*, const double*, size_t, double, double, double,
+                           double);
+};
+
+// Instantiates the three kernels at width W under a target attribute (empty: the baseline).
+#define FS_KERNELS(name, isa, attr, W)                                                                            \
+  attr void name##Scan(const float* r, size_t n, TopList& t, float& m, bool& b) {                            \
+    ScanT<Lanes<W>>(r, n, t, m, b);                                                                        \
+  }                                                                                                        \
+  attr double name##Exp(const float* r, size_t n, double m, double* o) { return ExpShiftSumT<Lanes<W>>(r, n, m, o); } \
+  attr Divergence name##Div(const float* xb, const float* xc, const double* eb, const double* ec, size_t n,   \
+                            double lb, double lc, double ib, double ic) {                                  \
+    return DivergenceT<Lanes<W>>(xb, xc, eb, ec, n, lb, lc, ib, ic);                                       \
+  }                                                                                                        \
+  constexpr Kernels name{isa, name##Scan, name##Exp, name##Div};
+
+FS_KERNELS(kBaseline, "baseline", , 2)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+FS_KERNELS(kAvx2, "avx2", __attribute__((target("arch=x86-64-v3"))), 4)
+FS_KERNELS(kAvx512, "avx512", __attribute__((target("arch=x86-64-v4"))), 8)
+#endif
+#undef FS_KERNELS
+
+// Every instantiated set, widest first.
+std::vector<const Kernels*> AllKernels() {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+  return {&kAvx512, &kAvx2, &kBaseline};
+#else
+  return {&kBaseline};
+#endif
+}
+
+bool Supports(const Kernels& k) {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+  __builtin_cpu_init();
+  if (&k == &kAvx512) return __builtin_cpu_supports("x86-64-v4");
+  if (&k == &kAvx2) return __builtin_cpu_supports("x86-64-v3");
+#endif
+  return &k == &kBaseline;
+}
+
+// The kernels in use: the widest this CPU runs, or the ones FLIPSCOPE_COMPARE_ISA / SetKernelIsa
+// name (tests run every path; benchmarks compare them).
+std::atomic<const Kernels*>& Current() {
+  static std::atomic<const Kernels*> k = [] {
+    const char* env = std::getenv("FLIPSCOPE_COMPARE_ISA");
+    for (const Kernels* c : AllKernels())
+      if (Supports(*c) && (env == nullptr || std::string(env) == c->isa)) return c;
+    return &kBaseline;
+  }();
+  return k;
+}
+const Kernels& Dispatch() { return *Current().load(std::memory_order_relaxed); }
+
 }  // namespace
+
+const char* KernelIsa() { return Dispatch().isa; }
+
+Status SetKernelIsa(const std::string& isa) {
+  for (const Kernels* k : AllKernels())
+    if (isa == k->isa) {
+      if (!Supports(*k)) return Status::Error("this CPU cannot run the " + isa + " kernels");
+      Current().store(k);
+      return Status::Ok();
+    }
+  return Status::Error("unknown kernel instruction set '" + isa + "' (avx512, avx2, baseline)");
+}
 
 RowSummary ScanRow(std::span<const float> row) {
   TopList top;
   float max = -kInfF;
   bool bad = false;
-  ScanKernel(row.data(), row.size(), top, max, bad);
+  Dispatch().scan(row.data(), row.size(), top, max, bad);
   RowSummary s;
   s.max = double(max);
   s.finite = !bad && std::isfinite(max);
@@ -142,7 +222,7 @@ RowSummary ScanRow(std::span<const float> row) {
 
 std::pair<double, double> LogSumExpAndEntropy(std::span<const float> row, double max, std::vector<double>& terms) {
   terms.resize(row.size());
-  const double z = ExpShiftSum(row.data(), row.size(), max, terms.data());
+  const double z = Dispatch().exp_shift_sum(row.data(), row.size(), max, terms.data());
   // H = log Z - sum p (x - max): only the mixed full/truncated path needs it, so plain code.
   double s = 0;
   for (size_t i = 0; i < row.size(); ++i)
@@ -169,9 +249,10 @@ ProbeMetrics CompareFullRows(std::span<const float> base, std::span<const float>
   const size_t n = base.size();
   scratch.eb.resize(n);
   scratch.ec.resize(n);
-  const double zb = ExpShiftSum(base.data(), n, sb.max, scratch.eb.data());
-  const double zc = ExpShiftSum(cand.data(), n, sc.max, scratch.ec.data());
-  const Divergence d = DivergenceKernel(base.data(), cand.data(), scratch.eb.data(), scratch.ec.data(), n,
+  const Kernels& k = Dispatch();
+  const double zb = k.exp_shift_sum(base.data(), n, sb.max, scratch.eb.data());
+  const double zc = k.exp_shift_sum(cand.data(), n, sc.max, scratch.ec.data());
+  const Divergence d = k.divergence(base.data(), cand.data(), scratch.eb.data(), scratch.ec.data(), n,
                                         sb.max + std::log(zb), sc.max + std::log(zc), 1.0 / zb, 1.0 / zc);
   ProbeMetrics m;
   m.base_token = base_argmax;
