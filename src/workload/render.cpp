@@ -22,6 +22,7 @@ namespace flipscope::workload {
 namespace {
 
 using Ranges = std::vector<std::pair<size_t, size_t>>;
+constexpr size_t kMaxPrefixMessages = 256;
 
 std::vector<RenderMessage> Messages(const std::vector<Planned>& plan) {
   std::vector<RenderMessage> msgs;
@@ -41,6 +42,7 @@ struct Locator {
   std::vector<RenderMessage> msgs;
   std::string full;
   bool fast = false;  // ChatTemplate::Render's fast mode
+  bool placeholders = false;
   // Windows keep messages [0, head) (a system prompt that a template merges into the first user
   // message, say), then the turn of message k; head >= the message count: full prefixes.
   size_t head = 1;
@@ -74,7 +76,7 @@ struct Locator {
   }
   std::string Name() const {
     return (head >= msgs.size() ? std::string("prefixes") : fmt::format("windows/{}", head)) +
-           (fast ? "/placeholders" : "") + (sentinel ? "/sentinel" : "");
+           (placeholders ? "/placeholders" : "") + (sentinel ? "/sentinel" : "");
   }
 };
 
@@ -94,7 +96,7 @@ class Renderer {
 
   // The placeholder copy, or nullopt when the template's output depends on the contents.
   std::optional<Locator> Placeholders(const std::vector<Planned>& plan, const std::string& full) const {
-    Locator loc{Messages(plan), "", true, 1, false, {}, {}, {}};
+    Locator loc{Messages(plan), "", true, true, 1, false, {}, {}, {}};
     std::vector<std::string> keys(plan.size());
     for (size_t k = 0; k < plan.size(); ++k)
       if (!loc.msgs[k].content.empty()) loc.msgs[k].content = keys[k] = fmt::format("@fsph{}@", k);
@@ -291,10 +293,12 @@ Result<Rendered> RenderChat(const Transcript& t, const llama_model* model, const
   // then the same with a sentinel message closing every window.
   std::optional<Locator> ph = r.Placeholders(plan, out.text);
   std::vector<Locator> tries;
+  // Real contents render fast first (the windows are checked against the text anyway), then
+  // the normal way, in case the fast mode renders differently.
   for (bool sentinel : {false, true}) {
     for (size_t head : {size_t(1), size_t(3), plan.size()}) {
       if (ph && head < plan.size()) tries.push_back(*ph), tries.back().head = head, tries.back().sentinel = sentinel;
-      tries.push_back(Locator{Messages(plan), out.text, false, head, sentinel, {}, {}, {}});
+      for (bool fast : {true, false}) tries.push_back(Locator{Messages(plan), out.text, fast, false, head, sentinel, {}, {}, {}});
     }
   }
   // The first locator whose windows all render wins; else the one with the fewest refusals.
@@ -302,6 +306,10 @@ Result<Rendered> RenderChat(const Transcript& t, const llama_model* model, const
   Ranges ranges;
   for (auto& l : tries) {
     if (loc && l.sentinel && !loc->sentinel) break;  // a plain locator that worked beats sentinels
+    // Full prefixes are quadratic: only when no window worked, and for at most 256 messages.
+    if (l.head >= plan.size() && plan.size() > 3 && (loc || plan.size() > kMaxPrefixMessages)) continue;
+    // The normal-mode twin of a fast locator that worked would find the same ranges.
+    if (loc && !l.fast && loc->head == l.head && loc->sentinel == l.sentinel) continue;
     Ranges got = r.MessageRanges(l);
     if (got.empty() || (loc && l.failures >= loc->failures)) continue;
     ranges = std::move(got);
