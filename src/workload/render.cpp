@@ -324,11 +324,21 @@ Result<Rendered> RenderChat(const Transcript& t, const llama_model* model, const
     ranges = r.SearchRanges(plan, out.text);
   }
 
-  std::vector<int> carried;  // messages that rendered to nothing (merged into the next by the template)
+  // A message that rendered to nothing (merged into the next by the template, or its window
+  // refused) is carried into the next message's span, with its tool calls and results.
+  std::vector<int> carried;
+  std::vector<std::pair<const Marked*, std::pair<size_t, size_t>>> marks;  // native: the call's range
   for (size_t k = 0; k < plan.size(); ++k) {
     const Planned& p = plan[k];
     auto [mb, me] = ranges[k];
     carried.insert(carried.end(), p.origins.begin(), p.origins.end());
+    Ranges native;
+    if (!p.msg.calls.empty() && loc) native = r.NativeCallRanges(*loc, k);
+    size_t next_native = 0;
+    for (const Marked& m : p.marks) {
+      bool rendered = m.text.empty() && next_native < native.size();
+      marks.push_back({&m, rendered ? native[next_native++] : std::pair<size_t, size_t>{0, 0}});
+    }
     if (mb == me && k + 1 < plan.size()) continue;
     std::string label = carried.size() > p.origins.size()
                             ? fmt::format("messages #{}-#{} (merged by the template)", carried.front(), carried.back())
@@ -338,21 +348,21 @@ Result<Rendered> RenderChat(const Transcript& t, const llama_model* model, const
     out.spans.push_back({"message", mb, me, first, role, label, ""});
     carried.clear();
 
-    Ranges native;
-    if (!p.msg.calls.empty() && loc) native = r.NativeCallRanges(*loc, k);
-    size_t cursor = mb, next_native = 0;
-    for (const Marked& m : p.marks) {
-      size_t b = mb, e = me;
-      if (m.text.empty()) {
-        if (next_native < native.size()) std::tie(b, e) = native[next_native++];
-      } else if (size_t at = out.text.find(m.text, cursor); at != std::string::npos && at + m.text.size() <= me) {
+    size_t cursor = mb;
+    for (const auto& [m, range] : marks) {
+      size_t b = mb, e = me;  // a call or result that cannot be found gets the message's range
+      if (range.second > range.first) {
+        std::tie(b, e) = range;
+      } else if (size_t at = m->text.empty() ? std::string::npos : out.text.find(m->text, cursor);
+                 at != std::string::npos && at + m->text.size() <= me) {
         b = at;
-        e = cursor = at + m.text.size();
+        e = cursor = at + m->text.size();
       }
-      std::string what = m.kind == "tool_call" ? "tool call" : "tool result";
-      out.spans.push_back({m.kind, b, e, m.index, m.kind == "tool_call" ? "assistant" : "tool",
-                           fmt::format("{} #{} {}", what, m.index, m.name), m.name});
+      std::string what = m->kind == "tool_call" ? "tool call" : "tool result";
+      out.spans.push_back({m->kind, b, e, m->index, m->kind == "tool_call" ? "assistant" : "tool",
+                           fmt::format("{} #{} {}", what, m->index, m->name), m->name});
     }
+    marks.clear();
   }
   out.info["n_messages"] = t.messages.size();
   out.info["n_tool_calls"] = t.n_calls;

@@ -313,6 +313,8 @@ TEST(Workload, RefusedWindowsMergeMessages) {
   EXPECT_EQ(messages[0]->label, "messages #1-#2 (merged by the template)");
   EXPECT_EQ(messages[0]->begin, 1);  // after BOS
   EXPECT_EQ(messages[1]->label, "message #3 assistant");
+  EXPECT_EQ(Kind(*w, "tool_call").size(), 2u);
+  EXPECT_EQ(w->info["span_refused_windows"], 1);
 }
 
 TEST(Workload, SpanHelpers) {
