@@ -61,8 +61,8 @@ std::string FutureTokens(const json& fut, int first_diff) {
 
 std::string BranchRecord(const std::string& config, const json& b) {
   // Token indexes of the first difference in each future (absent when the texts are equal).
-  int diff_base = int(Num(b, "first_difference").value_or(-1));
-  int diff_cand = int(Num(b, "first_difference_cand").value_or(diff_base));
+  int diff_base = Int(b, "first_difference", -1);
+  int diff_cand = Int(b, "first_difference_cand", diff_base);
   auto reconverge = Num(b, "reconverge_at");
   std::string verdict = Str(b, "verdict", "unjudged");
   std::string cls = verdict == "benign" ? "rec" : "bad";

@@ -33,6 +33,8 @@ namespace report {
 // Tolerant accessors: the value at key when it has the asked type, else the fallback.
 std::string Str(const nlohmann::json& j, std::string_view key, std::string_view fallback = "");
 std::optional<double> Num(const nlohmann::json& j, std::string_view key);
+// The value at key as an int (truncated, clamped to int's range), else the fallback.
+int Int(const nlohmann::json& j, std::string_view key, int fallback);
 const nlohmann::json& Sub(const nlohmann::json& j, std::string_view key);  // null when absent
 
 // Any JSON value as one line of plain text: arrays joined with ", ", objects as key=value.

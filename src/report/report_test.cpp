@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <regex>
 
 #include <fmt/format.h>
@@ -254,6 +255,30 @@ TEST(Report, MissingOptionalPartsAreLeftOut) {
   EXPECT_NE(html.find("top-k (truncated) in 1 of 14 comparisons"), std::string::npos);
   EXPECT_NE(html.find("tail bucket &lt;estimate&gt;"), std::string::npos);
   EXPECT_EQ(CountOf(html, "<svg"), 2u);
+}
+
+// Replaces about one node in `rate` with a value of another type, recursively.
+void MutateTypes(json& j, std::mt19937& rng, unsigned rate) {
+  static const json kinds[] = {nullptr, 1e300, -1.5, "x<y>", json::array(), json::object(), true, json::array({1, "a"})};
+  if (!j.is_structured()) return;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (rng() % rate == 0) *it = kinds[rng() % std::size(kinds)];
+    else MutateTypes(*it, rng, rate);
+  }
+}
+
+TEST(Report, DocumentsWithWrongTypesRenderWithoutThrowing) {
+  for (unsigned seed = 0; seed < 40; ++seed) {
+    std::mt19937 rng(seed);
+    json r = Sample();
+    MutateTypes(r, rng, seed % 2 ? 50 : 400);
+    std::string html;
+    EXPECT_NO_THROW(html = RenderHtml(r)) << "seed " << seed;
+    EXPECT_NO_THROW(RenderMarkdown(r)) << "seed " << seed;
+    EXPECT_NO_THROW(RenderCsv(r)) << "seed " << seed;
+    EXPECT_NO_THROW(TerminalSummary(r, "")) << "seed " << seed;
+    EXPECT_EQ(CountOf(html, "<script"), 1u) << "seed " << seed;
+  }
 }
 
 TEST(Report, ReferenceThatRanOnceIsListedWithoutFigures) {

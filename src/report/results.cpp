@@ -2,6 +2,7 @@
 // per-window series every renderer shares.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include <fmt/format.h>
@@ -54,6 +55,12 @@ std::optional<double> Num(const json& j, std::string_view key) {
   if (v.is_number()) return v.get<double>();
   if (v.is_boolean()) return v.get<bool>() ? 1.0 : 0.0;
   return std::nullopt;
+}
+
+int Int(const json& j, std::string_view key, int fallback) {
+  auto v = Num(j, key);
+  if (!v || std::isnan(*v)) return fallback;
+  return int(std::clamp(*v, double(std::numeric_limits<int>::min()), double(std::numeric_limits<int>::max())));
 }
 
 std::optional<double> NumAt(const json& j, const std::string& pointer) {
@@ -197,11 +204,11 @@ std::vector<WindowPoint> WindowSeries(const json& results, const std::string& co
     const json& windows = Sub(Sub(*c, "compare"), "windows");
     if (!windows.is_array()) continue;
     for (const json& w : windows) {
-      auto idx = Num(w, "index");
+      int idx = Int(w, "index", -1);
       auto v = NumAt(w, field);
-      if (!idx || !v) continue;
-      WindowPoint& p = points[int(*idx)];
-      p.index = int(*idx);
+      if (idx < 0 || !v) continue;
+      WindowPoint& p = points[idx];
+      p.index = idx;
       p.begin = Num(w, "begin").value_or(0);
       p.end = Num(w, "end").value_or(p.begin);
       values[p.index].push_back(*v);

@@ -30,14 +30,20 @@ struct Axis {
   }
 };
 
-// About n "nice" (1, 2, 5 x 10^k) tick values covering [lo, hi].
+// About n "nice" (1, 2, 5 x 10^k) tick values covering [lo, hi]; at most 4n, whatever the input.
 std::vector<double> NiceTicks(double lo, double hi, int n) {
   double raw = (hi - lo) / n;
+  if (!(raw > 0) || !std::isfinite(raw)) return {lo};
   double mag = std::pow(10.0, std::floor(std::log10(raw)));
   double step = mag * (raw / mag < 1.5 ? 1 : raw / mag < 3.5 ? 2 : raw / mag < 7.5 ? 5 : 10);
   std::vector<double> ticks;
-  for (double t = std::ceil(lo / step - 1e-9) * step; t <= hi + step * 1e-9; t += step)
+  const double first = std::ceil(lo / step - 1e-9) * step;
+  for (int i = 0; i <= 4 * n; ++i) {  // by index: t += step can stall where step is below t's precision
+    double t = first + i * step;
+    if (t > hi + step * 1e-9) break;
     ticks.push_back(std::fabs(t) < step * 1e-9 ? 0.0 : t);
+  }
+  if (ticks.empty()) ticks.push_back(lo);
   return ticks;
 }
 
