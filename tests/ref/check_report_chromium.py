@@ -59,7 +59,7 @@ REQUIRED_SECTIONS = ["headline", "ranking", "charts", "flips", "branches", "reci
 class DevTools:
     """A minimal DevTools protocol client over Chromium's debugging pipe (NUL-framed JSON)."""
 
-    def __init__(self, chromium, args, deadline):
+    def __init__(self, chromium, args, deadline, log_path):
         to_child_r, self.to_child_w = os.pipe()
         self.from_child_r, from_child_w = os.pipe()
         # Copy the child's ends to fds >= 10 so dup2 onto 3 and 4 cannot clobber one another.
@@ -70,9 +70,10 @@ class DevTools:
             os.dup2(hi_r, 3)
             os.dup2(hi_w, 4)
 
-        self.proc = subprocess.Popen([chromium, "--remote-debugging-pipe"] + args, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=child_fds,
-                                     close_fds=False)
+        # Chromium's own stderr goes to a file: an unread pipe would fill up and stall it.
+        with open(log_path, "wb") as log:
+            self.proc = subprocess.Popen([chromium, "--remote-debugging-pipe"] + args, stdin=subprocess.DEVNULL,
+                                         stdout=log, stderr=log, preexec_fn=child_fds, close_fds=False)
         for fd in (to_child_r, from_child_w, hi_r, hi_w):
             os.close(fd)
         self.deadline = deadline
@@ -217,7 +218,14 @@ def main():
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         args.insert(0, "--no-sandbox")  # Chromium refuses to run as root with its sandbox
     deadline = time.monotonic() + a.timeout
-    cdp = DevTools(a.chromium, args, deadline)
+    log_path = os.path.join(profile, "chromium.log")
+    try:
+        cdp = DevTools(a.chromium, args, deadline, log_path)
+    except OSError as e:
+        print("check_report_chromium: cannot start %s (scripts/setup.sh installs Debian's chromium): %s"
+              % (a.chromium, e))
+        shutil.rmtree(profile, ignore_errors=True)
+        return 1
     failures = []
     try:
         target = cdp.call("Target.createTarget", {"url": "about:blank"})["targetId"]
@@ -253,8 +261,10 @@ def main():
         failures += problems_in_events(cdp.events, url)
         if dom:
             print(json.dumps({k: dom[k] for k in ("title", "ranking_rows", "charts", "sections", "branches")}))
-    except RuntimeError as e:
-        failures.append(str(e))
+    except (RuntimeError, OSError) as e:  # a protocol error, a timeout, or the browser gone (broken pipe)
+        failures.append("%s: %s" % (type(e).__name__, e))
+        with open(log_path, "rb") as log:  # the browser's last words explain most start-up failures
+            failures += ["chromium: " + line for line in log.read().decode(errors="replace").splitlines()[-5:]]
     finally:
         cdp.close()
         shutil.rmtree(profile, ignore_errors=True)
