@@ -1,6 +1,78 @@
-// `flipscope branch` (not built yet: registers nothing).
+// `flipscope branch BASE CAND -o BRANCHES.json [--at flips|ranges] [--ranges A-B,...|tool_calls]
+//  [--max-tokens N] [--max-branches N] [--reconverge K]`
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "branch/branch.h"
 #include "cli/commands.h"
+#include "util/util.h"
 
 namespace flipscope::cli {
-void AddBranchCommand(CLI::App&) {}
+
+namespace {
+
+// Non-benign records shown on the terminal, one line each; the rest are in the JSON.
+constexpr size_t kShownRecords = 12;
+
+void PrintSummary(const nlohmann::json& out, const std::string& path) {
+  const auto& cfg = out["config"];
+  fmt::print("{} branch points ({} at {}), {} followed for {} tokens; fork: base {}, cand {}\n",
+             cfg["branch_points"].get<int64_t>(), cfg["at"].get<std::string>(),
+             cfg["at"] == "ranges" ? cfg["ranges"].get<std::string>() : "flips", cfg["n_branches"].get<int64_t>(),
+             cfg["max_tokens"].get<int>(), cfg["base"]["forked"].get<bool>() ? "yes" : "re-prefill",
+             cfg["cand"]["forked"].get<bool>() ? "yes" : "re-prefill");
+  fmt::print("{}", SummaryText(out["counts"]));
+  size_t shown = 0, not_reproduced = 0;
+  for (const auto& r : out["records"]) {
+    not_reproduced += !r["reproduced"].get<bool>();
+    if (r["verdict"] == "benign" || shown == kShownRecords) continue;
+    ++shown;
+    fmt::print("  position {:>7}  {:<17}  {}\n", r["position"].get<int64_t>(), r["verdict"].get<std::string>(),
+               r["reason"].get<std::string>());
+  }
+  if (not_reproduced > 0)
+    fmt::print("{} branch points where a recomputed row differs from its capture (see \"reproduced\")\n", not_reproduced);
+  fmt::print("wrote {}\n", path);
+}
+
+}  // namespace
+
+void AddBranchCommand(CLI::App& app) {
+  struct Opts {
+    BranchRequest req;
+    std::string out;
+    bool quiet = false, no_fork = false;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* cmd = app.add_subcommand("branch", "Decode both futures at every disagreement of two captures and judge them");
+  cmd->add_option("base", o->req.base_path, "Baseline capture (.safetensors)")->required();
+  cmd->add_option("cand", o->req.cand_path, "Candidate capture of the same workload")->required();
+  cmd->add_option("-o,--output", o->out, "Branch records to write (.json)")->required();
+  cmd->add_option("--at", o->req.options.at, "Branch points: flips (stored argmax differ) or ranges")->default_val("flips");
+  cmd->add_option("--ranges", o->req.options.ranges, "With --at ranges: A-B,... (inclusive positions) or tool_calls");
+  cmd->add_option("--max-tokens", o->req.options.max_tokens, "Tokens decoded per future")->default_val(64);
+  cmd->add_option("--max-branches", o->req.options.max_branches, "Follow only the first N branch points; 0 = all")
+      ->default_val(0);
+  cmd->add_option("--reconverge", o->req.options.reconverge,
+                  "K: futures agreeing again for K tokens within K tokens of the fork are benign")
+      ->default_val(8);
+  cmd->add_flag("--no-fork", o->no_fork, "Re-prefill every branch instead of forking the cache (slower; for comparison)");
+  cmd->add_flag("-q,--quiet", o->quiet, "No progress bar");
+  cmd->callback([o] {
+    // Refuse a missing output folder before the long run rather than after it.
+    std::filesystem::path parent = std::filesystem::path(o->out).parent_path();
+    if (!parent.empty() && !std::filesystem::is_directory(parent))
+      return void(ExitCode() = Fail(Status::Error(o->out + ": the folder " + parent.string() + " does not exist")));
+    o->req.options.allow_fork = !o->no_fork;
+    o->req.options.progress = !o->quiet;
+    auto out = RunBranches(o->req);
+    if (!out.ok()) return void(ExitCode() = Fail(out.status()));
+    for (const auto& w : (*out)["config"]["warnings"]) fmt::print(stderr, "flipscope: warning: {}\n", w.get<std::string>());
+    Status st = WriteFileAtomic(o->out, out->dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    if (!st.ok()) return void(ExitCode() = Fail(st));
+    PrintSummary(*out, o->out);
+  });
+}
+
 }  // namespace flipscope::cli

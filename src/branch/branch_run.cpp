@@ -1,0 +1,273 @@
+// The branch stage: two captures -> their engines re-created from the manifests -> a future per
+// side at every branch point -> judged records and counts.
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "branch/internal.h"
+#include "capture/capture.h"
+#include "util/util.h"
+
+namespace flipscope {
+namespace {
+
+using branch::Point;
+using branch::Transcript;
+using json = nlohmann::json;
+
+Status ValidateOptions(const BranchOptions& o) {
+  if (o.at != "flips" && o.at != "ranges") return Status::Error("--at must be flips or ranges, not '" + o.at + "'");
+  if (o.at == "ranges" && o.ranges.empty()) return Status::Error("--at ranges needs --ranges A-B,... or tool_calls");
+  if (o.max_tokens < 1) return Status::Error("--max-tokens must be >= 1");
+  if (o.max_branches < 0) return Status::Error("--max-branches must be >= 0");
+  if (o.reconverge < 1) return Status::Error("--reconverge must be >= 1");
+  return Status::Ok();
+}
+
+// One capture and the configuration that re-creates it.
+struct Side {
+  const char* name = "";
+  std::unique_ptr<CaptureReader> cap;
+  std::string model_path, model_sha256;
+  Knobs knobs;
+  std::vector<int32_t> firsts;
+  SidePass pass;
+};
+
+// Opens a capture and checks its model file is the one it was captured with.
+Status OpenSide(const std::string& path, std::map<std::string, std::string>* hashes, Side* s) {
+  FS_ASSIGN_OR_RETURN(s->cap, CaptureReader::Open(path));
+  const json& m = s->cap->manifest();
+  if (s->cap->truncated())
+    return Status::Error(path + ": a truncated (top-k) capture cannot be re-run; branch needs a capture of the llama engine");
+  const json engine = m.value("engine", json::object());
+  if (engine.is_object() && engine.value("engine", std::string("llama")) != "llama")
+    return Status::Error(path + ": captured by the '" + engine.value("engine", std::string()) +
+                         "' engine; branch re-runs the llama engine only");
+  const json model = m.value("model", json::object());
+  if (!model.is_object() || !model.contains("path") || !model["path"].is_string() || !model.contains("sha256") ||
+      !model["sha256"].is_string())
+    return Status::Error(path + ": the manifest names no model file (model.path and model.sha256)");
+  s->model_path = model["path"].get<std::string>();
+  s->model_sha256 = model["sha256"].get<std::string>();
+  if (!hashes->count(s->model_path)) {
+    auto h = Sha256File(s->model_path);
+    if (!h.ok())
+      return Status::Error(fmt::format("{}: the model file {} cannot be read (expected sha256 {})", path, s->model_path,
+                                       s->model_sha256));
+    (*hashes)[s->model_path] = *h;
+  }
+  if ((*hashes)[s->model_path] != s->model_sha256)
+    return Status::Error(fmt::format("{}: the model file {} has changed: sha256 {}, expected {}", path, s->model_path,
+                                     (*hashes)[s->model_path], s->model_sha256));
+  if (!m.contains("knobs")) return Status::Error(path + ": the manifest has no knobs");
+  auto knobs = Knobs::FromJson(m["knobs"]);
+  if (!knobs.ok()) return knobs.status().Prefixed(path + ": manifest knobs");
+  s->knobs = *knobs;
+  return Status::Ok();
+}
+
+Status CheckSameTranscript(const Side& b, const Side& c) {
+  auto tb = b.cap->tokens(), tc = c.cap->tokens();
+  auto [ib, ic] = std::mismatch(tb.begin(), tb.end(), tc.begin(), tc.end());
+  if (ib != tb.end() || ic != tc.end())
+    return Status::Error(fmt::format("{}: fed different tokens than {} (first difference at position {}); branch "
+                                     "compares captures of one workload",
+                                     c.cap->path(), b.cap->path(), ib - tb.begin()));
+  if (b.cap->n_vocab() != c.cap->n_vocab())
+    return Status::Error(fmt::format("{}: vocabulary of {} tokens, {} has {}", c.cap->path(), c.cap->n_vocab(),
+                                     b.cap->path(), b.cap->n_vocab()));
+  const json& mb = b.cap->manifest();
+  const json& mc = c.cap->manifest();
+  if (mb.contains("tokenizer_sha256") && mc.contains("tokenizer_sha256") && mb["tokenizer_sha256"] != mc["tokenizer_sha256"])
+    return Status::Error(c.cap->path() + ": its tokenizer differs from " + b.cap->path() + "'s");
+  return Status::Ok();
+}
+
+// Positions selected by --ranges: "A-B,C-D" (inclusive) or "tool_calls" (positions whose logits
+// predict a token of a tool call).
+Result<std::vector<bool>> ParseRanges(const std::string& spec, int32_t n, const std::vector<Span>& spans) {
+  std::vector<bool> in(size_t(n), false);
+  auto mark = [&](int64_t a, int64_t b) {
+    for (int64_t p = std::max<int64_t>(0, a); p <= std::min<int64_t>(b, n - 1); ++p) in[size_t(p)] = true;
+  };
+  size_t start = 0;
+  while (start <= spec.size()) {
+    size_t comma = spec.find(',', start);
+    std::string item = spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    start = comma == std::string::npos ? spec.size() + 1 : comma + 1;
+    if (item.empty()) continue;
+    if (item == "tool_calls") {
+      for (const Span& s : spans)
+        if (s.kind == "tool_call") mark(int64_t(s.begin) - 1, int64_t(s.end) - 2);
+      continue;
+    }
+    long long a = 0, b = 0;
+    char dash = 0, extra = 0;
+    if (std::sscanf(item.c_str(), "%lld%c%lld%c", &a, &dash, &b, &extra) != 3 || dash != '-' || a < 0 || b < a)
+      return Status::Error("--ranges: '" + item + "' is not tool_calls or a range A-B (0 <= A <= B)");
+    mark(a, b);
+  }
+  return in;
+}
+
+// The branch points: probes of both captures where the stored argmax differ (flips), or every
+// probe of both inside the ranges; *available counts them before --max-branches.
+Result<std::vector<Point>> PlanPoints(const Side& b, const Side& c, const BranchOptions& o, const Transcript& t,
+                                      int64_t* available, std::vector<std::string>* warnings) {
+  std::vector<bool> in_range;
+  if (o.at == "ranges") {
+    FS_ASSIGN_OR_RETURN(in_range, ParseRanges(o.ranges, int32_t(t.tokens.size()), t.spans));
+  }
+  auto pb = b.cap->positions(), pc = c.cap->positions();
+  auto ab = b.cap->argmax(), ac = c.cap->argmax();
+  std::vector<Point> points;
+  int64_t probed_in_range = 0;
+  for (size_t i = 0, j = 0; i < pb.size() && j < pc.size();) {
+    if (pb[i] < pc[j]) { ++i; continue; }
+    if (pc[j] < pb[i]) { ++j; continue; }
+    bool take = o.at == "flips" ? ab[i] != ac[j] : bool(in_range[size_t(pb[i])]);
+    probed_in_range += o.at == "ranges" && take;
+    if (take) points.push_back({pb[i], ab[i], ac[j]});
+    ++i, ++j;
+  }
+  if (o.at == "ranges") {
+    int64_t wanted = std::count(in_range.begin(), in_range.end(), true);
+    if (wanted > probed_in_range)
+      warnings->push_back(fmt::format("{} of the {} positions in --ranges {} are not probed by both captures and are "
+                                      "skipped (capture them with --full)", wanted - probed_in_range, wanted, o.ranges));
+  }
+  *available = int64_t(points.size());
+  if (o.max_branches > 0 && points.size() > size_t(o.max_branches)) points.resize(size_t(o.max_branches));
+  return points;
+}
+
+// The tool definitions (for function names and required arguments) and the tool-call markers.
+void ResolveTools(const Side& s, Transcript* t, std::vector<std::string>* warnings) {
+  const json w = s.cap->manifest().value("workload", json::object());
+  if (w.contains("tools")) {
+    auto tools = ParseToolSpecs(w["tools"]);
+    if (tools.ok()) t->tools = *tools;
+    else warnings->push_back(s.cap->path() + ": workload tools: " + tools.status().message() + "; function names are not checked");
+  } else if (w.contains("path") && w["path"].is_string()) {
+    // Older manifests: read the tool definitions from the workload file itself.
+    const json req = s.cap->manifest().value("request", json::object());
+    WorkloadOptions wo;
+    wo.format = req.value("format", std::string("auto"));
+    wo.chat_template = req.value("chat_template", std::string());
+    auto loaded = LoadWorkload(w["path"].get<std::string>(), s.model_path, wo);
+    auto tools = loaded.ok() ? ParseToolSpecs(loaded->tools) : Result<std::vector<ToolSpec>>(loaded.status());
+    if (tools.ok() && loaded->tokens == std::vector<int32_t>(t->tokens)) t->tools = *tools;
+    else warnings->push_back("the workload's tool definitions are unavailable (" +
+                             (tools.ok() ? std::string("the workload file no longer gives the captured tokens")
+                                         : tools.status().message()) + "); function names are not checked");
+  }
+  // The envelope: the <tool_call> convention, or the template's own markers around the JSON.
+  if (w.value("tool_call_form", std::string()) != "template") return;
+  for (const Span& sp : t->spans) {
+    if (sp.kind != "tool_call") continue;
+    std::string text = t->text.substr(t->offsets[size_t(sp.begin)], t->offsets[size_t(sp.end)] - t->offsets[size_t(sp.begin)]);
+    size_t lb = text.find('{'), rb = text.rfind('}');
+    auto trim = [](std::string x) {
+      x.erase(0, x.find_first_not_of(" \t\r\n"));
+      x.erase(x.find_last_not_of(" \t\r\n") + 1);
+      return x;
+    };
+    std::string open = lb == std::string::npos ? "" : trim(text.substr(0, lb));
+    std::string close = rb == std::string::npos ? "" : trim(text.substr(rb + 1));
+    if (open.empty() || close.empty()) {
+      warnings->push_back("the chat template's tool calls have no markers around their JSON; tool calls are not checked");
+      t->envelope = {"", ""};
+    } else {
+      t->envelope = {open, close};
+    }
+    return;
+  }
+}
+
+json SideJson(const Side& s) {
+  int64_t reproduced = std::count(s.pass.reproduced.begin(), s.pass.reproduced.end(), true);
+  return {{"capture", s.cap->path()},          {"model", s.model_path},
+          {"model_sha256", s.model_sha256},    {"knobs", s.knobs.ToJson()},
+          {"flags", s.knobs.ToFlags()},        {"forked", s.pass.forked},
+          {"seconds", s.pass.seconds},         {"rows_checked", s.pass.rows_checked},
+          {"rows_reproduced", s.pass.rows_reproduced}, {"branches_reproduced", reproduced}};
+}
+
+}  // namespace
+
+Result<json> RunBranches(const BranchRequest& req) {
+  const double t0 = NowSeconds();
+  const BranchOptions& o = req.options;
+  FS_RETURN_IF_ERROR(ValidateOptions(o));
+  std::map<std::string, std::string> hashes;  // model path -> sha256, so a shared model is hashed once
+  Side sides[2];
+  sides[0].name = "base";
+  sides[1].name = "cand";
+  FS_RETURN_IF_ERROR(OpenSide(req.base_path, &hashes, &sides[0]));
+  FS_RETURN_IF_ERROR(OpenSide(req.cand_path, &hashes, &sides[1]));
+  FS_RETURN_IF_ERROR(CheckSameTranscript(sides[0], sides[1]));
+
+  std::vector<std::string> warnings;
+  Transcript t;
+  auto tok = sides[0].cap->tokens();
+  t.tokens.assign(tok.begin(), tok.end());
+  const json w = sides[0].cap->manifest().value("workload", json::object());
+  if (w.contains("spans")) {
+    auto spans = SpansFromJson(w["spans"]);
+    if (!spans.ok()) return spans.status().Prefixed(req.base_path + ": manifest spans");
+    t.spans = *spans;
+  }
+  int64_t available = 0;
+  FS_ASSIGN_OR_RETURN(std::vector<Point> points, PlanPoints(sides[0], sides[1], o, t, &available, &warnings));
+  for (const Point& p : points) {
+    sides[0].firsts.push_back(p.base_token);
+    sides[1].firsts.push_back(p.cand_token);
+  }
+
+  for (Side& s : sides) {
+    if (points.empty()) break;  // nothing to decode
+    auto engine = LlamaEngine::Create(s.model_path, s.knobs, 2);
+    if (!engine.ok()) return engine.status().Prefixed(s.cap->path());
+    if (!(*engine)->CanFork() && o.allow_fork)
+      warnings.push_back(s.model_path + ": the model's memory (recurrent or hybrid) cannot be forked; every branch "
+                         "re-prefills its prefix instead (slower, same futures)");
+    if (t.vocab.empty())
+      for (int32_t id = 0; id < (*engine)->n_vocab(); ++id) t.vocab.push_back((*engine)->TokenText(id));
+    SideInputs in;
+    in.tokens = t.tokens;
+    in.probes = s.cap->positions();
+    in.probe_digests = s.cap->digest();
+    for (const Point& p : points) in.points.push_back(p.position);
+    in.firsts = s.firsts;
+    in.max_tokens = o.max_tokens;
+    in.allow_fork = o.allow_fork;
+    if (o.progress) in.progress_label = std::string("branch ") + s.name;
+    auto pass = RunSide(**engine, in);
+    if (!pass.ok()) return pass.status().Prefixed(s.cap->path());
+    s.pass = std::move(*pass);
+  }
+  t.Index();
+  ResolveTools(sides[0], &t, &warnings);
+  json records = points.empty() ? json::array() : branch::BuildRecords(t, points, sides[0].pass, sides[1].pass, o);
+  json tool_names = json::array();
+  for (const ToolSpec& ts : t.tools) tool_names.push_back(ts.name);
+  json config = {{"base", SideJson(sides[0])},
+                 {"cand", SideJson(sides[1])},
+                 {"at", o.at},
+                 {"ranges", o.ranges},
+                 {"max_tokens", o.max_tokens},
+                 {"max_branches", o.max_branches},
+                 {"reconverge", o.reconverge},
+                 {"n_tokens", t.tokens.size()},
+                 {"branch_points", available},
+                 {"n_branches", points.size()},
+                 {"envelope", {{"open", t.envelope.open}, {"close", t.envelope.close}}},
+                 {"tools", t.tools.empty() ? json(nullptr) : tool_names},
+                 {"warnings", warnings},
+                 {"seconds", NowSeconds() - t0}};
+  return json{{"config", config}, {"records", records}, {"counts", CountVerdicts(records)}};
+}
+
+}  // namespace flipscope

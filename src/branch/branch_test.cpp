@@ -1,0 +1,205 @@
+// The branch stage end to end on tiny-model captures: f16 against a q4_0 KV cache flips the
+// greedy token at some probes; both futures are decoded there and checked independently.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "branch/branch.h"
+#include "capture/capture.h"
+#include "testing/tiny_model.h"
+#include "util/util.h"
+
+using namespace flipscope;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string TinyModel() {
+  static std::string path = [] {
+    std::string p = fixtures::TempPath("branch-tiny.gguf");
+    EXPECT_TRUE(fixtures::WriteTinyModel(p).ok());
+    return p;
+  }();
+  return path;
+}
+
+std::vector<int32_t> Tokens(int n, int mult = 37) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) t[size_t(i)] = 5 + (i * mult) % 290;
+  return t;
+}
+
+Knobs CpuKnobs(const std::string& kv) {
+  Knobs k;
+  k.n_threads = 1;
+  k.n_ctx = 256;
+  k.n_batch = 64;
+  k.flash_attn = "on";
+  k.cache_type_k = k.cache_type_v = kv;
+  return k;
+}
+
+// Writes a capture the way the capture stage does: a plain teacher-forced prefill, F32 rows.
+void WriteCapture(const std::string& path, const std::string& model, const Knobs& k, const std::vector<int32_t>& tokens,
+                  int stride) {
+  auto e = LlamaEngine::Create(model, k);
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  CaptureLayout layout;
+  layout.tokens = tokens;
+  for (int32_t p = 0; p + 1 < int32_t(tokens.size()); p += stride) layout.positions.push_back(p);
+  layout.n_vocab = (*e)->n_vocab();
+  nlohmann::json manifest = {{"model", {{"path", model}, {"sha256", *Sha256File(model)}}},
+                             {"engine", (*e)->Describe()},
+                             {"knobs", (*e)->Describe()["knobs"]},
+                             {"workload", {{"tool_call_form", "<tool_call> in content"}, {"tools", nlohmann::json::array()}}}};
+  auto w = CaptureWriter::Create(path, layout, manifest);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  Status st = (*e)->Prefill(tokens, layout.positions, [&](const Row& r) { return (*w)->WriteRow(r.index, r.logits); }, nullptr);
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_TRUE((*w)->Commit().ok());
+}
+
+struct Pair {
+  std::string base, cand;
+};
+const Pair& Captures() {
+  static Pair p = [] {
+    Pair x{fixtures::TempPath("branch-base.safetensors"), fixtures::TempPath("branch-cand.safetensors")};
+    WriteCapture(x.base, TinyModel(), CpuKnobs("f16"), Tokens(240), 2);
+    WriteCapture(x.cand, TinyModel(), CpuKnobs("q4_0"), Tokens(240), 2);
+    return x;
+  }();
+  return p;
+}
+
+BranchRequest Request(int max_tokens = 10) {
+  BranchRequest r;
+  r.base_path = Captures().base;
+  r.cand_path = Captures().cand;
+  r.options.max_tokens = max_tokens;
+  r.options.progress = false;
+  return r;
+}
+
+// Runs the independent numpy check over the captures and the output; returns its exit status and output.
+int PythonCheck(const nlohmann::json& out, std::string* said) {
+  std::string json_path = fixtures::TempPath("branch-out.json"), log = fixtures::TempPath("branch-check.log");
+  std::ofstream(json_path) << out.dump(1);
+  std::string cmd = std::string(FLIPSCOPE_PYTHON) + " " + FLIPSCOPE_SOURCE_DIR + "/tests/ref/branch_check.py " +
+                    Captures().base + " " + Captures().cand + " " + json_path + " > " + log + " 2>&1";
+  int rc = std::system(cmd.c_str());
+  *said = *ReadFile(log);
+  return rc;
+}
+
+}  // namespace
+
+TEST(RunBranches, FlipsOfAQuantizedKvCacheCheckedIndependently) {
+  auto out = RunBranches(Request());
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  const auto& records = (*out)["records"];
+  ASSERT_GT(records.size(), 0u) << "f16 against q4_0 should flip somewhere on 120 probes";
+  EXPECT_EQ((*out)["config"]["branch_points"], records.size());
+  EXPECT_TRUE((*out)["config"]["base"]["forked"].get<bool>());
+  // Same machine, same knobs: every recomputed row is the captured one.
+  EXPECT_EQ((*out)["config"]["base"]["rows_reproduced"], (*out)["config"]["base"]["rows_checked"]);
+  EXPECT_EQ((*out)["config"]["cand"]["rows_reproduced"], (*out)["config"]["cand"]["rows_checked"]);
+  for (const auto& r : records) EXPECT_TRUE(r["reproduced"].get<bool>()) << r["position"];
+  std::string said;
+  EXPECT_EQ(PythonCheck(*out, &said), 0) << said;
+}
+
+TEST(RunBranches, ReprefillingGivesTheForkedRecords) {
+  auto forked = RunBranches(Request(6));
+  BranchRequest slow = Request(6);
+  slow.options.allow_fork = false;
+  auto fresh = RunBranches(slow);
+  ASSERT_TRUE(forked.ok() && fresh.ok());
+  EXPECT_FALSE((*fresh)["config"]["base"]["forked"].get<bool>());
+  const auto& a = (*forked)["records"];
+  const auto& b = (*fresh)["records"];
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    for (const char* side : {"base_future", "cand_future"}) {
+      EXPECT_EQ(a[i][side]["tokens"], b[i][side]["tokens"]) << a[i]["position"] << " " << side;
+      for (size_t t = 0; t < a[i][side]["probs"].size(); ++t)
+        EXPECT_NEAR(a[i][side]["probs"][t].get<double>(), b[i][side]["probs"][t].get<double>(), 1e-3) << a[i]["position"] << " " << side << " " << t;
+    }
+}
+
+TEST(RunBranches, RangesAndMaxBranches) {
+  BranchRequest r = Request(4);
+  r.options.at = "ranges";
+  r.options.ranges = "10-19,200-201";
+  auto out = RunBranches(r);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  std::vector<int> got;
+  for (const auto& rec : (*out)["records"]) got.push_back(rec["position"]);
+  EXPECT_EQ(got, (std::vector<int>{10, 12, 14, 16, 18, 200}));  // the probed ones (stride 2)
+  ASSERT_EQ((*out)["config"]["warnings"].size(), 1u);
+  EXPECT_NE((*out)["config"]["warnings"][0].get<std::string>().find("6 of the 12 positions"), std::string::npos);
+  r.options.max_branches = 2;
+  out = RunBranches(r);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ((*out)["records"].size(), 2u);
+  EXPECT_EQ((*out)["config"]["branch_points"], 6);
+  EXPECT_EQ((*out)["counts"]["total"], 2);
+  std::string said;
+  EXPECT_EQ(PythonCheck(*out, &said), 0) << said;
+}
+
+TEST(RunBranches, ChangedOrMissingModelNamesTheExpectedHash) {
+  std::string model = fixtures::TempPath("branch-moved.gguf");
+  fs::copy_file(TinyModel(), model, fs::copy_options::overwrite_existing);
+  std::string sha = *Sha256File(model);
+  std::string base = fixtures::TempPath("branch-moved.safetensors");
+  WriteCapture(base, model, CpuKnobs("f16"), Tokens(40), 4);
+  BranchRequest r = Request();
+  r.base_path = base;
+  r.cand_path = base;
+  fixtures::TinyModelOptions other;
+  other.seed = 7;
+  ASSERT_TRUE(fixtures::WriteTinyModel(model, other).ok());
+  auto out = RunBranches(r);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().message(), base + ": the model file " + model + " has changed: sha256 " + *Sha256File(model) +
+                                        ", expected " + sha);
+  fs::remove(model);
+  out = RunBranches(r);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().message(), base + ": the model file " + model + " cannot be read (expected sha256 " + sha + ")");
+}
+
+TEST(RunBranches, RefusesCapturesOfDifferentTokensAndBadOptions) {
+  std::string other = fixtures::TempPath("branch-other.safetensors");
+  WriteCapture(other, TinyModel(), CpuKnobs("f16"), Tokens(240, 41), 2);
+  BranchRequest r = Request();
+  r.cand_path = other;
+  auto out = RunBranches(r);
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find(other + ": fed different tokens than " + Captures().base + " (first difference at position 1)"),
+            std::string::npos) << out.status().message();
+  r = Request();
+  r.options.at = "everywhere";
+  EXPECT_EQ(RunBranches(r).status().message(), "--at must be flips or ranges, not 'everywhere'");
+  r.options.at = "ranges";
+  EXPECT_EQ(RunBranches(r).status().message(), "--at ranges needs --ranges A-B,... or tool_calls");
+  r.options.ranges = "9-3";
+  EXPECT_EQ(RunBranches(r).status().message(), "--ranges: '9-3' is not tool_calls or a range A-B (0 <= A <= B)");
+  r = Request();
+  r.base_path = "/nonexistent/base.safetensors";
+  EXPECT_NE(RunBranches(r).status().message().find("/nonexistent/base.safetensors"), std::string::npos);
+}
+
+TEST(Summary, CountsEveryVerdict) {
+  nlohmann::json records = nlohmann::json::array({{{"verdict", "benign"}}, {{"verdict", "invalid_tool_call"}},
+                                                  {{"verdict", "invalid_tool_call"}}});
+  auto c = CountVerdicts(records);
+  EXPECT_EQ(c, (nlohmann::json{{"invalid_tool_call", 2}, {"literal_mutated", 0}, {"wrong_command", 0},
+                               {"divergent", 0}, {"benign", 1}, {"total", 3}}));
+  std::string text = SummaryText(c);
+  EXPECT_NE(text.find("3 branches"), std::string::npos);
+  EXPECT_NE(text.find("     2 structurally invalid branches"), std::string::npos) << text;
+}

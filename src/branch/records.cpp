@@ -1,0 +1,190 @@
+// Branch records: the futures as text, the judge's verdict, and the summary counts.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "branch/internal.h"
+
+namespace flipscope {
+namespace branch {
+namespace {
+
+constexpr size_t kPrefixTailBytes = 200;
+
+// The last ~n bytes of text, starting on a UTF-8 character boundary.
+std::string Tail(std::string_view text, size_t n) {
+  size_t start = text.size() > n ? text.size() - n : 0;
+  while (start < text.size() && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) ++start;
+  return std::string(text.substr(start));
+}
+
+// The string with invalid UTF-8 (a piece holding part of a multi-byte character, a text cut
+// inside one) replaced by U+FFFD, so that the records dump as JSON anywhere.
+std::string Utf8(const std::string& s) {
+  return nlohmann::json::parse(nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
+      .get<std::string>();
+}
+
+std::vector<std::string> Utf8(const std::vector<std::string>& v) {
+  std::vector<std::string> out;
+  for (const auto& s : v) out.push_back(Utf8(s));
+  return out;
+}
+
+FutureText ToText(const Transcript& t, const std::vector<int32_t>& tokens, bool ended) {
+  FutureText f;
+  f.ended = ended;
+  for (int32_t tok : tokens) f.pieces.push_back(t.Piece(tok));
+  return f;
+}
+
+nlohmann::json FutureJson(const FutureText& f, const std::vector<int32_t>& tokens, const std::vector<float>& probs) {
+  return {{"text", Utf8(f.Text())}, {"tokens", tokens}, {"probs", probs}, {"pieces", Utf8(f.pieces)}};
+}
+
+// The literals of the context, grown point by point (points ascend): every word of the text
+// before the point except one the point cuts in two, and the workload's literal spans.
+class ContextLiterals {
+ public:
+  explicit ContextLiterals(const Transcript& t) : t_(t) {}
+  // Extends the known literals to the context before token `end_token`.
+  void GrowTo(int32_t end_token) {
+    size_t end = t_.offsets[size_t(end_token)], cut = end;
+    const std::string& s = t_.text;
+    while (cut > scanned_ && IsWordChar(s[cut - 1])) --cut;  // keep a cut word whole
+    if (cut > scanned_) known_.AddText(std::string_view(s).substr(scanned_, cut - scanned_));
+    scanned_ = std::max(scanned_, cut);
+    for (; next_span_ < t_.spans.size() && t_.spans[next_span_].begin < end_token; ++next_span_)
+      pending_.push_back(&t_.spans[next_span_]);
+    std::erase_if(pending_, [&](const Span* sp) {
+      if (sp->end > end_token) return false;
+      if (sp->kind == "literal") known_.AddLiteral(sp->label);
+      return true;
+    });
+  }
+  KnownLiterals& known() { return known_; }
+
+ private:
+  const Transcript& t_;
+  KnownLiterals known_;
+  size_t scanned_ = 0, next_span_ = 0;
+  std::vector<const Span*> pending_;  // spans begun but not yet ended
+};
+
+template <typename T>
+nlohmann::json OrNull(const std::optional<T>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
+void Transcript::Index() {
+  text.clear();
+  offsets.assign(tokens.size() + 1, 0);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    offsets[i] = text.size();
+    text += Piece(tokens[i]);
+  }
+  offsets[tokens.size()] = text.size();
+}
+
+const std::string& Transcript::Piece(int32_t token) const {
+  static const std::string empty;
+  return token >= 0 && size_t(token) < vocab.size() ? vocab[size_t(token)] : empty;
+}
+
+nlohmann::json BuildRecords(const Transcript& t, const std::vector<Point>& points, const SidePass& base,
+                            const SidePass& cand, const BranchOptions& o) {
+  nlohmann::json records = nlohmann::json::array();
+  const int32_t n = int32_t(t.tokens.size());
+  ContextLiterals literals(t);
+  for (size_t i = 0; i < points.size(); ++i) {
+    const Point& pt = points[i];
+    const int32_t next = pt.position + 1;  // the first token of every future's place
+    // A future shorter than the budget stopped at end of generation (or of the context).
+    FutureText bf = ToText(t, base.tokens[i], int(base.tokens[i].size()) < o.max_tokens);
+    FutureText cf = ToText(t, cand.tokens[i], int(cand.tokens[i].size()) < o.max_tokens);
+    const int32_t ref_end = std::min(n, next + o.max_tokens);
+    std::vector<int32_t> ref_tokens(t.tokens.begin() + next, t.tokens.begin() + ref_end);
+    FutureText rf = ToText(t, ref_tokens, ref_end == n);
+
+    JudgeContext ctx;
+    ctx.prefix = t.text.substr(0, t.offsets[size_t(next)]);
+    literals.GrowTo(next);
+    ctx.literals = std::move(literals.known());  // moved in and back: no copy per record
+    ctx.tools = t.tools;
+    ctx.envelope = t.envelope;
+    ctx.reconverge = o.reconverge;
+    Judgement j = Judge(ctx, bf, cf, rf);
+    literals.known() = std::move(ctx.literals);
+
+    // The report marks futures by token: the token of each future that holds the first differing byte.
+    std::optional<int> diff_base, diff_cand;
+    if (j.first_difference) {
+      auto token_at = [](const FutureText& f, size_t byte) {
+        size_t at = 0;
+        for (size_t k = 0; k < f.pieces.size(); ++k)
+          if ((at += f.pieces[k].size()) > byte) return int(k);
+        return int(f.pieces.size());
+      };
+      diff_base = token_at(bf, *j.first_difference);
+      diff_cand = token_at(cf, *j.first_difference);
+    }
+    std::string span = SpanLabelAt(t.spans, next);
+    records.push_back({
+        {"position", pt.position},
+        {"span", span.empty() ? nlohmann::json(nullptr) : nlohmann::json(span)},
+        {"base_token", pt.base_token},
+        {"base_text", Utf8(t.Piece(pt.base_token))},
+        {"cand_token", pt.cand_token},
+        {"cand_text", Utf8(t.Piece(pt.cand_token))},
+        {"base_future", FutureJson(bf, base.tokens[i], base.probs[i])},
+        {"cand_future", FutureJson(cf, cand.tokens[i], cand.probs[i])},
+        {"reference", {{"text", Utf8(rf.Text())}, {"tokens", ref_tokens}}},
+        {"prefix_tail", Utf8(Tail(ctx.prefix, kPrefixTailBytes))},
+        {"reconverge_at", j.reconverge ? nlohmann::json(j.reconverge->base_at) : nlohmann::json(nullptr)},
+        {"reconverge_cand_at", j.reconverge ? nlohmann::json(j.reconverge->cand_at) : nlohmann::json(nullptr)},
+        {"first_difference", OrNull(diff_base)},
+        {"first_difference_cand", OrNull(diff_cand)},
+        {"first_difference_byte", OrNull(j.first_difference)},
+        {"verdict", VerdictName(j.verdict)},
+        {"reason", Utf8(j.reason)},
+        {"reproduced", base.reproduced[i] && cand.reproduced[i]},
+    });
+  }
+  return records;
+}
+
+}  // namespace branch
+
+nlohmann::json CountVerdicts(const nlohmann::json& records) {
+  nlohmann::json counts = nlohmann::json::object();
+  for (Verdict v : AllVerdicts()) counts[VerdictName(v)] = 0;
+  for (const auto& r : records)
+    if (r.contains("verdict") && r["verdict"].is_string() && counts.contains(r["verdict"].get<std::string>()))
+      counts[r["verdict"].get<std::string>()] = counts[r["verdict"].get<std::string>()].get<int64_t>() + 1;
+  int64_t total = 0;
+  for (Verdict v : AllVerdicts()) total += counts[VerdictName(v)].get<int64_t>();
+  counts["total"] = total;
+  return counts;
+}
+
+std::string SummaryText(const nlohmann::json& counts) {
+  struct Line {
+    Verdict v;
+    const char* what;
+  };
+  static const Line lines[] = {
+      {Verdict::kInvalidToolCall, "structurally invalid branches (tool call unclosed, unparsable, unknown or missing arguments)"},
+      {Verdict::kLiteralMutated, "branches that copy a literal of the context wrongly"},
+      {Verdict::kWrongCommand, "branches that make a well-formed but different call"},
+      {Verdict::kDivergent, "divergent branches (different, well-formed text)"},
+      {Verdict::kBenign, "benign branches (the same text, or agreeing again quickly)"},
+  };
+  std::string out = fmt::format("{} branches\n", counts.value("total", int64_t(0)));
+  for (const Line& l : lines)
+    out += fmt::format("  {:>6} {}  [{}]\n", counts.value(VerdictName(l.v), int64_t(0)), l.what, VerdictName(l.v));
+  return out;
+}
+
+}  // namespace flipscope
