@@ -99,7 +99,7 @@ Status CheckGguf(const std::string& path) {
 }
 
 Result<ModelInfo> ReadModelInfo(const std::string& path) {
-  InitLlamaLogging(false);
+  EnsureLlamaInit();
   FS_RETURN_IF_ERROR(CheckGguf(path));
   ggml_context* meta = nullptr;
   gguf_init_params ip = {true, &meta};

@@ -132,6 +132,8 @@ std::vector<std::string> Backends();
 nlohmann::json Devices();
 // Routes llama.cpp's log to a buffer (kept for error messages) and shows it only with --verbose.
 void InitLlamaLogging(bool verbose);
+// Initializes the backends and routes the log once, keeping the verbosity already chosen.
+void EnsureLlamaInit();
 // The last error/warning lines llama.cpp logged (for error messages), then clears them.
 std::string TakeLlamaLogTail();
 

@@ -82,6 +82,8 @@ void InitLlamaLogging(bool verbose) {
   std::call_once(once, [] { llama_backend_init(); ggml_backend_load_all(); });
 }
 
+void EnsureLlamaInit() { InitLlamaLogging(g_log_verbose); }
+
 std::string TakeLlamaLogTail() {
   std::lock_guard<std::mutex> lock(g_log_mu);
   std::string s;

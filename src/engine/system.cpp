@@ -18,14 +18,14 @@ std::string LlamaVersion() { return fmt::format("b{}-{}", LLAMA_BUILD_NUMBER, LL
 std::string GgmlVersion() { return fmt::format("{} ({})", ggml_version(), ggml_commit()); }
 
 std::vector<std::string> Backends() {
-  InitLlamaLogging(false);
+  EnsureLlamaInit();
   std::vector<std::string> out;
   for (size_t i = 0; i < ggml_backend_reg_count(); ++i) out.emplace_back(ggml_backend_reg_name(ggml_backend_reg_get(i)));
   return out;
 }
 
 nlohmann::json Devices() {
-  InitLlamaLogging(false);
+  EnsureLlamaInit();
   nlohmann::json out = nlohmann::json::array();
   for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
     ggml_backend_dev_t d = ggml_backend_dev_get(i);

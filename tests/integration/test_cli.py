@@ -1,0 +1,162 @@
+"""End-to-end checks of the flipscope binary on the real SmolLM2 and Gemma 3 models.
+
+Every figure flipscope prints is checked against an independent reading of the same files:
+the GGUF through the `gguf` package, captures through `safetensors.numpy`.
+"""
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+from safetensors import safe_open
+from safetensors.numpy import load_file
+
+BIN = os.environ["FLIPSCOPE_BIN"]
+SRC = os.environ["FLIPSCOPE_SOURCE_DIR"]
+MODELS = os.path.join(os.environ["FLIPSCOPE_CACHE_DIR"], "models")
+SMOL = os.path.join(MODELS, "SmolLM2-135M-Instruct.Q4_1.gguf")
+GEMMA = os.path.join(MODELS, "gemma-3-270m-q4_k_m.gguf")
+TMP = tempfile.mkdtemp(prefix="flipscope-it-")
+
+
+def run(*args, check=True):
+    p = subprocess.run([BIN, *args], capture_output=True, text=True)
+    if check and p.returncode != 0:
+        raise AssertionError(f"flipscope {' '.join(args)} failed ({p.returncode}): {p.stderr}")
+    return p
+
+
+def short_session():
+    """A short generated session (tools, calls, literals) so captures take seconds, not minutes."""
+    path = os.path.join(TMP, "short.json")
+    if not os.path.exists(path):
+        subprocess.run([sys.executable, os.path.join(SRC, "examples", "gen_session.py"), "--seed", "7",
+                        "--target-tokens", "900", "-o", path], check=True)
+    return path
+
+
+def manifest(path):
+    with safe_open(path, "np") as f:
+        return json.loads(f.metadata()["flipscope.manifest"])
+
+
+class Info(unittest.TestCase):
+    def check_model(self, path):
+        import gguf
+        info = json.loads(run("info", path, "--json").stdout)
+        r = gguf.GGUFReader(path)
+
+        def field(key):
+            f = r.fields[key]
+            return f.contents()
+        arch = field("general.architecture")
+        self.assertEqual(info["architecture"], arch)
+        self.assertEqual(info["n_layer"], field(f"{arch}.block_count"))
+        self.assertEqual(info["n_ctx_train"], field(f"{arch}.context_length"))
+        self.assertEqual(info["n_embd"], field(f"{arch}.embedding_length"))
+        self.assertEqual(info["n_vocab"], len(r.fields["tokenizer.ggml.tokens"].data))
+        self.assertEqual(info["tokenizer"], field("tokenizer.ggml.model"))
+        self.assertEqual(info["n_params"], sum(int(np.prod(t.shape)) for t in r.tensors))
+        counts = {}
+        for t in r.tensors:
+            name = t.tensor_type.name.lower()
+            counts[name] = counts.get(name, 0) + 1
+        self.assertEqual({k.lower(): v for k, v in info["quant_types"].items()}, counts)
+        self.assertEqual(info["bos"], field("tokenizer.ggml.bos_token_id"))
+        self.assertEqual(info["eos"], field("tokenizer.ggml.eos_token_id"))
+        has_tmpl = "tokenizer.chat_template" in r.fields
+        self.assertEqual(info["chat_template"], has_tmpl)
+        if has_tmpl:
+            self.assertEqual(info["chat_template_sha256"],
+                             hashlib.sha256(field("tokenizer.chat_template").encode()).hexdigest())
+        with open(path, "rb") as f:
+            self.assertEqual(info["sha256"], hashlib.file_digest(f, "sha256").hexdigest())
+        return info
+
+    def test_smollm2(self):
+        info = self.check_model(SMOL)
+        self.assertTrue(info["chat_template"])
+
+    def test_gemma3(self):
+        info = self.check_model(GEMMA)
+        self.assertIn("SWA 512", info["layer_pattern"])
+
+    def test_bad_files(self):
+        cut = os.path.join(TMP, "cut.gguf")
+        with open(SMOL, "rb") as f, open(cut, "wb") as g:
+            g.write(f.read(5_000_000))
+        for path, expect in [("/nonexistent.gguf", "no such file"), (__file__, "not a GGUF file"),
+                             (cut, "truncated")]:
+            p = run("info", path, check=False)
+            self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+            self.assertIn(path, p.stderr)
+            self.assertIn(expect, p.stderr)
+
+
+class Capture(unittest.TestCase):
+    def capture(self, out, *knobs, workload=None):
+        path = os.path.join(TMP, out)
+        run("capture", "-m", SMOL, "-w", workload or short_session(), "-o", path, "-t", "2", "--full",
+            "tool_calls", *knobs)
+        return path
+
+    def test_repeat_is_bit_for_bit_and_python_agrees(self):
+        a = self.capture("a.safetensors", "-fa", "on")
+        b = self.capture("b.safetensors", "-fa", "on")
+        ta, tb = load_file(a), load_file(b)
+        self.assertTrue(np.array_equal(ta["logits"], tb["logits"]))
+        self.assertTrue(np.array_equal(ta["digest"], tb["digest"]))
+        # Independent checks: shapes, argmax of the stored rows, tokens = the rendered workload.
+        m = manifest(a)
+        n_probes = m["probe_plan"]["n_probes"]
+        self.assertEqual(ta["logits"].shape, (n_probes, 49152))
+        self.assertEqual(ta["positions"].shape, (n_probes,))
+        self.assertTrue(np.array_equal(ta["argmax"], np.argmax(ta["logits"], axis=1)))
+        self.assertEqual(len(ta["tokens"]), m["workload"]["n_tokens"])
+        self.assertTrue(np.all(np.diff(ta["positions"]) > 0))
+        calls = [s for s in m["workload"]["spans"] if s["kind"] == "tool_call"]
+        self.assertGreater(len(calls), 0)
+        pos = set(ta["positions"].tolist())
+        for s in calls:  # --full tool_calls: every position predicting a call token is probed
+            self.assertTrue(all(p in pos for p in range(s["begin"] - 1, s["end"] - 1)), s)
+        # The tokens are the rendered transcript's: the text of the tool-call span names a tool.
+        names = {t["function"]["name"] for t in m["workload"]["tools"]}
+        self.assertTrue(any(n in s["label"] for s in calls for n in names))
+
+    def test_bad_inputs_leave_no_file(self):
+        out = os.path.join(TMP, "bad.safetensors")
+        cases = [(["-c", "256"], "do not fit the context"),
+                 (["-ctk", "q3_k"], "unknown KV cache type"),
+                 (["-ctv", "q8_0", "-fa", "off"], "needs flash attention"),
+                 (["--chat-template", "/nonexistent.jinja"], "/nonexistent.jinja")]
+        for extra, expect in cases:
+            p = run("capture", "-m", SMOL, "-w", short_session(), "-o", out, *extra, check=False)
+            self.assertNotEqual(p.returncode, 0, extra)
+            self.assertIn(expect, p.stderr, extra)
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+            self.assertFalse(os.path.exists(out), extra)
+        for args, expect in [(["-w", "/nonexistent.json"], "/nonexistent.json"),
+                             (["-m", "/nonexistent.gguf"], "/nonexistent.gguf")]:
+            base = {"-m": SMOL, "-w": short_session()}
+            base[args[0]] = args[1]
+            p = run("capture", "-m", base["-m"], "-w", base["-w"], "-o", out, check=False)
+            self.assertNotEqual(p.returncode, 0)
+            self.assertIn(expect, p.stderr)
+        # A template that fails to render: Jinja that raises.
+        bad = os.path.join(TMP, "bad.jinja")
+        with open(bad, "w") as f:
+            f.write("{{ raise_exception('this template refuses to render') }}")
+        p = run("capture", "-m", SMOL, "-w", short_session(), "-o", out, "--chat-template", bad, check=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("refuses to render", p.stderr)
+        self.assertFalse(os.path.exists(out))
+        self.assertEqual([f for f in os.listdir(TMP) if ".tmp" in f], [])
+
+
+if __name__ == "__main__":
+    unittest.main()
