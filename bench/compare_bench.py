@@ -66,7 +66,12 @@ def main():
     print(f"memory bandwidth: read {bw['read_gb_per_s_1_thread']:.1f} GB/s (1 thread), "
           f"{bw['read_gb_per_s']:.1f} GB/s ({bw['threads']} threads); memcpy {bw['memcpy_gb_per_s']:.1f} GB/s")
     kern = json.loads(timed([bench, "kernel", "--vocab", str(a.vocab)])[0])
-    print(f"row kernel (1 thread, rows in cache): {kern['rows_per_s']:.0f} row pairs/s = {kern['gb_per_s']:.2f} GB/s")
+    for isa in ("avx512", "avx2", "baseline"):
+        if isa in kern:
+            k = kern[isa]
+            print(f"row kernels, {isa} (1 thread, thread CPU time, rows in cache): "
+                  f"{k['scan_ms_per_row_pair'] + k['divergence_ms_per_row_pair']:.3f} ms per row pair = "
+                  f"{k['gb_per_s']:.2f} GB/s of F32 logits")
     results = {"bandwidth": bw, "kernel": kern, "tokens": a.tokens, "stride": a.stride, "vocab": a.vocab, "runs": []}
     for store in a.stores.split(","):
         base = os.path.join(a.work, f"base-{store}.safetensors")

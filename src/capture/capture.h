@@ -88,6 +88,12 @@ class CaptureReader {
   // Truncated captures: the top-k ids and logprobs of row i.
   virtual std::span<const int32_t> TopKIds(int64_t i) const = 0;
   virtual std::span<const float> TopKLogprobs(int64_t i) const = 0;
+  // Hint: rows [begin, end) will not be read again soon, so a streaming pass can drop their
+  // memory-mapped pages (the file stays in the page cache; reading them again stays correct).
+  virtual void ReleaseRows(int64_t begin, int64_t end) const {
+    (void)begin;
+    (void)end;
+  }
 };
 
 }  // namespace flipscope

@@ -85,6 +85,17 @@ class FileReader final : public CaptureReader {
   std::span<const int32_t> TopKIds(int64_t i) const override { return TopKRow(topk_ids_, i); }
   std::span<const float> TopKLogprobs(int64_t i) const override { return TopKRow(topk_logprobs_, i); }
 
+  // Drops the mapping's pages lying wholly inside the rows' logits (MADV_DONTNEED on a read-only
+  // private file mapping: later reads fault them back in from the page cache).
+  void ReleaseRows(int64_t begin, int64_t end) const override {
+    if (truncated() || logits_ == nullptr || begin < 0 || end > int64_t(positions_.size()) || begin >= end) return;
+    const uint64_t row_bytes = uint64_t(n_vocab_) * (bf16_ ? 2 : 4);
+    const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+    const uintptr_t lo = (uintptr_t(logits_ + uint64_t(begin) * row_bytes) + page - 1) / page * page;
+    const uintptr_t hi = uintptr_t(logits_ + uint64_t(end) * row_bytes) / page * page;
+    if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+  }
+
  private:
   Status Err(const std::string& what) const { return Status::Error(path_ + ": " + what); }
 

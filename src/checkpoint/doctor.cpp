@@ -28,33 +28,36 @@ class QuietCommonLog {
 };
 
 // A family of chat formats: every marker appears in the template's source; the tokens are
-// special tokens the vocabulary must have (else they are tokenized as plain text).
+// special tokens the vocabulary must have (else they are tokenized as plain text); builtin is
+// llama.cpp's built-in template of that format (llama-server --chat-template NAME).
 struct Family {
   const char* name;
+  const char* builtin;
   std::vector<const char*> markers, tokens;
 };
+#define FS_FW_BAR "\xef\xbd\x9c"  // U+FF5C, DeepSeek's full-width bar
 const std::vector<Family>& Families() {
   static const std::vector<Family> f = {
-      {"harmony", {"<|channel|>", "<|start|>"}, {"<|start|>", "<|channel|>", "<|end|>"}},
-      {"phi4", {"<|im_sep|>"}, {"<|im_start|>", "<|im_sep|>", "<|im_end|>"}},
-      {"chatml", {"<|im_start|>"}, {"<|im_start|>", "<|im_end|>"}},
-      {"llama3", {"<|start_header_id|>"}, {"<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"}},
-      {"gemma", {"<start_of_turn>"}, {"<start_of_turn>", "<end_of_turn>"}},
+      {"harmony", "gpt-oss", {"<|channel|>", "<|start|>"}, {"<|start|>", "<|channel|>", "<|end|>"}},
+      {"phi4", "phi4", {"<|im_sep|>"}, {"<|im_start|>", "<|im_sep|>", "<|im_end|>"}},
+      {"chatml", "chatml", {"<|im_start|>"}, {"<|im_start|>", "<|im_end|>"}},
+      {"llama3", "llama3", {"<|start_header_id|>"}, {"<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"}},
+      {"gemma", "gemma", {"<start_of_turn>"}, {"<start_of_turn>", "<end_of_turn>"}},
       {"deepseek",
-       {"<\xef\xbd\x9cUser\xef\xbd\x9c>"},
-       {"<\xef\xbd\x9cUser\xef\xbd\x9c>",
-        "<\xef\xbd\x9c"
-        "Assistant\xef\xbd\x9c>"}},
-      {"command-r", {"<|START_OF_TURN_TOKEN|>"}, {"<|START_OF_TURN_TOKEN|>", "<|END_OF_TURN_TOKEN|>"}},
-      {"granite", {"<|start_of_role|>"}, {"<|start_of_role|>", "<|end_of_role|>"}},
-      {"glm", {"[gMASK]"}, {}},
-      {"llama2", {"[INST]", "<<SYS>>"}, {}},
-      {"mistral", {"[INST]"}, {}},
-      {"phi3", {"<|user|>", "<|end|>"}, {"<|user|>", "<|assistant|>", "<|end|>"}},
-      {"zephyr", {"<|user|>"}, {}},
+       "deepseek3",
+       {"<" FS_FW_BAR "User" FS_FW_BAR ">"},
+       {"<" FS_FW_BAR "User" FS_FW_BAR ">", "<" FS_FW_BAR "Assistant" FS_FW_BAR ">"}},
+      {"command-r", "command-r", {"<|START_OF_TURN_TOKEN|>"}, {"<|START_OF_TURN_TOKEN|>", "<|END_OF_TURN_TOKEN|>"}},
+      {"granite", "granite", {"<|start_of_role|>"}, {"<|start_of_role|>", "<|end_of_role|>"}},
+      {"glm", "chatglm4", {"[gMASK]"}, {}},
+      {"llama2", "llama2", {"[INST]", "<<SYS>>"}, {}},
+      {"mistral", "mistral-v3", {"[INST]"}, {}},
+      {"phi3", "phi3", {"<|user|>", "<|end|>"}, {"<|user|>", "<|assistant|>", "<|end|>"}},
+      {"zephyr", "zephyr", {"<|user|>"}, {}},
   };
   return f;
 }
+#undef FS_FW_BAR
 
 const Family* FindFamily(const std::string& name) {
   for (const auto& f : Families())
@@ -95,10 +98,11 @@ void CheckPreTokenizer(const Ctx& c) {
   if (llama_vocab_type(c.vocab) != LLAMA_VOCAB_TYPE_BPE)
     return c.Add("pre_tokenizer", Severity::kOk, "not a BPE vocabulary: llama.cpp uses no pre-tokenizer for it");
   if (pre.empty())
-    return c.Add("pre_tokenizer", Severity::kWarn,
-                 "BPE vocabulary without tokenizer.ggml.pre: llama.cpp falls back to 'default' and warns "
-                 "\"GENERATION QUALITY WILL BE DEGRADED\"; text tokenizes differently from the original",
-                 "re-convert with a current convert_hf_to_gguf.py, or --override-kv tokenizer.ggml.pre=str:<name>");
+    return c.Add(
+        "pre_tokenizer", Severity::kWarn,
+        "BPE vocabulary without tokenizer.ggml.pre: llama.cpp falls back to 'default' and warns "
+        "\"GENERATION QUALITY WILL BE DEGRADED\"; text tokenizes differently from the original",
+        "re-convert with a current convert_hf_to_gguf.py, or set it: gguf_new_metadata.py IN OUT --pre-tokenizer NAME");
   if (pre == "default")
     return c.Add("pre_tokenizer", Severity::kInfo,
                  "BPE vocabulary with the generic 'default' pre-tokenizer: check it matches the model's tokenizer.json",
@@ -137,9 +141,9 @@ void CheckMissingTemplate(const Ctx& c) {
                    fmt::format("no chat template embedded; the vocabulary's {} tokens say the model speaks the {} "
                                "format, but llama.cpp falls back to ChatML",
                                f.tokens.front(), f.name),
-                   fmt::format("embed the model's template (gguf-py: gguf_new_metadata.py --chat-template-file "
-                               "tokenizer_config's template), or run llama-server with --chat-template {}",
-                               f.name));
+                   fmt::format("embed the model's template (gguf_new_metadata.py IN OUT --chat-template-config "
+                               "tokenizer_config.json), or run llama-server with --chat-template {}",
+                               f.builtin));
   }
   c.Add("chat_template", Severity::kWarn, "no chat template embedded: llama.cpp falls back to ChatML",
         "embed the model's template, or pass --chat-template-file to llama-server");
@@ -318,7 +322,7 @@ std::string ChatTemplateFamily(const std::string& source) {
 }
 
 Result<DoctorReport> RunDoctor(const std::string& path, const DoctorOptions& opts) {
-  InitLlamaLogging(false);
+  EnsureLlamaInit();
   FS_RETURN_IF_ERROR(CheckGguf(path));
   DoctorReport r;
   r.path = path;

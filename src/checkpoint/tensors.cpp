@@ -245,7 +245,7 @@ void Finish(Job& j, const Sums& s) {
 Result<TensorsReport> DiffCheckpoints(const std::string& path_a, const std::string& path_b,
                                       const TensorsOptions& opts) {
   const double t0 = NowSeconds();
-  InitLlamaLogging(false);  // ggml's GGUF reader logs through llama.cpp's logger
+  EnsureLlamaInit();  // ggml's GGUF reader logs through llama.cpp's logger
   FS_ASSIGN_OR_RETURN(Checkpoint ca, OpenCheckpoint(path_a));
   FS_ASSIGN_OR_RETURN(Checkpoint cb, OpenCheckpoint(path_b));
   FS_ASSIGN_OR_RETURN(std::vector<Job> jobs, PairTensors(ca, cb, opts.map_path));

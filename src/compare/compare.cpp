@@ -143,7 +143,8 @@ Status MeasureAll(const CaptureReader& base, const CaptureReader& cand, const Pa
     for (;;) {
       const int64_t begin = next.fetch_add(kChunk);
       if (begin >= n || failed.load()) break;
-      for (int64_t i = begin; i < std::min(begin + kChunk, n); ++i) {
+      const int64_t end = std::min(begin + kChunk, n);
+      for (int64_t i = begin; i < end; ++i) {
         Status st = MeasureProbe(base, cand, pairs.base[size_t(i)], pairs.cand[size_t(i)], w, out[size_t(i)]);
         if (!st.ok()) {
           std::lock_guard<std::mutex> lock(mu);
@@ -152,6 +153,9 @@ Status MeasureAll(const CaptureReader& base, const CaptureReader& cand, const Pa
           break;
         }
       }
+      // Each row is read once: dropping its mapped pages keeps the resident memory bounded.
+      base.ReleaseRows(pairs.base[size_t(begin)], pairs.base[size_t(end - 1)] + 1);
+      cand.ReleaseRows(pairs.cand[size_t(begin)], pairs.cand[size_t(end - 1)] + 1);
       done += kChunk;
       if (report) progress.Update(uint64_t(std::min(done.load(), n)));
     }

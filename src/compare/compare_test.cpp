@@ -255,11 +255,21 @@ TEST(Compare, SmolLM2CapturesMatchNumpy) {
   std::string model = fixtures::SmolLM2Path();
   std::string exe = std::string(FLIPSCOPE_BINARY_DIR) + "/bin/flipscope";
   if (model.empty() || !std::filesystem::exists(exe)) GTEST_SKIP() << "needs the SmolLM2 model and the flipscope binary";
-  std::string a = fixtures::TempPath("smol-t1.safetensors"), b = fixtures::TempPath("smol-ub32.safetensors");
+  std::string a = fixtures::TempPath("smol-t1.safetensors"), b = fixtures::TempPath("smol-q4kv.safetensors");
   std::string workload = WriteWorkloadText("smol-workload.txt");
-  for (auto [out, knobs] : {std::pair{a, "-t 1"}, {b, "-t 2 -ub 32"}}) {
-    std::string cmd = fmt::format("{} capture -q -m {} -w {} -o {} --stride 4 -c 1024 {} 2>&1", exe, model, workload, out, knobs);
+  // A 4-bit KV cache makes real flips; the thread and batch changes make every row differ.
+  for (auto [out, knobs] : {std::pair{a, "-t 1"}, {b, "-t 2 -ub 32 -fa on -ctk q4_0 -ctv q4_0"}}) {
+    std::string cmd = fmt::format("{} capture -q -m {} -w {} -o {} --stride 2 -c 512 {} 2>&1", exe, model, workload, out, knobs);
     if (std::system(cmd.c_str()) != 0) GTEST_SKIP() << "the capture command failed or does not exist yet: " << cmd;
   }
-  CheckPair(a, b, 128);
+  Comparison c = CheckPair(a, b, 64);
+  EXPECT_GT(c.overall.flips, 0);
+  // The CLI names the flipped tokens with the vocabulary of the model in the manifest.
+  json cli = json::parse(RunCommand(fmt::format("{} compare {} {} --window 64 --json -q", exe, a, b)));
+  ASSERT_EQ(cli["flips"].size(), c.flips.size());
+  for (const auto& f : cli["flips"]) {
+    EXPECT_TRUE(f["base_text"].is_string());
+    EXPECT_TRUE(f["context"].is_string());
+    EXPECT_FALSE(f["context"].get<std::string>().empty());
+  }
 }
