@@ -18,10 +18,15 @@ namespace {
 using namespace simd;
 constexpr float kInfF = std::numeric_limits<float>::infinity();
 
-// Lanes in the chunk of a row of length len starting at i (W except at the end).
-template <typename L>
-FS_INLINE int ChunkLanes(size_t i, size_t len) {
-  return len - i >= size_t(L::kW) ? L::kW : int(len - i);
+// Runs step(offset) over a row of len values in chunks of W, then once more over the last
+// partial chunk copied into padded buffers (steps take pointers, so the main loop has no
+// branches). step must be a functor with an always-inline operator(): a lambda would not be
+// inlined into the per-instruction-set kernels.
+template <typename L, typename Step>
+FS_INLINE void ForChunks(size_t len, Step& step) {
+  size_t i = 0;
+  for (; i + L::kW <= len; i += L::kW) step.Full(i);
+  if (i < len) step.Tail(i, int(len - i));
 }
 
 // Top-10 insertion, ties to the lowest id: rows are scanned in id order, so a later equal value
@@ -88,39 +93,78 @@ FS_INLINE void ScanT(const float* row, size_t len, TopList& top, float& max_out,
   bad_out = any_bad != 0;
 }
 
-// sum exp(row - max), storing each term in out when out is not null.
+// Step of ExpShiftSum: e = exp(x - max) stored in out, summed in acc.
 template <typename L>
-FS_INLINE double ExpShiftSumT(const float* row, size_t len, double max, double* out) {
+struct ExpStep {
   using V = typename L::V;
-  V acc = Splat<V>(0);
-  const V vmax = Splat<V>(max);
-  for (size_t i = 0; i < len; i += L::kW) {
-    const int n = ChunkLanes<L>(i, len);
-    V e = ExpNonPositive<L>(LoadF<L>(row + i, n, -kInfF) - vmax);
-    if (out != nullptr) StoreD<L>(out + i, e, n);
+  const float* x;
+  double* out;
+  V max, acc = Splat<V>(0);
+  FS_INLINE void At(const float* xp, double* op) {
+    const V e = ExpNonPositive<L>(LoadF<L>(xp) - max);
+    StoreD<L>(op, e);
     acc += e;
   }
-  return Sum(acc);
+  FS_INLINE void Full(size_t i) { At(x + i, out + i); }
+  FS_INLINE void Tail(size_t i, int n) {
+    float xt[L::kW];
+    double ot[L::kW];
+    std::fill(xt, xt + L::kW, -kInfF);  // exp(-inf) = 0: padding adds nothing
+    std::copy(x + i, x + i + n, xt);
+    At(xt, ot);
+    std::copy(ot, ot + n, out + i);
+  }
+};
+
+// sum exp(row - max), each term stored in out.
+template <typename L>
+FS_INLINE double ExpShiftSumT(const float* row, size_t len, double max, double* out) {
+  ExpStep<L> step{row, out, Splat<typename L::V>(max)};
+  ForChunks<L>(len, step);
+  return Sum(step.acc);
+}
+
+// Both rows of a pair in one loop: two independent dependency chains per iteration.
+template <typename L>
+struct ExpStep2 {
+  ExpStep<L> b, c;
+  FS_INLINE void Full(size_t i) {
+    b.Full(i);
+    c.Full(i);
+  }
+  FS_INLINE void Tail(size_t i, int n) {
+    b.Tail(i, n);
+    c.Tail(i, n);
+  }
+};
+template <typename L>
+FS_INLINE std::pair<double, double> ExpShiftSum2T(const float* xb, const float* xc, size_t len, double max_b,
+                                                  double max_c, double* eb, double* ec) {
+  using V = typename L::V;
+  ExpStep2<L> step{{xb, eb, Splat<V>(max_b)}, {xc, ec, Splat<V>(max_c)}};
+  ForChunks<L>(len, step);
+  return {Sum(step.b.acc), Sum(step.c.acc)};
 }
 
 struct Divergence {
   double kl_bc = 0, kl_cb = 0, js = 0, neg_entropy = 0;
 };
 
-// One pass over both rows: log p = x - lse, p = e / Z; terms with p = 0 are dropped (their log p
-// may be -inf), and JS terms where the mixture is below 1e-300 (each under 1e-297).
+// Step of the divergence pass: log p = x - lse, p = e / Z; terms with p = 0 are dropped (their
+// log p may be -inf), and JS terms where the mixture is below 1e-300 (each under 1e-297).
 template <typename L>
-FS_INLINE Divergence DivergenceT(const float* xb, const float* xc, const double* eb, const double* ec, size_t len,
-                                 double lse_b, double lse_c, double inv_zb, double inv_zc) {
+struct DivergenceStep {
   using V = typename L::V;
   using VI = typename L::VI;
+  const float *xb, *xc;
+  const double *eb, *ec;
+  V lse_b, lse_c, inv_zb, inv_zc;
   V kl_bc = Splat<V>(0), kl_cb = Splat<V>(0), js = Splat<V>(0), ent = Splat<V>(0);
-  for (size_t i = 0; i < len; i += L::kW) {
-    const int n = ChunkLanes<L>(i, len);
-    const V lpb = LoadF<L>(xb + i, n, -kInfF) - Splat<V>(lse_b);
-    const V lpc = LoadF<L>(xc + i, n, -kInfF) - Splat<V>(lse_c);
-    const V pb = LoadD<L>(eb + i, n) * Splat<V>(inv_zb);
-    const V pc = LoadD<L>(ec + i, n) * Splat<V>(inv_zc);
+  FS_INLINE void At(const float* xbp, const float* xcp, const double* ebp, const double* ecp) {
+    const V lpb = LoadF<L>(xbp) - lse_b;
+    const V lpc = LoadF<L>(xcp) - lse_c;
+    const V pb = LoadD<L>(ebp) * inv_zb;
+    const V pc = LoadD<L>(ecp) * inv_zc;
     const VI has_b = pb > Splat<V>(0), has_c = pc > Splat<V>(0);
     kl_bc += Where(has_b, pb * (lpb - lpc));
     kl_cb += Where(has_c, pc * (lpc - lpb));
@@ -130,7 +174,27 @@ FS_INLINE Divergence DivergenceT(const float* xb, const float* xc, const double*
     const V lm = LogPositive<L>(has_m ? m : Splat<V>(1.0));
     js += Where(has_m, Where(has_b, pb * (lpb - lm)) + Where(has_c, pc * (lpc - lm)));
   }
-  return {Sum(kl_bc), Sum(kl_cb), 0.5 * Sum(js), Sum(ent)};
+  FS_INLINE void Full(size_t i) { At(xb + i, xc + i, eb + i, ec + i); }
+  FS_INLINE void Tail(size_t i, int n) {
+    float xbt[L::kW], xct[L::kW];
+    double ebt[L::kW] = {}, ect[L::kW] = {};  // p = 0: padding adds nothing
+    std::fill(xbt, xbt + L::kW, -kInfF);
+    std::fill(xct, xct + L::kW, -kInfF);
+    std::copy(xb + i, xb + i + n, xbt);
+    std::copy(xc + i, xc + i + n, xct);
+    std::copy(eb + i, eb + i + n, ebt);
+    std::copy(ec + i, ec + i + n, ect);
+    At(xbt, xct, ebt, ect);
+  }
+};
+
+template <typename L>
+FS_INLINE Divergence DivergenceT(const float* xb, const float* xc, const double* eb, const double* ec, size_t len,
+                                 double lse_b, double lse_c, double inv_zb, double inv_zc) {
+  using V = typename L::V;
+  DivergenceStep<L> step{xb, xc, eb, ec, Splat<V>(lse_b), Splat<V>(lse_c), Splat<V>(inv_zb), Splat<V>(inv_zc)};
+  ForChunks<L>(len, step);
+  return {Sum(step.kl_bc), Sum(step.kl_cb), 0.5 * Sum(step.js), Sum(step.ent)};
 }
 
 // The kernels of one instruction set.
@@ -138,6 +202,7 @@ struct Kernels {
   const char* isa;
   void (*scan)(const float*, size_t, TopList&, float&, bool&);
   double (*exp_shift_sum)(const float*, size_t, double, double*);
+  std::pair<double, double> (*exp_shift_sum2)(const float*, const float*, size_t, double, double, double*, double*);
   Divergence (*divergence)(const float*, const float*, const double*, const double*, size_t, double, double, double,
                            double);
 };
@@ -148,11 +213,15 @@ struct Kernels {
     ScanT<Lanes<W>>(r, n, t, m, b);                                                                        \
   }                                                                                                        \
   attr double name##Exp(const float* r, size_t n, double m, double* o) { return ExpShiftSumT<Lanes<W>>(r, n, m, o); } \
+  attr std::pair<double, double> name##Exp2(const float* xb, const float* xc, size_t n, double mb, double mc,      \
+                                            double* eb, double* ec) {                                          \
+    return ExpShiftSum2T<Lanes<W>>(xb, xc, n, mb, mc, eb, ec);                                               \
+  }                                                                                                        \
   attr Divergence name##Div(const float* xb, const float* xc, const double* eb, const double* ec, size_t n,   \
                             double lb, double lc, double ib, double ic) {                                  \
     return DivergenceT<Lanes<W>>(xb, xc, eb, ec, n, lb, lc, ib, ic);                                       \
   }                                                                                                        \
-  constexpr Kernels name{isa, name##Scan, name##Exp, name##Div};
+  constexpr Kernels name{isa, name##Scan, name##Exp, name##Exp2, name##Div};
 
 FS_KERNELS(kBaseline, "baseline", , 2)
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -250,8 +319,8 @@ ProbeMetrics CompareFullRows(std::span<const float> base, std::span<const float>
   scratch.eb.resize(n);
   scratch.ec.resize(n);
   const Kernels& k = Dispatch();
-  const double zb = k.exp_shift_sum(base.data(), n, sb.max, scratch.eb.data());
-  const double zc = k.exp_shift_sum(cand.data(), n, sc.max, scratch.ec.data());
+  const auto [zb, zc] =
+      k.exp_shift_sum2(base.data(), cand.data(), n, sb.max, sc.max, scratch.eb.data(), scratch.ec.data());
   const Divergence d = k.divergence(base.data(), cand.data(), scratch.eb.data(), scratch.ec.data(), n,
                                         sb.max + std::log(zb), sc.max + std::log(zc), 1.0 / zb, 1.0 / zc);
   ProbeMetrics m;

@@ -31,36 +31,23 @@ FS_INLINE V Splat(double x) {
   return V{} + x;
 }
 
-// Loads n <= W floats as doubles; missing lanes hold pad.
+// Loads W floats as doubles.
 template <typename L>
-FS_INLINE typename L::V LoadF(const float* p, int n, float pad) {
+FS_INLINE typename L::V LoadF(const float* p) {
   typename L::VF f;
-  if (n == L::kW) {
-    std::memcpy(&f, p, sizeof(f));
-  } else {
-    for (int i = 0; i < L::kW; ++i) f[i] = i < n ? p[i] : pad;
-  }
+  std::memcpy(&f, p, sizeof(f));
   return __builtin_convertvector(f, typename L::V);
 }
-// Loads n <= W doubles; missing lanes hold 0.
+// Loads / stores W doubles.
 template <typename L>
-FS_INLINE typename L::V LoadD(const double* p, int n) {
-  typename L::V d = Splat<typename L::V>(0);
-  if (n == L::kW) {
-    std::memcpy(&d, p, sizeof(d));
-  } else {
-    for (int i = 0; i < n; ++i) d[i] = p[i];
-  }
+FS_INLINE typename L::V LoadD(const double* p) {
+  typename L::V d;
+  std::memcpy(&d, p, sizeof(d));
   return d;
 }
-// Stores the first n <= W lanes.
 template <typename L>
-FS_INLINE void StoreD(double* p, typename L::V v, int n) {
-  if (n == L::kW) {
-    std::memcpy(p, &v, sizeof(v));
-  } else {
-    for (int i = 0; i < n; ++i) p[i] = v[i];
-  }
+FS_INLINE void StoreD(double* p, typename L::V v) {
+  std::memcpy(p, &v, sizeof(v));
 }
 
 // Lane sum in a fixed order (so results never depend on how rows were split among threads).
@@ -76,10 +63,30 @@ FS_INLINE V Where(VI mask, V a) {
   return mask ? a : Splat<V>(0);
 }
 
-// exp(x) for x <= 0 (-inf included). Results below exp(-708) are flushed to 0: they are under
-// 1e-307 and change no sum a probability takes part in.
+// table[j] for j in [0, 8): an in-register lookup (one permute on AVX-512, two on AVX2).
 template <typename L>
-FS_INLINE typename L::V ExpNonPositive(typename L::V x) {
+FS_INLINE typename L::V Lookup8(const double (&table)[8], typename L::VI j) {
+  using V = typename L::V;
+  if constexpr (L::kW == 8) {
+    V t;
+    std::memcpy(&t, table, sizeof(t));
+    return __builtin_shuffle(t, j);
+  } else if constexpr (L::kW == 4) {
+    V lo, hi;
+    std::memcpy(&lo, table, sizeof(lo));
+    std::memcpy(&hi, table + 4, sizeof(hi));
+    return __builtin_shuffle(lo, hi, j);
+  } else {
+    V r;
+    for (int i = 0; i < L::kW; ++i) r[i] = table[j[i] & 7];
+    return r;
+  }
+}
+
+// exp(x) for x <= 0 by range reduction to |r| <= ln2/2 and a degree-13 Taylor series (no table:
+// for widths whose table lookups cost more than the polynomial terms they save).
+template <typename L>
+FS_INLINE typename L::V ExpTaylor(typename L::V x) {
   using V = typename L::V;
   using VI = typename L::VI;
   const VI under = x < Splat<V>(-708.0);
@@ -111,10 +118,47 @@ FS_INLINE typename L::V ExpNonPositive(typename L::V x) {
   return under ? Splat<V>(0) : res;
 }
 
-// log(m) for normal m > 0 (callers mask m < 1e-300). log m = e ln2 + log f, f in [sqrt(1/2),
-// sqrt(2)), log f = 2 atanh(s), s = (f-1)/(f+1), |s| <= 0.1716: series to s^21 (< 1e-18).
+// exp(x) for x <= 0 with a table: x = (8n + j) ln2/8 + r, |r| <= ln2/16:
+// exp(x) = 2^n 2^(j/8) e^r, e^r by a degree-7 polynomial (the Chebyshev interpolant, computed in
+// 60-digit arithmetic; max relative error 5e-18 on the interval with these rounded
+// coefficients).
 template <typename L>
-FS_INLINE typename L::V LogPositive(typename L::V m) {
+FS_INLINE typename L::V ExpTable(typename L::V x) {
+  using V = typename L::V;
+  using VI = typename L::VI;
+  typedef uint64_t VU __attribute__((vector_size(sizeof(V))));
+  const VI under = x < Splat<V>(-708.0);
+  x = under ? Splat<V>(-708.0) : x;
+  // k = round(8x / ln2) by the 1.5*2^52 rounding trick: bits(t) = bits(1.5*2^52) + k.
+  const V shifter = Splat<V>(0x1.8p52);
+  const V t = x * Splat<V>(0x1.71547652b82fep3) + shifter;
+  const V k = t - shifter;
+  V r = x - k * Splat<V>(0x1.62e42fee00000p-4);  // ln2/8 high part: k * hi is exact
+  r = r - k * Splat<V>(0x1.a39ef35793c76p-36);   // ln2/8 low part
+  V p = Splat<V>(0x1.a01f8f4ae872bp-13);
+  p = p * r + Splat<V>(0x1.6c1d00ce6170dp-10);
+  p = p * r + Splat<V>(0x1.1111110a65719p-7);
+  p = p * r + Splat<V>(0x1.555555465327bp-5);
+  p = p * r + Splat<V>(0x1.55555555555f9p-3);
+  p = p * r + Splat<V>(0x1.0000000000171p-1);
+  p = p * r + Splat<V>(1.0);
+  p = p * r + Splat<V>(1.0);
+  // k + 16384 > 0 (k >= -8172), so logical shifts give j = k mod 8 and n = floor(k / 8).
+  const VI kb = (VI)t - (VI{} + 0x4338000000000000LL) + (VI{} + 16384);
+  const VI j = kb & (VI{} + 7);
+  const VI n = (VI)((VU)kb >> 3) - (VI{} + 2048);
+  const V scale = (V)((n + (VI{} + 1023)) << 52);
+  alignas(64) static constexpr double kExp2Eighths[8] = {  // 2^(j/8)
+      0x1.0000000000000p+0, 0x1.172b83c7d517bp+0, 0x1.306fe0a31b715p+0, 0x1.4bfdad5362a27p+0,
+      0x1.6a09e667f3bcdp+0, 0x1.8ace5422aa0dbp+0, 0x1.ae89f995ad3adp+0, 0x1.d5818dcfba487p+0};
+  const V res = (p * Lookup8<L>(kExp2Eighths, j)) * scale;
+  return under ? Splat<V>(0) : res;
+}
+
+// log(m) for normal m > 0 without a table: log m = e ln2 + log f, f in [sqrt(1/2), sqrt(2)),
+// log f = 2 atanh(s), s = (f-1)/(f+1), |s| <= 0.1716: series to s^21 (< 1e-18).
+template <typename L>
+FS_INLINE typename L::V LogAtanh(typename L::V m) {
   using V = typename L::V;
   using VI = typename L::VI;
   const VI bits = (VI)m;
@@ -143,6 +187,65 @@ FS_INLINE typename L::V LogPositive(typename L::V m) {
   q = q * s2 + Splat<V>(1.0);
   const V logf = Splat<V>(2.0) * s * q;
   return e * Splat<V>(0x1.62e42fee00000p-1) + (logf + e * Splat<V>(0x1.a39ef35793c76p-33));
+}
+
+// log(m) for normal m > 0 with a table and no division: m = 2^e f, f in [1, 2); the top three bits of f pick
+// c = 1 + (j + 1/2)/8 and r = f/c - 1 (|r| <= 1/17, one FMA with a tabled 1/c), so
+// log m = e ln2 - log(1/c) + log1p(r), log1p(r) = r g(r), g the degree-10 Chebyshev interpolant
+// of log1p(r)/r (computed in 60-digit arithmetic; max relative error 3e-18). No division.
+template <typename L>
+FS_INLINE typename L::V LogTable(typename L::V m) {
+  using V = typename L::V;
+  using VI = typename L::VI;
+  typedef uint64_t VU __attribute__((vector_size(sizeof(V))));
+  alignas(64) static constexpr double kInvC[8] = {  // 1/c rounded
+      0x1.e1e1e1e1e1e1ep-1, 0x1.af286bca1af28p-1, 0x1.8618618618618p-1, 0x1.642c8590b2164p-1,
+      0x1.47ae147ae147bp-1, 0x1.2f684bda12f68p-1, 0x1.1a7b9611a7b96p-1, 0x1.0842108421084p-1};
+  alignas(64) static constexpr double kLogCHi[8] = {  // -log(kInvC), high and low parts
+      0x1.f0a30c01162a8p-5, 0x1.5ff3070a793d6p-3, 0x1.1675cababa60fp-2, 0x1.739d7f6bbd007p-2,
+      0x1.c8ff7c79a9a21p-2, 0x1.0be72e4252a83p-1, 0x1.307d7334f10bep-1, 0x1.52a2d265bc5abp-1};
+  alignas(64) static constexpr double kLogCLo[8] = {
+      0x1.85f325c5bbacdp-59,  -0x1.bc60efafc6f6cp-58, 0x1.ce63eab883727p-61, 0x1.ce24c53fad3f0p-58,
+      0x1.3097607bcbfeep-56, 0x1.b4c4bdd99efffp-56, 0x1.fdac850fab36dp-56, 0x1.73be4578ad97bp-56};
+  const VU bits = (VU)m;
+  const V f = (V)((bits & 0x000fffffffffffffULL) | 0x3ff0000000000000ULL);
+  const VI j = (VI)((bits >> 49) & 7);
+  // The biased exponent as a double via the 2^52 trick (no int64 -> double instruction on AVX2).
+  const V e = (V)((bits >> 52) | 0x4330000000000000ULL) - Splat<V>(0x1p52 + 1023.0);
+  const V r = f * Lookup8<L>(kInvC, j) - Splat<V>(1.0);
+  V g = Splat<V>(0x1.7760d08d0301dp-4);
+  g = g * r + Splat<V>(-0x1.9cdd95f17138ap-4);
+  g = g * r + Splat<V>(0x1.c719c4e20e54cp-4);
+  g = g * r + Splat<V>(-0x1.fffd1a165b9efp-4);
+  g = g * r + Splat<V>(0x1.249249a96a0f8p-3);
+  g = g * r + Splat<V>(-0x1.555555e53bf68p-3);
+  g = g * r + Splat<V>(0x1.9999999984931p-3);
+  g = g * r + Splat<V>(-0x1.ffffffffe9397p-3);
+  g = g * r + Splat<V>(0x1.555555555555dp-2);
+  g = g * r + Splat<V>(-0x1.0000000000004p-1);
+  g = g * r + Splat<V>(1.0);
+  const V hi = e * Splat<V>(0x1.62e42fee00000p-1) + Lookup8<L>(kLogCHi, j);
+  const V lo = e * Splat<V>(0x1.a39ef35793c76p-33) + Lookup8<L>(kLogCLo, j);
+  return hi + (r * g + lo);
+}
+
+// exp(x) for x <= 0 (-inf included), within 2 ulp of libm. Results below exp(-708) are
+// flushed to 0: they are under 1e-307 and change no sum a probability takes part in. The table
+// form wins on AVX-512 (one permute per lookup); on narrower vectors the lookups cost more
+// (measured with bench/compare_bench kernel).
+template <typename L>
+FS_INLINE typename L::V ExpNonPositive(typename L::V x) {
+  if constexpr (L::kW == 8) return ExpTable<L>(x);
+  else return ExpTaylor<L>(x);
+}
+
+// log(m) for normal m > 0 (callers mask m < 1e-300), within ~2 ulp of libm, or 2^-53 absolute
+// near m = 1 (callers need absolute accuracy). As for exp, the table form on AVX-512 only: it
+// also saves the division, whose 512-bit form is slow.
+template <typename L>
+FS_INLINE typename L::V LogPositive(typename L::V m) {
+  if constexpr (L::kW == 8) return LogTable<L>(m);
+  else return LogAtanh<L>(m);
 }
 
 }  // namespace flipscope::compare::simd
