@@ -18,10 +18,10 @@ build: configure
 	cmake --build $(BUILD) -j$(JOBS)
 
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 3000
 
 demo: build
-	$(BUILD)/bin/flipscope info $(HOME)/.cache/flipscope/models/SmolLM2-135M-Instruct.Q4_1.gguf
+	$(BUILD)/bin/flipscope run examples/demo.toml -o out/demo
 
 clean:
 	rm -rf $(BUILD)
