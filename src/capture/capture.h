@@ -88,6 +88,13 @@ class CaptureReader {
   // Truncated captures: the top-k ids and logprobs of row i.
   virtual std::span<const int32_t> TopKIds(int64_t i) const = 0;
   virtual std::span<const float> TopKLogprobs(int64_t i) const = 0;
+  // Row i's stored logits as they lie in the file (n_vocab little-endian F32 or BF16 values, per
+  // store()), valid while the reader lives; empty for truncated captures, a bad index, or readers
+  // without a mapping (then use ReadRow). Lets a caller widen and scan in one pass.
+  virtual std::span<const uint8_t> StoredRow(int64_t i) const {
+    (void)i;
+    return {};
+  }
   // Hint: rows [begin, end) will not be read again soon, so a streaming pass can drop their
   // memory-mapped pages (the file stays in the page cache; reading them again stays correct).
   virtual void ReleaseRows(int64_t begin, int64_t end) const {

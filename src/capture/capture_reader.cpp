@@ -85,6 +85,12 @@ class FileReader final : public CaptureReader {
   std::span<const int32_t> TopKIds(int64_t i) const override { return TopKRow(topk_ids_, i); }
   std::span<const float> TopKLogprobs(int64_t i) const override { return TopKRow(topk_logprobs_, i); }
 
+  std::span<const uint8_t> StoredRow(int64_t i) const override {
+    if (truncated() || logits_ == nullptr || i < 0 || i >= int64_t(positions_.size())) return {};
+    const uint64_t row_bytes = uint64_t(n_vocab_) * (bf16_ ? 2 : 4);
+    return {logits_ + uint64_t(i) * row_bytes, size_t(row_bytes)};
+  }
+
   // Drops the mapping's pages lying wholly inside the rows' logits (MADV_DONTNEED on a read-only
   // private file mapping: later reads fault them back in from the page cache).
   void ReleaseRows(int64_t begin, int64_t end) const override {

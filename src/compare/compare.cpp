@@ -68,9 +68,15 @@ Status ReadSide(const CaptureReader& r, int64_t i, int32_t vocab, SideRow& s) {
                                      "vocabulary", r.path(), pos, s.view.argmax, vocab));
   if (!r.truncated()) {
     s.logits.resize(size_t(r.n_vocab()));
-    FS_RETURN_IF_ERROR(r.ReadRow(i, s.logits));
+    // Widen and scan straight from the mapping where the reader has one: one pass, no copy.
+    const std::span<const uint8_t> stored = r.StoredRow(i);
+    if (!stored.empty()) {
+      s.summary = compare::ScanStoredRow(stored, r.store() == StoreDtype::kBF16, s.logits);
+    } else {
+      FS_RETURN_IF_ERROR(r.ReadRow(i, s.logits));
+      s.summary = compare::ScanRow(s.logits);
+    }
     s.view.logits = s.logits;
-    s.summary = compare::ScanRow(s.logits);
     if (!s.summary.finite)
       return Status::Error(fmt::format("{}: probe at position {}: the logits hold NaN or +inf (or no finite value)",
                                        r.path(), pos));

@@ -92,6 +92,9 @@ Status SetKernelIsa(const std::string& isa);
 
 // Scans a full row once (vectorised): max, top-10 and the NaN / +inf check.
 RowSummary ScanRow(std::span<const float> row);
+// Widens a row as stored (little-endian F32, or BF16 when bf16; stored.size() == out.size() * 4
+// or * 2) into out and scans it, in one pass.
+RowSummary ScanStoredRow(std::span<const uint8_t> stored, bool bf16, std::span<float> out);
 
 // Reusable per-thread buffers, sized on first use.
 struct RowScratch {

@@ -4,6 +4,8 @@
 // instruction set at its native width and chosen once at start-up (Dispatch below).
 #include <algorithm>
 #include <atomic>
+#include <bit>
+#include <type_traits>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -53,29 +55,58 @@ struct TopList {
 // whose max beats the current 10th value (a handful of blocks per row).
 constexpr int kBlock = 64;
 
+// A stored value as float: F32 as is, BF16 (raw bits) moved into the high half.
+FS_INLINE float WidenOne(float v) { return v; }
+FS_INLINE float WidenOne(uint16_t h) { return std::bit_cast<float>(uint32_t(h) << 16); }
 template <typename L>
-FS_INLINE void ScanT(const float* row, size_t len, TopList& top, float& max_out, bool& bad_out) {
+FS_INLINE typename L::VF2 WidenVec(const float* p) {
+  typename L::VF2 v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+template <typename L>
+FS_INLINE typename L::VF2 WidenVec(const uint16_t* p) {
+  typename L::VH2 h;
+  std::memcpy(&h, p, sizeof(h));
+  return (typename L::VF2)(__builtin_convertvector(h, typename L::VU2) << 16);
+}
+
+// The scan's per-vector work: the block max and the NaN / +inf flag.
+template <typename L>
+FS_INLINE void ScanVec(typename L::VF2 v, typename L::VF2& bm, typename L::VI2& bad) {
+  bad |= ~(v < (typename L::VF2{} + kInfF));  // NaN or +inf
+  bm = v > bm ? v : bm;
+}
+
+// Scans src (F32 values, or BF16 bits), writing the values as float to out unless out is null
+// (then src is the float row itself).
+template <typename L, typename Src>
+FS_INLINE void ScanT(const Src* src, float* out, size_t len, TopList& top, float& max_out, bool& bad_out) {
   using VF = typename L::VF2;
   using VI = typename L::VI2;
   constexpr int kF = 2 * L::kW;  // floats per vector
-  const VF neg_inf = VF{} - kInfF, inf = VF{} + kInfF;
+  const VF neg_inf = VF{} - kInfF;
   VF vmax = neg_inf;
   VI bad = VI{};
   float pad[kBlock];
   for (size_t b = 0; b < len; b += kBlock) {
     const int n = int(std::min<size_t>(kBlock, len - b));
-    const float* p = row + b;
-    if (n < kBlock) {  // the last block, padded with -inf (changes neither max nor top-10)
-      std::fill(pad, pad + kBlock, -kInfF);
-      std::copy(p, p + n, pad);
-      p = pad;
-    }
     VF bm = neg_inf;
-    for (int k = 0; k < kBlock; k += kF) {
-      VF v;
-      std::memcpy(&v, p + k, sizeof(v));
-      bad |= ~(v < inf);  // NaN or +inf
-      bm = v > bm ? v : bm;
+    const float* p;  // the block's values as float
+    if (n == kBlock) {
+      for (int k = 0; k < kBlock; k += kF) {
+        const VF v = WidenVec<L>(src + b + size_t(k));
+        if (out != nullptr) std::memcpy(out + b + size_t(k), &v, sizeof(v));
+        ScanVec<L>(v, bm, bad);
+      }
+      if constexpr (std::is_same_v<Src, float>) p = out != nullptr ? out + b : src + b;
+      else p = out + b;
+    } else {  // the last block, padded with -inf (changes neither max nor top-10)
+      std::fill(pad, pad + kBlock, -kInfF);
+      for (int k = 0; k < n; ++k) pad[k] = WidenOne(src[b + size_t(k)]);
+      if (out != nullptr) std::copy(pad, pad + n, out + b);
+      for (int k = 0; k < kBlock; k += kF) ScanVec<L>(WidenVec<L>(pad + k), bm, bad);
+      p = pad;
     }
     vmax = bm > vmax ? bm : vmax;
     float block_max = -kInfF;
@@ -200,7 +231,8 @@ FS_INLINE Divergence DivergenceT(const float* xb, const float* xc, const double*
 // The kernels of one instruction set.
 struct Kernels {
   const char* isa;
-  void (*scan)(const float*, size_t, TopList&, float&, bool&);
+  void (*scan)(const float*, float*, size_t, TopList&, float&, bool&);
+  void (*scan_bf16)(const uint16_t*, float*, size_t, TopList&, float&, bool&);
   double (*exp_shift_sum)(const float*, size_t, double, double*);
   std::pair<double, double> (*exp_shift_sum2)(const float*, const float*, size_t, double, double, double*, double*);
   Divergence (*divergence)(const float*, const float*, const double*, const double*, size_t, double, double, double,
@@ -209,8 +241,11 @@ struct Kernels {
 
 // Instantiates the three kernels at width W under a target attribute (empty: the baseline).
 #define FS_KERNELS(name, isa, attr, W)                                                                            \
-  attr void name##Scan(const float* r, size_t n, TopList& t, float& m, bool& b) {                            \
-    ScanT<Lanes<W>>(r, n, t, m, b);                                                                        \
+  attr void name##Scan(const float* r, float* o, size_t n, TopList& t, float& m, bool& b) {                  \
+    ScanT<Lanes<W>>(r, o, n, t, m, b);                                                                     \
+  }                                                                                                        \
+  attr void name##ScanBf16(const uint16_t* r, float* o, size_t n, TopList& t, float& m, bool& b) {           \
+    ScanT<Lanes<W>>(r, o, n, t, m, b);                                                                     \
   }                                                                                                        \
   attr double name##Exp(const float* r, size_t n, double m, double* o) { return ExpShiftSumT<Lanes<W>>(r, n, m, o); } \
   attr std::pair<double, double> name##Exp2(const float* xb, const float* xc, size_t n, double mb, double mc,      \
@@ -221,7 +256,7 @@ struct Kernels {
                             double lb, double lc, double ib, double ic) {                                  \
     return DivergenceT<Lanes<W>>(xb, xc, eb, ec, n, lb, lc, ib, ic);                                       \
   }                                                                                                        \
-  constexpr Kernels name{isa, name##Scan, name##Exp, name##Exp2, name##Div};
+  constexpr Kernels name{isa, name##Scan, name##ScanBf16, name##Exp, name##Exp2, name##Div};
 
 FS_KERNELS(kBaseline, "baseline", , 2)
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -275,11 +310,8 @@ Status SetKernelIsa(const std::string& isa) {
   return Status::Error("unknown kernel instruction set '" + isa + "' (avx512, avx2, baseline)");
 }
 
-RowSummary ScanRow(std::span<const float> row) {
-  TopList top;
-  float max = -kInfF;
-  bool bad = false;
-  Dispatch().scan(row.data(), row.size(), top, max, bad);
+namespace {
+RowSummary Summarize(const TopList& top, float max, bool bad) {
   RowSummary s;
   s.max = double(max);
   s.finite = !bad && std::isfinite(max);
@@ -287,6 +319,29 @@ RowSummary ScanRow(std::span<const float> row) {
   s.top_ids = top.ids;
   s.top_vals = top.vals;
   return s;
+}
+}  // namespace
+
+RowSummary ScanRow(std::span<const float> row) {
+  TopList top;
+  float max = -kInfF;
+  bool bad = false;
+  Dispatch().scan(row.data(), nullptr, row.size(), top, max, bad);
+  return Summarize(top, max, bad);
+}
+
+RowSummary ScanStoredRow(std::span<const uint8_t> stored, bool bf16, std::span<float> out) {
+  TopList top;
+  float max = -kInfF;
+  bool bad = false;
+  // The mapping holds F32 rows 4-aligned and BF16 rows 2-aligned (the format aligns every tensor
+  // to its element size), so the casts are to properly aligned values.
+  if (bf16) {
+    Dispatch().scan_bf16(reinterpret_cast<const uint16_t*>(stored.data()), out.data(), out.size(), top, max, bad);
+  } else {
+    Dispatch().scan(reinterpret_cast<const float*>(stored.data()), out.data(), out.size(), top, max, bad);
+  }
+  return Summarize(top, max, bad);
 }
 
 std::pair<double, double> LogSumExpAndEntropy(std::span<const float> row, double max, std::vector<double>& terms) {

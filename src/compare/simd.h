@@ -24,6 +24,8 @@ struct Lanes {
   typedef float VF __attribute__((vector_size(4 * W)));    // W floats, widened to a V
   typedef float VF2 __attribute__((vector_size(8 * W)));   // 2W floats: one register of floats
   typedef int32_t VI2 __attribute__((vector_size(8 * W)));
+  typedef uint32_t VU2 __attribute__((vector_size(8 * W)));
+  typedef uint16_t VH2 __attribute__((vector_size(4 * W)));  // 2W BF16 values as raw bits
 };
 
 template <typename V>

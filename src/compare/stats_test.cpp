@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -135,6 +136,29 @@ TEST(ScanRow, TopTenWithTiesMatchesASort) {
   EXPECT_FALSE(ScanRow(bad).finite);
   std::vector<float> none(5, -INFINITY);
   EXPECT_FALSE(ScanRow(none).finite);
+}
+
+TEST(ScanRow, StoredRowsWidenLikeTheReader) {
+  std::mt19937_64 rng(5);
+  std::normal_distribution<float> d(0, 3);
+  for (size_t n : {10, 63, 64, 65, 1003, 151936}) {
+    std::vector<float> f32(n), widened(n), out(n, 7.0f);
+    std::vector<uint16_t> bf16(n);
+    for (size_t i = 0; i < n; ++i) {
+      f32[i] = d(rng);
+      bf16[i] = uint16_t(std::bit_cast<uint32_t>(f32[i]) >> 16);
+      widened[i] = std::bit_cast<float>(uint32_t(bf16[i]) << 16);  // BF16 -> F32 is exact
+    }
+    auto same = [](const RowSummary& a, const RowSummary& b) {
+      return a.max == b.max && a.finite == b.finite && a.count == b.count && a.top_ids == b.top_ids;
+    };
+    RowSummary s = ScanStoredRow(std::span(reinterpret_cast<const uint8_t*>(f32.data()), n * 4), false, out);
+    EXPECT_EQ(out, f32) << n;
+    EXPECT_TRUE(same(s, ScanRow(f32))) << n;
+    s = ScanStoredRow(std::span(reinterpret_cast<const uint8_t*>(bf16.data()), n * 2), true, out);
+    EXPECT_EQ(out, widened) << n;
+    EXPECT_TRUE(same(s, ScanRow(widened))) << n;
+  }
 }
 
 TEST(Rates, ParseAndGate) {
