@@ -10,6 +10,8 @@
 #include <numeric>
 #include <random>
 
+#include <sys/wait.h>
+
 #include "capture/capture.h"
 #include "compare/compare.h"
 #include "compare/compare_test_util.h"
@@ -249,6 +251,37 @@ TEST(Compare, FlipDetailsWithADetokenizer) {
   json j = ToJson(*c);
   EXPECT_EQ(j["flips"][0]["base_text"], c->flips[0].base_text);
   EXPECT_EQ(j["kl_direction"], "KL(base||cand) = sum P_base (log P_base - log P_cand)");
+}
+
+TEST(Compare, CliGatesAndFormats) {
+  std::string exe = std::string(FLIPSCOPE_BINARY_DIR) + "/bin/flipscope";
+  if (!std::filesystem::exists(exe)) GTEST_SKIP() << "needs the flipscope binary";
+  std::string base = Capture("f32-base", Side::kBase, StoreDtype::kF32);
+  std::string cand = Capture("f32-cand", Side::kCand, StoreDtype::kF32);
+  auto exit_code = [&](const std::string& args) {
+    int st = std::system(fmt::format("{} compare {} {} -q {} >/dev/null 2>&1", exe, base, cand, args).c_str());
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  };
+  // The pair flips 25 of 219 probes (11.4%) with a mean KL(base||cand) of 0.168.
+  EXPECT_EQ(exit_code("--fail-above 5%"), 3);
+  EXPECT_EQ(exit_code("--fail-above 0.2"), 0);
+  EXPECT_EQ(exit_code("--max-kl 0.1"), 3);
+  EXPECT_EQ(exit_code("--max-kl 0.5 --fail-above 20%"), 0);
+  EXPECT_EQ(exit_code("--fail-above 5x"), 1);
+  EXPECT_EQ(exit_code("--json --csv"), 1);
+  // --json is the library's ToJson; --csv has one row per window plus the overall row.
+  CompareOptions o;
+  o.window = 64;
+  o.progress = false;
+  auto c = CompareFiles(base, cand, o);
+  ASSERT_TRUE(c.ok());
+  json cli = json::parse(RunCommand(fmt::format("{} compare {} {} --window 64 --json -q --no-text", exe, base, cand)));
+  json lib = ToJson(*c);
+  cli.erase("timing");
+  lib.erase("timing");
+  EXPECT_EQ(cli, lib);
+  std::string csv = RunCommand(fmt::format("{} compare {} {} --window 64 --csv -q", exe, base, cand));
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + int64_t(c->windows.size()) + 1);
 }
 
 TEST(Compare, SmolLM2CapturesMatchNumpy) {

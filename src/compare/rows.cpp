@@ -155,28 +155,6 @@ FS_INLINE double ExpShiftSumT(const float* row, size_t len, double max, double* 
   return Sum(step.acc);
 }
 
-// Both rows of a pair in one loop: two independent dependency chains per iteration.
-template <typename L>
-struct ExpStep2 {
-  ExpStep<L> b, c;
-  FS_INLINE void Full(size_t i) {
-    b.Full(i);
-    c.Full(i);
-  }
-  FS_INLINE void Tail(size_t i, int n) {
-    b.Tail(i, n);
-    c.Tail(i, n);
-  }
-};
-template <typename L>
-FS_INLINE std::pair<double, double> ExpShiftSum2T(const float* xb, const float* xc, size_t len, double max_b,
-                                                  double max_c, double* eb, double* ec) {
-  using V = typename L::V;
-  ExpStep2<L> step{{xb, eb, Splat<V>(max_b)}, {xc, ec, Splat<V>(max_c)}};
-  ForChunks<L>(len, step);
-  return {Sum(step.b.acc), Sum(step.c.acc)};
-}
-
 struct Divergence {
   double kl_bc = 0, kl_cb = 0, js = 0, neg_entropy = 0;
 };
@@ -234,7 +212,6 @@ struct Kernels {
   void (*scan)(const float*, float*, size_t, TopList&, float&, bool&);
   void (*scan_bf16)(const uint16_t*, float*, size_t, TopList&, float&, bool&);
   double (*exp_shift_sum)(const float*, size_t, double, double*);
-  std::pair<double, double> (*exp_shift_sum2)(const float*, const float*, size_t, double, double, double*, double*);
   Divergence (*divergence)(const float*, const float*, const double*, const double*, size_t, double, double, double,
                            double);
 };
@@ -248,15 +225,11 @@ struct Kernels {
     ScanT<Lanes<W>>(r, o, n, t, m, b);                                                                     \
   }                                                                                                        \
   attr double name##Exp(const float* r, size_t n, double m, double* o) { return ExpShiftSumT<Lanes<W>>(r, n, m, o); } \
-  attr std::pair<double, double> name##Exp2(const float* xb, const float* xc, size_t n, double mb, double mc,      \
-                                            double* eb, double* ec) {                                          \
-    return ExpShiftSum2T<Lanes<W>>(xb, xc, n, mb, mc, eb, ec);                                               \
-  }                                                                                                        \
   attr Divergence name##Div(const float* xb, const float* xc, const double* eb, const double* ec, size_t n,   \
                             double lb, double lc, double ib, double ic) {                                  \
     return DivergenceT<Lanes<W>>(xb, xc, eb, ec, n, lb, lc, ib, ic);                                       \
   }                                                                                                        \
-  constexpr Kernels name{isa, name##Scan, name##ScanBf16, name##Exp, name##Exp2, name##Div};
+  constexpr Kernels name{isa, name##Scan, name##ScanBf16, name##Exp, name##Div};
 
 FS_KERNELS(kBaseline, "baseline", , 2)
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -374,8 +347,8 @@ ProbeMetrics CompareFullRows(std::span<const float> base, std::span<const float>
   scratch.eb.resize(n);
   scratch.ec.resize(n);
   const Kernels& k = Dispatch();
-  const auto [zb, zc] =
-      k.exp_shift_sum2(base.data(), cand.data(), n, sb.max, sc.max, scratch.eb.data(), scratch.ec.data());
+  const double zb = k.exp_shift_sum(base.data(), n, sb.max, scratch.eb.data());
+  const double zc = k.exp_shift_sum(cand.data(), n, sc.max, scratch.ec.data());
   const Divergence d = k.divergence(base.data(), cand.data(), scratch.eb.data(), scratch.ec.data(), n,
                                         sb.max + std::log(zb), sc.max + std::log(zc), 1.0 / zb, 1.0 / zc);
   ProbeMetrics m;
