@@ -1,4 +1,6 @@
 // Following the forks of every variant that flips: the branch stage per configuration.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "branch/branch.h"
@@ -11,6 +13,8 @@ Status BranchAll(const Experiment& exp, nlohmann::json& results, const RunOption
   const std::string base = results["configs"][0]["captures"][0];
   for (const auto& c : results["configs"]) {
     if (c["status"] != "ok" || c["name"] == results["baseline"]) continue;
+    const auto& only = exp.branch.configs;
+    if (!only.empty() && std::find(only.begin(), only.end(), c["name"].get<std::string>()) == only.end()) continue;
     // Only configurations whose first repeat flips have forks to follow.
     bool flips = false;
     for (const auto& cmp : results["comparisons"])

@@ -31,6 +31,7 @@ struct BranchSettings {
   int max_tokens = 64;
   int max_branches = 16;  // per configuration, the most confident flips first
   int reconverge = 8;
+  std::vector<std::string> configs;  // variants whose forks are followed; empty = every variant that flips
 };
 
 struct Experiment {

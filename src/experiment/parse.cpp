@@ -1,6 +1,7 @@
 // Experiment files: TOML -> Experiment, with errors that name the file and line.
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
@@ -189,12 +190,21 @@ Result<Experiment> ParseExperiment(const std::string& path) {
         std::string b(bk.str());
         int64_t v = 0;
         if (b == "enabled") FS_RETURN_IF_ERROR(Get(c, bn, exp.branch.enabled, "enabled must be true or false"));
+        else if (b == "configs") {
+          auto* arr = bn.as_array();
+          if (!arr) return c.At(bn, "configs must be a list of variant names");
+          for (auto& e : *arr) {
+            auto name = e.value<std::string>();
+            if (!name) return c.At(e, "configs must be a list of variant names");
+            exp.branch.configs.push_back(*name);
+          }
+        }
         else if (b == "max_tokens" || b == "max_branches" || b == "reconverge") {
           FS_RETURN_IF_ERROR(Get(c, bn, v, "must be an integer"));
           if (v < 1) return c.At(bn, b + " must be >= 1");
           (b == "max_tokens" ? exp.branch.max_tokens : b == "max_branches" ? exp.branch.max_branches
                                                                             : exp.branch.reconverge) = int(v);
-        } else return c.At(bn, "unknown key '" + b + "' in [branch] (enabled, max_tokens, max_branches, reconverge)");
+        } else return c.At(bn, "unknown key '" + b + "' in [branch] (enabled, configs, max_tokens, max_branches, reconverge)");
       }
     } else {
       return c.At(node, "unknown key '" + key +
@@ -219,6 +229,9 @@ Result<Experiment> ParseExperiment(const std::string& path) {
       exp.variants.push_back(std::move(spec));
     }
   }
+  for (const auto& name : exp.branch.configs)
+    if (std::none_of(exp.variants.begin(), exp.variants.end(), [&](const ConfigSpec& v) { return v.name == name; }))
+      return Status::Error(path + ": [branch] configs names '" + name + "', which is not a variant");
   return exp;
 }
 
