@@ -3,12 +3,13 @@
 (tests/ref/compare_ref.py) of the same metrics, on a synthetic capture pair.
 
 usage: compare_bench.py --build BUILD_DIR [--tokens 100000] [--stride 32] [--vocab 151936]
-                        [--stores f32,bf16] [--work DIR] [--python PY] [--skip-numpy]
+                        [--stores f32,bf16] [--work DIR] [--python PY] [--threads N]
+                        [--repeat 3] [--skip-numpy]
 
 For each storage dtype: generates the pair with the C++ capture writer (compare_bench generate;
 kept and reused across runs), reads both files once so the page cache holds them, times
-`flipscope compare --json` and the numpy script (wall clock, each process's peak RSS from
-wait4), checks that both found the same flips, and prints the ratios beside the machine's memory
+`flipscope compare --json` and the numpy script (the fastest of --repeat runs by wall clock; CPU
+seconds and peak RSS of that run from wait4), checks that both found the same flips, and prints the ratios beside the machine's memory
 bandwidth (compare_bench bandwidth). The last line is the whole result as JSON.
 """
 import argparse
@@ -20,7 +21,7 @@ import time
 
 
 def timed(cmd, env=None):
-    """Runs cmd under wait4 to get its own peak RSS (ru_maxrss, KiB on Linux)."""
+    """(stdout, wall seconds, peak RSS MiB, CPU seconds) of cmd, from its own wait4 rusage."""
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     chunks = []
@@ -35,7 +36,12 @@ def timed(cmd, env=None):
     p.returncode = os.waitstatus_to_exitcode(status)
     if p.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed ({p.returncode}): {err.decode()[-2000:]}")
-    return b"".join(chunks).decode(), secs, usage.ru_maxrss / 1024.0
+    return b"".join(chunks).decode(), secs, usage.ru_maxrss / 1024.0, usage.ru_utime + usage.ru_stime
+
+
+def best_of(n, cmd, env=None):
+    """timed() n times; the run with the least wall time (the least disturbed on a shared machine)."""
+    return min((timed(cmd, env) for _ in range(n)), key=lambda r: r[1])
 
 
 def warm(path):
@@ -56,12 +62,14 @@ def main():
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--threads", type=int, default=0, help="flipscope compare --threads (0 = all)")
     ap.add_argument("--skip-numpy", action="store_true")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each; the fastest (wall) counts")
     a = ap.parse_args()
     bench = os.path.join(a.build, "bench", "compare_bench")
     exe = os.path.join(a.build, "bin", "flipscope")
     ref = os.path.join(here, "..", "tests", "ref", "compare_ref.py")
     env = dict(os.environ, FLIPSCOPE_NO_PROGRESS="1")
 
+    print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     bw = json.loads(timed([bench, "bandwidth"])[0])
     print(f"memory bandwidth: read {bw['read_gb_per_s_1_thread']:.1f} GB/s (1 thread), "
           f"{bw['read_gb_per_s']:.1f} GB/s ({bw['threads']} threads); memcpy {bw['memcpy_gb_per_s']:.1f} GB/s")
@@ -85,25 +93,32 @@ def main():
             json.dump(want, open(meta, "w"))
         for p in (base, cand):
             warm(p)
-        out, fs_s, fs_rss = timed([exe, "compare", base, cand, "--json", "-q", "--threads", str(a.threads)], env)
+        out, fs_s, fs_rss, fs_cpu = best_of(a.repeat, [exe, "compare", base, cand, "--json", "-q", "--threads",
+                                                        str(a.threads)], env)
         fs = json.loads(out)
         run_ = {"store": store, "file_bytes": os.path.getsize(base) + os.path.getsize(cand),
                 "probes": fs["probes_compared"], "flips": fs["overall"]["flips"],
-                "flipscope_seconds": fs_s, "flipscope_metric_seconds": fs["timing"]["seconds"],
+                "flipscope_seconds": fs_s, "flipscope_cpu_seconds": fs_cpu,
+                "flipscope_metric_seconds": fs["timing"]["seconds"], "isa": fs["timing"]["isa"],
                 "flipscope_threads": fs["timing"]["threads"], "flipscope_gb_per_s": fs["timing"]["gb_per_s"],
                 "flipscope_peak_rss_mib": fs_rss}
-        line = (f"{store}: flipscope {fs_s:.2f} s wall ({fs['timing']['seconds']:.2f} s metrics, "
-                f"{fs['timing']['threads']} threads, {fs['timing']['gb_per_s']:.2f} GB/s of logits, "
-                f"peak RSS {fs_rss:.0f} MiB)")
+        line = (f"{store}: flipscope {fs_s:.2f} s wall, {fs_cpu:.2f} s CPU ({fs['timing']['threads']} threads, "
+                f"{fs['timing']['isa']}, {fs['timing']['gb_per_s']:.2f} GB/s of logits, peak RSS {fs_rss:.0f} MiB)")
         if not a.skip_numpy:
-            out, np_s, np_rss = timed([a.python, ref, base, cand], env)
+            out, np_s, np_rss, np_cpu = best_of(a.repeat, [a.python, ref, base, cand], env)
             npj = json.loads(out)
             same = [f["position"] for f in npj["flips"]] == [f["position"] for f in fs["flips"]]
-            run_.update({"numpy_seconds": np_s, "numpy_peak_rss_mib": np_rss, "speedup": np_s / fs_s,
-                         "same_flips": same})
-            line += f"; numpy {np_s:.1f} s (peak RSS {np_rss:.0f} MiB); speedup {np_s / fs_s:.1f}x; same flips: {same}"
+            kl = (fs["overall"]["kl_base_cand"]["mean"], npj["overall"]["kl_base_cand"]["mean"])
+            run_.update({"numpy_seconds": np_s, "numpy_cpu_seconds": np_cpu, "numpy_peak_rss_mib": np_rss,
+                         "speedup_wall": np_s / fs_s, "speedup_cpu": np_cpu / fs_cpu, "same_flips": same,
+                         "kl_mean_rel_diff": abs(kl[0] - kl[1]) / abs(kl[1])})
+            line += (f"\n{store}: numpy {np_s:.1f} s wall, {np_cpu:.1f} s CPU (peak RSS {np_rss:.0f} MiB)"
+                     f"\n{store}: speedup {np_s / fs_s:.1f}x wall, {np_cpu / fs_cpu:.1f}x CPU; same flips: {same}; "
+                     f"mean KL relative difference {run_['kl_mean_rel_diff']:.1e}")
         print(line)
         results["runs"].append(run_)
+    results["load_average_after"] = os.getloadavg()[0]
+    print(f"load average after: {results['load_average_after']:.2f}")
     print(json.dumps(results))
 
 
