@@ -35,7 +35,7 @@ def short_session():
     path = os.path.join(TMP, "short.json")
     if not os.path.exists(path):
         subprocess.run([sys.executable, os.path.join(SRC, "examples", "gen_session.py"), "--seed", "7",
-                        "--target-tokens", "900", "-o", path], check=True)
+                        "--target-tokens", "2000", "-o", path], check=True)
     return path
 
 
@@ -130,7 +130,7 @@ class Capture(unittest.TestCase):
 
     def test_bad_inputs_leave_no_file(self):
         out = os.path.join(TMP, "bad.safetensors")
-        cases = [(["-c", "256"], "do not fit the context"),
+        cases = [(["-c", "512"], "do not fit the context"),
                  (["-ctk", "q3_k"], "unknown KV cache type"),
                  (["-ctv", "q8_0", "-fa", "off"], "needs flash attention"),
                  (["--chat-template", "/nonexistent.jinja"], "/nonexistent.jinja")]
