@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <set>
 #include <span>
@@ -82,18 +83,23 @@ bool IsWordChar(char c);
 // dotted/dashed name (host names, interface names), and has at least 4 characters.
 bool IsLiteralLike(std::string_view word);
 
+// A predicate over words (true: the word is known to be right).
+using WordFilter = std::function<bool(std::string_view)>;
+
 // A literal copied wrongly: the context holds `literal`, the future wrote `copy`.
 struct LiteralMutation {
   std::string literal, copy;
 };
-// The first word of text ending after byte `from` that starts like a known literal (common
-// prefix >= 3 bytes and >= half the literal) and then diverges from every known literal and from
-// every word of `exempt` (the reference continuation's words). A last word cut by the token
+// The first word of text ending at or after byte `from` that starts like a known literal
+// (common prefix >= 3 bytes and >= half the literal), or is a known literal's tail after a
+// separator with its head dropped (>= 4 bytes, >= half), and that is neither a known literal
+// nor exempt (`exempt(word)` true: e.g. a word of the reference continuation, of the other
+// future, or of the whole transcript). A last word cut by the token
 // budget (`cut`) counts only once it has diverged. Words made of known literals joined by
 // ':', '/' or '@' (host:port) are not mutations.
 std::optional<LiteralMutation> FindLiteralMutation(std::string_view text, size_t from, bool cut,
                                                    const KnownLiterals& known,
-                                                   const std::set<std::string, std::less<>>& exempt);
+                                                   const WordFilter& exempt);
 
 // A tool call as text: the call the branch point is inside, or the first one a continuation
 // starts.
@@ -137,6 +143,10 @@ std::optional<Reconvergence> FindReconvergence(const FutureText& a, const Future
 struct JudgeContext {
   std::string prefix;       // the transcript's text before the branch point
   KnownLiterals literals;   // literals the context holds (add the prefix's text to it)
+  // Words known to be right although the context before the branch point does not hold them
+  // (e.g. every word of the whole transcript: a literal the session names later is a real
+  // one, not a mangled copy); may be null. Not owned.
+  const std::set<std::string, std::less<>>* known_words = nullptr;
   std::vector<ToolSpec> tools;  // empty = unknown: function names are not checked
   ToolEnvelope envelope;
   int reconverge = 8;       // K

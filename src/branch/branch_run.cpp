@@ -158,7 +158,7 @@ void ResolveTools(const Side& s, Transcript* t, std::vector<std::string>* warnin
     wo.chat_template = req.value("chat_template", std::string());
     auto loaded = LoadWorkload(w["path"].get<std::string>(), s.model_path, wo);
     auto tools = loaded.ok() ? ParseToolSpecs(loaded->tools) : Result<std::vector<ToolSpec>>(loaded.status());
-    if (tools.ok() && loaded->tokens == std::vector<int32_t>(t->tokens)) t->tools = *tools;
+    if (tools.ok() && loaded->tokens == t->tokens) t->tools = *tools;
     else warnings->push_back("the workload's tool definitions are unavailable (" +
                              (tools.ok() ? std::string("the workload file no longer gives the captured tokens")
                                          : tools.status().message()) + "); function names are not checked");

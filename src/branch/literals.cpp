@@ -20,12 +20,12 @@ size_t Lcp(std::string_view a, std::string_view b) {
 
 // Whether a word is known outright: in the context, in the exemptions, or known literals joined
 // by ':' '/' '@' (a host:port the context holds as two separate literals).
-bool IsKnownWord(std::string_view w, const KnownLiterals& known, const std::set<std::string, std::less<>>& exempt) {
-  if (known.Contains(w) || exempt.count(w)) return true;
+bool IsKnownWord(std::string_view w, const KnownLiterals& known, const WordFilter& exempt) {
+  if (known.Contains(w) || (exempt && exempt(w))) return true;
   for (size_t i = 1; i + 1 < w.size(); ++i) {
     if (!IsJoiner(w[i])) continue;
     std::string_view head = w.substr(0, i), tail = w.substr(i + 1);
-    if ((known.Contains(head) || exempt.count(head)) && IsKnownWord(tail, known, exempt)) return true;
+    if ((known.Contains(head) || (exempt && exempt(head))) && IsKnownWord(tail, known, exempt)) return true;
   }
   return false;
 }
@@ -45,6 +45,32 @@ const std::string* CopySource(std::string_view w, const KnownLiterals& known, si
   }
   *lcp_out = best_lcp;
   return best;
+}
+
+// A known literal whose tail the word is, cut at a separator and at least half of it: the copy
+// dropped the literal's head ("251.178" of "10.25.251.178"). Sets *matched to the word's length.
+const std::string* HeadDroppedSource(std::string_view w, const KnownLiterals& known, size_t* matched) {
+  *matched = 0;
+  if (w.size() < 4 || std::none_of(w.begin(), w.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+    return nullptr;
+  for (const std::string& lit : known.sources()) {
+    if (lit.size() <= w.size() || 2 * w.size() < lit.size() || lit.compare(lit.size() - w.size(), w.size(), w) != 0)
+      continue;
+    char before = lit[lit.size() - w.size() - 1];
+    if (before == '.' || before == ':' || before == '/' || before == '-') {
+      *matched = w.size();
+      return &lit;
+    }
+  }
+  return nullptr;
+}
+
+// Whether only word characters follow the word to the end of text (trailing punctuation the
+// word lost to trimming included): the token budget may have cut it.
+bool RunsToEnd(std::string_view text, const Word& w) {
+  size_t e = w.offset + w.text.size();
+  while (e < text.size() && IsWordChar(text[e])) ++e;
+  return e == text.size();
 }
 
 // Whether the word could still grow into a known literal (it was cut by the token budget).
@@ -103,20 +129,22 @@ void KnownLiterals::AddLiteral(const std::string& literal) {
 
 std::optional<LiteralMutation> FindLiteralMutation(std::string_view text, size_t from, bool cut,
                                                    const KnownLiterals& known,
-                                                   const std::set<std::string, std::less<>>& exempt) {
+                                                   const WordFilter& exempt) {
   std::vector<Word> words = SplitWords(text);
   for (const Word& w : words) {
     // Words that end before the first difference are identical in both futures; one that ends
     // exactly there ("543" then " " instead of "2") is cut short by it.
     if (w.offset + w.text.size() < from) continue;
     if (IsKnownWord(w.text, known, exempt)) continue;
-    bool last = &w == &words.back() && w.offset + w.text.size() == text.size();
     // A word the budget cut off mid-copy is a mutation only once it has left every literal.
-    if (cut && last && IsPrefixOfKnown(w.text, known)) continue;
+    if (cut && RunsToEnd(text, w) && IsPrefixOfKnown(w.text, known)) continue;
     bool has_digit = std::any_of(w.text.begin(), w.text.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
     if (!has_digit && !IsLiteralLike(w.text)) continue;  // ordinary words are not copies
-    size_t lcp = 0;
-    if (const std::string* src = CopySource(w.text, known, &lcp)) return LiteralMutation{*src, w.text};
+    // The literal the word copies: the one it shares the longer start (or dropped head) with.
+    size_t head = 0, tail = 0;
+    const std::string* by_head = CopySource(w.text, known, &head);
+    const std::string* by_tail = HeadDroppedSource(w.text, known, &tail);
+    if (by_head || by_tail) return LiteralMutation{tail > head ? *by_tail : *by_head, w.text};
   }
   return std::nullopt;
 }

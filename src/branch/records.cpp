@@ -98,6 +98,10 @@ nlohmann::json BuildRecords(const Transcript& t, const std::vector<Point>& point
   nlohmann::json records = nlohmann::json::array();
   const int32_t n = int32_t(t.tokens.size());
   ContextLiterals literals(t);
+  // A literal the session names anywhere is a real one: a future that writes it early chose it,
+  // it did not mangle a copy.
+  std::set<std::string, std::less<>> transcript_words;
+  for (Word& w : SplitWords(t.text)) transcript_words.insert(std::move(w.text));
   for (size_t i = 0; i < points.size(); ++i) {
     const Point& pt = points[i];
     const int32_t next = pt.position + 1;  // the first token of every future's place
@@ -112,6 +116,7 @@ nlohmann::json BuildRecords(const Transcript& t, const std::vector<Point>& point
     ctx.prefix = t.text.substr(0, t.offsets[size_t(next)]);
     literals.GrowTo(next);
     ctx.literals = std::move(literals.known());  // moved in and back: no copy per record
+    ctx.known_words = &transcript_words;
     ctx.tools = t.tools;
     ctx.envelope = t.envelope;
     ctx.reconverge = o.reconverge;

@@ -153,13 +153,21 @@ Judgement Judge(const JudgeContext& ctx, const FutureText& base, const FutureTex
 
   // 2. A literal of the context copied wrongly. Words are read across the branch point, so a
   // literal whose first digits are in the prefix is judged whole.
-  const std::string_view partial = PartialWord(ctx.prefix);
-  std::set<std::string, std::less<>> exempt;
-  for (Word& w : SplitWords(std::string(partial) + tr)) exempt.insert(std::move(w.text));
+  // A word the reference writes is right by definition; one both futures write is not the
+  // fork's doing (e.g. both enumerate lab-sw02 after lab-sw01).
+  const std::string partial(PartialWord(ctx.prefix));
+  std::set<std::string, std::less<>> words[3];  // reference, base, cand
+  const std::string* texts[3] = {&tr, &ta, &tc};
+  for (int i = 0; i < 3; ++i)
+    for (Word& w : SplitWords(partial + *texts[i])) words[i].insert(std::move(w.text));
   std::vector<std::string> mutations;
-  for (const Side& s : sides) {
-    auto m = FindLiteralMutation(std::string(partial) + s.text, partial.size() + fd, !s.f.ended, ctx.literals, exempt);
-    if (m) mutations.push_back(fmt::format("{} copies {} as \"{}\"", s.name, m->literal, m->copy));
+  for (int s = 0; s < 2; ++s) {
+    const auto& other = words[2 - s];
+    WordFilter exempt = [&](std::string_view w) {
+      return words[0].count(w) || other.count(w) || (ctx.known_words && ctx.known_words->count(w));
+    };
+    auto m = FindLiteralMutation(partial + sides[s].text, partial.size() + fd, !sides[s].f.ended, ctx.literals, exempt);
+    if (m) mutations.push_back(fmt::format("{} copies {} as \"{}\"", sides[s].name, m->literal, m->copy));
   }
   if (!mutations.empty()) return verdict(Verdict::kLiteralMutated, mutations);
 

@@ -118,6 +118,11 @@ TEST(LiteralMutated, AddressesAndInterfaces) {
             F({"ping"}));
   EXPECT_EQ(j.verdict, Verdict::kLiteralMutated);
   EXPECT_EQ(j.reason, "cand copies 10.20.30.4 as \"10.20.30.41\"");
+  // The head of an address dropped: the reason names the address, not a shorter literal.
+  ctx.literals.AddLiteral("20.3");  // e.g. a software version, sharing the copy's first bytes
+  j = Judge(ctx, F({"10", ".20", ".30", ".4", " is", " at"}), F({"20", ".30", ".4", " is", " at"}), F({"x"}));
+  EXPECT_EQ(j.verdict, Verdict::kLiteralMutated);
+  EXPECT_EQ(j.reason, "cand copies 10.20.30.4 as \"20.30.4\"");
   // An interface the context never names, starting like one it does.
   j = Judge(ctx, F({" GigabitEthernet", "0", "/0", "/1", ".201"}), F({" GigabitEthernet", "0", "/0", "/3", " is"}),
             F({" GigabitEthernet0/0/1.201"}));
@@ -137,12 +142,28 @@ TEST(LiteralMutated, KnownLiteralsAndCutsAreNotMutations) {
   j = Judge(ctx, F({"connect", " 10", ".20", ".30", ".4"}), F({"connect", " 10", ".20", ".30", ".4", ":", "5432"}),
             F({"x"}));
   EXPECT_NE(j.verdict, Verdict::kLiteralMutated) << j.reason;
-  // Cut by the budget while still a prefix of a known literal: undecided, not a mutation.
+  // Cut by the budget while still a prefix of a known literal: undecided, not a mutation
+  // (also when the cut leaves a separator the word lost to trimming).
   j = Judge(ctx, F({" port", " 5432"}), F({" socket", " 543"}), F({" port"}));
+  EXPECT_EQ(j.verdict, Verdict::kDivergent) << j.reason;
+  j = Judge(ctx, F({" on", " GigabitEthernet", "0", "/0", "/1", ".201"}), F({" uplink", " GigabitEthernet", "0", "/"}),
+            F({" on"}));
   EXPECT_EQ(j.verdict, Verdict::kDivergent) << j.reason;
   // ...but followed by a space it is a truncated copy.
   j = Judge(ctx, F({" port", " 5432", " ok"}), F({" port", " 543", " ok"}), F({" port"}));
   EXPECT_EQ(j.verdict, Verdict::kLiteralMutated) << j.reason;
+  // Both futures enumerate the next switch: not the fork's doing.
+  j = Judge(ctx, F({"- lab", "-sw", "02", " (Catalyst"}), F({"- lab", "-sw", "02", " (ISR"}), F({"x"}));
+  EXPECT_NE(j.verdict, Verdict::kLiteralMutated) << j.reason;
+  // A literal the session names later (known_words) is a real one, not a mangled copy.
+  j = Judge(ctx, F({" core", "-sw", "1", " and"}), F({" core", "-sw", "2", " and"}), F({"x"}));
+  EXPECT_EQ(j.verdict, Verdict::kLiteralMutated) << j.reason;
+  EXPECT_EQ(j.reason, "cand copies core-sw1 as \"core-sw2\"");
+  std::set<std::string, std::less<>> transcript = {"core-sw2"};
+  ctx.known_words = &transcript;
+  j = Judge(ctx, F({" core", "-sw", "1", " and"}), F({" core", "-sw", "2", " and"}), F({"x"}));
+  EXPECT_NE(j.verdict, Verdict::kLiteralMutated) << j.reason;
+  ctx.known_words = nullptr;
   // A word the reference continuation writes is correct by definition.
   j = Judge(ctx, F({" vlan", " 2011", " on"}), F({" vlan", " 2012", " on"}), F({" vlan", " 2012", " on"}));
   EXPECT_NE(j.verdict, Verdict::kLiteralMutated) << j.reason;
