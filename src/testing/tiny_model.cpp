@@ -4,6 +4,8 @@
 #include <ggml.h>
 #include <gguf.h>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -134,7 +136,8 @@ Status WriteTinyModel(const std::string& path, const TinyModelOptions& o) {
     else ggml_quantize_chunk(t, v.data(), tensor->data, 0, s.ne1, s.ne0, nullptr);
     gguf_add_tensor(g, tensor);
   }
-  std::string tmp = path + ".tmp";
+  // A per-process temporary name: parallel test processes write the same fixture at once.
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
   if (!gguf_write_to_file(g, tmp.c_str(), false)) return Status::Error(path + ": cannot write the tiny model");
   std::filesystem::rename(tmp, path);
   return Status::Ok();
