@@ -65,6 +65,7 @@ Status ChoosePoints(const Args& a, const std::vector<int32_t>& probes, SideInput
 }
 
 Status Run(const Args& a) {
+  InitLlamaLogging(false);  // llama.cpp's log only in error messages
   FS_ASSIGN_OR_RETURN(Workload w, LoadWorkload(a.workload, a.model, WorkloadOptions{}));
   Knobs k;
   k.flash_attn = "on";
