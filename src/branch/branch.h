@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <span>
@@ -175,9 +176,23 @@ struct BranchOptions {
   bool progress = true;      // progress bar (on a terminal only)
 };
 
+// Futures one side already decoded while it was captured (the experiment runner forks during
+// its captures): position -> the future from that side's own first token there. `reproduced`:
+// the row at each position is bit-for-bit the side's capture's (true for the capture's own
+// pass; for a repeat of the baseline, whether the repeat's row equals the compared capture's).
+struct DecodedFutures {
+  std::map<int32_t, Future> at;
+  std::map<int32_t, bool> reproduced;
+  int max_tokens = 0;  // the token budget they were decoded with
+  std::string source;  // the capture file that decoded them
+};
+
 struct BranchRequest {
   std::string base_path, cand_path;  // capture files
   BranchOptions options;
+  // Per side (base, cand): futures decoded already; a side they cover entirely (every branch
+  // point, the same first token, at least max_tokens long or ended) needs no pass of its own.
+  std::optional<DecodedFutures> decoded[2];
 };
 
 // Re-creates both captures' engines from their manifests (model file checked by SHA-256),
@@ -210,7 +225,12 @@ struct SidePass {
   int64_t rows_checked = 0, rows_reproduced = 0;  // over every probe (when digests are given)
   bool forked = true;                        // false: re-prefilled per branch
   double seconds = 0;
+  std::string decoded_during;                // non-empty: futures taken from this capture's own pass
 };
+// A side's pass made of futures decoded during a capture, when they cover every point with the
+// same first tokens under a budget of at least max_tokens (cut to it); nullopt otherwise.
+std::optional<SidePass> SideFromDecoded(const DecodedFutures& d, const std::vector<int32_t>& points,
+                                        const std::vector<int32_t>& firsts, int max_tokens);
 // Runs one side on an engine created with n_seq_max = 2; errors name the bad point.
 Result<SidePass> RunSide(LlamaEngine& engine, const SideInputs& in);
 

@@ -164,7 +164,8 @@ void ResolveTools(const Side& s, Transcript* t, std::vector<std::string>* warnin
                                          : tools.status().message()) + "); function names are not checked");
   }
   // The envelope: the <tool_call> convention, or the template's own markers around the JSON.
-  if (w.value("tool_call_form", std::string()) != "template") return;
+  // (null for workloads without tool calls, such as plain text)
+  if (!w.contains("tool_call_form") || w["tool_call_form"] != "template") return;
   for (const Span& sp : t->spans) {
     if (sp.kind != "tool_call") continue;
     std::string text = t->text.substr(t->offsets[size_t(sp.begin)], t->offsets[size_t(sp.end)] - t->offsets[size_t(sp.begin)]);
@@ -192,7 +193,14 @@ json SideJson(const Side& s) {
           {"model_sha256", s.model_sha256},    {"knobs", s.knobs.ToJson()},
           {"flags", s.knobs.ToFlags()},        {"forked", s.pass.forked},
           {"seconds", s.pass.seconds},         {"rows_checked", s.pass.rows_checked},
-          {"rows_reproduced", s.pass.rows_reproduced}, {"branches_reproduced", reproduced}};
+          {"rows_reproduced", s.pass.rows_reproduced}, {"branches_reproduced", reproduced},
+          {"decoded_during_capture", s.pass.decoded_during.empty() ? json(nullptr) : json(s.pass.decoded_during)}};
+}
+
+std::vector<int32_t> PointPositions(const std::vector<Point>& points) {
+  std::vector<int32_t> out;
+  for (const Point& p : points) out.push_back(p.position);
+  return out;
 }
 
 }  // namespace
@@ -226,15 +234,23 @@ Result<json> RunBranches(const BranchRequest& req) {
     sides[1].firsts.push_back(p.cand_token);
   }
 
-  for (Side& s : sides) {
+  for (int si = 0; si < 2; ++si) {
+    Side& s = sides[si];
     if (points.empty()) break;  // nothing to decode
+    if (req.decoded[si]) {
+      auto known = SideFromDecoded(*req.decoded[si], PointPositions(points), s.firsts, o.max_tokens);
+      if (known) {
+        s.pass = std::move(*known);
+        continue;
+      }
+      warnings.push_back(fmt::format("{}: the futures decoded during {} do not cover every branch point; its pass "
+                                     "is run again", s.cap->path(), req.decoded[si]->source));
+    }
     auto engine = LlamaEngine::Create(s.model_path, s.knobs, 2);
     if (!engine.ok()) return engine.status().Prefixed(s.cap->path());
     if (!(*engine)->CanFork() && o.allow_fork)
       warnings.push_back(s.model_path + ": the model's memory (recurrent or hybrid) cannot be forked; every branch "
                          "re-prefills its prefix instead (slower, same futures)");
-    if (t.vocab.empty())
-      for (int32_t id = 0; id < (*engine)->n_vocab(); ++id) t.vocab.push_back((*engine)->TokenText(id));
     SideInputs in;
     in.tokens = t.tokens;
     in.probes = s.cap->positions();
@@ -247,6 +263,11 @@ Result<json> RunBranches(const BranchRequest& req) {
     auto pass = RunSide(**engine, in);
     if (!pass.ok()) return pass.status().Prefixed(s.cap->path());
     s.pass = std::move(*pass);
+  }
+  if (!points.empty()) {
+    // The vocabulary's texts, read without the weights (a side may have had no engine).
+    FS_ASSIGN_OR_RETURN(auto text_of, LoadDetokenizer(sides[0].model_path));
+    for (int32_t id = 0; id < sides[0].cap->n_vocab(); ++id) t.vocab.push_back(text_of(id));
   }
   t.Index();
   ResolveTools(sides[0], &t, &warnings);

@@ -70,4 +70,24 @@ Result<SidePass> RunSide(LlamaEngine& engine, const SideInputs& in) {
   return out;
 }
 
+std::optional<SidePass> SideFromDecoded(const DecodedFutures& d, const std::vector<int32_t>& points,
+                                        const std::vector<int32_t>& firsts, int max_tokens) {
+  if (d.max_tokens < max_tokens) return std::nullopt;
+  SidePass out;
+  out.decoded_during = d.source;
+  for (size_t i = 0; i < points.size(); ++i) {
+    auto it = d.at.find(points[i]);
+    if (it == d.at.end() || it->second.tokens.empty() || it->second.tokens[0] != firsts[i]) return std::nullopt;
+    const Future& f = it->second;
+    if (f.probs.size() != f.tokens.size()) return std::nullopt;
+    size_t keep = std::min(f.tokens.size(), size_t(max_tokens));
+    out.tokens.emplace_back(f.tokens.begin(), f.tokens.begin() + long(keep));
+    out.probs.emplace_back(f.probs.begin(), f.probs.begin() + long(keep));
+    auto r = d.reproduced.find(points[i]);
+    out.reproduced.push_back(r != d.reproduced.end() && r->second);
+    out.seconds += f.seconds;
+  }
+  return out;
+}
+
 }  // namespace flipscope

@@ -121,6 +121,15 @@ struct ProbePlan {
 // Probe positions for a workload of n_tokens with its spans; errors name a bad range.
 Result<std::vector<int32_t>> PlanProbes(const ProbePlan& plan, int32_t n_tokens, const std::vector<Span>& spans);
 
+// Forks followed during the capture itself, so that branch following needs no second pass: at
+// each probe row `plan` may name a future's first token; each future goes to `sink`. The rows
+// are the same as without forks (the prefill chunks do not change).
+struct CaptureForks {
+  ForkPlanner plan;  // empty: no forks
+  int max_tokens = 64;
+  PlannedForkSink sink;
+};
+
 // Everything one capture needs; the manifest records it with defaults resolved.
 struct CaptureRequest {
   std::string model_path, workload_path, out_path;
@@ -129,6 +138,7 @@ struct CaptureRequest {
   ProbePlan plan;
   StoreDtype store = StoreDtype::kF32;
   bool progress = true;  // show the progress bar (on a terminal only)
+  CaptureForks forks;    // not part of the request's identity: forks do not change the rows
 };
 
 // Renders and tokenizes the workload, runs it teacher-forced through the llama engine and

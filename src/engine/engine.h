@@ -60,6 +60,7 @@ using ProgressFn = std::function<void(int64_t done_tokens)>;
 struct Future {
   std::vector<int32_t> tokens;
   std::vector<float> probs;  // the probability of each chosen token
+  double seconds = 0;        // decoding time
 };
 
 class Engine {
@@ -81,6 +82,10 @@ struct ForkRequest {
   int32_t first = 0;
 };
 using ForkSink = std::function<Status(size_t request_index, const Future&)>;
+// Chooses, as each probe row arrives, whether to fork there: the future's first token, or -1.
+using ForkPlanner = std::function<int32_t(const Row&)>;
+// Receives the future of a fork the planner asked for.
+using PlannedForkSink = std::function<Status(const ForkRequest&, const Future&)>;
 
 // llama.cpp linked as a library.
 class LlamaEngine : public Engine {
@@ -100,6 +105,11 @@ class LlamaEngine : public Engine {
   Status PrefillWithForks(std::span<const int32_t> tokens, std::span<const int32_t> probes,
                           const RowSink& sink, std::span<const ForkRequest> forks, int max_tokens,
                           const ForkSink& fork_sink, const ProgressFn& progress);
+  // Like PrefillWithForks, with the forks chosen by `plan` while the rows arrive (at probe
+  // positions only), so a capture can follow its own disagreements without a second pass.
+  Status PrefillWithPlannedForks(std::span<const int32_t> tokens, std::span<const int32_t> probes,
+                                 const RowSink& sink, const ForkPlanner& plan, int max_tokens,
+                                 const PlannedForkSink& fork_sink, const ProgressFn& progress);
   // Greedy decode from scratch: prefill tokens[0..p] then decode from first (the re-prefill
   // baseline, and the fallback for models whose memory cannot be forked).
   Result<Future> DecodeFresh(std::span<const int32_t> prefix, int32_t first, int max_tokens);

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <map>
 #include <numeric>
 
 #include "engine/engine.h"
@@ -131,4 +132,55 @@ TEST(LlamaEngine, ForkMatchesFreshDecodeAndKeepsRows) {
     ASSERT_TRUE(fresh.ok());
     EXPECT_EQ(fresh->tokens, futures[i].tokens);
   }
+}
+
+TEST(LlamaEngine, PlannedForksMatchFixedForks) {
+  auto tokens = Tokens(120);
+  std::vector<int32_t> probes = {10, 20, 50, 90, 119};
+  Knobs k = CpuKnobs();
+  auto plain = Digests(k, tokens, probes);
+  auto e = LlamaEngine::Create(TinyModel(), k, 2);
+  ASSERT_TRUE(e.ok());
+  // The planner forks at two probes, from a token chosen by what it sees in the row.
+  std::map<int32_t, int32_t> firsts;
+  std::map<int32_t, Future> planned;
+  std::vector<uint64_t> rows;
+  Status st = (*e)->PrefillWithPlannedForks(
+      tokens, probes,
+      [&](const Row& r) {
+        rows.push_back(Digest64(r.logits.data(), r.logits.size_bytes()));
+        return Status::Ok();
+      },
+      [&](const Row& r) -> int32_t {
+        if (r.position != 20 && r.position != 90) return -1;
+        return firsts[r.position] = (r.argmax + 3) % int32_t(r.logits.size());
+      },
+      6,
+      [&](const ForkRequest& fr, const Future& f) {
+        planned[fr.position] = f;
+        return Status::Ok();
+      },
+      nullptr);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(rows, plain);
+  ASSERT_EQ(planned.size(), 2u);
+  std::vector<ForkRequest> fixed = {{20, firsts[20]}, {90, firsts[90]}};
+  std::vector<Future> futures(2);
+  st = (*e)->PrefillWithForks(tokens, probes, [](const Row&) { return Status::Ok(); }, fixed, 6,
+                              [&](size_t i, const Future& f) { futures[i] = f; return Status::Ok(); }, nullptr);
+  ASSERT_TRUE(st.ok()) << st.message();
+  for (size_t i = 0; i < fixed.size(); ++i) {
+    EXPECT_EQ(planned[fixed[i].position].tokens, futures[i].tokens);
+    EXPECT_EQ(planned[fixed[i].position].probs, futures[i].probs);
+    EXPECT_EQ(planned[fixed[i].position].tokens[0], fixed[i].first);
+  }
+}
+
+TEST(LlamaEngine, PlannedForksNeedTwoSequences) {
+  auto e = LlamaEngine::Create(TinyModel(), CpuKnobs());
+  ASSERT_TRUE(e.ok());
+  Status st = (*e)->PrefillWithPlannedForks(
+      Tokens(40), std::vector<int32_t>{5}, [](const Row&) { return Status::Ok(); },
+      [](const Row&) { return 1; }, 4, [](const ForkRequest&, const Future&) { return Status::Ok(); }, nullptr);
+  EXPECT_NE(st.message().find("n_seq_max"), std::string::npos);
 }

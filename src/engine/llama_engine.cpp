@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "engine/engine.h"
+#include "util/util.h"
 
 namespace flipscope {
 namespace {
@@ -107,6 +108,12 @@ struct LlamaEngine::Impl {
   Status DecodeChunk(std::span<const int32_t> tokens, int32_t pos0, int seq,
                      const std::function<bool(int32_t)>& want_output);
   Result<Future> Greedy(int seq, int32_t pos, int32_t first, float first_prob, int max_tokens);
+  using AnyForkSink = std::function<Status(size_t index, const ForkRequest&, const Future&)>;
+  // The teacher-forced pass shared by every prefill: rows to sink, forks from the fixed list and
+  // from the planner, each decoded right after its chunk.
+  Status Run(std::span<const int32_t> tokens, std::span<const int32_t> probes, const RowSink& sink,
+             std::span<const ForkRequest> forks, const ForkPlanner& plan, int max_tokens,
+             const AnyForkSink& fork_sink, const ProgressFn& progress);
 };
 
 LlamaEngine::LlamaEngine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -231,31 +238,56 @@ Status LlamaEngine::PrefillWithForks(std::span<const int32_t> tokens, std::span<
                                      const RowSink& sink, std::span<const ForkRequest> forks,
                                      int max_tokens, const ForkSink& fork_sink,
                                      const ProgressFn& progress) {
-  if (int64_t(tokens.size()) > impl_->knobs.n_ctx)
+  for (size_t i = 1; i < forks.size(); ++i)
+    if (forks[i].position < forks[i - 1].position) return Status::Error("fork requests must be sorted by position");
+  return impl_->Run(tokens, probes, sink, forks, nullptr, max_tokens,
+                    [&](size_t i, const ForkRequest&, const Future& f) { return fork_sink(i, f); }, progress);
+}
+
+Status LlamaEngine::PrefillWithPlannedForks(std::span<const int32_t> tokens, std::span<const int32_t> probes,
+                                            const RowSink& sink, const ForkPlanner& plan, int max_tokens,
+                                            const PlannedForkSink& fork_sink, const ProgressFn& progress) {
+  return impl_->Run(tokens, probes, sink, {}, plan, max_tokens,
+                    [&](size_t, const ForkRequest& r, const Future& f) { return fork_sink(r, f); }, progress);
+}
+
+Status LlamaEngine::Impl::Run(std::span<const int32_t> tokens, std::span<const int32_t> probes, const RowSink& sink,
+                              std::span<const ForkRequest> forks, const ForkPlanner& plan, int max_tokens,
+                              const AnyForkSink& fork_sink, const ProgressFn& progress) {
+  if (int64_t(tokens.size()) > knobs.n_ctx)
     return Status::Error(fmt::format("the workload has {} tokens, more than the context of {} (-c)",
-                                     tokens.size(), impl_->knobs.n_ctx));
-  if (!forks.empty() && impl_->n_seq_max < 2) return Status::Error("forking needs n_seq_max >= 2");
-  llama_memory_t mem = llama_get_memory(impl_->ctx);
+                                     tokens.size(), knobs.n_ctx));
+  if ((!forks.empty() || plan) && n_seq_max < 2) return Status::Error("forking needs n_seq_max >= 2");
+  llama_memory_t mem = llama_get_memory(ctx);
   llama_memory_clear(mem, true);
   const int32_t n = int32_t(tokens.size());
-  const int32_t nv = n_vocab();
+  const int32_t nv = llama_vocab_n_tokens(vocab);
   std::vector<uint8_t> out_flag(size_t(n), 0);
   for (int32_t p : probes) {
     if (p < 0 || p >= n) return Status::Error(fmt::format("probe position {} outside 0..{}", p, n - 1));
     out_flag[size_t(p)] = 1;
   }
-  for (auto& f : forks) out_flag[size_t(f.position)] = 1;
-  size_t next_probe = 0, next_fork = 0;
+  for (auto& f : forks) {
+    if (f.position < 0 || f.position >= n)
+      return Status::Error(fmt::format("fork position {} outside 0..{}", f.position, n - 1));
+    out_flag[size_t(f.position)] = 1;
+  }
+  size_t next_probe = 0, next_fork = 0, n_planned = 0;
   int64_t probe_index = 0;
-  for (int32_t begin = 0; begin < n; begin += impl_->knobs.n_batch) {
-    int32_t end = std::min(n, begin + impl_->knobs.n_batch);
-    FS_RETURN_IF_ERROR(impl_->DecodeChunk(tokens.subspan(size_t(begin), size_t(end - begin)), begin, 0,
-                                          [&](int32_t p) { return out_flag[size_t(p)] != 0; }));
+  for (int32_t begin = 0; begin < n; begin += knobs.n_batch) {
+    int32_t end = std::min(n, begin + knobs.n_batch);
+    FS_RETURN_IF_ERROR(DecodeChunk(tokens.subspan(size_t(begin), size_t(end - begin)), begin, 0,
+                                   [&](int32_t p) { return out_flag[size_t(p)] != 0; }));
     // Hand over every row of the chunk first: a fork's decode replaces the context's outputs.
-    std::vector<std::pair<size_t, float>> chunk_forks;  // (request, probability of its first token)
+    struct Pending {
+      size_t index;
+      ForkRequest req;
+      float first_prob;
+    };
+    std::vector<Pending> chunk_forks;
     for (int32_t p = begin; p < end; ++p) {
       if (!out_flag[size_t(p)]) continue;
-      const float* lg = llama_get_logits_ith(impl_->ctx, p - begin);
+      const float* lg = llama_get_logits_ith(ctx, p - begin);
       if (!lg) return Status::Error(fmt::format("no logits for position {}", p));
       std::span<const float> row(lg, size_t(nv));
       if (next_probe < probes.size() && probes[next_probe] == p) {
@@ -266,28 +298,32 @@ Status LlamaEngine::PrefillWithForks(std::span<const int32_t> tokens, std::span<
         r.argmax = ArgmaxLowest(row);
         FS_RETURN_IF_ERROR(sink(r));
         ++next_probe;
+        if (int32_t first = plan ? plan(r) : -1; first >= 0) {
+          if (first >= nv) return Status::Error(fmt::format("fork at {}: token {} outside the vocabulary", p, first));
+          chunk_forks.push_back({n_planned++, {p, first}, ProbOf(row, first)});
+        }
       }
       for (; next_fork < forks.size() && forks[next_fork].position == p; ++next_fork)
-        chunk_forks.emplace_back(next_fork, ProbOf(row, forks[next_fork].first));
+        chunk_forks.push_back({next_fork, forks[next_fork], ProbOf(row, forks[next_fork].first)});
     }
     // The same chunks as a plain prefill, so the teacher-forced rows keep their numerics; each
     // fork copies the cache cells of [0, p] to sequence 1, decodes there and drops them.
-    for (auto [i, first_prob] : chunk_forks) {
-      int32_t p = forks[i].position;
+    for (const Pending& f : chunk_forks) {
+      int32_t p = f.req.position;
       llama_memory_seq_cp(mem, 0, 1, 0, p + 1);
-      auto fut = impl_->Greedy(1, p + 1, forks[i].first, first_prob, max_tokens);
+      auto fut = Greedy(1, p + 1, f.req.first, f.first_prob, max_tokens);
       llama_memory_seq_rm(mem, 1, -1, -1);
       if (!fut.ok()) return fut.status();
-      FS_RETURN_IF_ERROR(fork_sink(i, *fut));
+      FS_RETURN_IF_ERROR(fork_sink(f.index, f.req, *fut));
     }
     if (progress) progress(end);
   }
-  if (next_fork != forks.size()) return Status::Error("fork requests must be sorted by position");
   return Status::Ok();
 }
 
 Result<Future> LlamaEngine::Impl::Greedy(int seq, int32_t pos, int32_t first, float first_prob, int max_tokens) {
   Future f;
+  const double t0 = NowSeconds();
   int32_t tok = first;
   float prob = first_prob;
   for (int i = 0; i < max_tokens; ++i) {
@@ -301,6 +337,7 @@ Result<Future> LlamaEngine::Impl::Greedy(int seq, int32_t pos, int32_t first, fl
     tok = next;
     prob = p;
   }
+  f.seconds = NowSeconds() - t0;
   return f;
 }
 

@@ -8,13 +8,17 @@
 
 namespace flipscope {
 
+bool Branched(const Experiment& exp, const std::string& name) {
+  const auto& only = exp.branch.configs;
+  return exp.branch.enabled && (only.empty() || std::find(only.begin(), only.end(), name) != only.end());
+}
+
 Status BranchAll(const Experiment& exp, nlohmann::json& results, const RunOptions& opts) {
   results["branches"] = nlohmann::json::array();
   const std::string base = results["configs"][0]["captures"][0];
   for (const auto& c : results["configs"]) {
     if (c["status"] != "ok" || c["name"] == results["baseline"]) continue;
-    const auto& only = exp.branch.configs;
-    if (!only.empty() && std::find(only.begin(), only.end(), c["name"].get<std::string>()) == only.end()) continue;
+    if (!Branched(exp, c["name"].get<std::string>())) continue;
     // Only configurations whose first repeat flips have forks to follow.
     bool flips = false;
     for (const auto& cmp : results["comparisons"])
@@ -27,6 +31,10 @@ Status BranchAll(const Experiment& exp, nlohmann::json& results, const RunOption
     req.options.max_branches = exp.branch.max_branches;
     req.options.reconverge = exp.branch.reconverge;
     req.options.progress = opts.progress;
+    // The futures the captures decoded: the variant's own first repeat, the baseline's second.
+    req.decoded[1] = ReadDecoded(req.cand_path, base);
+    const auto& base_caps = results["configs"][0]["captures"];
+    if (base_caps.size() > 1) req.decoded[0] = ReadDecoded(base_caps[1].get<std::string>(), base);
     fmt::print(stderr, "  following the forks of {}\n", c["name"].get<std::string>());
     auto b = RunBranches(req);
     if (!b.ok()) return b.status().Prefixed("branches of " + c["name"].get<std::string>());

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "branch/branch.h"
 #include "capture/capture.h"
 #include "experiment/experiment.h"
 #include "testing/tiny_model.h"
@@ -91,4 +92,40 @@ TEST(RunExperiment, EndToEndOnTheTinyModelWithReuseAndRefusal) {
   for (const auto& c : (*again)["configs"])
     for (const auto& reused : c["reused"]) EXPECT_TRUE(reused.get<bool>()) << c["name"];
   EXPECT_EQ((*again)["summary"], res["summary"]);
+}
+
+// Forks followed during the captures give the same branch records as the branch stage's own
+// passes, and the baseline's second repeat decodes the baseline's side.
+TEST(RunExperiment, ForksFollowedDuringCapturesMatchTheBranchStage) {
+  auto p = MakeExperiment("forks",
+                 "[probe]\nstride = 2\n[baseline]\nthreads = 1\nflash_attn = \"on\"\nctx_size = 512\nrepeats = 2\n"
+                 "[[variant]]\nname = \"kv-q4_0\"\ncache_type_k = \"q4_0\"\ncache_type_v = \"q4_0\"\n"
+                 "[branch]\nmax_tokens = 6\nmax_branches = 5\n");
+  auto e = ParseExperiment(p);
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  RunOptions ro;
+  ro.outdir = (fs::path(p).parent_path() / "out").string();
+  ro.progress = false;
+  auto r = RunExperiment(*e, ro);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ((*r)["branches"].size(), 1u) << "the tiny model's 4-bit KV cache must flip for this test to mean anything";
+  const auto& b = (*r)["branches"][0];
+  ASSERT_GT(b["records"].size(), 0u);
+  const std::string cand = (*r)["configs"][1]["captures"][0];
+  const std::string base1 = (*r)["configs"][0]["captures"][1];
+  EXPECT_EQ(b["branch_config"]["cand"]["decoded_during_capture"], cand);
+  EXPECT_EQ(b["branch_config"]["base"]["decoded_during_capture"], base1);
+  EXPECT_TRUE(fs::exists(cand + ".forks.json"));
+
+  BranchRequest req;
+  req.base_path = (*r)["configs"][0]["captures"][0];
+  req.cand_path = cand;
+  req.options.max_tokens = 6;
+  req.options.max_branches = 5;
+  req.options.progress = false;
+  auto own = RunBranches(req);
+  ASSERT_TRUE(own.ok()) << own.status().message();
+  EXPECT_TRUE((*own)["config"]["cand"]["decoded_during_capture"].is_null());
+  EXPECT_EQ((*own)["records"], b["records"]);
+  EXPECT_EQ((*own)["counts"], b["counts"]);
 }

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <memory>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -76,16 +78,43 @@ struct Runner {
     return r.ok() && (*r)->manifest().value("request", nlohmann::json()) == request;
   }
 
-  // Captures one configuration's repeats; fills the config's results entry.
-  nlohmann::json CaptureConfig(const ConfigSpec& c) {
-    nlohmann::json entry = {{"name", c.name},       {"description", c.description}, {"changes", c.changes},
-                            {"repeats", c.repeats}, {"captures", nlohmann::json::array()},
-                            {"capture_seconds", nlohmann::json::array()}, {"reused", nlohmann::json::array()}};
+  // Forks a capture follows while it runs (none when branch following is off for it); the
+  // futures land in *decoded. Repeat 0 of a branched variant forks at its flips against
+  // baseline r0; the baseline's repeat 1 forks at every branched variant's points.
+  std::optional<CaptureForks> ForksFor(const ConfigSpec& c, int r, std::shared_ptr<DecodedFutures> decoded) {
+    if (!exp.branch.enabled || base0.empty()) return std::nullopt;
+    Result<CaptureForks> f = Status::Error("");
+    if (&c == &exp.baseline && r == 1) {
+      std::set<int32_t> points;
+      for (const auto& v : exp.variants)
+        if (Branched(exp, v.name))
+          if (auto d = ReadDecoded(CapturePath(v, 0), base0))
+            for (const auto& [p, fut] : d->at) points.insert(p);
+      if (points.empty()) return std::nullopt;
+      f = BaselineForks(base0, points, exp.branch, decoded);
+    } else if (&c != &exp.baseline && r == 0 && Branched(exp, c.name)) {
+      f = VariantForks(base0, exp.branch, decoded);
+    }
+    if (!f.ok()) return std::nullopt;  // the branch stage runs its own pass instead
+    return *f;
+  }
+
+  std::string CapturePath(const ConfigSpec& c, int r) const {
+    return (fs::path(opts.outdir) / "captures" / fmt::format("{}-r{}.safetensors", c.name, r)).string();
+  }
+
+  // Captures repeats [r_begin, r_end) of one configuration into its results entry (made when
+  // null). Returns false when the configuration was refused or failed.
+  bool CaptureConfig(const ConfigSpec& c, int r_begin, int r_end, nlohmann::json& entry) {
+    if (entry.is_null())
+      entry = {{"name", c.name},       {"description", c.description}, {"changes", c.changes},
+               {"repeats", c.repeats}, {"captures", nlohmann::json::array()},
+               {"capture_seconds", nlohmann::json::array()}, {"reused", nlohmann::json::array()}};
     auto refuse = [&](const std::string& status, const Status& why) {
       entry["status"] = status;
       entry["reason"] = why.message();
       fmt::print(stderr, "  {}: {}: {}\n", c.name, status, why.message());
-      return entry;
+      return false;
     };
     if (Status v = c.knobs.Validate(); !v.ok()) return refuse("refused", v);
     auto model = ConfigModel(c, opts.outdir);
@@ -95,7 +124,7 @@ struct Runner {
     auto workload_sha = Sha(exp.workload);
     if (!model_sha.ok()) return refuse("failed", model_sha.status());
     if (!workload_sha.ok()) return refuse("failed", workload_sha.status());
-    for (int r = 0; r < c.repeats; ++r) {
+    for (int r = r_begin; r < r_end; ++r) {
       CaptureRequest req;
       req.model_path = *model;
       req.workload_path = exp.workload;
@@ -104,17 +133,28 @@ struct Runner {
       req.plan = exp.plan;
       req.store = exp.store;
       req.progress = opts.progress;
-      req.out_path = (fs::path(opts.outdir) / "captures" / fmt::format("{}-r{}.safetensors", c.name, r)).string();
+      req.out_path = CapturePath(c, r);
       nlohmann::json request = CaptureRequestJson(req, *model_sha, *workload_sha);
       bool reuse = Reusable(req.out_path, request);
       double t0 = NowSeconds();
       if (!reuse) {
-        fmt::print(stderr, "  capturing {} (repeat {} of {}): {}\n", c.name, r + 1, c.repeats, c.knobs.ToFlags());
+        auto decoded = std::make_shared<DecodedFutures>();
+        if (auto forks = ForksFor(c, r, decoded)) req.forks = *forks;
+        fmt::print(stderr, "  capturing {} (repeat {} of {}): {}{}\n", c.name, r + 1, c.repeats, c.knobs.ToFlags(),
+                   req.forks.plan ? ", following forks" : "");
         auto m = RunCapture(req);
         if (!m.ok()) {
           bool refused = m.status().message().find("refused") != std::string::npos;
           return refuse(refused ? "refused" : "failed", m.status());
         }
+        if (req.forks.plan) {
+          decoded->source = req.out_path;
+          if (Status st = WriteDecoded(req.out_path, base0, *decoded); !st.ok())
+            fmt::print(stderr, "  {}: the decoded futures were not kept ({})\n", c.name, st.message());
+        }
+        if (r == 0 && &c == &exp.baseline) base0 = req.out_path;
+      } else if (r == 0 && &c == &exp.baseline) {
+        base0 = req.out_path;
       }
       entry["captures"].push_back(req.out_path);
       entry["capture_seconds"].push_back(NowSeconds() - t0);
@@ -129,8 +169,10 @@ struct Runner {
     entry["engine"] = m["engine"];
     entry["timings"] = m.value("timings", nlohmann::json::object());
     entry["model_file_size"] = fs::file_size(*model);
-    return entry;
+    return true;
   }
+
+  std::string base0;  // the baseline's first capture, once made
 };
 
 }  // namespace
@@ -154,17 +196,25 @@ Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& op
                                                       : exp.memory_budget ? nlohmann::json(*exp.memory_budget)
                                                                           : nlohmann::json(nullptr)}}}};
 
-  // 1. Captures: the baseline first; without it nothing can be compared.
-  std::vector<const ConfigSpec*> all = {&exp.baseline};
-  for (auto& v : exp.variants) all.push_back(&v);
+  // 1. Captures: the baseline's first repeat (without it nothing can be compared), the variants,
+  // then the baseline's other repeats (its second follows the variants' forks from its side).
   results["configs"] = nlohmann::json::array();
-  for (const ConfigSpec* c : all) {
-    nlohmann::json entry = runner.CaptureConfig(*c);
-    entry["kv_bytes_per_token"] = KvBytesPerToken(model, c->knobs);
-    results["configs"].push_back(entry);
-    if (c == &exp.baseline && entry["status"] != "ok")
-      return Status::Error("the baseline could not be captured: " + entry.value("reason", std::string("?")));
+  nlohmann::json base_entry_json;
+  if (!runner.CaptureConfig(exp.baseline, 0, 1, base_entry_json))
+    return Status::Error("the baseline could not be captured: " + base_entry_json.value("reason", std::string("?")));
+  std::vector<nlohmann::json> variant_entries;
+  for (const auto& v : exp.variants) {
+    nlohmann::json entry;
+    runner.CaptureConfig(v, 0, v.repeats, entry);
+    entry["kv_bytes_per_token"] = KvBytesPerToken(model, v.knobs);
+    variant_entries.push_back(entry);
   }
+  if (!runner.CaptureConfig(exp.baseline, 1, exp.baseline.repeats, base_entry_json))
+    return Status::Error("the baseline's repeats could not be captured: " +
+                         base_entry_json.value("reason", std::string("?")));
+  base_entry_json["kv_bytes_per_token"] = KvBytesPerToken(model, exp.baseline.knobs);
+  results["configs"].push_back(base_entry_json);
+  for (auto& e : variant_entries) results["configs"].push_back(e);
   const auto& base_entry = results["configs"][0];
   std::string base0 = base_entry["captures"][0];
   {
@@ -185,7 +235,7 @@ Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& op
   // 4. Follow the forks of each variant that flips.
   if (exp.branch.enabled) FS_RETURN_IF_ERROR(BranchAll(exp, results, opts));
   // 5. Results and report.
-  FS_RETURN_IF_ERROR(WriteFileAtomic((fs::path(opts.outdir) / "results.json").string(), results.dump(1)));
+  FS_RETURN_IF_ERROR(WriteFileAtomic((fs::path(opts.outdir) / "results.json").string(), results.dump(1, ' ', false, nlohmann::json::error_handler_t::replace)));
   FS_RETURN_IF_ERROR(WriteReport(results, opts.outdir));
   return results;
 }

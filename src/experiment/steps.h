@@ -1,7 +1,14 @@
 // experiment's internal steps (not part of the stage's interface): comparisons, summary, branches.
 #pragma once
 
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+
 #include <nlohmann/json.hpp>
+
+#include "branch/branch.h"
 
 #include "checkpoint/checkpoint.h"
 #include "experiment/experiment.h"
@@ -14,7 +21,23 @@ double KvBytesPerToken(const ModelInfo& model, const Knobs& knobs);
 Status CompareAll(const Experiment& exp, nlohmann::json& results);
 // Fills results["summary"] (median over repeats per configuration) and results["floor"].
 void Summarize(const Experiment& exp, nlohmann::json& results);
-// Fills results["branches"] for each variant whose first repeat flips.
+// Fills results["branches"] for each variant whose first repeat flips, using the futures the
+// captures decoded (sidecars) where they cover the branch points.
 Status BranchAll(const Experiment& exp, nlohmann::json& results, const RunOptions& opts);
+
+// Whether the experiment follows this variant's forks.
+bool Branched(const Experiment& exp, const std::string& name);
+// Forks for a branched variant's first repeat: where its greedy token differs from baseline r0's
+// (the first max_branches of them); futures go to *out.
+Result<CaptureForks> VariantForks(const std::string& base0, const BranchSettings& s,
+                                  std::shared_ptr<DecodedFutures> out);
+// Forks for the baseline's second repeat at `points`, each from r0's greedy token; records in
+// out->reproduced whether the repeat's row there equals r0's.
+Result<CaptureForks> BaselineForks(const std::string& base0, const std::set<int32_t>& points, const BranchSettings& s,
+                                   std::shared_ptr<DecodedFutures> out);
+// Keeps a capture's decoded futures beside it (CAPTURE.forks.json, written atomically).
+Status WriteDecoded(const std::string& capture, const std::string& base0, const DecodedFutures& d);
+// The futures kept beside a capture; nullopt when absent, unreadable, or older than either capture.
+std::optional<DecodedFutures> ReadDecoded(const std::string& capture, const std::string& base0);
 
 }  // namespace flipscope

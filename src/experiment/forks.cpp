@@ -1,0 +1,140 @@
+// Branch following during the captures: a branched variant forks where its first repeat's greedy
+// token differs from the baseline's, the baseline's second repeat forks at those points from the
+// baseline's own token, and each capture's futures are kept beside it (CAPTURE.forks.json), so
+// the branch stage needs no teacher-forced pass of its own.
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "experiment/steps.h"
+#include "util/util.h"
+
+namespace flipscope {
+namespace {
+
+using json = nlohmann::json;
+
+std::string SidecarPath(const std::string& capture) { return capture + ".forks.json"; }
+
+// What a planner compares against: the baseline r0's probe positions, greedy tokens and digests.
+struct BaseRows {
+  std::vector<int32_t> positions, argmax;
+  std::vector<uint64_t> digest;
+  std::string created;
+};
+
+Result<std::shared_ptr<BaseRows>> ReadBaseRows(const std::string& base0) {
+  FS_ASSIGN_OR_RETURN(auto r, CaptureReader::Open(base0));
+  auto b = std::make_shared<BaseRows>();
+  b->positions.assign(r->positions().begin(), r->positions().end());
+  b->argmax.assign(r->argmax().begin(), r->argmax().end());
+  b->digest.assign(r->digest().begin(), r->digest().end());
+  b->created = r->manifest().value("created", std::string());
+  return b;
+}
+
+// The baseline's row for a probe of the capture being made, or -1 when the probe plans differ.
+int64_t BaseIndex(const BaseRows& b, const Row& r) {
+  if (r.index < int64_t(b.positions.size()) && b.positions[size_t(r.index)] == r.position) return r.index;
+  return -1;
+}
+
+}  // namespace
+
+Result<CaptureForks> VariantForks(const std::string& base0, const BranchSettings& s,
+                                  std::shared_ptr<DecodedFutures> out) {
+  FS_ASSIGN_OR_RETURN(auto base, ReadBaseRows(base0));
+  out->max_tokens = s.max_tokens;
+  auto taken = std::make_shared<int>(0);
+  CaptureForks f;
+  f.max_tokens = s.max_tokens;
+  f.plan = [base, taken, limit = s.max_branches](const Row& r) -> int32_t {
+    int64_t i = BaseIndex(*base, r);
+    if (i < 0 || base->argmax[size_t(i)] == r.argmax) return -1;
+    if (limit > 0 && *taken >= limit) return -1;  // the first max_branches flips, as the branch stage takes them
+    ++*taken;
+    return r.argmax;
+  };
+  f.sink = [out](const ForkRequest& fr, const Future& fut) {
+    out->at[fr.position] = fut;
+    out->reproduced[fr.position] = true;  // the capture's own row
+    return Status::Ok();
+  };
+  return f;
+}
+
+Result<CaptureForks> BaselineForks(const std::string& base0, const std::set<int32_t>& points, const BranchSettings& s,
+                                   std::shared_ptr<DecodedFutures> out) {
+  FS_ASSIGN_OR_RETURN(auto base, ReadBaseRows(base0));
+  out->max_tokens = s.max_tokens;
+  CaptureForks f;
+  f.max_tokens = s.max_tokens;
+  f.plan = [base, points, out](const Row& r) -> int32_t {
+    int64_t i = BaseIndex(*base, r);
+    if (i < 0 || !points.count(r.position)) return -1;
+    // The future starts from r0's token (the one the flip compared); whether this repeat's row
+    // is r0's row says whether the fork's cache is the one r0 had.
+    out->reproduced[r.position] = Digest64(r.logits.data(), r.logits.size_bytes()) == base->digest[size_t(i)];
+    return base->argmax[size_t(i)];
+  };
+  f.sink = [out](const ForkRequest& fr, const Future& fut) {
+    out->at[fr.position] = fut;
+    return Status::Ok();
+  };
+  return f;
+}
+
+Status WriteDecoded(const std::string& capture, const std::string& base0, const DecodedFutures& d) {
+  FS_ASSIGN_OR_RETURN(auto cap, CaptureReader::Open(capture));
+  FS_ASSIGN_OR_RETURN(auto base, CaptureReader::Open(base0));
+  json futures = json::array();
+  for (const auto& [pos, f] : d.at) {
+    auto rep = d.reproduced.find(pos);
+    futures.push_back({{"position", pos},
+                       {"tokens", f.tokens},
+                       {"probs", f.probs},
+                       {"seconds", f.seconds},
+                       {"reproduced", rep != d.reproduced.end() && rep->second}});
+  }
+  json doc = {{"format", "flipscope.forks"},
+              {"capture", capture},
+              {"capture_created", cap->manifest().value("created", std::string())},
+              {"base", base0},
+              {"base_created", base->manifest().value("created", std::string())},
+              {"max_tokens", d.max_tokens},
+              {"futures", futures}};
+  return WriteFileAtomic(SidecarPath(capture), doc.dump());
+}
+
+std::optional<DecodedFutures> ReadDecoded(const std::string& capture, const std::string& base0) {
+  auto text = ReadFile(SidecarPath(capture));
+  if (!text.ok()) return std::nullopt;
+  auto cap = CaptureReader::Open(capture);
+  auto base = CaptureReader::Open(base0);
+  if (!cap.ok() || !base.ok()) return std::nullopt;
+  try {
+    json doc = json::parse(*text);
+    // Stale when either capture was made again since.
+    if (doc.at("format") != "flipscope.forks" ||
+        doc.at("capture_created") != (*cap)->manifest().value("created", std::string()) ||
+        doc.at("base_created") != (*base)->manifest().value("created", std::string()))
+      return std::nullopt;
+    DecodedFutures d;
+    d.source = capture;
+    d.max_tokens = doc.at("max_tokens").get<int>();
+    for (const json& f : doc.at("futures")) {
+      int32_t pos = f.at("position").get<int32_t>();
+      Future fut;
+      fut.tokens = f.at("tokens").get<std::vector<int32_t>>();
+      fut.probs = f.at("probs").get<std::vector<float>>();
+      fut.seconds = f.at("seconds").get<double>();
+      d.at[pos] = std::move(fut);
+      d.reproduced[pos] = f.at("reproduced").get<bool>();
+    }
+    return d;
+  } catch (const json::exception&) {
+    return std::nullopt;  // unreadable: the branch stage runs the pass instead
+  }
+}
+
+}  // namespace flipscope
