@@ -5,6 +5,7 @@
 dest="$LLAMA_SRC_DEFAULT"
 if [ ! -f "$dest/.flipscope-extracted" ]; then
   sdist=$(pip_download "llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION" "$LLAMA_CPP_PYTHON_SHA256" "--no-binary :all:")
+  mkdir -p "$FLIPSCOPE_CACHE/llama"  # a fresh machine has no cache yet
   tmp=$(mktemp -d "$FLIPSCOPE_CACHE/llama/extract.XXXXXX")
   log "extracting llama.cpp from $(basename "$sdist")"
   tar -xzf "$sdist" -C "$tmp" "llama_cpp_python-$LLAMA_CPP_PYTHON_VERSION/vendor/llama.cpp"
