@@ -27,7 +27,7 @@ struct Knobs {
   int n_gpu_layers = -1;             // -ngl; -1 = all layers (where a GPU backend exists)
   std::string split_mode = "layer";  // -sm none|layer|row|tensor
   std::vector<float> tensor_split;   // -ts
-  std::string devices;               // -dev, comma separated; empty = default
+  std::string devices;               // -dev, comma separated; empty = default; "none" = CPU only
 
   // The knobs as a JSON object (keys are the long llama.cpp names).
   nlohmann::json ToJson() const;

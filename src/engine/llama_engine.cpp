@@ -136,7 +136,11 @@ Result<std::unique_ptr<LlamaEngine>> LlamaEngine::Create(const std::string& path
   for (size_t i = 0; i < k.tensor_split.size() && i < ts.size(); ++i) ts[i] = k.tensor_split[i];
   if (!k.tensor_split.empty()) mp.tensor_split = ts.data();
   std::vector<ggml_backend_dev_t> devs;
-  if (!k.devices.empty()) {
+  if (k.devices == "none") {
+    // llama.cpp's `-dev none`: no accelerator at all (nor op offload), the CPU backend alone.
+    devs.push_back(nullptr);
+    mp.devices = devs.data();
+  } else if (!k.devices.empty()) {
     size_t start = 0;
     while (start <= k.devices.size()) {
       size_t comma = k.devices.find(',', start);

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# On the GPU machine (through the device tool), from the repository root:
+#   bench/gpu/remote.sh build             unpack .gpu/a, build llama.cpp with CUDA (Hopper only)
+#   bench/gpu/remote.sh run TOML NAME     join the model, run the experiment into $OUT/NAME
+# State lives in /root/flipscope-gpu while the machine stays warm between calls.
+set -euo pipefail
+work=/root/flipscope-gpu
+export FLIPSCOPE_CACHE=$work FLIPSCOPE_CUDA_ARCH=${FLIPSCOPE_CUDA_ARCH:-90}
+case "$1" in
+  build)
+    mkdir -p "$work/src" "$work/lib"
+    tar -C "$work/src" -xzf .gpu/a/llama-src.tar.gz
+    cp .gpu/a/flipscope "$work/" && cp .gpu/a/lib/* "$work/lib/" && cp .gpu/a/model.* "$work/"
+    start=$(date +%s)
+    scripts/build-llama.sh "$work/src" cuda > "$work/build-dir"
+    echo "llama.cpp CUDA build: $(( $(date +%s) - start )) s in $(cat "$work/build-dir")"
+    LD_LIBRARY_PATH="$(cat "$work/build-dir")/bin:$work/lib" "$work/flipscope" --version
+    ;;
+  run)
+    [ -d .gpu/b ] && cp .gpu/b/model.part-* "$work/"
+    [ -f "$work/model.gguf" ] || cat "$work"/model.part-* > "$work/model.gguf"
+    [ "$(sha256sum "$work/model.gguf" | cut -d' ' -f1)" = "$(cat "$work/model.sha256")" ] ||
+      { echo "model parts do not join to the packed model" >&2; exit 1; }
+    export LD_LIBRARY_PATH="$(cat "$work/build-dir")/bin:$work/lib"
+    export FLIPSCOPE_GPU_MODEL="$work/model.gguf" FLIPSCOPE_NO_PROGRESS=1
+    "$work/flipscope" --version
+    mkdir -p "$OUT/$3"
+    "$work/flipscope" run "$2" -o "$work/out-$3" 2>&1 | tee "$OUT/$3/run.log"
+    cp "$work/out-$3"/{results.json,report.html,report.md} "$OUT/$3/"
+    ;;
+  *) echo "usage: remote.sh build | run TOML NAME" >&2; exit 2 ;;
+esac
