@@ -1,4 +1,4 @@
-// `flipscope run EXPERIMENT.toml -o OUTDIR [--memory 8GiB]`
+// `flipscope run EXPERIMENT.toml -o OUTDIR [--memory 8GiB]` and `flipscope report RESULTS.json -o OUTDIR`
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -35,6 +35,27 @@ void AddRunCommand(CLI::App& app) {
     std::string html = (std::filesystem::path(o->outdir) / "report.html").string();
     fmt::print("{}", TerminalSummary(*results, html));
     fmt::print("finished in {:.0f} s\n", NowSeconds() - t0);
+  });
+}
+
+void AddReportCommand(CLI::App& app) {
+  struct Opts { std::string results, outdir; };
+  auto o = std::make_shared<Opts>();
+  auto* cmd = app.add_subcommand("report", "Render report.html, report.md and results.csv again from a results.json "
+                                           "(e.g. one made on another machine)");
+  cmd->add_option("results", o->results, "results.json written by flipscope run")->required();
+  cmd->add_option("-o,--output", o->outdir, "Folder for the report files")->required();
+  cmd->callback([o] {
+    auto text = ReadFile(o->results);
+    if (!text.ok()) return void(ExitCode() = Fail(text.status()));
+    nlohmann::json results = nlohmann::json::parse(*text, nullptr, false);
+    if (results.is_discarded() || !results.is_object() || !results.contains("configs"))
+      return void(ExitCode() = Fail(Status::Error(o->results + ": not a results.json written by flipscope run")));
+    std::error_code ec;
+    std::filesystem::create_directories(o->outdir, ec);
+    if (ec) return void(ExitCode() = Fail(Status::Error(o->outdir + ": " + ec.message())));
+    if (Status st = WriteReport(results, o->outdir); !st.ok()) return void(ExitCode() = Fail(st));
+    fmt::print("report: {}\n", (std::filesystem::path(o->outdir) / "report.html").string());
   });
 }
 

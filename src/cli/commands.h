@@ -19,6 +19,7 @@ void AddInspectCommand(CLI::App& app);
 void AddCompareCommand(CLI::App& app);
 void AddBranchCommand(CLI::App& app);
 void AddRunCommand(CLI::App& app);
+void AddReportCommand(CLI::App& app);
 void AddTensorsCommand(CLI::App& app);
 void AddDoctorCommand(CLI::App& app);
 

@@ -74,6 +74,7 @@ int main(int argc, char** argv) {
   AddCompareCommand(app);
   AddBranchCommand(app);
   AddRunCommand(app);
+  AddReportCommand(app);
   AddTensorsCommand(app);
   AddDoctorCommand(app);
   try {

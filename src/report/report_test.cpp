@@ -11,6 +11,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "util/util.h"
 
 namespace flipscope {
@@ -354,6 +356,35 @@ TEST(ReportSvg, LogAxisKeepsZerosOnTheEdgeAndEscapesText) {
   EXPECT_EQ(svg.find(">1e-5<"), std::string::npos);
   EXPECT_EQ(svg.find("s<1>"), std::string::npos);
   EXPECT_EQ(svg.find("nan"), std::string::npos);
+}
+
+
+TEST(ReportSvg, TwelveSeriesAllLookDifferent) {
+  report::Chart c;
+  c.id = "many";
+  for (int i = 0; i < 12; ++i) c.series.push_back({"s" + std::to_string(i), {0, 1}, {0.01 * i, 0.02}, {}});
+  std::string svg = report::RenderSvgChart(c);
+  // Each legend entry: its line's colour and dash pattern, then its marker's element and shape.
+  std::set<std::string> looks;
+  size_t at = svg.find("class=\"legend\"");
+  ASSERT_NE(at, std::string::npos);
+  for (int i = 0; i < 12; ++i) {
+    size_t line = svg.find("<line", at);
+    ASSERT_NE(line, std::string::npos);
+    size_t end = svg.find("/>", line);
+    std::string stroke = svg.substr(line, end - line);
+    stroke = stroke.substr(stroke.find("stroke="));
+    size_t mark = end + 2;
+    std::string marker = svg.substr(mark, svg.find(' ', mark) - mark);
+    if (marker == "<path") {  // tell paths apart by their shape, not position
+      size_t d = svg.find("d=\"M", mark);
+      size_t l = svg.find('l', d);
+      marker += svg.substr(l, svg.find('"', l) - l);
+    }
+    looks.insert(stroke + "|" + marker);
+    at = end;
+  }
+  EXPECT_EQ(looks.size(), 12u);
 }
 
 }  // namespace

@@ -17,6 +17,10 @@ namespace {
 constexpr const char* kColors[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"};
 constexpr const char* kDashes[] = {"", "6 3", "2 3", "8 3 2 3", "12 4", "1 2", "4 4"};
 constexpr int kStyles = 7;
+// Series i: colour i mod 7, marker shape i mod 5, dash pattern shifted once every 7 series, so
+// no two of the first 35 series look alike (series 0 and 7 share a colour, not a marker or dash).
+const char* ColorOf(int i) { return kColors[i % kStyles]; }
+const char* DashOf(int i) { return kDashes[(i + i / kStyles) % kStyles]; }
 
 constexpr double kWidth = 760, kLeft = 72, kRight = 560, kTop = 40, kPlotBottom = 290, kHeight = 336;
 
@@ -174,7 +178,7 @@ std::string Band(const ChartBand& b, const Axis& x, const Axis& y) {
 }
 
 std::string Series(const ChartSeries& s, int style, const Axis& x, const Axis& y) {
-  const std::string color = kColors[style % kStyles];
+  const std::string color = ColorOf(style);
   std::string path, marks;
   for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
     bool off = y.log && !(s.y[i] > 0);
@@ -183,7 +187,7 @@ std::string Series(const ChartSeries& s, int style, const Axis& x, const Axis& y
     std::string tip = i < s.tips.size() ? s.tips[i] : fmt::format("{}: {:g}", s.name, s.y[i]);
     marks += Marker(style, px, py, color, off, tip);
   }
-  const char* dashes = kDashes[style % kStyles];
+  const char* dashes = DashOf(style);
   std::string dash = dashes[0] ? fmt::format(R"( stroke-dasharray="{}")", dashes) : "";
   return fmt::format(R"(<g class="series"><path d="{}" fill="none" stroke="{}" stroke-width="2"{}/>{}</g>)", path,
                      color, dash, marks);
@@ -206,11 +210,11 @@ std::string Legend(const Chart& chart) {
     y += 20;
   };
   for (size_t i = 0; i < chart.series.size(); ++i) {
-    int s = int(i % kStyles);
-    std::string dash = kDashes[s][0] ? fmt::format(R"( stroke-dasharray="{}")", kDashes[s]) : "";
+    int s = int(i);
+    std::string dash = DashOf(s)[0] ? fmt::format(R"( stroke-dasharray="{}")", DashOf(s)) : "";
     std::string line = fmt::format(R"(<line x1="{}" x2="{}" y1="{:.1f}" y2="{:.1f}" stroke="{}" stroke-width="2"{}/>)",
-                                   kRight + 12, kRight + 40, y, y, kColors[s], dash);
-    entry(line + Marker(s, kRight + 26, y, kColors[s], false, chart.series[i].name), chart.series[i].name);
+                                   kRight + 12, kRight + 40, y, y, ColorOf(s), dash);
+    entry(line + Marker(s, kRight + 26, y, ColorOf(s), false, chart.series[i].name), chart.series[i].name);
   }
   if (chart.band)
     entry(fmt::format(R"(<rect x="{}" y="{:.1f}" width="28" height="10" fill="#bbb" fill-opacity="0.6"/>)",

@@ -158,5 +158,26 @@ class Capture(unittest.TestCase):
         self.assertEqual([f for f in os.listdir(TMP) if ".tmp" in f], [])
 
 
+class Report(unittest.TestCase):
+    def test_report_renders_a_results_file_again(self):
+        out = os.path.join(TMP, "report-again")
+        sample = os.path.join(SRC, "tests", "data", "results-sample.json")
+        p = run("report", sample, "-o", out)
+        self.assertIn("report.html", p.stdout)
+        doc = json.load(open(sample))
+        html = open(os.path.join(out, "report.html"), encoding="utf-8").read()
+        for c in doc["configs"]:
+            self.assertIn(c["name"], html)
+        self.assertEqual(html.count("<svg"), 2)
+        rows = open(os.path.join(out, "results.csv")).read().strip().splitlines()
+        self.assertEqual(len(rows), 1 + len(doc["configs"]))
+
+    def test_report_refuses_what_is_not_a_results_file(self):
+        p = run("report", os.path.join(SRC, "examples", "demo.toml"), "-o", os.path.join(TMP, "r2"), check=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertEqual(len(p.stderr.strip().splitlines()), 1)
+        self.assertIn("demo.toml: not a results.json", p.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()
