@@ -54,6 +54,9 @@ def captures(flipscope, tmp):
     subprocess.run([flipscope, "capture", "-m", SMOL, "-w", os.path.join(tmp, "session.json"), "-o", chat,
                     "--stride", "64", "-t", "2", "-q"], check=True)
     out("fuzz_manifest", "flipscope-smollm2-chat.json", manifest_of(chat))
+
+
+def python_captures(tmp):
     f32, bf16 = os.path.join(tmp, "py-f32.safetensors"), os.path.join(tmp, "py-bf16.safetensors")
     subprocess.run([sys.executable, os.path.join(ROOT, "tests", "ref", "check_capture.py"), "--write-sample", f32,
                     bf16], check=True)
@@ -174,6 +177,7 @@ def main(flipscope):
                         "--target-tokens", "600", "-o", os.path.join(tmp, "session.json")], check=True)
         shutil.rmtree(CORPUS, ignore_errors=True)
         captures(flipscope, tmp)
+        python_captures(tmp)
         transcripts(tmp)
         experiments()
         gguf_file(tmp)
