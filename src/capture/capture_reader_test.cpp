@@ -68,7 +68,7 @@ void ExpectRefused(const std::string& name, const Parts& parts, const std::strin
   auto r = CaptureReader::Open(path);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_FALSE(r.ok()) << name;
-  const std::string& msg = r.status().message();
+  const std::string msg = r.status().message();  // a copy: status() is a temporary
   EXPECT_EQ(msg.rfind(path + ": ", 0), 0u) << name << ": " << msg;
   EXPECT_NE(msg.find(expected, path.size()), std::string::npos) << name << ": " << msg;
   EXPECT_EQ(msg.find('\n'), std::string::npos) << name << ": " << msg;

@@ -341,7 +341,7 @@ TEST(Compare, RefusesNonFiniteRows) {
       auto r = CompareFiles(a, b, {});
       EXPECT_EQ(r.ok(), !c.refused) << c.name << ": " << r.status().message();
       if (!c.refused) continue;
-      const std::string& msg = r.status().message();
+      const std::string msg = r.status().message();  // a copy: status() is a temporary
       EXPECT_EQ(msg.rfind(path + ": probe at position " + std::to_string(position) + ": ", 0), 0u) << msg;
       EXPECT_NE(msg.find("NaN or +inf"), std::string::npos) << msg;
       EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
