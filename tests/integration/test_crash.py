@@ -36,7 +36,7 @@ TIMING_KEYS = {"created", "capture_seconds", "reused", "timings"}
 
 
 def session():
-    """A few-hundred-token generated session with tool calls: each capture takes a few seconds."""
+    """A generated session with tool calls, about 1,100 SmolLM2 tokens: a capture takes seconds."""
     path = os.path.join(TMP, "session.json")
     if not os.path.exists(path):
         subprocess.run([sys.executable, os.path.join(SRC, "examples", "gen_session.py"), "--seed", "3",
@@ -97,7 +97,7 @@ class CrashSafety(unittest.TestCase):
     def test_capture_killed_at_random_moments(self):
         rng = random.Random(SEED)
         ref = os.path.join(TMP, "ref.safetensors")
-        args = ["capture", "-m", SMOL, "-w", session(), "-t", "2", "--stride", "1", "-q"]
+        args = ["capture", "-m", SMOL, "-w", session(), "-t", "2", "--stride", "4", "-q"]  # ~270 rows, 53 MB
         seconds, _ = timed([*args, "-o", ref])
         want = self.check_complete(ref)
         out = os.path.join(TMP, "killed", "cap.safetensors")
@@ -170,9 +170,9 @@ threads = 1
             self.skipTest("needs root to mount a small tmpfs (not root)")
         disk = os.path.join(TMP, "disk")
         os.makedirs(disk, exist_ok=True)
-        # SmolLM2 rows are 49152 F32 values (192 KiB): 8 MiB holds the stride-32 capture (13 rows),
-        # not the stride-1 one (400 rows) nor the experiment's stride-4 baseline (100 rows).
-        m = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", disk], capture_output=True, text=True)
+        # SmolLM2 rows are 49152 F32 values (192 KiB): 16 MiB holds the stride-32 capture (~34 rows,
+        # 6.5 MiB), not the stride-1 one (~1,100 rows) nor the experiment's stride-4 baseline (~270).
+        m = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", disk], capture_output=True, text=True)
         if m.returncode != 0:
             self.skipTest(f"cannot mount a tmpfs here: {m.stderr.strip()}")
         try:
