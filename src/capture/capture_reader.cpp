@@ -143,7 +143,10 @@ class FileReader final : public CaptureReader {
   // Validates every entry's name, dtype, rank, byte range and alignment, then that no two overlap.
   Status ReadTable(const nlohmann::json& header) {
     const uint64_t data_size = size_ - data_start_;
-    for (const auto& [name, v] : header.items()) {
+    for (const auto& item : header.items()) {
+      // Not a structured binding: clang 14 (the fuzz and sanitizer build) cannot capture one.
+      const std::string& name = item.key();
+      const nlohmann::json& v = item.value();
       if (name == "__metadata__") continue;
       auto known = std::find_if(KnownTensors().begin(), KnownTensors().end(),
                                 [&](const Expected& e) { return name == e.name; });

@@ -6,7 +6,9 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <limits>
 #include <numeric>
 #include <random>
 
@@ -16,6 +18,7 @@
 #include "compare/compare.h"
 #include "compare/compare_test_util.h"
 #include "testing/tiny_model.h"
+#include "util/util.h"
 
 using namespace flipscope;
 using namespace flipscope::testutil;
@@ -304,5 +307,44 @@ TEST(Compare, SmolLM2CapturesMatchNumpy) {
     EXPECT_TRUE(f["base_text"].is_string());
     EXPECT_TRUE(f["context"].is_string());
     EXPECT_FALSE(f["context"].get<std::string>().empty());
+  }
+}
+
+// A row holding NaN or +inf has no probability distribution: compare refuses the pair, naming the
+// file and the probe's position, rather than let NaN into FP64 metrics. -inf (a masked token) is
+// a valid logit; a row of nothing but -inf is not.
+TEST(Compare, RefusesNonFiniteRows) {
+  const std::string base = Capture("f32-base", Side::kBase, StoreDtype::kF32);
+  auto reader = CaptureReader::Open(base);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  const int64_t probe = 5;
+  const int32_t position = (*reader)->positions()[probe];
+  const int32_t n_vocab = (*reader)->n_vocab();
+  // logits is the last tensor (docs/capture-format.md): row `probe` starts this far into the file.
+  const uint64_t row_at = (*reader)->file_size() - uint64_t((*reader)->positions().size() - probe) * n_vocab * 4;
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  struct Case {
+    const char* name;
+    std::vector<float> values;  // written over the row from its first entry
+    bool refused;
+  };
+  const std::vector<Case> cases = {{"nan", {0.0f, nan}, true},
+                                   {"plus-inf", {inf}, true},
+                                   {"minus-inf", {-inf, -inf}, false},
+                                   {"all-minus-inf", std::vector<float>(size_t(n_vocab), -inf), true}};
+  for (const Case& c : cases) {
+    std::string bytes = *ReadFile(base);
+    std::memcpy(bytes.data() + row_at, c.values.data(), c.values.size() * 4);
+    const std::string path = fixtures::TempPath(std::string("compare-nonfinite-") + c.name + ".safetensors");
+    ASSERT_TRUE(WriteFileAtomic(path, bytes).ok());
+    for (auto [a, b] : {std::pair{base, path}, std::pair{path, base}}) {
+      auto r = CompareFiles(a, b, {});
+      EXPECT_EQ(r.ok(), !c.refused) << c.name << ": " << r.status().message();
+      if (!c.refused) continue;
+      const std::string msg = r.status().message();  // a copy: status() is a temporary
+      EXPECT_EQ(msg.rfind(path + ": probe at position " + std::to_string(position) + ": ", 0), 0u) << msg;
+      EXPECT_NE(msg.find("NaN or +inf"), std::string::npos) << msg;
+      EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    }
   }
 }

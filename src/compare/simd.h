@@ -69,6 +69,7 @@ FS_INLINE V Where(VI mask, V a) {
 template <typename L>
 FS_INLINE typename L::V Lookup8(const double (&table)[8], typename L::VI j) {
   using V = typename L::V;
+#if !defined(__clang__)  // clang has no __builtin_shuffle with run-time indices (its sanitizer build)
   if constexpr (L::kW == 8) {
     V t;
     std::memcpy(&t, table, sizeof(t));
@@ -78,11 +79,11 @@ FS_INLINE typename L::V Lookup8(const double (&table)[8], typename L::VI j) {
     std::memcpy(&lo, table, sizeof(lo));
     std::memcpy(&hi, table + 4, sizeof(hi));
     return __builtin_shuffle(lo, hi, j);
-  } else {
-    V r;
-    for (int i = 0; i < L::kW; ++i) r[i] = table[j[i] & 7];
-    return r;
   }
+#endif
+  V r;
+  for (int i = 0; i < L::kW; ++i) r[i] = table[j[i] & 7];
+  return r;
 }
 
 // exp(x) for x <= 0 by range reduction to |r| <= ln2/2 and a degree-13 Taylor series (no table:

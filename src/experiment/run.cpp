@@ -162,12 +162,9 @@ struct Runner {
     }
     auto first = CaptureReader::Open(entry["captures"][0].get<std::string>());
     if (!first.ok()) return refuse("failed", first.status());
-    const auto& m = (*first)->manifest();
+    entry.update(ManifestFacts((*first)->manifest())["config"]);
+    if (entry["flags"].is_null()) entry["flags"] = c.knobs.ToFlags();
     entry["status"] = "ok";
-    entry["knobs"] = m["knobs"];
-    entry["flags"] = m["engine"].value("flags", c.knobs.ToFlags());
-    entry["engine"] = m["engine"];
-    entry["timings"] = m.value("timings", nlohmann::json::object());
     entry["model_file_size"] = fs::file_size(*model);
     return true;
   }
@@ -176,6 +173,27 @@ struct Runner {
 };
 
 }  // namespace
+
+// Reads only with value() and type checks: a capture may come from another writer or be edited,
+// and a missing key or a wrong type must not throw (or index past a const object) mid-run.
+nlohmann::json ManifestFacts(const nlohmann::json& manifest) {
+  using json = nlohmann::json;
+  auto field = [&](const char* key, json fallback) {
+    auto it = manifest.find(key);
+    return it == manifest.end() ? fallback : *it;
+  };
+  json engine = field("engine", json::object());
+  json workload = field("workload", json::object());
+  if (workload.is_object()) workload.erase("spans");
+  json timings = field("timings", json::object());
+  auto flags = engine.is_object() ? engine.find("flags") : engine.end();
+  return {{"config",
+           {{"knobs", field("knobs", nullptr)},
+            {"flags", engine.is_object() && flags != engine.end() && flags->is_string() ? *flags : json(nullptr)},
+            {"engine", engine},
+            {"timings", timings.is_object() ? timings : json::object()}}},
+          {"run", {{"workload", workload}, {"probe_plan", field("probe_plan", nullptr)}, {"environment", engine}}}};
+}
 
 Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& opts) {
   std::error_code ec;
@@ -220,11 +238,7 @@ Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& op
   {
     auto r = CaptureReader::Open(base0);
     if (!r.ok()) return r.status();
-    const auto& m = (*r)->manifest();
-    results["workload"] = m["workload"];
-    results["workload"].erase("spans");
-    results["probe_plan"] = m["probe_plan"];
-    results["environment"] = m["engine"];
+    results.update(ManifestFacts((*r)->manifest())["run"]);
   }
 
   // 2. Comparisons: the baseline's repeats give the floor; every variant repeat against baseline r0.

@@ -1,5 +1,6 @@
 // Whole-file reads and atomic writes (temporary name, fsync, rename).
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,6 +15,26 @@ namespace flipscope {
 namespace {
 std::string Errno(const std::string& path, const char* what) {
   return path + ": " + what + ": " + std::strerror(errno);
+}
+
+// Removes PATH.tmp.<pid> files whose writer no longer runs on this machine (killed, or out of
+// power): a re-run of an interrupted multi-gigabyte capture must not leave its space taken. A
+// writer that is still running keeps its file (kill(pid, 0) succeeds or says EPERM).
+void RemoveStaleTemps(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+  const std::string prefix = p.filename().string() + ".tmp.";
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const std::string pid = name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : "";
+    if (pid.empty() || pid.size() > 9 || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (::kill(pid_t(std::stol(pid)), 0) != 0 && errno == ESRCH) {
+      std::error_code rm;
+      fs::remove(it->path(), rm);
+    }
+  }
 }
 }  // namespace
 
@@ -37,6 +58,7 @@ AtomicFile::~AtomicFile() {
 
 Status AtomicFile::Open(const std::string& path) {
   path_ = path;
+  RemoveStaleTemps(path);
   tmp_ = path + ".tmp." + std::to_string(::getpid());
   fd_ = ::open(tmp_.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
   if (fd_ < 0) return Status::Error(Errno(tmp_, "cannot create"));

@@ -1,6 +1,7 @@
 // util: the library's one error style (Status / Result<T>) and small shared helpers.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -14,7 +15,7 @@ class Status {
  public:
   Status() = default;
   static Status Ok() { return Status(); }
-  static Status Error(std::string message) { return Status(std::move(message)); }
+  static Status Error(std::string message) { return Status(OneLine(std::move(message))); }
   bool ok() const { return !msg_.has_value(); }
   explicit operator bool() const { return ok(); }
   // The error message; empty when ok().
@@ -24,10 +25,28 @@ class Status {
   }
   // Returns an error whose message is "prefix: message"; ok stays ok.
   Status Prefixed(const std::string& prefix) const {
-    return ok() ? *this : Status(prefix + ": " + *msg_);
+    return ok() ? *this : Status(OneLine(prefix + ": " + *msg_));
   }
 
  private:
+  // Messages quote what users wrote (a role, a key, a path); a control character there, such as a
+  // newline inside a JSON string, is written as an escape (\n, \t, \x01) so that every message
+  // stays the one line the CLI promises.
+  static std::string OneLine(std::string m) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    if (std::none_of(m.begin(), m.end(), [](char c) { return IsControl(c); })) return m;
+    std::string out;
+    for (char c : m) {
+      if (!IsControl(c)) out += c;
+      else if (c == '\n') out += "\\n";
+      else if (c == '\t') out += "\\t";
+      else if (c == '\r') out += "\\r";
+      else out += std::string("\\x") + kHex[(c >> 4) & 0xF] + kHex[c & 0xF];
+    }
+    return out;
+  }
+  static bool IsControl(char c) { return (static_cast<unsigned char>(c) < 0x20) || c == 0x7F; }
+
   explicit Status(std::string m) : msg_(std::move(m)) {}
   std::optional<std::string> msg_;
 };

@@ -48,7 +48,8 @@ class AtomicFile {
   ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
-  // Creates PATH.tmp.<pid>; error names the path.
+  // Creates PATH.tmp.<pid> (first removing PATH.tmp.* of processes that no longer run); error
+  // names the path.
   Status Open(const std::string& path);
   // Positional write of n bytes at offset; error on short writes (e.g. a full disk).
   Status WriteAt(uint64_t offset, const void* data, size_t n);

@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -35,6 +36,38 @@ TEST(AtomicFile, UncommittedLeavesNothing) {
   EXPECT_TRUE(std::filesystem::is_empty(dir));
   ASSERT_TRUE(WriteFileAtomic(path, "hello").ok());
   EXPECT_EQ(*ReadFile(path), "hello");
+}
+
+// A killed writer's temporary file goes at the next Open of the same path; a live one's stays,
+// and so do other files that merely share the prefix.
+TEST(AtomicFile, OpenRemovesTempsOfDeadWritersOnly) {
+  auto dir = std::filesystem::temp_directory_path() / "fs_atomic_stale_test";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  auto path = (dir / "cap.safetensors").string();
+  const std::string dead = path + ".tmp.999999999";  // above any pid_max: no such process
+  const std::string live = path + ".tmp." + std::to_string(::getppid());
+  const std::string other = path + ".tmp.notapid";
+  for (const auto& f : {dead, live, other}) ASSERT_TRUE(WriteFileAtomic(f, "partial").ok());
+  AtomicFile f;
+  ASSERT_TRUE(f.Open(path).ok());
+  EXPECT_FALSE(std::filesystem::exists(dead));
+  EXPECT_TRUE(std::filesystem::exists(live));
+  EXPECT_TRUE(std::filesystem::exists(other));
+  ASSERT_TRUE(f.WriteAt(0, "done", 4).ok());
+  ASSERT_TRUE(f.Commit().ok());
+  EXPECT_EQ(*ReadFile(path), "done");
+}
+
+// Errors quote user text; a newline or other control character in it must not break the
+// one-line contract (a transcript role "x\ny", a TOML key with a tab).
+TEST(Status, MessagesStayOneLine) {
+  EXPECT_EQ(Status::Error("f.json: message #2: unknown role 'x\ny'").message(),
+            "f.json: message #2: unknown role 'x\\ny'");
+  EXPECT_EQ(Status::Error(std::string("k\t\r\x01\x7f\0z", 7)).message(), "k\\t\\r\\x01\\x7f\\x00z");
+  EXPECT_EQ(Status::Error("plain: unchanged").message(), "plain: unchanged");
+  EXPECT_EQ(Status::Error("inner\n").Prefixed("outer\tfile").message(), "outer\\tfile: inner\\n");
+  EXPECT_TRUE(Status::Ok().Prefixed("x").ok());
 }
 
 TEST(ReadFile, MissingNamesTheFile) {

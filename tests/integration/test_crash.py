@@ -1,0 +1,212 @@
+"""Crash safety of `flipscope capture` and `flipscope run` (docs/reliability.md).
+
+Each command is killed with SIGKILL at seeded random moments, again and again. After every kill,
+every file under a final name must be complete: each capture opens and validates (flipscope's
+reader and safetensors + numpy independently) and results.json parses. A re-run then finishes
+and gives what an uninterrupted run gives: the same capture rows bit for bit, and the same
+results.json apart from timings. A full disk (a small tmpfs, when this runs as root and may
+mount) must give one clear error, keep the captures already written, and leave no partial file.
+
+FLIPSCOPE_CRASH_SEED picks the kill moments (default 11); FLIPSCOPE_CRASH_KILLS how many per
+command (default 5).
+"""
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import numpy as np
+from safetensors import safe_open
+from safetensors.numpy import load_file
+
+BIN = os.environ["FLIPSCOPE_BIN"]
+SRC = os.environ["FLIPSCOPE_SOURCE_DIR"]
+SMOL = os.path.join(os.environ["FLIPSCOPE_CACHE_DIR"], "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
+SEED = int(os.environ.get("FLIPSCOPE_CRASH_SEED", "11"))
+KILLS = int(os.environ.get("FLIPSCOPE_CRASH_KILLS", "5"))
+TMP = tempfile.mkdtemp(prefix="flipscope-crash-")
+# Keys of results.json that hold timings or say what was reused: the only ones a resumed run may change.
+TIMING_KEYS = {"created", "capture_seconds", "reused", "timings"}
+
+
+def session():
+    """A generated session with tool calls, about 1,100 SmolLM2 tokens: a capture takes seconds."""
+    path = os.path.join(TMP, "session.json")
+    if not os.path.exists(path):
+        subprocess.run([sys.executable, os.path.join(SRC, "examples", "gen_session.py"), "--seed", "3",
+                        "--target-tokens", "400", "-o", path], check=True)
+    return path
+
+
+def timed(args):
+    """Runs flipscope to completion; returns (seconds, completed process)."""
+    t0 = time.monotonic()
+    p = subprocess.run([BIN, *args], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise AssertionError(f"flipscope {' '.join(args)} failed ({p.returncode}): {p.stderr}")
+    return time.monotonic() - t0, p
+
+
+def kill_after(args, seconds):
+    """Starts flipscope, SIGKILLs it after `seconds` (unless it finished first); True if killed."""
+    p = subprocess.Popen([BIN, *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        p.wait(timeout=seconds)
+        return False
+    except subprocess.TimeoutExpired:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        return True
+
+
+def final_captures(folder):
+    return sorted(os.path.join(d, f) for d, _, files in os.walk(folder) for f in files if f.endswith(".safetensors"))
+
+
+def strip_timings(j):
+    if isinstance(j, dict):
+        return {k: strip_timings(v) for k, v in j.items() if k not in TIMING_KEYS and not k.endswith("seconds")}
+    if isinstance(j, list):
+        return [strip_timings(v) for v in j]
+    return j
+
+
+def manifest_without_timings(path):
+    with safe_open(path, "np") as f:
+        m = json.loads(f.metadata()["flipscope.manifest"])
+    return strip_timings(m)
+
+
+class CrashSafety(unittest.TestCase):
+    def check_complete(self, path):
+        """A file under a final name: flipscope's reader and numpy both accept all of it."""
+        p = subprocess.run([BIN, "inspect", path, "--json"], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, f"{path}: {p.stderr}")
+        t = load_file(path)
+        self.assertEqual(t["logits"].shape[0], len(t["positions"]), path)
+        self.assertTrue(np.all(np.isfinite(t["logits"])), path)
+        self.assertTrue(np.array_equal(t["argmax"], np.argmax(t["logits"], axis=1)), path)
+        return t
+
+    def test_capture_killed_at_random_moments(self):
+        rng = random.Random(SEED)
+        ref = os.path.join(TMP, "ref.safetensors")
+        args = ["capture", "-m", SMOL, "-w", session(), "-t", "2", "--stride", "4", "-q"]  # ~270 rows, 53 MB
+        seconds, _ = timed([*args, "-o", ref])
+        want = self.check_complete(ref)
+        out = os.path.join(TMP, "killed", "cap.safetensors")
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        killed = 0
+        for _ in range(KILLS):
+            at = rng.uniform(0.05, 1.0) * seconds  # up to the uncut run's end: header rewrite and rename too
+            killed += kill_after([*args, "-o", out], at)
+            if os.path.exists(out):  # the run finished before the kill: complete, never partial
+                self.check_complete(out)
+                os.remove(out)
+        self.assertGreater(killed, 0, f"no run was killed (uncut run: {seconds:.2f} s)")
+        timed([*args, "-o", out])
+        got = self.check_complete(out)
+        for name in ("tokens", "positions", "logits", "argmax", "digest"):
+            self.assertTrue(np.array_equal(got[name], want[name]), name)
+        self.assertEqual(manifest_without_timings(out), manifest_without_timings(ref))
+        # The killed writers' temporary files went when the last run opened its own.
+        self.assertEqual([f for f in os.listdir(os.path.dirname(out)) if ".tmp." in f], [])
+
+    def experiment(self, folder, name="exp.toml"):
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, name)
+        with open(path, "w") as f:
+            f.write(f"""name = "crash test"
+model = "{SMOL}"
+workload = "{session()}"
+window = 128
+[probe]
+stride = 4
+[baseline]
+flash_attn = "on"
+threads = 2
+[[variant]]
+name = "fa-off"
+flash_attn = "off"
+[[variant]]
+name = "threads-1"
+threads = 1
+""")
+        return path
+
+    def test_run_killed_at_random_moments_resumes_to_the_same_results(self):
+        rng = random.Random(SEED + 1)
+        exp = self.experiment(os.path.join(TMP, "run"))
+        ref_dir, out_dir = os.path.join(TMP, "run", "ref"), os.path.join(TMP, "run", "killed")
+        seconds, _ = timed(["run", exp, "-o", ref_dir, "-q"])
+        with open(os.path.join(ref_dir, "results.json")) as f:
+            want = strip_timings(json.load(f))
+        killed = 0
+        for _ in range(KILLS):
+            at = rng.uniform(0.05, 1.0) * seconds
+            killed += kill_after(["run", exp, "-o", out_dir, "-q"], at)
+            for c in final_captures(out_dir):
+                self.check_complete(c)
+            results = os.path.join(out_dir, "results.json")
+            if os.path.exists(results):
+                with open(results) as f:
+                    json.load(f)  # complete JSON, or it would not be there
+                os.remove(results)  # the next round must write it again
+        self.assertGreater(killed, 0, f"no run was killed (uncut run: {seconds:.2f} s)")
+        timed(["run", exp, "-o", out_dir, "-q"])
+        with open(os.path.join(out_dir, "results.json")) as f:
+            got = strip_timings(json.load(f))
+        # Paths differ only by the results folder's name.
+        self.assertEqual(json.loads(json.dumps(got).replace(out_dir, ref_dir)), want)
+
+    def test_full_disk(self):
+        if os.geteuid() != 0:
+            self.skipTest("needs root to mount a small tmpfs (not root)")
+        disk = os.path.join(TMP, "disk")
+        os.makedirs(disk, exist_ok=True)
+        # SmolLM2 rows are 49152 F32 values (192 KiB): 16 MiB holds the stride-32 capture (~34 rows,
+        # 6.5 MiB), not the stride-1 one (~1,100 rows) nor the experiment's stride-4 baseline (~270).
+        m = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", disk], capture_output=True, text=True)
+        if m.returncode != 0:
+            self.skipTest(f"cannot mount a tmpfs here: {m.stderr.strip()}")
+        try:
+            args = ["capture", "-m", SMOL, "-w", session(), "-t", "2", "-q"]
+            kept = os.path.join(disk, "kept.safetensors")
+            timed([*args, "-o", kept])
+            before = self.check_complete(kept)
+            big = os.path.join(disk, "big.safetensors")
+            p = subprocess.run([BIN, *args, "--stride", "1", "-o", big], capture_output=True, text=True)
+            self.assertNotEqual(p.returncode, 0)
+            err = p.stderr.strip()
+            self.assertEqual(len(err.splitlines()), 1, err)
+            self.assertIn(big, err)
+            self.assertIn("No space left on device", err)
+            self.assertFalse(os.path.exists(big))
+            self.assertEqual(sorted(os.listdir(disk)), ["kept.safetensors"])  # no temporary file left
+            after = self.check_complete(kept)
+            self.assertTrue(np.array_equal(after["logits"], before["logits"]))
+            # `run` into the full disk: the baseline cannot be written, so the run stops with one
+            # clear line; nothing under a final name is partial.
+            exp = self.experiment(os.path.join(TMP, "run-disk"))
+            p = subprocess.run([BIN, "run", exp, "-o", os.path.join(disk, "run"), "-q"], capture_output=True,
+                               text=True)
+            self.assertNotEqual(p.returncode, 0)
+            self.assertIn("No space left on device", p.stderr.strip().splitlines()[-1])
+            for c in final_captures(os.path.join(disk, "run")):
+                self.check_complete(c)
+            self.assertEqual([f for d, _, fs in os.walk(disk) for f in fs if ".tmp" in f], [])
+        finally:
+            subprocess.run(["umount", disk], check=False)
+
+
+if __name__ == "__main__":
+    try:
+        unittest.main()
+    finally:
+        shutil.rmtree(TMP, ignore_errors=True)
