@@ -61,19 +61,16 @@ class Server:
 
 
 class Http(unittest.TestCase):
-    base = cand = workload = None
+    base = workload = None
 
     @classmethod
     def setUpClass(cls):
         cls.workload = os.path.join(TMP, "session.json")
         subprocess.run([sys.executable, os.path.join(SRC, "examples", "gen_session.py"), "--seed", "3",
                         "--target-tokens", "350", "-o", cls.workload], check=True)
-        # The served logits (every position), and a KV-cache change that flips some greedy tokens.
+        # The served logits: every position.
         cls.base = os.path.join(TMP, "base.safetensors")
         run("capture", "-m", SMOL, "-w", cls.workload, "-o", cls.base, "-t", "2", "--stride", "1", "-q")
-        cls.cand = os.path.join(TMP, "q4kv.safetensors")
-        run("capture", "-m", SMOL, "-w", cls.workload, "-o", cls.cand, "-t", "2", "--stride", "1", "-q",
-            "-fa", "on", "-ctk", "q4_0", "-ctv", "q4_0")
 
     def capture(self, url, out, *extra, check=True, env=None):
         path = os.path.join(TMP, out)
@@ -124,10 +121,14 @@ class Http(unittest.TestCase):
         with Server() as s:
             v, _ = self.capture(s.url, "served.safetensors", "--logprobs", "20")
 
+        cand = os.path.join(TMP, "q4kv.safetensors")  # a KV-cache change that flips some greedy tokens
+        run("capture", "-m", SMOL, "-w", self.workload, "-o", cand, "-t", "2", "--stride", "1", "-q",
+            "-fa", "on", "-ctk", "q4_0", "-ctv", "q4_0")
+
         def cmp(a, b):
             return json.loads(run("compare", a, b, "--json", "--no-text", "-q").stdout)
-        full = cmp(self.cand, self.base)    # full vs full, every position
-        trunc = cmp(self.cand, v)           # full vs the served top-20, every third position
+        full = cmp(cand, self.base)         # full vs full, every position
+        trunc = cmp(cand, v)                # full vs the served top-20, every third position
         self.assertTrue(trunc["truncated"])
         self.assertIn("tail bucket", trunc["kl_estimate"])
         probes = set(load_file(v)["positions"].tolist())
@@ -144,8 +145,8 @@ class Http(unittest.TestCase):
             path, _ = self.capture(s.url, "retry.safetensors", "--retries", "3")
             self.assertEqual(s.posts(), 3)
         self.expect_topk(path, 20)
-        with Server("--fault", "slow:4:1") as s:
-            path, _ = self.capture(s.url, "slow.safetensors", "--timeout", "1", "--retries", "2")
+        with Server("--fault", "slow:10:1") as s:
+            path, _ = self.capture(s.url, "slow.safetensors", "--timeout", "4", "--retries", "2")
             self.assertEqual(s.posts(), 2)
         self.expect_topk(path, 20)
 

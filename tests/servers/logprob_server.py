@@ -50,8 +50,13 @@ class Model:
         ids = self.order[i - 1, :k]
         return [(int(v), float(np.float32(self.lp[i - 1, v]))) for v in ids]
 
-    def rank(self, i, token):
-        return int(np.sum(self.lp[i - 1] > self.lp[i - 1, token])) + 1
+    def rank(self, i, token, top):
+        """vLLM's rank: 1 + the number of ids strictly more probable (all of them are in a top list
+        reaching token's log-probability, so only the prompt token outside it scans the row)."""
+        row = self.lp[i - 1]
+        if token in top:
+            return 1 + sum(1 for v in top if row[v] > row[token])
+        return int(np.sum(row > row[token])) + 1
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -136,10 +141,11 @@ class Handler(BaseHTTPRequestHandler):
             plp = [None]
             for i in range(1, n):
                 entries = m.entry(i, k)
-                if ids[i] not in [v for v, _ in entries]:  # vLLM adds the prompt token with its rank
+                top = [v for v, _ in entries]
+                if ids[i] not in top:  # vLLM adds the prompt token with its rank
                     entries.append((ids[i], float(np.float32(m.lp[i - 1, ids[i]]))))
                 # Reversed, so a client cannot rely on the order of the keys.
-                plp.append({str(v): {"logprob": lp, "rank": m.rank(i, v), "decoded_token": f"<{v}>"}
+                plp.append({str(v): {"logprob": lp, "rank": m.rank(i, v, top), "decoded_token": f"<{v}>"}
                             for v, lp in reversed(entries)})
             body = {"id": "cmpl-test", "object": "text_completion", "created": 1736000000,
                     "model": req.get("model"), "choices": [{
