@@ -17,12 +17,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
 
-# Python for the independent checks in the tests (numpy, safetensors, gguf), pinned.
-if [ ! -x "$VENV/bin/python" ] || [ ! -f "$VENV/.flipscope-ok" ]; then
-  log "creating $VENV"
-  python3 -m venv "$VENV"
-  "$VENV/bin/pip" install -q numpy==2.1.3 safetensors==0.4.5 gguf==0.17.1 >&2
-  touch "$VENV/.flipscope-ok"
+# Python for the independent checks in the tests (numpy, safetensors, gguf) and the Python capture
+# writers (xxhash: the row digest), pinned. The marker holds the list, so a changed list reinstalls.
+PIP_PACKAGES="numpy==2.1.3 safetensors==0.4.5 gguf==0.17.1 xxhash==3.5.0"
+if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$VENV/.flipscope-ok" 2>/dev/null)" != "$PIP_PACKAGES" ]; then
+  log "setting up $VENV"
+  [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+  # shellcheck disable=SC2086
+  "$VENV/bin/pip" install -q $PIP_PACKAGES >&2
+  echo "$PIP_PACKAGES" >"$VENV/.flipscope-ok"
 fi
 
 src=$("$here/fetch-llama.sh")

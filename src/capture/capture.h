@@ -134,15 +134,17 @@ struct CaptureForks {
 struct CaptureRequest {
   std::string model_path, workload_path, out_path;
   WorkloadOptions workload;
-  Knobs knobs;
+  std::string engine = "llama";  // "llama" (linked llama.cpp) or "openai" (a server over HTTP)
+  Knobs knobs;                   // llama only
+  HttpOptions http;              // openai only; the model file then only tokenizes
   ProbePlan plan;
   StoreDtype store = StoreDtype::kF32;
   bool progress = true;  // show the progress bar (on a terminal only)
   CaptureForks forks;    // not part of the request's identity: forks do not change the rows
 };
 
-// Renders and tokenizes the workload, runs it teacher-forced through the llama engine and
-// writes the capture atomically. Returns the final manifest. On error nothing is left at out_path.
+// Renders and tokenizes the workload, runs it teacher-forced through the engine (llama.cpp, or a
+// server over HTTP: a truncated capture) and writes the capture atomically. Returns the final manifest. On error nothing is left at out_path.
 Result<nlohmann::json> RunCapture(const CaptureRequest& req);
 
 // The manifest's "request": everything that decides the capture's content, as asked (knobs

@@ -59,7 +59,7 @@ Result<std::vector<int32_t>> PlanProbes(const ProbePlan& plan, int32_t n, const 
 
 nlohmann::json CaptureRequestJson(const CaptureRequest& req, const std::string& model_sha256,
                                   const std::string& workload_sha256) {
-  return {{"model_sha256", model_sha256},
+  nlohmann::json j = {{"model_sha256", model_sha256},
           {"workload_sha256", workload_sha256},
           {"format", req.workload.format},
           {"chat_template", req.workload.chat_template},
@@ -67,18 +67,54 @@ nlohmann::json CaptureRequestJson(const CaptureRequest& req, const std::string& 
           {"probe_plan", req.plan.ToJson()},
           {"store", StoreName(req.store)},
           {"tool_version", FLIPSCOPE_VERSION}};
+  if (req.engine != "llama") {
+    j["engine"] = req.engine;
+    j["http"] = {{"flags", req.http.ToFlags()}, {"server_note", req.http.server_note}};
+  }
+  return j;
 }
-
 namespace {
 
-// Hash of the vocabulary as the engine renders it: two captures with equal hashes tokenize alike.
-std::string TokenizerHash(const LlamaEngine& e) {
+// Hash of the vocabulary as rendered: two captures with equal hashes tokenize alike.
+std::string TokenizerHash(int32_t n_vocab, const std::function<std::string(int32_t)>& text) {
   Sha256 h;
-  for (int32_t t = 0; t < e.n_vocab(); ++t) {
-    std::string piece = e.TokenText(t);
+  for (int32_t t = 0; t < n_vocab; ++t) {
+    std::string piece = text(t);
     h.Update(piece.data(), piece.size() + 1);  // include the NUL as a separator
   }
   return h.HexDigest();
+}
+
+// The engine a request names, with the tokenizer hash of the model that tokenized the workload.
+struct MadeEngine {
+  std::unique_ptr<Engine> engine;
+  LlamaEngine* llama = nullptr;  // the same engine when it is llama.cpp's (it can fork)
+  std::string tokenizer_sha256;
+  int32_t topk = 0;  // > 0: the engine gives truncated rows
+};
+
+Result<MadeEngine> MakeEngine(const CaptureRequest& req, const ModelInfo& model, int32_t n_tokens) {
+  MadeEngine m;
+  if (req.engine == "llama") {
+    if (req.knobs.n_ctx > 0 && n_tokens > req.knobs.n_ctx)
+      return Status::Error(fmt::format("{}: {} tokens do not fit the context of {} (-c)", req.workload_path, n_tokens,
+                                       req.knobs.n_ctx));
+    if (req.knobs.n_ctx == 0 && n_tokens > model.n_ctx_train)
+      return Status::Error(fmt::format("{}: {} tokens are longer than the model's training context of {}; set -c to "
+                                       "run past it", req.workload_path, n_tokens, model.n_ctx_train));
+    FS_ASSIGN_OR_RETURN(auto llama, LlamaEngine::Create(req.model_path, req.knobs, req.forks.plan ? 2 : 1));
+    m.tokenizer_sha256 = TokenizerHash(llama->n_vocab(), [&](int32_t t) { return llama->TokenText(t); });
+    m.llama = llama.get();
+    m.engine = std::move(llama);
+    return m;
+  }
+  if (req.engine != "openai") return Status::Error("--engine must be llama or openai, not '" + req.engine + "'");
+  FS_ASSIGN_OR_RETURN(auto detok, LoadDetokenizer(req.model_path));
+  FS_ASSIGN_OR_RETURN(auto server, HttpEngine::Create(req.http, int32_t(model.n_vocab)));
+  m.tokenizer_sha256 = TokenizerHash(int32_t(model.n_vocab), detok);
+  m.topk = server->topk();
+  m.engine = std::move(server);
+  return m;
 }
 
 }  // namespace
@@ -90,14 +126,12 @@ Result<nlohmann::json> RunCapture(const CaptureRequest& req) {
   FS_ASSIGN_OR_RETURN(Workload w, LoadWorkload(req.workload_path, req.model_path, req.workload));
   const int32_t n = int32_t(w.tokens.size());
   FS_ASSIGN_OR_RETURN(std::vector<int32_t> probes, PlanProbes(req.plan, n, w.spans));
-  if (req.knobs.n_ctx > 0 && n > req.knobs.n_ctx)
-    return Status::Error(fmt::format("{}: {} tokens do not fit the context of {} (-c)", req.workload_path, n,
-                                     req.knobs.n_ctx));
-  if (req.knobs.n_ctx == 0 && n > model.n_ctx_train)
-    return Status::Error(fmt::format("{}: {} tokens are longer than the model's training context of {}; set -c to "
-                                     "run past it", req.workload_path, n, model.n_ctx_train));
+  if (req.engine == "openai" && req.store != StoreDtype::kF32)
+    return Status::Error("--store bf16 applies to full logits; a server's top-k log-probabilities are stored as f32");
   double t_load0 = NowSeconds();
-  FS_ASSIGN_OR_RETURN(auto engine, LlamaEngine::Create(req.model_path, req.knobs, req.forks.plan ? 2 : 1));
+  FS_ASSIGN_OR_RETURN(MadeEngine made, MakeEngine(req, model, n));
+  Engine* engine = made.engine.get();
+  if (req.forks.plan && !made.llama) return Status::Error("following forks needs the llama engine");
   double t_load = NowSeconds() - t_load0;
 
   nlohmann::json workload = w.info;
@@ -109,43 +143,52 @@ Result<nlohmann::json> RunCapture(const CaptureRequest& req) {
       {"tool", {{"name", "flipscope"}, {"version", FLIPSCOPE_VERSION}}},
       {"created", UtcNowIso()},
       {"model", model.ToJson()},
-      {"tokenizer_sha256", TokenizerHash(*engine)},
+      {"tokenizer_sha256", made.tokenizer_sha256},
       {"workload", workload},
       {"engine", engine->Describe()},
       {"knobs", engine->Describe()["knobs"]},
       {"probe_plan", {{"stride", req.plan.stride}, {"full", req.plan.full}, {"n_probes", probes.size()}}},
       {"store", StoreName(req.store)},
-      {"truncated", false},
-      {"topk", 0},
+      {"truncated", made.topk > 0},
+      {"topk", made.topk},
   };
+  if (made.topk > 0)
+    manifest["truncation"] = {
+        {"k", made.topk},
+        {"note", "rows hold the server's top-k log-probabilities only: flips are exact (argmax = its top-1 id); "
+                 "KL is a tail-bucket estimate (a lower bound), see docs/engines.md"}};
   FS_ASSIGN_OR_RETURN(std::string workload_sha, Sha256File(req.workload_path));
   manifest["request"] = CaptureRequestJson(req, model.sha256, workload_sha);
   CaptureLayout layout;
   layout.tokens = w.tokens;
   layout.positions = probes;
-  layout.n_vocab = engine->n_vocab();
+  layout.n_vocab = made.topk > 0 ? 0 : engine->n_vocab();
+  layout.topk = made.topk;
   layout.store = req.store;
   FS_ASSIGN_OR_RETURN(auto writer, CaptureWriter::Create(req.out_path, layout, manifest));
 
   Progress bar("capture", uint64_t(n), "tok");
   double t_run0 = NowSeconds();
-  RowSink write = [&](const Row& r) { return writer->WriteRow(r.index, r.logits); };
+  RowSink write = [&](const Row& r) {
+    return made.topk > 0 ? writer->WriteTopK(r.index, r.topk_ids, r.topk_logprobs, r.argmax)
+                         : writer->WriteRow(r.index, r.logits);
+  };
   ProgressFn on_tokens = [&](int64_t done) {
     if (req.progress) bar.Update(uint64_t(done));
   };
   int64_t n_forks = 0;
   double fork_s = 0;
   Status st = req.forks.plan
-                  ? engine->PrefillWithPlannedForks(w.tokens, probes, write, req.forks.plan, req.forks.max_tokens,
-                                                    [&](const ForkRequest& fr, const Future& f) {
-                                                      ++n_forks;
-                                                      fork_s += f.seconds;
-                                                      return req.forks.sink(fr, f);
-                                                    },
-                                                    on_tokens)
+                  ? made.llama->PrefillWithPlannedForks(w.tokens, probes, write, req.forks.plan, req.forks.max_tokens,
+                                                        [&](const ForkRequest& fr, const Future& f) {
+                                                          ++n_forks;
+                                                          fork_s += f.seconds;
+                                                          return req.forks.sink(fr, f);
+                                                        },
+                                                        on_tokens)
                   : engine->Prefill(w.tokens, probes, write, on_tokens);
   bar.Finish();
-  if (!st.ok()) return st.Prefixed(req.model_path);
+  if (!st.ok()) return req.engine == "llama" ? st.Prefixed(req.model_path) : st;
   double t_run = NowSeconds() - t_run0;
   // Fork decoding is timed apart so that tokens/s stays the prefill's own rate.
   t_run -= fork_s;

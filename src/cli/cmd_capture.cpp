@@ -24,6 +24,20 @@ void AddKnobFlags(CLI::App* cmd, Knobs& k, std::string& ts) {
   cmd->add_option("--device", k.devices, "Devices, comma separated (see --version)");
 }
 
+// Registers the server flags of --engine openai (docs/engines.md).
+void AddServerFlags(CLI::App* cmd, HttpOptions& h) {
+  cmd->add_option("--url", h.url, "--engine openai: the server's base URL, e.g. http://gpu-host:8000");
+  cmd->add_option("--api", h.api, "--engine openai: vllm (POST /v1/completions) or sglang (POST /generate)")
+      ->default_val("vllm");
+  cmd->add_option("--logprobs", h.logprobs, "--engine openai: top-k log-probabilities per position (-1: vLLM's full vocabulary)")
+      ->default_val(20);
+  cmd->add_option("--served-model-name", h.served_model, "--engine openai: the request's model (default: the server's first)");
+  cmd->add_option("--api-key-env", h.api_key_env, "--engine openai: environment variable holding the API key (sent as Bearer)");
+  cmd->add_option("--server-note", h.server_note, "--engine openai: text recorded in the manifest, e.g. the server's flags");
+  cmd->add_option("--timeout", h.timeout_s, "--engine openai: seconds per request")->default_val(600);
+  cmd->add_option("--retries", h.retries, "--engine openai: retries after 5xx, 429 and timeouts")->default_val(4);
+}
+
 Result<std::vector<float>> ParseSplit(const std::string& s) {
   std::vector<float> out;
   size_t start = 0;
@@ -49,7 +63,9 @@ void AddCaptureCommand(CLI::App& app) {
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("capture", "Run a workload teacher-forced and store the logits at probe positions");
-  cmd->add_option("-m,--model", o->req.model_path, "GGUF model file")->required();
+  cmd->add_option("-m,--model", o->req.model_path, "GGUF model file (with --engine openai: its tokenizer only)")->required();
+  cmd->add_option("--engine", o->req.engine, "llama (linked llama.cpp) or openai (a vLLM / SGLang server, --url)")
+      ->default_val("llama");
   cmd->add_option("-w,--workload", o->req.workload_path, "Chat JSON/JSONL, plain text or token ids")->required();
   cmd->add_option("-o,--output", o->req.out_path, "Capture file to write (.safetensors)")->required();
   cmd->add_option("--format", o->req.workload.format, "Workload format: auto, chat, jsonl, text, tokens")
@@ -61,6 +77,7 @@ void AddCaptureCommand(CLI::App& app) {
   cmd->add_option("--store", o->store, "Stored logits dtype: f32 (native) or bf16")->default_val("f32");
   cmd->add_flag("-q,--quiet", o->quiet, "No progress bar");
   AddKnobFlags(cmd, o->req.knobs, o->ts);
+  AddServerFlags(cmd, o->req.http);
   cmd->callback([o] {
     auto store = ParseStore(o->store);
     if (!store.ok()) return void(ExitCode() = Fail(store.status()));
@@ -69,6 +86,9 @@ void AddCaptureCommand(CLI::App& app) {
     if (!split.ok()) return void(ExitCode() = Fail(split.status()));
     o->req.knobs.tensor_split = *split;
     o->req.progress = !o->quiet;
+    if (o->req.engine == "openai" && o->req.http.url.empty()) return void(ExitCode() = Fail(Status::Error("--engine openai needs --url")));
+    if (o->req.engine != "openai" && !o->req.http.url.empty())
+      return void(ExitCode() = Fail(Status::Error("--url needs --engine openai")));
     auto m = RunCapture(o->req);
     if (!m.ok()) return void(ExitCode() = Fail(m.status()));
     const auto& t = (*m)["timings"];

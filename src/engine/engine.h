@@ -126,6 +126,53 @@ class LlamaEngine : public Engine {
   std::unique_ptr<Impl> impl_;
 };
 
+// ---- Servers over HTTP: vLLM and SGLang (docs/engines.md) ---------------------------------------
+
+// How to reach a server that returns prompt log-probabilities, and what to ask it for.
+struct HttpOptions {
+  std::string url;               // base URL, e.g. http://gpu-host:8000 (no path)
+  std::string api = "vllm";      // "vllm": POST /v1/completions; "sglang": POST /generate
+  std::string served_model;      // vLLM's request "model"; empty = the first id of GET /v1/models
+  int logprobs = 20;             // k per position; -1 (vLLM) = the whole vocabulary
+  std::string api_key_env;       // env var holding a Bearer key; the key itself is never recorded
+  double timeout_s = 600;        // per request (a long prompt is one request)
+  int retries = 4;               // extra attempts after 5xx, 429, timeouts and refused connections
+  double backoff_s = 1;          // delay before the first retry, doubled before each next one
+  std::string server_note;       // free text for the manifest, e.g. the server's launch flags
+  // Checks the values; errors name the flag.
+  Status Validate() const;
+  // The flags that reproduce these options on `flipscope capture` (no key, URL redacted).
+  std::string ToFlags() const;
+};
+
+// A server over HTTP. Rows are truncated: the top-k ids and log-probabilities the server returns,
+// argmax = its top-1 id. The whole token sequence is sent as one request, because every
+// position's distribution depends on its whole prefix.
+class HttpEngine : public Engine {
+ public:
+  // Reads the key from opts.api_key_env, asks the server for its model id, version and context
+  // limit (recorded in Describe()); n_vocab is the local model's, to check returned ids.
+  static Result<std::unique_ptr<HttpEngine>> Create(const HttpOptions& opts, int32_t n_vocab);
+  ~HttpEngine() override;
+  int32_t n_vocab() const override;
+  // k of every row (n_vocab when logprobs == -1).
+  int32_t topk() const;
+  // Sends tokens as one request and hands over the top-k rows at probes; errors name the URL.
+  Status Prefill(std::span<const int32_t> tokens, std::span<const int32_t> probes, const RowSink& sink,
+                 const ProgressFn& progress) override;
+  // Engine "openai", the API, the redacted URL, the server's model id / version / limits as
+  // reported, the note, the request parameters and "flags".
+  nlohmann::json Describe() const override;
+  struct Impl;
+
+ private:
+  explicit HttpEngine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// url with any "user:password@" removed, for manifests and messages.
+std::string RedactUrl(const std::string& url);
+
 // Token id -> text (special tokens rendered) from a model's vocabulary, loaded vocab-only (fast,
 // no weights). The function owns the vocabulary; ids outside it give "".
 Result<std::function<std::string(int32_t)>> LoadDetokenizer(const std::string& model_path);

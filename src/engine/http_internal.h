@@ -1,0 +1,71 @@
+// engine internals for servers over HTTP, shared by http_*.cpp and their tests; not part of the
+// stage's interface (engine.h is).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/engine.h"
+#include "util/status.h"
+
+namespace flipscope::http {
+
+// ---- Transport --------------------------------------------------------------------------------
+
+struct Response {
+  long status = 0;
+  std::string body;
+};
+
+// Requests to one server with retries and backoff. Every message names the redacted URL and
+// path, and never holds the key.
+class Client {
+ public:
+  Client(const HttpOptions& opts, std::string api_key);
+  // GET base + path.
+  Result<Response> Get(const std::string& path) const;
+  // POST base + path with a JSON body.
+  Result<Response> Post(const std::string& path, const std::string& json_body) const;
+  // "URL/path" with credentials removed, for messages.
+  std::string Where(const std::string& path) const;
+  // text with every occurrence of the key replaced by "***" (for anything the server echoes).
+  std::string Scrub(std::string text) const;
+
+ private:
+  Result<Response> Send(const std::string& path, const std::string* body) const;
+  HttpOptions opts_;
+  std::string base_, key_;
+};
+
+// The server's error text from a non-2xx body: its "message" / "error" / "detail" field when the
+// body is JSON, else the body itself, on one line and at most 300 characters.
+std::string ErrorText(std::string_view body);
+
+// ---- Response bodies ---------------------------------------------------------------------------
+
+// Prompt log-probabilities as parsed: entry i (1 <= i < n_entries) is the top-k of the
+// distribution that predicts prompt token i, by descending log-probability (ties: lower id).
+struct PromptTopK {
+  int32_t k = 0;
+  size_t n_entries = 0;
+  std::vector<int32_t> ids;      // n_entries * k; entry 0 is unused
+  std::vector<float> logprobs;   // n_entries * k
+};
+
+// Parses JSON that may hold the non-standard -Infinity / Infinity / NaN literals Python's json
+// writes (a -inf log-probability); they become -DBL_MAX / DBL_MAX / null (the parsers read a
+// log-probability of -DBL_MAX as -inf).
+Result<nlohmann::json> ParseLenient(std::string_view body);
+
+// vLLM /v1/completions: choices[0].prompt_logprobs = [null, {"id": {"logprob", "rank",
+// "decoded_token"}}, ...]. Each entry keeps its k most probable ids (vLLM adds the prompt token
+// itself when it is outside the top-k). Errors say which entry is wrong and how.
+Result<PromptTopK> ParseVllm(const nlohmann::json& body, int32_t k, int32_t n_vocab);
+// SGLang /generate: meta_info.input_top_logprobs = [null, [[logprob, id, text], ...], ...].
+Result<PromptTopK> ParseSglang(const nlohmann::json& body, int32_t k, int32_t n_vocab);
+
+}  // namespace flipscope::http

@@ -1,0 +1,154 @@
+// Response bodies shaped like the vLLM and SGLang documentation's examples (field names, nesting,
+// null first entry, string keys, [logprob, id, text] triples), and the ways they can be wrong.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "engine/http_internal.h"
+
+using namespace flipscope;
+using json = nlohmann::json;
+
+namespace {
+
+// vLLM /v1/completions with prompt_logprobs = 2 for a 3-token prompt [791, 6864, 315]: vLLM adds
+// the prompt token itself when it is outside the top-k (entry 1: rank 120).
+const char* kVllmBody = R"({
+  "id": "cmpl-0f7e6d5c4b3a", "object": "text_completion", "created": 1736000000,
+  "model": "Qwen/Qwen2.5-0.5B-Instruct",
+  "choices": [{
+    "index": 0, "text": " the", "logprobs": null, "finish_reason": "length", "stop_reason": null,
+    "prompt_logprobs": [
+      null,
+      {"6864": {"logprob": -7.25, "rank": 120, "decoded_token": " capital"},
+       "279": {"logprob": -1.5, "rank": 1, "decoded_token": " the"},
+       "264": {"logprob": -2.0, "rank": 2, "decoded_token": " a"}},
+      {"315": {"logprob": -0.125, "rank": 1, "decoded_token": " of"},
+       "11": {"logprob": -3.0, "rank": 2, "decoded_token": ","}}
+    ]
+  }],
+  "usage": {"prompt_tokens": 3, "total_tokens": 4, "completion_tokens": 1, "prompt_tokens_details": null}
+})";
+
+// SGLang /generate with return_logprob, logprob_start_len 0, top_logprobs_num 2, same prompt.
+const char* kSglangBody = R"({
+  "text": " Paris",
+  "meta_info": {
+    "id": "5b1c", "finish_reason": {"type": "length", "length": 1}, "prompt_tokens": 3,
+    "completion_tokens": 1, "cached_tokens": 0,
+    "input_token_logprobs": [[null, 791, null], [-7.25, 6864, null], [-0.125, 315, null]],
+    "output_token_logprobs": [[-0.5, 12095, null]],
+    "input_top_logprobs": [null, [[-1.5, 279, null], [-2.0, 264, null]], [[-0.125, 315, null], [-3.0, 11, null]]],
+    "output_top_logprobs": [[[-0.5, 12095, null], [-1.0, 279, null]]],
+    "e2e_latency": 0.05
+  }
+})";
+
+json Parse(const std::string& s) {
+  auto j = http::ParseLenient(s);
+  EXPECT_TRUE(j.ok()) << j.status().message();
+  return j.ok() ? *j : json();
+}
+
+void ExpectTable(const http::PromptTopK& t) {
+  ASSERT_EQ(t.n_entries, 3u);
+  ASSERT_EQ(t.k, 2);
+  EXPECT_EQ(std::vector<int32_t>(t.ids.begin() + 2, t.ids.end()), (std::vector<int32_t>{279, 264, 315, 11}));
+  EXPECT_EQ(std::vector<float>(t.logprobs.begin() + 2, t.logprobs.end()),
+            (std::vector<float>{-1.5f, -2.0f, -0.125f, -3.0f}));
+}
+
+}  // namespace
+
+TEST(HttpParse, VllmDocumentedShape) {
+  auto t = http::ParseVllm(Parse(kVllmBody), 2, 151936);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  ExpectTable(*t);
+}
+
+TEST(HttpParse, SglangDocumentedShape) {
+  auto t = http::ParseSglang(Parse(kSglangBody), 2, 151936);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  ExpectTable(*t);
+  // A batch of one (a list around the object) reads the same.
+  auto batch = http::ParseSglang(json::array({Parse(kSglangBody)}), 2, 151936);
+  ASSERT_TRUE(batch.ok()) << batch.status().message();
+  ExpectTable(*batch);
+}
+
+TEST(HttpParse, KeepsTheTopKAndBreaksTiesToTheLowerId) {
+  std::string body = R"({"choices": [{"prompt_logprobs": [null,
+    {"9": {"logprob": -1.0}, "4": {"logprob": -1.0}, "7": {"logprob": -0.5}, "2": {"logprob": -4.0}}]}]})";
+  auto t = http::ParseVllm(Parse(body), 3, 10);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(std::vector<int32_t>(t->ids.begin() + 3, t->ids.end()), (std::vector<int32_t>{7, 4, 9}));
+}
+
+TEST(HttpParse, NonStandardInfinityFromPython) {
+  // Python's json writes -inf as -Infinity; inside strings the word stays as it is.
+  auto j = http::ParseLenient(R"({"a": -Infinity, "b": "-Infinity NaN", "c": NaN, "d": [Infinity]})");
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  EXPECT_EQ((*j)["a"].get<double>(), -std::numeric_limits<double>::max());
+  EXPECT_EQ((*j)["b"], "-Infinity NaN");
+  EXPECT_TRUE((*j)["c"].is_null());
+  EXPECT_EQ((*j)["d"][0].get<double>(), std::numeric_limits<double>::max());
+  std::string body = R"({"choices": [{"prompt_logprobs": [null,
+    {"1": {"logprob": 0.0}, "0": {"logprob": -Infinity}}]}]})";
+  auto t = http::ParseVllm(Parse(body), 2, 10);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->ids[3], 0);
+  EXPECT_TRUE(std::isinf(t->logprobs[3]));
+}
+
+TEST(HttpParse, FaultsNameTheEntryAndTheProblem) {
+  struct Case {
+    std::string body;
+    int32_t k;
+    std::string expect;
+  };
+  const std::vector<Case> vllm = {
+      {R"({"object": "error", "message": "oops"})", 2, "no choices[0]"},
+      {R"({"choices": [{"text": "x"}]})", 2, "prompt_logprobs is missing"},
+      {R"({"choices": [{"prompt_logprobs": {}}]})", 2, "not a list"},
+      {R"({"choices": [{"prompt_logprobs": [{"1": {"logprob": -1}}]}]})", 1, "prompt_logprobs[0] is not null"},
+      {R"({"choices": [{"prompt_logprobs": [null, {"x1": {"logprob": -1}}]}]})", 1, "key 'x1' is not a token id"},
+      {R"({"choices": [{"prompt_logprobs": [null, {"1": {"rank": 1}}]}]})", 1, "prompt_logprobs[1][\"1\"].logprob"},
+      {R"({"choices": [{"prompt_logprobs": [null, {"1": {"logprob": -1}}]}]})", 2, "prompt_logprobs[1]: 1 distinct token ids, expected at least 2"},
+      {R"({"choices": [{"prompt_logprobs": [null, {"50": {"logprob": -1}}]}]})", 1, "token id 50 outside the model's vocabulary of 10"},
+      {R"({"choices": [{"prompt_logprobs": [null, {"5": {"logprob": 0.5}}]}]})", 1, "log-probability 0.5 of token 5 is not <= 0"},
+      {R"({"choices": [{"prompt_logprobs": [null, [1, 2]]}]})", 1, "prompt_logprobs[1] is not an object"},
+  };
+  for (const auto& c : vllm) {
+    auto t = http::ParseVllm(Parse(c.body), c.k, 10);
+    ASSERT_FALSE(t.ok()) << c.body;
+    EXPECT_NE(t.status().message().find(c.expect), std::string::npos) << t.status().message();
+  }
+  const std::vector<Case> sglang = {
+      {R"({"text": "x"})", 2, "meta_info is missing"},
+      {R"({"meta_info": {"prompt_tokens": 2}})", 2, "input_top_logprobs is missing"},
+      {R"({"meta_info": {"input_top_logprobs": [null, [[-1.0, "seven", null]]]}})", 1, "input_top_logprobs[1][0] is not [logprob, token_id, text]"},
+      {R"({"meta_info": {"input_top_logprobs": [null, {"1": -1.0}]}})", 1, "input_top_logprobs[1] is not a list"},
+  };
+  for (const auto& c : sglang) {
+    auto t = http::ParseSglang(Parse(c.body), c.k, 10);
+    ASSERT_FALSE(t.ok()) << c.body;
+    EXPECT_NE(t.status().message().find(c.expect), std::string::npos) << t.status().message();
+  }
+  EXPECT_FALSE(http::ParseLenient("{\"choices\": [").ok());
+}
+
+TEST(HttpParse, ErrorTextAndRedaction) {
+  EXPECT_EQ(http::ErrorText(R"({"object": "error", "message": "Requested prompt logprobs of 50, which is greater than max allowed: 20", "code": 400})"),
+            "Requested prompt logprobs of 50, which is greater than max allowed: 20");
+  EXPECT_EQ(http::ErrorText(R"({"error": {"message": "bad key"}})"), "bad key");
+  EXPECT_EQ(http::ErrorText("line one\nline two"), "line one line two");
+  EXPECT_EQ(http::ErrorText(std::string(1000, 'x')).size(), 300u);
+  EXPECT_EQ(RedactUrl("http://user:secret@host:8000/v1"), "http://host:8000/v1");
+  EXPECT_EQ(RedactUrl("https://host:8000"), "https://host:8000");
+  EXPECT_EQ(RedactUrl("http://host/path@x"), "http://host/path@x");
+  HttpOptions o;
+  o.url = "http://127.0.0.1:1";
+  http::Client client(o, "sk-secret");
+  EXPECT_EQ(client.Scrub("Bearer sk-secret rejected; sk-secret"), "Bearer *** rejected; ***");
+}

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""A prompt-logprobs server for the tests: vLLM's and SGLang's documented response schemas over
+real llama.cpp logits.
+
+    logprob_server.py --capture FULL.safetensors [--port 0] [--fault MODE] [--api-key KEY]
+                      [--max-logprobs 20] [--max-model-len N]
+
+FULL.safetensors is a full flipscope capture with a probe at every position (--stride 1): the
+distribution of position p is log_softmax(logits[p]) in float64, sent as float32 values. A
+prompt must be a prefix of the capture's tokens (any other prompt gets HTTP 400), so the tests
+see exactly the ids they sent. Endpoints:
+
+    GET  /v1/models, /version                 vLLM's model card and version
+    POST /v1/completions                      vLLM: choices[0].prompt_logprobs
+    GET  /get_model_info, /get_server_info    SGLang (the server info holds "api_key", as SGLang's does)
+    POST /generate                            SGLang: meta_info.input_top_logprobs
+    GET  /_stats                              {"posts": number of POSTs answered so far}
+
+Faults (--fault): "5xx:N" the first N POSTs answer 503 (the body echoes the Authorization header,
+as a careless proxy might); "slow:S:N" the first N POSTs wait S seconds; "malformed" POSTs answer
+a cut JSON body; "wrong_count" prompt_logprobs / input_top_logprobs lack their last entry.
+Prints "PORT <n>" once listening.
+"""
+import argparse
+import json
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+from safetensors.numpy import load_file
+
+
+class Model:
+    def __init__(self, path):
+        t = load_file(path)
+        self.tokens = t["tokens"].tolist()
+        pos = t["positions"]
+        if not np.array_equal(pos, np.arange(len(self.tokens) - 1)):
+            sys.exit(f"{path}: needs a probe at every position (capture with --stride 1)")
+        x = t["logits"].astype(np.float64)
+        m = x.max(axis=1, keepdims=True)
+        self.lp = x - (m + np.log(np.exp(x - m).sum(axis=1, keepdims=True)))  # log_softmax, float64
+        self.order = np.argsort(-self.lp, axis=1, kind="stable")  # descending, ties to the lower id
+        self.n_vocab = x.shape[1]
+
+    def entry(self, i, k):
+        """(id, float32 logprob) of the k most probable ids of the distribution predicting token i."""
+        ids = self.order[i - 1, :k]
+        return [(int(v), float(np.float32(self.lp[i - 1, v]))) for v in ids]
+
+    def rank(self, i, token, top):
+        """vLLM's rank: 1 + the number of ids strictly more probable (all of them are in a top list
+        reaching token's log-probability, so only the prompt token outside it scans the row)."""
+        row = self.lp[i - 1]
+        if token in top:
+            return 1 + sum(1 for v in top if row[v] > row[token])
+        return int(np.sum(row > row[token])) + 1
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.0"
+
+    def log_message(self, *args):
+        pass
+
+    def send(self, code, obj=None, raw=None):
+        body = raw if raw is not None else json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def authorized(self):
+        key = self.server.opts.api_key
+        if key and self.headers.get("Authorization") != f"Bearer {key}":
+            self.send(401, {"object": "error", "message": "Unauthorized", "type": "AuthenticationError", "code": 401})
+            return False
+        return True
+
+    def do_GET(self):
+        o, m = self.server.opts, self.server.model
+        if self.path == "/_stats":
+            return self.send(200, {"posts": self.server.posts})
+        if not self.authorized():
+            return
+        if self.path == "/v1/models":
+            return self.send(200, {"object": "list", "data": [{
+                "id": "smollm2-135m-test", "object": "model", "created": 1736000000, "owned_by": "vllm",
+                "root": "HuggingFaceTB/SmolLM2-135M-Instruct", "parent": None, "max_model_len": o.max_model_len,
+                "permission": [{"id": "modelperm-0", "object": "model_permission", "allow_sampling": True}]}]})
+        if self.path == "/version":
+            return self.send(200, {"version": "0.0.0-test"})
+        if self.path == "/get_model_info":
+            return self.send(200, {"model_path": "HuggingFaceTB/SmolLM2-135M-Instruct",
+                                   "tokenizer_path": "HuggingFaceTB/SmolLM2-135M-Instruct", "is_generation": True})
+        if self.path == "/get_server_info":
+            return self.send(200, {"model_path": "HuggingFaceTB/SmolLM2-135M-Instruct", "api_key": o.api_key,
+                                   "context_length": o.max_model_len, "tp_size": 1, "dtype": "auto",
+                                   "kv_cache_dtype": "auto", "version": "0.0.0-test", "n_vocab": m.n_vocab})
+        self.send(404, {"detail": "Not Found"})
+
+    def do_POST(self):
+        o, m = self.server.opts, self.server.model
+        req = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        with self.server.lock:
+            self.server.posts += 1
+            n_post = self.server.posts
+        kind, *arg = o.fault.split(":") if o.fault else [""]
+        if kind == "5xx" and n_post <= int(arg[0]):
+            auth = self.headers.get("Authorization", "")
+            return self.send(503, {"object": "error", "message": f"overloaded (request had '{auth}')", "code": 503})
+        if kind == "slow" and n_post <= int(arg[1]):
+            time.sleep(float(arg[0]))
+        if not self.authorized():
+            return
+        sglang = self.path == "/generate"
+        if self.path not in ("/generate", "/v1/completions"):
+            return self.send(404, {"detail": "Not Found"})
+        ids = req["input_ids"] if sglang else req["prompt"]
+        k = req["top_logprobs_num"] if sglang else req["prompt_logprobs"]
+        if not sglang and k > o.max_logprobs:
+            return self.send(400, {"object": "error", "type": "BadRequestError", "code": 400, "message":
+                                   f"Requested prompt logprobs of {k}, which is greater than max allowed: {o.max_logprobs}"})
+        if ids != m.tokens[:len(ids)]:
+            return self.send(400, {"object": "error", "message": "prompt is not a prefix of the served capture"})
+        if len(ids) + 1 > o.max_model_len:
+            return self.send(400, {"object": "error", "message": f"prompt too long for max_model_len {o.max_model_len}"})
+        k = m.n_vocab if k == -1 else k
+        n = len(ids) - (1 if kind == "wrong_count" else 0)
+        if sglang:
+            top = [None] + [[[lp, v, None] for v, lp in m.entry(i, k)] for i in range(1, n)]
+            own = [[None, ids[0], None]] + [[float(np.float32(m.lp[i - 1, ids[i]])), ids[i], None] for i in range(1, n)]
+            body = {"text": "", "meta_info": {
+                "id": "0", "finish_reason": {"type": "length", "length": 1}, "prompt_tokens": len(ids),
+                "completion_tokens": 1, "cached_tokens": 0, "input_token_logprobs": own,
+                "output_token_logprobs": [], "input_top_logprobs": top, "output_top_logprobs": []}}
+        else:
+            plp = [None]
+            for i in range(1, n):
+                entries = m.entry(i, k)
+                top = [v for v, _ in entries]
+                if ids[i] not in top:  # vLLM adds the prompt token with its rank
+                    entries.append((ids[i], float(np.float32(m.lp[i - 1, ids[i]]))))
+                # Reversed, so a client cannot rely on the order of the keys.
+                plp.append({str(v): {"logprob": lp, "rank": m.rank(i, v, top), "decoded_token": f"<{v}>"}
+                            for v, lp in reversed(entries)})
+            body = {"id": "cmpl-test", "object": "text_completion", "created": 1736000000,
+                    "model": req.get("model"), "choices": [{
+                        "index": 0, "text": "", "logprobs": None, "finish_reason": "length",
+                        "stop_reason": None, "prompt_logprobs": plp}],
+                    "usage": {"prompt_tokens": len(ids), "total_tokens": len(ids) + 1, "completion_tokens": 1}}
+        raw = json.dumps(body).encode()
+        if kind == "malformed":
+            raw = raw[: len(raw) // 2]
+        self.send(200, raw=raw)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--capture", required=True)
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--fault", default="")
+    ap.add_argument("--api-key", default="")
+    ap.add_argument("--max-logprobs", type=int, default=20)
+    ap.add_argument("--max-model-len", type=int, default=8192)
+    opts = ap.parse_args()
+    server = ThreadingHTTPServer(("127.0.0.1", opts.port), Handler)
+    server.daemon_threads = True
+    server.opts, server.model, server.posts, server.lock = opts, Model(opts.capture), 0, threading.Lock()
+    print(f"PORT {server.server_address[1]}", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
