@@ -31,8 +31,9 @@ SMOL = os.path.join(os.environ["FLIPSCOPE_CACHE_DIR"], "models", "SmolLM2-135M-I
 SEED = int(os.environ.get("FLIPSCOPE_CRASH_SEED", "11"))
 KILLS = int(os.environ.get("FLIPSCOPE_CRASH_KILLS", "5"))
 TMP = tempfile.mkdtemp(prefix="flipscope-crash-")
-# Keys of results.json that hold timings or say what was reused: the only ones a resumed run may change.
-TIMING_KEYS = {"created", "capture_seconds", "reused", "timings"}
+# Keys of results.json that hold timings (a comparison's "timing", a capture's "timings") or say what was
+# reused: the only ones a resumed run may change.
+TIMING_KEYS = {"created", "capture_seconds", "reused", "timings", "timing"}
 
 
 def session():
