@@ -35,7 +35,8 @@ SAN_ENV = ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_stack_use_after_r
 
 san-configure: setup
 	CC=clang CXX=clang++ cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_C_COMPILER_LAUNCHER=ccache \
-	  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DFLIPSCOPE_SANITIZE=ON -DFLIPSCOPE_FUZZ=ON -DFLIPSCOPE_BENCH=OFF
+	  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DFLIPSCOPE_SANITIZE=ON -DFLIPSCOPE_FUZZ=ON -DFLIPSCOPE_BENCH=OFF \
+	  -DFLIPSCOPE_TEST_TIMEOUT_SCALE=4
 
 fuzz: san-configure
 	cmake --build $(SAN_BUILD) -j$(JOBS) --target fuzz_all

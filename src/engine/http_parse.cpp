@@ -131,7 +131,7 @@ Result<PromptTopK> ParseSglang(const json& body, int32_t k, int32_t n_vocab) {
   if (!meta.contains("input_top_logprobs"))
     return Status::Error("meta_info.input_top_logprobs is missing (return_logprob / top_logprobs_num refused?)");
   return ParseEntries(meta["input_top_logprobs"], "meta_info.input_top_logprobs", k, n_vocab,
-                      [](const json& e, Candidates& c, const std::string& where) {
+                      [n_vocab](const json& e, Candidates& c, const std::string& where) {
                         if (!e.is_array()) return Status::Error(where + " is not a list of [logprob, token_id, text]");
                         for (size_t j = 0; j < e.size(); ++j) {
                           const json& t = e[j];
@@ -139,6 +139,10 @@ Result<PromptTopK> ParseSglang(const json& body, int32_t k, int32_t n_vocab) {
                           if (!t.is_array() || t.size() < 2 || !AsNumber(t[0], lp) || !AsNumber(t[1], id) ||
                               id != std::floor(id))
                             return Status::Error(fmt::format("{}[{}] is not [logprob, token_id, text]", where, j));
+                          // Range first: converting a double outside int32_t is undefined behaviour.
+                          if (id < 0 || id > double(std::numeric_limits<int32_t>::max()))
+                            return Status::Error(fmt::format("{}: token id {:.17g} outside the model's vocabulary of {}",
+                                                             where, id, n_vocab));
                           c.emplace_back(int32_t(id), lp);
                         }
                         return Status::Ok();

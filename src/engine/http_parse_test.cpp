@@ -129,6 +129,10 @@ TEST(HttpParse, FaultsNameTheEntryAndTheProblem) {
       {R"({"meta_info": {"prompt_tokens": 2}})", 2, "input_top_logprobs is missing"},
       {R"({"meta_info": {"input_top_logprobs": [null, [[-1.0, "seven", null]]]}})", 1, "input_top_logprobs[1][0] is not [logprob, token_id, text]"},
       {R"({"meta_info": {"input_top_logprobs": [null, {"1": -1.0}]}})", 1, "input_top_logprobs[1] is not a list"},
+      // Ids beyond int32_t (a cast would be undefined behaviour) are named as sent.
+      {R"({"meta_info": {"input_top_logprobs": [null, [[-1.0, 3000000000, null]]]}})", 1, "input_top_logprobs[1]: token id 3000000000 outside the model's vocabulary of 10"},
+      {R"({"meta_info": {"input_top_logprobs": [null, [[-1.0, -3000000000, null]]]}})", 1, "input_top_logprobs[1]: token id -3000000000 outside"},
+      {R"({"meta_info": {"input_top_logprobs": [null, [[-1.0, 1e300, null]]]}})", 1, "token id 1.0000000000000001e+300 outside"},
   };
   for (const auto& c : sglang) {
     auto t = http::ParseSglang(Parse(c.body), c.k, 10);
