@@ -49,7 +49,8 @@ void AddReportCommand(CLI::App& app) {
     auto text = ReadFile(o->results);
     if (!text.ok()) return void(ExitCode() = Fail(text.status()));
     nlohmann::json results = nlohmann::json::parse(*text, nullptr, false);
-    if (results.is_discarded() || !results.is_object() || !results.contains("configs"))
+    if (results.is_discarded() || !results.is_object() || !results.contains("configs") ||
+        !results["configs"].is_array())
       return void(ExitCode() = Fail(Status::Error(o->results + ": not a results.json written by flipscope run")));
     std::error_code ec;
     std::filesystem::create_directories(o->outdir, ec);

@@ -177,6 +177,12 @@ class Report(unittest.TestCase):
         self.assertNotEqual(p.returncode, 0)
         self.assertEqual(len(p.stderr.strip().splitlines()), 1)
         self.assertIn("demo.toml: not a results.json", p.stderr)
+        bad = os.path.join(TMP, "configs-not-a-list.json")
+        with open(bad, "w") as f:
+            json.dump({"configs": 3}, f)
+        p = run("report", bad, "-o", os.path.join(TMP, "r3"), check=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("configs-not-a-list.json: not a results.json", p.stderr)
 
 
 if __name__ == "__main__":
