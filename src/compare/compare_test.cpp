@@ -28,7 +28,7 @@ namespace {
 
 // |a - b| <= rel |b| + abs, null == NaN. The absolute floor for KL/JS: both sides' FP64
 // log-sum-exp carry ~|lse| * 2^-53 of rounding, which no divergence below ~1e-14 can resolve.
-constexpr double kKlRel = 1e-9, kKlAbs = 1e-13, kProbRel = 1e-12, kProbAbs = 1e-15;
+constexpr double kKlRel = 1e-9, kKlAbs = 2e-14, kProbRel = 1e-12, kProbAbs = 1e-15;
 void ExpectClose(double got, const json& want, double rel, double abs, const std::string& what) {
   if (want.is_null()) {
     EXPECT_TRUE(std::isnan(got)) << what << ": got " << got << ", numpy has none";

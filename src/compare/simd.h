@@ -192,40 +192,46 @@ FS_INLINE typename L::V LogAtanh(typename L::V m) {
   return e * Splat<V>(0x1.62e42fee00000p-1) + (logf + e * Splat<V>(0x1.a39ef35793c76p-33));
 }
 
-// log(m) for normal m > 0 with a table and no division: m = 2^e f, f in [1, 2); the top three bits of f pick
-// c = 1 + (j + 1/2)/8 and r = f/c - 1 (|r| <= 1/17, one FMA with a tabled 1/c), so
-// log m = e ln2 - log(1/c) + log1p(r), log1p(r) = r g(r), g the degree-10 Chebyshev interpolant
-// of log1p(r)/r (computed in 60-digit arithmetic; max relative error 3e-18). No division.
+// log(m) for normal m > 0 with a table and no division: m = 2^e f, f in [31/32, 31/16), cut into eight
+// pieces with centres c = 1 + j/8 (piece 0, [31/32, 17/16), is centred on exactly 1);
+// r = (f - c) * RN(1/c), |r| <= 1/16, where f - c is exact and no FMA can change the product, so
+// log m = e ln2 + log c + log1p(r), log1p(r) = r g(r), g the degree-10 Chebyshev interpolant of
+// log1p(r)/r (worst relative error 5e-18; constants from log_table_constants.py). Near m = 1
+// nothing cancels: log(1) is exactly 0 and log is relatively accurate there on every compiler.
 template <typename L>
 FS_INLINE typename L::V LogTable(typename L::V m) {
   using V = typename L::V;
   using VI = typename L::VI;
   typedef uint64_t VU __attribute__((vector_size(sizeof(V))));
   alignas(64) static constexpr double kInvC[8] = {  // 1/c rounded
-      0x1.e1e1e1e1e1e1ep-1, 0x1.af286bca1af28p-1, 0x1.8618618618618p-1, 0x1.642c8590b2164p-1,
-      0x1.47ae147ae147bp-1, 0x1.2f684bda12f68p-1, 0x1.1a7b9611a7b96p-1, 0x1.0842108421084p-1};
-  alignas(64) static constexpr double kLogCHi[8] = {  // -log(kInvC), high and low parts
-      0x1.f0a30c01162a8p-5, 0x1.5ff3070a793d6p-3, 0x1.1675cababa60fp-2, 0x1.739d7f6bbd007p-2,
-      0x1.c8ff7c79a9a21p-2, 0x1.0be72e4252a83p-1, 0x1.307d7334f10bep-1, 0x1.52a2d265bc5abp-1};
+      0x1.0000000000000p+0, 0x1.c71c71c71c71cp-1, 0x1.999999999999ap-1, 0x1.745d1745d1746p-1,
+      0x1.5555555555555p-1, 0x1.3b13b13b13b14p-1, 0x1.2492492492492p-1, 0x1.1111111111111p-1};
+  alignas(64) static constexpr double kLogCHi[8] = {  // log(c), high and low parts
+      0.0,                  0x1.e27076e2af2e6p-4, 0x1.c8ff7c79a9a22p-3, 0x1.4618bc21c5ec2p-2,
+      0x1.9f323ecbf984cp-2, 0x1.f128f5faf06edp-2, 0x1.1e85f5e7040d0p-1, 0x1.41d8fe84672aep-1};
   alignas(64) static constexpr double kLogCLo[8] = {
-      0x1.85f325c5bbacdp-59,  -0x1.bc60efafc6f6cp-58, 0x1.ce63eab883727p-61, 0x1.ce24c53fad3f0p-58,
-      0x1.3097607bcbfeep-56, 0x1.b4c4bdd99efffp-56, 0x1.fdac850fab36dp-56, 0x1.73be4578ad97bp-56};
-  const VU bits = (VU)m;
-  const V f = (V)((bits & 0x000fffffffffffffULL) | 0x3ff0000000000000ULL);
-  const VI j = (VI)((bits >> 49) & 7);
-  // The biased exponent as a double via the 2^52 trick (no int64 -> double instruction on AVX2).
-  const V e = (V)((bits >> 52) | 0x4330000000000000ULL) - Splat<V>(0x1p52 + 1023.0);
-  const V r = f * Lookup8<L>(kInvC, j) - Splat<V>(1.0);
-  V g = Splat<V>(0x1.7760d08d0301dp-4);
-  g = g * r + Splat<V>(-0x1.9cdd95f17138ap-4);
-  g = g * r + Splat<V>(0x1.c719c4e20e54cp-4);
-  g = g * r + Splat<V>(-0x1.fffd1a165b9efp-4);
-  g = g * r + Splat<V>(0x1.249249a96a0f8p-3);
-  g = g * r + Splat<V>(-0x1.555555e53bf68p-3);
-  g = g * r + Splat<V>(0x1.9999999984931p-3);
-  g = g * r + Splat<V>(-0x1.ffffffffe9397p-3);
-  g = g * r + Splat<V>(0x1.555555555555dp-2);
-  g = g * r + Splat<V>(-0x1.0000000000004p-1);
+      0.0,                    -0x1.61578001e0162p-60, -0x1.4f689f8434012p-57, 0x1.f42decdeccf1dp-56,
+      -0x1.a92e513217f5cp-59, -0x1.328df13bb38c3p-56, 0x1.ef62cd2f9f1e3p-56,  0x1.9192f30bd1806p-55};
+  // t = bits(m) - bits(31/32) + (1022 << 52): its top 12 bits are e + 1022 (never negative for a
+  // normal m), the next three the piece j, and the remaining 52 bits are f's offset from 31/32.
+  constexpr uint64_t kLowOff = 0x000f000000000000ULL;  // bits(31/32) - (1022 << 52)
+  const VU t = (VU)m - kLowOff;
+  const V f = (V)((t & 0x000fffffffffffffULL) + (0x3fe0000000000000ULL + kLowOff));
+  const VI j = (VI)((t >> 49) & 7);
+  // e as a double via the 2^52 trick (no int64 -> double instruction on AVX2).
+  const V e = (V)((t >> 52) | 0x4330000000000000ULL) - Splat<V>(0x1p52 + 1022.0);
+  const V c = (V)((t & 0x000e000000000000ULL) | 0x3ff0000000000000ULL);  // 1 + j/8: j's bits in c's mantissa
+  const V r = (f - c) * Lookup8<L>(kInvC, j);
+  V g = Splat<V>(0x1.6a7c00cb7b345p-4);
+  g = g * r + Splat<V>(-0x1.9ca4ebf3de388p-4);
+  g = g * r + Splat<V>(0x1.c732f8d7a1c0bp-4);
+  g = g * r + Splat<V>(-0x1.fffd73c5e4e70p-4);
+  g = g * r + Splat<V>(0x1.2492411be3b8dp-3);
+  g = g * r + Splat<V>(-0x1.555555ce2edc9p-3);
+  g = g * r + Splat<V>(0x1.9999999bdc65cp-3);
+  g = g * r + Splat<V>(-0x1.ffffffffed772p-3);
+  g = g * r + Splat<V>(0x1.5555555555398p-2);
+  g = g * r + Splat<V>(-0x1.0000000000003p-1);
   g = g * r + Splat<V>(1.0);
   const V hi = e * Splat<V>(0x1.62e42fee00000p-1) + Lookup8<L>(kLogCHi, j);
   const V lo = e * Splat<V>(0x1.a39ef35793c76p-33) + Lookup8<L>(kLogCLo, j);
@@ -242,9 +248,10 @@ FS_INLINE typename L::V ExpNonPositive(typename L::V x) {
   else return ExpTaylor<L>(x);
 }
 
-// log(m) for normal m > 0 (callers mask m < 1e-300), within ~2 ulp of libm, or 2^-53 absolute
-// near m = 1 (callers need absolute accuracy). As for exp, the table form on AVX-512 only: it
-// also saves the division, whose 512-bit form is slow.
+// log(m) for normal m > 0 (callers mask m < 1e-300): the table form within 2 ulp of libm
+// everywhere, the atanh form within 2 ulp or 2^-53 absolute near m = 1 (callers need absolute
+// accuracy); log(1) = 0 exactly in both. As for exp, the table form on AVX-512 only: it also
+// saves the division, whose 512-bit form is slow.
 template <typename L>
 FS_INLINE typename L::V LogPositive(typename L::V m) {
   if constexpr (L::kW == 8) return LogTable<L>(m);
