@@ -53,6 +53,7 @@ struct ProbeMetrics {
   int32_t base_token = -1, cand_token = -1;  // the stored argmax of each side
   bool flip = false;                         // base_token != cand_token
   bool identical = false;                    // digests and row values bit-for-bit equal
+  // The divergences are >= 0: a sum that rounds below 0 (nearly equal rows) is reported as 0.
   double kl_base_cand = 0;                   // KL(base||cand) = sum P_b (log P_b - log P_c)
   double kl_cand_base = 0;                   // KL(cand||base)
   double js = 0;                             // Jensen-Shannon divergence (natural log)
@@ -94,6 +95,9 @@ RowSummary ScanRow(std::span<const float> row);
 // Widens a row as stored (little-endian F32, or BF16 when bf16; stored.size() == out.size() * 4
 // or * 2) into out and scans it, in one pass.
 RowSummary ScanStoredRow(std::span<const uint8_t> stored, bool bf16, std::span<float> out);
+
+// max(0, sum): a divergence is never negative; the rounding of a sum over nearly equal rows can be.
+inline double NonNegative(double divergence) { return divergence > 0 ? divergence : 0.0; }
 
 // Reusable per-thread buffers, sized on first use.
 struct RowScratch {

@@ -68,6 +68,11 @@ void ExpectMatchesReference(const Comparison& c, const json& ref) {
     ExpectClose(p.kl_cand_base, r["kl_cand_base"], kKlRel, kKlAbs, at + " KL(cand||base)");
     ExpectClose(p.js, r["js"], kKlRel, kKlAbs, at + " JS");
     ExpectClose(p.base_entropy, r["base_entropy"], kKlRel, kKlAbs, at + " entropy");
+    // Divergences are never negative, and those of bit-identical rows are exactly 0.
+    for (double v : {p.kl_base_cand, p.kl_cand_base, p.js}) {
+      EXPECT_GE(v, 0.0) << at;
+      if (p.identical) EXPECT_EQ(v, 0.0) << at;
+    }
     ExpectClose(p.top5, r["top5"], 0, 0, at + " top5");
     ExpectClose(p.top10, r["top10"], 0, 0, at + " top10");
     ExpectClose(p.base_prob, r["base_prob"], kProbRel, kProbAbs, at + " base_prob");
@@ -205,6 +210,11 @@ TEST(Compare, RepeatIsBitIdentical) {
   EXPECT_EQ(c.bit_identical, c.probes_compared);
   EXPECT_EQ(c.overall.flips, 0);
   EXPECT_EQ(c.overall.kl_base_cand.max, 0.0);
+  EXPECT_EQ(c.overall.js_mean, 0.0);  // not +-1e-17 from the last bits of log m against x - lse
+  // The same for truncated rows (the tail-bucket path).
+  auto k = CheckPair(TopKCapture("topk-base", Side::kBase, 20), TopKCapture("topk-base-again", Side::kBase, 20));
+  EXPECT_EQ(k.overall.kl_base_cand.max, 0.0);
+  EXPECT_EQ(k.overall.js_mean, 0.0);
   EXPECT_NE(RenderCompareTable({c}).find(fmt::format("bit-for-bit identical: {} of {} probes", c.probes_compared,
                                                      c.probes_compared)),
             std::string::npos);

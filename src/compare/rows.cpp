@@ -175,7 +175,9 @@ struct Divergence {
 };
 
 // Step of the divergence pass: log p = x - lse, p = e / Z; terms with p = 0 are dropped (their
-// log p may be -inf), and JS terms where the mixture is below 1e-300 (each under 1e-297).
+// log p may be -inf), and JS terms where the mixture is below 1e-300 (each under 1e-297) or where
+// p_b = p_c (exactly 0: m = p there, but log m and x - lse differ in their last bits, which made
+// bit-identical rows report a JS of +-1e-17).
 template <typename L>
 struct DivergenceStep {
   using V = typename L::V;
@@ -193,7 +195,8 @@ struct DivergenceStep {
     kl_bc += Where(has_b, pb * (lpb - lpc));
     kl_cb += Where(has_c, pc * (lpc - lpb));
     ent += Where(has_b, pb * lpb);
-    const V m = (pb + pc) * Splat<V>(0.5);
+    // pb = pc gives m = 0, so no JS term (folded into m: a separate mask doubled the AVX-512 pass).
+    const V m = pb == pc ? Splat<V>(0) : (pb + pc) * Splat<V>(0.5);
     const VI has_m = m > Splat<V>(1e-300);
     const V lm = LogPositive<L>(has_m ? m : Splat<V>(1.0));
     js += Where(has_m, Where(has_b, pb * (lpb - lm)) + Where(has_c, pc * (lpc - lm)));
@@ -370,9 +373,9 @@ ProbeMetrics CompareFullRows(std::span<const float> base, std::span<const float>
   m.base_token = base_argmax;
   m.cand_token = cand_argmax;
   m.flip = base_argmax != cand_argmax;
-  m.kl_base_cand = d.kl_bc;
-  m.kl_cand_base = d.kl_cb;
-  m.js = d.js;
+  m.kl_base_cand = NonNegative(d.kl_bc);
+  m.kl_cand_base = NonNegative(d.kl_cb);
+  m.js = NonNegative(d.js);
   m.base_entropy = -d.neg_entropy;
   m.top5 = TopOverlap(sb.ids(), sc.ids(), 5);
   m.top10 = TopOverlap(sb.ids(), sc.ids(), 10);

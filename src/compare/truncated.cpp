@@ -76,7 +76,7 @@ struct Cells {
     if (pb > 0) kl_bc += pb * (lb - lc);
     if (pc > 0) kl_cb += pc * (lc - lb);
     const double m = 0.5 * (pb + pc);
-    if (m > 0) {
+    if (m > 0 && pb != pc) {  // pb = pc: the JS term is exactly 0 (see rows.cpp)
       const double lm = std::log(m);
       js += 0.5 * ((pb > 0 ? pb * (lb - lm) : 0.0) + (pc > 0 ? pc * (lc - lm) : 0.0));
     }
@@ -108,9 +108,9 @@ ProbeMetrics CompareTruncatedRows(const RowView& base, const RowView& cand, cons
   m.base_token = base.argmax;
   m.cand_token = cand.argmax;
   m.flip = base.argmax != cand.argmax;
-  m.kl_base_cand = cells.kl_bc;
-  m.kl_cand_base = cells.kl_cb;
-  m.js = cells.js;
+  m.kl_base_cand = NonNegative(cells.kl_bc);
+  m.kl_cand_base = NonNegative(cells.kl_cb);
+  m.js = NonNegative(cells.js);
   m.base_entropy = b.Entropy();
   m.top5 = TopOverlap(b.Top(), c.Top(), 5);
   m.top10 = TopOverlap(b.Top(), c.Top(), 10);

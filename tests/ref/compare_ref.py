@@ -126,14 +126,16 @@ class Truncated:
 
 
 def divergences(pb, lb, pc, lc):
-    """KL both ways and JS over matching cells (arrays), 0 log 0 = 0."""
+    """KL both ways and JS over matching cells (arrays), 0 log 0 = 0. A JS term where pb == pc is
+    exactly 0; a sum that rounds below 0 is reported as 0 (divergences are never negative)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         kl_bc = np.sum(np.where(pb > 0, pb * (lb - lc), 0.0))
         kl_cb = np.sum(np.where(pc > 0, pc * (lc - lb), 0.0))
         m = 0.5 * (pb + pc)
         lm = np.log(np.where(m > 0, m, 1.0))
-        js = 0.5 * np.sum(np.where(pb > 0, pb * (lb - lm), 0.0) + np.where(pc > 0, pc * (lc - lm), 0.0))
-    return float(kl_bc), float(kl_cb), float(js)
+        terms = np.where(pb > 0, pb * (lb - lm), 0.0) + np.where(pc > 0, pc * (lc - lm), 0.0)
+        js = 0.5 * np.sum(np.where(pb != pc, terms, 0.0))
+    return max(float(kl_bc), 0.0), max(float(kl_cb), 0.0), max(float(js), 0.0)
 
 
 def side(t, bf16, i):
