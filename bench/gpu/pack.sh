@@ -1,22 +1,29 @@
 #!/usr/bin/env bash
-# Packs what a bare GPU machine needs into .gpu/ (ignored), in two loads because one call carries at
-# most 64 MiB: .gpu/a = the pinned llama.cpp tree (the sources a CUDA build needs), the flipscope
-# binary built here with the libraries it links that a CUDA image lacks, and the model's first
-# part; .gpu/b = the model's second part. bench/gpu/remote.sh unpacks them there.
+# Packs what a bare GPU machine needs into .gpu/ (ignored), in loads of at most 64 MiB (what one
+# call carries, the working tree included): .gpu/a = the pinned llama.cpp tree (the sources a
+# CUDA build needs), the flipscope binary built here with the libraries it links that a CUDA image
+# lacks, and the model's first 44 MiB; .gpu/p01, .gpu/p02, ... = the rest of the model, 58 MiB
+# each (SmolLM2's 98 MB: one more load; Gemma 3 270M's 253 MB: four). bench/gpu/remote.sh
+# unpacks them there.
 #   bench/gpu/pack.sh [BUILD_DIR] [MODEL]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . scripts/common.sh
 build=${1:-build}
 model=${2:-$MODELS_DIR/SmolLM2-135M-Instruct.Q4_1.gguf}
-rm -rf .gpu && mkdir -p .gpu/a/lib .gpu/b
+rm -rf .gpu && mkdir -p .gpu/a/lib .gpu/rest
 tar -C "$LLAMA_SRC_DEFAULT" -cf - CMakeLists.txt cmake ggml src include common vendor tools licenses \
   .flipscope-commit | gzip -6 > .gpu/a/llama-src.tar.gz
 strip -s -o .gpu/a/flipscope "$build/bin/flipscope"  # symbols stay here: the load is 64 MiB
 # Libraries from outside llama.cpp (fmt, xxHash, toml++): the GPU image has its own C++ runtime.
 ldd "$build/bin/flipscope" | awk '/=> \/(usr\/)?lib/ {print $3}' | grep -E 'libfmt|libxxhash|libtomlplusplus' |
   xargs -I{} cp -L {} .gpu/a/lib/
-split -b 40M -d "$model" .gpu/a/model.part-
-mv .gpu/a/model.part-0[1-9] .gpu/b/
+head -c 44M "$model" > .gpu/a/model.part-00
+tail -c +$((44 * 1024 * 1024 + 1)) "$model" | split -b 58M -d --numeric-suffixes=1 - .gpu/rest/model.part-
+for part in .gpu/rest/model.part-*; do
+  load=.gpu/p${part##*-}
+  mkdir -p "$load" && mv "$part" "$load/"
+done
+rmdir .gpu/rest
 sha256sum "$model" | cut -d' ' -f1 > .gpu/a/model.sha256
-du -sh .gpu/a .gpu/b
+du -sh .gpu/*

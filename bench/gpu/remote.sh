@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # On the GPU machine (through the device tool), from the repository root:
 #   bench/gpu/remote.sh build             unpack .gpu/a, build llama.cpp with CUDA (Hopper only)
-#   bench/gpu/remote.sh run TOML NAME     join the model, run the experiment into $OUT/NAME
-# State lives in /root/flipscope-gpu while the machine stays warm between calls.
+#   bench/gpu/remote.sh stage             keep the model parts this call carried (.gpu/pNN)
+#   bench/gpu/remote.sh run TOML NAME     stage, join the model, run the experiment into $OUT/NAME
+# State lives in /root/flipscope-gpu while the machine stays warm between calls (30 s), so the
+# loads are carried by calls made one right after another. `run` also generates the 32K-token
+# session (FLIPSCOPE_GPU_WORKLOAD) for experiments that use it.
 set -euo pipefail
 work=/root/flipscope-gpu
 export FLIPSCOPE_CACHE=$work FLIPSCOPE_CUDA_ARCH=${FLIPSCOPE_CUDA_ARCH:-90}
@@ -16,17 +19,22 @@ case "$1" in
     echo "llama.cpp CUDA build: $(( $(date +%s) - start )) s in $(cat "$work/build-dir")"
     LD_LIBRARY_PATH="$(cat "$work/build-dir")/bin:$work/lib" "$work/flipscope" --version
     ;;
+  stage)
+    cp .gpu/p*/model.part-* "$work/" 2>/dev/null || true
+    ls "$work"/model.part-*
+    ;;
   run)
-    [ -d .gpu/b ] && cp .gpu/b/model.part-* "$work/"
+    cp .gpu/p*/model.part-* "$work/" 2>/dev/null || true
     [ -f "$work/model.gguf" ] || cat "$work"/model.part-* > "$work/model.gguf"
     [ "$(sha256sum "$work/model.gguf" | cut -d' ' -f1)" = "$(cat "$work/model.sha256")" ] ||
       { echo "model parts do not join to the packed model" >&2; exit 1; }
     export LD_LIBRARY_PATH="$(cat "$work/build-dir")/bin:$work/lib"
-    export FLIPSCOPE_GPU_MODEL="$work/model.gguf" FLIPSCOPE_NO_PROGRESS=1
+    python3 examples/gen_session.py --seed 2 --target-tokens 32000 -o "$work/netops-32k.json"
+    export FLIPSCOPE_GPU_MODEL="$work/model.gguf" FLIPSCOPE_GPU_WORKLOAD="$work/netops-32k.json" FLIPSCOPE_NO_PROGRESS=1
     "$work/flipscope" --version
     mkdir -p "$OUT/$3"
     "$work/flipscope" run "$2" -o "$work/out-$3" 2>&1 | tee "$OUT/$3/run.log"
     cp "$work/out-$3"/{results.json,report.html,report.md} "$OUT/$3/"
     ;;
-  *) echo "usage: remote.sh build | run TOML NAME" >&2; exit 2 ;;
+  *) echo "usage: remote.sh build | stage | run TOML NAME" >&2; exit 2 ;;
 esac
