@@ -123,6 +123,12 @@ Result<Workload> LoadWorkload(const std::string& workload_path, const std::strin
     return KindRank(a.kind) < KindRank(b.kind);
   });
   w.tokens = std::move(tok.tokens);
+  // Nothing to predict: e.g. a transcript of a system message alone under a template that folds
+  // the system prompt into the first user turn (Gemma's) renders to no text at all.
+  if (w.tokens.size() < 2)
+    return Status::Error(fmt::format("{}: gives {} token(s) with this model and template ({} characters rendered); "
+                                     "a workload needs at least 2",
+                                     workload_path, w.tokens.size(), w.text.size()));
 
   std::map<std::string, int> counts;
   for (const auto& s : w.spans) counts[s.kind]++;

@@ -172,6 +172,9 @@ TEST(Workload, Errors) {
   msgs[3] = R"({"role": "robot", "content": "x"})";
   ExpectError(Load(Write("role.json", ChatJson(msgs)), m), {"role.json: message #4: unknown role 'robot'"});
   ExpectError(Load(Write("nomsg.json", "{\"tools\": []}"), m), {"nomsg.json", "\"messages\""});
+  // The gemma format folds a system prompt into the first user turn: alone, it renders nothing.
+  ExpectError(Load(Write("system-only.json", ChatJson({Messages()[0]})), m, "gemma"),
+              {"system-only.json: gives 1 token(s)", "0 characters rendered", "at least 2"});  // BOS alone
   ExpectError(Load(Write("ok.json", ChatJson(Messages())), TinyModel(false)),
               {TinyModel(false), "no embedded chat template", "--chat-template"});
   ExpectError(Load(Write("ok.json", ChatJson(Messages())), m, "no-such-template"),
