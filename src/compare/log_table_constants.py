@@ -8,8 +8,10 @@ log is relatively accurate near 1). r = (f - c) * RN(1/c) (f - c is exact) lies 
 log m = e ln2 + log(c) + log1p(r), log(c) tabled in two parts, log1p(r) = r g(r) with g the
 degree-10 Chebyshev interpolant of log1p(r)/r on that interval.
 
-usage: python3 src/compare/log_table_constants.py
+usage: python3 src/compare/log_table_constants.py [--check simd.h]
+--check: exit 1 unless every constant (as a hex literal) appears in that file (a ctest).
 """
+import sys
 from decimal import Decimal, getcontext
 
 getcontext().prec = 80
@@ -63,6 +65,7 @@ def solve(a, b):
 
 
 def main():
+    check = sys.argv[2] if len(sys.argv) == 3 and sys.argv[1] == "--check" else None
     mid, half, p = (LO + HI) / 2, (HI - LO) / 2, pi()
     nodes = [mid + half * cos(p * (2 * i + 1) / (2 * (DEGREE + 1))) for i in range(DEGREE + 1)]
     coeffs = solve([[x ** j for j in range(DEGREE + 1)] for x in nodes], [h(x) for x in nodes])
@@ -88,7 +91,16 @@ def main():
     print("kInvC:", ", ".join(v.hex() for v in inv_c))
     print("kLogCHi:", ", ".join(v.hex() for v in hi))
     print("kLogCLo:", ", ".join(v.hex() for v in lo))
+    if check:
+        text = open(check).read()
+        wanted = [float(c) for c in rounded] + inv_c + hi + lo
+        missing = [v.hex() for v in wanted if v != 0 and abs(v) != 1 and v.hex().lstrip("-") not in text]
+        if missing:
+            print("%s: constants missing or different: %s" % (check, ", ".join(missing)))
+            return 1
+        print("%s: all %d constants present" % (check, len(wanted)))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
