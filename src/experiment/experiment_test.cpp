@@ -25,6 +25,13 @@ std::string MakeExperiment(const std::string& name, const std::string& body) {
   std::ofstream(dir / "exp.toml") << "model = \"tiny.gguf\"\nworkload = \"work.txt\"\nwindow = 64\n" << body;
   return (dir / "exp.toml").string();
 }
+
+// The experiment at path, parsed, and in ro the options of a quiet run into its folder's out/.
+Result<Experiment> ParseForRun(const std::string& path, RunOptions& ro) {
+  ro.outdir = (fs::path(path).parent_path() / "out").string();
+  ro.progress = false;
+  return ParseExperiment(path);
+}
 }  // namespace
 
 TEST(ParseExperiment, UnknownKeysNameTheLine) {
@@ -60,11 +67,9 @@ TEST(RunExperiment, EndToEndOnTheTinyModelWithReuseAndRefusal) {
                  "[probe]\nstride = 4\n[baseline]\nthreads = 1\nflash_attn = \"on\"\nctx_size = 512\nrepeats = 2\n"
                  "[[variant]]\nname = \"kv-q8_0\"\ncache_type_k = \"q8_0\"\ncache_type_v = \"q8_0\"\n"
                  "[[variant]]\nname = \"refused\"\ncache_type_v = \"q4_0\"\nflash_attn = \"off\"\n");
-  auto e = ParseExperiment(p);
-  ASSERT_TRUE(e.ok()) << e.status().message();
   RunOptions ro;
-  ro.outdir = (fs::path(p).parent_path() / "out").string();
-  ro.progress = false;
+  auto e = ParseForRun(p, ro);
+  ASSERT_TRUE(e.ok()) << e.status().message();
   ro.memory_budget = 1ull << 20;
   auto r = RunExperiment(*e, ro);
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -101,11 +106,9 @@ TEST(RunExperiment, ForksFollowedDuringCapturesMatchTheBranchStage) {
                  "[probe]\nstride = 2\n[baseline]\nthreads = 1\nflash_attn = \"on\"\nctx_size = 512\nrepeats = 2\n"
                  "[[variant]]\nname = \"kv-q4_0\"\ncache_type_k = \"q4_0\"\ncache_type_v = \"q4_0\"\n"
                  "[branch]\nmax_tokens = 6\nmax_branches = 5\n");
-  auto e = ParseExperiment(p);
-  ASSERT_TRUE(e.ok()) << e.status().message();
   RunOptions ro;
-  ro.outdir = (fs::path(p).parent_path() / "out").string();
-  ro.progress = false;
+  auto e = ParseForRun(p, ro);
+  ASSERT_TRUE(e.ok()) << e.status().message();
   auto r = RunExperiment(*e, ro);
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_EQ((*r)["branches"].size(), 1u) << "the tiny model's 4-bit KV cache must flip for this test to mean anything";
