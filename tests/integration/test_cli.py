@@ -6,42 +6,20 @@ the GGUF through the `gguf` package, captures through `safetensors.numpy`.
 import hashlib
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import unittest
 
 import numpy as np
-from safetensors import safe_open
 from safetensors.numpy import load_file
 
-BIN = os.environ["FLIPSCOPE_BIN"]
-SRC = os.environ["FLIPSCOPE_SOURCE_DIR"]
-MODELS = os.path.join(os.environ["FLIPSCOPE_CACHE_DIR"], "models")
-SMOL = os.path.join(MODELS, "SmolLM2-135M-Instruct.Q4_1.gguf")
-GEMMA = os.path.join(MODELS, "gemma-3-270m-q4_k_m.gguf")
+from common import GEMMA, SMOL, SRC, generated_session, manifest, run
+
 TMP = tempfile.mkdtemp(prefix="flipscope-it-")
-
-
-def run(*args, check=True):
-    p = subprocess.run([BIN, *args], capture_output=True, text=True)
-    if check and p.returncode != 0:
-        raise AssertionError(f"flipscope {' '.join(args)} failed ({p.returncode}): {p.stderr}")
-    return p
 
 
 def short_session():
     """A short generated session (tools, calls, literals) so captures take seconds, not minutes."""
-    path = os.path.join(TMP, "short.json")
-    if not os.path.exists(path):
-        subprocess.run([sys.executable, os.path.join(SRC, "examples", "gen_session.py"), "--seed", "7",
-                        "--target-tokens", "2000", "-o", path], check=True)
-    return path
-
-
-def manifest(path):
-    with safe_open(path, "np") as f:
-        return json.loads(f.metadata()["flipscope.manifest"])
+    return generated_session(TMP, 7, 2000)
 
 
 class Info(unittest.TestCase):

@@ -16,18 +16,15 @@ import random
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 import unittest
 
 import numpy as np
-from safetensors import safe_open
 from safetensors.numpy import load_file
 
-BIN = os.environ["FLIPSCOPE_BIN"]
-SRC = os.environ["FLIPSCOPE_SOURCE_DIR"]
-SMOL = os.path.join(os.environ["FLIPSCOPE_CACHE_DIR"], "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
+from common import BIN, SMOL, generated_session, manifest, run
+
 SEED = int(os.environ.get("FLIPSCOPE_CRASH_SEED", "11"))
 KILLS = int(os.environ.get("FLIPSCOPE_CRASH_KILLS", "5"))
 TMP = tempfile.mkdtemp(prefix="flipscope-crash-")
@@ -38,19 +35,13 @@ TIMING_KEYS = {"created", "capture_seconds", "reused", "timings", "timing"}
 
 def session():
     """A generated session with tool calls, about 1,100 SmolLM2 tokens: a capture takes seconds."""
-    path = os.path.join(TMP, "session.json")
-    if not os.path.exists(path):
-        subprocess.run([sys.executable, os.path.join(SRC, "examples", "gen_session.py"), "--seed", "3",
-                        "--target-tokens", "400", "-o", path], check=True)
-    return path
+    return generated_session(TMP, 3, 400)
 
 
 def timed(args):
     """Runs flipscope to completion; returns (seconds, completed process)."""
     t0 = time.monotonic()
-    p = subprocess.run([BIN, *args], capture_output=True, text=True)
-    if p.returncode != 0:
-        raise AssertionError(f"flipscope {' '.join(args)} failed ({p.returncode}): {p.stderr}")
+    p = run(*args)
     return time.monotonic() - t0, p
 
 
@@ -79,9 +70,7 @@ def strip_timings(j):
 
 
 def manifest_without_timings(path):
-    with safe_open(path, "np") as f:
-        m = json.loads(f.metadata()["flipscope.manifest"])
-    return strip_timings(m)
+    return strip_timings(manifest(path))
 
 
 class CrashSafety(unittest.TestCase):

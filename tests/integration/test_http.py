@@ -11,27 +11,13 @@ import tempfile
 import unittest
 
 import numpy as np
-from safetensors import safe_open
 from safetensors.numpy import load_file
 
-BIN = os.environ["FLIPSCOPE_BIN"]
-SRC = os.environ["FLIPSCOPE_SOURCE_DIR"]
-SMOL = os.path.join(os.environ["FLIPSCOPE_CACHE_DIR"], "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
+from common import SMOL, SRC, generated_session, manifest, run
+
 SERVER = os.path.join(SRC, "tests", "servers", "logprob_server.py")
 TMP = tempfile.mkdtemp(prefix="flipscope-http-")
 KEY = "sk-test-5b2c9e0d7a41"
-
-
-def run(*args, check=True, env=None):
-    p = subprocess.run([BIN, *args], capture_output=True, text=True, env=env)
-    if check and p.returncode != 0:
-        raise AssertionError(f"flipscope {' '.join(args)} failed ({p.returncode}): {p.stderr}")
-    return p
-
-
-def manifest(path):
-    with safe_open(path, "np") as f:
-        return json.loads(f.metadata()["flipscope.manifest"])
 
 
 class Server:
@@ -65,9 +51,7 @@ class Http(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.workload = os.path.join(TMP, "session.json")
-        subprocess.run([sys.executable, os.path.join(SRC, "examples", "gen_session.py"), "--seed", "3",
-                        "--target-tokens", "350", "-o", cls.workload], check=True)
+        cls.workload = generated_session(TMP, 3, 350)
         # The served logits: every position.
         cls.base = os.path.join(TMP, "base.safetensors")
         run("capture", "-m", SMOL, "-w", cls.workload, "-o", cls.base, "-t", "2", "--stride", "1", "-q")

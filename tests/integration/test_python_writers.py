@@ -14,20 +14,12 @@ import numpy as np
 from safetensors import safe_open
 from safetensors.numpy import load_file
 
-BIN = os.environ["FLIPSCOPE_BIN"]
-SRC = os.environ["FLIPSCOPE_SOURCE_DIR"]
-SMOL = os.path.join(os.environ["FLIPSCOPE_CACHE_DIR"], "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
+from common import SMOL, SRC, generated_session, run
+
 TMP = tempfile.mkdtemp(prefix="flipscope-py-")
 sys.path.insert(0, os.path.join(SRC, "python"))
 from flipscope_capture import format as fmt  # noqa: E402
 from flipscope_capture import truncate  # noqa: E402
-
-
-def run(*args, check=True):
-    p = subprocess.run([BIN, *args], capture_output=True, text=True)
-    if check and p.returncode != 0:
-        raise AssertionError(f"flipscope {' '.join(args)} failed ({p.returncode}): {p.stderr}")
-    return p
 
 
 def compare(a, b):
@@ -39,9 +31,7 @@ class Writers(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        workload = os.path.join(TMP, "session.json")
-        subprocess.run([sys.executable, os.path.join(SRC, "examples", "gen_session.py"), "--seed", "5",
-                        "--target-tokens", "400", "-o", workload], check=True)
+        workload = generated_session(TMP, 5, 400)
         cls.orig = os.path.join(TMP, "orig.safetensors")
         run("capture", "-m", SMOL, "-w", workload, "-o", cls.orig, "-t", "2", "--stride", "4", "-q")
         cls.orig_bf16 = os.path.join(TMP, "orig-bf16.safetensors")  # the same run, stored by flipscope as BF16

@@ -1,0 +1,38 @@
+"""What the integration tests share: where the flipscope binary, the sources and the models are
+(from the environment tests/CMakeLists.txt sets), running flipscope, reading a capture's manifest,
+and generated sessions."""
+import json
+import os
+import subprocess
+import sys
+
+from safetensors import safe_open
+
+BIN = os.environ["FLIPSCOPE_BIN"]
+SRC = os.environ["FLIPSCOPE_SOURCE_DIR"]
+MODELS = os.path.join(os.environ["FLIPSCOPE_CACHE_DIR"], "models")
+SMOL = os.path.join(MODELS, "SmolLM2-135M-Instruct.Q4_1.gguf")
+GEMMA = os.path.join(MODELS, "gemma-3-270m-q4_k_m.gguf")
+
+
+def run(*args, check=True, env=None):
+    """Runs flipscope with args; with check, a non-zero exit fails the test with its stderr."""
+    p = subprocess.run([BIN, *args], capture_output=True, text=True, env=env)
+    if check and p.returncode != 0:
+        raise AssertionError(f"flipscope {' '.join(args)} failed ({p.returncode}): {p.stderr}")
+    return p
+
+
+def manifest(path):
+    """The flipscope manifest of a capture, read with safetensors."""
+    with safe_open(path, "np") as f:
+        return json.loads(f.metadata()["flipscope.manifest"])
+
+
+def generated_session(folder, seed, target_tokens):
+    """examples/gen_session.py's session for (seed, target_tokens) in folder, generated once."""
+    path = os.path.join(folder, f"session-{seed}-{target_tokens}.json")
+    if not os.path.exists(path):
+        subprocess.run([sys.executable, os.path.join(SRC, "examples", "gen_session.py"), "--seed", str(seed),
+                        "--target-tokens", str(target_tokens), "-o", path], check=True)
+    return path
