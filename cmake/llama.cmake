@@ -14,7 +14,10 @@ else()
     message(FATAL_ERROR "fetching llama.cpp failed (scripts/fetch-llama.sh)")
   endif()
 endif()
-execute_process(COMMAND "${PROJECT_SOURCE_DIR}/scripts/build-llama.sh" "${_llama_src}" ${_variant}
+# The CPU code path of the build (docs/building.md): native minus AMX unless asked otherwise.
+execute_process(COMMAND ${CMAKE_COMMAND} -E env "FLIPSCOPE_LLAMA_CPU=${FLIPSCOPE_LLAMA_CPU}"
+    "FLIPSCOPE_LLAMA_AMX=${FLIPSCOPE_LLAMA_AMX}"
+    "${PROJECT_SOURCE_DIR}/scripts/build-llama.sh" "${_llama_src}" ${_variant}
   OUTPUT_VARIABLE LLAMA_BUILD_DIR OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE _rc)
 if(NOT _rc EQUAL 0)
   message(FATAL_ERROR "building llama.cpp failed (scripts/build-llama.sh ${_llama_src} ${_variant})")
@@ -22,7 +25,10 @@ endif()
 set(LLAMA_SOURCE_DIR "${_llama_src}" CACHE INTERNAL "")
 set(LLAMA_BUILD_DIR "${LLAMA_BUILD_DIR}" CACHE INTERNAL "")
 set(LLAMA_BIN_DIR "${LLAMA_BUILD_DIR}/bin" CACHE INTERNAL "")
-message(STATUS "llama.cpp: ${_llama_src} built in ${LLAMA_BUILD_DIR}")
+file(READ "${LLAMA_BUILD_DIR}/.flipscope-options" LLAMA_BUILD_OPTIONS)
+string(STRIP "${LLAMA_BUILD_OPTIONS}" LLAMA_BUILD_OPTIONS)
+set(LLAMA_BUILD_OPTIONS "${_variant} ${LLAMA_BUILD_OPTIONS}" CACHE INTERNAL "")
+message(STATUS "llama.cpp: ${_llama_src} built in ${LLAMA_BUILD_DIR} (${LLAMA_BUILD_OPTIONS})")
 
 function(_flipscope_import name lib)
   add_library(${name} SHARED IMPORTED GLOBAL)

@@ -1,13 +1,42 @@
 #!/usr/bin/env bash
 # build-llama.sh SRC_DIR [cpu|cuda] : builds libllama, llama-common and the two llama.cpp tools
-# flipscope uses (llama-perplexity, llama-quantize) once per (source, variant) and reuses the build.
-# Prints the build directory. The key is the source path and its commit, so a user's own checkout
-# gets its own build.
+# flipscope uses (llama-perplexity, llama-quantize) once per (source, variant, CPU options, host CPU)
+# and reuses the build. Prints the build directory.
+#
+# CPU code path (docs/building.md):
+#   FLIPSCOPE_LLAMA_CPU=native   (default) -march=native for this machine, with AMX masked out:
+#                                some VMs report AMX but fault on its tile instructions.
+#   FLIPSCOPE_LLAMA_CPU=portable GGML_NATIVE=OFF: ggml's own default set (SSE4.2, AVX, AVX2, FMA,
+#                                F16C, BMI2), for a build carried to other x86-64 machines.
+#   FLIPSCOPE_LLAMA_AMX=ON       opt in to ggml's AMX kernels (with either of the above).
+# The cache key holds the source path and commit, the variant, these options and, for native
+# builds, a hash of this machine's CPU model and flags, so a build is never reused on another CPU.
 . "$(dirname "$0")/common.sh"
 src=$(cd "$1" && pwd)
 variant=${2:-cpu}
+cpu_mode=${FLIPSCOPE_LLAMA_CPU:-native}
+amx=${FLIPSCOPE_LLAMA_AMX:-OFF}
+case "$amx" in ON|on|1|TRUE|true|YES|yes) amx=ON ;; *) amx=OFF ;; esac
 commit=$(cat "$src/.flipscope-commit" 2>/dev/null || git -C "$src" rev-parse HEAD 2>/dev/null || echo unknown)
-key=$(printf '%s|%s|%s' "$src" "$commit" "$variant" | sha256sum | cut -c1-12)
+
+cpu_flags=()
+case "$cpu_mode" in
+  native)
+    cpu_flags+=(-DGGML_NATIVE=ON)
+    # GCC keeps an explicit -mno-X over what -march=native implies, whatever the order.
+    if [ "$amx" = OFF ]; then
+      cpu_flags+=("-DCMAKE_C_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+                  "-DCMAKE_CXX_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16")
+    fi
+    host=$( (grep -m1 '^model name' /proc/cpuinfo; grep -m1 '^flags' /proc/cpuinfo) 2>/dev/null | sha256sum | cut -c1-12) ;;
+  portable)
+    cpu_flags+=(-DGGML_NATIVE=OFF)
+    [ "$amx" = ON ] && cpu_flags+=(-DGGML_AVX512=ON -DGGML_AVX512_VNNI=ON -DGGML_AMX_TILE=ON -DGGML_AMX_INT8=ON -DGGML_AMX_BF16=ON)
+    host=any ;;
+  *) die "FLIPSCOPE_LLAMA_CPU='$cpu_mode': expected native or portable" ;;
+esac
+options="cpu=$cpu_mode amx=$amx"
+key=$(printf '%s|%s|%s|%s|%s' "$src" "$commit" "$variant" "$options" "$host" | sha256sum | cut -c1-12)
 out="$FLIPSCOPE_CACHE/llama/build-$variant-$key"
 stamp="$out/.flipscope-built"
 if [ -f "$stamp" ]; then printf '%s\n' "$out"; exit 0; fi
@@ -22,13 +51,19 @@ if command -v ccache >/dev/null; then
   export CCACHE_DIR="${CCACHE_DIR:-$FLIPSCOPE_CACHE/ccache}"
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
 fi
-log "building llama.cpp ($variant, ${commit:0:12}) in $out; this takes about 10 minutes on 2 cores, once"
+log "building llama.cpp ($variant, ${commit:0:12}, $options) in $out; this takes about 10 minutes on 2 cores, once"
 cmake -S "$src" -B "$out" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
   -DLLAMA_BUILD_COMMIT="${commit:0:12}" -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
   -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_OPENSSL=OFF \
-  -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DGGML_NATIVE=ON "${launcher[@]}" "${extra[@]}" >&2
+  -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF "${cpu_flags[@]}" "${launcher[@]}" "${extra[@]}" >&2
 cmake --build "$out" --target llama llama-common llama-perplexity llama-quantize -j"$(nproc)" >&2
+# A build whose CPU library still carries AMX code against the request would fault on some VMs.
+if [ "$amx" = OFF ] && [ "$variant" = cpu ] && command -v objdump >/dev/null \
+   && objdump -d "$out/bin/libggml-cpu.so" | grep -q -m1 'tileloadd'; then
+  die "$out/bin/libggml-cpu.so contains AMX instructions although FLIPSCOPE_LLAMA_AMX=OFF"
+fi
 printf '%s\n' "$src" > "$out/.flipscope-src"
 printf '%s\n' "$commit" > "$out/.flipscope-commit"
+printf '%s\n' "$options" > "$out/.flipscope-options"
 touch "$stamp"
 printf '%s\n' "$out"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One idempotent set-up for a fresh Debian 12 machine where only apt and pip reach the network:
-# Debian packages, a Python venv with the test tools, llama.cpp (fetched and built once), models.
+# Debian packages, a Python venv with the test tools, llama.cpp's source, the models.
 . "$(dirname "$0")/common.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -28,7 +28,7 @@ if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$VENV/.flipscope-ok" 2>/dev/null)" !
   echo "$PIP_PACKAGES" >"$VENV/.flipscope-ok"
 fi
 
-src=$("$here/fetch-llama.sh")
-"$here/build-llama.sh" "$src" "${FLIPSCOPE_LLAMA_VARIANT:-cpu}" >/dev/null
+# llama.cpp's source; CMake builds it at configure time with the chosen CPU options (cmake/llama.cmake).
+"$here/fetch-llama.sh" >/dev/null
 "$here/fetch-models.sh" >/dev/null
 log "set-up complete"
