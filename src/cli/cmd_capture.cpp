@@ -1,4 +1,6 @@
 // `flipscope capture -m MODEL -w WORKLOAD -o OUT.safetensors [knobs]`
+#include <map>
+
 #include <fmt/format.h>
 
 #include "capture/capture.h"
@@ -8,20 +10,27 @@
 namespace flipscope::cli {
 
 namespace {
-// Registers the numerics knobs under llama.cpp's flag names.
-void AddKnobFlags(CLI::App* cmd, Knobs& k, std::string& ts) {
-  cmd->add_option("--flash-attn", k.flash_attn, "Flash attention: on, off or auto")->default_val("auto");
-  cmd->add_option("--cache-type-k", k.cache_type_k, "K cache type (f32 f16 bf16 q8_0 q4_0 q4_1 iq4_nl q5_0 q5_1)")
-      ->default_val("f16");
-  cmd->add_option("--cache-type-v", k.cache_type_v, "V cache type (as -ctk)")->default_val("f16");
-  cmd->add_option("-c,--ctx-size", k.n_ctx, "Context size; 0 = the model's training context")->default_val(0);
-  cmd->add_option("-b,--batch-size", k.n_batch, "Logical batch size (prefill chunk)")->default_val(2048);
-  cmd->add_option("--ubatch-size", k.n_ubatch, "Physical batch size")->default_val(512);
-  cmd->add_option("-t,--threads", k.n_threads, "Threads; 0 = all hardware threads")->default_val(0);
-  cmd->add_option("--n-gpu-layers", k.n_gpu_layers, "Layers on the GPU; -1 = all")->default_val(-1);
-  cmd->add_option("--split-mode", k.split_mode, "Multi-GPU split: none, layer, row or tensor")->default_val("layer");
-  cmd->add_option("--tensor-split", ts, "Fractions per GPU, e.g. 3,1");
-  cmd->add_option("--device", k.devices, "Devices, comma separated (see --version)");
+// Registers every numerics knob of KnobTable() under its flags; texts receives what was given.
+void AddKnobFlags(CLI::App* cmd, std::map<std::string, std::string>& texts) {
+  static const Knobs defaults;
+  for (const auto& k : KnobTable()) {
+    nlohmann::json d = k.get(defaults);
+    std::string shown = d.is_string() ? d.get<std::string>() : d.dump();
+    auto* opt = cmd->add_option(k.long_flag, texts[k.key], k.help);
+    if (!(d.is_array() || (d.is_string() && d.get<std::string>().empty()))) opt->default_str(shown);
+  }
+}
+
+// Applies the knob flags that were given; the error names the flag as the user wrote it.
+Status ApplyKnobFlags(const CLI::App* cmd, const std::map<std::string, std::string>& texts, Knobs& knobs) {
+  for (const auto& k : KnobTable()) {
+    std::string name = k.long_flag;
+    name = name.substr(name.find("--"));
+    if (cmd->get_option(name)->count() == 0) continue;
+    std::string shown = *k.llama_flag ? k.llama_flag : name;
+    FS_RETURN_IF_ERROR(SetKnobFromText(knobs, k, texts.at(k.key)).Prefixed(shown));
+  }
+  return Status::Ok();
 }
 
 // Registers the server flags of --engine openai (docs/engines.md).
@@ -38,27 +47,13 @@ void AddServerFlags(CLI::App* cmd, HttpOptions& h) {
   cmd->add_option("--retries", h.retries, "--engine openai: retries after 5xx, 429 and timeouts")->default_val(4);
 }
 
-Result<std::vector<float>> ParseSplit(const std::string& s) {
-  std::vector<float> out;
-  size_t start = 0;
-  while (start < s.size()) {
-    size_t comma = s.find_first_of(",/", start);
-    std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    try {
-      out.push_back(std::stof(item));
-    } catch (...) {
-      return Status::Error("-ts: '" + item + "' is not a number");
-    }
-    start = comma == std::string::npos ? s.size() : comma + 1;
-  }
-  return out;
-}
 }  // namespace
 
 void AddCaptureCommand(CLI::App& app) {
   struct Opts {
     CaptureRequest req;
-    std::string store = "f32", ts;
+    std::string store = "f32";
+    std::map<std::string, std::string> knob_texts;
     bool quiet = false;
   };
   auto o = std::make_shared<Opts>();
@@ -76,15 +71,13 @@ void AddCaptureCommand(CLI::App& app) {
   cmd->add_option("--full", o->req.plan.full, "Also store every position of: tool_calls and/or ranges A-B,...");
   cmd->add_option("--store", o->store, "Stored logits dtype: f32 (native) or bf16")->default_val("f32");
   cmd->add_flag("-q,--quiet", o->quiet, "No progress bar");
-  AddKnobFlags(cmd, o->req.knobs, o->ts);
+  AddKnobFlags(cmd, o->knob_texts);
   AddServerFlags(cmd, o->req.http);
-  cmd->callback([o] {
+  cmd->callback([o, cmd] {
     auto store = ParseStore(o->store);
     if (!store.ok()) return void(ExitCode() = Fail(store.status()));
     o->req.store = *store;
-    auto split = ParseSplit(o->ts);
-    if (!split.ok()) return void(ExitCode() = Fail(split.status()));
-    o->req.knobs.tensor_split = *split;
+    if (Status st = ApplyKnobFlags(cmd, o->knob_texts, o->req.knobs); !st.ok()) return void(ExitCode() = Fail(st));
     o->req.progress = !o->quiet;
     if (o->req.engine == "openai" && o->req.http.url.empty()) return void(ExitCode() = Fail(Status::Error("--engine openai needs --url")));
     if (o->req.engine != "openai" && !o->req.http.url.empty())

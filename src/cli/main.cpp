@@ -36,16 +36,22 @@ namespace {
 // llama.cpp spells some flags as one dash and several letters (-fa, -ctk); CLI11 reads those as
 // bundled short flags, so they are rewritten to their long names before parsing.
 std::vector<std::string> LlamaStyleArgs(int argc, char** argv) {
-  static const std::pair<const char*, const char*> kLong[] = {
-      {"-fa", "--flash-attn"},    {"-ctk", "--cache-type-k"}, {"-ctv", "--cache-type-v"},
-      {"-ub", "--ubatch-size"},   {"-ngl", "--n-gpu-layers"}, {"-sm", "--split-mode"},
-      {"-ts", "--tensor-split"},  {"-dev", "--device"}};
+  std::vector<std::pair<std::string, std::string>> spellings;
+  for (const auto& k : flipscope::KnobTable()) {
+    std::string long_flag = k.long_flag;
+    if (*k.llama_flag) spellings.emplace_back(k.llama_flag, long_flag.substr(long_flag.find("--")));
+  }
   std::vector<std::string> out;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    for (auto& [s, l] : kLong) {
+    if (a == "-nr" || a == "--no-repack") {  // llama.cpp's switch for --repack off
+      out.push_back("--repack");
+      out.push_back("off");
+      continue;
+    }
+    for (auto& [s, l] : spellings) {
       if (a == s) a = l;
-      else if (a.rfind(std::string(s) + "=", 0) == 0) a = l + a.substr(std::string(s).size());
+      else if (a.rfind(s + "=", 0) == 0) a = l + a.substr(s.size());
     }
     out.push_back(a);
   }

@@ -15,7 +15,8 @@
 
 namespace flipscope {
 
-// Numerics knobs, named as llama.cpp names them. Defaults are llama.cpp's own.
+// Numerics knobs, named as llama.cpp names them. Defaults are llama.cpp's own. KnobTable() is
+// the one list of their keys, flags and help; a new knob is a member here and an entry there.
 struct Knobs {
   std::string flash_attn = "auto";  // -fa on|off|auto
   std::string cache_type_k = "f16";  // -ctk
@@ -28,6 +29,7 @@ struct Knobs {
   std::string split_mode = "layer";  // -sm none|layer|row|tensor
   std::vector<float> tensor_split;   // -ts
   std::string devices;               // -dev, comma separated; empty = default; "none" = CPU only
+  std::string repack = "on";         // --repack on|off (-nr): weights in ggml's extra CPU buffer types
 
   // The knobs as a JSON object (keys are the long llama.cpp names).
   nlohmann::json ToJson() const;
@@ -39,9 +41,29 @@ struct Knobs {
   std::string ToFlags() const;
 };
 
+// One numerics knob: its key in JSON and experiment files, its flags, its help and how to read
+// and write it. The table drives Knobs' JSON, flags, the CLI's options and experiment keys.
+struct KnobInfo {
+  const char* key;         // JSON / TOML key, e.g. "flash_attn"
+  const char* long_flag;   // flipscope's flag, e.g. "--flash-attn"
+  const char* llama_flag;  // llama.cpp's spelling when it differs (one dash, several letters), or ""
+  const char* help;        // one line for --help
+  bool always_in_flags;    // ToFlags() writes it even at its default
+  nlohmann::json (*get)(const Knobs&);
+  // Sets the member from a JSON value; the error says what was expected (without the key).
+  Status (*set)(Knobs&, const nlohmann::json&);
+};
+// Every knob, in the order flags and JSON list them.
+const std::vector<KnobInfo>& KnobTable();
+// The entry for a JSON key, or nullptr.
+const KnobInfo* FindKnob(const std::string& key);
+// Sets a knob from command-line text ("8", "on", "3,1"); the error says what was expected.
+Status SetKnobFromText(Knobs& k, const KnobInfo& info, const std::string& text);
+
 // The KV cache types llama.cpp accepts for -ctk / -ctv.
 const std::vector<std::string>& KvCacheTypes();
-// Bytes per element of a KV cache type (block size taken into account), e.g. q8_0 -> 34/32.
+// Bytes per element of a KV cache type from ggml's type and block sizes, e.g. q8_0 -> 34/32;
+// NaN for an unknown name.
 double KvTypeBytesPerElement(const std::string& type);
 
 // One output row: full-vocabulary logits (llama) or top-k logprobs (truncated sources).
@@ -187,6 +209,13 @@ std::string GgmlVersion();
 std::vector<std::string> Backends();
 // The devices ggml sees, with their memory.
 nlohmann::json Devices();
+// The CPU kernel path, which changes the numbers like any knob: the instruction-set features
+// ggml's CPU backend uses here, the llama.cpp build's CPU options, the buffer types that hold the
+// weights (weight_buffers: type -> MiB), the extra ones among them (repacking, AMX), and a
+// one-line "summary" that two captures share exactly when they ran the same path.
+nlohmann::json KernelPath(const nlohmann::json& weight_buffers);
+// The "<type> model buffer size = <n> MiB" lines of llama.cpp's model-load log, as type -> MiB.
+nlohmann::json WeightBuffers(const std::string& load_log);
 // Routes llama.cpp's log to a buffer (kept for error messages) and shows it only with --verbose.
 void InitLlamaLogging(bool verbose);
 // Initializes the backends and routes the log once, keeping the verbosity already chosen.

@@ -1,67 +1,167 @@
-// Knobs: JSON round trip, validation and llama.cpp flags.
+// Knobs: the one table of numerics knobs, and their JSON round trip, validation and flags.
+#include <ggml.h>
+
 #include <cmath>
+#include <type_traits>
 
 #include <fmt/format.h>
 
 #include "engine/engine.h"
 
 namespace flipscope {
+namespace {
+
+// KV cache type names as llama.cpp spells them (-ctk / -ctv), with ggml's type.
+const std::pair<const char*, ggml_type> kKvTypes[] = {
+    {"f32", GGML_TYPE_F32},   {"f16", GGML_TYPE_F16},   {"bf16", GGML_TYPE_BF16},
+    {"q8_0", GGML_TYPE_Q8_0}, {"q4_0", GGML_TYPE_Q4_0}, {"q4_1", GGML_TYPE_Q4_1},
+    {"iq4_nl", GGML_TYPE_IQ4_NL}, {"q5_0", GGML_TYPE_Q5_0}, {"q5_1", GGML_TYPE_Q5_1}};
+
+template <typename T>
+constexpr const char* Expected() {
+  if constexpr (std::is_same_v<T, int>) return "an integer";
+  else if constexpr (std::is_same_v<T, std::string>) return "a string";
+  else return "a list of numbers";
+}
+
+template <auto M>
+nlohmann::json Get(const Knobs& k) {
+  return k.*M;
+}
+
+template <auto M>
+Status Set(Knobs& k, const nlohmann::json& v) {
+  using T = std::remove_cvref_t<decltype(k.*M)>;
+  try {
+    if constexpr (std::is_same_v<T, int>) {
+      if (!v.is_number_integer()) return Status::Error(Expected<T>());
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      if (!v.is_string()) return Status::Error(Expected<T>());
+    }
+    k.*M = v.get<T>();
+  } catch (const nlohmann::json::exception&) {
+    return Status::Error(Expected<T>());
+  }
+  return Status::Ok();
+}
+
+// Checks a value against the names a knob accepts: "-fa must be on, off or auto, not 'x'".
+Status OneOf(const std::string& knob, const std::string& v, std::initializer_list<const char*> names) {
+  std::string list;
+  size_t i = 0;
+  for (const char* n : names) {
+    if (v == n) return Status::Ok();
+    list += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + std::string(n);
+    ++i;
+  }
+  return Status::Error(fmt::format("{} must be {}, not '{}'", knob, list, v));
+}
+
+}  // namespace
+
+const std::vector<KnobInfo>& KnobTable() {
+  static const std::vector<KnobInfo> table = {
+      {"flash_attn", "--flash-attn", "-fa", "Flash attention: on, off or auto", true,
+       Get<&Knobs::flash_attn>, Set<&Knobs::flash_attn>},
+      {"cache_type_k", "--cache-type-k", "-ctk", "K cache type (f32 f16 bf16 q8_0 q4_0 q4_1 iq4_nl q5_0 q5_1)",
+       true, Get<&Knobs::cache_type_k>, Set<&Knobs::cache_type_k>},
+      {"cache_type_v", "--cache-type-v", "-ctv", "V cache type (as -ctk)", true, Get<&Knobs::cache_type_v>,
+       Set<&Knobs::cache_type_v>},
+      {"batch_size", "-b,--batch-size", "", "Logical batch size (prefill chunk)", true, Get<&Knobs::n_batch>,
+       Set<&Knobs::n_batch>},
+      {"ubatch_size", "--ubatch-size", "-ub", "Physical batch size", true, Get<&Knobs::n_ubatch>,
+       Set<&Knobs::n_ubatch>},
+      {"ctx_size", "-c,--ctx-size", "", "Context size; 0 = the model's training context", false,
+       Get<&Knobs::n_ctx>, Set<&Knobs::n_ctx>},
+      {"threads", "-t,--threads", "", "Threads; 0 = all hardware threads", false, Get<&Knobs::n_threads>,
+       Set<&Knobs::n_threads>},
+      {"n_gpu_layers", "--n-gpu-layers", "-ngl", "Layers on the GPU; -1 = all", false, Get<&Knobs::n_gpu_layers>,
+       Set<&Knobs::n_gpu_layers>},
+      {"split_mode", "--split-mode", "-sm", "Multi-GPU split: none, layer, row or tensor", false,
+       Get<&Knobs::split_mode>, Set<&Knobs::split_mode>},
+      {"tensor_split", "--tensor-split", "-ts", "Fractions per GPU, e.g. 3,1", false, Get<&Knobs::tensor_split>,
+       Set<&Knobs::tensor_split>},
+      {"device", "--device", "-dev", "Devices, comma separated (see --version); none = the CPU alone", false,
+       Get<&Knobs::devices>, Set<&Knobs::devices>},
+      {"repack", "--repack", "", "Weights repacked into ggml's extra CPU buffer types (AMX, CPU_REPACK): on or off",
+       false, Get<&Knobs::repack>, Set<&Knobs::repack>},
+  };
+  return table;
+}
+
+const KnobInfo* FindKnob(const std::string& key) {
+  for (const auto& k : KnobTable())
+    if (key == k.key) return &k;
+  return nullptr;
+}
+
+Status SetKnobFromText(Knobs& k, const KnobInfo& info, const std::string& text) {
+  nlohmann::json current = info.get(k), value;
+  if (current.is_number_integer()) {
+    size_t used = 0;
+    try {
+      value = std::stoi(text, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (used == 0 || used != text.size()) return Status::Error(fmt::format("'{}' is not an integer", text));
+  } else if (current.is_array()) {
+    // llama.cpp's -ts takes "3,1" or "3/1".
+    value = nlohmann::json::array();
+    size_t start = 0;
+    while (start < text.size()) {
+      size_t sep = text.find_first_of(",/", start);
+      std::string item = text.substr(start, sep == std::string::npos ? std::string::npos : sep - start);
+      size_t used = 0;
+      try {
+        value.push_back(std::stof(item, &used));
+      } catch (...) {
+        used = 0;
+      }
+      if (used == 0 || used != item.size()) return Status::Error(fmt::format("'{}' is not a number", item));
+      start = sep == std::string::npos ? text.size() : sep + 1;
+    }
+  } else {
+    value = text;
+  }
+  return info.set(k, value);
+}
 
 const std::vector<std::string>& KvCacheTypes() {
-  static const std::vector<std::string> types = {"f32", "f16", "bf16", "q8_0", "q4_0",
-                                                 "q4_1", "iq4_nl", "q5_0", "q5_1"};
+  static const std::vector<std::string> types = [] {
+    std::vector<std::string> out;
+    for (auto& [name, type] : kKvTypes) out.emplace_back(name);
+    return out;
+  }();
   return types;
 }
 
 double KvTypeBytesPerElement(const std::string& t) {
-  // Block sizes of ggml's types: bytes per block / elements per block.
-  if (t == "f32") return 4;
-  if (t == "f16" || t == "bf16") return 2;
-  if (t == "q8_0") return 34.0 / 32;
-  if (t == "q4_0") return 18.0 / 32;
-  if (t == "q4_1") return 20.0 / 32;
-  if (t == "iq4_nl") return 18.0 / 32;
-  if (t == "q5_0") return 22.0 / 32;
-  if (t == "q5_1") return 24.0 / 32;
+  for (auto& [name, type] : kKvTypes)
+    if (t == name) return double(ggml_type_size(type)) / double(ggml_blck_size(type));
   return std::nan("");
 }
 
 nlohmann::json Knobs::ToJson() const {
-  return {{"flash_attn", flash_attn},     {"cache_type_k", cache_type_k},
-          {"cache_type_v", cache_type_v}, {"ctx_size", n_ctx},
-          {"batch_size", n_batch},        {"ubatch_size", n_ubatch},
-          {"threads", n_threads},         {"n_gpu_layers", n_gpu_layers},
-          {"split_mode", split_mode},     {"tensor_split", tensor_split},
-          {"device", devices}};
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& k : KnobTable()) j[k.key] = k.get(*this);
+  return j;
 }
 
 Result<Knobs> Knobs::FromJson(const nlohmann::json& j) {
   Knobs k;
   if (!j.is_object()) return Status::Error("knobs must be an object");
-  try {
-    for (auto& [key, v] : j.items()) {
-      if (key == "flash_attn") k.flash_attn = v.get<std::string>();
-      else if (key == "cache_type_k") k.cache_type_k = v.get<std::string>();
-      else if (key == "cache_type_v") k.cache_type_v = v.get<std::string>();
-      else if (key == "ctx_size") k.n_ctx = v.get<int>();
-      else if (key == "batch_size") k.n_batch = v.get<int>();
-      else if (key == "ubatch_size") k.n_ubatch = v.get<int>();
-      else if (key == "threads") k.n_threads = v.get<int>();
-      else if (key == "n_gpu_layers") k.n_gpu_layers = v.get<int>();
-      else if (key == "split_mode") k.split_mode = v.get<std::string>();
-      else if (key == "tensor_split") k.tensor_split = v.get<std::vector<float>>();
-      else if (key == "device") k.devices = v.get<std::string>();
-      else return Status::Error("unknown knob '" + key + "'");
-    }
-  } catch (const nlohmann::json::exception& e) {
-    return Status::Error(std::string("knob of the wrong type: ") + e.what());
+  for (auto& [key, v] : j.items()) {
+    const KnobInfo* info = FindKnob(key);
+    if (!info) return Status::Error("unknown knob '" + key + "'");
+    if (Status st = info->set(k, v); !st.ok())
+      return Status::Error(fmt::format("knob '{}' must be {}", key, st.message()));
   }
   return k;
 }
 
 Status Knobs::Validate() const {
-  if (flash_attn != "on" && flash_attn != "off" && flash_attn != "auto")
-    return Status::Error("-fa must be on, off or auto, not '" + flash_attn + "'");
+  FS_RETURN_IF_ERROR(OneOf("-fa", flash_attn, {"on", "off", "auto"}));
   for (const auto* t : {&cache_type_k, &cache_type_v}) {
     bool known = false;
     for (const auto& name : KvCacheTypes()) known |= (name == *t);
@@ -76,21 +176,29 @@ Status Knobs::Validate() const {
   if (n_ctx < 0) return Status::Error("-c must be >= 0");
   if (n_batch < 1 || n_ubatch < 1) return Status::Error("-b and -ub must be >= 1");
   if (n_threads < 0) return Status::Error("-t must be >= 0");
-  if (split_mode != "none" && split_mode != "layer" && split_mode != "row" && split_mode != "tensor")
-    return Status::Error("-sm must be none, layer, row or tensor, not '" + split_mode + "'");
+  FS_RETURN_IF_ERROR(OneOf("-sm", split_mode, {"none", "layer", "row", "tensor"}));
+  FS_RETURN_IF_ERROR(OneOf("--repack", repack, {"on", "off"}));
   return Status::Ok();
 }
 
 std::string Knobs::ToFlags() const {
-  std::string s = fmt::format("-fa {} -ctk {} -ctv {} -b {} -ub {}", flash_attn, cache_type_k,
-                              cache_type_v, n_batch, n_ubatch);
-  if (n_ctx > 0) s += fmt::format(" -c {}", n_ctx);
-  if (n_threads > 0) s += fmt::format(" -t {}", n_threads);
-  if (n_gpu_layers >= 0) s += fmt::format(" -ngl {}", n_gpu_layers);
-  if (split_mode != "layer") s += " -sm " + split_mode;
-  if (!tensor_split.empty()) s += fmt::format(" -ts {}", fmt::join(tensor_split, ","));
-  if (!devices.empty()) s += " -dev " + devices;
-  return s;
+  static const Knobs defaults;
+  std::string s;
+  for (const auto& k : KnobTable()) {
+    nlohmann::json v = k.get(*this);
+    if (!k.always_in_flags && v == k.get(defaults)) continue;
+    if (std::string(k.key) == "repack") {  // llama.cpp's spelling is a switch
+      s += " -nr";
+      continue;
+    }
+    std::string flag = *k.llama_flag ? k.llama_flag : std::string(k.long_flag);
+    if (size_t comma = flag.find(','); comma != std::string::npos) flag = flag.substr(0, comma);
+    std::string text = v.is_string()  ? v.get<std::string>()
+                       : v.is_array() ? fmt::format("{}", fmt::join(v.get<std::vector<float>>(), ","))
+                                      : v.dump();
+    s += " " + flag + " " + text;
+  }
+  return s.empty() ? s : s.substr(1);
 }
 
 int32_t ArgmaxLowest(std::span<const float> row) {

@@ -43,13 +43,12 @@ std::string TakeLogAll() {
   return s;
 }
 
+// llama.cpp's -ctk/-ctv names are ggml's type names (Knobs::Validate() admits only cache types).
 ggml_type KvType(const std::string& name) {
-  static const std::pair<const char*, ggml_type> map[] = {
-      {"f32", GGML_TYPE_F32},   {"f16", GGML_TYPE_F16},   {"bf16", GGML_TYPE_BF16},
-      {"q8_0", GGML_TYPE_Q8_0}, {"q4_0", GGML_TYPE_Q4_0}, {"q4_1", GGML_TYPE_Q4_1},
-      {"iq4_nl", GGML_TYPE_IQ4_NL}, {"q5_0", GGML_TYPE_Q5_0}, {"q5_1", GGML_TYPE_Q5_1}};
-  for (auto& [n, t] : map)
-    if (name == n) return t;
+  for (int t = 0; t < GGML_TYPE_COUNT; ++t) {
+    const char* n = ggml_type_name(ggml_type(t));
+    if (n && name == n) return ggml_type(t);
+  }
   return GGML_TYPE_COUNT;
 }
 
@@ -98,6 +97,7 @@ struct LlamaEngine::Impl {
   llama_context* ctx = nullptr;
   const llama_vocab* vocab = nullptr;
   Knobs knobs;     // resolved
+  nlohmann::json weight_buffers;  // buffer type -> MiB of the model's weights (the kernel path)
   std::string model_path;
   int n_seq_max = 1;
   ~Impl() {
@@ -132,6 +132,7 @@ Result<std::unique_ptr<LlamaEngine>> LlamaEngine::Create(const std::string& path
   llama_model_params mp = llama_model_default_params();
   mp.n_gpu_layers = k.n_gpu_layers;
   mp.split_mode = SplitMode(k.split_mode);
+  mp.use_extra_bufts = k.repack == "on";  // llama.cpp's --no-repack clears it
   std::vector<float> ts(llama_max_devices(), 0.0f);
   for (size_t i = 0; i < k.tensor_split.size() && i < ts.size(); ++i) ts[i] = k.tensor_split[i];
   if (!k.tensor_split.empty()) mp.tensor_split = ts.data();
@@ -156,6 +157,7 @@ Result<std::unique_ptr<LlamaEngine>> LlamaEngine::Create(const std::string& path
   }
   TakeLogAll();
   impl->model = llama_model_load_from_file(path.c_str(), mp);
+  impl->weight_buffers = WeightBuffers(TakeLogAll());
   if (!impl->model) {
     std::string why = TakeLlamaLogTail();
     return Status::Error(path + ": llama.cpp could not load the model" + (why.empty() ? "" : " (" + why + ")"));
@@ -385,6 +387,7 @@ nlohmann::json LlamaEngine::Describe() const {
           {"system_info", llama_print_system_info()},
           {"model_desc", desc},
           {"knobs", impl_->knobs.ToJson()},
+          {"kernel_path", KernelPath(impl_->weight_buffers)},
           {"flags", impl_->knobs.ToFlags()},
           {"kv_unified", true},
           {"swa_full", true}};

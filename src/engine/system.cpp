@@ -1,7 +1,9 @@
-// Versions, backends and devices of the linked llama.cpp / ggml.
+// Versions, backends, devices and the CPU kernel path of the linked llama.cpp / ggml.
 #include <llama.h>
 #include <ggml.h>
 #include <ggml-backend.h>
+
+#include <regex>
 
 #include <fmt/format.h>
 
@@ -10,6 +12,10 @@
 // Defined in llama.cpp's common library (build-info.cpp), set from the build's commit.
 extern int LLAMA_BUILD_NUMBER;
 extern char const* LLAMA_COMMIT;
+
+#ifndef FLIPSCOPE_LLAMA_BUILD_OPTIONS
+#define FLIPSCOPE_LLAMA_BUILD_OPTIONS "unknown"
+#endif
 
 namespace flipscope {
 
@@ -36,6 +42,48 @@ nlohmann::json Devices() {
                    {"memory_total", total}});
   }
   return out;
+}
+
+namespace {
+// The CPU backend's feature list (ggml_backend_get_features): what ggml was compiled to use, as
+// checked against this CPU at start-up.
+std::vector<std::string> CpuFeatures() {
+  EnsureLlamaInit();
+  std::vector<std::string> out;
+  ggml_backend_reg_t reg = ggml_backend_reg_by_name("CPU");
+  if (!reg) return out;
+  using GetFeatures = ggml_backend_feature* (*)(ggml_backend_reg_t);
+  auto get = reinterpret_cast<GetFeatures>(ggml_backend_reg_get_proc_address(reg, "ggml_backend_get_features"));
+  if (!get) return out;
+  for (ggml_backend_feature* f = get(reg); f && f->name; ++f)
+    out.push_back(std::string(f->value) == "1" ? f->name : fmt::format("{}={}", f->name, f->value));
+  return out;
+}
+}  // namespace
+
+nlohmann::json WeightBuffers(const std::string& load_log) {
+  static const std::regex line(R"(([A-Za-z0-9_]+) model buffer size\s*=\s*([0-9.]+) MiB)");
+  nlohmann::json out = nlohmann::json::object();
+  for (auto it = std::sregex_iterator(load_log.begin(), load_log.end(), line); it != std::sregex_iterator(); ++it)
+    out[(*it)[1].str()] = std::stod((*it)[2].str());
+  return out;
+}
+
+nlohmann::json KernelPath(const nlohmann::json& weight_buffers) {
+  std::vector<std::string> features = CpuFeatures(), extra, held;
+  for (auto& [type, mib] : weight_buffers.items()) {
+    held.push_back(type);
+    // CPU and CPU_Mapped are plain host memory (the ordinary kernels); a GPU device's buffer is
+    // named after it. The rest are ggml's extra CPU buffer types: CPU_REPACK, AMX, KleidiAI...
+    bool plain = type == "CPU" || type == "CPU_Mapped" || ggml_backend_dev_by_name(type.c_str()) != nullptr;
+    if (!plain) extra.push_back(type);
+  }
+  return {{"cpu_features", features},
+          {"llama_build", FLIPSCOPE_LLAMA_BUILD_OPTIONS},
+          {"weight_buffers", weight_buffers},
+          {"extra_buffer_types", extra},
+          {"summary", fmt::format("CPU {}; weights in {}", fmt::join(features, " "),
+                                  held.empty() ? std::string("?") : fmt::format("{}", fmt::join(held, ", ")))}};
 }
 
 }  // namespace flipscope

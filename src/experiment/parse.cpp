@@ -16,9 +16,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::set<std::string> kKnobKeys = {"flash_attn",   "cache_type_k", "cache_type_v", "ctx_size",
-                                         "batch_size",   "ubatch_size",  "threads",      "n_gpu_layers",
-                                         "split_mode",   "tensor_split", "device"};
+// The knob keys an experiment table accepts: those of the knob table.
+std::string KnobKeys() {
+  std::vector<std::string> keys;
+  for (const auto& k : KnobTable()) keys.emplace_back(k.key);
+  std::sort(keys.begin(), keys.end());
+  return fmt::format("{}", fmt::join(keys, ", "));
+}
 
 struct Ctx {
   std::string file;
@@ -91,13 +95,13 @@ Status ReadConfig(const Ctx& c, const toml::table& t, const ConfigSpec* base, co
       if (!node.is_string()) return c.At(node, "requantize must be a type name such as F16 or Q8_0");
       out.requantize = *node.value<std::string>();
       out.changes["requantize"] = out.requantize;
-    } else if (kKnobKeys.count(key)) {
+    } else if (FindKnob(key)) {
       knobs[key] = ToJson(node);
       out.changes[key] = ToJson(node);
       auto parsed = Knobs::FromJson(knobs);
       if (!parsed.ok()) return c.At(node, parsed.status().message());
     } else {
-      return c.At(node, fmt::format("unknown key '{}' (knobs: {})", key, fmt::join(kKnobKeys, ", ")));
+      return c.At(node, fmt::format("unknown key '{}' (knobs: {})", key, KnobKeys()));
     }
   }
   auto parsed = Knobs::FromJson(knobs);
