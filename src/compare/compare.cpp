@@ -224,6 +224,16 @@ uint64_t RowBytes(const CaptureReader& r) {
   return uint64_t(r.n_vocab()) * (r.store() == StoreDtype::kBF16 ? 2 : 4);
 }
 
+// engine.kernel_path.summary of a manifest, or "".
+std::string KernelPathOf(const nlohmann::json& manifest) {
+  const nlohmann::json* p = &manifest;
+  for (const char* key : {"engine", "kernel_path", "summary"}) {
+    if (!p->is_object() || !p->contains(key)) return "";
+    p = &(*p)[key];
+  }
+  return p->is_string() ? p->get<std::string>() : "";
+}
+
 }  // namespace
 
 Result<Comparison> Compare(const CaptureReader& base, const CaptureReader& cand, const CompareOptions& options) {
@@ -241,6 +251,10 @@ Result<Comparison> Compare(const CaptureReader& base, const CaptureReader& cand,
   c.cand_topk = cand.truncated() ? cand.topk() : 0;
   c.truncated = base.truncated() || cand.truncated();
   c.window = options.window;
+  c.base_kernel_path = KernelPathOf(base.manifest());
+  c.cand_kernel_path = KernelPathOf(cand.manifest());
+  c.kernel_paths_differ = !c.base_kernel_path.empty() && !c.cand_kernel_path.empty() &&
+                          c.base_kernel_path != c.cand_kernel_path;
   c.probes_compared = int64_t(pairs.base.size());
   c.probes_skipped_base = int64_t(base.positions().size()) - c.probes_compared;
   c.probes_skipped_cand = int64_t(cand.positions().size()) - c.probes_compared;

@@ -186,6 +186,11 @@ struct Comparison {
   int64_t probes_compared = 0, probes_skipped_base = 0, probes_skipped_cand = 0;
   int64_t bit_identical = 0;  // probes whose rows are bit-for-bit identical (digest and values)
   int64_t window = 0;
+  // The CPU kernel paths of the two captures (the manifests' engine.kernel_path.summary; "" when
+  // a capture does not record one, e.g. a server or a Python writer). A different path changes
+  // the numbers like a knob does, so compare names it when they differ.
+  std::string base_kernel_path, cand_kernel_path;
+  bool kernel_paths_differ = false;
   OverallStats overall;
   std::vector<WindowStats> windows;
   std::vector<FlipRecord> flips;

@@ -106,6 +106,8 @@ std::vector<std::string> Summary(const Comparison& c) {
   std::vector<std::string> lines;
   lines.push_back(fmt::format("base {} ({}), candidate {} ({})", c.base_path, StoreText(c.base_store, c.base_topk),
                               c.cand_path, StoreText(c.cand_store, c.cand_topk)));
+  if (c.kernel_paths_differ)
+    lines.push_back(fmt::format("kernel paths differ: base {}; candidate {}", c.base_kernel_path, c.cand_kernel_path));
   lines.push_back(fmt::format("probes: {} compared ({} skipped in base, {} in candidate)", c.probes_compared,
                               c.probes_skipped_base, c.probes_skipped_cand));
   lines.push_back(fmt::format("bit-for-bit identical: {} of {} probes", c.bit_identical, c.probes_compared));
@@ -194,6 +196,10 @@ json ToJson(const Comparison& c) {
       {"kl_estimate", c.truncated ? "tail bucket: ids both captures know, plus one bucket for the rest (a lower bound)"
                                   : "exact: full vocabulary"},
       {"truncated", c.truncated},
+      {"kernel_path",
+       {{"base", c.base_kernel_path.empty() ? json(nullptr) : json(c.base_kernel_path)},
+        {"cand", c.cand_kernel_path.empty() ? json(nullptr) : json(c.cand_kernel_path)},
+        {"differ", c.kernel_paths_differ}}},
       {"window", c.window},
       {"probes_compared", c.probes_compared},
       {"probes_skipped_base", c.probes_skipped_base},

@@ -133,6 +133,16 @@ std::vector<Fact> Disclosure(const json& r) {
                             InlineText(Sub(plan, "full")).empty() ? "nothing" : InlineText(Sub(plan, "full")),
                             Count(Num(plan, "n_probes")));
 
+  // A configuration whose CPU kernel path differs from the reference's (another ISA, repacked or
+  // AMX weights) is named: that difference is part of what its numbers measure.
+  const std::string base_path = Str(Sub(engine, "kernel_path"), "summary");
+  std::string other_paths;
+  if (configs.is_array() && !base_path.empty())
+    for (const json& c : configs) {
+      const std::string path = Str(Sub(Sub(c, "engine"), "kernel_path"), "summary");
+      if (!path.empty() && path != base_path)
+        other_paths += fmt::format("{}{}: {}", other_paths.empty() ? "" : "; ", Str(c, "name"), path);
+    }
   const std::string run = "Reference and runtime", mw = "Model and workload", method = "Method";
   std::vector<Fact> facts = {
       {run, "Reference configuration", base, false},
@@ -144,6 +154,9 @@ std::vector<Fact> Disclosure(const json& r) {
       {run, "Backends", InlineText(Sub(engine, "backends")), false},
       {run, "Devices", devices, false},
       {run, "System info", Str(engine, "system_info"), true},
+      {run, "CPU kernel path", base_path, true},
+      {run, "llama.cpp build", Str(Sub(engine, "kernel_path"), "llama_build"), true},
+      {run, "Other kernel paths", base_path.empty() ? "" : (other_paths.empty() ? "none: every configuration ran the reference's" : other_paths), true},
       {mw, "Model", Str(model, "name"), false},
       {mw, "Model file", Str(model, "path"), true},
       {mw, "Model sha256", Str(model, "sha256"), true},
