@@ -8,6 +8,7 @@
 
 #include "branch/branch.h"
 #include "capture/capture.h"
+#include "testing/futures.h"
 #include "testing/tiny_model.h"
 #include "util/util.h"
 
@@ -111,22 +112,31 @@ TEST(RunBranches, FlipsOfAQuantizedKvCacheCheckedIndependently) {
   EXPECT_EQ(PythonCheck(*out, &said), 0) << said;
 }
 
+// The fallback for models whose cache cannot be forked re-prefills each prefix. Its batch shapes
+// differ from the teacher-forced pass, so the kernels may round differently (repacked weights,
+// AMX, tiled attention); what holds on every kernel path is ExpectSameGreedyFuture's guarantee.
 TEST(RunBranches, ReprefillingGivesTheForkedRecords) {
   auto forked = RunBranches(Request(6));
   BranchRequest slow = Request(6);
   slow.options.allow_fork = false;
   auto fresh = RunBranches(slow);
-  ASSERT_TRUE(forked.ok() && fresh.ok());
+  ASSERT_TRUE(forked.ok()) << forked.status().message();
+  ASSERT_TRUE(fresh.ok()) << fresh.status().message();
+  EXPECT_TRUE((*forked)["config"]["base"]["forked"].get<bool>());
   EXPECT_FALSE((*fresh)["config"]["base"]["forked"].get<bool>());
   const auto& a = (*forked)["records"];
   const auto& b = (*fresh)["records"];
   ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i)
-    for (const char* side : {"base_future", "cand_future"}) {
-      EXPECT_EQ(a[i][side]["tokens"], b[i][side]["tokens"]) << a[i]["position"] << " " << side;
-      for (size_t t = 0; t < a[i][side]["probs"].size(); ++t)
-        EXPECT_NEAR(a[i][side]["probs"][t].get<double>(), b[i][side]["probs"][t].get<double>(), 1e-3) << a[i]["position"] << " " << side << " " << t;
-    }
+  ASSERT_GT(a.size(), 0u);
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i]["position"], b[i]["position"]);
+    for (const char* side : {"base_future", "cand_future"})
+      fixtures::ExpectSameGreedyFuture(a[i][side]["tokens"].get<std::vector<int>>(),
+                                       a[i][side]["probs"].get<std::vector<double>>(),
+                                       b[i][side]["tokens"].get<std::vector<int>>(),
+                                       b[i][side]["probs"].get<std::vector<double>>(),
+                                       a[i]["position"].dump() + " " + side);
+  }
 }
 
 TEST(RunBranches, RangesAndMaxBranches) {

@@ -80,7 +80,11 @@ TEST(RunCapture, RepeatIsBitForBitAndManifestIsComplete) {
   for (const char* k : {"model", "workload", "engine", "knobs", "probe_plan", "timings", "request", "tokenizer_sha256"})
     EXPECT_TRUE(m.contains(k)) << k;
   EXPECT_EQ(m["model"]["sha256"], *Sha256File(f.model));
-  EXPECT_NE(m["knobs"]["flash_attn"], "auto");
+  // The kernel path: the CPU features ggml runs and the buffers that hold the weights.
+  const auto& kp = m["engine"]["kernel_path"];
+  EXPECT_FALSE(kp["cpu_features"].empty()) << kp.dump();
+  EXPECT_FALSE(kp["weight_buffers"].empty()) << kp.dump();
+  EXPECT_NE(kp["summary"].get<std::string>().find("weights in "), std::string::npos) << kp.dump();
   EXPECT_EQ(m["workload"]["n_tokens"].get<size_t>(), A.tokens().size());
 }
 

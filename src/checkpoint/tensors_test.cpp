@@ -143,7 +143,7 @@ TEST(Tensors, BadFilesGiveOneClearError) {
 
 TEST(Tensors, RealModels) {
   std::string smol = fixtures::SmolLM2Path(), gemma = fixtures::Gemma3Path();
-  if (smol.empty() || gemma.empty()) GTEST_SKIP() << "real models not fetched (scripts/fetch-models.sh)";
+  ASSERT_FALSE(smol.empty() || gemma.empty()) << "the real models are not in the cache (make test fetches them)";
   auto same = Diff(smol, smol);
   EXPECT_TRUE(same.Same());
   EXPECT_EQ(GroupOf(same, "overall").identical, 272);

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -87,8 +88,10 @@ TEST(RunExperiment, EndToEndOnTheTinyModelWithReuseAndRefusal) {
   EXPECT_LT(q8["bit_identical"].get<int64_t>(), q8["probes_compared"].get<int64_t>());
   EXPECT_GT(q8["overall"]["kl_base_cand"]["mean"].get<double>(), 0.0);
   // The recipe's KV figures follow the model's shape: 2 layers x 1 KV head x (32 + 32) dims.
-  for (const auto& t : res["recipe"]["kv_types"])
-    if (t["type"] == "f16") EXPECT_DOUBLE_EQ(t["bytes_per_token"].get<double>(), 2 * 1 * 64 * 2.0);
+  const auto& kv_types = res["recipe"]["kv_types"];
+  auto f16 = std::find_if(kv_types.begin(), kv_types.end(), [](const auto& t) { return t["type"] == "f16"; });
+  ASSERT_NE(f16, kv_types.end()) << kv_types.dump();
+  EXPECT_DOUBLE_EQ((*f16)["bytes_per_token"].get<double>(), 2 * 1 * 64 * 2.0);
   for (const char* f : {"results.json", "report.html", "report.md", "results.csv"})
     EXPECT_TRUE(fs::exists(fs::path(ro.outdir) / f)) << f;
   // A second run reuses every capture.

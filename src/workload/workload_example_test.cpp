@@ -35,9 +35,36 @@ TEST(WorkloadExample, RegeneratingWithTheSameSeedGivesTheSameFile) {
   EXPECT_NE(ReadFile(other).value(), ReadFile(kExample).value());
 }
 
+// The demo's session: the default one cut at a message boundary (examples/cut_session.py), about
+// 4,000 tokens, with its tool calls and the PostgreSQL port literal kept.
+TEST(WorkloadExample, DemoSessionIsTheDefaultOneCut) {
+  const std::string demo = std::string(FLIPSCOPE_SOURCE_DIR) + "/examples/netops-demo.json";
+  auto doc = nlohmann::json::parse(ReadFile(demo).value());
+  const int n = doc["metadata"]["cut"]["messages"].get<int>();
+  std::string out = fixtures::TempPath("workload-demo-recut.json");
+  std::string cmd = fmt::format("{} {}/examples/cut_session.py {} --messages {} -o {}", FLIPSCOPE_PYTHON,
+                                FLIPSCOPE_SOURCE_DIR, kExample, n, out);
+  ASSERT_EQ(Shell(cmd), 0) << cmd;
+  EXPECT_EQ(ReadFile(out).value(), ReadFile(demo).value()) << cmd;
+  const std::string model = fixtures::SmolLM2Path();
+  ASSERT_FALSE(model.empty()) << "SmolLM2 is not in the cache (make test fetches it)";
+  auto w = Load(demo, model);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_GE(w->tokens.size(), 3500u);
+  EXPECT_LE(w->tokens.size(), 4300u);
+  EXPECT_GE(Kind(*w, "tool_call").size(), 10u);
+  EXPECT_NE(LiteralSpan(*w, "5432"), nullptr);
+  // A prefix of the default session's tokens: the same conversation, only shorter.
+  auto full = Load(kExample, model);
+  ASSERT_TRUE(full.ok()) << full.status().message();
+  size_t same = 0;
+  while (same < w->tokens.size() && w->tokens[same] == full->tokens[same]) ++same;
+  EXPECT_GT(same, w->tokens.size() - 8) << "the cut differs from the default session at token " << same;
+}
+
 TEST(WorkloadExample, SmolLM2) {
   const std::string model = fixtures::SmolLM2Path();
-  if (model.empty()) GTEST_SKIP() << "SmolLM2 not in the cache (scripts/setup.sh fetches it)";
+  ASSERT_FALSE(model.empty()) << "SmolLM2 is not in the cache (make test fetches it)";
   auto w = Load(kExample, model);
   ASSERT_TRUE(w.ok()) << w.status().message();
   // About 7,000 tokens, leaving generation room in SmolLM2's 8,192-token context.
@@ -73,7 +100,7 @@ TEST(WorkloadExample, SmolLM2) {
 
 TEST(WorkloadExample, Gemma3WithTheBuiltinGemmaTemplate) {
   const std::string model = fixtures::Gemma3Path();
-  if (model.empty()) GTEST_SKIP() << "Gemma 3 270M not in the cache (scripts/setup.sh fetches it)";
+  ASSERT_FALSE(model.empty()) << "Gemma 3 270M is not in the cache (make test fetches it)";
   // The GGUF has no embedded template: an error without --chat-template, the built-in with it.
   ExpectError(Load(kExample, model), {model, "no embedded chat template"});
   auto w = Load(kExample, model, "gemma");

@@ -36,3 +36,17 @@ def generated_session(folder, seed, target_tokens):
         subprocess.run([sys.executable, os.path.join(SRC, "examples", "gen_session.py"), "--seed", str(seed),
                         "--target-tokens", str(target_tokens), "-o", path], check=True)
     return path
+
+
+def error_lines(stderr):
+    """flipscope's own error lines in stderr. llama.cpp and ggml may print warnings of their own
+    there (before the log is routed, or from code that writes to stderr directly): a test of
+    the one-line error contract counts only flipscope's lines."""
+    return [line for line in stderr.splitlines() if line.startswith("flipscope: error: ")]
+
+
+def one_error_line(test, stderr):
+    """Asserts that flipscope printed exactly one error line and returns it."""
+    lines = error_lines(stderr)
+    test.assertEqual(len(lines), 1, stderr)
+    return lines[0]

@@ -12,7 +12,7 @@ import unittest
 import numpy as np
 from safetensors.numpy import load_file
 
-from common import GEMMA, SMOL, SRC, generated_session, manifest, run
+from common import GEMMA, SMOL, SRC, generated_session, manifest, one_error_line, run
 
 TMP = tempfile.mkdtemp(prefix="flipscope-it-")
 
@@ -71,9 +71,9 @@ class Info(unittest.TestCase):
                              (cut, "truncated")]:
             p = run("info", path, check=False)
             self.assertEqual(p.returncode, 1, p.stderr)
-            self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
-            self.assertIn(path, p.stderr)
-            self.assertIn(expect, p.stderr)
+            line = one_error_line(self, p.stderr)
+            self.assertIn(path, line)
+            self.assertIn(expect, line)
 
 
 class Capture(unittest.TestCase):
@@ -106,6 +106,32 @@ class Capture(unittest.TestCase):
         names = {t["function"]["name"] for t in m["workload"]["tools"]}
         self.assertTrue(any(n in s["label"] for s in calls for n in names))
 
+    def test_repack_is_a_knob_and_the_kernel_path_is_recorded(self):
+        """--repack off keeps Gemma 3's Q4_K/Q6_K weights out of ggml's extra buffer types; the
+        manifest says where the weights were, and compare says so when the paths differ."""
+        text = os.path.join(TMP, "repack.txt")
+        with open(text, "w") as f:
+            f.write("The uplink on lab-core01 carries VLAN 251 to the PostgreSQL host on port 5432.\n" * 4)
+        caps = {}
+        for r in ("on", "off"):
+            caps[r] = os.path.join(TMP, f"gemma-repack-{r}.safetensors")
+            run("capture", "-m", GEMMA, "--chat-template", "gemma", "-w", text, "-o", caps[r], "-t", "2",
+                "--stride", "1", "-q", *(["-nr"] if r == "off" else []))
+        on, off = manifest(caps["on"]), manifest(caps["off"])
+        self.assertEqual(off["knobs"]["repack"], "off")
+        self.assertIn("-nr", off["engine"]["flags"])
+        for m in (on, off):
+            kp = m["engine"]["kernel_path"]
+            self.assertIn("AVX2", kp["cpu_features"])  # x86-64 machines of this kind, and ggml's default set
+            self.assertGreater(sum(kp["weight_buffers"].values()), 100)  # MiB: the 270M model's weights
+            self.assertRegex(kp["llama_build"], r"^(cpu|cuda) cpu=(native|portable) amx=(ON|OFF)$")
+        self.assertEqual(off["engine"]["kernel_path"]["extra_buffer_types"], [])
+        cmp = json.loads(run("compare", caps["on"], caps["off"], "--json", "-q", "--no-text").stdout)
+        differ = on["engine"]["kernel_path"]["summary"] != off["engine"]["kernel_path"]["summary"]
+        self.assertEqual(cmp["kernel_path"]["differ"], differ)
+        text_out = run("compare", caps["on"], caps["off"], "-q").stdout
+        self.assertEqual("kernel paths differ" in text_out, differ, text_out)
+
     def test_bad_inputs_leave_no_file(self):
         out = os.path.join(TMP, "bad.safetensors")
         cases = [(["-c", "512"], "do not fit the context"),
@@ -115,8 +141,7 @@ class Capture(unittest.TestCase):
         for extra, expect in cases:
             p = run("capture", "-m", SMOL, "-w", short_session(), "-o", out, *extra, check=False)
             self.assertNotEqual(p.returncode, 0, extra)
-            self.assertIn(expect, p.stderr, extra)
-            self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+            self.assertIn(expect, one_error_line(self, p.stderr), extra)
             self.assertFalse(os.path.exists(out), extra)
         for args, expect in [(["-w", "/nonexistent.json"], "/nonexistent.json"),
                              (["-m", "/nonexistent.gguf"], "/nonexistent.gguf")]:
@@ -153,8 +178,7 @@ class Report(unittest.TestCase):
     def test_report_refuses_what_is_not_a_results_file(self):
         p = run("report", os.path.join(SRC, "examples", "demo.toml"), "-o", os.path.join(TMP, "r2"), check=False)
         self.assertNotEqual(p.returncode, 0)
-        self.assertEqual(len(p.stderr.strip().splitlines()), 1)
-        self.assertIn("demo.toml: not a results.json", p.stderr)
+        self.assertIn("demo.toml: not a results.json", one_error_line(self, p.stderr))
         bad = os.path.join(TMP, "configs-not-a-list.json")
         with open(bad, "w") as f:
             json.dump({"configs": 3}, f)
