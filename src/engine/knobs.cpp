@@ -54,7 +54,7 @@ Status OneOf(const std::string& knob, const std::string& v, std::initializer_lis
     list += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + std::string(n);
     ++i;
   }
-  return Status::Error(fmt::format("{} must be {}, not '{}'", knob, list, v));
+  return Status::InvalidArgument(fmt::format("{} must be {}, not '{}'", knob, list, v));
 }
 
 }  // namespace
@@ -166,16 +166,16 @@ Status Knobs::Validate() const {
     bool known = false;
     for (const auto& name : KvCacheTypes()) known |= (name == *t);
     if (!known)
-      return Status::Error(fmt::format("unknown KV cache type '{}' (one of {})", *t,
+      return Status::InvalidArgument(fmt::format("unknown KV cache type '{}' (one of {})", *t,
                                        fmt::join(KvCacheTypes(), ", ")));
   }
   bool v_quantized = cache_type_v != "f32" && cache_type_v != "f16" && cache_type_v != "bf16";
   if (v_quantized && flash_attn == "off")
-    return Status::Error("a quantized V cache (-ctv " + cache_type_v +
+    return Status::InvalidArgument("a quantized V cache (-ctv " + cache_type_v +
                          ") needs flash attention; llama.cpp refuses it with -fa off");
-  if (n_ctx < 0) return Status::Error("-c must be >= 0");
-  if (n_batch < 1 || n_ubatch < 1) return Status::Error("-b and -ub must be >= 1");
-  if (n_threads < 0) return Status::Error("-t must be >= 0");
+  if (n_ctx < 0) return Status::InvalidArgument("-c must be >= 0");
+  if (n_batch < 1 || n_ubatch < 1) return Status::InvalidArgument("-b and -ub must be >= 1");
+  if (n_threads < 0) return Status::InvalidArgument("-t must be >= 0");
   FS_RETURN_IF_ERROR(OneOf("-sm", split_mode, {"none", "layer", "row", "tensor"}));
   FS_RETURN_IF_ERROR(OneOf("--repack", repack, {"on", "off"}));
   return Status::Ok();

@@ -1,6 +1,4 @@
 // RunExperiment: captures (cached by request), comparisons, summary, branches, report.
-#include <llama.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -26,35 +24,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Weight formats a configuration may be requantized to, as llama.cpp's file types.
-Result<llama_ftype> FtypeByName(const std::string& name) {
-  static const std::map<std::string, llama_ftype> m = {
-      {"F32", LLAMA_FTYPE_ALL_F32},         {"F16", LLAMA_FTYPE_MOSTLY_F16},
-      {"BF16", LLAMA_FTYPE_MOSTLY_BF16},    {"Q8_0", LLAMA_FTYPE_MOSTLY_Q8_0},
-      {"Q6_K", LLAMA_FTYPE_MOSTLY_Q6_K},    {"Q5_K_M", LLAMA_FTYPE_MOSTLY_Q5_K_M},
-      {"Q4_K_M", LLAMA_FTYPE_MOSTLY_Q4_K_M}, {"Q4_0", LLAMA_FTYPE_MOSTLY_Q4_0}};
-  auto it = m.find(name);
-  if (it == m.end()) return Status::Error("requantize: unknown type '" + name + "' (F32 F16 BF16 Q8_0 Q6_K Q5_K_M Q4_K_M Q4_0)");
-  return it->second;
-}
-
 // The model file a configuration runs: requantized weights are made once and kept in OUTDIR/models.
 Result<std::string> ConfigModel(const ConfigSpec& c, const std::string& outdir) {
   if (c.requantize.empty()) return c.model_path;
-  FS_ASSIGN_OR_RETURN(llama_ftype ft, FtypeByName(c.requantize));
   fs::create_directories(fs::path(outdir) / "models");
   std::string out = (fs::path(outdir) / "models" / (fs::path(c.model_path).stem().string() + "-" + c.requantize + ".gguf")).string();
   if (fs::exists(out)) return out;
-  llama_model_quantize_params qp = llama_model_quantize_default_params();
-  qp.ftype = ft;
-  qp.allow_requantize = true;
-  qp.nthread = 0;
-  std::string tmp = out + ".tmp";
-  if (llama_model_quantize(c.model_path.c_str(), tmp.c_str(), &qp) != 0) {
-    fs::remove(tmp);
-    return Status::Error(c.model_path + ": llama.cpp could not requantize to " + c.requantize);
-  }
-  fs::rename(tmp, out);
+  FS_RETURN_IF_ERROR(Requantize(c.model_path, c.requantize, out));
   return out;
 }
 
@@ -143,10 +119,7 @@ struct Runner {
         fmt::print(stderr, "  capturing {} (repeat {} of {}): {}{}\n", c.name, r + 1, c.repeats, c.knobs.ToFlags(),
                    req.forks.plan ? ", following forks" : "");
         auto m = RunCapture(req);
-        if (!m.ok()) {
-          bool refused = m.status().message().find("refused") != std::string::npos;
-          return refuse(refused ? "refused" : "failed", m.status());
-        }
+        if (!m.ok()) return refuse(m.status().code() == StatusCode::kRefused ? "refused" : "failed", m.status());
         if (req.forks.plan) {
           decoded->source = req.out_path;
           if (Status st = WriteDecoded(req.out_path, base0, *decoded); !st.ok())

@@ -40,12 +40,12 @@ void RemoveStaleTemps(const std::string& path) {
 
 Result<std::string> ReadFile(const std::string& path) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return Status::Error(path + ": is a directory");
+  if (std::filesystem::is_directory(path, ec)) return Status::Io(path + ": is a directory");
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::Error(Errno(path, "cannot open"));
+  if (!in) return Status::Io(Errno(path, "cannot open"));
   std::ostringstream ss;
   ss << in.rdbuf();
-  if (in.bad()) return Status::Error(path + ": read error");
+  if (in.bad()) return Status::Io(path + ": read error");
   return ss.str();
 }
 
@@ -61,7 +61,7 @@ Status AtomicFile::Open(const std::string& path) {
   RemoveStaleTemps(path);
   tmp_ = path + ".tmp." + std::to_string(::getpid());
   fd_ = ::open(tmp_.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
-  if (fd_ < 0) return Status::Error(Errno(tmp_, "cannot create"));
+  if (fd_ < 0) return Status::Io(Errno(tmp_, "cannot create"));
   return Status::Ok();
 }
 
@@ -71,9 +71,9 @@ Status AtomicFile::WriteAt(uint64_t offset, const void* data, size_t n) {
     ssize_t w = ::pwrite(fd_, p, n, off_t(offset));
     if (w < 0) {
       if (errno == EINTR) continue;
-      return Status::Error(Errno(path_, "write failed"));
+      return Status::Io(Errno(path_, "write failed"));
     }
-    if (w == 0) return Status::Error(path_ + ": write failed: no space written");
+    if (w == 0) return Status::Io(path_ + ": write failed: no space written");
     p += w;
     n -= size_t(w);
     offset += uint64_t(w);
@@ -82,16 +82,16 @@ Status AtomicFile::WriteAt(uint64_t offset, const void* data, size_t n) {
 }
 
 Status AtomicFile::Commit() {
-  if (::fsync(fd_) != 0) return Status::Error(Errno(path_, "fsync failed"));
+  if (::fsync(fd_) != 0) return Status::Io(Errno(path_, "fsync failed"));
   if (::close(fd_) != 0) {
     fd_ = -1;
     ::unlink(tmp_.c_str());
-    return Status::Error(Errno(path_, "close failed"));
+    return Status::Io(Errno(path_, "close failed"));
   }
   fd_ = -1;
   if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
     ::unlink(tmp_.c_str());
-    return Status::Error(Errno(path_, "rename failed"));
+    return Status::Io(Errno(path_, "rename failed"));
   }
   std::string dir = std::filesystem::path(path_).parent_path().string();
   int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY);

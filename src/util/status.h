@@ -10,13 +10,28 @@
 
 namespace flipscope {
 
+// What kind of error a Status holds, so callers branch on a code and never on message text.
+enum class StatusCode {
+  kOk,
+  kError,            // anything not classified below
+  kInvalidArgument,  // a value the caller gave is wrong (a knob, an option, a key)
+  kRefused,          // the engine declined a valid request (llama.cpp refused the configuration)
+  kIo,               // reading or writing a file failed (missing, unreadable, disk full)
+};
+
 // Status: success, or an error with a one-line message that names the file and what is wrong.
 class Status {
  public:
   Status() = default;
   static Status Ok() { return Status(); }
-  static Status Error(std::string message) { return Status(OneLine(std::move(message))); }
+  static Status Error(std::string message) { return Status(StatusCode::kError, std::move(message)); }
+  static Status InvalidArgument(std::string message) {
+    return Status(StatusCode::kInvalidArgument, std::move(message));
+  }
+  static Status Refused(std::string message) { return Status(StatusCode::kRefused, std::move(message)); }
+  static Status Io(std::string message) { return Status(StatusCode::kIo, std::move(message)); }
   bool ok() const { return !msg_.has_value(); }
+  StatusCode code() const { return code_; }
   explicit operator bool() const { return ok(); }
   // The error message; empty when ok().
   const std::string& message() const {
@@ -25,7 +40,7 @@ class Status {
   }
   // Returns an error whose message is "prefix: message"; ok stays ok.
   Status Prefixed(const std::string& prefix) const {
-    return ok() ? *this : Status(OneLine(prefix + ": " + *msg_));
+    return ok() ? *this : Status(code_, prefix + ": " + *msg_);
   }
 
  private:
@@ -47,7 +62,8 @@ class Status {
   }
   static bool IsControl(char c) { return (static_cast<unsigned char>(c) < 0x20) || c == 0x7F; }
 
-  explicit Status(std::string m) : msg_(std::move(m)) {}
+  Status(StatusCode code, std::string m) : code_(code), msg_(OneLine(std::move(m))) {}
+  StatusCode code_ = StatusCode::kOk;
   std::optional<std::string> msg_;
 };
 

@@ -61,6 +61,19 @@ TEST(AtomicFile, OpenRemovesTempsOfDeadWritersOnly) {
 
 // Errors quote user text; a newline or other control character in it must not break the
 // one-line contract (a transcript role "x\ny", a TOML key with a tab).
+// Callers branch on the code (a refused configuration is recorded, a failed one stops); a prefix
+// keeps it.
+TEST(Status, CodesSurvivePrefixes) {
+  EXPECT_EQ(Status::Ok().code(), StatusCode::kOk);
+  EXPECT_EQ(Status::Error("x").code(), StatusCode::kError);
+  EXPECT_EQ(Status::Refused("x").Prefixed("m.gguf").code(), StatusCode::kRefused);
+  EXPECT_EQ(Status::InvalidArgument("x").Prefixed("a").Prefixed("b").message(), "b: a: x");
+  EXPECT_EQ(Status::InvalidArgument("x").Prefixed("a").code(), StatusCode::kInvalidArgument);
+  Result<int> r = Status::Io("f: cannot open");
+  EXPECT_EQ(r.status().code(), StatusCode::kIo);
+  EXPECT_EQ(ReadFile("/nonexistent/flipscope-file").status().code(), StatusCode::kIo);
+}
+
 TEST(Status, MessagesStayOneLine) {
   EXPECT_EQ(Status::Error("f.json: message #2: unknown role 'x\ny'").message(),
             "f.json: message #2: unknown role 'x\\ny'");
