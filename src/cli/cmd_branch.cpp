@@ -38,14 +38,13 @@ void PrintSummary(const nlohmann::json& out, const std::string& path) {
 
 }  // namespace
 
-void AddBranchCommand(CLI::App& app) {
+Action DefineBranch(CLI::App* cmd) {
   struct Opts {
     BranchRequest req;
     std::string out;
     bool quiet = false, no_fork = false;
   };
   auto o = std::make_shared<Opts>();
-  auto* cmd = app.add_subcommand("branch", "Decode both futures at every disagreement of two captures and judge them");
   cmd->add_option("base", o->req.base_path, "Baseline capture (.safetensors)")->required();
   cmd->add_option("cand", o->req.cand_path, "Candidate capture of the same workload")->required();
   cmd->add_option("-o,--output", o->out, "Branch records to write (.json)")->required();
@@ -59,20 +58,21 @@ void AddBranchCommand(CLI::App& app) {
       ->default_val(8);
   cmd->add_flag("--no-fork", o->no_fork, "Re-prefill every branch instead of forking the cache (slower; for comparison)");
   cmd->add_flag("-q,--quiet", o->quiet, "No progress bar");
-  cmd->callback([o] {
+  return [o]() -> int {
     // Refuse a missing output folder before the long run rather than after it.
     std::filesystem::path parent = std::filesystem::path(o->out).parent_path();
     if (!parent.empty() && !std::filesystem::is_directory(parent))
-      return void(ExitCode() = Fail(Status::Error(o->out + ": the folder " + parent.string() + " does not exist")));
+      return Fail(Status::Error(o->out + ": the folder " + parent.string() + " does not exist"));
     o->req.options.allow_fork = !o->no_fork;
     o->req.options.progress = !o->quiet;
     auto out = RunBranches(o->req);
-    if (!out.ok()) return void(ExitCode() = Fail(out.status()));
+    if (!out.ok()) return Fail(out.status());
     for (const auto& w : (*out)["config"]["warnings"]) fmt::print(stderr, "flipscope: warning: {}\n", w.get<std::string>());
     Status st = WriteFileAtomic(o->out, out->dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
-    if (!st.ok()) return void(ExitCode() = Fail(st));
+    if (!st.ok()) return Fail(st);
     PrintSummary(*out, o->out);
-  });
+    return 0;
+  };
 }
 
 }  // namespace flipscope::cli

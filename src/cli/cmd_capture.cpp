@@ -49,7 +49,7 @@ void AddServerFlags(CLI::App* cmd, HttpOptions& h) {
 
 }  // namespace
 
-void AddCaptureCommand(CLI::App& app) {
+Action DefineCapture(CLI::App* cmd) {
   struct Opts {
     CaptureRequest req;
     std::string store = "f32";
@@ -57,7 +57,6 @@ void AddCaptureCommand(CLI::App& app) {
     bool quiet = false;
   };
   auto o = std::make_shared<Opts>();
-  auto* cmd = app.add_subcommand("capture", "Run a workload teacher-forced and store the logits at probe positions");
   cmd->add_option("-m,--model", o->req.model_path, "GGUF model file (with --engine openai: its tokenizer only)")->required();
   cmd->add_option("--engine", o->req.engine, "llama (linked llama.cpp) or openai (a vLLM / SGLang server, --url)")
       ->default_val("llama");
@@ -73,22 +72,23 @@ void AddCaptureCommand(CLI::App& app) {
   cmd->add_flag("-q,--quiet", o->quiet, "No progress bar");
   AddKnobFlags(cmd, o->knob_texts);
   AddServerFlags(cmd, o->req.http);
-  cmd->callback([o, cmd] {
+  return [o, cmd]() -> int {
     auto store = ParseStore(o->store);
-    if (!store.ok()) return void(ExitCode() = Fail(store.status()));
+    if (!store.ok()) return Fail(store.status());
     o->req.store = *store;
-    if (Status st = ApplyKnobFlags(cmd, o->knob_texts, o->req.knobs); !st.ok()) return void(ExitCode() = Fail(st));
+    if (Status st = ApplyKnobFlags(cmd, o->knob_texts, o->req.knobs); !st.ok()) return Fail(st);
     o->req.progress = !o->quiet;
-    if (o->req.engine == "openai" && o->req.http.url.empty()) return void(ExitCode() = Fail(Status::Error("--engine openai needs --url")));
+    if (o->req.engine == "openai" && o->req.http.url.empty()) return Fail(Status::Error("--engine openai needs --url"));
     if (o->req.engine != "openai" && !o->req.http.url.empty())
-      return void(ExitCode() = Fail(Status::Error("--url needs --engine openai")));
+      return Fail(Status::Error("--url needs --engine openai"));
     auto m = RunCapture(o->req);
-    if (!m.ok()) return void(ExitCode() = Fail(m.status()));
+    if (!m.ok()) return Fail(m.status());
     const auto& t = (*m)["timings"];
     fmt::print(stderr, "wrote {}: {} tokens, {} probes, {:.1f} tok/s, {}\n", o->req.out_path,
                (*m)["workload"].value("n_tokens", 0), (*m)["probe_plan"]["n_probes"].get<int64_t>(),
                t["tokens_per_s"].get<double>(), (*m)["engine"]["flags"].get<std::string>());
-  });
+    return 0;
+  };
 }
 
 }  // namespace flipscope::cli

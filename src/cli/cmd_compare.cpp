@@ -4,11 +4,11 @@
 #include <memory>
 
 #include <fmt/format.h>
-#include <llama.h>
 
 #include "capture/capture.h"
 #include "cli/commands.h"
 #include "compare/compare.h"
+#include "engine/engine.h"
 
 namespace flipscope::cli {
 namespace {
@@ -23,17 +23,8 @@ Detokenizer ModelDetokenizer(const nlohmann::json& manifest) {
   const std::string path = (*model)["path"];
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) return {};
-  llama_model_params mp = llama_model_default_params();
-  mp.vocab_only = true;
-  std::shared_ptr<llama_model> m(llama_model_load_from_file(path.c_str(), mp), llama_model_free);
-  if (!m) return {};
-  return [m](int32_t token) {
-    const llama_vocab* vocab = llama_model_get_vocab(m.get());
-    if (token < 0 || token >= llama_vocab_n_tokens(vocab)) return std::string();
-    char buf[256];
-    int n = llama_token_to_piece(vocab, token, buf, sizeof(buf), 0, true);
-    return n < 0 ? std::string() : std::string(buf, size_t(n));
-  };
+  auto detok = LoadDetokenizer(path);
+  return detok.ok() ? Detokenizer(*detok) : Detokenizer();
 }
 
 struct Opts {
@@ -93,9 +84,8 @@ int Run(const Opts& o) {
 
 }  // namespace
 
-void AddCompareCommand(CLI::App& app) {
+Action DefineCompare(CLI::App* cmd) {
   auto o = std::make_shared<Opts>();
-  auto* cmd = app.add_subcommand("compare", "FP64 flips, KL and per-window rates of candidates against a base capture");
   cmd->add_option("captures", o->files, "BASE CAND [CAND ...] capture files (.safetensors)")->required()->expected(2, -1);
   cmd->add_option("--window", o->compare.window, "Window size in tokens (window i = positions [i*W, (i+1)*W))")
       ->default_val(8192)
@@ -112,7 +102,7 @@ void AddCompareCommand(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--no-text", o->no_text, "Do not load the model's vocabulary: flips show token ids only");
   cmd->add_flag("-q,--quiet", o->quiet, "No progress bar");
-  cmd->callback([o] { ExitCode() = Run(*o); });
+  return [o] { return Run(*o); };
 }
 
 }  // namespace flipscope::cli

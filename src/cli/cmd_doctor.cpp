@@ -7,32 +7,26 @@
 
 namespace flipscope::cli {
 
-void AddDoctorCommand(CLI::App& app) {
+Action DefineDoctor(CLI::App* cmd) {
   struct Opts {
     std::string model;
     bool json = false;
     DoctorOptions doctor;
   };
   auto opts = std::make_shared<Opts>();
-  auto* cmd = app.add_subcommand("doctor",
-                                 "Checks of a model file: chat template, BOS/EOS, tools, sampling, "
-                                 "context, pre-tokenizer (exit 2 on an error finding)");
   cmd->add_option("model", opts->model, "GGUF model file")->required();
   cmd->add_option("--generation-config", opts->doctor.generation_config,
                   "The model's generation_config.json, to check sampler settings and stop tokens against");
   cmd->add_flag("--json", opts->json, "Print JSON");
-  cmd->callback([opts] {
+  return [opts]() -> int {
     auto report = RunDoctor(opts->model, opts->doctor);
-    if (!report.ok()) {
-      ExitCode() = Fail(report.status());
-      return;
-    }
+    if (!report.ok()) return Fail(report.status());
     if (opts->json)
       fmt::print("{}\n", report->ToJson().dump(2));
     else
       fmt::print("{}", report->ToText());
-    ExitCode() = report->ExitCode();
-  });
+    return report->ExitCode();
+  };
 }
 
 }  // namespace flipscope::cli

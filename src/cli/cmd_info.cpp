@@ -6,21 +6,18 @@
 
 namespace flipscope::cli {
 
-void AddInfoCommand(CLI::App& app) {
+Action DefineInfo(CLI::App* cmd) {
   struct Opts { std::string model; bool json = false; };
   auto opts = std::make_shared<Opts>();
-  auto* cmd = app.add_subcommand("info", "A model file's facts: architecture, size, vocabulary, quant types, template");
   cmd->add_option("model", opts->model, "GGUF model file")->required();
   cmd->add_flag("--json", opts->json, "Print JSON");
-  cmd->callback([opts] {
+  return [opts]() -> int {
     auto info = ReadModelInfo(opts->model);
-    if (!info.ok()) {
-      ExitCode() = Fail(info.status());
-      return;
-    }
+    if (!info.ok()) return Fail(info.status());
     if (opts->json) fmt::print("{}\n", info->ToJson().dump(2));
     else fmt::print("{}", info->ToText());
-  });
+    return 0;
+  };
 }
 
 }  // namespace flipscope::cli

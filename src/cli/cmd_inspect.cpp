@@ -48,22 +48,19 @@ void PrintText(const nlohmann::json& d) {
 
 }  // namespace
 
-void AddInspectCommand(CLI::App& app) {
+Action DefineInspect(CLI::App* cmd) {
   struct Opts { std::string capture; bool json = false; };
   auto opts = std::make_shared<Opts>();
-  auto* cmd = app.add_subcommand("inspect", "A capture's manifest, tensors, probes, vocabulary and storage");
   cmd->add_option("capture", opts->capture, "Capture file (.safetensors)")->required();
   cmd->add_flag("--json", opts->json, "Print one JSON object");
-  cmd->callback([opts] {
+  return [opts]() -> int {
     auto reader = CaptureReader::Open(opts->capture);
-    if (!reader.ok()) {
-      ExitCode() = Fail(reader.status());
-      return;
-    }
+    if (!reader.ok()) return Fail(reader.status());
     nlohmann::json d = Describe(**reader);
     if (opts->json) fmt::print("{}\n", d.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
     else PrintText(d);
-  });
+    return 0;
+  };
 }
 
 }  // namespace flipscope::cli

@@ -7,14 +7,13 @@
 
 namespace flipscope::cli {
 
-void AddTensorsCommand(CLI::App& app) {
+Action DefineTensors(CLI::App* cmd) {
   struct Opts {
     std::string a, b;
     bool json = false;
     TensorsOptions diff;
   };
   auto opts = std::make_shared<Opts>();
-  auto* cmd = app.add_subcommand("tensors", "Tensor-by-tensor diff of two checkpoints (GGUF, safetensors, sharded)");
   cmd->add_option("a", opts->a, "Checkpoint A (the reference): .gguf, .safetensors, index.json or a folder")
       ->required();
   cmd->add_option("b", opts->b, "Checkpoint B")->required();
@@ -23,17 +22,15 @@ void AddTensorsCommand(CLI::App& app) {
                   "JSON object {\"tensor in A\": \"tensor in B\"} for names the "
                   "automatic pairing does not know");
   cmd->add_option("--threads", opts->diff.threads, "Worker threads (default: all cores)");
-  cmd->callback([opts] {
+  return [opts]() -> int {
     auto report = DiffCheckpoints(opts->a, opts->b, opts->diff);
-    if (!report.ok()) {
-      ExitCode() = Fail(report.status());
-      return;
-    }
+    if (!report.ok()) return Fail(report.status());
     if (opts->json)
       fmt::print("{}\n", report->ToJson().dump(2));
     else
       fmt::print("{}", report->ToText());
-  });
+    return 0;
+  };
 }
 
 }  // namespace flipscope::cli

@@ -1,6 +1,9 @@
-// cli: one subcommand per stage. Each Add*Command registers its flags and its action on app;
-// actions print one clear line on error and exit non-zero.
+// cli: one subcommand per stage. Each Define* registers its flags on the subcommand main made for
+// it and returns its action; main's command table names them. Actions print one clear line on
+// error and return the exit code.
 #pragma once
+
+#include <functional>
 
 #include <CLI/CLI.hpp>
 
@@ -10,20 +13,20 @@ namespace flipscope::cli {
 
 // Prints "flipscope: error: <message>" to stderr and returns exit code 1.
 int Fail(const Status& status);
-// Exit code when a CLI action finished: 0 on success, else Fail(status).
+// 0 on success, else Fail(status).
 int Done(const Status& status);
 
-void AddInfoCommand(CLI::App& app);
-void AddCaptureCommand(CLI::App& app);
-void AddInspectCommand(CLI::App& app);
-void AddCompareCommand(CLI::App& app);
-void AddBranchCommand(CLI::App& app);
-void AddRunCommand(CLI::App& app);
-void AddReportCommand(CLI::App& app);
-void AddTensorsCommand(CLI::App& app);
-void AddDoctorCommand(CLI::App& app);
+// What a subcommand does once its flags are parsed; returns the process exit code.
+using Action = std::function<int()>;
 
-// The exit code the chosen subcommand set (commands store it here from their callbacks).
-int& ExitCode();
+Action DefineInfo(CLI::App* cmd);
+Action DefineCapture(CLI::App* cmd);
+Action DefineInspect(CLI::App* cmd);
+Action DefineCompare(CLI::App* cmd);
+Action DefineBranch(CLI::App* cmd);
+Action DefineRun(CLI::App* cmd);
+Action DefineReport(CLI::App* cmd);
+Action DefineTensors(CLI::App* cmd);
+Action DefineDoctor(CLI::App* cmd);
 
 }  // namespace flipscope::cli

@@ -1,12 +1,4 @@
-// flipscope: the pipeline's stages as subcommands.
-//   info      a model file's facts
-//   capture   workload -> teacher-forced logits at probe positions (.safetensors)
-//   inspect   a capture's manifest and tensors
-//   compare   FP64 flip / KL metrics between captures
-//   branch    decode both futures at every disagreement and judge them
-//   run       an experiment file: captures -> comparisons -> branches -> report + recipe
-//   tensors   tensor-by-tensor diff of two checkpoints
-//   doctor    checks of a model file
+// flipscope: the pipeline's stages as subcommands; kCommands below is the list.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -27,10 +19,6 @@ int Fail(const Status& status) {
   return 1;
 }
 int Done(const Status& status) { return status.ok() ? 0 : Fail(status); }
-int& ExitCode() {
-  static int code = 0;
-  return code;
-}
 
 namespace {
 // llama.cpp spells some flags as one dash and several letters (-fa, -ctk); CLI11 reads those as
@@ -59,6 +47,26 @@ std::vector<std::string> LlamaStyleArgs(int argc, char** argv) {
   return out;
 }
 
+// The subcommands, in the order --help lists them.
+struct Command {
+  const char* name;
+  const char* help;
+  Action (*define)(CLI::App* cmd);
+};
+const Command kCommands[] = {
+    {"info", "A model file's facts: architecture, size, vocabulary, quant types, template", DefineInfo},
+    {"capture", "Run a workload teacher-forced and store the logits at probe positions", DefineCapture},
+    {"inspect", "A capture's manifest, tensors, probes, vocabulary and storage", DefineInspect},
+    {"compare", "FP64 flips, KL and per-window rates of candidates against a base capture", DefineCompare},
+    {"branch", "Decode both futures at every disagreement of two captures and judge them", DefineBranch},
+    {"run", "Run an experiment file: captures, comparisons, branches, report and recipe", DefineRun},
+    {"report", "Render report.html, report.md and results.csv again from a results.json "
+               "(e.g. one made on another machine)", DefineReport},
+    {"tensors", "Tensor-by-tensor diff of two checkpoints (GGUF, safetensors, sharded)", DefineTensors},
+    {"doctor", "Checks of a model file: chat template, BOS/EOS, tools, sampling, context, pre-tokenizer "
+               "(exit 2 on an error finding)", DefineDoctor},
+};
+
 void PrintVersion() {
   fmt::print("flipscope {}\nllama.cpp {}\nggml {}\nbackends {}\n", FLIPSCOPE_VERSION, LlamaVersion(),
              GgmlVersion(), fmt::join(Backends(), ", "));
@@ -74,15 +82,11 @@ int main(int argc, char** argv) {
   app.add_flag("--version", version, "Print flipscope's, llama.cpp's and ggml's versions and the backends");
   app.add_flag("-v,--verbose", verbose, "Show llama.cpp's log");
   app.parse_complete_callback([&] { flipscope::InitLlamaLogging(verbose); });
-  AddInfoCommand(app);
-  AddCaptureCommand(app);
-  AddInspectCommand(app);
-  AddCompareCommand(app);
-  AddBranchCommand(app);
-  AddRunCommand(app);
-  AddReportCommand(app);
-  AddTensorsCommand(app);
-  AddDoctorCommand(app);
+  std::vector<std::pair<CLI::App*, Action>> actions;
+  for (const Command& c : kCommands) {
+    CLI::App* sub = app.add_subcommand(c.name, c.help);
+    actions.emplace_back(sub, c.define(sub));
+  }
   try {
     app.parse(LlamaStyleArgs(argc, argv));
   } catch (const CLI::ParseError& e) {
@@ -92,9 +96,8 @@ int main(int argc, char** argv) {
     PrintVersion();
     return 0;
   }
-  if (app.get_subcommands().empty()) {
-    fmt::print("{}", app.help());
-    return 0;
-  }
-  return ExitCode();
+  for (auto& [sub, action] : actions)
+    if (sub->parsed()) return action();
+  fmt::print("{}", app.help());
+  return 0;
 }
