@@ -245,4 +245,12 @@ Finding CheckRopeScaling(const GgufMeta& meta);
 // corrupt, unreadable generation config) name the file; problems of the model are findings.
 Result<DoctorReport> RunDoctor(const std::string& path, const DoctorOptions& opts = {});
 
+// ---- Requantization ----------------------------------------------------------------------------
+
+// The weight types Requantize accepts (llama.cpp's names: F32, F16, BF16, Q8_0, Q6_K, ...).
+std::vector<std::string> RequantizeTypes();
+// Writes `in`'s weights converted to `type` by llama.cpp's quantizer to `out`, atomically
+// (a temporary file, then rename); errors name the input file and llama.cpp's reason.
+Status Requantize(const std::string& in, const std::string& type, const std::string& out);
+
 }  // namespace flipscope

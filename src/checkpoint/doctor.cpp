@@ -11,7 +11,7 @@
 #include <memory>
 
 #include "checkpoint/checkpoint.h"
-#include "engine/engine.h"
+#include "runtime/runtime.h"
 #include "util/util.h"
 
 namespace flipscope {

@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 
 #include "checkpoint/checkpoint.h"
-#include "engine/engine.h"
+#include "runtime/runtime.h"
 #include "util/util.h"
 
 namespace flipscope {

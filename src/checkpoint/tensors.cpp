@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "checkpoint/checkpoint.h"
-#include "engine/engine.h"
+#include "runtime/runtime.h"
 #include "util/util.h"
 
 namespace flipscope {

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/runtime.h"
 #include "util/status.h"
 
 namespace flipscope {
@@ -202,9 +203,6 @@ Result<std::function<std::string(int32_t)>> LoadDetokenizer(const std::string& m
 // Index of the largest value, ties to the lowest index (the capture format's argmax rule).
 int32_t ArgmaxLowest(std::span<const float> row);
 
-// Version string of the linked llama.cpp ("b<number>-<commit>") and ggml's version.
-std::string LlamaVersion();
-std::string GgmlVersion();
 // The compiled-in (registered) ggml backends, e.g. {"CPU"} or {"CUDA", "CPU"}.
 std::vector<std::string> Backends();
 // The devices ggml sees, with their memory.
@@ -216,11 +214,5 @@ nlohmann::json Devices();
 nlohmann::json KernelPath(const nlohmann::json& weight_buffers);
 // The "<type> model buffer size = <n> MiB" lines of llama.cpp's model-load log, as type -> MiB.
 nlohmann::json WeightBuffers(const std::string& load_log);
-// Routes llama.cpp's log to a buffer (kept for error messages) and shows it only with --verbose.
-void InitLlamaLogging(bool verbose);
-// Initializes the backends and routes the log once, keeping the verbosity already chosen.
-void EnsureLlamaInit();
-// The last error/warning lines llama.cpp logged (for error messages), then clears them.
-std::string TakeLlamaLogTail();
 
 }  // namespace flipscope

@@ -12,36 +12,11 @@
 #include <fmt/format.h>
 
 #include "engine/engine.h"
+#include "runtime/runtime.h"
 #include "util/util.h"
 
 namespace flipscope {
 namespace {
-
-std::mutex g_log_mu;
-std::deque<std::string> g_log_tail;
-std::string g_log_all;  // every line of the current model/context creation
-bool g_log_verbose = false;
-
-void LogCallback(ggml_log_level level, const char* text, void*) {
-  std::lock_guard<std::mutex> lock(g_log_mu);
-  if (g_log_verbose) fputs(text, stderr);
-  g_log_all += text;
-  if (g_log_all.size() > (1u << 20)) g_log_all.erase(0, g_log_all.size() - (1u << 19));
-  if (level == GGML_LOG_LEVEL_ERROR || level == GGML_LOG_LEVEL_WARN) {
-    std::string line(text);
-    while (!line.empty() && (line.back() == '\n' || line.back() == ' ')) line.pop_back();
-    if (line.empty()) return;
-    g_log_tail.push_back(line);
-    if (g_log_tail.size() > 4) g_log_tail.pop_front();
-  }
-}
-
-std::string TakeLogAll() {
-  std::lock_guard<std::mutex> lock(g_log_mu);
-  std::string s;
-  s.swap(g_log_all);
-  return s;
-}
 
 // llama.cpp's -ctk/-ctv names are ggml's type names (Knobs::Validate() admits only cache types).
 ggml_type KvType(const std::string& name) {
@@ -75,23 +50,6 @@ float ProbOf(std::span<const float> row, int32_t token) {
 
 }  // namespace
 
-void InitLlamaLogging(bool verbose) {
-  g_log_verbose = verbose;
-  llama_log_set(LogCallback, nullptr);
-  static std::once_flag once;
-  std::call_once(once, [] { llama_backend_init(); ggml_backend_load_all(); });
-}
-
-void EnsureLlamaInit() { InitLlamaLogging(g_log_verbose); }
-
-std::string TakeLlamaLogTail() {
-  std::lock_guard<std::mutex> lock(g_log_mu);
-  std::string s;
-  for (auto& l : g_log_tail) s += (s.empty() ? "" : "; ") + l;
-  g_log_tail.clear();
-  return s;
-}
-
 struct LlamaEngine::Impl {
   llama_model* model = nullptr;
   llama_context* ctx = nullptr;
@@ -121,7 +79,7 @@ LlamaEngine::~LlamaEngine() = default;
 
 Result<std::unique_ptr<LlamaEngine>> LlamaEngine::Create(const std::string& path, const Knobs& knobs_in,
                                                          int n_seq_max) {
-  InitLlamaLogging(g_log_verbose);
+  EnsureLlamaInit();
   FS_RETURN_IF_ERROR(knobs_in.Validate());
   auto impl = std::make_unique<Impl>();
   impl->knobs = knobs_in;
@@ -155,9 +113,9 @@ Result<std::unique_ptr<LlamaEngine>> LlamaEngine::Create(const std::string& path
     devs.push_back(nullptr);
     mp.devices = devs.data();
   }
-  TakeLogAll();
+  TakeLlamaLogAll();
   impl->model = llama_model_load_from_file(path.c_str(), mp);
-  impl->weight_buffers = WeightBuffers(TakeLogAll());
+  impl->weight_buffers = WeightBuffers(TakeLlamaLogAll());
   if (!impl->model) {
     std::string why = TakeLlamaLogTail();
     return Status::Error(path + ": llama.cpp could not load the model" + (why.empty() ? "" : " (" + why + ")"));
@@ -180,12 +138,12 @@ Result<std::unique_ptr<LlamaEngine>> LlamaEngine::Create(const std::string& path
   cp.kv_unified = true;  // forks share the prefix cells instead of splitting the context
   cp.swa_full = true;    // keep every SWA cell so a fork can start anywhere; same mask as default
   cp.no_perf = true;
-  TakeLogAll();
+  TakeLlamaLogAll();
   impl->ctx = llama_init_from_model(impl->model, cp);
-  std::string log = TakeLogAll();
+  std::string log = TakeLlamaLogAll();
   if (!impl->ctx) {
     std::string why = TakeLlamaLogTail();
-    return Status::Error(path + ": llama.cpp refused the configuration " + k.ToFlags() +
+    return Status::Refused(path + ": llama.cpp refused the configuration " + k.ToFlags() +
                          (why.empty() ? "" : " (" + why + ")"));
   }
   if (k.flash_attn == "auto") {
@@ -207,12 +165,7 @@ bool LlamaEngine::CanFork() const {
   return !llama_model_is_recurrent(impl_->model) && !llama_model_is_hybrid(impl_->model);
 }
 
-std::string LlamaEngine::TokenText(int32_t token) const {
-  char buf[256];
-  int n = llama_token_to_piece(impl_->vocab, token, buf, sizeof(buf), 0, true);
-  if (n < 0) return "";
-  return std::string(buf, size_t(n));
-}
+std::string LlamaEngine::TokenText(int32_t token) const { return TokenPiece(impl_->vocab, token); }
 
 Status LlamaEngine::Impl::DecodeChunk(std::span<const int32_t> tokens, int32_t pos0, int seq,
                                       const std::function<bool(int32_t)>& want_output) {
@@ -362,7 +315,7 @@ Result<Future> LlamaEngine::DecodeFresh(std::span<const int32_t> prefix, int32_t
 }
 
 Result<std::function<std::string(int32_t)>> LoadDetokenizer(const std::string& model_path) {
-  InitLlamaLogging(g_log_verbose);
+  EnsureLlamaInit();
   llama_model_params mp = llama_model_default_params();
   mp.vocab_only = true;
   std::shared_ptr<llama_model> model(llama_model_load_from_file(model_path.c_str(), mp), llama_model_free);
@@ -370,9 +323,7 @@ Result<std::function<std::string(int32_t)>> LoadDetokenizer(const std::string& m
   return std::function<std::string(int32_t)>([model](int32_t token) -> std::string {
     const llama_vocab* v = llama_model_get_vocab(model.get());
     if (token < 0 || token >= llama_vocab_n_tokens(v)) return "";
-    char buf[256];
-    int n = llama_token_to_piece(v, token, buf, sizeof(buf), 0, true);
-    return n < 0 ? std::string() : std::string(buf, size_t(n));
+    return TokenPiece(v, token);
   });
 }
 

@@ -9,9 +9,6 @@
 
 #include "engine/engine.h"
 
-// Defined in llama.cpp's common library (build-info.cpp), set from the build's commit.
-extern int LLAMA_BUILD_NUMBER;
-extern char const* LLAMA_COMMIT;
 
 #ifndef FLIPSCOPE_LLAMA_BUILD_OPTIONS
 #define FLIPSCOPE_LLAMA_BUILD_OPTIONS "unknown"
@@ -19,9 +16,6 @@ extern char const* LLAMA_COMMIT;
 
 namespace flipscope {
 
-std::string LlamaVersion() { return fmt::format("b{}-{}", LLAMA_BUILD_NUMBER, LLAMA_COMMIT); }
-
-std::string GgmlVersion() { return fmt::format("{} ({})", ggml_version(), ggml_commit()); }
 
 std::vector<std::string> Backends() {
   EnsureLlamaInit();

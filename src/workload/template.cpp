@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "engine/engine.h"
+#include "runtime/runtime.h"
 #include "util/util.h"
 #include "workload/internal.h"
 #include "workload/workload.h"

@@ -7,22 +7,14 @@
 
 #include <fmt/format.h>
 
+#include "runtime/runtime.h"
 #include "workload/internal.h"
 
 namespace flipscope::workload {
 namespace {
 
 // The text of one token, special tokens rendered (so concatenated pieces reproduce the prompt).
-std::string Piece(const llama_vocab* vocab, int32_t token) {
-  std::string buf(64, '\0');
-  int32_t n = llama_token_to_piece(vocab, token, buf.data(), int32_t(buf.size()), 0, true);
-  if (n < 0) {
-    buf.resize(size_t(-n));
-    n = llama_token_to_piece(vocab, token, buf.data(), int32_t(buf.size()), 0, true);
-  }
-  buf.resize(size_t(std::max(n, 0)));
-  return buf;
-}
+std::string Piece(const llama_vocab* vocab, int32_t token) { return TokenPiece(vocab, token); }
 
 bool IsControl(const llama_vocab* vocab, int32_t token) {
   return (llama_vocab_get_attr(vocab, token) & (LLAMA_TOKEN_ATTR_CONTROL | LLAMA_TOKEN_ATTR_USER_DEFINED)) != 0;

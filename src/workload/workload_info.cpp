@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "engine/engine.h"
+#include "runtime/runtime.h"
 #include "workload/workload.h"
 
 int main(int argc, char** argv) {
