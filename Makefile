@@ -9,7 +9,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 export CCACHE_DIR ?= $(HOME)/.cache/flipscope/ccache
 
-.PHONY: all setup configure build test demo bench clean san-configure fuzz test-sanitize
+.PHONY: all setup configure build test test-long demo bench clean san-configure fuzz test-sanitize
 
 all: build
 
@@ -22,8 +22,12 @@ configure: setup
 build: configure
 	cmake --build $(BUILD) -j$(JOBS)
 
+# make test: every test but those labelled long (minutes each); make test-long runs those.
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 3000
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 3000 -LE long
+
+test-long: build
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 3000 -L long
 
 demo: build
 	$(BUILD)/bin/flipscope run examples/demo.toml -o out/demo

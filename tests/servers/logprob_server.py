@@ -42,13 +42,20 @@ class Model:
         x = t["logits"].astype(np.float64)
         m = x.max(axis=1, keepdims=True)
         self.lp = x - (m + np.log(np.exp(x - m).sum(axis=1, keepdims=True)))  # log_softmax, float64
-        self.order = np.argsort(-self.lp, axis=1, kind="stable")  # descending, ties to the lower id
         self.n_vocab = x.shape[1]
+        self.order = {}  # (row, k) -> ids, sorted on first use: a full sort of every row at start-up
+        #                  took seconds, and every test starts several servers
 
     def entry(self, i, k):
-        """(id, float32 logprob) of the k most probable ids of the distribution predicting token i."""
-        ids = self.order[i - 1, :k]
-        return [(int(v), float(np.float32(self.lp[i - 1, v]))) for v in ids]
+        """(id, float32 logprob) of the k most probable ids of the distribution predicting token i,
+        most probable first, ties to the lower id."""
+        row = self.lp[i - 1]
+        k = min(k, self.n_vocab)
+        if (i, k) not in self.order:
+            kth = np.partition(row, self.n_vocab - k)[self.n_vocab - k]  # the k-th largest value
+            cand = np.nonzero(row >= kth)[0]  # every id tied with it too, ascending
+            self.order[(i, k)] = cand[np.argsort(-row[cand], kind="stable")][:k]
+        return [(int(v), float(np.float32(row[v]))) for v in self.order[(i, k)]]
 
     def rank(self, i, token, top):
         """vLLM's rank: 1 + the number of ids strictly more probable (all of them are in a top list
