@@ -240,19 +240,9 @@ void Finish(Job& j, const Sums& s) {
   }
 }
 
-}  // namespace
-
-Result<TensorsReport> DiffCheckpoints(const std::string& path_a, const std::string& path_b,
-                                      const TensorsOptions& opts) {
-  const double t0 = NowSeconds();
-  EnsureLlamaInit();  // ggml's GGUF reader logs through llama.cpp's logger
-  FS_ASSIGN_OR_RETURN(Checkpoint ca, OpenCheckpoint(path_a));
-  FS_ASSIGN_OR_RETURN(Checkpoint cb, OpenCheckpoint(path_b));
-  FS_ASSIGN_OR_RETURN(std::vector<Job> jobs, PairTensors(ca, cb, opts.map_path));
-  const int threads = opts.threads > 0 ? opts.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+// Hashes both sides of every pair of equal shapes in fixed-size chunks, on worker threads.
+void HashPairs(std::vector<Job>& jobs, const Checkpoint& ca, const Checkpoint& cb, int threads, bool progress) {
   const Checkpoint* side_ckpt[2] = {&ca, &cb};
-
-  // 1. Hash both sides of every pair of equal shapes, in fixed-size chunks.
   struct HashItem {
     Job* job;
     int side;
@@ -271,7 +261,7 @@ Result<TensorsReport> DiffCheckpoints(const std::string& path_a, const std::stri
     }
   }
   std::optional<Progress> hash_bar;
-  if (opts.progress) hash_bar.emplace("hashing", hash_bytes >> 20, "MiB");
+  if (progress) hash_bar.emplace("hashing", hash_bytes >> 20, "MiB");
   ParallelFor(
       hash_items.size(), threads,
       [&](size_t i) -> uint64_t {
@@ -284,7 +274,11 @@ Result<TensorsReport> DiffCheckpoints(const std::string& path_a, const std::stri
       },
       hash_bar ? &*hash_bar : nullptr);
 
-  // 2. Decode and compare every pair whose bytes are not identical.
+}
+
+// Settles every pair whose bytes match as identical, and decodes and compares the others in
+// chunks on worker threads.
+void CompareDifferent(std::vector<Job>& jobs, const Checkpoint& ca, const Checkpoint& cb, int threads, bool progress) {
   struct CompareItem {
     Job* job;
     int64_t e0, n;
@@ -317,7 +311,7 @@ Result<TensorsReport> DiffCheckpoints(const std::string& path_a, const std::stri
     compare_bytes += j.a->bytes + j.b->bytes;
   }
   std::optional<Progress> compare_bar;
-  if (opts.progress) compare_bar.emplace("comparing", compare_bytes >> 20, "MiB");
+  if (progress) compare_bar.emplace("comparing", compare_bytes >> 20, "MiB");
   ParallelFor(
       items.size(), threads,
       [&](size_t i) -> uint64_t {
@@ -327,11 +321,27 @@ Result<TensorsReport> DiffCheckpoints(const std::string& path_a, const std::stri
       },
       compare_bar ? &*compare_bar : nullptr);
 
-  // 3. Reduce chunks in order (deterministic sums) and settle every pair.
+  // Chunks are reduced in order, so the sums do not depend on the thread count.
   std::map<Job*, Sums> sums;
   for (const auto& it : items) sums[it.job].Add(partial[it.slot]);
   for (auto& j : jobs)
     if (j.diff.state == TensorState::kDifferent) Finish(j, sums[&j]);
+
+}
+
+}  // namespace
+
+Result<TensorsReport> DiffCheckpoints(const std::string& path_a, const std::string& path_b,
+                                      const TensorsOptions& opts) {
+  const double t0 = NowSeconds();
+  EnsureLlamaInit();  // ggml's GGUF reader logs through llama.cpp's logger
+  FS_ASSIGN_OR_RETURN(Checkpoint ca, OpenCheckpoint(path_a));
+  FS_ASSIGN_OR_RETURN(Checkpoint cb, OpenCheckpoint(path_b));
+  FS_ASSIGN_OR_RETURN(std::vector<Job> jobs, PairTensors(ca, cb, opts.map_path));
+  const int threads = opts.threads > 0 ? opts.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+
+  HashPairs(jobs, ca, cb, threads, opts.progress);
+  CompareDifferent(jobs, ca, cb, threads, opts.progress);
 
   TensorsReport r;
   r.path_a = ca.path, r.path_b = cb.path, r.format_a = ca.format, r.format_b = cb.format;

@@ -114,7 +114,6 @@ using PlannedForkSink = std::function<Status(const ForkRequest&, const Future&)>
 class LlamaEngine : public Engine {
  public:
   // Loads the model and creates a context with the knobs; errors carry llama.cpp's reason.
-  // n_tokens_hint sizes the context when knobs.n_ctx == 0 and the model's context is smaller.
   static Result<std::unique_ptr<LlamaEngine>> Create(const std::string& model_path, const Knobs& knobs,
                                                       int n_seq_max = 1);
   ~LlamaEngine() override;

@@ -93,7 +93,7 @@ TEST(Knobs, TableDrivesJsonFlagsAndText) {
   EXPECT_EQ(Knobs::FromJson({{"threads", "two"}}).status().message(), "knob 'threads' must be an integer");
   Knobs r;
   r.repack = "maybe";
-  EXPECT_EQ(r.Validate().message(), "--repack must be on or off, not 'maybe'");
+  EXPECT_EQ(r.Validate().message(), "repack (--repack) must be on or off, not 'maybe'");
   // KV sizes come from ggml's type traits.
   EXPECT_DOUBLE_EQ(KvTypeBytesPerElement("q8_0"), 34.0 / 32);
   EXPECT_DOUBLE_EQ(KvTypeBytesPerElement("q4_1"), 20.0 / 32);

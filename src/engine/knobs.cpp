@@ -161,23 +161,23 @@ Result<Knobs> Knobs::FromJson(const nlohmann::json& j) {
 }
 
 Status Knobs::Validate() const {
-  FS_RETURN_IF_ERROR(OneOf("-fa", flash_attn, {"on", "off", "auto"}));
+  FS_RETURN_IF_ERROR(OneOf("flash_attn (-fa)", flash_attn, {"on", "off", "auto"}));
   for (const auto* t : {&cache_type_k, &cache_type_v}) {
     bool known = false;
     for (const auto& name : KvCacheTypes()) known |= (name == *t);
     if (!known)
-      return Status::InvalidArgument(fmt::format("unknown KV cache type '{}' (one of {})", *t,
+      return Status::InvalidArgument(fmt::format("unknown KV cache type '{}' for {} (one of {})", *t, t == &cache_type_k ? "cache_type_k (-ctk)" : "cache_type_v (-ctv)",
                                        fmt::join(KvCacheTypes(), ", ")));
   }
   bool v_quantized = cache_type_v != "f32" && cache_type_v != "f16" && cache_type_v != "bf16";
   if (v_quantized && flash_attn == "off")
-    return Status::InvalidArgument("a quantized V cache (-ctv " + cache_type_v +
-                         ") needs flash attention; llama.cpp refuses it with -fa off");
-  if (n_ctx < 0) return Status::InvalidArgument("-c must be >= 0");
-  if (n_batch < 1 || n_ubatch < 1) return Status::InvalidArgument("-b and -ub must be >= 1");
-  if (n_threads < 0) return Status::InvalidArgument("-t must be >= 0");
-  FS_RETURN_IF_ERROR(OneOf("-sm", split_mode, {"none", "layer", "row", "tensor"}));
-  FS_RETURN_IF_ERROR(OneOf("--repack", repack, {"on", "off"}));
+    return Status::InvalidArgument("a quantized V cache (cache_type_v = " + cache_type_v +
+                         ") needs flash attention; llama.cpp refuses it with flash_attn off (-fa off)");
+  if (n_ctx < 0) return Status::InvalidArgument("ctx_size (-c) must be >= 0");
+  if (n_batch < 1 || n_ubatch < 1) return Status::InvalidArgument("batch_size (-b) and ubatch_size (-ub) must be >= 1");
+  if (n_threads < 0) return Status::InvalidArgument("threads (-t) must be >= 0");
+  FS_RETURN_IF_ERROR(OneOf("split_mode (-sm)", split_mode, {"none", "layer", "row", "tensor"}));
+  FS_RETURN_IF_ERROR(OneOf("repack (--repack)", repack, {"on", "off"}));
   return Status::Ok();
 }
 

@@ -146,6 +146,10 @@ Result<std::unique_ptr<LlamaEngine>> LlamaEngine::Create(const std::string& path
     return Status::Refused(path + ": llama.cpp refused the configuration " + k.ToFlags() +
                          (why.empty() ? "" : " (" + why + ")"));
   }
+  // libllama resolves -fa auto inside llama_init_from_model and reports the outcome only in its
+  // log ("Flash Attention enabled" / "... not supported"); llama.h has no getter for it. The
+  // manifest must say which kernel ran, so the wording is read here, and
+  // LlamaEngine.FlashAttentionAutoResolvesToOnOnTheCpu fails if it changes.
   if (k.flash_attn == "auto") {
     bool disabled = log.find("Flash Attention not supported") != std::string::npos;
     bool enabled = log.find("Flash Attention enabled") != std::string::npos;

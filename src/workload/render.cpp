@@ -278,27 +278,23 @@ class Renderer {
   const std::string& path_;
 };
 
-}  // namespace
+// Where each planned message landed in the rendered text, and how that was found.
+struct Located {
+  std::optional<Locator> loc;  // none: the contents were searched for in the text
+  Ranges ranges;               // per planned message, in the rendered text
+};
 
-Result<Rendered> RenderChat(const Transcript& t, const llama_model* model, const std::string& model_path,
-                            const std::string& chat_template, const std::string& workload_path) {
-  FS_ASSIGN_OR_RETURN(auto tmpl, ChatTemplate::Load(model, model_path, chat_template));
-  Rendered out;
-  out.info["template"] = tmpl->Info();
-  std::vector<Planned> plan = Plan(t, *tmpl, &out.info);
-  Renderer r(t, *tmpl, workload_path);
-  FS_ASSIGN_OR_RETURN(out.text, r.Render(Messages(plan)));
-
-  // Locators, best first: windows on placeholders, windows on the real contents, full prefixes,
-  // then the same with a sentinel message closing every window.
-  std::optional<Locator> ph = r.Placeholders(plan, out.text);
+// Locators, best first: windows on placeholders, windows on the real contents, full prefixes,
+// then the same with a sentinel message closing every window; records the method in info.
+Located LocateMessages(Renderer& r, const std::vector<Planned>& plan, const std::string& text, nlohmann::json& info) {
+  std::optional<Locator> ph = r.Placeholders(plan, text);
   std::vector<Locator> tries;
   // Real contents render fast first (the windows are checked against the text anyway), then
   // the normal way, in case the fast mode renders differently.
   for (bool sentinel : {false, true}) {
     for (size_t head : {size_t(1), size_t(3), plan.size()}) {
       if (ph && head < plan.size()) tries.push_back(*ph), tries.back().head = head, tries.back().sentinel = sentinel;
-      for (bool fast : {true, false}) tries.push_back(Locator{Messages(plan), out.text, fast, false, head, sentinel, {}, {}, {}});
+      for (bool fast : {true, false}) tries.push_back(Locator{Messages(plan), text, fast, false, head, sentinel, {}, {}, {}});
     }
   }
   // The first locator whose windows all render wins; else the one with the fewest refusals.
@@ -316,24 +312,30 @@ Result<Rendered> RenderChat(const Transcript& t, const llama_model* model, const
     loc = std::move(l);
     if (loc->failures == 0) break;
   }
-  out.info["span_method"] = loc ? loc->Name() : "content-search";
-  out.info["span_refused_windows"] = loc ? loc->failures : 0;
+  info["span_method"] = loc ? loc->Name() : "content-search";
+  info["span_refused_windows"] = loc ? loc->failures : 0;
   if (loc) {
     for (auto& [b, e] : ranges) std::tie(b, e) = std::pair(loc->Map(b), loc->Map(e));
   } else {
-    ranges = r.SearchRanges(plan, out.text);
+    ranges = r.SearchRanges(plan, text);
   }
+  return {std::move(loc), std::move(ranges)};
 
+}
+
+// Appends the message, tool-call and tool-result spans of every planned message to out.spans.
+void AppendSpans(const Transcript& t, const std::vector<Planned>& plan, const Located& where, Renderer& r,
+                 Rendered& out) {
   // A message that rendered to nothing (merged into the next by the template, or its window
   // refused) is carried into the next message's span, with its tool calls and results.
   std::vector<int> carried;
   std::vector<std::pair<const Marked*, std::pair<size_t, size_t>>> marks;  // native: the call's range
   for (size_t k = 0; k < plan.size(); ++k) {
     const Planned& p = plan[k];
-    auto [mb, me] = ranges[k];
+    auto [mb, me] = where.ranges[k];
     carried.insert(carried.end(), p.origins.begin(), p.origins.end());
     Ranges native;
-    if (!p.msg.calls.empty() && loc) native = r.NativeCallRanges(*loc, k);
+    if (!p.msg.calls.empty() && where.loc) native = r.NativeCallRanges(*where.loc, k);
     size_t next_native = 0;
     for (const Marked& m : p.marks) {
       bool rendered = m.text.empty() && next_native < native.size();
@@ -364,6 +366,19 @@ Result<Rendered> RenderChat(const Transcript& t, const llama_model* model, const
     }
     marks.clear();
   }
+}
+
+}  // namespace
+
+Result<Rendered> RenderChat(const Transcript& t, const llama_model* model, const std::string& model_path,
+                            const std::string& chat_template, const std::string& workload_path) {
+  FS_ASSIGN_OR_RETURN(auto tmpl, ChatTemplate::Load(model, model_path, chat_template));
+  Rendered out;
+  out.info["template"] = tmpl->Info();
+  std::vector<Planned> plan = Plan(t, *tmpl, &out.info);
+  Renderer r(t, *tmpl, workload_path);
+  FS_ASSIGN_OR_RETURN(out.text, r.Render(Messages(plan)));
+  AppendSpans(t, plan, LocateMessages(r, plan, out.text, out.info), r, out);
   out.info["n_messages"] = t.messages.size();
   out.info["n_tool_calls"] = t.n_calls;
   return out;
