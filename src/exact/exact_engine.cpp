@@ -1,7 +1,5 @@
 // The exact engine behind the Engine interface: loads the FP64 model, runs the forward pass and
 // hands the probe rows over in groups (the vocabulary projection only at the probes).
-#include <cblas.h>
-
 #include <algorithm>
 #include <thread>
 
@@ -21,6 +19,7 @@ struct ExactEngine::Impl {
   ExactOptions opts;
   int threads = 1;
   double load_s = 0;
+  nlohmann::json blas;
 };
 
 ExactEngine::ExactEngine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -33,7 +32,7 @@ Result<std::unique_ptr<ExactEngine>> ExactEngine::Create(const std::string& mode
   impl->load_s = NowSeconds() - t0;
   impl->opts = opts;
   impl->threads = opts.n_threads > 0 ? opts.n_threads : int(std::max(1u, std::thread::hardware_concurrency()));
-  openblas_set_num_threads(impl->threads);
+  FS_ASSIGN_OR_RETURN(impl->blas, exact::InitBlas(impl->threads));
   return std::unique_ptr<ExactEngine>(new ExactEngine(std::move(impl)));
 }
 
@@ -51,7 +50,7 @@ Status ExactEngine::PrefillF64(std::span<const int32_t> tokens, std::span<const 
   auto layers_done = [&](int64_t l) {
     if (progress) progress(n * l / (m.hp.n_layer + 1));
   };
-  FS_ASSIGN_OR_RETURN(std::vector<double> hidden, exact::HiddenAtProbes(m, impl_->opts, tokens, probes, layers_done));
+  FS_ASSIGN_OR_RETURN(std::vector<double> hidden, exact::HiddenAtProbes(m, impl_->opts, impl_->threads, tokens, probes, layers_done));
   const int64_t group = std::max(1, impl_->opts.probe_group), V = m.hp.n_vocab, E = m.hp.n_embd;
   std::vector<double> logits;
   for (int64_t p0 = 0; p0 < int64_t(probes.size()); p0 += group) {
@@ -90,12 +89,11 @@ nlohmann::json ExactEngine::Describe() const {
     check[type] = {{"elements", t.elements}, {"checked", t.checked}, {"inexact", t.inexact}};
     all_exact = all_exact && t.checked && t.inexact == 0;
   }
-  const std::string blas = openblas_get_config();
   return {{"name", "exact"},
           {"version", FLIPSCOPE_VERSION},
           {"precision", "fp64"},
           {"architecture", m.hp.arch},
-          {"blas", {{"name", "OpenBLAS"}, {"config", blas}, {"threads", impl_->threads}}},
+          {"blas", impl_->blas},
           {"dequantization",
            {{"route", "ggml type traits to_float (ggml " + GgmlVersion() + "), widened to FP64"},
             {"check", "every element compared with an FP64 decode of its block format"},

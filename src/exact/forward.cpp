@@ -1,7 +1,5 @@
 // The forward pass, layer by layer over the whole sequence (each layer's projections are large
 // matrix products over token chunks), following llama.cpp's llama and gemma3 graphs.
-#include <cblas.h>
-
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -12,7 +10,12 @@ namespace flipscope::exact {
 namespace {
 
 void Scale(double* x, int64_t n, double s) {
-  if (s != 1.0) cblas_dscal(int(n), s, x, 1);
+  if (s != 1.0)
+    for (int64_t i = 0; i < n; ++i) x[i] *= s;
+}
+
+void AddTo(double* y, const double* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }
 
 // The per-layer buffers for all n tokens; projections fill them chunk by chunk.
@@ -50,7 +53,7 @@ void AttnOutAndMlp(const Model& m, const Layer& L, double* h, int64_t c0, int64_
   a.o.resize(size_t(len * E));
   MatMulT(a.attn.data() + c0 * hp.n_head * hp.head_v, len, L.wo, a.o.data());
   if (!L.post_attn_norm.empty()) RmsNorm(a.o.data(), len, E, L.post_attn_norm, hp.rms_eps);
-  cblas_daxpy(int(len * E), 1.0, a.o.data(), 1, hr, 1);
+  AddTo(hr, a.o.data(), len * E);
   a.x.assign(hr, hr + len * E);
   RmsNorm(a.x.data(), len, E, L.ffn_norm, hp.rms_eps);
   a.gate.resize(size_t(len * hp.n_ff));
@@ -60,12 +63,13 @@ void AttnOutAndMlp(const Model& m, const Layer& L, double* h, int64_t c0, int64_
   GatedActivation(hp.arch == "gemma3", a.gate.data(), a.up.data(), len * hp.n_ff);
   MatMulT(a.gate.data(), len, L.down, a.o.data());
   if (!L.post_ffn_norm.empty()) RmsNorm(a.o.data(), len, E, L.post_ffn_norm, hp.rms_eps);
-  cblas_daxpy(int(len * E), 1.0, a.o.data(), 1, hr, 1);
+  AddTo(hr, a.o.data(), len * E);
 }
 
 }  // namespace
 
-Result<std::vector<double>> HiddenAtProbes(const Model& m, const ExactOptions& o, std::span<const int32_t> tokens,
+Result<std::vector<double>> HiddenAtProbes(const Model& m, const ExactOptions& o, int threads,
+                                           std::span<const int32_t> tokens,
                                            std::span<const int32_t> probes,
                                            const std::function<void(int64_t)>& layers_done) {
   const Hparams& hp = m.hp;
@@ -92,7 +96,7 @@ Result<std::vector<double>> HiddenAtProbes(const Model& m, const ExactOptions& o
     if (it == ropes.end()) it = ropes.emplace(key, MakeRopeTable(n, hp.n_rot, key.first, key.second)).first;
     for (int64_t c0 = 0; c0 < n; c0 += chunk) Project(m, L, it->second, h.data(), c0, std::min(n, c0 + chunk), a);
     AttentionShape s{n, hp.n_head, hp.n_head_kv, hp.head_k, hp.head_v, hp.kq_scale, L.swa ? hp.n_swa : 0,
-                     std::max(1, o.query_block)};
+                     std::max(1, o.query_block), threads};
     Attention(s, a.q.data(), a.k.data(), a.v.data(), a.attn.data());
     for (int64_t c0 = 0; c0 < n; c0 += chunk) AttnOutAndMlp(m, L, h.data(), c0, std::min(n, c0 + chunk), a);
     if (layers_done) layers_done(il + 1);
@@ -113,8 +117,7 @@ void Logits(const Model& m, const double* h, int64_t n_rows, double* logits) {
   for (int64_t v0 = 0; v0 < hp.n_vocab; v0 += chunk) {
     const int64_t rows = std::min(chunk, hp.n_vocab - v0);
     wd.assign(w.begin() + v0 * E, w.begin() + (v0 + rows) * E);
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(n_rows), int(rows), int(E), 1.0, h, int(E), wd.data(),
-                int(E), 0.0, logits + v0, int(hp.n_vocab));
+    Gemm(true, n_rows, rows, E, h, E, wd.data(), E, logits + v0, hp.n_vocab);
   }
   if (hp.logit_softcap > 0)
     for (int64_t i = 0; i < n_rows * hp.n_vocab; ++i) logits[i] = hp.logit_softcap * std::tanh(logits[i] / hp.logit_softcap);

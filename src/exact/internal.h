@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <ggml.h>
+#include <nlohmann/json.hpp>
 
 #include "exact/exact.h"
 #include "util/status.h"
@@ -75,6 +76,17 @@ struct Model {
 // Reads the GGUF, checks the architecture and every tensor, and dequantizes it.
 Result<Model> LoadModel(const std::string& path);
 
+// ---- BLAS (blas.cpp) ----
+
+// Loads OpenBLAS once (choosing its kernels, see blas.cpp) and sets its threads; the BLAS's
+// description for the manifest, or an error naming the library.
+Result<nlohmann::json> InitBlas(int threads);
+// Sets the BLAS's threads for the calls that follow (process-wide).
+void SetBlasThreads(int threads);
+// c[m][n] = a[m][k] . (trans_b ? b[n][k]^T : b[k][n]), row-major with leading dimensions (dgemm).
+void Gemm(bool trans_b, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b, int64_t ldb,
+          double* c, int64_t ldc);
+
 // ---- kernels (kernels.cpp) ----
 
 // y[n][W.rows] = x[n][W.cols] . W^T (cblas_dgemm).
@@ -104,6 +116,7 @@ struct AttentionShape {
   double kq_scale = 1;
   int64_t window = 0;  // sliding window (key p0 is seen from p1 when p1 - p0 < window); 0 = causal only
   int64_t block = 256;
+  int threads = 1;  // worker threads over (query block, head) items
 };
 // out[n][n_head*head_v] = softmax(kq_scale * Q K^T + causal/window mask) V per head, with query
 // head h reading kv head h / (n_head / n_head_kv), as ggml broadcasts; query blocks of `block`.
@@ -111,9 +124,10 @@ void Attention(const AttentionShape& s, const double* q, const double* k, const 
 
 // ---- forward (forward.cpp) ----
 
-// Runs the layers over tokens and returns the final-normed hidden states at probes
+// Runs the layers over tokens (attention on `threads` workers) and returns the final-normed hidden states at probes
 // [n_probes][n_embd]; progress gets the layers done (0..n_layer).
-Result<std::vector<double>> HiddenAtProbes(const Model& m, const ExactOptions& o, std::span<const int32_t> tokens,
+Result<std::vector<double>> HiddenAtProbes(const Model& m, const ExactOptions& o, int threads,
+                                           std::span<const int32_t> tokens,
                                            std::span<const int32_t> probes,
                                            const std::function<void(int64_t)>& layers_done);
 // logits[n_rows][n_vocab] of hidden rows h[n_rows][n_embd], soft-capped where the model says.

@@ -1,8 +1,6 @@
 // The FP64 kernels of the forward pass: matrix products through BLAS, RMS norm, RoPE, the gated
 // activations and a vectorized exp. Each is the plain formula in double; only exp is written out
 // (a libm call per attention score would dominate the run time).
-#include <cblas.h>
-
 #include <bit>
 #include <cmath>
 
@@ -11,8 +9,7 @@
 namespace flipscope::exact {
 
 void MatMulT(const double* x, int64_t n, const Matrix& w, double* y) {
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(n), int(w.rows), int(w.cols), 1.0, x, int(w.cols),
-              w.w.data(), int(w.cols), 0.0, y, int(w.rows));
+  Gemm(true, n, w.rows, w.cols, x, w.cols, w.w.data(), w.cols, y, w.rows);
 }
 
 void RmsNorm(double* x, int64_t n, int64_t d, std::span<const double> weight, double eps) {
