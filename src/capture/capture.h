@@ -134,7 +134,7 @@ struct CaptureForks {
 struct CaptureRequest {
   std::string model_path, workload_path, out_path;
   WorkloadOptions workload;
-  std::string engine = "llama";  // "llama" (linked llama.cpp) or "openai" (a server over HTTP)
+  std::string engine = "llama";  // "llama" (linked llama.cpp), "exact" (FP64 reference) or "openai" (HTTP)
   Knobs knobs;                   // llama only
   HttpOptions http;              // openai only; the model file then only tokenizes
   ProbePlan plan;

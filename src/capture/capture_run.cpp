@@ -6,6 +6,7 @@
 
 #include "capture/capture.h"
 #include "checkpoint/checkpoint.h"
+#include "exact/exact.h"
 #include "util/util.h"
 
 #ifndef FLIPSCOPE_VERSION
@@ -67,10 +68,8 @@ nlohmann::json CaptureRequestJson(const CaptureRequest& req, const std::string& 
           {"probe_plan", req.plan.ToJson()},
           {"store", StoreName(req.store)},
           {"tool_version", FLIPSCOPE_VERSION}};
-  if (req.engine != "llama") {
-    j["engine"] = req.engine;
-    j["http"] = {{"flags", req.http.ToFlags()}, {"server_note", req.http.server_note}};
-  }
+  if (req.engine != "llama") j["engine"] = req.engine;
+  if (req.engine == "openai") j["http"] = {{"flags", req.http.ToFlags()}, {"server_note", req.http.server_note}};
   return j;
 }
 namespace {
@@ -108,7 +107,17 @@ Result<MadeEngine> MakeEngine(const CaptureRequest& req, const ModelInfo& model,
     m.engine = std::move(llama);
     return m;
   }
-  if (req.engine != "openai") return Status::Error("--engine must be llama or openai, not '" + req.engine + "'");
+  if (req.engine == "exact") {
+    // The FP64 reference: only the thread count of the knobs applies (it does not change the math).
+    ExactOptions o;
+    o.n_threads = req.knobs.n_threads;
+    FS_ASSIGN_OR_RETURN(auto exact, ExactEngine::Create(req.model_path, o));
+    FS_ASSIGN_OR_RETURN(auto detok, LoadDetokenizer(req.model_path));
+    m.tokenizer_sha256 = TokenizerHash(exact->n_vocab(), detok);
+    m.engine = std::move(exact);
+    return m;
+  }
+  if (req.engine != "openai") return Status::Error("--engine must be llama, exact or openai, not '" + req.engine + "'");
   FS_ASSIGN_OR_RETURN(auto detok, LoadDetokenizer(req.model_path));
   FS_ASSIGN_OR_RETURN(auto server, HttpEngine::Create(req.http, int32_t(model.n_vocab)));
   m.tokenizer_sha256 = TokenizerHash(int32_t(model.n_vocab), detok);

@@ -58,7 +58,7 @@ Action DefineCapture(CLI::App* cmd) {
   };
   auto o = std::make_shared<Opts>();
   cmd->add_option("-m,--model", o->req.model_path, "GGUF model file (with --engine openai: its tokenizer only)")->required();
-  cmd->add_option("--engine", o->req.engine, "llama (linked llama.cpp) or openai (a vLLM / SGLang server, --url)")
+  cmd->add_option("--engine", o->req.engine, "llama (linked llama.cpp), exact (the FP64 reference, docs/exact.md) or openai (a vLLM / SGLang server, --url)")
       ->default_val("llama");
   cmd->add_option("-w,--workload", o->req.workload_path, "Chat JSON/JSONL, plain text or token ids")->required();
   cmd->add_option("-o,--output", o->req.out_path, "Capture file to write (.safetensors)")->required();

@@ -1,0 +1,66 @@
+// exact: the function a GGUF file defines, computed in FP64. The weights are dequantized through
+// ggml's own type traits (checked against an FP64 decode of the block formats), and every operation
+// of llama.cpp's graph for the architecture (llama, gemma3) runs in double precision through a
+// BLAS. Its logits are the reference every configuration's logits are measured against
+// (docs/exact.md).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/engine.h"
+#include "util/status.h"
+
+namespace flipscope {
+
+// How the exact engine runs; none of these change its results beyond FP64 rounding order.
+struct ExactOptions {
+  int n_threads = 0;     // BLAS threads; 0 = all hardware threads
+  int query_block = 256;  // queries per attention block (bounds the score matrix to block x context)
+  int token_chunk = 512;  // tokens per projection / MLP chunk (bounds the activations)
+  int probe_group = 64;   // probe rows per vocabulary projection (bounds the logits buffer)
+};
+
+// One probe row in FP64: the logits at position p, predicting token p+1.
+struct RowF64 {
+  int64_t index = 0;
+  int32_t position = 0;
+  std::span<const double> logits;
+};
+using RowF64Sink = std::function<Status(const RowF64&)>;
+
+// The FP64 forward pass over a GGUF model as an Engine: rows are handed over as F32 (the capture
+// format's native dtype), or as FP64 through PrefillF64.
+class ExactEngine : public Engine {
+ public:
+  // Loads and dequantizes the model; refuses, in one line naming the file and the architecture,
+  // anything but llama and gemma3 (and tensors or options of those it does not implement).
+  static Result<std::unique_ptr<ExactEngine>> Create(const std::string& model_path, const ExactOptions& opts = {});
+  ~ExactEngine() override;
+  int32_t n_vocab() const override;
+  // Teacher-forced FP64 forward; sink gets each probe row rounded to F32.
+  Status Prefill(std::span<const int32_t> tokens, std::span<const int32_t> probes, const RowSink& sink,
+                 const ProgressFn& progress) override;
+  // The same forward, rows in FP64.
+  Status PrefillF64(std::span<const int32_t> tokens, std::span<const int32_t> probes, const RowF64Sink& sink,
+                    const ProgressFn& progress);
+  // Engine "exact", the architecture, the BLAS, the dequantization route and its check.
+  nlohmann::json Describe() const override;
+  struct Impl;
+
+ private:
+  explicit ExactEngine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Per ggml type of a GGUF: how many elements it holds and at how many ggml's float dequantization
+// differs from an FP64 decode of the block format (0 everywhere: ggml's float is exact there).
+// Types without an FP64 decoder here are listed with "checked": false.
+Result<nlohmann::json> CheckDequantization(const std::string& model_path);
+
+}  // namespace flipscope

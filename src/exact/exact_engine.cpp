@@ -1,0 +1,115 @@
+// The exact engine behind the Engine interface: loads the FP64 model, runs the forward pass and
+// hands the probe rows over in groups (the vocabulary projection only at the probes).
+#include <algorithm>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "exact/internal.h"
+#include "util/util.h"
+
+#ifndef FLIPSCOPE_VERSION
+#define FLIPSCOPE_VERSION "0.0.0"
+#endif
+
+namespace flipscope {
+
+struct ExactEngine::Impl {
+  exact::Model model;
+  ExactOptions opts;
+  int threads = 1;
+  double load_s = 0;
+  nlohmann::json blas;
+};
+
+ExactEngine::ExactEngine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ExactEngine::~ExactEngine() = default;
+
+Result<std::unique_ptr<ExactEngine>> ExactEngine::Create(const std::string& model_path, const ExactOptions& opts) {
+  auto impl = std::make_unique<Impl>();
+  double t0 = NowSeconds();
+  FS_ASSIGN_OR_RETURN(impl->model, exact::LoadModel(model_path));
+  impl->load_s = NowSeconds() - t0;
+  impl->opts = opts;
+  impl->threads = opts.n_threads > 0 ? opts.n_threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  FS_ASSIGN_OR_RETURN(impl->blas, exact::InitBlas(impl->threads));
+  return std::unique_ptr<ExactEngine>(new ExactEngine(std::move(impl)));
+}
+
+int32_t ExactEngine::n_vocab() const { return int32_t(impl_->model.hp.n_vocab); }
+
+Status ExactEngine::PrefillF64(std::span<const int32_t> tokens, std::span<const int32_t> probes,
+                               const RowF64Sink& sink, const ProgressFn& progress) {
+  const exact::Model& m = impl_->model;
+  const int64_t n = int64_t(tokens.size());
+  for (size_t i = 0; i < probes.size(); ++i)
+    if (probes[i] < 0 || probes[i] >= n || (i > 0 && probes[i] <= probes[i - 1]))
+      return Status::Error(fmt::format("probe {} (position {}) is not ascending inside the {} tokens", i, probes[i], n));
+  // The layers run over the whole sequence at once, so progress is reported in token-equivalents
+  // of the work done: layer l of L done = l/L of the tokens.
+  auto layers_done = [&](int64_t l) {
+    if (progress) progress(n * l / (m.hp.n_layer + 1));
+  };
+  FS_ASSIGN_OR_RETURN(std::vector<double> hidden, exact::HiddenAtProbes(m, impl_->opts, impl_->threads, tokens, probes, layers_done));
+  const int64_t group = std::max(1, impl_->opts.probe_group), V = m.hp.n_vocab, E = m.hp.n_embd;
+  std::vector<double> logits;
+  for (int64_t p0 = 0; p0 < int64_t(probes.size()); p0 += group) {
+    const int64_t rows = std::min<int64_t>(group, int64_t(probes.size()) - p0);
+    logits.resize(size_t(rows * V));
+    exact::Logits(m, hidden.data() + p0 * E, rows, logits.data());
+    for (int64_t r = 0; r < rows; ++r) {
+      RowF64 row{p0 + r, probes[size_t(p0 + r)], std::span<const double>(logits.data() + r * V, size_t(V))};
+      FS_RETURN_IF_ERROR(sink(row));
+    }
+    if (progress) progress(n * m.hp.n_layer / (m.hp.n_layer + 1) + n * (p0 + rows) / int64_t(probes.size()) / (m.hp.n_layer + 1));
+  }
+  return Status::Ok();
+}
+
+Status ExactEngine::Prefill(std::span<const int32_t> tokens, std::span<const int32_t> probes, const RowSink& sink,
+                            const ProgressFn& progress) {
+  std::vector<float> f;
+  return PrefillF64(tokens, probes, [&](const RowF64& r) {
+    f.assign(r.logits.begin(), r.logits.end());
+    Row row;
+    row.index = r.index;
+    row.position = r.position;
+    row.logits = f;
+    // The greedy token is decided in FP64, not on the F32-rounded row, ties to the lowest id.
+    row.argmax = int32_t(std::max_element(r.logits.begin(), r.logits.end()) - r.logits.begin());
+    return sink(row);
+  }, progress);
+}
+
+nlohmann::json ExactEngine::Describe() const {
+  const exact::Model& m = impl_->model;
+  nlohmann::json check = nlohmann::json::object();
+  bool all_exact = true;
+  for (const auto& [type, t] : m.dequant) {
+    check[type] = {{"elements", t.elements}, {"checked", t.checked}, {"inexact", t.inexact}};
+    all_exact = all_exact && t.checked && t.inexact == 0;
+  }
+  return {{"name", "exact"},
+          {"version", FLIPSCOPE_VERSION},
+          {"precision", "fp64"},
+          {"architecture", m.hp.arch},
+          {"blas", impl_->blas},
+          {"dequantization",
+           {{"route", "ggml type traits to_float (ggml " + GgmlVersion() + "), widened to FP64"},
+            {"check", "every element compared with an FP64 decode of its block format"},
+            {"exact", all_exact},
+            {"types", check}}},
+          {"attention", {{"query_block", impl_->opts.query_block}, {"softmax", "FP64, max-subtracted"}}},
+          {"load_s", impl_->load_s},
+          {"flags", "--engine exact"},
+          {"knobs", {{"n_threads", impl_->threads}}}};
+}
+
+Result<nlohmann::json> CheckDequantization(const std::string& model_path) {
+  FS_ASSIGN_OR_RETURN(exact::Model m, exact::LoadModel(model_path));
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [type, t] : m.dequant) out[type] = {{"elements", t.elements}, {"checked", t.checked}, {"inexact", t.inexact}};
+  return out;
+}
+
+}  // namespace flipscope

@@ -1,0 +1,175 @@
+// The exact engine against llama.cpp on an all-F32 tiny model (the same function, so the two agree
+// to float rounding), its refusals, and its exactness claims about dequantization.
+#include <gguf.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <random>
+
+#include "exact/exact.h"
+#include "exact/internal.h"
+#include "testing/tiny_model.h"
+
+namespace flipscope {
+namespace {
+
+std::vector<double> LogSoftmax(std::span<const double> x) {
+  double mx = *std::max_element(x.begin(), x.end()), s = 0;
+  for (double v : x) s += std::exp(v - mx);
+  std::vector<double> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) out[i] = x[i] - mx - std::log(s);
+  return out;
+}
+
+std::vector<int32_t> SomeTokens(int n, int32_t n_vocab) {
+  std::mt19937 rng(7);
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (auto& x : t) x = int32_t(5 + rng() % uint32_t(n_vocab - 5));
+  return t;
+}
+
+TEST(ExactEngine, AgreesWithLlamaCppOnAnF32TinyModel) {
+  std::string path = fixtures::TempPath("exact-tiny-f32.gguf");
+  fixtures::TinyModelOptions to;
+  to.matrix_type = "f32";
+  to.weight_scale = 4.0f;  // peaky distributions, so that a wrong graph moves the argmax
+  ASSERT_TRUE(fixtures::WriteTinyModel(path, to).ok());
+  auto exact = ExactEngine::Create(path, {.n_threads = 1, .query_block = 16, .token_chunk = 24});
+  ASSERT_TRUE(exact.ok()) << exact.status().message();
+  Knobs k;
+  k.flash_attn = "off";
+  k.cache_type_k = k.cache_type_v = "f32";
+  k.n_threads = 1;
+  auto llama = LlamaEngine::Create(path, k);
+  ASSERT_TRUE(llama.ok()) << llama.status().message();
+  const int n = 100;
+  std::vector<int32_t> tokens = SomeTokens(n, (*exact)->n_vocab()), probes(n);
+  for (int i = 0; i < n; ++i) probes[size_t(i)] = i;
+  std::vector<std::vector<double>> ours(n), theirs(n);
+  ASSERT_TRUE((*exact)->PrefillF64(tokens, probes, [&](const RowF64& r) {
+    ours[size_t(r.index)] = LogSoftmax(r.logits);
+    return Status::Ok();
+  }, nullptr).ok());
+  ASSERT_TRUE((*llama)->Prefill(tokens, probes, [&](const Row& r) {
+    std::vector<double> d(r.logits.begin(), r.logits.end());
+    theirs[size_t(r.index)] = LogSoftmax(d);
+    return Status::Ok();
+  }, nullptr).ok());
+  double max_kl = 0;
+  int same_top1 = 0;
+  for (int i = 0; i < n; ++i) {
+    double kl = 0;
+    for (size_t v = 0; v < ours[size_t(i)].size(); ++v) kl += std::exp(ours[i][v]) * (ours[i][v] - theirs[i][v]);
+    max_kl = std::max(max_kl, kl);
+    same_top1 += std::max_element(ours[i].begin(), ours[i].end()) - ours[i].begin() ==
+                 std::max_element(theirs[i].begin(), theirs[i].end()) - theirs[i].begin();
+  }
+  // llama.cpp's F32 arithmetic against FP64 gives KL ~2e-9 here; a wrong RoPE pairing, norm or
+  // head mapping gives > 1e-3.
+  EXPECT_LT(max_kl, 1e-8);
+  EXPECT_EQ(same_top1, n);
+}
+
+TEST(ExactEngine, RefusesOtherArchitecturesNamingThem) {
+  std::string path = fixtures::TempPath("exact-tiny-arch.gguf");
+  ASSERT_TRUE(fixtures::WriteTinyModel(path).ok());
+  // The tiny model's metadata with another architecture (no tensors: the check comes first).
+  std::unique_ptr<gguf_context, void (*)(gguf_context*)> in(gguf_init_from_file(path.c_str(), {true, nullptr}), gguf_free);
+  std::unique_ptr<gguf_context, void (*)(gguf_context*)> out(gguf_init_empty(), gguf_free);
+  ASSERT_TRUE(in);
+  gguf_set_kv(out.get(), in.get());
+  gguf_set_val_str(out.get(), "general.architecture", "qwen2");
+  std::string other = fixtures::TempPath("exact-tiny-qwen2.gguf");
+  ASSERT_TRUE(gguf_write_to_file(out.get(), other.c_str(), /*only_meta=*/true));
+  auto e = ExactEngine::Create(other);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().message(), other + ": architecture 'qwen2' is not supported by the exact engine (llama, gemma3)");
+}
+
+// A tensor the graph does not use (here a bias) means a feature this engine lacks: refused.
+TEST(ExactEngine, RefusesTensorsItDoesNotImplement) {
+  std::string path = fixtures::TempPath("exact-tiny-bias.gguf");
+  fixtures::TinyModelOptions to;
+  to.rename_from = "output.weight";  // the output then ties to the embedding
+  to.rename_to = "blk.0.attn_q.bias";
+  ASSERT_TRUE(fixtures::WriteTinyModel(path, to).ok());
+  auto e = ExactEngine::Create(path);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("tensor blk.0.attn_q.bias (llama graph feature) is not implemented"), std::string::npos)
+      << e.status().message();
+}
+
+// Our FP64 block decoders read the same values ggml's float dequantization gives (to float
+// rounding) on random data quantized by ggml itself, for every type they cover.
+TEST(ExactDequant, DecodersMatchGgmlOnEveryCoveredType) {
+  const int64_t n = 4096;
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist(0.0f, 0.05f);
+  std::vector<float> src(n);
+  for (auto& x : src) x = dist(rng);
+  for (ggml_type t : {GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1,
+                      GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K}) {
+    std::vector<uint8_t> q(ggml_row_size(t, n));
+    ggml_quantize_chunk(t, src.data(), q.data(), 0, 1, n, nullptr);
+    exact::DequantTallies tally;
+    std::vector<float> f;
+    ASSERT_TRUE(exact::DequantizeChecked(t, q.data(), n, f, tally).ok());
+    std::vector<double> d(n);
+    ASSERT_TRUE(exact::DecodeF64(t, q.data(), n, d.data()));
+    double max_rel = 0;
+    for (int64_t i = 0; i < n; ++i) max_rel = std::max(max_rel, std::fabs(d[i] - f[i]) / std::max(1e-30, std::fabs(d[i])));
+    EXPECT_LE(max_rel, 6e-8) << ggml_type_name(t);  // at most float rounding apart
+    EXPECT_TRUE(tally[ggml_type_name(t)].checked);
+  }
+}
+
+// The finding docs/exact.md states: on both models' every tensor, ggml's float dequantization
+// equals the FP64 decode exactly, so widening it to FP64 loses nothing.
+TEST(ExactDequant, FloatIsExactOnTheTwoModels) {
+  for (const std::string& path : {fixtures::SmolLM2Path(), fixtures::Gemma3Path()}) {
+    ASSERT_FALSE(path.empty()) << "set-up has not fetched the models";
+    auto check = CheckDequantization(path);
+    ASSERT_TRUE(check.ok()) << check.status().message();
+    for (const auto& [type, t] : check->items()) {
+      EXPECT_TRUE(t["checked"].get<bool>()) << path << " " << type;
+      EXPECT_EQ(t["inexact"].get<int64_t>(), 0) << path << " " << type;
+      EXPECT_GT(t["elements"].get<int64_t>(), 0);
+    }
+  }
+}
+
+TEST(ExactKernels, ExpWithinTwoUlpOfLibm) {
+  std::vector<double> x;
+  for (double v = -745; v <= 0; v += 0.0137) x.push_back(v);
+  x.push_back(0.0);
+  x.push_back(-1e-300);
+  std::vector<double> y = x;
+  exact::ExpNonPositive(y.data(), int64_t(y.size()));
+  double max_rel = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (x[i] < -700) {
+      EXPECT_EQ(y[i], 0.0);
+      continue;
+    }
+    max_rel = std::max(max_rel, std::fabs(y[i] - std::exp(x[i])) / std::exp(x[i]));
+  }
+  EXPECT_LT(max_rel, 4.5e-16);
+  EXPECT_EQ(y[y.size() - 2], 1.0);
+}
+
+TEST(ExactKernels, RopeModesPairTheRightDimensions) {
+  // One head of 4 dimensions at position 1 with base 1: angle 1 for pair 0, 1 for pair 1.
+  exact::RopeTable t = exact::MakeRopeTable(2, 4, 1.0, 1.0);
+  std::vector<double> normal = {1, 0, 0, 0, 1, 0, 0, 0}, neox = normal;
+  exact::ApplyRope(normal.data() + 4, 1, 1, 4, 1, 4, 4, false, t);
+  exact::ApplyRope(neox.data() + 4, 1, 1, 4, 1, 4, 4, true, t);
+  EXPECT_NEAR(normal[4], std::cos(1.0), 1e-16);
+  EXPECT_NEAR(normal[5], std::sin(1.0), 1e-16);  // normal: dimension 0 pairs with 1
+  EXPECT_EQ(normal[6], 0.0);
+  EXPECT_NEAR(neox[6], std::sin(1.0), 1e-16);  // NeoX: dimension 0 pairs with 2
+  EXPECT_EQ(neox[5], 0.0);
+}
+
+}  // namespace
+}  // namespace flipscope

@@ -1,0 +1,126 @@
+// The forward pass, layer by layer over the whole sequence (each layer's projections are large
+// matrix products over token chunks), following llama.cpp's llama and gemma3 graphs.
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "exact/internal.h"
+
+namespace flipscope::exact {
+namespace {
+
+void Scale(double* x, int64_t n, double s) {
+  if (s != 1.0)
+    for (int64_t i = 0; i < n; ++i) x[i] *= s;
+}
+
+void AddTo(double* y, const double* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+// The per-layer buffers for all n tokens; projections fill them chunk by chunk.
+struct Activations {
+  std::vector<double> q, k, v, attn;
+  std::vector<double> x, o, gate, up;  // one chunk each
+};
+
+// attn_norm -> Q, K, V projections (gemma3: per-head Q/K norms) -> RoPE -> Q scale, rows [c0, c1).
+void Project(const Model& m, const Layer& L, const RopeTable& rope, const double* h, int64_t c0, int64_t c1,
+             Activations& a) {
+  const Hparams& hp = m.hp;
+  const int64_t len = c1 - c0, qd = hp.n_head * hp.head_k, kd = hp.n_head_kv * hp.head_k, vd = hp.n_head_kv * hp.head_v;
+  a.x.assign(h + c0 * hp.n_embd, h + c1 * hp.n_embd);
+  RmsNorm(a.x.data(), len, hp.n_embd, L.attn_norm, hp.rms_eps);
+  double* q = a.q.data() + c0 * qd;
+  double* k = a.k.data() + c0 * kd;
+  MatMulT(a.x.data(), len, L.wq, q);
+  MatMulT(a.x.data(), len, L.wk, k);
+  MatMulT(a.x.data(), len, L.wv, a.v.data() + c0 * vd);
+  if (!L.q_norm.empty()) {
+    RmsNorm(q, len * hp.n_head, hp.head_k, L.q_norm, hp.rms_eps);
+    RmsNorm(k, len * hp.n_head_kv, hp.head_k, L.k_norm, hp.rms_eps);
+  }
+  ApplyRope(q, c0, len, qd, hp.n_head, hp.head_k, hp.n_rot, hp.rope_neox, rope);
+  ApplyRope(k, c0, len, kd, hp.n_head_kv, hp.head_k, hp.n_rot, hp.rope_neox, rope);
+  Scale(q, len * qd, hp.q_scale);
+}
+
+// Output projection and residual, then the gated MLP and residual, rows [c0, c1) of h.
+void AttnOutAndMlp(const Model& m, const Layer& L, double* h, int64_t c0, int64_t c1, Activations& a) {
+  const Hparams& hp = m.hp;
+  const int64_t len = c1 - c0, E = hp.n_embd;
+  double* hr = h + c0 * E;
+  a.o.resize(size_t(len * E));
+  MatMulT(a.attn.data() + c0 * hp.n_head * hp.head_v, len, L.wo, a.o.data());
+  if (!L.post_attn_norm.empty()) RmsNorm(a.o.data(), len, E, L.post_attn_norm, hp.rms_eps);
+  AddTo(hr, a.o.data(), len * E);
+  a.x.assign(hr, hr + len * E);
+  RmsNorm(a.x.data(), len, E, L.ffn_norm, hp.rms_eps);
+  a.gate.resize(size_t(len * hp.n_ff));
+  a.up.resize(size_t(len * hp.n_ff));
+  MatMulT(a.x.data(), len, L.gate, a.gate.data());
+  MatMulT(a.x.data(), len, L.up, a.up.data());
+  GatedActivation(hp.arch == "gemma3", a.gate.data(), a.up.data(), len * hp.n_ff);
+  MatMulT(a.gate.data(), len, L.down, a.o.data());
+  if (!L.post_ffn_norm.empty()) RmsNorm(a.o.data(), len, E, L.post_ffn_norm, hp.rms_eps);
+  AddTo(hr, a.o.data(), len * E);
+}
+
+}  // namespace
+
+Result<std::vector<double>> HiddenAtProbes(const Model& m, const ExactOptions& o, int threads,
+                                           std::span<const int32_t> tokens,
+                                           std::span<const int32_t> probes,
+                                           const std::function<void(int64_t)>& layers_done) {
+  const Hparams& hp = m.hp;
+  const int64_t n = int64_t(tokens.size()), E = hp.n_embd;
+  std::vector<double> h(size_t(n * E));
+  for (int64_t t = 0; t < n; ++t) {
+    if (tokens[size_t(t)] < 0 || tokens[size_t(t)] >= hp.n_vocab)
+      return Status::Error(m.path + ": token id " + std::to_string(tokens[size_t(t)]) + " is outside the vocabulary");
+    const float* e = m.embd.data() + int64_t(tokens[size_t(t)]) * E;
+    for (int64_t i = 0; i < E; ++i) h[size_t(t * E + i)] = double(e[i]) * hp.embd_scale;
+  }
+  // One angle table per distinct rope base (gemma3's local and global layers differ).
+  std::map<std::pair<double, double>, RopeTable> ropes;
+  Activations a;
+  a.q.resize(size_t(n * hp.n_head * hp.head_k));
+  a.k.resize(size_t(n * hp.n_head_kv * hp.head_k));
+  a.v.resize(size_t(n * hp.n_head_kv * hp.head_v));
+  a.attn.resize(size_t(n * hp.n_head * hp.head_v));
+  const int64_t chunk = std::max(1, o.token_chunk);
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    const Layer& L = m.layers[size_t(il)];
+    std::pair<double, double> key = L.swa ? std::pair{hp.rope_base_swa, hp.rope_scale_swa} : std::pair{hp.rope_base, hp.rope_scale};
+    auto it = ropes.find(key);
+    if (it == ropes.end()) it = ropes.emplace(key, MakeRopeTable(n, hp.n_rot, key.first, key.second)).first;
+    for (int64_t c0 = 0; c0 < n; c0 += chunk) Project(m, L, it->second, h.data(), c0, std::min(n, c0 + chunk), a);
+    AttentionShape s{n, hp.n_head, hp.n_head_kv, hp.head_k, hp.head_v, hp.kq_scale, L.swa ? hp.n_swa : 0,
+                     std::max(1, o.query_block), threads};
+    Attention(s, a.q.data(), a.k.data(), a.v.data(), a.attn.data());
+    for (int64_t c0 = 0; c0 < n; c0 += chunk) AttnOutAndMlp(m, L, h.data(), c0, std::min(n, c0 + chunk), a);
+    if (layers_done) layers_done(il + 1);
+  }
+  std::vector<double> out(probes.size() * size_t(E));
+  for (size_t i = 0; i < probes.size(); ++i)
+    std::copy_n(h.data() + int64_t(probes[i]) * E, E, out.data() + i * size_t(E));
+  RmsNorm(out.data(), int64_t(probes.size()), E, m.output_norm, hp.rms_eps);
+  return out;
+}
+
+void Logits(const Model& m, const double* h, int64_t n_rows, double* logits) {
+  const Hparams& hp = m.hp;
+  const std::vector<float>& w = m.output.empty() ? m.embd : m.output;
+  // The output matrix is widened 8192 vocabulary rows at a time.
+  const int64_t chunk = 8192, E = hp.n_embd;
+  std::vector<double> wd;
+  for (int64_t v0 = 0; v0 < hp.n_vocab; v0 += chunk) {
+    const int64_t rows = std::min(chunk, hp.n_vocab - v0);
+    wd.assign(w.begin() + v0 * E, w.begin() + (v0 + rows) * E);
+    Gemm(true, n_rows, rows, E, h, E, wd.data(), E, logits + v0, hp.n_vocab);
+  }
+  if (hp.logit_softcap > 0)
+    for (int64_t i = 0; i < n_rows * hp.n_vocab; ++i) logits[i] = hp.logit_softcap * std::tanh(logits[i] / hp.logit_softcap);
+}
+
+}  // namespace flipscope::exact

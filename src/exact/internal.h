@@ -1,0 +1,136 @@
+// exact engine internals shared by its files: the model held in FP64, the dequantization, the
+// numeric kernels and the forward pass. Not part of the interface (exact.h is).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <ggml.h>
+#include <nlohmann/json.hpp>
+
+#include "exact/exact.h"
+#include "util/status.h"
+
+namespace flipscope::exact {
+
+// A weight matrix in FP64, row-major [rows][cols]: GGUF's ne1 x ne0, i.e. [out][in].
+struct Matrix {
+  int64_t rows = 0, cols = 0;
+  std::vector<double> w;
+};
+
+// The dequantization check of one ggml type: elements decoded, and elements where ggml's float
+// result differs from the FP64 decode of the block format.
+struct DequantTally {
+  int64_t elements = 0;
+  int64_t inexact = 0;
+  bool checked = false;  // an FP64 decoder exists for the type
+};
+using DequantTallies = std::map<std::string, DequantTally>;
+
+// The FP64 decode of n elements of a block-format type (n a multiple of its block size); false
+// when there is no decoder for the type here.
+bool DecodeF64(ggml_type type, const void* data, int64_t n, double* out);
+// Dequantizes n elements through ggml's type traits (to_float), checks each against DecodeF64 and
+// adds to tally[type name]; errors name the type ggml cannot convert.
+Status DequantizeChecked(ggml_type type, const void* data, int64_t n, std::vector<float>& out,
+                         DequantTallies& tally);
+
+struct Hparams {
+  std::string arch;  // "llama" or "gemma3"
+  int64_t n_layer = 0, n_embd = 0, n_head = 0, n_head_kv = 0, head_k = 0, head_v = 0, n_ff = 0, n_vocab = 0;
+  int64_t n_rot = 0;        // rotated dimensions per head
+  bool rope_neox = false;   // gemma3: pairs (i, i + n_rot/2); llama: pairs (2i, 2i+1)
+  double rope_base = 10000, rope_scale = 1;     // full-attention layers
+  double rope_base_swa = 10000, rope_scale_swa = 1;  // sliding-window layers (gemma3)
+  double rms_eps = 1e-5;
+  int64_t n_swa = 0;        // sliding window in tokens (0 = none)
+  double embd_scale = 1;    // gemma3: sqrt(n_embd)
+  double q_scale = 1;       // multiplies Q before attention (gemma3's attention scale)
+  double kq_scale = 1;      // multiplies Q.K (llama: 1/sqrt(head dim))
+  double logit_softcap = 0;  // final logit soft-capping (0 = none)
+};
+
+struct Layer {
+  Matrix wq, wk, wv, wo, gate, up, down;
+  std::vector<double> attn_norm, ffn_norm;
+  std::vector<double> q_norm, k_norm, post_attn_norm, post_ffn_norm;  // gemma3 only
+  bool swa = false;
+};
+
+struct Model {
+  std::string path;
+  Hparams hp;
+  std::vector<Layer> layers;
+  std::vector<double> output_norm;
+  // Embedding and output matrices [n_vocab][n_embd] stay in float (ggml's dequantization, checked
+  // exact) and are widened in chunks, so the largest matrices do not double in memory.
+  std::vector<float> embd, output;  // output empty: tied to embd
+  DequantTallies dequant;
+};
+
+// Reads the GGUF, checks the architecture and every tensor, and dequantizes it.
+Result<Model> LoadModel(const std::string& path);
+
+// ---- BLAS (blas.cpp) ----
+
+// Loads OpenBLAS once (choosing its kernels, see blas.cpp) and sets its threads; the BLAS's
+// description for the manifest, or an error naming the library.
+Result<nlohmann::json> InitBlas(int threads);
+// Sets the BLAS's threads for the calls that follow (process-wide).
+void SetBlasThreads(int threads);
+// c[m][n] = a[m][k] . (trans_b ? b[n][k]^T : b[k][n]), row-major with leading dimensions (dgemm).
+void Gemm(bool trans_b, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b, int64_t ldb,
+          double* c, int64_t ldc);
+
+// ---- kernels (kernels.cpp) ----
+
+// y[n][W.rows] = x[n][W.cols] . W^T (cblas_dgemm).
+void MatMulT(const double* x, int64_t n, const Matrix& w, double* y);
+// Each of n rows of width d: x / sqrt(mean(x^2) + eps) * weight (weight empty: none).
+void RmsNorm(double* x, int64_t n, int64_t d, std::span<const double> weight, double eps);
+// e^x for x <= 0 in place, vectorized, within ~2 ulp; values below -700 give 0 (they are
+// < 1e-304 of the row's maximum, which the caller subtracted).
+void ExpNonPositive(double* x, int64_t n);
+// g = silu(g) * u (llama) or gelu_tanh(g) * u (gemma3), n values.
+void GatedActivation(bool gelu, double* g, const double* u, int64_t n);
+// cos/sin of pos * scale * base^(-2i/n_rot) for positions [0, n) and pairs i < n_rot/2, in FP64.
+struct RopeTable {
+  int64_t half = 0;
+  std::vector<double> cos, sin;  // [pos][i]
+};
+RopeTable MakeRopeTable(int64_t n, int64_t n_rot, double base, double scale);
+// Rotates heads of width head_dim at rows [row0, row0 + n) of x (row stride ld), n_heads per row.
+void ApplyRope(double* x, int64_t row0, int64_t n, int64_t ld, int64_t n_heads, int64_t head_dim,
+               int64_t n_rot, bool neox, const RopeTable& t);
+
+// ---- attention (attention.cpp) ----
+
+struct AttentionShape {
+  int64_t n = 0;  // tokens
+  int64_t n_head = 0, n_head_kv = 0, head_k = 0, head_v = 0;
+  double kq_scale = 1;
+  int64_t window = 0;  // sliding window (key p0 is seen from p1 when p1 - p0 < window); 0 = causal only
+  int64_t block = 256;
+  int threads = 1;  // worker threads over (query block, head) items
+};
+// out[n][n_head*head_v] = softmax(kq_scale * Q K^T + causal/window mask) V per head, with query
+// head h reading kv head h / (n_head / n_head_kv), as ggml broadcasts; query blocks of `block`.
+void Attention(const AttentionShape& s, const double* q, const double* k, const double* v, double* out);
+
+// ---- forward (forward.cpp) ----
+
+// Runs the layers over tokens (attention on `threads` workers) and returns the final-normed hidden states at probes
+// [n_probes][n_embd]; progress gets the layers done (0..n_layer).
+Result<std::vector<double>> HiddenAtProbes(const Model& m, const ExactOptions& o, int threads,
+                                           std::span<const int32_t> tokens,
+                                           std::span<const int32_t> probes,
+                                           const std::function<void(int64_t)>& layers_done);
+// logits[n_rows][n_vocab] of hidden rows h[n_rows][n_embd], soft-capped where the model says.
+void Logits(const Model& m, const double* h, int64_t n_rows, double* logits);
+
+}  // namespace flipscope::exact

@@ -1,0 +1,217 @@
+// Loading a GGUF into the FP64 model: hyperparameters as llama.cpp reads them for llama and
+// gemma3, every tensor checked for shape and accounted for (an unknown tensor means a graph
+// feature this engine does not implement, so it refuses rather than compute another function).
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <memory>
+#include <set>
+
+#include <fmt/format.h>
+#include <gguf.h>
+
+#include "exact/internal.h"
+
+namespace flipscope::exact {
+namespace {
+
+// The file's bytes, mapped read-only for the duration of the load.
+struct Mapping {
+  void* p = MAP_FAILED;
+  size_t size = 0;
+  ~Mapping() {
+    if (p != MAP_FAILED) munmap(p, size);
+  }
+};
+
+struct Reader {
+  const std::string& path;
+  gguf_context* g;
+  ggml_context* meta;
+  const uint8_t* data;  // start of the tensor data section
+  std::string arch;
+  std::set<std::string> used;
+  DequantTallies* tally;
+
+  int64_t Key(const std::string& k) const { return gguf_find_key(g, (arch + "." + k).c_str()); }
+  // An integer hyperparameter; def < 0 makes it required.
+  Result<int64_t> Int(const std::string& k, int64_t def = -1) const {
+    int64_t id = Key(k);
+    if (id < 0) {
+      if (def < 0) return Status::Error(fmt::format("{}: missing key {}.{}", path, arch, k));
+      return def;
+    }
+    switch (gguf_get_kv_type(g, id)) {
+      case GGUF_TYPE_UINT32: return int64_t(gguf_get_val_u32(g, id));
+      case GGUF_TYPE_INT32: return int64_t(gguf_get_val_i32(g, id));
+      case GGUF_TYPE_UINT64: return int64_t(gguf_get_val_u64(g, id));
+      default: return Status::Error(fmt::format("{}: key {}.{} is not a single integer (per-layer values are not supported)", path, arch, k));
+    }
+  }
+  double Float(const std::string& k, double def) const {
+    int64_t id = Key(k);
+    if (id < 0) return def;
+    return gguf_get_kv_type(g, id) == GGUF_TYPE_FLOAT64 ? gguf_get_val_f64(g, id) : double(gguf_get_val_f32(g, id));
+  }
+
+  // Tensor `name` dequantized, after checking its shape {ne0, ne1} (ne1 = 1 for vectors).
+  Result<std::vector<float>> Floats(const std::string& name, int64_t ne0, int64_t ne1) {
+    ggml_tensor* t = ggml_get_tensor(meta, name.c_str());
+    if (!t) return Status::Error(fmt::format("{}: missing tensor {}", path, name));
+    if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != 1 || t->ne[3] != 1)
+      return Status::Error(fmt::format("{}: tensor {} has shape [{}, {}, {}, {}], expected [{}, {}]", path, name, t->ne[0],
+                                       t->ne[1], t->ne[2], t->ne[3], ne0, ne1));
+    used.insert(name);
+    int64_t id = gguf_find_tensor(g, name.c_str());
+    std::vector<float> out;
+    Status st = DequantizeChecked(t->type, data + gguf_get_tensor_offset(g, id), ne0 * ne1, out, *tally);
+    if (!st.ok()) return st.Prefixed(path + ": tensor " + name);
+    return out;
+  }
+  Result<std::vector<double>> Vec(const std::string& name, int64_t n) {
+    FS_ASSIGN_OR_RETURN(auto f, Floats(name, n, 1));
+    return std::vector<double>(f.begin(), f.end());
+  }
+  // The weight of a linear map from `in` to `out` features: ggml's [ne0 = in, ne1 = out].
+  Result<Matrix> Mat(const std::string& name, int64_t in, int64_t out) {
+    FS_ASSIGN_OR_RETURN(auto f, Floats(name, in, out));
+    return Matrix{out, in, std::vector<double>(f.begin(), f.end())};
+  }
+  bool Has(const std::string& name) const { return ggml_get_tensor(meta, name.c_str()) != nullptr; }
+};
+
+// Hyperparameters shared by both architectures, then each one's own, as llama.cpp sets them.
+Status ReadHparams(const Reader& r, int64_t n_vocab, Hparams& hp) {
+  hp.arch = r.arch;
+  hp.n_vocab = n_vocab;
+  FS_ASSIGN_OR_RETURN(hp.n_layer, r.Int("block_count"));
+  FS_ASSIGN_OR_RETURN(hp.n_embd, r.Int("embedding_length"));
+  FS_ASSIGN_OR_RETURN(hp.n_ff, r.Int("feed_forward_length"));
+  FS_ASSIGN_OR_RETURN(hp.n_head, r.Int("attention.head_count"));
+  FS_ASSIGN_OR_RETURN(hp.n_head_kv, r.Int("attention.head_count_kv", hp.n_head));
+  FS_ASSIGN_OR_RETURN(hp.head_k, r.Int("attention.key_length", hp.n_embd / hp.n_head));
+  FS_ASSIGN_OR_RETURN(hp.head_v, r.Int("attention.value_length", hp.head_k));
+  FS_ASSIGN_OR_RETURN(hp.n_rot, r.Int("rope.dimension_count", hp.head_k));
+  FS_ASSIGN_OR_RETURN(int64_t n_expert, r.Int("expert_count", 0));
+  if (n_expert > 0) return Status::Error(fmt::format("{}: mixture-of-experts models are not supported by the exact engine", r.path));
+  if (hp.n_head_kv <= 0 || hp.n_head % hp.n_head_kv != 0 || hp.n_rot > hp.head_k || hp.n_rot % 2 != 0)
+    return Status::Error(fmt::format("{}: unsupported head layout ({} heads, {} kv heads, {} rotated of {})", r.path,
+                                     hp.n_head, hp.n_head_kv, hp.n_rot, hp.head_k));
+  hp.rms_eps = r.Float("attention.layer_norm_rms_epsilon", 0);
+  if (!(hp.rms_eps > 0)) return Status::Error(fmt::format("{}: missing key {}.attention.layer_norm_rms_epsilon", r.path, r.arch));
+  hp.rope_base = r.Float("rope.freq_base", 10000);
+  // Linear scaling divides positions by the factor; the other schemes change the angles' formula.
+  int64_t st = r.Key("rope.scaling.type");
+  std::string scaling = st >= 0 ? gguf_get_val_str(r.g, st) : "none";
+  if (scaling == "linear") hp.rope_scale = 1.0 / r.Float("rope.scaling.factor", 1);
+  else if (scaling != "none")
+    return Status::Error(fmt::format("{}: rope scaling '{}' is not supported by the exact engine", r.path, scaling));
+  hp.logit_softcap = r.Float("final_logit_softcapping", 0);
+  if (hp.arch == "llama") {
+    hp.kq_scale = r.Float("attention.scale", 0);
+    if (hp.kq_scale == 0) hp.kq_scale = 1.0 / std::sqrt(double(hp.head_v));
+    hp.logit_softcap = 0;  // llama.cpp's llama graph has none
+    return Status::Ok();
+  }
+  // gemma3: the embedding scale, Q scaled before attention (the 27B by n_embd / n_head), local
+  // layers with their own rope base.
+  hp.rope_neox = true;
+  hp.embd_scale = std::sqrt(double(hp.n_embd));
+  hp.q_scale = hp.n_layer == 62 ? 1.0 / std::sqrt(double(hp.n_embd / hp.n_head)) : 1.0 / std::sqrt(double(hp.head_k));
+  FS_ASSIGN_OR_RETURN(hp.n_swa, r.Int("attention.sliding_window", 0));
+  hp.rope_base_swa = r.Float("rope.freq_base_swa", 10000);
+  return Status::Ok();
+}
+
+// Which gemma3 layers slide: the GGUF's per-layer array, else every layer but each n-th.
+Result<std::vector<bool>> SwaLayers(const Reader& r, const Hparams& hp) {
+  std::vector<bool> swa(size_t(hp.n_layer), false);
+  if (hp.arch != "gemma3" || hp.n_swa <= 0) return swa;
+  int64_t id = r.Key("attention.sliding_window_pattern");
+  if (id >= 0 && gguf_get_kv_type(r.g, id) == GGUF_TYPE_ARRAY) {
+    if (gguf_get_arr_type(r.g, id) != GGUF_TYPE_BOOL || int64_t(gguf_get_arr_n(r.g, id)) < hp.n_layer)
+      return Status::Error(fmt::format("{}: {}.attention.sliding_window_pattern is not one bool per layer", r.path, r.arch));
+    const auto* b = static_cast<const bool*>(gguf_get_arr_data(r.g, id));
+    for (int64_t il = 0; il < hp.n_layer; ++il) swa[size_t(il)] = b[il];
+    return swa;
+  }
+  FS_ASSIGN_OR_RETURN(int64_t n_pattern, r.Int("attention.sliding_window_pattern", 6));
+  for (int64_t il = 0; il < hp.n_layer; ++il) swa[size_t(il)] = n_pattern == 0 || il % n_pattern < n_pattern - 1;
+  return swa;
+}
+
+Status ReadLayer(Reader& r, const Hparams& hp, int64_t il, Layer& L) {
+  auto n = [&](const char* what) { return fmt::format("blk.{}.{}.weight", il, what); };
+  const int64_t q = hp.n_head * hp.head_k, k = hp.n_head_kv * hp.head_k, v = hp.n_head_kv * hp.head_v;
+  FS_ASSIGN_OR_RETURN(L.attn_norm, r.Vec(n("attn_norm"), hp.n_embd));
+  FS_ASSIGN_OR_RETURN(L.wq, r.Mat(n("attn_q"), hp.n_embd, q));
+  FS_ASSIGN_OR_RETURN(L.wk, r.Mat(n("attn_k"), hp.n_embd, k));
+  FS_ASSIGN_OR_RETURN(L.wv, r.Mat(n("attn_v"), hp.n_embd, v));
+  FS_ASSIGN_OR_RETURN(L.wo, r.Mat(n("attn_output"), hp.n_head * hp.head_v, hp.n_embd));
+  FS_ASSIGN_OR_RETURN(L.ffn_norm, r.Vec(n("ffn_norm"), hp.n_embd));
+  FS_ASSIGN_OR_RETURN(L.gate, r.Mat(n("ffn_gate"), hp.n_embd, hp.n_ff));
+  FS_ASSIGN_OR_RETURN(L.up, r.Mat(n("ffn_up"), hp.n_embd, hp.n_ff));
+  FS_ASSIGN_OR_RETURN(L.down, r.Mat(n("ffn_down"), hp.n_ff, hp.n_embd));
+  if (hp.arch != "gemma3") return Status::Ok();
+  FS_ASSIGN_OR_RETURN(L.q_norm, r.Vec(n("attn_q_norm"), hp.head_k));
+  FS_ASSIGN_OR_RETURN(L.k_norm, r.Vec(n("attn_k_norm"), hp.head_k));
+  FS_ASSIGN_OR_RETURN(L.post_attn_norm, r.Vec(n("post_attention_norm"), hp.n_embd));
+  FS_ASSIGN_OR_RETURN(L.post_ffn_norm, r.Vec(n("post_ffw_norm"), hp.n_embd));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Model> LoadModel(const std::string& path) {
+  ggml_context* meta = nullptr;
+  gguf_init_params ip{/*no_alloc=*/true, &meta};
+  std::unique_ptr<gguf_context, void (*)(gguf_context*)> g(gguf_init_from_file(path.c_str(), ip), gguf_free);
+  if (!g) return Status::Error(path + ": not a readable GGUF file");
+  std::unique_ptr<ggml_context, void (*)(ggml_context*)> meta_owner(meta, ggml_free);
+  int64_t arch_id = gguf_find_key(g.get(), "general.architecture");
+  std::string arch = arch_id >= 0 ? gguf_get_val_str(g.get(), arch_id) : "(none)";
+  if (arch != "llama" && arch != "gemma3")
+    return Status::Error(fmt::format("{}: architecture '{}' is not supported by the exact engine (llama, gemma3)", path, arch));
+
+  Mapping map;
+  int fd = open(path.c_str(), O_RDONLY);
+  struct stat sb {};
+  if (fd < 0 || fstat(fd, &sb) != 0) {
+    if (fd >= 0) close(fd);
+    return Status::Error(path + ": cannot open");
+  }
+  map.size = size_t(sb.st_size);
+  map.p = mmap(nullptr, map.size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (map.p == MAP_FAILED) return Status::Error(path + ": cannot map");
+
+  Model m;
+  m.path = path;
+  Reader r{path, g.get(), meta, static_cast<const uint8_t*>(map.p) + gguf_get_data_offset(g.get()), arch, {}, &m.dequant};
+  ggml_tensor* te = ggml_get_tensor(meta, "token_embd.weight");
+  if (!te) return Status::Error(path + ": missing tensor token_embd.weight");
+  FS_RETURN_IF_ERROR(ReadHparams(r, te->ne[1], m.hp));
+  const Hparams& hp = m.hp;
+  FS_ASSIGN_OR_RETURN(std::vector<bool> swa, SwaLayers(r, hp));
+  FS_ASSIGN_OR_RETURN(m.embd, r.Floats("token_embd.weight", hp.n_embd, hp.n_vocab));
+  FS_ASSIGN_OR_RETURN(m.output_norm, r.Vec("output_norm.weight", hp.n_embd));
+  if (r.Has("output.weight")) {
+    FS_ASSIGN_OR_RETURN(m.output, r.Floats("output.weight", hp.n_embd, hp.n_vocab));
+  }
+  m.layers.resize(size_t(hp.n_layer));
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    FS_RETURN_IF_ERROR(ReadLayer(r, hp, il, m.layers[size_t(il)]));
+    m.layers[size_t(il)].swa = swa[size_t(il)];
+  }
+  for (int64_t i = 0; i < gguf_get_n_tensors(g.get()); ++i) {
+    std::string name = gguf_get_tensor_name(g.get(), i);
+    if (!r.used.count(name))
+      return Status::Error(fmt::format("{}: tensor {} ({} graph feature) is not implemented by the exact engine", path, name, arch));
+  }
+  return m;
+}
+
+}  // namespace flipscope::exact
