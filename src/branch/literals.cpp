@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "branch/branch.h"
+#include "branch/verdict.h"
 
 namespace flipscope {
 namespace {

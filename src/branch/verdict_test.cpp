@@ -1,7 +1,7 @@
 // The branch verdicts on network-automation futures, piece by piece as a BPE tokenizer cuts them.
 #include <gtest/gtest.h>
 
-#include "branch/branch.h"
+#include "branch/verdict.h"
 
 using namespace flipscope;
 
