@@ -1,5 +1,5 @@
 // `flipscope branch BASE CAND -o BRANCHES.json [--at flips|ranges] [--ranges A-B,...|tool_calls]
-//  [--max-tokens N] [--max-branches N] [--reconverge K]`
+//  [--max-tokens N] [--max-call-tokens N] [--max-branches N] [--reconverge K]`
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -52,6 +52,9 @@ void AddBranchCommand(CLI::App& app) {
   cmd->add_option("--at", o->req.options.at, "Branch points: flips (stored argmax differ) or ranges")->default_val("flips");
   cmd->add_option("--ranges", o->req.options.ranges, "With --at ranges: A-B,... (inclusive positions) or tool_calls");
   cmd->add_option("--max-tokens", o->req.options.max_tokens, "Tokens decoded per future")->default_val(64);
+  cmd->add_option("--max-call-tokens", o->req.options.max_call_tokens,
+                  "Inside a tool call, decode on until the call closes, up to this many tokens; 0 = never past --max-tokens")
+      ->default_val(256);
   cmd->add_option("--max-branches", o->req.options.max_branches, "Follow only the first N branch points; 0 = all")
       ->default_val(0);
   cmd->add_option("--reconverge", o->req.options.reconverge,
