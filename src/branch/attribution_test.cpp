@@ -29,9 +29,9 @@ const FutureText kMangled = F({"<tool_call>", "{\"name\": \"check_port\", \"argu
 const FutureText kUnclosed = F({"<tool_call>", "{\"name\": \"check_port\", \"arguments\": {\"host\": \"10.20.30.4\"",
                                 "<|im_end|>"}, true);
 
-Attribution Attribute(const FutureText& base, const FutureText& cand) {
+Attribution Attribute(const FutureText& base, const FutureText& cand, const FutureText& ref = kRef) {
   JudgeContext ctx = Context();
-  return Attribute(JudgeSide(ctx, base, kRef), JudgeSide(ctx, cand, kRef), Judge(ctx, base, cand, kRef), ctx.reconverge);
+  return Attribute(JudgeSide(ctx, base, ref), JudgeSide(ctx, cand, ref), Judge(ctx, base, cand, ref), ctx.reconverge);
 }
 
 }  // namespace
@@ -59,12 +59,18 @@ TEST(Attribute, DamageRepairBothFailAndFine) {
   // The reference configuration fails by itself: the change did no damage there.
   EXPECT_EQ(Attribute(kUnclosed, kMangled).outcome, Outcome::kBothFail);
   EXPECT_EQ(Attribute(kRight, kRight).outcome, Outcome::kBenign);
-  // Two different answers in prose, neither mangling anything.
+  // Two different answers in prose where the transcript answers in prose, neither mangling anything.
   const FutureText a = F({"I", " will", " check", " whether", " the", " database", " answers", " first", "."}, true);
   const FutureText b = F({"Sure", ",", " let", " me", " look", " at", " its", " listeners", " now", "."}, true);
-  Attribution fine = Attribute(a, b);
+  const FutureText prose = F({"Yes", ",", " it", " listens", " on", " 5432", "."}, true);
+  Attribution fine = Attribute(a, b, prose);
   EXPECT_EQ(fine.outcome, Outcome::kDifferentButFine) << fine.reason;
   EXPECT_EQ(fine.kind, Failure::kNone);
+  // Where the transcript calls right away, a future that writes no call misses the action.
+  Attribution missed = Attribute(kRight, a);
+  EXPECT_EQ(missed.outcome, Outcome::kDamage) << missed.reason;
+  EXPECT_EQ(missed.kind, Failure::kWrongCommand);
+  EXPECT_NE(missed.reason.find("makes no tool call"), std::string::npos) << missed.reason;
 }
 
 TEST(Attribute, ACallTheCapCutIsNeverUnclosed) {

@@ -55,6 +55,22 @@ std::set<std::string, std::less<>> WordSet(const std::string& text) {
   return out;
 }
 
+// Bytes into the transcript's continuation within which its call must open for a future to be
+// expected to make it: room for a role header ("assistant\n", "<start_of_turn>model\n").
+constexpr size_t kCallExpectedBytes = 32;
+
+// Where the first call-open marker of a continuation starts, in bytes after the branch point (0
+// for one begun in the prefix, or a call open at the point); nullopt when it opens none.
+std::optional<size_t> OpenAfterPoint(const JudgeContext& ctx, std::string_view continuation) {
+  if (ctx.envelope.open.empty()) return std::nullopt;
+  if (ExtractCall(ctx.prefix, "", ctx.envelope).present) return 0;  // inside a call already
+  const size_t keep = std::min(ctx.prefix.size(), ctx.envelope.open.size() - 1);
+  const std::string joined = ctx.prefix.substr(ctx.prefix.size() - keep) + std::string(continuation);
+  const size_t at = joined.find(ctx.envelope.open);
+  if (at == std::string::npos) return std::nullopt;
+  return at > keep ? at - keep : 0;
+}
+
 // How a call differs from the reference's: the function, or the first differing argument.
 std::string DescribeCallDifference(const nlohmann::json& call, const nlohmann::json& ref) {
   if (call["name"] != ref["name"])
@@ -244,6 +260,13 @@ SideJudgement JudgeSide(const JudgeContext& ctx, const FutureText& future, const
   s.call_problem = ck.problem;
   s.call = ck.call;
   if (s.call && ref.check.call) s.call_matches = *s.call == *ref.check.call;
+  // The transcript is inside its call here, or opens it within its turn's first bytes (a role
+  // header such as "assistant\n"), and the future, with room to, writes no call at all: the
+  // action is missing, as wrong as a different one. A call the transcript makes later is not
+  // expected of a future yet.
+  const std::optional<size_t> ref_open = OpenAfterPoint(ctx, ref.text);
+  const bool calls_here = ref.check.call && ref_open && *ref_open <= kCallExpectedBytes;
+  s.call_missing = calls_here && !c.present && text.size() >= *ref_open + ctx.envelope.open.size();
   s.mutation = FutureMutation(ctx, ref, future, text, from, nullptr);
 
   if (!s.call_problem.empty()) {
@@ -255,6 +278,9 @@ SideJudgement JudgeSide(const JudgeContext& ctx, const FutureText& future, const
   } else if (s.call_matches == false) {
     s.failure = Failure::kWrongCommand;
     s.reason = DescribeCallDifference(*s.call, *ref.check.call);
+  } else if (s.call_missing) {
+    s.failure = Failure::kWrongCommand;
+    s.reason = fmt::format("makes no tool call where the transcript calls {}", (*ref.check.call)["name"].dump());
   } else if (s.call_matches == true) {
     s.reason = "makes the transcript's call";
   } else if (s.follows_reference) {

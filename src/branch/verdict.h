@@ -55,7 +55,8 @@ class KnownLiterals {
  public:
   // Adds every word of text; the literal-like ones become copy sources.
   void AddText(std::string_view text);
-  // Adds one literal (e.g. a workload span's label) as a copy source.
+  // Adds one literal (e.g. a workload span's label) as a copy source; its parts before a ':' '/'
+// or '@' (10.20.225.0 of 10.20.225.0/24) become known words.
   void AddLiteral(const std::string& literal);
   bool Contains(std::string_view word) const { return words_.count(std::string(word)) > 0; }
   const std::vector<std::string>& sources() const { return sources_; }
@@ -179,6 +180,7 @@ struct SideJudgement {
   std::string call_problem;            // "" when well-formed (or a problem the transcript's call has too)
   std::optional<nlohmann::json> call;  // the closed, well-formed call {"name","arguments"}
   std::optional<bool> call_matches;    // against the transcript's call; unset when either is incomplete
+  bool call_missing = false;           // the transcript calls right at the point, the future writes no call
   std::optional<LiteralMutation> mutation;
   bool follows_reference = false;      // the same text as the transcript, or agreeing with it again within K tokens
 };
