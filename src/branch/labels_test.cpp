@@ -70,7 +70,7 @@ TEST(ForkLabels, JudgeAgreesWithEveryLabel) {
     models.insert(s.at("model").get<std::string>());
   }
   const json& records = doc.at("records");
-  ASSERT_GE(records.size(), 40u);
+  EXPECT_GE(records.size(), 40u);
   EXPECT_GE(models.size(), 2u) << "records from both models";
   std::map<std::string, int> seen;  // outcomes the labels cover
   for (const json& r : records) {

@@ -251,7 +251,10 @@ SideJudgement JudgeSide(const JudgeContext& ctx, const FutureText& future, const
   const std::string text = future.Text();
   const size_t from = CommonPrefix(text, ref.text);  // where the future leaves the transcript
   auto rejoins = FindReconvergence(future, reference, ctx.reconverge);
-  s.follows_reference = SameText(future, reference) || (rejoins && rejoins->base_detour <= ctx.reconverge);
+  // A future that ends its turn where the transcript's text goes on with the next one (a tool's
+  // output, the user) wrote the transcript's text as far as it goes.
+  s.follows_reference = from == text.size() || SameText(future, reference) ||
+                        (rejoins && rejoins->base_detour <= ctx.reconverge);
 
   CallText c;
   CallCheck ck = CheckFutureCall(ctx, ref, future, text, &c);
