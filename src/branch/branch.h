@@ -1,7 +1,8 @@
 // branch: follows the fork. At every disagreement between two captures (or every position of
 // chosen ranges) each configuration decodes its own greedy future from its own choice, in its
-// own configuration; the two futures are compared with each other and with the transcript's real
-// continuation, and each branch gets a verdict. Contract of the output: docs/branch.md.
+// own configuration; each future is judged on its own against the transcript's real continuation,
+// the outcome is attributed to the change (damage, repair, both fail, different but fine, benign)
+// and the pair gets a verdict. Contract of the output: docs/branch.md.
 #pragma once
 
 #include <cstdint>

@@ -12,7 +12,8 @@ namespace flipscope::cli {
 
 namespace {
 
-// Non-benign records shown on the terminal, one line each; the rest are in the JSON.
+// Records where the change did damage or repair shown on the terminal, one line each; the rest
+// are in the JSON.
 constexpr size_t kShownRecords = 12;
 
 void PrintSummary(const nlohmann::json& out, const std::string& path) {
@@ -26,10 +27,10 @@ void PrintSummary(const nlohmann::json& out, const std::string& path) {
   size_t shown = 0, not_reproduced = 0;
   for (const auto& r : out["records"]) {
     not_reproduced += !r["reproduced"].get<bool>();
-    if (r["verdict"] == "benign" || shown == kShownRecords) continue;
+    if ((r["outcome"] != "damage" && r["outcome"] != "repair") || shown == kShownRecords) continue;
     ++shown;
-    fmt::print("  position {:>7}  {:<17}  {}\n", r["position"].get<int64_t>(), r["verdict"].get<std::string>(),
-               r["reason"].get<std::string>());
+    fmt::print("  position {:>7}  {:<6} {:<17}  {}\n", r["position"].get<int64_t>(), r["outcome"].get<std::string>(),
+               r["outcome_kind"].get<std::string>(), r["outcome_reason"].get<std::string>());
   }
   if (not_reproduced > 0)
     fmt::print("{} branch points where a recomputed row differs from its capture (see \"reproduced\")\n", not_reproduced);
