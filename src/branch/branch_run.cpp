@@ -20,6 +20,7 @@ Status ValidateOptions(const BranchOptions& o) {
   if (o.at != "flips" && o.at != "ranges") return Status::Error("--at must be flips or ranges, not '" + o.at + "'");
   if (o.at == "ranges" && o.ranges.empty()) return Status::Error("--at ranges needs --ranges A-B,... or tool_calls");
   if (o.max_tokens < 1) return Status::Error("--max-tokens must be >= 1");
+  if (o.max_call_tokens < 0) return Status::Error("--max-call-tokens must be >= 0");
   if (o.max_branches < 0) return Status::Error("--max-branches must be >= 0");
   if (o.reconverge < 1) return Status::Error("--reconverge must be >= 1");
   return Status::Ok();
@@ -144,19 +145,20 @@ Result<std::vector<Point>> PlanPoints(const Side& b, const Side& c, const Branch
 }
 
 // The tool definitions (for function names and required arguments) and the tool-call markers.
-void ResolveTools(const Side& s, Transcript* t, std::vector<std::string>* warnings) {
-  const json w = s.cap->manifest().value("workload", json::object());
+void ResolveTools(const CaptureReader& cap, const std::string& model_path, Transcript* t,
+                  std::vector<std::string>* warnings) {
+  const json w = cap.manifest().value("workload", json::object());
   if (w.contains("tools")) {
     auto tools = ParseToolSpecs(w["tools"]);
     if (tools.ok()) t->tools = *tools;
-    else warnings->push_back(s.cap->path() + ": workload tools: " + tools.status().message() + "; function names are not checked");
+    else warnings->push_back(cap.path() + ": workload tools: " + tools.status().message() + "; function names are not checked");
   } else if (w.contains("path") && w["path"].is_string()) {
     // Older manifests: read the tool definitions from the workload file itself.
-    const json req = s.cap->manifest().value("request", json::object());
+    const json req = cap.manifest().value("request", json::object());
     WorkloadOptions wo;
     wo.format = req.value("format", std::string("auto"));
     wo.chat_template = req.value("chat_template", std::string());
-    auto loaded = LoadWorkload(w["path"].get<std::string>(), s.model_path, wo);
+    auto loaded = LoadWorkload(w["path"].get<std::string>(), model_path, wo);
     auto tools = loaded.ok() ? ParseToolSpecs(loaded->tools) : Result<std::vector<ToolSpec>>(loaded.status());
     if (tools.ok() && loaded->tokens == t->tokens) t->tools = *tools;
     else warnings->push_back("the workload's tool definitions are unavailable (" +
@@ -205,6 +207,29 @@ std::vector<int32_t> PointPositions(const std::vector<Point>& points) {
 
 }  // namespace
 
+namespace branch {
+
+Status ReadTranscript(const CaptureReader& cap, const std::string& model_path, Transcript* t,
+                      std::vector<std::string>* warnings) {
+  auto tok = cap.tokens();
+  t->tokens.assign(tok.begin(), tok.end());
+  const json w = cap.manifest().value("workload", json::object());
+  if (w.contains("spans")) {
+    auto spans = SpansFromJson(w["spans"]);
+    if (!spans.ok()) return spans.status().Prefixed(cap.path() + ": manifest spans");
+    t->spans = *spans;
+  }
+  // The vocabulary's texts, read without the weights (a side may have no engine of its own).
+  FS_ASSIGN_OR_RETURN(auto text_of, LoadDetokenizer(model_path));
+  t->vocab.clear();
+  for (int32_t id = 0; id < cap.n_vocab(); ++id) t->vocab.push_back(text_of(id));
+  t->Index();
+  ResolveTools(cap, model_path, t, warnings);
+  return Status::Ok();
+}
+
+}  // namespace branch
+
 Result<json> RunBranches(const BranchRequest& req) {
   const double t0 = NowSeconds();
   const BranchOptions& o = req.options;
@@ -219,14 +244,8 @@ Result<json> RunBranches(const BranchRequest& req) {
 
   std::vector<std::string> warnings;
   Transcript t;
-  auto tok = sides[0].cap->tokens();
-  t.tokens.assign(tok.begin(), tok.end());
-  const json w = sides[0].cap->manifest().value("workload", json::object());
-  if (w.contains("spans")) {
-    auto spans = SpansFromJson(w["spans"]);
-    if (!spans.ok()) return spans.status().Prefixed(req.base_path + ": manifest spans");
-    t.spans = *spans;
-  }
+  FS_RETURN_IF_ERROR(branch::ReadTranscript(*sides[0].cap, sides[0].model_path, &t, &warnings));
+  const branch::CallBudget budget(t, o.max_tokens, o.max_call_tokens);
   int64_t available = 0;
   FS_ASSIGN_OR_RETURN(std::vector<Point> points, PlanPoints(sides[0], sides[1], o, t, &available, &warnings));
   for (const Point& p : points) {
@@ -238,7 +257,7 @@ Result<json> RunBranches(const BranchRequest& req) {
     Side& s = sides[si];
     if (points.empty()) break;  // nothing to decode
     if (req.decoded[si]) {
-      auto known = SideFromDecoded(*req.decoded[si], PointPositions(points), s.firsts, o.max_tokens);
+      auto known = SideFromDecoded(*req.decoded[si], PointPositions(points), s.firsts, o.max_tokens, o.max_call_tokens);
       if (known) {
         s.pass = std::move(*known);
         continue;
@@ -258,20 +277,14 @@ Result<json> RunBranches(const BranchRequest& req) {
     for (const Point& p : points) in.points.push_back(p.position);
     in.firsts = s.firsts;
     in.max_tokens = o.max_tokens;
+    in.extend = [&budget](int32_t position, std::span<const int32_t> future) { return budget.Extend(position, future); };
     in.allow_fork = o.allow_fork;
     if (o.progress) in.progress_label = std::string("branch ") + s.name;
     auto pass = RunSide(**engine, in);
     if (!pass.ok()) return pass.status().Prefixed(s.cap->path());
     s.pass = std::move(*pass);
   }
-  if (!points.empty()) {
-    // The vocabulary's texts, read without the weights (a side may have had no engine).
-    FS_ASSIGN_OR_RETURN(auto text_of, LoadDetokenizer(sides[0].model_path));
-    for (int32_t id = 0; id < sides[0].cap->n_vocab(); ++id) t.vocab.push_back(text_of(id));
-  }
-  t.Index();
-  ResolveTools(sides[0], &t, &warnings);
-  json records = points.empty() ? json::array() : branch::BuildRecords(t, points, sides[0].pass, sides[1].pass, o);
+  json records = points.empty() ? json::array() : branch::BuildRecords(t, points, sides[0].pass, sides[1].pass, o, budget);
   json tool_names = json::array();
   for (const ToolSpec& ts : t.tools) tool_names.push_back(ts.name);
   json config = {{"base", SideJson(sides[0])},
@@ -279,6 +292,7 @@ Result<json> RunBranches(const BranchRequest& req) {
                  {"at", o.at},
                  {"ranges", o.ranges},
                  {"max_tokens", o.max_tokens},
+                 {"max_call_tokens", o.max_call_tokens},
                  {"max_branches", o.max_branches},
                  {"reconverge", o.reconverge},
                  {"n_tokens", t.tokens.size()},

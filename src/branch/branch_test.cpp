@@ -203,13 +203,26 @@ TEST(RunBranches, RefusesCapturesOfDifferentTokensAndBadOptions) {
   EXPECT_NE(RunBranches(r).status().message().find("/nonexistent/base.safetensors"), std::string::npos);
 }
 
-TEST(Summary, CountsEveryVerdict) {
-  nlohmann::json records = nlohmann::json::array({{{"verdict", "benign"}}, {{"verdict", "invalid_tool_call"}},
-                                                  {{"verdict", "invalid_tool_call"}}});
+TEST(Summary, CountsEveryVerdictAndOutcome) {
+  nlohmann::json records = nlohmann::json::array(
+      {{{"verdict", "benign"}, {"outcome", "benign"}, {"outcome_kind", nullptr}},
+       {{"verdict", "invalid_tool_call"}, {"outcome", "both_fail"}, {"outcome_kind", "invalid_tool_call"}},
+       {{"verdict", "invalid_tool_call"}, {"outcome", "damage"}, {"outcome_kind", "invalid_tool_call"}},
+       {{"verdict", "literal_mutated"}, {"outcome", "repair"}, {"outcome_kind", "literal_mutated"}}});
   auto c = CountVerdicts(records);
-  EXPECT_EQ(c, (nlohmann::json{{"invalid_tool_call", 2}, {"literal_mutated", 0}, {"wrong_command", 0},
-                               {"divergent", 0}, {"benign", 1}, {"total", 3}}));
+  nlohmann::json kinds = {{"invalid_tool_call", 0}, {"literal_mutated", 0}, {"wrong_command", 0}};
+  nlohmann::json damage = kinds, repair = kinds;
+  damage["total"] = damage["invalid_tool_call"] = 1;
+  repair["total"] = repair["literal_mutated"] = 1;
+  EXPECT_EQ(c, (nlohmann::json{{"invalid_tool_call", 2}, {"literal_mutated", 1}, {"wrong_command", 0},
+                               {"divergent", 0}, {"benign", 1}, {"total", 4},
+                               {"outcomes", {{"damage", damage}, {"repair", repair}, {"both_fail", 1},
+                                             {"different_but_fine", 0}, {"benign", 1}}}}));
   std::string text = SummaryText(c);
-  EXPECT_NE(text.find("3 branches"), std::string::npos);
+  EXPECT_NE(text.find("4 branches"), std::string::npos);
+  EXPECT_NE(text.find("     1 damage: the candidate breaks what the reference's future got right (1 invalid_tool_call)"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("     1 repair: the candidate gets right what the reference's future broke (1 literal_mutated)"),
+            std::string::npos) << text;
   EXPECT_NE(text.find("     2 structurally invalid branches"), std::string::npos) << text;
 }

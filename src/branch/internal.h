@@ -2,12 +2,15 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "branch/branch.h"
+#include "branch/verdict.h"
+#include "capture/capture.h"
 #include "workload/workload.h"
 
 namespace flipscope::branch {
@@ -34,8 +37,34 @@ struct Transcript {
   const std::string& Piece(int32_t token) const;
 };
 
+// The transcript of a capture: its tokens, spans, vocabulary texts, tools and tool-call markers
+// (the workload file is read again for tools an older manifest lacks); problems that leave tool
+// calls unchecked go to warnings.
+Status ReadTranscript(const CaptureReader& cap, const std::string& model_path, Transcript* t,
+                      std::vector<std::string>* warnings);
+
+// The "let calls finish" rule over one transcript (docs/branch.md): past max_tokens, a future
+// decodes on while the tool call it is in (open at the point, or opened by the future) has not
+// closed, has not run more than kCallCloseSlack bytes past the transcript's call, and is shorter
+// than the hard cap max(max_tokens, max_call_tokens).
+class CallBudget {
+ public:
+  CallBudget(const Transcript& t, int max_tokens, int max_call_tokens);
+  // Whether the future at `position` (its tokens so far, the budget used up) decodes one more.
+  bool Extend(int32_t position, std::span<const int32_t> future) const;
+  // How a decoded future stopped: sets f->ended (by itself, not by the budget) and f->cap_hit.
+  void Classify(int32_t position, std::span<const int32_t> future, FutureText* f) const;
+  int cap() const { return cap_; }
+
+ private:
+  // Whether the future's call is still open and within the transcript call's length.
+  bool CallOpen(int32_t position, std::span<const int32_t> future) const;
+  const Transcript& t_;
+  int max_tokens_, cap_;
+};
+
 // The judged record of every point (docs/branch.md), in point order.
 nlohmann::json BuildRecords(const Transcript& t, const std::vector<Point>& points, const SidePass& base,
-                            const SidePass& cand, const BranchOptions& options);
+                            const SidePass& cand, const BranchOptions& options, const CallBudget& budget);
 
 }  // namespace flipscope::branch

@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "branch/branch.h"
+#include "branch/verdict.h"
 
 namespace flipscope {
 namespace {
@@ -124,6 +124,10 @@ void KnownLiterals::AddText(std::string_view text) {
 void KnownLiterals::AddLiteral(const std::string& literal) {
   if (literal.empty()) return;
   words_.insert(literal);
+  // The parts before a joiner are right too: the network 10.20.225.0 of 10.20.225.0/24, the host
+  // of host:port.
+  for (size_t i = 1; i < literal.size(); ++i)
+    if (IsJoiner(literal[i])) words_.insert(literal.substr(0, i));
   if (source_set_.insert(literal).second) sources_.push_back(literal);
 }
 

@@ -38,6 +38,13 @@ FutureText ToText(const Transcript& t, const std::vector<int32_t>& tokens, bool 
   return f;
 }
 
+// A decoded future as text, with how it stopped (by itself, at the budget, at the call cap).
+FutureText DecodedText(const Transcript& t, const CallBudget& budget, int32_t position, const std::vector<int32_t>& tokens) {
+  FutureText f = ToText(t, tokens, false);
+  budget.Classify(position, tokens, &f);
+  return f;
+}
+
 nlohmann::json FutureJson(const FutureText& f, const std::vector<int32_t>& tokens, const std::vector<float>& probs) {
   return {{"text", Utf8(f.Text())}, {"tokens", tokens}, {"probs", probs}, {"pieces", Utf8(f.pieces)}};
 }
@@ -71,6 +78,11 @@ class ContextLiterals {
   std::vector<const Span*> pending_;  // spans begun but not yet ended
 };
 
+// A JSON value with every string made valid UTF-8 (judgement reasons quote future text).
+nlohmann::json Utf8Json(const nlohmann::json& j) {
+  return nlohmann::json::parse(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
 template <typename T>
 nlohmann::json OrNull(const std::optional<T>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
@@ -94,7 +106,7 @@ const std::string& Transcript::Piece(int32_t token) const {
 }
 
 nlohmann::json BuildRecords(const Transcript& t, const std::vector<Point>& points, const SidePass& base,
-                            const SidePass& cand, const BranchOptions& o) {
+                            const SidePass& cand, const BranchOptions& o, const CallBudget& budget) {
   nlohmann::json records = nlohmann::json::array();
   const int32_t n = int32_t(t.tokens.size());
   ContextLiterals literals(t);
@@ -105,10 +117,12 @@ nlohmann::json BuildRecords(const Transcript& t, const std::vector<Point>& point
   for (size_t i = 0; i < points.size(); ++i) {
     const Point& pt = points[i];
     const int32_t next = pt.position + 1;  // the first token of every future's place
-    // A future shorter than the budget stopped at end of generation (or of the context).
-    FutureText bf = ToText(t, base.tokens[i], int(base.tokens[i].size()) < o.max_tokens);
-    FutureText cf = ToText(t, cand.tokens[i], int(cand.tokens[i].size()) < o.max_tokens);
-    const int32_t ref_end = std::min(n, next + o.max_tokens);
+    FutureText bf = DecodedText(t, budget, pt.position, base.tokens[i]);
+    FutureText cf = DecodedText(t, budget, pt.position, cand.tokens[i]);
+    // The reference as long as the longer future (a call let finish is judged against the whole
+    // of the transcript's call).
+    const int ref_len = std::max({o.max_tokens, int(bf.pieces.size()), int(cf.pieces.size())});
+    const int32_t ref_end = std::min(n, next + ref_len);
     std::vector<int32_t> ref_tokens(t.tokens.begin() + next, t.tokens.begin() + ref_end);
     FutureText rf = ToText(t, ref_tokens, ref_end == n);
 
@@ -121,6 +135,8 @@ nlohmann::json BuildRecords(const Transcript& t, const std::vector<Point>& point
     ctx.envelope = t.envelope;
     ctx.reconverge = o.reconverge;
     Judgement j = Judge(ctx, bf, cf, rf);
+    const SideJudgement sb = JudgeSide(ctx, bf, rf), sc = JudgeSide(ctx, cf, rf);
+    const Attribution a = Attribute(sb, sc, j, o.reconverge);
     literals.known() = std::move(ctx.literals);
 
     // The report marks futures by token: the token of each future that holds the first differing byte.
@@ -154,6 +170,12 @@ nlohmann::json BuildRecords(const Transcript& t, const std::vector<Point>& point
         {"first_difference_byte", OrNull(j.first_difference)},
         {"verdict", VerdictName(j.verdict)},
         {"reason", Utf8(j.reason)},
+        {"base", Utf8Json(SideJson(sb, bf))},
+        {"cand", Utf8Json(SideJson(sc, cf))},
+        {"outcome", OutcomeName(a.outcome)},
+        {"outcome_kind", a.kind == Failure::kNone ? nlohmann::json(nullptr) : nlohmann::json(FailureName(a.kind))},
+        {"outcome_reason", Utf8(a.reason)},
+        {"call_cap_hit", bf.cap_hit || cf.cap_hit},
         {"reproduced", base.reproduced[i] && cand.reproduced[i]},
     });
   }
@@ -162,15 +184,49 @@ nlohmann::json BuildRecords(const Transcript& t, const std::vector<Point>& point
 
 }  // namespace branch
 
+namespace {
+
+// Adds one to counter[key] (created at zero).
+void Bump(nlohmann::json& counter, const std::string& key) {
+  counter[key] = counter.value(key, int64_t(0)) + 1;
+}
+
+// The outcome counts of records: damage and repair by failure kind, the other outcomes plain.
+nlohmann::json CountOutcomes(const nlohmann::json& records) {
+  nlohmann::json out = nlohmann::json::object();
+  for (Outcome o : AllOutcomes()) {
+    if (o != Outcome::kDamage && o != Outcome::kRepair) {
+      out[OutcomeName(o)] = 0;
+      continue;
+    }
+    nlohmann::json& by_kind = out[OutcomeName(o)] = {{"total", 0}};
+    for (Failure f : {Failure::kInvalidToolCall, Failure::kLiteralMutated, Failure::kWrongCommand}) by_kind[FailureName(f)] = 0;
+  }
+  for (const auto& r : records) {
+    const std::string o = r.value("outcome", std::string());
+    if (!out.contains(o)) continue;
+    if (!out[o].is_object()) {
+      Bump(out, o);
+      continue;
+    }
+    Bump(out[o], "total");
+    if (r.contains("outcome_kind") && r["outcome_kind"].is_string()) Bump(out[o], r["outcome_kind"].get<std::string>());
+  }
+  return out;
+}
+
+}  // namespace
+
 nlohmann::json CountVerdicts(const nlohmann::json& records) {
   nlohmann::json counts = nlohmann::json::object();
   for (Verdict v : AllVerdicts()) counts[VerdictName(v)] = 0;
   for (const auto& r : records)
     if (r.contains("verdict") && r["verdict"].is_string() && counts.contains(r["verdict"].get<std::string>()))
-      counts[r["verdict"].get<std::string>()] = counts[r["verdict"].get<std::string>()].get<int64_t>() + 1;
+      Bump(counts, r["verdict"].get<std::string>());
   int64_t total = 0;
   for (Verdict v : AllVerdicts()) total += counts[VerdictName(v)].get<int64_t>();
   counts["total"] = total;
+  counts["outcomes"] = CountOutcomes(records);
   return counts;
 }
 
@@ -187,6 +243,31 @@ std::string SummaryText(const nlohmann::json& counts) {
       {Verdict::kBenign, "benign branches (the same text, or agreeing again quickly)"},
   };
   std::string out = fmt::format("{} branches\n", counts.value("total", int64_t(0)));
+  const nlohmann::json outcomes = counts.value("outcomes", nlohmann::json::object());
+  // What the change did, each future judged on its own: the damage and repair by failure kind.
+  auto kinds = [](const nlohmann::json& by_kind) {
+    std::vector<std::string> parts;
+    for (Failure f : {Failure::kInvalidToolCall, Failure::kLiteralMutated, Failure::kWrongCommand})
+      if (by_kind.value(FailureName(f), int64_t(0)) > 0)
+        parts.push_back(fmt::format("{} {}", by_kind.value(FailureName(f), int64_t(0)), FailureName(f)));
+    return parts.empty() ? std::string() : fmt::format(" ({})", fmt::join(parts, ", "));
+  };
+  static const std::pair<Outcome, const char*> outcome_lines[] = {
+      {Outcome::kDamage, "damage: the candidate breaks what the reference's future got right"},
+      {Outcome::kRepair, "repair: the candidate gets right what the reference's future broke"},
+      {Outcome::kBothFail, "both futures fail"},
+      {Outcome::kDifferentButFine, "different but fine"},
+      {Outcome::kBenign, "benign (the same text, or agreeing again quickly)"},
+  };
+  if (outcomes.is_object() && !outcomes.empty()) {
+    out += "  what the change did:\n";
+    for (const auto& [o, what] : outcome_lines) {
+      const nlohmann::json v = outcomes.value(OutcomeName(o), nlohmann::json(0));
+      const int64_t n = v.is_object() ? v.value("total", int64_t(0)) : v.get<int64_t>();
+      out += fmt::format("  {:>6} {}{}  [{}]\n", n, what, v.is_object() ? kinds(v) : "", OutcomeName(o));
+    }
+    out += "  verdicts on the pair of futures:\n";
+  }
   for (const Line& l : lines)
     out += fmt::format("  {:>6} {}  [{}]\n", counts.value(VerdictName(l.v), int64_t(0)), l.what, VerdictName(l.v));
   return out;

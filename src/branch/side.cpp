@@ -54,12 +54,13 @@ Result<SidePass> RunSide(LlamaEngine& engine, const SideInputs& in) {
   if (out.forked) {
     std::vector<ForkRequest> forks(n_points);
     for (size_t i = 0; i < n_points; ++i) forks[i] = {in.points[i], in.firsts[i]};
-    FS_RETURN_IF_ERROR(engine.PrefillWithForks(in.tokens, in.probes, check_row, forks, in.max_tokens, keep, on_tokens));
+    FS_RETURN_IF_ERROR(
+        engine.PrefillWithForks(in.tokens, in.probes, check_row, forks, in.max_tokens, keep, on_tokens, in.extend));
   } else {
     // Without forking: one plain pass for the row check, then every branch re-prefills its prefix.
     FS_RETURN_IF_ERROR(engine.Prefill(in.tokens, in.probes, check_row, on_tokens));
     for (size_t i = 0; i < n_points; ++i) {
-      auto f = engine.DecodeFresh(in.tokens.first(size_t(in.points[i]) + 1), in.firsts[i], in.max_tokens);
+      auto f = engine.DecodeFresh(in.tokens.first(size_t(in.points[i]) + 1), in.firsts[i], in.max_tokens, in.extend);
       if (!f.ok()) return f.status().Prefixed(fmt::format("branch at position {}", in.points[i]));
       FS_RETURN_IF_ERROR(keep(i, *f));
       if (bar_on) bar.Update(i + 1);
@@ -71,8 +72,11 @@ Result<SidePass> RunSide(LlamaEngine& engine, const SideInputs& in) {
 }
 
 std::optional<SidePass> SideFromDecoded(const DecodedFutures& d, const std::vector<int32_t>& points,
-                                        const std::vector<int32_t>& firsts, int max_tokens) {
-  if (d.max_tokens < max_tokens) return std::nullopt;
+                                        const std::vector<int32_t>& firsts, int max_tokens, int max_call_tokens) {
+  // Futures of a longer plain budget can be cut back; extended ones only reused as they are.
+  const bool extended = max_call_tokens > max_tokens || d.max_call_tokens > d.max_tokens;
+  if (extended ? d.max_tokens != max_tokens || d.max_call_tokens != max_call_tokens : d.max_tokens < max_tokens)
+    return std::nullopt;
   SidePass out;
   out.decoded_during = d.source;
   for (size_t i = 0; i < points.size(); ++i) {

@@ -4,14 +4,10 @@
 
 #include <fmt/format.h>
 
-#include "branch/branch.h"
+#include "branch/verdict.h"
 
 namespace flipscope {
 namespace {
-
-// Bytes an unclosed call may run past the reference's whole call before it counts as never
-// closing: room for different whitespace and a slightly longer argument.
-constexpr size_t kCloseSlack = 16;
 
 std::string_view Trim(std::string_view s) {
   size_t b = s.find_first_not_of(" \t\r\n");
@@ -208,7 +204,7 @@ CallCheck CheckCall(const CallText& c, bool ended, const std::vector<ToolSpec>& 
   } else if (name && !tools.empty() && !FindTool(tools, *name)) {
     r.problem = "calls \"" + *name + "\", which is not among the workload's tools";
   } else if (reference && reference->present && reference->closed &&
-             c.body.size() > reference->body.size() + kCloseSlack) {
+             c.body.size() > reference->body.size() + kCallCloseSlack) {
     // Longer than the reference's whole call and still open: not merely cut by the budget.
     r.problem = fmt::format("the tool-call envelope is not closed after {} bytes (the reference closes it after {})",
                             c.body.size(), reference->body.size());

@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "branch/branch.h"
+#include "branch/verdict.h"
 
 namespace flipscope {
 namespace {
@@ -46,6 +46,29 @@ std::string_view PartialWord(std::string_view prefix) {
   while (raw_end < prefix.size() && std::string_view(".:/-@").find(prefix[raw_end]) != std::string_view::npos) ++raw_end;
   if (raw_end != prefix.size()) return {};
   return prefix.substr(base + w.offset);
+}
+
+// The words of text, as a set.
+std::set<std::string, std::less<>> WordSet(const std::string& text) {
+  std::set<std::string, std::less<>> out;
+  for (Word& w : SplitWords(text)) out.insert(std::move(w.text));
+  return out;
+}
+
+// Bytes into the transcript's continuation within which its call must open for a future to be
+// expected to make it: room for a role header ("assistant\n", "<start_of_turn>model\n").
+constexpr size_t kCallExpectedBytes = 32;
+
+// Where the first call-open marker of a continuation starts, in bytes after the branch point (0
+// for one begun in the prefix, or a call open at the point); nullopt when it opens none.
+std::optional<size_t> OpenAfterPoint(const JudgeContext& ctx, std::string_view continuation) {
+  if (ctx.envelope.open.empty()) return std::nullopt;
+  if (ExtractCall(ctx.prefix, "", ctx.envelope).present) return 0;  // inside a call already
+  const size_t keep = std::min(ctx.prefix.size(), ctx.envelope.open.size() - 1);
+  const std::string joined = ctx.prefix.substr(ctx.prefix.size() - keep) + std::string(continuation);
+  const size_t at = joined.find(ctx.envelope.open);
+  if (at == std::string::npos) return std::nullopt;
+  return at > keep ? at - keep : 0;
 }
 
 // How a call differs from the reference's: the function, or the first differing argument.
@@ -114,13 +137,58 @@ std::optional<Reconvergence> FindReconvergence(const FutureText& a, const Future
   return std::nullopt;
 }
 
+namespace {
+
+// What both judges need from the transcript's continuation: its call, that call's own problem,
+// its words, and the part of a word the prefix ends with.
+struct ReferenceFacts {
+  std::string text, partial;
+  CallText call;
+  CallCheck check;
+  std::set<std::string, std::less<>> words;
+};
+
+ReferenceFacts ReadReference(const JudgeContext& ctx, const FutureText& reference) {
+  ReferenceFacts r;
+  r.text = reference.Text();
+  r.call = ExtractCall(ctx.prefix, r.text, ctx.envelope);
+  r.check = CheckCall(r.call, reference.ended, ctx.tools, nullptr);
+  r.partial = std::string(PartialWord(ctx.prefix));
+  r.words = WordSet(r.partial + r.text);
+  return r;
+}
+
+// A future's call checked; a problem the transcript's own call has too (e.g. a tool the workload
+// does not list) is not the future's doing, and a call the hard cap cut is not judged unclosed.
+CallCheck CheckFutureCall(const JudgeContext& ctx, const ReferenceFacts& ref, const FutureText& f,
+                          const std::string& text, CallText* c) {
+  *c = ExtractCall(ctx.prefix, text, ctx.envelope);
+  CallCheck ck = CheckCall(*c, f.ended, ctx.tools, f.cap_hit ? nullptr : &ref.call);
+  if (ck.problem == ref.check.problem) ck.problem.clear();
+  return ck;
+}
+
+// A literal of the context copied wrongly, reading words across the branch point (a literal
+// whose first digits are in the prefix is judged whole), from byte `from` of the future on.
+// A word of the reference, of `others` or of the whole transcript is right.
+std::optional<LiteralMutation> FutureMutation(const JudgeContext& ctx, const ReferenceFacts& ref, const FutureText& f,
+                                              const std::string& text, size_t from,
+                                              const std::set<std::string, std::less<>>* others) {
+  WordFilter exempt = [&](std::string_view w) {
+    return ref.words.count(w) || (others && others->count(w)) || (ctx.known_words && ctx.known_words->count(w));
+  };
+  return FindLiteralMutation(ref.partial + text, ref.partial.size() + from, !f.ended, ctx.literals, exempt);
+}
+
+}  // namespace
+
 Judgement Judge(const JudgeContext& ctx, const FutureText& base, const FutureText& cand, const FutureText& reference) {
   Judgement j;
   if (SameText(base, cand)) {
     j.reason = "both futures write the same text";
     return j;
   }
-  const std::string ta = base.Text(), tc = cand.Text(), tr = reference.Text();
+  const std::string ta = base.Text(), tc = cand.Text();
   const size_t fd = CommonPrefix(ta, tc);
   j.first_difference = fd;
   j.reconverge = FindReconvergence(base, cand, ctx.reconverge);
@@ -135,48 +203,34 @@ Judgement Judge(const JudgeContext& ctx, const FutureText& base, const FutureTex
     j.reason = fmt::format("{}", fmt::join(parts, "; "));
     return j;
   };
+  const ReferenceFacts ref = ReadReference(ctx, reference);
 
   // 1. Tool calls that do not close, parse, or call a known function with its arguments.
-  const CallText ref_call = ExtractCall(ctx.prefix, tr, ctx.envelope);
-  const CallCheck ref_check = CheckCall(ref_call, reference.ended, ctx.tools, nullptr);
   std::vector<std::string> problems;
   std::optional<nlohmann::json> calls[2];
   for (int s = 0; s < 2; ++s) {
-    CallText c = ExtractCall(ctx.prefix, sides[s].text, ctx.envelope);
-    CallCheck ck = CheckCall(c, sides[s].f.ended, ctx.tools, &ref_call);
-    // A problem the transcript's own call has too (e.g. a tool the workload does not list) is
-    // not the fork's doing.
-    if (!ck.problem.empty() && ck.problem != ref_check.problem) problems.push_back(std::string(sides[s].name) + ": " + ck.problem);
+    CallText c;
+    CallCheck ck = CheckFutureCall(ctx, ref, sides[s].f, sides[s].text, &c);
+    if (!ck.problem.empty()) problems.push_back(std::string(sides[s].name) + ": " + ck.problem);
     calls[s] = ck.call;
   }
   if (!problems.empty()) return verdict(Verdict::kInvalidToolCall, problems);
 
-  // 2. A literal of the context copied wrongly. Words are read across the branch point, so a
-  // literal whose first digits are in the prefix is judged whole.
-  // A word the reference writes is right by definition; one both futures write is not the
-  // fork's doing (e.g. both enumerate lab-sw02 after lab-sw01).
-  const std::string partial(PartialWord(ctx.prefix));
-  std::set<std::string, std::less<>> words[3];  // reference, base, cand
-  const std::string* texts[3] = {&tr, &ta, &tc};
-  for (int i = 0; i < 3; ++i)
-    for (Word& w : SplitWords(partial + *texts[i])) words[i].insert(std::move(w.text));
+  // 2. A literal of the context copied wrongly where the futures differ. A word both futures
+  // write is not the fork's doing (e.g. both enumerate lab-sw02 after lab-sw01).
+  const std::set<std::string, std::less<>> words[2] = {WordSet(ref.partial + ta), WordSet(ref.partial + tc)};
   std::vector<std::string> mutations;
-  for (int s = 0; s < 2; ++s) {
-    const auto& other = words[2 - s];
-    WordFilter exempt = [&](std::string_view w) {
-      return words[0].count(w) || other.count(w) || (ctx.known_words && ctx.known_words->count(w));
-    };
-    auto m = FindLiteralMutation(partial + sides[s].text, partial.size() + fd, !sides[s].f.ended, ctx.literals, exempt);
-    if (m) mutations.push_back(fmt::format("{} copies {} as \"{}\"", sides[s].name, m->literal, m->copy));
-  }
+  for (int s = 0; s < 2; ++s)
+    if (auto m = FutureMutation(ctx, ref, sides[s].f, sides[s].text, fd, &words[1 - s]))
+      mutations.push_back(fmt::format("{} copies {} as \"{}\"", sides[s].name, m->literal, m->copy));
   if (!mutations.empty()) return verdict(Verdict::kLiteralMutated, mutations);
 
   // 3. A well-formed call that is not the reference's call (and not the other future's).
   std::vector<std::string> wrong;
-  if (ref_check.call && calls[0] != calls[1]) {
+  if (ref.check.call && calls[0] != calls[1]) {
     for (int s = 0; s < 2; ++s)
-      if (calls[s] && *calls[s] != *ref_check.call)
-        wrong.push_back(std::string(sides[s].name) + " " + DescribeCallDifference(*calls[s], *ref_check.call));
+      if (calls[s] && *calls[s] != *ref.check.call)
+        wrong.push_back(std::string(sides[s].name) + " " + DescribeCallDifference(*calls[s], *ref.check.call));
   }
   if (!wrong.empty()) return verdict(Verdict::kWrongCommand, wrong);
 
@@ -189,6 +243,56 @@ Judgement Judge(const JudgeContext& ctx, const FutureText& base, const FutureTex
                                  : "";
   return verdict(Verdict::kDivergent, {fmt::format("base writes \"{}\", cand \"{}\"{}", Excerpt(ta, fd),
                                                    Excerpt(tc, fd), how)});
+}
+
+SideJudgement JudgeSide(const JudgeContext& ctx, const FutureText& future, const FutureText& reference) {
+  SideJudgement s;
+  const ReferenceFacts ref = ReadReference(ctx, reference);
+  const std::string text = future.Text();
+  const size_t from = CommonPrefix(text, ref.text);  // where the future leaves the transcript
+  auto rejoins = FindReconvergence(future, reference, ctx.reconverge);
+  // A future that ends its turn where the transcript's text goes on with the next one (a tool's
+  // output, the user) wrote the transcript's text as far as it goes.
+  s.follows_reference = from == text.size() || SameText(future, reference) ||
+                        (rejoins && rejoins->base_detour <= ctx.reconverge);
+
+  CallText c;
+  CallCheck ck = CheckFutureCall(ctx, ref, future, text, &c);
+  s.call_present = c.present;
+  s.call_closed = c.closed;
+  s.call_problem = ck.problem;
+  s.call = ck.call;
+  if (s.call && ref.check.call) s.call_matches = *s.call == *ref.check.call;
+  // The transcript is inside its call here, or opens it within its turn's first bytes (a role
+  // header such as "assistant\n"), and the future, with room to, writes no call at all: the
+  // action is missing, as wrong as a different one. A call the transcript makes later is not
+  // expected of a future yet.
+  const std::optional<size_t> ref_open = OpenAfterPoint(ctx, ref.text);
+  const bool calls_here = ref.check.call && ref_open && *ref_open <= kCallExpectedBytes;
+  s.call_missing = calls_here && !c.present && text.size() >= *ref_open + ctx.envelope.open.size();
+  s.mutation = FutureMutation(ctx, ref, future, text, from, nullptr);
+
+  if (!s.call_problem.empty()) {
+    s.failure = Failure::kInvalidToolCall;
+    s.reason = s.call_problem;
+  } else if (s.mutation) {
+    s.failure = Failure::kLiteralMutated;
+    s.reason = fmt::format("copies {} as \"{}\"", s.mutation->literal, s.mutation->copy);
+  } else if (s.call_matches == false) {
+    s.failure = Failure::kWrongCommand;
+    s.reason = DescribeCallDifference(*s.call, *ref.check.call);
+  } else if (s.call_missing) {
+    s.failure = Failure::kWrongCommand;
+    s.reason = fmt::format("makes no tool call where the transcript calls {}", (*ref.check.call)["name"].dump());
+  } else if (s.call_matches == true) {
+    s.reason = "makes the transcript's call";
+  } else if (s.follows_reference) {
+    s.reason = from >= text.size() ? "writes the transcript's text" : "agrees with the transcript again";
+  } else {
+    s.reason = fmt::format("writes \"{}\" where the transcript has \"{}\"", Excerpt(text, from), Excerpt(ref.text, from));
+  }
+  if (future.cap_hit) s.reason += " (its call was cut by the token cap)";
+  return s;
 }
 
 }  // namespace flipscope

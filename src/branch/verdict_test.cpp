@@ -1,7 +1,7 @@
 // The branch verdicts on network-automation futures, piece by piece as a BPE tokenizer cuts them.
 #include <gtest/gtest.h>
 
-#include "branch/branch.h"
+#include "branch/verdict.h"
 
 using namespace flipscope;
 
@@ -283,4 +283,15 @@ TEST(ToolSpecs, ParsesOpenAiAndBareFormsAndRejectsBadOnes) {
   EXPECT_EQ(ParseToolSpecs(nlohmann::json::parse(R"([{"parameters": {}}])")).status().message(),
             "tools[0] has no function name");
   EXPECT_FALSE(ParseToolSpecs(nlohmann::json::parse(R"({"name": "x"})")).ok());
+}
+
+TEST(LiteralMutated, ThePartBeforeAJoinerIsKnown) {
+  // The network of a prefix the context names, and the host of a host:port, are right.
+  KnownLiterals known;
+  known.AddText("VLAN 225 (10.20.225.0/24) and db01.lab:5432");
+  EXPECT_FALSE(FindLiteralMutation(" route 10.20.225.0 via", 0, false, known, nullptr).has_value());
+  EXPECT_FALSE(FindLiteralMutation(" host db01.lab now", 0, false, known, nullptr).has_value());
+  auto m = FindLiteralMutation(" route 10.20.226.0 via", 0, false, known, nullptr);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->copy, "10.20.226.0");
 }

@@ -127,6 +127,7 @@ Result<std::vector<int32_t>> PlanProbes(const ProbePlan& plan, int32_t n_tokens,
 struct CaptureForks {
   ForkPlanner plan;  // empty: no forks
   int max_tokens = 64;
+  ExtendFn extend;  // empty: every future stops at max_tokens
   PlannedForkSink sink;
 };
 

@@ -194,7 +194,7 @@ Result<nlohmann::json> RunCapture(const CaptureRequest& req) {
                                                           fork_s += f.seconds;
                                                           return req.forks.sink(fr, f);
                                                         },
-                                                        on_tokens)
+                                                        on_tokens, req.forks.extend)
                   : engine->Prefill(w.tokens, probes, write, on_tokens);
   bar.Finish();
   if (!st.ok()) return req.engine == "llama" ? st.Prefixed(req.model_path) : st;

@@ -1,5 +1,5 @@
 // `flipscope branch BASE CAND -o BRANCHES.json [--at flips|ranges] [--ranges A-B,...|tool_calls]
-//  [--max-tokens N] [--max-branches N] [--reconverge K]`
+//  [--max-tokens N] [--max-call-tokens N] [--max-branches N] [--reconverge K]`
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -12,7 +12,8 @@ namespace flipscope::cli {
 
 namespace {
 
-// Non-benign records shown on the terminal, one line each; the rest are in the JSON.
+// Records where the change did damage or repair shown on the terminal, one line each; the rest
+// are in the JSON.
 constexpr size_t kShownRecords = 12;
 
 void PrintSummary(const nlohmann::json& out, const std::string& path) {
@@ -26,10 +27,10 @@ void PrintSummary(const nlohmann::json& out, const std::string& path) {
   size_t shown = 0, not_reproduced = 0;
   for (const auto& r : out["records"]) {
     not_reproduced += !r["reproduced"].get<bool>();
-    if (r["verdict"] == "benign" || shown == kShownRecords) continue;
+    if ((r["outcome"] != "damage" && r["outcome"] != "repair") || shown == kShownRecords) continue;
     ++shown;
-    fmt::print("  position {:>7}  {:<17}  {}\n", r["position"].get<int64_t>(), r["verdict"].get<std::string>(),
-               r["reason"].get<std::string>());
+    fmt::print("  position {:>7}  {:<6} {:<17}  {}\n", r["position"].get<int64_t>(), r["outcome"].get<std::string>(),
+               r["outcome_kind"].get<std::string>(), r["outcome_reason"].get<std::string>());
   }
   if (not_reproduced > 0)
     fmt::print("{} branch points where a recomputed row differs from its capture (see \"reproduced\")\n", not_reproduced);
@@ -51,6 +52,9 @@ Action DefineBranch(CLI::App* cmd) {
   cmd->add_option("--at", o->req.options.at, "Branch points: flips (stored argmax differ) or ranges")->default_val("flips");
   cmd->add_option("--ranges", o->req.options.ranges, "With --at ranges: A-B,... (inclusive positions) or tool_calls");
   cmd->add_option("--max-tokens", o->req.options.max_tokens, "Tokens decoded per future")->default_val(64);
+  cmd->add_option("--max-call-tokens", o->req.options.max_call_tokens,
+                  "Inside a tool call, decode on until the call closes, up to this many tokens; 0 = never past --max-tokens")
+      ->default_val(256);
   cmd->add_option("--max-branches", o->req.options.max_branches, "Follow only the first N branch points; 0 = all")
       ->default_val(0);
   cmd->add_option("--reconverge", o->req.options.reconverge,

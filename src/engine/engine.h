@@ -109,6 +109,9 @@ using ForkSink = std::function<Status(size_t request_index, const Future&)>;
 using ForkPlanner = std::function<int32_t(const Row&)>;
 // Receives the future of a fork the planner asked for.
 using PlannedForkSink = std::function<Status(const ForkRequest&, const Future&)>;
+// Whether a fork's future, having used its token budget, decodes one more token (e.g. to let a
+// tool call it is writing close); called with the fork's position and its tokens so far.
+using ExtendFn = std::function<bool(int32_t position, std::span<const int32_t> future)>;
 
 // llama.cpp linked as a library.
 class LlamaEngine : public Engine {
@@ -126,15 +129,17 @@ class LlamaEngine : public Engine {
   // drops it. Requests must be sorted by position. Needs n_seq_max >= 2.
   Status PrefillWithForks(std::span<const int32_t> tokens, std::span<const int32_t> probes,
                           const RowSink& sink, std::span<const ForkRequest> forks, int max_tokens,
-                          const ForkSink& fork_sink, const ProgressFn& progress);
+                          const ForkSink& fork_sink, const ProgressFn& progress, const ExtendFn& extend = nullptr);
   // Like PrefillWithForks, with the forks chosen by `plan` while the rows arrive (at probe
   // positions only), so a capture can follow its own disagreements without a second pass.
   Status PrefillWithPlannedForks(std::span<const int32_t> tokens, std::span<const int32_t> probes,
                                  const RowSink& sink, const ForkPlanner& plan, int max_tokens,
-                                 const PlannedForkSink& fork_sink, const ProgressFn& progress);
+                                 const PlannedForkSink& fork_sink, const ProgressFn& progress,
+                                 const ExtendFn& extend = nullptr);
   // Greedy decode from scratch: prefill tokens[0..p] then decode from first (the re-prefill
   // baseline, and the fallback for models whose memory cannot be forked).
-  Result<Future> DecodeFresh(std::span<const int32_t> prefix, int32_t first, int max_tokens);
+  Result<Future> DecodeFresh(std::span<const int32_t> prefix, int32_t first, int max_tokens,
+                             const ExtendFn& extend = nullptr);
   // Whether the model's memory can be forked by copying a sequence (false for recurrent).
   bool CanFork() const;
   // Context size in tokens.

@@ -65,13 +65,15 @@ struct LlamaEngine::Impl {
   // Decodes tokens[begin, end) in sequence seq at their positions, with outputs where flagged.
   Status DecodeChunk(std::span<const int32_t> tokens, int32_t pos0, int seq,
                      const std::function<bool(int32_t)>& want_output);
-  Result<Future> Greedy(int seq, int32_t pos, int32_t first, float first_prob, int max_tokens);
+  // Greedy decode from `first` at pos: max_tokens tokens, then more while extend(pos - 1, so far).
+  Result<Future> Greedy(int seq, int32_t pos, int32_t first, float first_prob, int max_tokens,
+                        const ExtendFn& extend);
   using AnyForkSink = std::function<Status(size_t index, const ForkRequest&, const Future&)>;
   // The teacher-forced pass shared by every prefill: rows to sink, forks from the fixed list and
   // from the planner, each decoded right after its chunk.
   Status Run(std::span<const int32_t> tokens, std::span<const int32_t> probes, const RowSink& sink,
              std::span<const ForkRequest> forks, const ForkPlanner& plan, int max_tokens,
-             const AnyForkSink& fork_sink, const ProgressFn& progress);
+             const AnyForkSink& fork_sink, const ProgressFn& progress, const ExtendFn& extend);
 };
 
 LlamaEngine::LlamaEngine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -200,23 +202,24 @@ Status LlamaEngine::Prefill(std::span<const int32_t> tokens, std::span<const int
 Status LlamaEngine::PrefillWithForks(std::span<const int32_t> tokens, std::span<const int32_t> probes,
                                      const RowSink& sink, std::span<const ForkRequest> forks,
                                      int max_tokens, const ForkSink& fork_sink,
-                                     const ProgressFn& progress) {
+                                     const ProgressFn& progress, const ExtendFn& extend) {
   for (size_t i = 1; i < forks.size(); ++i)
     if (forks[i].position < forks[i - 1].position) return Status::Error("fork requests must be sorted by position");
   return impl_->Run(tokens, probes, sink, forks, nullptr, max_tokens,
-                    [&](size_t i, const ForkRequest&, const Future& f) { return fork_sink(i, f); }, progress);
+                    [&](size_t i, const ForkRequest&, const Future& f) { return fork_sink(i, f); }, progress, extend);
 }
 
 Status LlamaEngine::PrefillWithPlannedForks(std::span<const int32_t> tokens, std::span<const int32_t> probes,
                                             const RowSink& sink, const ForkPlanner& plan, int max_tokens,
-                                            const PlannedForkSink& fork_sink, const ProgressFn& progress) {
+                                            const PlannedForkSink& fork_sink, const ProgressFn& progress,
+                                            const ExtendFn& extend) {
   return impl_->Run(tokens, probes, sink, {}, plan, max_tokens,
-                    [&](size_t, const ForkRequest& r, const Future& f) { return fork_sink(r, f); }, progress);
+                    [&](size_t, const ForkRequest& r, const Future& f) { return fork_sink(r, f); }, progress, extend);
 }
 
 Status LlamaEngine::Impl::Run(std::span<const int32_t> tokens, std::span<const int32_t> probes, const RowSink& sink,
                               std::span<const ForkRequest> forks, const ForkPlanner& plan, int max_tokens,
-                              const AnyForkSink& fork_sink, const ProgressFn& progress) {
+                              const AnyForkSink& fork_sink, const ProgressFn& progress, const ExtendFn& extend) {
   if (int64_t(tokens.size()) > knobs.n_ctx)
     return Status::Error(fmt::format("the workload has {} tokens, more than the context of {} (-c)",
                                      tokens.size(), knobs.n_ctx));
@@ -274,7 +277,7 @@ Status LlamaEngine::Impl::Run(std::span<const int32_t> tokens, std::span<const i
     for (const Pending& f : chunk_forks) {
       int32_t p = f.req.position;
       llama_memory_seq_cp(mem, 0, 1, 0, p + 1);
-      auto fut = Greedy(1, p + 1, f.req.first, f.first_prob, max_tokens);
+      auto fut = Greedy(1, p + 1, f.req.first, f.first_prob, max_tokens, extend);
       llama_memory_seq_rm(mem, 1, -1, -1);
       if (!fut.ok()) return fut.status();
       FS_RETURN_IF_ERROR(fork_sink(f.index, f.req, *fut));
@@ -284,15 +287,17 @@ Status LlamaEngine::Impl::Run(std::span<const int32_t> tokens, std::span<const i
   return Status::Ok();
 }
 
-Result<Future> LlamaEngine::Impl::Greedy(int seq, int32_t pos, int32_t first, float first_prob, int max_tokens) {
+Result<Future> LlamaEngine::Impl::Greedy(int seq, int32_t pos, int32_t first, float first_prob, int max_tokens,
+                                         const ExtendFn& extend) {
   Future f;
   const double t0 = NowSeconds();
   int32_t tok = first;
   float prob = first_prob;
-  for (int i = 0; i < max_tokens; ++i) {
+  for (int i = 0; max_tokens > 0; ++i) {
     f.tokens.push_back(tok);
     f.probs.push_back(prob);
-    if (llama_vocab_is_eog(vocab, tok) || i + 1 == max_tokens || pos + i + 1 >= knobs.n_ctx) break;
+    if (llama_vocab_is_eog(vocab, tok) || pos + i + 1 >= knobs.n_ctx) break;
+    if (i + 1 >= max_tokens && !(extend && extend(pos - 1, f.tokens))) break;
     int32_t one[1] = {tok};
     FS_RETURN_IF_ERROR(DecodeChunk(one, pos + i, seq, [](int32_t) { return true; }));
     const float* lg = llama_get_logits_ith(ctx, 0);
@@ -304,7 +309,8 @@ Result<Future> LlamaEngine::Impl::Greedy(int seq, int32_t pos, int32_t first, fl
   return f;
 }
 
-Result<Future> LlamaEngine::DecodeFresh(std::span<const int32_t> prefix, int32_t first, int max_tokens) {
+Result<Future> LlamaEngine::DecodeFresh(std::span<const int32_t> prefix, int32_t first, int max_tokens,
+                                        const ExtendFn& extend) {
   llama_memory_t mem = llama_get_memory(impl_->ctx);
   llama_memory_clear(mem, true);
   const int32_t n = int32_t(prefix.size());
@@ -315,7 +321,7 @@ Result<Future> LlamaEngine::DecodeFresh(std::span<const int32_t> prefix, int32_t
   }
   const float* lg = llama_get_logits_ith(impl_->ctx, -1);
   float first_prob = ProbOf(std::span<const float>(lg, size_t(n_vocab())), first);
-  return impl_->Greedy(0, n, first, first_prob, max_tokens);
+  return impl_->Greedy(0, n, first, first_prob, max_tokens, extend);
 }
 
 Result<std::function<std::string(int32_t)>> LoadDetokenizer(const std::string& model_path) {

@@ -28,6 +28,7 @@ Status BranchAll(const Experiment& exp, nlohmann::json& results, const RunOption
     req.base_path = base;
     req.cand_path = c["captures"][0];
     req.options.max_tokens = exp.branch.max_tokens;
+    req.options.max_call_tokens = exp.branch.max_call_tokens;
     req.options.max_branches = exp.branch.max_branches;
     req.options.reconverge = exp.branch.reconverge;
     req.options.progress = opts.progress;

@@ -29,6 +29,7 @@ struct ConfigSpec {
 struct BranchSettings {
   bool enabled = false;
   int max_tokens = 64;
+  int max_call_tokens = 256;  // cap on a future whose tool call is still open
   int max_branches = 16;  // per configuration, the most confident flips first
   int reconverge = 8;
   std::vector<std::string> configs;  // variants whose forks are followed; empty = every variant that flips

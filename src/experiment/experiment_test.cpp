@@ -134,4 +134,18 @@ TEST(RunExperiment, ForksFollowedDuringCapturesMatchTheBranchStage) {
   EXPECT_TRUE((*own)["config"]["cand"]["decoded_during_capture"].is_null());
   EXPECT_EQ((*own)["records"], b["records"]);
   EXPECT_EQ((*own)["counts"], b["counts"]);
+
+  // What the forks found joins the variant's summary row and its place in the recipe's ranking.
+  const auto& outcomes = b["counts"]["outcomes"];
+  for (const auto& s : (*r)["summary"]) {
+    if (s["config"] != "kv-q4_0") continue;
+    EXPECT_EQ(s["damage"], outcomes["damage"]["total"]);
+    EXPECT_EQ(s["repair"], outcomes["repair"]["total"]);
+    EXPECT_EQ(s["branches_followed"], b["counts"]["total"]);
+    EXPECT_DOUBLE_EQ(s["damage_rate"].get<double>(), s["median_flip_rate"].get<double>() *
+                                                         outcomes["damage"]["total"].get<double>() /
+                                                         b["counts"]["total"].get<double>());
+  }
+  for (const auto& row : (*r)["recipe"]["ranking"])
+    if (row["config"] == "kv-q4_0") EXPECT_EQ(row["damage"], outcomes["damage"]["total"]);
 }

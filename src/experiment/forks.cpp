@@ -45,9 +45,11 @@ Result<CaptureForks> VariantForks(const std::string& base0, const BranchSettings
                                   std::shared_ptr<DecodedFutures> out) {
   FS_ASSIGN_OR_RETURN(auto base, ReadBaseRows(base0));
   out->max_tokens = s.max_tokens;
+  out->max_call_tokens = s.max_call_tokens;
   auto taken = std::make_shared<int>(0);
   CaptureForks f;
   f.max_tokens = s.max_tokens;
+  FS_ASSIGN_OR_RETURN(f.extend, CallExtension(base0, s.max_tokens, s.max_call_tokens));
   f.plan = [base, taken, limit = s.max_branches](const Row& r) -> int32_t {
     int64_t i = BaseIndex(*base, r);
     if (i < 0 || base->argmax[size_t(i)] == r.argmax) return -1;
@@ -67,8 +69,10 @@ Result<CaptureForks> BaselineForks(const std::string& base0, const std::set<int3
                                    std::shared_ptr<DecodedFutures> out) {
   FS_ASSIGN_OR_RETURN(auto base, ReadBaseRows(base0));
   out->max_tokens = s.max_tokens;
+  out->max_call_tokens = s.max_call_tokens;
   CaptureForks f;
   f.max_tokens = s.max_tokens;
+  FS_ASSIGN_OR_RETURN(f.extend, CallExtension(base0, s.max_tokens, s.max_call_tokens));
   f.plan = [base, points, out](const Row& r) -> int32_t {
     int64_t i = BaseIndex(*base, r);
     if (i < 0 || !points.count(r.position)) return -1;
@@ -102,6 +106,7 @@ Status WriteDecoded(const std::string& capture, const std::string& base0, const 
               {"base", base0},
               {"base_created", base->manifest().value("created", std::string())},
               {"max_tokens", d.max_tokens},
+              {"max_call_tokens", d.max_call_tokens},
               {"futures", futures}};
   return WriteFileAtomic(SidecarPath(capture), doc.dump());
 }
@@ -122,6 +127,7 @@ std::optional<DecodedFutures> ReadDecoded(const std::string& capture, const std:
     DecodedFutures d;
     d.source = capture;
     d.max_tokens = doc.at("max_tokens").get<int>();
+    d.max_call_tokens = doc.value("max_call_tokens", 0);  // older sidecars: no extension
     for (const json& f : doc.at("futures")) {
       int32_t pos = f.at("position").get<int32_t>();
       Future fut;

@@ -203,12 +203,14 @@ Result<Experiment> ParseExperiment(const std::string& path) {
             exp.branch.configs.push_back(*name);
           }
         }
-        else if (b == "max_tokens" || b == "max_branches" || b == "reconverge") {
+        else if (b == "max_tokens" || b == "max_call_tokens" || b == "max_branches" || b == "reconverge") {
           FS_RETURN_IF_ERROR(Get(c, bn, v, "must be an integer"));
-          if (v < 1) return c.At(bn, b + " must be >= 1");
-          (b == "max_tokens" ? exp.branch.max_tokens : b == "max_branches" ? exp.branch.max_branches
-                                                                            : exp.branch.reconverge) = int(v);
-        } else return c.At(bn, "unknown key '" + b + "' in [branch] (enabled, configs, max_tokens, max_branches, reconverge)");
+          // max_call_tokens 0 turns the extension off; the others count at least one.
+          if (v < (b == "max_call_tokens" ? 0 : 1)) return c.At(bn, b + (b == "max_call_tokens" ? " must be >= 0" : " must be >= 1"));
+          (b == "max_tokens" ? exp.branch.max_tokens : b == "max_call_tokens" ? exp.branch.max_call_tokens
+                                                     : b == "max_branches" ? exp.branch.max_branches
+                                                                           : exp.branch.reconverge) = int(v);
+        } else return c.At(bn, "unknown key '" + b + "' in [branch] (enabled, configs, max_tokens, max_call_tokens, max_branches, reconverge)");
       }
     } else {
       return c.At(node, "unknown key '" + key +

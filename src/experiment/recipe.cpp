@@ -23,13 +23,29 @@ nlohmann::json MakeRecipe(const nlohmann::json& results, const Experiment& exp) 
     return std::min<int64_t>(int64_t(left / kv_per_token), n_ctx_train);
   };
 
-  struct Row { std::string name; double rate, kl, kv, weights; bool above; nlohmann::json flags, model; };
+  // damage_key: the damaging flips per probe that following the forks measured; where they were
+  // not followed, every flip counts as possible damage (the flip rate), so that an unmeasured
+  // configuration never ranks above a measured one with the same flips.
+  struct Row {
+    std::string name;
+    double rate, kl, kv, weights;
+    bool above;
+    nlohmann::json flags, model;
+    double damage_key = 0;
+    nlohmann::json damage = nullptr, repair = nullptr, followed = nullptr, damage_rate = nullptr;
+  };
   std::vector<Row> rows;
   for (const auto& s : results["summary"]) {
     for (const auto& c : results["configs"]) {
       if (c["name"] != s["config"]) continue;
-      rows.push_back({c["name"], s["median_flip_rate"], s["kl_mean"], c["kv_bytes_per_token"],
-                      c.value("model_file_size", 0.0), s["above_floor"], c["flags"], c["model_path"]});
+      Row r{c["name"], s["median_flip_rate"], s["kl_mean"], c["kv_bytes_per_token"],
+            c.value("model_file_size", 0.0), s["above_floor"], c["flags"], c["model_path"]};
+      r.damage = s.value("damage", nlohmann::json(nullptr));
+      r.repair = s.value("repair", nlohmann::json(nullptr));
+      r.followed = s.value("branches_followed", nlohmann::json(nullptr));
+      r.damage_rate = s.value("damage_rate", nlohmann::json(nullptr));
+      r.damage_key = r.damage_rate.is_number() ? r.damage_rate.get<double>() : r.rate;
+      rows.push_back(std::move(r));
     }
   }
   // The baseline belongs in the ranking even when it ran once (no comparison of its own).
@@ -38,12 +54,16 @@ nlohmann::json MakeRecipe(const nlohmann::json& results, const Experiment& exp) 
     rows.push_back({base["name"], 0.0, 0.0, base["kv_bytes_per_token"], base.value("model_file_size", 0.0), false,
                     base["flags"], base["model_path"]});
   std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
-    return std::tie(a.rate, a.kl, a.kv) < std::tie(b.rate, b.kl, b.kv);
+    return std::tie(a.damage_key, a.rate, a.kl, a.kv) < std::tie(b.damage_key, b.rate, b.kl, b.kv);
   });
   nlohmann::json ranking = nlohmann::json::array();
   for (auto& r : rows)
     ranking.push_back({{"config", r.name},
                        {"median_flip_rate", r.rate},
+                       {"damage", r.damage},
+                       {"repair", r.repair},
+                       {"branches_followed", r.followed},
+                       {"damage_rate", r.damage_rate},
                        {"kl_mean", r.kl},
                        {"kv_bytes_per_token", r.kv},
                        {"weights_bytes", r.weights},
@@ -51,10 +71,11 @@ nlohmann::json MakeRecipe(const nlohmann::json& results, const Experiment& exp) 
                        {"above_floor", r.above}});
 
   // Recommended: the configuration indistinguishable from the baseline (not above the floor)
-  // that needs the least memory per token; the baseline when every change costs fidelity.
+  // that needs the least memory per token and whose followed forks found no damage; the baseline
+  // when every change costs fidelity.
   const Row* best = nullptr;
   for (auto& r : rows) {
-    if (r.above) continue;
+    if (r.above || (r.damage.is_number() && r.damage.get<int64_t>() > 0)) continue;
     double mem = r.kv * double(n_ctx_train) + r.weights;
     if (!best || mem < best->kv * double(n_ctx_train) + best->weights) best = &r;
   }

@@ -216,12 +216,14 @@ Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& op
 
   // 2. Comparisons: the baseline's repeats give the floor; every variant repeat against baseline r0.
   FS_RETURN_IF_ERROR(CompareAll(exp, results));
-  // 3. Summary, floor and recipe.
+  // 3. Summary and floor.
   Summarize(exp, results);
-  results["recipe"] = MakeRecipe(results, exp);
-  // 4. Follow the forks of each variant that flips.
+  // 4. Follow the forks of each variant that flips; the damage they find joins the summary.
   if (exp.branch.enabled) FS_RETURN_IF_ERROR(BranchAll(exp, results, opts));
-  // 5. Results and report.
+  AddDamage(results);
+  // 5. The recipe, ranking by damage and flip rate.
+  results["recipe"] = MakeRecipe(results, exp);
+  // 6. Results and report.
   FS_RETURN_IF_ERROR(WriteFileAtomic((fs::path(opts.outdir) / "results.json").string(), results.dump(1, ' ', false, nlohmann::json::error_handler_t::replace)));
   FS_RETURN_IF_ERROR(WriteReport(results, opts.outdir));
   return results;

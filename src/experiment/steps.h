@@ -25,6 +25,10 @@ nlohmann::json ManifestFacts(const nlohmann::json& manifest);
 Status CompareAll(const Experiment& exp, nlohmann::json& results);
 // Fills results["summary"] (median over repeats per configuration) and results["floor"].
 void Summarize(const Experiment& exp, nlohmann::json& results);
+// Adds to each results["summary"] row what following its forks found (results["branches"]):
+// "damage", "repair", "branches_followed" and "damage_rate" (median flip rate x damage / branches
+// followed: damaging flips per probe); null where its forks were not followed.
+void AddDamage(nlohmann::json& results);
 // Fills results["branches"] for each variant whose first repeat flips, using the futures the
 // captures decoded (sidecars) where they cover the branch points.
 Status BranchAll(const Experiment& exp, nlohmann::json& results, const RunOptions& opts);

@@ -128,4 +128,24 @@ void Summarize(const Experiment&, nlohmann::json& results) {
   }
 }
 
+void AddDamage(nlohmann::json& results) {
+  if (!results.contains("summary")) return;
+  for (auto& s : results["summary"]) {
+    s["damage"] = s["repair"] = s["branches_followed"] = s["damage_rate"] = nullptr;
+    if (!results.contains("branches")) continue;
+    for (const auto& b : results["branches"]) {
+      if (b["config"] != s["config"]) continue;
+      const auto& counts = b["counts"];
+      const int64_t followed = counts.value("total", int64_t(0));
+      const auto outcomes = counts.value("outcomes", nlohmann::json::object());
+      const int64_t damage = outcomes.value("damage", nlohmann::json::object()).value("total", int64_t(0));
+      s["damage"] = damage;
+      s["repair"] = outcomes.value("repair", nlohmann::json::object()).value("total", int64_t(0));
+      s["branches_followed"] = followed;
+      // The followed forks are a sample of the flips: their damage share scales the flip rate.
+      s["damage_rate"] = followed > 0 ? s["median_flip_rate"].get<double>() * double(damage) / double(followed) : 0.0;
+    }
+  }
+}
+
 }  // namespace flipscope

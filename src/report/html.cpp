@@ -104,7 +104,9 @@ std::string Headline(const json& r) {
 std::string RankingSection(const json& r) {
   std::string out = "<section id=\"ranking\"><h2>Ranking by fidelity</h2>";
   out += "<p>Configurations against the reference, most faithful first: median over repeats of the top-1 flip "
-         "rate (95% Wilson interval of the median repeat), then KL(base‖cand). Configurations that were not "
+         "rate (95% Wilson interval of the median repeat), then KL(base‖cand); where the forks were followed, first "
+         "the damage they found (forks where the candidate broke what the reference's future got right, against "
+         "repairs, of the forks followed). Configurations that were not "
          "measured are listed last with the reason.</p>";
   std::vector<std::string> header;
   for (const std::string& h : report::RankingHeader(r)) header.push_back(E(h));

@@ -16,6 +16,11 @@ constexpr size_t kMaxFlipsShown = 200;
 
 std::string E(std::string_view s) { return HtmlEscape(s); }
 
+// Badge colour of an outcome: damage is bad, repair and benign good, the rest neutral.
+std::string OutcomeClass(const std::string& outcome) {
+  return outcome == "damage" ? "bad" : outcome == "repair" || outcome == "benign" ? "rec" : "neutral";
+}
+
 std::string Prob(std::optional<double> p) { return p ? fmt::format("{:.3f}", *p) : "—"; }
 
 // A token's text as an inline code element, whitespace made visible.
@@ -66,9 +71,16 @@ std::string BranchRecord(const std::string& config, const json& b) {
   auto reconverge = Num(b, "reconverge_at");
   std::string verdict = Str(b, "verdict", "unjudged");
   std::string cls = verdict == "benign" ? "rec" : "bad";
+  // The outcome (what the change did) first; the pair's verdict beside it.
+  const std::string outcome = Str(b, "outcome");
+  std::string outcome_badge;
+  if (!outcome.empty())
+    outcome_badge = fmt::format(" <span class=\"badge {}\">{}{}</span>", OutcomeClass(outcome), E(outcome),
+                                Str(b, "outcome_kind").empty() ? "" : ": " + E(Str(b, "outcome_kind")));
   std::string out = fmt::format(
-      "<article class=\"branch\"><h3>{} · position {} · {} <span class=\"badge {}\">{}</span></h3>", E(config),
-      E(Count(Num(b, "position"))), E(Str(b, "span", "outside any span")), cls, E(verdict));
+      "<article class=\"branch\"><h3>{} · position {} · {}{} <span class=\"badge {}\">{}</span></h3>", E(config),
+      E(Count(Num(b, "position"))), E(Str(b, "span", "outside any span")), outcome_badge, cls, E(verdict));
+  if (!Str(b, "outcome_reason").empty()) out += "<p>" + E(Str(b, "outcome_reason")) + "</p>";
   if (!Str(b, "reason").empty()) out += "<p>" + E(Str(b, "reason")) + "</p>";
   out += fmt::format("<p>The reference configuration picked {} where the candidate picked {}. {}</p>",
                      TokenCode(Str(b, "base_text")), TokenCode(Str(b, "cand_text")),
@@ -134,10 +146,18 @@ std::string HtmlBranchesSection(const json& r) {
     const std::string config = Str(g, "config", "?");
     out += "<h3>" + E(config) + "</h3>";
     const json& counts = Sub(g, "counts");
+    if (Sub(counts, "outcomes").is_object()) {
+      out += "<p>What the change did:";
+      for (auto it = counts["outcomes"].begin(); it != counts["outcomes"].end(); ++it)
+        out += fmt::format(" <span class=\"badge {}\">{}: {}</span>", OutcomeClass(it.key()), E(it.key()),
+                           E(it->is_object() ? InlineText(Sub(*it, "total")) : InlineText(*it)));
+      out += "</p><p>" + E(OutcomeCountsText(counts)) + "</p>";
+    }
     if (counts.is_object() && !counts.empty()) {
       out += "<p>Verdicts:";
       for (auto it = counts.begin(); it != counts.end(); ++it)
-        out += fmt::format(" <span class=\"badge {}\">{}: {}</span>", it.key() == "benign" ? "rec" : "neutral",
+        if (it.key() != "outcomes")
+          out += fmt::format(" <span class=\"badge {}\">{}: {}</span>", it.key() == "benign" ? "rec" : "neutral",
                            E(it.key()), E(InlineText(*it)));
       out += "</p>";
     }

@@ -131,11 +131,15 @@ std::string Branches(const json& r) {
   std::string out = "## Following the fork\n\n";
   for (const json& g : groups) {
     out += "### " + MdText(Str(g, "config", "?")) + "\n\n";
-    if (Sub(g, "counts").is_object()) out += "Verdicts: " + MdText(InlineText(Sub(g, "counts"))) + "\n\n";
+    if (!OutcomeCountsText(Sub(g, "counts")).empty())
+      out += "What the change did: " + MdText(OutcomeCountsText(Sub(g, "counts"))) + "\n\n";
+    if (Sub(g, "counts").is_object()) out += "Verdicts: " + MdText(VerdictCountsText(Sub(g, "counts"))) + "\n\n";
     if (!Sub(g, "records").is_array()) continue;
     for (const json& b : Sub(g, "records")) {
-      out += fmt::format("#### Position {} ({}): {}\n\n", Count(Num(b, "position")), MdText(Str(b, "span")),
+      out += fmt::format("#### Position {} ({}): {}{}\n\n", Count(Num(b, "position")), MdText(Str(b, "span")),
+                         Str(b, "outcome").empty() ? "" : MdText(Str(b, "outcome")) + " · ",
                          MdText(Str(b, "verdict", "unjudged")));
+      if (!Str(b, "outcome_reason").empty()) out += MdText(Str(b, "outcome_reason")) + "\n\n";
       if (!Str(b, "reason").empty()) out += MdText(Str(b, "reason")) + "\n\n";
       out += "Reference picked " + MdCode(Str(b, "base_text"), false) + ", candidate picked " +
              MdCode(Str(b, "cand_text"), false) + ".\n\nShared prefix (tail):\n\n" + MdBlock(Str(b, "prefix_tail"));

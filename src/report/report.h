@@ -40,6 +40,13 @@ const nlohmann::json& Sub(const nlohmann::json& j, std::string_view key);  // nu
 // Any JSON value as one line of plain text: arrays joined with ", ", objects as key=value.
 std::string InlineText(const nlohmann::json& v);
 
+// A branch group's outcome counts (counts["outcomes"]) as one line, damage and repair first with
+// their failure kinds: "damage 3 (invalid_tool_call 2, literal_mutated 1), repair 1, both_fail 5, ...";
+// "" when the counts hold no outcomes (records judged before attribution).
+std::string OutcomeCountsText(const nlohmann::json& counts);
+// The verdicts on the pairs of futures (counts without "outcomes") as one line.
+std::string VerdictCountsText(const nlohmann::json& counts);
+
 // "0.370%" for a fraction 0.0037 ("—" when absent).
 std::string Percent(std::optional<double> fraction, int decimals = 3);
 // Compact number for KL and other small quantities: "0", "1.23e-04", "0.0153" ("—" when absent).

@@ -85,6 +85,31 @@ std::string InlineText(const json& v) {
   return out;
 }
 
+std::string OutcomeCountsText(const json& counts) {
+  const json& outcomes = Sub(counts, "outcomes");
+  if (!outcomes.is_object()) return "";
+  std::string out;
+  for (auto it = outcomes.begin(); it != outcomes.end(); ++it) {
+    if (!out.empty()) out += ", ";
+    if (!it->is_object()) {
+      out += it.key() + " " + InlineText(*it);
+      continue;
+    }
+    std::string kinds;  // the failure kinds that occurred
+    for (auto k = it->begin(); k != it->end(); ++k)
+      if (k.key() != "total" && k->is_number() && k->get<double>() > 0)
+        kinds += (kinds.empty() ? "" : ", ") + k.key() + " " + InlineText(*k);
+    out += it.key() + " " + InlineText(Sub(*it, "total")) + (kinds.empty() ? "" : " (" + kinds + ")");
+  }
+  return out;
+}
+
+std::string VerdictCountsText(const json& counts) {
+  json flat = counts.is_object() ? counts : json::object();
+  flat.erase("outcomes");
+  return InlineText(flat);
+}
+
 std::string Percent(std::optional<double> fraction, int decimals) {
   if (!fraction || !std::isfinite(*fraction)) return "—";
   return fmt::format("{:.{}f}%", *fraction * 100.0, decimals);

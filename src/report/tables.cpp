@@ -23,7 +23,8 @@ std::string YesNo(const json& v) { return v.is_boolean() ? (v.get<bool>() ? "yes
 }  // namespace
 
 std::vector<std::string> RankingHeader(const json& results) {
-  return {"#", "Configuration", "Median flip rate", "95% CI", "Flips / probes", "Confident flips", "KL mean",
+  return {"#", "Configuration", "Median flip rate", "95% CI", "Flips / probes", "Damage / repair (forks)",
+          "Confident flips", "KL mean",
           "KL p99", "Bit-identical probes", "Above floor", "KV bytes/token",
           "KV memory at " + Count(ContextLength(results)) + " tokens"};
 }
@@ -34,6 +35,10 @@ std::vector<std::string> RankingCells(const ConfigRow& row) {
   return {Percent(Num(s, "median_flip_rate")),
           Interval(Sub(s, "flip_rate_ci")),
           Count(Num(s, "flips")) + " / " + Count(Num(s, "probes")),
+          // What following the forks found ("—" where they were not followed).
+          Num(s, "damage") ? fmt::format("{} / {} ({})", Count(Num(s, "damage")), Count(Num(s, "repair")),
+                                         Count(Num(s, "branches_followed")))
+                           : "—",
           Count(Num(s, "confident_flips")),
           Small(Num(s, "kl_mean")),
           Small(Num(s, "kl_p99")),

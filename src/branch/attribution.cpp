@@ -1,0 +1,70 @@
+// Attribution: from each future's own judgement to what the change did at a branch point.
+#include <fmt/format.h>
+
+#include "branch/verdict.h"
+
+namespace flipscope {
+namespace {
+
+constexpr Outcome kOutcomes[] = {Outcome::kDamage, Outcome::kRepair, Outcome::kBothFail, Outcome::kDifferentButFine,
+                                 Outcome::kBenign};
+
+}  // namespace
+
+const char* FailureName(Failure f) {
+  switch (f) {
+    case Failure::kNone: return "none";
+    case Failure::kInvalidToolCall: return VerdictName(Verdict::kInvalidToolCall);
+    case Failure::kLiteralMutated: return VerdictName(Verdict::kLiteralMutated);
+    case Failure::kWrongCommand: return VerdictName(Verdict::kWrongCommand);
+  }
+  return "?";
+}
+
+const char* OutcomeName(Outcome o) {
+  switch (o) {
+    case Outcome::kDamage: return "damage";
+    case Outcome::kRepair: return "repair";
+    case Outcome::kBothFail: return "both_fail";
+    case Outcome::kDifferentButFine: return "different_but_fine";
+    case Outcome::kBenign: return "benign";
+  }
+  return "?";
+}
+
+std::span<const Outcome> AllOutcomes() { return kOutcomes; }
+
+Attribution Attribute(const SideJudgement& base, const SideJudgement& cand, const Judgement& pair, int k) {
+  const bool base_fails = base.failure != Failure::kNone, cand_fails = cand.failure != Failure::kNone;
+  const std::string both = fmt::format("base: {}; cand: {}", base.reason, cand.reason);
+  // The same text (or a budget-cut prefix of it): whatever it holds, the fork changed nothing.
+  if (!pair.first_difference) return {Outcome::kBenign, Failure::kNone, "both futures write the same text"};
+  if (base_fails && cand_fails) return {Outcome::kBothFail, cand.failure, both};
+  if (cand_fails) return {Outcome::kDamage, cand.failure, "cand " + cand.reason + " (base " + base.reason + ")"};
+  if (base_fails) return {Outcome::kRepair, base.failure, "base " + base.reason + " (cand " + cand.reason + ")"};
+  const auto& r = pair.reconverge;
+  if (r && std::max(r->base_detour, r->cand_detour) <= k)
+    return {Outcome::kBenign, Failure::kNone,
+            fmt::format("the futures agree again after {} / {} tokens", r->base_detour, r->cand_detour)};
+  return {Outcome::kDifferentButFine, Failure::kNone, both};
+}
+
+nlohmann::json SideJson(const SideJudgement& s, const FutureText& f) {
+  nlohmann::json call = nullptr;
+  if (s.call_present)
+    call = {{"closed", s.call_closed},
+            {"problem", s.call_problem.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.call_problem)},
+            {"call", s.call ? *s.call : nlohmann::json(nullptr)},
+            {"matches_reference", s.call_matches ? nlohmann::json(*s.call_matches) : nlohmann::json(nullptr)}};
+  nlohmann::json mutation = nullptr;
+  if (s.mutation) mutation = {{"literal", s.mutation->literal}, {"copy", s.mutation->copy}};
+  return {{"failure", FailureName(s.failure)},
+          {"reason", s.reason},
+          {"tool_call", call},
+          {"literal_mutation", mutation},
+          {"follows_reference", s.follows_reference},
+          {"ended", f.ended},
+          {"call_cap_hit", f.cap_hit}};
+}
+
+}  // namespace flipscope

@@ -1,0 +1,53 @@
+// Letting calls finish: when a future inside a tool call decodes past its budget, and how it stopped.
+#include <gtest/gtest.h>
+
+#include "branch/internal.h"
+
+using namespace flipscope;
+using flipscope::branch::CallBudget;
+using flipscope::branch::Transcript;
+
+namespace {
+
+enum : int32_t { kOpen, kName, kArgs, kClose, kHi, kMore, kX };
+
+// "hi<tool_call>{"name": "check_port", "arguments": {}}</tool_call>hi": the transcript's call.
+Transcript Session() {
+  Transcript t;
+  t.vocab = {"<tool_call>", "{\"name\": \"check_port\", ", "\"arguments\": {}}", "</tool_call>", "hi",
+             " and a long run of words", "x"};
+  t.tokens = {kHi, kOpen, kName, kArgs, kClose, kHi};
+  t.Index();
+  return t;
+}
+
+}  // namespace
+
+TEST(CallBudget, ExtendsAnOpenCallUntilItClosesRunsPastOrHitsTheCap) {
+  const Transcript t = Session();
+  const CallBudget budget(t, 2, 6);  // budget 2 tokens, cap 6
+  std::vector<int32_t> open = {kOpen, kName};
+  EXPECT_TRUE(budget.Extend(0, open));
+  EXPECT_FALSE(budget.Extend(0, std::vector<int32_t>{kOpen, kName, kArgs, kClose})) << "closed";
+  EXPECT_FALSE(budget.Extend(0, std::vector<int32_t>{kHi, kHi})) << "no call";
+  // Longer than the transcript's whole call (plus slack) and still open: it ran past it.
+  EXPECT_FALSE(budget.Extend(0, std::vector<int32_t>{kOpen, kName, kMore, kMore}));
+  // At the cap, an open call stops; the record says the cap cut it, and that it did not end.
+  std::vector<int32_t> capped = {kOpen, kX, kX, kX, kX, kX};
+  const CallBudget tight(t, 2, 6);
+  EXPECT_FALSE(tight.Extend(0, capped));
+  FutureText f;
+  tight.Classify(0, capped, &f);
+  EXPECT_TRUE(f.cap_hit);
+  EXPECT_FALSE(f.ended);
+  // An open call that stopped before the cap stopped by itself (end of generation).
+  tight.Classify(0, open, &f);
+  EXPECT_TRUE(f.ended);
+  EXPECT_FALSE(f.cap_hit);
+  // Shorter than the budget: ended; at the budget outside a call: cut by the budget.
+  tight.Classify(0, std::vector<int32_t>{kHi}, &f);
+  EXPECT_TRUE(f.ended);
+  tight.Classify(0, std::vector<int32_t>{kHi, kHi}, &f);
+  EXPECT_FALSE(f.ended);
+  EXPECT_FALSE(f.cap_hit);
+}

@@ -1,0 +1,209 @@
+// Verdicts of the branch stage: pure functions over texts that judge two futures, each on its own
+// against the transcript and as a pair, and attribute the outcome. Internal to the stage (its
+// tests and the record builder use it); the stage's interface is branch/branch.h.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "util/status.h"
+
+namespace flipscope {
+
+// Verdicts in precedence order: when several apply, the first one wins.
+enum class Verdict { kInvalidToolCall, kLiteralMutated, kWrongCommand, kDivergent, kBenign };
+// The JSON name: "invalid_tool_call", "literal_mutated", "wrong_command", "divergent", "benign".
+const char* VerdictName(Verdict v);
+// Every verdict, in precedence order.
+std::span<const Verdict> AllVerdicts();
+
+// A decoded continuation, one text piece per token.
+struct FutureText {
+  std::vector<std::string> pieces;
+  bool ended = false;  // stopped at end of generation (or of the context), not at the token budget
+  bool cap_hit = false;  // cut by the hard cap inside an unclosed tool call (--max-call-tokens)
+  // The pieces concatenated.
+  std::string Text() const;
+};
+
+// The markers around a tool call's JSON: the `<tool_call>{...}</tool_call>` convention, or the
+// chat template's own.
+struct ToolEnvelope {
+  std::string open = "<tool_call>";
+  std::string close = "</tool_call>";
+};
+
+// A tool the workload offers: its function name and the arguments its JSON schema requires.
+struct ToolSpec {
+  std::string name;
+  std::vector<std::string> required;
+};
+// Reads tool definitions, OpenAI style ({"type":"function","function":{"name","parameters"}})
+// or bare ({"name","parameters"}); error names the bad entry.
+Result<std::vector<ToolSpec>> ParseToolSpecs(const nlohmann::json& tools);
+
+// Literals the context holds: every word of the context (exact matches are never mutations) and
+// the literal-like ones (numbers, addresses, interface and host names) that a copy can mangle.
+class KnownLiterals {
+ public:
+  // Adds every word of text; the literal-like ones become copy sources.
+  void AddText(std::string_view text);
+  // Adds one literal (e.g. a workload span's label) as a copy source; its parts before a ':' '/'
+// or '@' (10.20.225.0 of 10.20.225.0/24) become known words.
+  void AddLiteral(const std::string& literal);
+  bool Contains(std::string_view word) const { return words_.count(std::string(word)) > 0; }
+  const std::vector<std::string>& sources() const { return sources_; }
+
+ private:
+  std::set<std::string, std::less<>> words_;
+  std::vector<std::string> sources_;
+  std::set<std::string, std::less<>> source_set_;
+};
+
+// The words of text: maximal runs of [A-Za-z0-9_.:/@-] with trailing punctuation trimmed, each
+// with its byte offset.
+struct Word {
+  std::string text;
+  size_t offset = 0;
+};
+std::vector<Word> SplitWords(std::string_view text);
+// Whether c can be part of a word: [A-Za-z0-9_.:/@-].
+bool IsWordChar(char c);
+// Whether a word looks like a literal worth copying exactly: it holds a digit, or it is a
+// dotted/dashed name (host names, interface names), and has at least 4 characters.
+bool IsLiteralLike(std::string_view word);
+
+// A predicate over words (true: the word is known to be right).
+using WordFilter = std::function<bool(std::string_view)>;
+
+// A literal copied wrongly: the context holds `literal`, the future wrote `copy`.
+struct LiteralMutation {
+  std::string literal, copy;
+};
+// The first word of text ending at or after byte `from` that starts like a known literal
+// (common prefix >= 3 bytes and >= half the literal), or is a known literal's tail after a
+// separator with its head dropped (>= 4 bytes, >= half), and that is neither a known literal
+// nor exempt (`exempt(word)` true: e.g. a word of the reference continuation, of the other
+// future, or of the whole transcript). A last word cut by the token
+// budget (`cut`) counts only once it has diverged. Words made of known literals joined by
+// ':', '/' or '@' (host:port) are not mutations.
+std::optional<LiteralMutation> FindLiteralMutation(std::string_view text, size_t from, bool cut,
+                                                   const KnownLiterals& known,
+                                                   const WordFilter& exempt);
+
+// A tool call as text: the call the branch point is inside, or the first one a continuation
+// starts.
+struct CallText {
+  bool present = false;  // inside a call at the branch point, or the continuation opens one
+  bool closed = false;   // the close marker follows within the continuation
+  std::string body;      // between the markers (up to the end of the continuation when unclosed)
+};
+// Finds the call in prefix + continuation that is open at the boundary or starts after it
+// (an open marker split across the boundary counts).
+CallText ExtractCall(std::string_view prefix, std::string_view continuation, const ToolEnvelope& env);
+
+// Bytes an unclosed call may run past the transcript's whole call before it counts as never
+// closing: room for different whitespace and a slightly longer argument.
+constexpr size_t kCallCloseSlack = 16;
+
+// Whether text is the beginning of some JSON document (it may be incomplete, not wrong).
+bool IsJsonPrefix(std::string_view text);
+
+// The verdict on one call: "" when well-formed (then `call` holds {"name","arguments"} if
+// closed), else the one-line problem. `ended`: the continuation stopped at end of generation.
+// `reference`: the same call in the transcript's continuation, to tell a call that runs past
+// the reference's length unclosed from one merely cut by the token budget.
+struct CallCheck {
+  std::string problem;
+  std::optional<nlohmann::json> call;
+};
+CallCheck CheckCall(const CallText& c, bool ended, const std::vector<ToolSpec>& tools, const CallText* reference);
+
+// Byte length of the common prefix of a and b.
+size_t CommonPrefix(std::string_view a, std::string_view b);
+// Whether two futures say the same: equal texts, or one text a prefix of the other when the
+// shorter was cut by the token budget.
+bool SameText(const FutureText& a, const FutureText& b);
+
+// Where two futures agree again after they first differ: the first base token index i (and
+// cand index j) with k equal pieces a[i..i+k) == b[j..j+k), or equal tails when both ended.
+struct Reconvergence {
+  int base_at = 0, cand_at = 0;
+  int base_detour = 0, cand_detour = 0;  // tokens from the first differing token to the match
+};
+std::optional<Reconvergence> FindReconvergence(const FutureText& a, const FutureText& b, int k);
+
+// What the judge knows about a branch point's context.
+struct JudgeContext {
+  std::string prefix;       // the transcript's text before the branch point
+  KnownLiterals literals;   // literals the context holds (add the prefix's text to it)
+  // Words known to be right although the context before the branch point does not hold them
+  // (e.g. every word of the whole transcript: a literal the session names later is a real
+  // one, not a mangled copy); may be null. Not owned.
+  const std::set<std::string, std::less<>>* known_words = nullptr;
+  std::vector<ToolSpec> tools;  // empty = unknown: function names are not checked
+  ToolEnvelope envelope;
+  int reconverge = 8;       // K
+};
+
+struct Judgement {
+  Verdict verdict = Verdict::kBenign;
+  std::string reason;                      // one line
+  std::optional<size_t> first_difference;  // byte offset where the future texts first differ
+  std::optional<Reconvergence> reconverge;
+};
+// Judges a branch: invalid_tool_call > literal_mutated > wrong_command > divergent > benign.
+// Futures with the same text are benign whatever they hold (the fork changed nothing).
+Judgement Judge(const JudgeContext& ctx, const FutureText& base, const FutureText& cand,
+                const FutureText& reference);
+
+// ---- Attribution: each future on its own, then who broke what ----------------------------------
+
+// What is wrong with one future on its own, in precedence order (kNone: nothing found).
+enum class Failure { kNone, kInvalidToolCall, kLiteralMutated, kWrongCommand };
+// The JSON name: "none", or the verdict name of the same kind ("invalid_tool_call", ...).
+const char* FailureName(Failure f);
+
+// One future judged against the transcript alone.
+struct SideJudgement {
+  Failure failure = Failure::kNone;
+  std::string reason;                  // one line: the failure, or what the future does
+  bool call_present = false;           // inside a tool call at the point, or opens one
+  bool call_closed = false;
+  std::string call_problem;            // "" when well-formed (or a problem the transcript's call has too)
+  std::optional<nlohmann::json> call;  // the closed, well-formed call {"name","arguments"}
+  std::optional<bool> call_matches;    // against the transcript's call; unset when either is incomplete
+  bool call_missing = false;           // the transcript calls right at the point, the future writes no call
+  std::optional<LiteralMutation> mutation;
+  bool follows_reference = false;      // the same text as the transcript, or agreeing with it again within K tokens
+};
+// Judges a future against the transcript's continuation alone: its call (valid, or with its
+// reason; against the transcript's call), literals it mangles, whether it rejoins the transcript.
+SideJudgement JudgeSide(const JudgeContext& ctx, const FutureText& future, const FutureText& reference);
+// The JSON of a side judgement: {"failure", "reason", "tool_call": {...} | null, "literal_mutation", "follows_reference"}.
+nlohmann::json SideJson(const SideJudgement& s, const FutureText& f);
+
+// The outcome of a branch, from the two judgements: what the change (base -> cand) did.
+enum class Outcome { kDamage, kRepair, kBothFail, kDifferentButFine, kBenign };
+// The JSON name: "damage", "repair", "both_fail", "different_but_fine", "benign".
+const char* OutcomeName(Outcome o);
+// Every outcome, worst first.
+std::span<const Outcome> AllOutcomes();
+struct Attribution {
+  Outcome outcome = Outcome::kBenign;
+  Failure kind = Failure::kNone;  // damage: cand's failure; repair: base's; both fail: cand's
+  std::string reason;             // one line
+};
+// Damage: base fine, cand fails; repair: the other way round; both fail; neither fails and the
+// futures differ for good (different but fine) or write the same / agree again within K tokens
+// (benign, `pair` being the pair's judgement).
+Attribution Attribute(const SideJudgement& base, const SideJudgement& cand, const Judgement& pair, int k);
+
+}  // namespace flipscope

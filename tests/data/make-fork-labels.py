@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Builds tests/data/fork-labels.json: real fork records with the labels a reader gave them.
+
+For each source (a pair of captures and the `flipscope branch` output over them) it keeps what
+the judge needs and nothing else: the rendered transcript's text, the workload's literal spans,
+tools and tool-call markers, and per record both futures' pieces (with how each stopped), the
+transcript's continuation and the byte offset of the branch point. The labels come from
+fork-labels.tsv (source, position, outcome, failure kind, reason), written by hand after reading
+each record; a record without a label is left out.
+
+    make-fork-labels.py --source NAME CAPTURE BRANCHES.json [--source ...] -o fork-labels.json
+
+The transcript's text is detokenized here from the GGUF vocabulary (byte-level BPE or
+SentencePiece) and checked against every record's reference text, which flipscope wrote.
+"""
+import argparse
+import csv
+import json
+import os
+
+import gguf
+from safetensors.numpy import load_file
+
+
+def byte_decoder():
+    # The byte-level BPE alphabet: printable bytes map to themselves, the rest above U+0100.
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    cs, n = bs[:], 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {chr(c): b for b, c in zip(bs, cs)}
+
+
+def vocab_bytes(model_path):
+    r = gguf.GGUFReader(model_path)
+    f = r.fields["tokenizer.ggml.tokens"]
+    tokens = [bytes(f.parts[i]).decode("utf-8") for i in f.data]
+    kind = bytes(r.fields["tokenizer.ggml.model"].parts[-1]).decode()
+    out = []
+    if kind == "gpt2":
+        dec = byte_decoder()
+        for t in tokens:
+            out.append(bytes(dec[c] for c in t) if all(c in dec for c in t) else t.encode())
+    else:  # SentencePiece: U+2581 is a space, <0xNN> one byte
+        for t in tokens:
+            if len(t) == 6 and t.startswith("<0x") and t.endswith(">"):
+                out.append(bytes([int(t[3:5], 16)]))
+            else:
+                out.append(t.replace("\u2581", " ").encode())
+    return out
+
+
+def source_entry(capture, branches):
+    meta = open_meta(capture)
+    tokens = load_file(capture)["tokens"].tolist()
+    pieces = vocab_bytes_cache(None, capture)
+    offsets, text = [], b""
+    for t in tokens:
+        offsets.append(len(text))
+        text += pieces[t]
+    offsets.append(len(text))
+    w = meta["workload"]
+    literals = [{"label": s["label"], "end_byte": offsets[s["end"]]} for s in w.get("spans", []) if s["kind"] == "literal"]
+    cfg = branches["config"]
+    return {
+        "capture": os.path.basename(capture),
+        "model": os.path.basename(meta["model"]["path"]),
+        "knobs": [cfg["base"]["flags"], cfg["cand"]["flags"]],
+        "text": text.decode("utf-8", "replace"),
+        "literals": literals,
+        "tools": w.get("tools"),
+        "envelope": cfg["envelope"],
+        "reconverge": cfg["reconverge"],
+    }, offsets, text
+
+
+def open_meta(capture):
+    with open(capture, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(n))
+    return json.loads(next(iter(header["__metadata__"].values())))
+
+
+def future(f, side):
+    return {"pieces": f["pieces"], "ended": side["ended"], "cap_hit": side["call_cap_hit"]}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--source", nargs=3, action="append", metavar=("NAME", "CAPTURE", "BRANCHES"), required=True)
+    ap.add_argument("--labels", default=os.path.join(os.path.dirname(__file__), "fork-labels.tsv"))
+    ap.add_argument("-o", "--output", required=True)
+    a = ap.parse_args()
+    labels = {}
+    with open(a.labels) as f:
+        for row in csv.reader((l for l in f if l.strip() and not l.startswith("#")), delimiter="\t"):
+            src, pos, outcome, kind, reason = row
+            labels[(src, int(pos))] = {"outcome": outcome, "kind": kind or None, "reason": reason}
+    doc = {"sources": {}, "records": []}
+    for name, capture, path in a.source:
+        with open(path) as f:
+            branches = json.load(f)
+        entry, offsets, text = source_entry(capture, branches)
+        doc["sources"][name] = entry
+        for r in branches["records"]:
+            nxt = r["position"] + 1
+            ref = b"".join(vocab_bytes_cache(entry, capture)[t] for t in r["reference"]["tokens"])
+            assert ref.decode("utf-8", "replace") == r["reference"]["text"], (name, r["position"])
+            label = labels.get((name, r["position"]))
+            if label is None:
+                continue
+            doc["records"].append({
+                "source": name,
+                "position": r["position"],
+                "prefix_bytes": offsets[nxt],
+                "base": future(r["base_future"], r["base"]),
+                "cand": future(r["cand_future"], r["cand"]),
+                "reference": {"pieces": [vocab_bytes_cache(entry, capture)[t].decode("utf-8", "replace")
+                                         for t in r["reference"]["tokens"]],
+                              "ended": nxt + len(r["reference"]["tokens"]) >= len(offsets) - 1},
+                "label": label,
+            })
+    with open(a.output, "w") as f:
+        json.dump(doc, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+    print(f"{len(doc['records'])} labelled records from {len(doc['sources'])} sources")
+
+
+_vocab = {}
+
+
+def vocab_bytes_cache(entry, capture):
+    if capture not in _vocab:
+        _vocab[capture] = vocab_bytes(open_meta(capture)["model"]["path"])
+    return _vocab[capture]
+
+
+if __name__ == "__main__":
+    main()
