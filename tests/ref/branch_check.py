@@ -7,8 +7,9 @@ BRANCHES.json is RunBranches' output ({"config", "records", "counts"}). Checks, 
 the branch points are exactly the probes of both captures whose stored argmax differ (the first
 max_branches of them); each side's first token is its own capture's argmax there, and that
 token's probability is the softmax of the capture's stored F32 row (where the record says the row
-was reproduced); the reference is tokens[p+1 : p+1+max_tokens]; futures are at most max_tokens
-long and their pieces join to their text; first_difference_byte is the common prefix of the two
+was reproduced); the reference is tokens[p+1 : p+1+L] with L the longer future's length (at least
+max_tokens); futures are at most max_tokens long (max_call_tokens when a tool call was let
+finish) and their pieces join to their text; first_difference_byte is the common prefix of the two
 texts; the counts match the records. Prints one line per failure and exits 1, else one "ok" line.
 """
 import json
@@ -47,6 +48,8 @@ def main():
     tokens = base["tokens"]
     check(np.array_equal(tokens, cand["tokens"]), "the captures' tokens differ")
     max_tokens = cfg["max_tokens"]
+    # A future inside a tool call may run past max_tokens until its call closes, up to the cap.
+    longest = max(max_tokens, cfg.get("max_call_tokens", max_tokens))
 
     # Flips: common probe positions where the stored argmax differ.
     pb, pc = base["positions"], cand["positions"]
@@ -69,11 +72,14 @@ def main():
             continue
         check(r["base_token"] == int(base["argmax"][bi]), f"{where}: base_token != base argmax")
         check(r["cand_token"] == int(cand["argmax"][ci]), f"{where}: cand_token != cand argmax")
-        ref = [int(t) for t in tokens[p + 1 : p + 1 + max_tokens]]
-        check(r["reference"]["tokens"] == ref, f"{where}: reference tokens != tokens[p+1:p+1+{max_tokens}]")
+        # The reference is as long as the longer future, and at least max_tokens.
+        ref_len = max(max_tokens, len(r["base_future"]["tokens"]), len(r["cand_future"]["tokens"]))
+        ref = [int(t) for t in tokens[p + 1 : p + 1 + ref_len]]
+        check(r["reference"]["tokens"] == ref, f"{where}: reference tokens != tokens[p+1:p+1+{ref_len}]")
         for side, cap, i in (("base", base, bi), ("cand", cand, ci)):
             f = r[side + "_future"]
-            check(1 <= len(f["tokens"]) <= max_tokens, f"{where}: {side} future has {len(f['tokens'])} tokens")
+            n_f = len(f["tokens"])
+            check(1 <= n_f <= longest, f"{where}: {side} future has {n_f} tokens (max {longest})")
             check(f["tokens"][0] == r[side + "_token"], f"{where}: {side} future does not start with its own choice")
             check(len(f["probs"]) == len(f["tokens"]) == len(f["pieces"]), f"{where}: {side} future lengths differ")
             if not any("\ufffd" in x for x in f["pieces"]):  # pieces of split characters are replaced
