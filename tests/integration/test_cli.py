@@ -122,7 +122,7 @@ class Capture(unittest.TestCase):
         self.assertIn("-nr", off["engine"]["flags"])
         for m in (on, off):
             kp = m["engine"]["kernel_path"]
-            self.assertIn("AVX2", kp["cpu_features"])  # x86-64 machines of this kind, and ggml's default set
+            self.assertTrue(kp["cpu_features"], kp)  # whatever this CPU runs: no feature is assumed
             self.assertGreater(sum(kp["weight_buffers"].values()), 100)  # MiB: the 270M model's weights
             self.assertRegex(kp["llama_build"], r"^(cpu|cuda) cpu=(native|portable) amx=(ON|OFF)$")
         self.assertEqual(off["engine"]["kernel_path"]["extra_buffer_types"], [])
