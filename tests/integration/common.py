@@ -1,6 +1,6 @@
 """What the integration tests share: where the flipscope binary, the sources and the models are
 (from the environment tests/CMakeLists.txt sets), running flipscope, reading a capture's manifest,
-and generated sessions."""
+and generated sessions and texts."""
 import json
 import os
 import subprocess
@@ -35,6 +35,21 @@ def generated_session(folder, seed, target_tokens):
     if not os.path.exists(path):
         subprocess.run([sys.executable, os.path.join(SRC, "examples", "gen_session.py"), "--seed", str(seed),
                         "--target-tokens", str(target_tokens), "-o", path], check=True)
+    return path
+
+
+def session_text(folder, seed, chars):
+    """Plain text (a .txt workload) of about `chars` characters: the messages of a generated session
+    (requests, tool output, answers) joined in order. For tests that need real-looking text but
+    neither a chat template nor tool calls: a capture of a few hundred tokens takes a second."""
+    path = os.path.join(folder, f"text-{seed}-{chars}.txt")
+    if not os.path.exists(path):
+        with open(generated_session(folder, seed, 4000)) as f:
+            messages = json.load(f)["messages"][1:]  # the system prompt is the same in every session
+        parts = [m["content"] for m in messages if m.get("content")]
+        text = "\n\n".join(parts)[:chars]
+        with open(path, "w") as f:
+            f.write(text[:text.rfind("\n") + 1] if "\n" in text else text)
     return path
 
 

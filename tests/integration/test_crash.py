@@ -23,7 +23,7 @@ import unittest
 import numpy as np
 from safetensors.numpy import load_file
 
-from common import BIN, SMOL, generated_session, manifest, one_error_line, run
+from common import BIN, SMOL, manifest, one_error_line, run, session_text
 
 SEED = int(os.environ.get("FLIPSCOPE_CRASH_SEED", "11"))
 KILLS = int(os.environ.get("FLIPSCOPE_CRASH_KILLS", "5"))
@@ -34,8 +34,8 @@ TIMING_KEYS = {"created", "capture_seconds", "reused", "timings", "timing"}
 
 
 def session():
-    """A generated session with tool calls, about 700 SmolLM2 tokens: a capture takes seconds."""
-    return generated_session(TMP, 3, 250)
+    """Text from a generated session, about 350 SmolLM2 tokens: a capture takes about a second."""
+    return session_text(TMP, 3, 700)
 
 
 def timed(args):
@@ -87,7 +87,7 @@ class CrashSafety(unittest.TestCase):
     def test_capture_killed_at_random_moments(self):
         rng = random.Random(SEED)
         ref = os.path.join(TMP, "ref.safetensors")
-        args = ["capture", "-m", SMOL, "-w", session(), "-t", "2", "--stride", "4", "-q"]  # ~170 rows, 33 MB
+        args = ["capture", "-m", SMOL, "-w", session(), "-t", "2", "--stride", "4", "-q"]  # ~90 rows, 17 MB
         seconds, _ = timed([*args, "-o", ref])
         want = self.check_complete(ref)
         out = os.path.join(TMP, "killed", "cap.safetensors")
@@ -160,9 +160,9 @@ threads = 1
             self.skipTest("needs root to mount a small tmpfs (not root)")
         disk = os.path.join(TMP, "disk")
         os.makedirs(disk, exist_ok=True)
-        # SmolLM2 rows are 49152 F32 values (192 KiB): 16 MiB holds the stride-32 capture (~22 rows,
-        # 4 MiB), not the stride-1 one (~700 rows) nor the experiment's stride-4 baseline (~170).
-        m = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", disk], capture_output=True, text=True)
+        # SmolLM2 rows are 49152 F32 values (192 KiB): 12 MiB holds the stride-32 capture (~11 rows,
+        # 2 MiB), not the stride-1 one (~350 rows) nor the experiment's stride-4 baseline (~90).
+        m = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12m", "tmpfs", disk], capture_output=True, text=True)
         if m.returncode != 0:
             self.skipTest(f"cannot mount a tmpfs here: {m.stderr.strip()}")
         try:

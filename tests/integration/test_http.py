@@ -13,7 +13,7 @@ import unittest
 import numpy as np
 from safetensors.numpy import load_file
 
-from common import SMOL, SRC, generated_session, manifest, one_error_line, run
+from common import SMOL, SRC, manifest, one_error_line, run, session_text
 
 SERVER = os.path.join(SRC, "tests", "servers", "logprob_server.py")
 TMP = tempfile.mkdtemp(prefix="flipscope-http-")
@@ -51,7 +51,7 @@ class Http(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.workload = generated_session(TMP, 3, 350)
+        cls.workload = session_text(TMP, 3, 1000)  # about 480 tokens
         # The served logits: every position.
         cls.base = os.path.join(TMP, "base.safetensors")
         run("capture", "-m", SMOL, "-w", cls.workload, "-o", cls.base, "-t", "2", "--stride", "1", "-q")

@@ -14,7 +14,7 @@ import numpy as np
 from safetensors import safe_open
 from safetensors.numpy import load_file
 
-from common import SMOL, SRC, generated_session, run
+from common import SMOL, SRC, run, session_text
 
 TMP = tempfile.mkdtemp(prefix="flipscope-py-")
 sys.path.insert(0, os.path.join(SRC, "python"))
@@ -31,7 +31,7 @@ class Writers(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        workload = generated_session(TMP, 5, 400)
+        workload = session_text(TMP, 5, 1000)
         cls.orig = os.path.join(TMP, "orig.safetensors")
         run("capture", "-m", SMOL, "-w", workload, "-o", cls.orig, "-t", "2", "--stride", "4", "-q")
         cls.orig_bf16 = os.path.join(TMP, "orig-bf16.safetensors")  # the same run, stored by flipscope as BF16
