@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # On the GPU machine (through the device tool), from the repository root:
 #   bench/gpu/remote.sh build             unpack .gpu/a, build llama.cpp with CUDA (Hopper only)
+#   bench/gpu/remote.sh build-bg          the same in the background (its own session), so that the
+#                                         next calls carry loads while it builds; writes build.done
 #   bench/gpu/remote.sh stage             keep the model parts this call carried (.gpu/pNN)
 #   bench/gpu/remote.sh run TOML NAME     stage, join the model, run the experiment into $OUT/NAME
 # State lives in /root/flipscope-gpu while the machine stays warm between calls (30 s), so the
@@ -9,11 +11,22 @@
 set -euo pipefail
 work=/root/flipscope-gpu
 export FLIPSCOPE_CACHE=$work FLIPSCOPE_CUDA_ARCH=${FLIPSCOPE_CUDA_ARCH:-90}
+unpack_a() {
+  mkdir -p "$work/src" "$work/lib"
+  tar -C "$work/src" -xzf .gpu/a/llama-src.tar.gz
+  cp .gpu/a/flipscope "$work/" && cp .gpu/a/lib/* "$work/lib/" && cp .gpu/a/model.* "$work/"
+}
+
 case "$1" in
+  build-bg)
+    unpack_a
+    setsid bash -c "start=\$(date +%s); scripts/build-llama.sh '$work/src' cuda > '$work/build-dir' &&
+      echo \"llama.cpp CUDA build: \$(( \$(date +%s) - start )) s\" && touch '$work/build.done'" \
+      > "$work/build.done.log" 2>&1 < /dev/null &
+    echo "building llama.cpp with CUDA in the background"
+    ;;
   build)
-    mkdir -p "$work/src" "$work/lib"
-    tar -C "$work/src" -xzf .gpu/a/llama-src.tar.gz
-    cp .gpu/a/flipscope "$work/" && cp .gpu/a/lib/* "$work/lib/" && cp .gpu/a/model.* "$work/"
+    unpack_a
     start=$(date +%s)
     scripts/build-llama.sh "$work/src" cuda > "$work/build-dir"
     echo "llama.cpp CUDA build: $(( $(date +%s) - start )) s in $(cat "$work/build-dir")"
@@ -36,5 +49,5 @@ case "$1" in
     "$work/flipscope" run "$2" -o "$work/out-$3" 2>&1 | tee "$OUT/$3/run.log"
     cp "$work/out-$3"/{results.json,report.html,report.md} "$OUT/$3/"
     ;;
-  *) echo "usage: remote.sh build | stage | run TOML NAME" >&2; exit 2 ;;
+  *) echo "usage: remote.sh build | build-bg | stage | run TOML NAME" >&2; exit 2 ;;
 esac

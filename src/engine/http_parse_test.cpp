@@ -2,10 +2,15 @@
 // null first entry, string keys, [logprob, id, text] triples), and the ways they can be wrong.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "engine/http_internal.h"
+#include "util/util.h"
 
 using namespace flipscope;
 using json = nlohmann::json;
@@ -155,4 +160,35 @@ TEST(HttpParse, ErrorTextAndRedaction) {
   o.url = "http://127.0.0.1:1";
   http::Client client(o, "sk-secret");
   EXPECT_EQ(client.Scrub("Bearer sk-secret rejected; sk-secret"), "Bearer *** rejected; ***");
+}
+
+// A real body (tests/data/vllm/prompt-logprobs.json, vLLM 0.26.0 on an H200, 12 prompt tokens,
+// prompt_logprobs = 5): each entry holds the top 5 and, when it ranks lower, the prompt token too.
+// The parser keeps exactly the 5 most probable of each entry, recomputed here from the JSON.
+TEST(HttpParse, RealVllmBody) {
+  auto text = ReadFile(std::string(FLIPSCOPE_SOURCE_DIR) + "/tests/data/vllm/prompt-logprobs.json");
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  json body = Parse(*text);
+  auto t = http::ParseVllm(body, 5, 49152);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  const json& entries = body["choices"][0]["prompt_logprobs"];
+  ASSERT_EQ(t->n_entries, 12u);
+  ASSERT_EQ(t->n_entries, entries.size());
+  int with_prompt_token = 0;
+  for (size_t i = 1; i < entries.size(); ++i) {
+    std::vector<std::pair<double, int32_t>> all;  // (-logprob, id): ascending = most probable first
+    for (const auto& [id, v] : entries[i].items()) all.emplace_back(-v["logprob"].get<double>(), std::stoi(id));
+    with_prompt_token += all.size() > 5;
+    std::sort(all.begin(), all.end());
+    for (int r = 0; r < 5; ++r) {
+      EXPECT_EQ(t->ids[i * 5 + r], all[r].second) << "entry " << i << " rank " << r;
+      EXPECT_EQ(t->logprobs[i * 5 + r], static_cast<float>(-all[r].first)) << "entry " << i << " rank " << r;
+    }
+  }
+  EXPECT_EQ(with_prompt_token, 10);  // 10 of the 11 prompt tokens rank below 5th
+  // Asking for more than the server returned names the entry.
+  auto more = http::ParseVllm(body, 6, 49152);
+  ASSERT_FALSE(more.ok());
+  EXPECT_NE(more.status().message().find("[11]: 5 distinct token ids, expected at least 6"), std::string::npos)
+      << more.status().message();
 }
