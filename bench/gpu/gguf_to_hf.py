@@ -6,10 +6,12 @@
 transformers dequantizes the GGUF (its gguf loader) but refuses to save such a model, and the
 config it builds names no architecture: a folder written from it naively is served as an
 untrained head (every log-probability ln(1/n_vocab)). This writes config.json with the
-architecture named, model.safetensors in float32 without the tied lm_head, and the tokenizer;
+architecture named and no quantization note, model.safetensors in float32 without the tied
+lm_head, and the tokenizer;
 then reloads the folder with transformers and requires the same logits as the GGUF model on a
 short prompt (max difference 0) and a non-uniform distribution.
 """
+import json
 import os
 import sys
 
@@ -31,6 +33,16 @@ def main():
     state = {k: v.detach().contiguous() for k, v in model.state_dict().items() if not (tied and k == "lm_head.weight")}
     save_file(state, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
     cfg.save_pretrained(out)
+    # The config keeps transformers' GGUF quantization note, which vLLM refuses ("Unknown
+    # quantization method: gguf"): the weights written are plain float32.
+    path = os.path.join(out, "config.json")
+    with open(path) as f:
+        written = json.load(f)
+    written.pop("quantization_config", None)
+    written.pop("dtype", None)
+    written["torch_dtype"] = "float32"
+    with open(path, "w") as f:
+        json.dump(written, f, indent=1)
     again = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32).eval()
     ids = torch.tensor([tok("Show the ARP table on lab-core01 and find 10.25.223.91.")["input_ids"]])
     with torch.no_grad():

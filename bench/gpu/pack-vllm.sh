@@ -5,7 +5,7 @@
 # Hopper), tar'd (wheels are compressed already) and split into loads of 56 MiB: .gpu/v01,
 # .gpu/v02, ... (what one device call carries beside the working tree).
 # bench/gpu/remote-vllm.sh joins them there and installs with pip --no-index.
-#   bench/gpu/pack-vllm.sh
+#   bench/gpu/pack-vllm.sh        (after bench/gpu/pack.sh, which empties .gpu/; needs zip)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 list=bench/gpu/vllm-wheels.txt
@@ -39,4 +39,6 @@ for part in .gpu/vrest/wheels.tar.part-*; do
 done
 rmdir .gpu/vrest
 sha256sum "$cache/wheels.tar" | cut -d' ' -f1 > .gpu/v01/wheels.sha256
+# The model conversion (remote-vllm.sh convert) runs before vLLM is installed: gguf travels in .gpu/a.
+[ -d .gpu/a ] && cp "$cache"/wheels/gguf-*.whl .gpu/a/
 du -sh .gpu/v*
