@@ -1,0 +1,153 @@
+// The flips, the rows collected at them and what is written about them.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "compare/compare.h"
+#include "layers/internal.h"
+
+namespace flipscope::layers {
+namespace {
+using json = nlohmann::json;
+
+constexpr const char* kPartKeys[] = {"attn_out", "attn_resid", "mlp_out", "layer_out"};
+
+json DiffJson(const RowDiff& d) { return {{"rel", d.rel}, {"cosine", d.cosine}}; }
+
+// The residual stream's relative differences: the embedding, then after each sub-block.
+std::vector<double> Stream(const Collector& col, size_t f, int n_layer) {
+  std::vector<double> s = {col.diff(f, 0).rel};
+  for (int l = 0; l < n_layer; ++l) {
+    s.push_back(col.diff(f, PointIndex(l, LayerPart::kAttnResid)).rel);
+    s.push_back(col.diff(f, PointIndex(l, LayerPart::kLayerOut)).rel);
+  }
+  return s;
+}
+
+json BirthJson(std::span<const double> stream, int at) {
+  if (at < 0) return nullptr;
+  double before = at == 0 ? 0 : *std::max_element(stream.begin(), stream.begin() + at);
+  return {{"layer", at == 0 ? -1 : (at - 1) / 2},
+          {"block", at == 0 ? "embedding" : (at % 2 == 1 ? "attention" : "mlp")},
+          {"rel", stream[size_t(at)]},
+          {"level_before", before}};
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : compare::Percentile(v, 50);
+}
+
+}  // namespace
+
+Result<int64_t> RowOf(const TappedTensor& v, int32_t pos, std::span<const int32_t> probes) {
+  if (v.rows == v.n_tokens) return int64_t(pos - v.pos0);
+  auto lo = std::lower_bound(probes.begin(), probes.end(), v.pos0);
+  auto hi = std::lower_bound(probes.begin(), probes.end(), v.pos0 + v.n_tokens);
+  if (v.rows == hi - lo) return int64_t(std::lower_bound(lo, hi, pos) - lo);
+  return Status::Error(fmt::format("graph tensor {} has {} rows, neither the ubatch's {} tokens nor its {} outputs",
+                                   v.name, v.rows, v.n_tokens, hi - lo));
+}
+
+std::vector<Flip> FindFlips(const CaptureReader& b, const CaptureReader& c, int max_flips, int64_t* available) {
+  auto pb = b.positions(), pc = c.positions();
+  auto ab = b.argmax(), ac = c.argmax();
+  std::vector<Flip> flips;
+  for (size_t i = 0, j = 0; i < pb.size() && j < pc.size();) {
+    if (pb[i] != pc[j]) {
+      (pb[i] < pc[j] ? i : j)++;
+      continue;
+    }
+    if (ab[i] != ac[j]) flips.push_back({pb[i], ab[i], ac[j]});
+    ++i, ++j;
+  }
+  *available = int64_t(flips.size());
+  if (max_flips > 0 && flips.size() > size_t(max_flips)) flips.resize(size_t(max_flips));
+  return flips;
+}
+
+Collector::Collector(size_t n_flips, int n_points)
+    : n_points_(n_points),
+      base_(n_flips, std::vector<std::vector<float>>(size_t(n_points) + 1)),
+      diffs_(n_flips, std::vector<RowDiff>(size_t(n_points) + 1)) {}
+
+RowFn Collector::KeepBase() {
+  return [this](size_t f, int p, std::span<const float> row) {
+    base_[f][Slot(p)].assign(row.begin(), row.end());
+    held_ += row.size_bytes();
+    peak_ = std::max(peak_, held_);
+    return Status::Ok();
+  };
+}
+
+RowFn Collector::CompareCand() {
+  return [this](size_t f, int p, std::span<const float> row) -> Status {
+    std::vector<float>& b = base_[f][Slot(p)];
+    if (b.size() != row.size())
+      return Status::Error(fmt::format("the two configurations' rows differ in width ({} against {})", b.size(), row.size()));
+    diffs_[f][Slot(p)] = DiffRows(b, row);
+    held_ -= b.size() * sizeof(float);
+    std::vector<float>().swap(b);
+    return Status::Ok();
+  };
+}
+
+json FlipsJson(const std::vector<Flip>& flips, const Collector& col, int n_layer, const LayersOptions& o,
+               const std::function<std::string(int32_t)>& detok) {
+  json out = json::array();
+  for (size_t f = 0; f < flips.size(); ++f) {
+    json layers = json::array();
+    for (int l = 0; l < n_layer; ++l) {
+      json one = {{"layer", l}};
+      for (int k = 0; k < 4; ++k) one[kPartKeys[k]] = DiffJson(col.diff(f, PointIndex(l, LayerPart(k))));
+      layers.push_back(one);
+    }
+    std::vector<double> stream = Stream(col, f, n_layer);
+    json rec = {{"position", flips[f].position},
+                {"base_token", flips[f].base_token},
+                {"cand_token", flips[f].cand_token},
+                {"embedding", DiffJson(col.diff(f, 0))},
+                {"layers", layers},
+                {"final_norm", DiffJson(col.diff(f, PointCount(n_layer) - 1))},
+                {"logits", DiffJson(col.diff(f, kLogitsPoint))},
+                {"birth", BirthJson(stream, BirthIndex(stream, o.jump, o.floor))}};
+    if (detok) {
+      rec["base_text"] = detok(flips[f].base_token);
+      rec["cand_text"] = detok(flips[f].cand_token);
+    }
+    out.push_back(std::move(rec));
+  }
+  return out;
+}
+
+json SummaryJson(const json& flips, int n_layer) {
+  json births = {{"embedding", 0}, {"attention", 0}, {"mlp", 0}, {"none", 0}};
+  json by_layer = json::array();
+  for (int l = 0; l < n_layer; ++l) by_layer.push_back({{"layer", l}, {"attention", 0}, {"mlp", 0}});
+  for (const json& f : flips) {
+    const json& b = f["birth"];
+    if (b.is_null()) {
+      births["none"] = births["none"].get<int>() + 1;
+      continue;
+    }
+    const std::string block = b["block"];
+    births[block] = births[block].get<int>() + 1;
+    if (int l = b["layer"]; l >= 0) by_layer[size_t(l)][block] = by_layer[size_t(l)][block].get<int>() + 1;
+  }
+  json median = json::object();
+  for (const char* key : kPartKeys) {
+    json per_layer = json::array();
+    for (int l = 0; l < n_layer; ++l) {
+      std::vector<double> v;
+      for (const json& f : flips) v.push_back(f["layers"][size_t(l)][key]["rel"].get<double>());
+      per_layer.push_back(Median(v));
+    }
+    median[key] = per_layer;
+  }
+  std::vector<double> logits;
+  for (const json& f : flips) logits.push_back(f["logits"]["rel"].get<double>());
+  return {{"flips", flips.size()}, {"births", births}, {"birth_layers", by_layer},
+          {"median_rel", median}, {"median_logits_rel", Median(logits)}};
+}
+
+}  // namespace flipscope::layers
