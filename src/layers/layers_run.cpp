@@ -103,8 +103,7 @@ Status RunPass(Side& s, const std::vector<Flip>& flips, const std::unordered_map
 json SideJson(const Side& s) {
   return {{"capture", s.cap->path()},         {"model", s.replay.model_path},
           {"model_sha256", s.replay.model_sha256}, {"knobs", s.replay.knobs.ToJson()},
-          {"flags", s.replay.knobs.ToFlags()}, {"rows_checked", s.rows_checked},
-          {"rows_reproduced", s.rows_checked}, {"seconds", s.seconds}};
+          {"flags", s.replay.knobs.ToFlags()}, {"rows_checked", s.rows_checked}, {"seconds", s.seconds}};
 }
 
 }  // namespace

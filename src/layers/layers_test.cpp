@@ -73,7 +73,9 @@ nlohmann::json Layers(const std::string& base, const std::string& cand) {
 // Every flip is born at (layer, block), and nothing before that sub-block differs at all.
 void ExpectBornAt(const nlohmann::json& out, int layer, const std::string& block) {
   ASSERT_GT(out["flips"].size(), 0u) << "scaling a whole layer matrix by 2 should flip some probes";
-  EXPECT_EQ(out["config"]["base"]["rows_checked"], out["config"]["base"]["rows_reproduced"]);
+  // Every probe row was recomputed and had its capture's digest (a mismatch fails the run).
+  EXPECT_GT(out["config"]["base"]["rows_checked"].get<int>(), 50);
+  EXPECT_EQ(out["config"]["base"]["rows_checked"], out["config"]["cand"]["rows_checked"]);
   for (const auto& f : out["flips"]) {
     ASSERT_FALSE(f["birth"].is_null()) << f.dump();
     EXPECT_EQ(f["birth"]["layer"], layer) << f["position"];

@@ -24,13 +24,32 @@ std::vector<double> Stream(const Collector& col, size_t f, int n_layer) {
   return s;
 }
 
+json Where(int at) {
+  return {{"layer", at == 0 ? -1 : (at - 1) / 2}, {"block", at == 0 ? "embedding" : (at % 2 == 1 ? "attention" : "mlp")}};
+}
+
 json BirthJson(std::span<const double> stream, int at) {
   if (at < 0) return nullptr;
-  double before = at == 0 ? 0 : *std::max_element(stream.begin(), stream.begin() + at);
-  return {{"layer", at == 0 ? -1 : (at - 1) / 2},
-          {"block", at == 0 ? "embedding" : (at % 2 == 1 ? "attention" : "mlp")},
-          {"rel", stream[size_t(at)]},
-          {"level_before", before}};
+  json b = Where(at);
+  b["rel"] = stream[size_t(at)];
+  b["level_before"] = at == 0 ? 0 : *std::max_element(stream.begin(), stream.begin() + at);
+  return b;
+}
+
+// After the birth, the sub-block that multiplies the largest difference so far the most: where
+// a difference that began elsewhere is amplified (null without a birth or a later growth).
+json LargestJumpJson(std::span<const double> stream, int birth) {
+  if (birth < 0) return nullptr;
+  double level = *std::max_element(stream.begin(), stream.begin() + birth + 1), best = 1;
+  int at = -1;
+  for (size_t i = size_t(birth) + 1; i < stream.size(); ++i) {
+    if (level > 0 && stream[i] / level > best) best = stream[i] / level, at = int(i);
+    level = std::max(level, stream[i]);
+  }
+  if (at < 0) return nullptr;
+  json j = Where(at);
+  j["factor"] = best;
+  return j;
 }
 
 double Median(std::vector<double> v) {
@@ -103,6 +122,7 @@ json FlipsJson(const std::vector<Flip>& flips, const Collector& col, int n_layer
       layers.push_back(one);
     }
     std::vector<double> stream = Stream(col, f, n_layer);
+    const int birth = BirthIndex(stream, o.jump, o.floor);
     json rec = {{"position", flips[f].position},
                 {"base_token", flips[f].base_token},
                 {"cand_token", flips[f].cand_token},
@@ -110,7 +130,8 @@ json FlipsJson(const std::vector<Flip>& flips, const Collector& col, int n_layer
                 {"layers", layers},
                 {"final_norm", DiffJson(col.diff(f, PointCount(n_layer) - 1))},
                 {"logits", DiffJson(col.diff(f, kLogitsPoint))},
-                {"birth", BirthJson(stream, BirthIndex(stream, o.jump, o.floor))}};
+                {"birth", BirthJson(stream, birth)},
+                {"largest_jump", LargestJumpJson(stream, birth)}};
     if (detok) {
       rec["base_text"] = detok(flips[f].base_token);
       rec["cand_text"] = detok(flips[f].cand_token);
@@ -134,6 +155,11 @@ json SummaryJson(const json& flips, int n_layer) {
     births[block] = births[block].get<int>() + 1;
     if (int l = b["layer"]; l >= 0) by_layer[size_t(l)][block] = by_layer[size_t(l)][block].get<int>() + 1;
   }
+  json jumps = {{"attention", 0}, {"mlp", 0}, {"none", 0}};
+  for (const json& f : flips) {
+    const std::string k = f["largest_jump"].is_null() ? "none" : f["largest_jump"]["block"].get<std::string>();
+    jumps[k] = jumps[k].get<int>() + 1;
+  }
   json median = json::object();
   for (const char* key : kPartKeys) {
     json per_layer = json::array();
@@ -146,7 +172,7 @@ json SummaryJson(const json& flips, int n_layer) {
   }
   std::vector<double> logits;
   for (const json& f : flips) logits.push_back(f["logits"]["rel"].get<double>());
-  return {{"flips", flips.size()}, {"births", births}, {"birth_layers", by_layer},
+  return {{"flips", flips.size()}, {"births", births}, {"birth_layers", by_layer}, {"largest_jumps", jumps},
           {"median_rel", median}, {"median_logits_rel", Median(logits)}};
 }
 

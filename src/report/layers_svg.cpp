@@ -145,6 +145,9 @@ std::string RenderLayersHtml(const json& layers) {
   html += fmt::format("<p>{} flips; born in attention {}, in the MLP {}, at the embedding {}, no jump {}.</p>",
                       s.value("flips", 0), b.value("attention", 0), b.value("mlp", 0), b.value("embedding", 0),
                       b.value("none", 0));
+  const json& j = s["largest_jumps"];
+  html += fmt::format("<p>After the birth, the largest growth of the difference is in attention for {} flips, in the "
+                      "MLP for {}.</p>", j.value("attention", 0), j.value("mlp", 0));
   html += RenderLayersChart(layers);
   html += "<table><tr><th>layer</th><th>born in attention</th><th>born in the MLP</th></tr>";
   for (const json& l : s["birth_layers"])
@@ -157,6 +160,9 @@ std::string RenderLayersHtml(const json& layers) {
     const json& birth = f["birth"];
     std::string born = birth.is_null() ? "no jump"
                                        : fmt::format("born in layer {} {}", birth.value("layer", 0), birth.value("block", ""));
+    if (const json& lj = f["largest_jump"]; lj.is_object())
+      born += fmt::format(", grows most in layer {} {} (x{:.3g})", lj.value("layer", 0), lj.value("block", ""),
+                          lj.value("factor", 0.0));
     html += fmt::format("<details><summary>position {}: {} &rarr; {}, {}, logits relative difference {:.3g}</summary>",
                         f.value("position", 0), HtmlEscape(VisibleToken(f.value("base_text", std::string()))),
                         HtmlEscape(VisibleToken(f.value("cand_text", std::string()))), HtmlEscape(born),
