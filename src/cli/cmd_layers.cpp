@@ -58,6 +58,8 @@ Action DefineLayers(CLI::App* cmd) {
       ->default_val(4);
   cmd->add_option("--floor", o->req.options.floor, "Relative differences below this are rounding, never a birth")
       ->default_val(1e-5);
+  cmd->add_flag("--exact", o->req.options.exact,
+                "Also compare both sides with the FP64 exact engine (the base's model file) at every point");
   cmd->add_flag("-q,--quiet", o->quiet, "No progress bar");
   return [o]() -> int {
     // Refuse a missing output folder before the long run rather than after it.

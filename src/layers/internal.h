@@ -33,18 +33,30 @@ using RowFn = std::function<Status(size_t flip, int point, std::span<const float
 class Collector {
  public:
   Collector(size_t n_flips, int n_points);
+  // The exact engine's rows (FP64) at the flips, when it runs: first, so each side is compared
+  // with them as its rows arrive. flip_of maps a position to its flip index.
+  std::function<void(int point, int32_t position, std::span<const double> row)> KeepExact(
+      std::function<size_t(int32_t)> flip_of);
   RowFn KeepBase();
   RowFn CompareCand();
   // The comparison of flip f at point p (PointIndex or kLogitsPoint).
   const RowDiff& diff(size_t f, int p) const { return diffs_[f][Slot(p)]; }
+  // Side s's (0 base, 1 cand) comparison with the exact row of flip f at point p.
+  const RowDiff& vs_exact(int side, size_t f, int p) const { return exact_diffs_[size_t(side)][f][size_t(p)]; }
+  bool has_exact() const { return has_exact_; }
   size_t peak_bytes() const { return peak_; }
 
  private:
   size_t Slot(int p) const { return p == kLogitsPoint ? size_t(n_points_) : size_t(p); }
+  void CompareExact(int side, size_t f, int p, std::span<const float> row);
   int n_points_;
-  std::vector<std::vector<std::vector<float>>> base_;  // [flip][slot]
-  std::vector<std::vector<RowDiff>> diffs_;            // [flip][slot]
+  bool has_exact_ = false;
+  std::vector<std::vector<std::vector<float>>> base_;    // [flip][slot]
+  std::vector<std::vector<std::vector<double>>> exact_;  // [flip][point]
+  std::vector<std::vector<RowDiff>> diffs_;              // [flip][slot]
+  std::vector<std::vector<RowDiff>> exact_diffs_[2];     // [side][flip][point]
   size_t held_ = 0, peak_ = 0;
+  void Hold(int64_t bytes);
 };
 
 // One record per flip: each point's comparison and the birth (docs/layers.md).

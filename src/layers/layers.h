@@ -21,6 +21,8 @@ struct LayersOptions {
   double jump = 4;       // a birth: the residual difference exceeds jump x the largest one before it
   double floor = 1e-5;   // and is at least this (relative differences below it are F32 rounding)
   bool progress = true;  // progress bar (on a terminal only)
+  // Also compare each side with the FP64 exact engine (the base's model file) at every point.
+  bool exact = false;
 };
 
 struct LayersRequest {
@@ -56,6 +58,8 @@ struct RowDiff {
 };
 // Contract: a and b have the same length.
 RowDiff DiffRows(std::span<const float> a, std::span<const float> b);
+// The same with an FP64 reference row a (the exact engine's).
+RowDiff DiffRows(std::span<const double> a, std::span<const float> b);
 
 // Where a flip is born along the residual stream: stream[0] is the embedding's relative
 // difference, stream[1 + 2l] the one after layer l's attention, stream[2 + 2l] after its MLP.

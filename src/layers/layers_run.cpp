@@ -7,6 +7,7 @@
 
 #include "capture/capture.h"
 #include "engine/engine.h"
+#include "exact/exact.h"
 #include "layers/internal.h"
 #include "util/util.h"
 
@@ -100,6 +101,20 @@ Status RunPass(Side& s, const std::vector<Flip>& flips, const std::unordered_map
   return Status::Ok();
 }
 
+// The exact engine on the base's model file over the transcript, its rows at the flips kept.
+Result<json> RunExact(const Side& base, const std::vector<Flip>& flips, layers::Collector& col) {
+  ExactOptions eo;
+  eo.n_threads = base.replay.knobs.n_threads;
+  auto engine = ExactEngine::Create(base.replay.model_path, eo);
+  if (!engine.ok()) return engine.status().Prefixed(base.cap->path() + ": the exact reference");
+  std::vector<int32_t> at;
+  for (const Flip& f : flips) at.push_back(f.position);
+  auto keep = col.KeepExact([&at](int32_t p) { return size_t(std::lower_bound(at.begin(), at.end(), p) - at.begin()); });
+  const double t0 = NowSeconds();
+  FS_RETURN_IF_ERROR((*engine)->ForwardPoints(base.cap->tokens(), at, keep));
+  return json{{"model", base.replay.model_path}, {"engine", (*engine)->Describe()}, {"seconds", NowSeconds() - t0}};
+}
+
 json SideJson(const Side& s) {
   return {{"capture", s.cap->path()},         {"model", s.replay.model_path},
           {"model_sha256", s.replay.model_sha256}, {"knobs", s.replay.knobs.ToJson()},
@@ -134,6 +149,10 @@ Result<json> RunLayers(const LayersRequest& req) {
   int64_t available = 0;
   std::vector<Flip> flips = layers::FindFlips(*sides[0].cap, *sides[1].cap, o.max_flips, &available);
   layers::Collector col(flips.size(), PointCount(n_layer));
+  json exact_cfg = nullptr;
+  if (o.exact) {
+    FS_ASSIGN_OR_RETURN(exact_cfg, RunExact(sides[0], flips, col));
+  }
   FS_RETURN_IF_ERROR(RunPass(sides[0], flips, names, taps->embedding, col.KeepBase(), o.progress));
   FS_RETURN_IF_ERROR(RunPass(sides[1], flips, names, taps->embedding, col.CompareCand(), o.progress));
 
@@ -150,7 +169,8 @@ Result<json> RunLayers(const LayersRequest& req) {
                    {"floor", o.floor},
                    {"flips_available", available},
                    {"flips_compared", flips.size()},
-                   {"base_rows_peak_bytes", col.peak_bytes()}};
+                   {"exact", exact_cfg},
+                   {"rows_peak_bytes", col.peak_bytes()}};
   out["flips"] = layers::FlipsJson(flips, col, n_layer, o, detok.ok() ? *detok : nullptr);
   out["summary"] = layers::SummaryJson(out["flips"], n_layer);
   return out;

@@ -41,7 +41,8 @@ std::string Dir(const std::string& name) {
 }
 
 // The capture stage itself over a short text, with several chunks and ubatches (-b 64 -ub 16).
-std::string Capture(const std::string& dir, const std::string& model, const std::string& name) {
+std::string Capture(const std::string& dir, const std::string& model, const std::string& name,
+                    const std::string& kv = "f16") {
   std::string work = dir + "/work.txt";
   if (!fs::exists(work)) {
     std::ofstream w(work);
@@ -52,6 +53,8 @@ std::string Capture(const std::string& dir, const std::string& model, const std:
   r.workload_path = work;
   r.out_path = dir + "/" + name + ".safetensors";
   r.knobs.n_threads = 1;
+  r.knobs.cache_type_k = r.knobs.cache_type_v = kv;
+  if (kv == "f32") r.knobs.flash_attn = "off";  // llama.cpp's all-F32 path, as in docs/exact.md
   r.knobs.n_batch = 64;
   r.knobs.n_ubatch = 16;
   r.knobs.n_ctx = 512;
@@ -249,4 +252,35 @@ TEST(TensorTap, RowsLieAtTheirPositions) {
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_EQ(rows, int(probes.size()));
   EXPECT_EQ(embd_checked, int(probes.size()));
+}
+
+// With --exact, each side is also compared with the FP64 exact engine on the base's model file:
+// the base (llama.cpp's all-F32 path: F32 KV cache, no flash attention, F32 weights) stays at F32
+// rounding at every point; the
+// candidate, whose layer-2 MLP matrix is another one, departs from it in that MLP.
+TEST(RunLayers, EachSideAgainstTheExactReference) {
+  std::string d = Dir("exact");
+  ASSERT_TRUE(fixtures::WriteTinyModel(d + "/base.gguf", Tiny()).ok());
+  ASSERT_TRUE(fixtures::WriteTinyModel(d + "/cand.gguf", Tiny("blk.2.ffn_down.weight")).ok());
+  LayersRequest req{Capture(d, d + "/base.gguf", "base", "f32"), Capture(d, d + "/cand.gguf", "cand", "f32"), {}};
+  req.options.progress = false;
+  req.options.exact = true;
+  auto out = RunLayers(req);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  ASSERT_GT((*out)["flips"].size(), 0u);
+  for (const auto& f : (*out)["flips"]) {
+    const auto& base = f["vs_exact"]["base"];
+    const auto& cand = f["vs_exact"]["cand"];
+    // F32 rounding, amplified by this peaky model's sharp attention to at most ~2e-4 here.
+    EXPECT_LT(base["embedding"].get<double>(), 1e-6);
+    for (int l = 0; l < kLayers; ++l)
+      for (const char* k : {"attn_out", "attn_resid", "mlp_out", "layer_out"})
+        EXPECT_LT(base["layers"][size_t(l)][k].get<double>(), 1e-3) << l << " " << k;
+    EXPECT_LT(base["final_norm"].get<double>(), 1e-3);
+    EXPECT_LT(cand["layers"][1]["layer_out"].get<double>(), 1e-3);
+    EXPECT_LT(cand["layers"][2]["attn_resid"].get<double>(), 1e-3);
+    // The candidate's MLP output there is twice the exact one: a relative difference of 1.
+    EXPECT_NEAR(cand["layers"][2]["mlp_out"].get<double>(), 1.0, 1e-3);
+  }
+  EXPECT_EQ((*out)["summary"]["vs_exact_median_layer_out"]["base"].size(), size_t(kLayers));
 }

@@ -17,7 +17,9 @@ Result<LayerTaps> TapsFor(const std::string& arch) {
   return Status::InvalidArgument("layers knows the graph tensors of the llama and gemma3 architectures, not '" + arch + "'");
 }
 
-RowDiff DiffRows(std::span<const float> a, std::span<const float> b) {
+namespace {
+template <typename A>
+RowDiff Diff(std::span<const A> a, std::span<const float> b) {
   double aa = 0, bb = 0, ab = 0, dd = 0;
   for (size_t i = 0; i < a.size(); ++i) {
     double x = a[i], y = b[i];
@@ -31,6 +33,10 @@ RowDiff DiffRows(std::span<const float> a, std::span<const float> b) {
   d.cosine = aa == 0 || bb == 0 ? (aa == bb ? 1 : 0) : ab / std::sqrt(aa * bb);
   return d;
 }
+}  // namespace
+
+RowDiff DiffRows(std::span<const float> a, std::span<const float> b) { return Diff(a, b); }
+RowDiff DiffRows(std::span<const double> a, std::span<const float> b) { return Diff(a, b); }
 
 int BirthIndex(std::span<const double> stream, double jump, double floor) {
   double level = 0;  // the largest difference the earlier points reached

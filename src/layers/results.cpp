@@ -90,11 +90,36 @@ Collector::Collector(size_t n_flips, int n_points)
       base_(n_flips, std::vector<std::vector<float>>(size_t(n_points) + 1)),
       diffs_(n_flips, std::vector<RowDiff>(size_t(n_points) + 1)) {}
 
+void Collector::Hold(int64_t bytes) {
+  held_ = size_t(int64_t(held_) + bytes);
+  peak_ = std::max(peak_, held_);
+}
+
+std::function<void(int, int32_t, std::span<const double>)> Collector::KeepExact(std::function<size_t(int32_t)> flip_of) {
+  has_exact_ = true;
+  exact_.assign(base_.size(), std::vector<std::vector<double>>(size_t(n_points_)));
+  for (auto& side : exact_diffs_) side.assign(base_.size(), std::vector<RowDiff>(size_t(n_points_)));
+  return [this, flip_of](int p, int32_t position, std::span<const double> row) {
+    exact_[flip_of(position)][size_t(p)].assign(row.begin(), row.end());
+    Hold(int64_t(row.size_bytes()));
+  };
+}
+
+void Collector::CompareExact(int side, size_t f, int p, std::span<const float> row) {
+  if (!has_exact_ || p == kLogitsPoint) return;  // the exact pass stops at the final norm
+  std::vector<double>& e = exact_[f][size_t(p)];
+  if (e.size() == row.size()) exact_diffs_[size_t(side)][f][size_t(p)] = DiffRows(e, row);
+  if (side == 1) {
+    Hold(-int64_t(e.size() * sizeof(double)));
+    std::vector<double>().swap(e);
+  }
+}
+
 RowFn Collector::KeepBase() {
   return [this](size_t f, int p, std::span<const float> row) {
     base_[f][Slot(p)].assign(row.begin(), row.end());
-    held_ += row.size_bytes();
-    peak_ = std::max(peak_, held_);
+    Hold(int64_t(row.size_bytes()));
+    CompareExact(0, f, p, row);
     return Status::Ok();
   };
 }
@@ -105,10 +130,23 @@ RowFn Collector::CompareCand() {
     if (b.size() != row.size())
       return Status::Error(fmt::format("the two configurations' rows differ in width ({} against {})", b.size(), row.size()));
     diffs_[f][Slot(p)] = DiffRows(b, row);
-    held_ -= b.size() * sizeof(float);
+    Hold(-int64_t(b.size() * sizeof(float)));
     std::vector<float>().swap(b);
+    CompareExact(1, f, p, row);
     return Status::Ok();
   };
+}
+
+// One side's relative differences from the exact rows at every point of flip f.
+json VsExactJson(const Collector& col, int side, size_t f, int n_layer) {
+  json layers = json::array();
+  for (int l = 0; l < n_layer; ++l) {
+    json one = {{"layer", l}};
+    for (int k = 0; k < 4; ++k) one[kPartKeys[k]] = col.vs_exact(side, f, PointIndex(l, LayerPart(k))).rel;
+    layers.push_back(one);
+  }
+  return {{"embedding", col.vs_exact(side, f, 0).rel}, {"layers", layers},
+          {"final_norm", col.vs_exact(side, f, PointCount(n_layer) - 1).rel}};
 }
 
 json FlipsJson(const std::vector<Flip>& flips, const Collector& col, int n_layer, const LayersOptions& o,
@@ -132,6 +170,7 @@ json FlipsJson(const std::vector<Flip>& flips, const Collector& col, int n_layer
                 {"logits", DiffJson(col.diff(f, kLogitsPoint))},
                 {"birth", BirthJson(stream, birth)},
                 {"largest_jump", LargestJumpJson(stream, birth)}};
+    if (col.has_exact()) rec["vs_exact"] = {{"base", VsExactJson(col, 0, f, n_layer)}, {"cand", VsExactJson(col, 1, f, n_layer)}};
     if (detok) {
       rec["base_text"] = detok(flips[f].base_token);
       rec["cand_text"] = detok(flips[f].cand_token);
@@ -172,8 +211,21 @@ json SummaryJson(const json& flips, int n_layer) {
   }
   std::vector<double> logits;
   for (const json& f : flips) logits.push_back(f["logits"]["rel"].get<double>());
-  return {{"flips", flips.size()}, {"births", births}, {"birth_layers", by_layer}, {"largest_jumps", jumps},
-          {"median_rel", median}, {"median_logits_rel", Median(logits)}};
+  json out = {{"flips", flips.size()}, {"births", births}, {"birth_layers", by_layer}, {"largest_jumps", jumps},
+              {"median_rel", median}, {"median_logits_rel", Median(logits)}};
+  if (!flips.empty() && flips[0].contains("vs_exact")) {
+    // Per side, the median over flips of the residual stream's distance from the exact value.
+    for (const char* side : {"base", "cand"}) {
+      json per_layer = json::array();
+      for (int l = 0; l < n_layer; ++l) {
+        std::vector<double> v;
+        for (const json& f : flips) v.push_back(f["vs_exact"][side]["layers"][size_t(l)]["layer_out"].get<double>());
+        per_layer.push_back(Median(v));
+      }
+      out["vs_exact_median_layer_out"][side] = per_layer;
+    }
+  }
+  return out;
 }
 
 }  // namespace flipscope::layers

@@ -122,9 +122,10 @@ std::string Label(const json& layers) {
 std::string RenderLayersChart(const json& layers) {
   const json& flips = layers["flips"];
   size_t n_layer = size_t(layers["config"].value("n_layer", 0));
-  std::string desc = fmt::format("{} flips; per layer the norm of the difference over the norm, log scale; one thin line "
-                                 "per flip, the median bold", flips.size());
-  return Multiples("layers", "Where the flips are born: " + Label(layers), desc, flips, n_layer, true);
+  std::string desc = fmt::format("{}: {} flips; per layer the norm of the difference over the norm, log scale; one "
+                                 "thin line per flip, the median bold", Label(layers), flips.size());
+  std::string title = fmt::format("{} flips: one thin line each, the median bold", flips.size());
+  return Multiples("layers", title, desc, flips, n_layer, true);
 }
 
 std::string RenderFlipLayersChart(const json& layers, size_t i) {
