@@ -83,11 +83,9 @@ struct LlamaEngine::Impl {
              const AnyForkSink& fork_sink, const ProgressFn& progress, const ExtendFn& extend);
 };
 
-namespace {
-bool TapTrampoline(ggml_tensor* t, bool ask, void* user) {
+static bool TapTrampoline(ggml_tensor* t, bool ask, void* user) {
   return static_cast<LlamaEngine::Impl*>(user)->OnTensor(t, ask);
 }
-}  // namespace
 
 bool LlamaEngine::Impl::OnTensor(ggml_tensor* t, bool ask) {
   std::string_view name = ggml_get_name(t);
@@ -95,12 +93,8 @@ bool LlamaEngine::Impl::OnTensor(ggml_tensor* t, bool ask) {
     if (name == tap.ubatch_marker) ++ubatches_seen;
     return tap_status.ok() && tap.want(name);
   }
-  TappedTensor v;
-  v.name = name;
-  v.pos0 = chunk_pos0 + std::max(0, ubatches_seen - 1) * knobs.n_ubatch;
+  TappedTensor v{name, chunk_pos0 + std::max(0, ubatches_seen - 1) * knobs.n_ubatch, 0, t->ne[0], t->ne[1], {}};
   v.n_tokens = std::min(knobs.n_ubatch, chunk_end - v.pos0);
-  v.width = t->ne[0];
-  v.rows = t->ne[1];
   v.read = [t, name](int64_t row, std::span<float> out) -> Status {
     if (t->type != GGML_TYPE_F32 || t->nb[0] != sizeof(float) || t->ne[2] * t->ne[3] != 1)
       return Status::Error(fmt::format("graph tensor {} is not an F32 matrix ({})", name, ggml_type_name(t->type)));
