@@ -39,33 +39,10 @@ struct Side {
 // Opens a capture and checks its model file is the one it was captured with.
 Status OpenSide(const std::string& path, std::map<std::string, std::string>* hashes, Side* s) {
   FS_ASSIGN_OR_RETURN(s->cap, CaptureReader::Open(path));
-  const json& m = s->cap->manifest();
-  if (s->cap->truncated())
-    return Status::Error(path + ": a truncated (top-k) capture cannot be re-run; branch needs a capture of the llama engine");
-  const json engine = m.value("engine", json::object());
-  if (engine.is_object() && engine.value("engine", std::string("llama")) != "llama")
-    return Status::Error(path + ": captured by the '" + engine.value("engine", std::string()) +
-                         "' engine; branch re-runs the llama engine only");
-  const json model = m.value("model", json::object());
-  if (!model.is_object() || !model.contains("path") || !model["path"].is_string() || !model.contains("sha256") ||
-      !model["sha256"].is_string())
-    return Status::Error(path + ": the manifest names no model file (model.path and model.sha256)");
-  s->model_path = model["path"].get<std::string>();
-  s->model_sha256 = model["sha256"].get<std::string>();
-  if (!hashes->count(s->model_path)) {
-    auto h = Sha256File(s->model_path);
-    if (!h.ok())
-      return Status::Error(fmt::format("{}: the model file {} cannot be read (expected sha256 {})", path, s->model_path,
-                                       s->model_sha256));
-    (*hashes)[s->model_path] = *h;
-  }
-  if ((*hashes)[s->model_path] != s->model_sha256)
-    return Status::Error(fmt::format("{}: the model file {} has changed: sha256 {}, expected {}", path, s->model_path,
-                                     (*hashes)[s->model_path], s->model_sha256));
-  if (!m.contains("knobs")) return Status::Error(path + ": the manifest has no knobs");
-  auto knobs = Knobs::FromJson(m["knobs"]);
-  if (!knobs.ok()) return knobs.status().Prefixed(path + ": manifest knobs");
-  s->knobs = *knobs;
+  FS_ASSIGN_OR_RETURN(CaptureReplay replay, ReplayOf(*s->cap, "branch", hashes));
+  s->model_path = replay.model_path;
+  s->model_sha256 = replay.model_sha256;
+  s->knobs = replay.knobs;
   return Status::Ok();
 }
 

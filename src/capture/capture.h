@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -156,5 +157,22 @@ nlohmann::json CaptureRequestJson(const CaptureRequest& req, const std::string& 
 // The capture format's name for a storage dtype ("f32" / "bf16"), and back.
 std::string StoreName(StoreDtype d);
 Result<StoreDtype> ParseStore(const std::string& name);
+
+}  // namespace flipscope
+
+// ---- Re-running a capture --------------------------------------------------------------------
+
+namespace flipscope {
+
+// What re-creates a capture's rows: its model file (checked against the recorded SHA-256) and its
+// resolved knobs, the chunking (-b, -ub) among them.
+struct CaptureReplay {
+  std::string model_path, model_sha256;
+  Knobs knobs;
+};
+// The replay of a full llama-engine capture; errors name the capture and say why `stage` (e.g.
+// "branch") cannot re-run it. hashes caches each model file's SHA-256 between calls.
+Result<CaptureReplay> ReplayOf(const CaptureReader& cap, const std::string& stage,
+                               std::map<std::string, std::string>* hashes);
 
 }  // namespace flipscope

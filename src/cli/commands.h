@@ -24,6 +24,7 @@ Action DefineCapture(CLI::App* cmd);
 Action DefineInspect(CLI::App* cmd);
 Action DefineCompare(CLI::App* cmd);
 Action DefineBranch(CLI::App* cmd);
+Action DefineLayers(CLI::App* cmd);
 Action DefineRun(CLI::App* cmd);
 Action DefineReport(CLI::App* cmd);
 Action DefineTensors(CLI::App* cmd);

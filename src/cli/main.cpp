@@ -59,6 +59,8 @@ const Command kCommands[] = {
     {"inspect", "A capture's manifest, tensors, probes, vocabulary and storage", DefineInspect},
     {"compare", "FP64 flips, KL and per-window rates of candidates against a base capture", DefineCompare},
     {"branch", "Decode both futures at every disagreement of two captures and judge them", DefineBranch},
+    {"layers", "Where each flip of two captures is born: every layer's attention, MLP and residual at the flips",
+     DefineLayers},
     {"run", "Run an experiment file: captures, comparisons, branches, report and recipe", DefineRun},
     {"report", "Render report.html, report.md and results.csv again from a results.json "
                "(e.g. one made on another machine)", DefineReport},

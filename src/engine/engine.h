@@ -7,6 +7,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -113,12 +114,36 @@ using PlannedForkSink = std::function<Status(const ForkRequest&, const Future&)>
 // tool call it is writing close); called with the fork's position and its tokens so far.
 using ExtendFn = std::function<bool(int32_t position, std::span<const int32_t> future)>;
 
+// One intermediate tensor of llama.cpp's graph, computed, as handed to a TensorTap: its name
+// (llama.cpp's, e.g. "attn_out-3", "l_out-3"), its rows and the ubatch it belongs to.
+struct TappedTensor {
+  std::string_view name;
+  int32_t pos0 = 0;      // position of the ubatch's first token
+  int32_t n_tokens = 0;  // tokens in the ubatch
+  int64_t width = 0;     // values per row (ne0)
+  int64_t rows = 0;      // rows (ne1): n_tokens, or the ubatch's outputs after the last layer's row selection
+  // Copies row `row` (width F32 values) out of the backend's buffer; only F32 tensors with
+  // contiguous rows can be read (the error says which tensor cannot).
+  std::function<Status(int64_t row, std::span<float> out)> read;
+};
+// Reads chosen intermediate tensors while llama.cpp computes (its graph callback, cb_eval). The
+// graph is then computed in pieces ending at each wanted tensor; what a piece computes is the
+// same, so the rows do not change on the CPU (callers check the final rows' digests anyway).
+struct TensorTap {
+  std::function<bool(std::string_view name)> want;    // whether a tensor of this name is read
+  std::function<Status(const TappedTensor&)> take;    // called with every wanted tensor, computed
+  // A tensor computed once at the start of every ubatch's graph, before any wanted one (e.g.
+  // "attn_norm-0"): counting it tells which ubatch, so which positions, the rows belong to.
+  std::string ubatch_marker;
+};
+
 // llama.cpp linked as a library.
 class LlamaEngine : public Engine {
  public:
-  // Loads the model and creates a context with the knobs; errors carry llama.cpp's reason.
+  // Loads the model and creates a context with the knobs; errors carry llama.cpp's reason. With a
+  // tap, every prefill hands it the wanted intermediate tensors (a tap error fails the prefill).
   static Result<std::unique_ptr<LlamaEngine>> Create(const std::string& model_path, const Knobs& knobs,
-                                                      int n_seq_max = 1);
+                                                      int n_seq_max = 1, const TensorTap* tap = nullptr);
   ~LlamaEngine() override;
   int32_t n_vocab() const override;
   Status Prefill(std::span<const int32_t> tokens, std::span<const int32_t> probes,

@@ -8,6 +8,7 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -58,10 +59,16 @@ struct LlamaEngine::Impl {
   nlohmann::json weight_buffers;  // buffer type -> MiB of the model's weights (the kernel path)
   std::string model_path;
   int n_seq_max = 1;
+  // The graph tap (empty: none) and where the current ubatch lies, for the rows it hands over.
+  TensorTap tap;
+  Status tap_status;
+  int32_t chunk_pos0 = 0, chunk_end = 0, ubatches_seen = 0;
   ~Impl() {
     if (ctx) llama_free(ctx);
     if (model) llama_model_free(model);
   }
+  // llama.cpp's graph callback: asked about every node (ask), then given each wanted one computed.
+  bool OnTensor(ggml_tensor* t, bool ask);
   // Decodes tokens[begin, end) in sequence seq at their positions, with outputs where flagged.
   Status DecodeChunk(std::span<const int32_t> tokens, int32_t pos0, int seq,
                      const std::function<bool(int32_t)>& want_output);
@@ -76,11 +83,35 @@ struct LlamaEngine::Impl {
              const AnyForkSink& fork_sink, const ProgressFn& progress, const ExtendFn& extend);
 };
 
+static bool TapTrampoline(ggml_tensor* t, bool ask, void* user) {
+  return static_cast<LlamaEngine::Impl*>(user)->OnTensor(t, ask);
+}
+
+bool LlamaEngine::Impl::OnTensor(ggml_tensor* t, bool ask) {
+  std::string_view name = ggml_get_name(t);
+  if (ask) {
+    if (name == tap.ubatch_marker) ++ubatches_seen;
+    return tap_status.ok() && tap.want(name);
+  }
+  TappedTensor v{name, chunk_pos0 + std::max(0, ubatches_seen - 1) * knobs.n_ubatch, 0, t->ne[0], t->ne[1], {}};
+  v.n_tokens = std::min(knobs.n_ubatch, chunk_end - v.pos0);
+  v.read = [t, name](int64_t row, std::span<float> out) -> Status {
+    if (t->type != GGML_TYPE_F32 || t->nb[0] != sizeof(float) || t->ne[2] * t->ne[3] != 1)
+      return Status::Error(fmt::format("graph tensor {} is not an F32 matrix ({})", name, ggml_type_name(t->type)));
+    if (row < 0 || row >= t->ne[1] || int64_t(out.size()) != t->ne[0])
+      return Status::Error(fmt::format("graph tensor {}: row {} of {} (width {}) asked for", name, row, t->ne[1], t->ne[0]));
+    ggml_backend_tensor_get(t, out.data(), size_t(row) * t->nb[1], out.size_bytes());
+    return Status::Ok();
+  };
+  tap_status = tap.take(v);
+  return tap_status.ok();  // false stops the graph: the prefill then fails with the tap's error
+}
+
 LlamaEngine::LlamaEngine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 LlamaEngine::~LlamaEngine() = default;
 
 Result<std::unique_ptr<LlamaEngine>> LlamaEngine::Create(const std::string& path, const Knobs& knobs_in,
-                                                         int n_seq_max) {
+                                                         int n_seq_max, const TensorTap* tap) {
   EnsureLlamaInit();
   FS_RETURN_IF_ERROR(knobs_in.Validate());
   auto impl = std::make_unique<Impl>();
@@ -140,6 +171,12 @@ Result<std::unique_ptr<LlamaEngine>> LlamaEngine::Create(const std::string& path
   cp.kv_unified = true;  // forks share the prefix cells instead of splitting the context
   cp.swa_full = true;    // keep every SWA cell so a fork can start anywhere; same mask as default
   cp.no_perf = true;
+  if (tap) {
+    if (tap->ubatch_marker.empty()) return Status::InvalidArgument("a tensor tap needs its ubatch marker");
+    impl->tap = *tap;
+    cp.cb_eval = TapTrampoline;
+    cp.cb_eval_user_data = impl.get();
+  }
   TakeLlamaLogAll();
   impl->ctx = llama_init_from_model(impl->model, cp);
   std::string log = TakeLlamaLogAll();
@@ -184,8 +221,12 @@ Status LlamaEngine::Impl::DecodeChunk(std::span<const int32_t> tokens, int32_t p
     batch.logits[i] = want_output(pos0 + int32_t(i));
   }
   batch.n_tokens = int32_t(tokens.size());
+  chunk_pos0 = pos0;
+  chunk_end = pos0 + int32_t(tokens.size());
+  ubatches_seen = 0;
   int rc = llama_decode(ctx, batch);
   llama_batch_free(batch);
+  if (!tap_status.ok()) return std::exchange(tap_status, Status::Ok());
   if (rc != 0) {
     std::string why = TakeLlamaLogTail();
     return Status::Error(fmt::format("llama_decode failed with code {} at positions {}..{}{}", rc, pos0,

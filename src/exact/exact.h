@@ -34,6 +34,12 @@ struct RowF64 {
 };
 using RowF64Sink = std::function<Status(const RowF64&)>;
 
+// One row of the forward pass at a watched position, in FP64. point: 0 the embedding (llama: layer
+// 0's attention norm of it, where llama.cpp's graph first names it), 1 + 4l + k in layer l (k: 0
+// what attention adds to the residual stream, 1 the residual after it, 2 what the MLP adds, 3 the
+// residual after the layer), 1 + 4 n_layer the final norm.
+using PointSink = std::function<void(int point, int32_t position, std::span<const double> row)>;
+
 // The FP64 forward pass over a GGUF model as an Engine: rows are handed over as F32 (the capture
 // format's native dtype), or as FP64 through PrefillF64.
 class ExactEngine : public Engine {
@@ -49,6 +55,9 @@ class ExactEngine : public Engine {
   // The same forward, rows in FP64.
   Status PrefillF64(std::span<const int32_t> tokens, std::span<const int32_t> probes, const RowF64Sink& sink,
                     const ProgressFn& progress);
+  // The same forward over tokens, handing sink every point's row at the watched positions
+  // (ascending, inside tokens); no logits.
+  Status ForwardPoints(std::span<const int32_t> tokens, std::span<const int32_t> watch, const PointSink& sink);
   // Engine "exact", the architecture, the BLAS, the dequantization route and its check.
   nlohmann::json Describe() const override;
   struct Impl;

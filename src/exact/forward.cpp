@@ -24,13 +24,27 @@ struct Activations {
   std::vector<double> x, o, gate, up;  // one chunk each
 };
 
+// Where the pass hands intermediate rows over: the watched positions (ascending) and the sink.
+struct Watch {
+  std::span<const int32_t> positions;
+  const PointSink* sink = nullptr;
+  // Hands over point's rows [c0, c1) (rows[i] of width E is position c0 + i) at watched positions.
+  void Emit(int point, int64_t c0, int64_t c1, const double* rows, int64_t E) const {
+    if (!sink) return;
+    for (auto it = std::lower_bound(positions.begin(), positions.end(), int32_t(c0)); it != positions.end() && *it < c1; ++it)
+      (*sink)(point, *it, std::span<const double>(rows + (*it - c0) * E, size_t(E)));
+  }
+};
+
 // attn_norm -> Q, K, V projections (gemma3: per-head Q/K norms) -> RoPE -> Q scale, rows [c0, c1).
 void Project(const Model& m, const Layer& L, const RopeTable& rope, const double* h, int64_t c0, int64_t c1,
-             Activations& a) {
+             Activations& a, bool first_layer, const Watch& watch) {
   const Hparams& hp = m.hp;
   const int64_t len = c1 - c0, qd = hp.n_head * hp.head_k, kd = hp.n_head_kv * hp.head_k, vd = hp.n_head_kv * hp.head_v;
   a.x.assign(h + c0 * hp.n_embd, h + c1 * hp.n_embd);
+  if (first_layer && hp.arch != "llama") watch.Emit(0, c0, c1, a.x.data(), hp.n_embd);
   RmsNorm(a.x.data(), len, hp.n_embd, L.attn_norm, hp.rms_eps);
+  if (first_layer && hp.arch == "llama") watch.Emit(0, c0, c1, a.x.data(), hp.n_embd);
   double* q = a.q.data() + c0 * qd;
   double* k = a.k.data() + c0 * kd;
   MatMulT(a.x.data(), len, L.wq, q);
@@ -46,14 +60,18 @@ void Project(const Model& m, const Layer& L, const RopeTable& rope, const double
 }
 
 // Output projection and residual, then the gated MLP and residual, rows [c0, c1) of h.
-void AttnOutAndMlp(const Model& m, const Layer& L, double* h, int64_t c0, int64_t c1, Activations& a) {
+void AttnOutAndMlp(const Model& m, const Layer& L, double* h, int64_t c0, int64_t c1, Activations& a, int64_t il,
+                   const Watch& watch) {
   const Hparams& hp = m.hp;
   const int64_t len = c1 - c0, E = hp.n_embd;
+  const int p0 = 1 + 4 * int(il);
   double* hr = h + c0 * E;
   a.o.resize(size_t(len * E));
   MatMulT(a.attn.data() + c0 * hp.n_head * hp.head_v, len, L.wo, a.o.data());
   if (!L.post_attn_norm.empty()) RmsNorm(a.o.data(), len, E, L.post_attn_norm, hp.rms_eps);
+  watch.Emit(p0, c0, c1, a.o.data(), E);
   AddTo(hr, a.o.data(), len * E);
+  watch.Emit(p0 + 1, c0, c1, hr, E);
   a.x.assign(hr, hr + len * E);
   RmsNorm(a.x.data(), len, E, L.ffn_norm, hp.rms_eps);
   a.gate.resize(size_t(len * hp.n_ff));
@@ -63,7 +81,9 @@ void AttnOutAndMlp(const Model& m, const Layer& L, double* h, int64_t c0, int64_
   GatedActivation(hp.arch == "gemma3", a.gate.data(), a.up.data(), len * hp.n_ff);
   MatMulT(a.gate.data(), len, L.down, a.o.data());
   if (!L.post_ffn_norm.empty()) RmsNorm(a.o.data(), len, E, L.post_ffn_norm, hp.rms_eps);
+  watch.Emit(p0 + 2, c0, c1, a.o.data(), E);
   AddTo(hr, a.o.data(), len * E);
+  watch.Emit(p0 + 3, c0, c1, hr, E);
 }
 
 }  // namespace
@@ -71,7 +91,9 @@ void AttnOutAndMlp(const Model& m, const Layer& L, double* h, int64_t c0, int64_
 Result<std::vector<double>> HiddenAtProbes(const Model& m, const ExactOptions& o, int threads,
                                            std::span<const int32_t> tokens,
                                            std::span<const int32_t> probes,
-                                           const std::function<void(int64_t)>& layers_done) {
+                                           const std::function<void(int64_t)>& layers_done,
+                                           const PointSink* watch_sink) {
+  const Watch watch{probes, watch_sink};
   const Hparams& hp = m.hp;
   const int64_t n = int64_t(tokens.size()), E = hp.n_embd;
   std::vector<double> h(size_t(n * E));
@@ -94,17 +116,21 @@ Result<std::vector<double>> HiddenAtProbes(const Model& m, const ExactOptions& o
     std::pair<double, double> key = L.swa ? std::pair{hp.rope_base_swa, hp.rope_scale_swa} : std::pair{hp.rope_base, hp.rope_scale};
     auto it = ropes.find(key);
     if (it == ropes.end()) it = ropes.emplace(key, MakeRopeTable(n, hp.n_rot, key.first, key.second)).first;
-    for (int64_t c0 = 0; c0 < n; c0 += chunk) Project(m, L, it->second, h.data(), c0, std::min(n, c0 + chunk), a);
+    for (int64_t c0 = 0; c0 < n; c0 += chunk)
+      Project(m, L, it->second, h.data(), c0, std::min(n, c0 + chunk), a, il == 0, watch);
     AttentionShape s{n, hp.n_head, hp.n_head_kv, hp.head_k, hp.head_v, hp.kq_scale, L.swa ? hp.n_swa : 0,
                      std::max(1, o.query_block), threads};
     Attention(s, a.q.data(), a.k.data(), a.v.data(), a.attn.data());
-    for (int64_t c0 = 0; c0 < n; c0 += chunk) AttnOutAndMlp(m, L, h.data(), c0, std::min(n, c0 + chunk), a);
+    for (int64_t c0 = 0; c0 < n; c0 += chunk) AttnOutAndMlp(m, L, h.data(), c0, std::min(n, c0 + chunk), a, il, watch);
     if (layers_done) layers_done(il + 1);
   }
   std::vector<double> out(probes.size() * size_t(E));
   for (size_t i = 0; i < probes.size(); ++i)
     std::copy_n(h.data() + int64_t(probes[i]) * E, E, out.data() + i * size_t(E));
   RmsNorm(out.data(), int64_t(probes.size()), E, m.output_norm, hp.rms_eps);
+  if (watch_sink)
+    for (size_t i = 0; i < probes.size(); ++i)
+      (*watch_sink)(1 + 4 * int(hp.n_layer), probes[i], std::span<const double>(out.data() + i * size_t(E), size_t(E)));
   return out;
 }
 

@@ -125,11 +125,13 @@ void Attention(const AttentionShape& s, const double* q, const double* k, const 
 // ---- forward (forward.cpp) ----
 
 // Runs the layers over tokens (attention on `threads` workers) and returns the final-normed hidden states at probes
-// [n_probes][n_embd]; progress gets the layers done (0..n_layer).
+// [n_probes][n_embd]; progress gets the layers done (0..n_layer). With watch_sink, every point's row
+// (exact.h: PointSink) at the probes goes to it as the pass computes it.
 Result<std::vector<double>> HiddenAtProbes(const Model& m, const ExactOptions& o, int threads,
                                            std::span<const int32_t> tokens,
                                            std::span<const int32_t> probes,
-                                           const std::function<void(int64_t)>& layers_done);
+                                           const std::function<void(int64_t)>& layers_done,
+                                           const PointSink* watch_sink = nullptr);
 // logits[n_rows][n_vocab] of hidden rows h[n_rows][n_embd], soft-capped where the model says.
 void Logits(const Model& m, const double* h, int64_t n_rows, double* logits);
 

@@ -116,6 +116,13 @@ struct Chart {
 // On a log axis values <= 0 are drawn on the bottom edge as hollow markers.
 std::string RenderSvgChart(const Chart& chart);
 
+// The layers charts (flipscope layers' JSON, docs/layers.md): small multiples of the relative
+// difference against the layer, one thin line per flip and the median bold; one flip's own
+// chart; and a self-contained page with both and the birth counts.
+std::string RenderLayersChart(const nlohmann::json& layers);
+std::string RenderFlipLayersChart(const nlohmann::json& layers, size_t flip_index);
+std::string RenderLayersHtml(const nlohmann::json& layers);
+
 // Plain-text tables and facts that the HTML and Markdown renderers both lay out.
 struct TextTable {
   std::vector<std::string> header;

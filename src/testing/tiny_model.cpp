@@ -126,7 +126,9 @@ Status WriteTinyModel(const std::string& path, const TinyModelOptions& o) {
     std::vector<float> v(size_t(s.ne0 * s.ne1));
     float scale = s.matrix ? o.weight_scale / std::sqrt(float(s.ne0)) : 0.0f;
     for (auto& x : v) x = s.matrix ? rng.Uniform() * scale * 1.7f : 1.0f + 0.1f * rng.Uniform();
-    if (s.name == o.perturb_tensor) v[0] += 0.5f;
+    if (s.name == o.perturb_tensor && o.perturb_scale == 0) v[0] += 0.5f;
+    if (s.name == o.perturb_tensor && o.perturb_scale != 0)
+      for (auto& x : v) x *= 1.0f + o.perturb_scale;
     ggml_type t = s.matrix ? mtype : GGML_TYPE_F32;
     ggml_tensor* tensor = s.ne1 == 1 ? ggml_new_tensor_1d(ctx, t, s.ne0) : ggml_new_tensor_2d(ctx, t, s.ne0, s.ne1);
     std::string name = s.name == o.rename_from ? o.rename_to : s.name;

@@ -23,6 +23,9 @@ struct TinyModelOptions {
   float weight_scale = 1.0f;        // multiplies every matrix (larger = peakier distributions)
   // Tensor edits for checkpoint-diff tests: perturb one tensor, drop one, rename one.
   std::string perturb_tensor, drop_tensor, rename_from, rename_to;
+  // With perturb_tensor: 0 adds 0.5 to its first value; otherwise every value is multiplied by
+  // 1 + perturb_scale (a change large enough to flip greedy tokens).
+  float perturb_scale = 0;
 };
 
 // Writes a llama-architecture model with an SPM vocabulary (byte fallback, ChatML control

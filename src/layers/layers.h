@@ -1,0 +1,74 @@
+// layers: where a flip is born. Both captures are recomputed in their own configurations (their
+// own chunking, checked by the final rows' digests) while llama.cpp's graph callback hands over
+// each layer's attention output, MLP output and residual stream at the flip positions only; for
+// every flip and layer the two configurations' rows are compared in FP64 (relative difference
+// and cosine) and the first sub-block where the difference jumps is named. Output: docs/layers.md.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "util/status.h"
+
+namespace flipscope {
+
+struct LayersOptions {
+  int max_flips = 0;     // 0 = every flip; else the first N by position
+  double jump = 4;       // a birth: the residual difference exceeds jump x the largest one before it
+  double floor = 1e-5;   // and is at least this (relative differences below it are F32 rounding)
+  bool progress = true;  // progress bar (on a terminal only)
+  // Also compare each side with the FP64 exact engine (the base's model file) at every point.
+  bool exact = false;
+};
+
+struct LayersRequest {
+  std::string base_path, cand_path;  // capture files of the llama engine, one workload
+  LayersOptions options;
+};
+
+// The graph tensors that hold one layer's sub-block outputs, as llama.cpp names them ("{}" is
+// the layer), plus the embedding and the final norm around the layers.
+struct LayerTaps {
+  std::string embedding;   // the residual stream entering layer 0 (llama: its attention norm);
+                           // the first tapped tensor of every ubatch (TensorTap::ubatch_marker)
+  std::string attn_out;    // what attention adds to the residual stream
+  std::string attn_resid;  // the residual stream after attention
+  std::string mlp_out;     // what the MLP adds
+  std::string layer_out;   // the residual stream after the layer
+  std::string final_norm;  // the output norm (input of the logits' matrix product)
+};
+// The taps of an architecture (llama, gemma3); an error names the architecture otherwise.
+Result<LayerTaps> TapsFor(const std::string& architecture);
+
+// What is compared at one position: the embedding, per layer its four tensors, the final norm.
+// Point k of layer l is 1 + 4l + k (k: 0 attention out, 1 residual after it, 2 MLP out,
+// 3 residual after the layer); the final norm is last.
+enum class LayerPart { kAttnOut = 0, kAttnResid = 1, kMlpOut = 2, kLayerOut = 3 };
+inline int PointIndex(int layer, LayerPart part) { return 1 + 4 * layer + int(part); }
+inline int PointCount(int n_layer) { return 2 + 4 * n_layer; }
+
+// Two rows compared in FP64: ||a - b|| / ||a|| (0 when both are zero) and their cosine.
+struct RowDiff {
+  double rel = 0;
+  double cosine = 1;
+};
+// Contract: a and b have the same length.
+RowDiff DiffRows(std::span<const float> a, std::span<const float> b);
+// The same with an FP64 reference row a (the exact engine's).
+RowDiff DiffRows(std::span<const double> a, std::span<const float> b);
+
+// Where a flip is born along the residual stream: stream[0] is the embedding's relative
+// difference, stream[1 + 2l] the one after layer l's attention, stream[2 + 2l] after its MLP.
+// Returns the first index whose difference is >= floor and > jump x the largest before it, or -1.
+int BirthIndex(std::span<const double> stream, double jump, double floor);
+
+// Recomputes both captures at their flips and compares every layer. Returns {"config": {...},
+// "flips": [...], "summary": {...}} (docs/layers.md); fails when a recomputed final row does
+// not have its capture's digest.
+Result<nlohmann::json> RunLayers(const LayersRequest& req);
+
+}  // namespace flipscope

@@ -1,0 +1,179 @@
+// The layers stage: two captures -> each recomputed in its own configuration with a graph tap at
+// the flip positions -> per flip and layer, the two configurations' rows compared.
+#include <algorithm>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "capture/capture.h"
+#include "engine/engine.h"
+#include "exact/exact.h"
+#include "layers/internal.h"
+#include "util/util.h"
+
+namespace flipscope {
+namespace {
+
+using json = nlohmann::json;
+using layers::Flip;
+
+struct Side {
+  const char* label = "";
+  std::unique_ptr<CaptureReader> cap;
+  CaptureReplay replay;
+  int64_t rows_checked = 0;
+  double seconds = 0;
+};
+
+Status CheckSameWorkload(const CaptureReader& b, const CaptureReader& c) {
+  auto tb = b.tokens(), tc = c.tokens();
+  auto [ib, ic] = std::mismatch(tb.begin(), tb.end(), tc.begin(), tc.end());
+  if (ib != tb.end() || ic != tc.end())
+    return Status::Error(fmt::format("{}: fed different tokens than {} (first difference at position {})", c.path(),
+                                     b.path(), ib - tb.begin()));
+  if (b.n_vocab() != c.n_vocab())
+    return Status::Error(fmt::format("{}: vocabulary of {} tokens, {} has {}", c.path(), c.n_vocab(), b.path(), b.n_vocab()));
+  const json arch_b = b.manifest().value("model", json::object()).value("architecture", json());
+  const json arch_c = c.manifest().value("model", json::object()).value("architecture", json());
+  if (arch_b != arch_c) return Status::Error(c.path() + ": a model of another architecture than " + b.path() + "'s");
+  return Status::Ok();
+}
+
+// The tensor name of every compared point -> its index (layers.h: PointIndex).
+std::unordered_map<std::string, int> PointNames(const LayerTaps& t, int n_layer) {
+  std::unordered_map<std::string, int> names = {{t.embedding, 0}, {t.final_norm, PointCount(n_layer) - 1}};
+  const std::string* parts[] = {&t.attn_out, &t.attn_resid, &t.mlp_out, &t.layer_out};
+  for (int l = 0; l < n_layer; ++l)
+    for (int k = 0; k < 4; ++k) names[fmt::format(fmt::runtime(*parts[k]), l)] = PointIndex(l, LayerPart(k));
+  return names;
+}
+
+// One side's recomputation with the capture's probes (so its chunks and outputs are the
+// capture's); every probe row must have its capture's digest; rows at the flips go to on_row.
+Status RunPass(Side& s, const std::vector<Flip>& flips, const std::unordered_map<std::string, int>& names,
+               const std::string& marker, const layers::RowFn& on_row, bool progress) {
+  std::vector<int32_t> at;
+  for (const Flip& f : flips) at.push_back(f.position);
+  auto probes = s.cap->positions();
+  std::vector<float> buf;
+  std::vector<std::vector<bool>> seen(flips.size(), std::vector<bool>(names.size(), false));
+  TensorTap tap;
+  tap.ubatch_marker = marker;
+  tap.want = [&](std::string_view n) { return names.count(std::string(n)) > 0; };
+  tap.take = [&](const TappedTensor& v) -> Status {
+    const int point = names.at(std::string(v.name));
+    for (auto it = std::lower_bound(at.begin(), at.end(), v.pos0); it != at.end() && *it < v.pos0 + v.n_tokens; ++it) {
+      FS_ASSIGN_OR_RETURN(int64_t row, layers::RowOf(v, *it, probes));
+      buf.resize(size_t(v.width));
+      FS_RETURN_IF_ERROR(v.read(row, buf));
+      const size_t fi = size_t(it - at.begin());
+      seen[fi][size_t(point)] = true;
+      FS_RETURN_IF_ERROR(on_row(fi, point, buf));
+    }
+    return Status::Ok();
+  };
+  auto engine = LlamaEngine::Create(s.replay.model_path, s.replay.knobs, 1, &tap);
+  if (!engine.ok()) return engine.status().Prefixed(s.cap->path());
+  const double t0 = NowSeconds();
+  auto digests = s.cap->digest();
+  Progress bar(std::string("layers ") + s.label, progress ? s.cap->tokens().size() : 0);
+  RowSink check = [&](const Row& r) -> Status {
+    ++s.rows_checked;
+    if (Digest64(r.logits.data(), r.logits.size_bytes()) != digests[size_t(r.index)])
+      return Status::Error(fmt::format(
+          "{}: the recomputed row at position {} differs from the capture's (digest): this build or machine does not "
+          "reproduce the capture ({}), so its layer rows would not be the capture's",
+          s.cap->path(), r.position, s.replay.knobs.ToFlags()));
+    auto it = std::lower_bound(at.begin(), at.end(), r.position);
+    if (it != at.end() && *it == r.position) return on_row(size_t(it - at.begin()), layers::kLogitsPoint, r.logits);
+    return Status::Ok();
+  };
+  FS_RETURN_IF_ERROR((*engine)->Prefill(s.cap->tokens(), probes, check, [&](int64_t done) {
+    if (progress) bar.Update(uint64_t(done));
+  }));
+  bar.Finish();
+  s.seconds = NowSeconds() - t0;
+  for (size_t fi = 0; fi < flips.size(); ++fi)
+    for (const auto& [name, point] : names)
+      if (!seen[fi][size_t(point)])
+        return Status::Error(fmt::format("{}: llama.cpp's graph never computed {} at position {} (its tensor names "
+                                         "changed?)", s.cap->path(), name, flips[fi].position));
+  return Status::Ok();
+}
+
+// The exact engine on the base's model file over the transcript, its rows at the flips kept.
+Result<json> RunExact(const Side& base, const std::vector<Flip>& flips, layers::Collector& col) {
+  ExactOptions eo;
+  eo.n_threads = base.replay.knobs.n_threads;
+  auto engine = ExactEngine::Create(base.replay.model_path, eo);
+  if (!engine.ok()) return engine.status().Prefixed(base.cap->path() + ": the exact reference");
+  std::vector<int32_t> at;
+  for (const Flip& f : flips) at.push_back(f.position);
+  auto keep = col.KeepExact([&at](int32_t p) { return size_t(std::lower_bound(at.begin(), at.end(), p) - at.begin()); });
+  const double t0 = NowSeconds();
+  FS_RETURN_IF_ERROR((*engine)->ForwardPoints(base.cap->tokens(), at, keep));
+  return json{{"model", base.replay.model_path}, {"engine", (*engine)->Describe()}, {"seconds", NowSeconds() - t0}};
+}
+
+json SideJson(const Side& s) {
+  return {{"capture", s.cap->path()},         {"model", s.replay.model_path},
+          {"model_sha256", s.replay.model_sha256}, {"knobs", s.replay.knobs.ToJson()},
+          {"flags", s.replay.knobs.ToFlags()}, {"rows_checked", s.rows_checked}, {"seconds", s.seconds}};
+}
+
+}  // namespace
+
+Result<json> RunLayers(const LayersRequest& req) {
+  const LayersOptions& o = req.options;
+  if (o.max_flips < 0) return Status::InvalidArgument("--max-flips must be >= 0");
+  if (!(o.jump > 1)) return Status::InvalidArgument("--jump must be > 1");
+  if (!(o.floor >= 0)) return Status::InvalidArgument("--floor must be >= 0");
+  Side sides[2];
+  sides[0].label = "base";
+  sides[1].label = "cand";
+  std::map<std::string, std::string> hashes;
+  const std::string* paths[2] = {&req.base_path, &req.cand_path};
+  for (int i = 0; i < 2; ++i) {
+    FS_ASSIGN_OR_RETURN(sides[i].cap, CaptureReader::Open(*paths[i]));
+    FS_ASSIGN_OR_RETURN(sides[i].replay, ReplayOf(*sides[i].cap, "layers", &hashes));
+  }
+  FS_RETURN_IF_ERROR(CheckSameWorkload(*sides[0].cap, *sides[1].cap));
+  const json model = sides[0].cap->manifest()["model"];
+  const std::string arch = model.value("architecture", std::string());
+  const int n_layer = model.value("n_layer", 0);
+  if (n_layer < 1) return Status::Error(req.base_path + ": the manifest gives no layer count (model.n_layer)");
+  auto taps = TapsFor(arch);
+  if (!taps.ok()) return taps.status().Prefixed(req.base_path);
+  const auto names = PointNames(*taps, n_layer);
+
+  int64_t available = 0;
+  std::vector<Flip> flips = layers::FindFlips(*sides[0].cap, *sides[1].cap, o.max_flips, &available);
+  layers::Collector col(flips.size(), PointCount(n_layer));
+  json exact_cfg = nullptr;
+  if (o.exact) {
+    FS_ASSIGN_OR_RETURN(exact_cfg, RunExact(sides[0], flips, col));
+  }
+  FS_RETURN_IF_ERROR(RunPass(sides[0], flips, names, taps->embedding, col.KeepBase(), o.progress));
+  FS_RETURN_IF_ERROR(RunPass(sides[1], flips, names, taps->embedding, col.CompareCand(), o.progress));
+
+  auto detok = LoadDetokenizer(sides[0].replay.model_path);
+  json out;
+  out["config"] = {{"base", SideJson(sides[0])},
+                   {"cand", SideJson(sides[1])},
+                   {"architecture", arch},
+                   {"n_layer", n_layer},
+                   {"taps", {{"embedding", taps->embedding}, {"attn_out", taps->attn_out},
+                             {"attn_resid", taps->attn_resid}, {"mlp_out", taps->mlp_out},
+                             {"layer_out", taps->layer_out}, {"final_norm", taps->final_norm}}},
+                   {"jump", o.jump},
+                   {"floor", o.floor},
+                   {"flips_available", available},
+                   {"flips_compared", flips.size()},
+                   {"exact", exact_cfg},
+                   {"rows_peak_bytes", col.peak_bytes()}};
+  out["flips"] = layers::FlipsJson(flips, col, n_layer, o, detok.ok() ? *detok : nullptr);
+  out["summary"] = layers::SummaryJson(out["flips"], n_layer);
+  return out;
+}
+
+}  // namespace flipscope

@@ -1,0 +1,176 @@
+// The layers charts: small multiples of the relative difference against the layer (attention
+// output, MLP output, residual stream), one thin line per flip and the median bold; a flip's own
+// chart in its detail; and the standalone page `flipscope layers --html` writes.
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "report/report.h"
+#include "util/util.h"
+
+namespace flipscope::report {
+namespace {
+
+using json = nlohmann::json;
+
+struct Panel {
+  const char* key;
+  const char* title;
+};
+constexpr Panel kPanels[] = {{"attn_out", "attention output"}, {"mlp_out", "MLP output"},
+                             {"layer_out", "residual stream after the layer"}};
+constexpr double kPanelW = 236, kPanelH = 190, kGap = 20, kLeft = 58, kTop = 44, kBottom = 36;
+
+// One line's values per layer for one panel.
+std::vector<double> LineOf(const json& flip, const char* key) {
+  std::vector<double> v;
+  for (const json& l : flip["layers"]) v.push_back(l[key].value("rel", 0.0));
+  return v;
+}
+
+// Decades lo..hi covering every positive value; values <= 0 are drawn on the bottom edge.
+std::pair<int, int> Decades(const json& flips) {
+  double lo = INFINITY, hi = 0;
+  for (const json& f : flips)
+    for (const Panel& p : kPanels)
+      for (double v : LineOf(f, p.key))
+        if (v > 0 && std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+  if (hi == 0) return {-6, -3};
+  int d0 = int(std::floor(std::log10(lo))), d1 = int(std::ceil(std::log10(hi)));
+  return {std::max(d0, d1 - 9), std::max(d1, d0 + 1)};  // at most nine decades
+}
+
+struct Frame {
+  double x0, n_layer;
+  int d0, d1;
+  double X(double layer) const { return x0 + (n_layer > 1 ? layer / (n_layer - 1) : 0.5) * kPanelW; }
+  double Y(double v) const {
+    double t = v > 0 ? (std::log10(v) - d0) / double(d1 - d0) : 0;
+    return kTop + kPanelH - std::clamp(t, 0.0, 1.0) * kPanelH;
+  }
+};
+
+std::string Path(const Frame& f, const std::vector<double>& v) {
+  std::string d;
+  for (size_t i = 0; i < v.size(); ++i) d += fmt::format("{}{:.1f} {:.1f}", i ? " L" : "M", f.X(double(i)), f.Y(v[i]));
+  return d;
+}
+
+std::string Axes(const Frame& f, const Panel& p) {
+  std::string out = fmt::format(R"(<g font-size="10" fill="#333"><text x="{:.1f}" y="{}" font-size="12" font-weight="600">{}</text>)",
+                                f.x0, kTop - 8, HtmlEscape(p.title));
+  for (int d = f.d0; d <= f.d1; ++d) {
+    double y = f.Y(std::pow(10.0, d));
+    out += fmt::format(R"(<line x1="{:.1f}" x2="{:.1f}" y1="{:.1f}" y2="{:.1f}" stroke="#e4e4e4"/>)", f.x0, f.x0 + kPanelW, y, y);
+    if (f.x0 == kLeft) out += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="end">1e{}</text>)", f.x0 - 5, y + 3, d);
+  }
+  int step = std::max(1, int(f.n_layer) / 6);
+  for (int l = 0; l < int(f.n_layer); l += step)
+    out += fmt::format(R"(<text x="{:.1f}" y="{}" text-anchor="middle">{}</text>)", f.X(l), kTop + kPanelH + 14, l);
+  out += fmt::format(R"(<rect x="{:.1f}" y="{}" width="{}" height="{}" fill="none" stroke="#888"/>)", f.x0, kTop, kPanelW, kPanelH);
+  return out + fmt::format(R"(<text x="{:.1f}" y="{}" text-anchor="middle">layer</text></g>)", f.x0 + kPanelW / 2,
+                           kTop + kPanelH + 30);
+}
+
+// The per-layer median over flips of one panel's values.
+std::vector<double> MedianLine(const json& flips, const char* key, size_t n_layer) {
+  std::vector<double> med;
+  for (size_t l = 0; l < n_layer; ++l) {
+    std::vector<double> v;
+    for (const json& f : flips) v.push_back(f["layers"][l][key].value("rel", 0.0));
+    std::sort(v.begin(), v.end());
+    med.push_back(v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2);
+  }
+  return med;
+}
+
+// Small multiples over `flips` (one thin line each); with bold_median the median is drawn bold.
+std::string Multiples(const std::string& id, const std::string& title, const std::string& desc, const json& flips,
+                      size_t n_layer, bool bold_median) {
+  auto [d0, d1] = Decades(flips);
+  const double width = kLeft + 3 * kPanelW + 2 * kGap + 12, height = kTop + kPanelH + kBottom + 8;
+  std::string out = fmt::format(
+      R"(<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {} {}" role="img" aria-labelledby="{}-t {}-d" )"
+      R"(font-family="system-ui, sans-serif"><title id="{}-t">{}</title><desc id="{}-d">{}</desc>)",
+      width, height, id, id, id, HtmlEscape(title), id, HtmlEscape(desc));
+  out += fmt::format(R"(<text x="{}" y="16" font-size="13" font-weight="600" fill="#111">{}</text>)", kLeft, HtmlEscape(title));
+  out += fmt::format(R"svg(<text transform="translate(12 {}) rotate(-90)" font-size="10" text-anchor="middle">relative difference</text>)svg",
+                     kTop + kPanelH / 2);
+  for (int i = 0; i < 3; ++i) {
+    Frame f{kLeft + i * (kPanelW + kGap), double(n_layer), d0, d1};
+    out += Axes(f, kPanels[i]);
+    const char* thin = bold_median ? R"(stroke="#0072B2" stroke-opacity="0.35" stroke-width="0.8")"
+                                   : R"(stroke="#D55E00" stroke-width="1.8")";
+    for (const json& fl : flips)
+      out += fmt::format(R"(<path d="{}" fill="none" {}><title>position {}</title></path>)", Path(f, LineOf(fl, kPanels[i].key)),
+                         thin, fl.value("position", 0));
+    if (bold_median)
+      out += fmt::format(R"(<path d="{}" fill="none" stroke="#000" stroke-width="2.6"><title>median</title></path>)",
+                         Path(f, MedianLine(flips, kPanels[i].key, n_layer)));
+  }
+  return out + "</svg>";
+}
+
+std::string Label(const json& layers) {
+  const json& c = layers["config"];
+  return fmt::format("{} against {}", c["cand"].value("flags", std::string("?")), c["base"].value("flags", std::string("?")));
+}
+
+}  // namespace
+
+std::string RenderLayersChart(const json& layers) {
+  const json& flips = layers["flips"];
+  size_t n_layer = size_t(layers["config"].value("n_layer", 0));
+  std::string desc = fmt::format("{}: {} flips; per layer the norm of the difference over the norm, log scale; one "
+                                 "thin line per flip, the median bold", Label(layers), flips.size());
+  std::string title = fmt::format("{} flips: one thin line each, the median bold", flips.size());
+  return Multiples("layers", title, desc, flips, n_layer, true);
+}
+
+std::string RenderFlipLayersChart(const json& layers, size_t i) {
+  const json& flip = layers["flips"][i];
+  size_t n_layer = size_t(layers["config"].value("n_layer", 0));
+  std::string title = fmt::format("position {}", flip.value("position", 0));
+  return Multiples(fmt::format("flip{}", i), title, "this flip's relative difference per layer", json::array({flip}), n_layer,
+                   false);
+}
+
+std::string RenderLayersHtml(const json& layers) {
+  const json& s = layers["summary"];
+  const json& b = s["births"];
+  std::string html = "<!doctype html><html><head><meta charset=\"utf-8\"><title>flipscope layers</title><style>"
+                     "body{font-family:system-ui,sans-serif;max-width:900px;margin:2em auto;color:#111}"
+                     "svg{width:100%;height:auto}td,th{padding:2px 10px;text-align:right}</style></head><body>";
+  html += "<h1>Where the flips are born</h1><p>" + HtmlEscape(Label(layers)) + "</p>";
+  html += fmt::format("<p>{} flips; born in attention {}, in the MLP {}, at the embedding {}, no jump {}.</p>",
+                      s.value("flips", 0), b.value("attention", 0), b.value("mlp", 0), b.value("embedding", 0),
+                      b.value("none", 0));
+  const json& j = s["largest_jumps"];
+  html += fmt::format("<p>After the birth, the largest growth of the difference is in attention for {} flips, in the "
+                      "MLP for {}.</p>", j.value("attention", 0), j.value("mlp", 0));
+  html += RenderLayersChart(layers);
+  html += "<table><tr><th>layer</th><th>born in attention</th><th>born in the MLP</th></tr>";
+  for (const json& l : s["birth_layers"])
+    if (l.value("attention", 0) + l.value("mlp", 0) > 0)
+      html += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td></tr>", l.value("layer", 0), l.value("attention", 0),
+                          l.value("mlp", 0));
+  html += "</table><h2>Each flip</h2>";
+  for (size_t i = 0; i < layers["flips"].size(); ++i) {
+    const json& f = layers["flips"][i];
+    const json& birth = f["birth"];
+    std::string born = birth.is_null() ? "no jump"
+                                       : fmt::format("born in layer {} {}", birth.value("layer", 0), birth.value("block", ""));
+    if (const json& lj = f["largest_jump"]; lj.is_object())
+      born += fmt::format(", grows most in layer {} {} (x{:.3g})", lj.value("layer", 0), lj.value("block", ""),
+                          lj.value("factor", 0.0));
+    html += fmt::format("<details><summary>position {}: {} &rarr; {}, {}, logits relative difference {:.3g}</summary>",
+                        f.value("position", 0), HtmlEscape(VisibleToken(f.value("base_text", std::string()))),
+                        HtmlEscape(VisibleToken(f.value("cand_text", std::string()))), HtmlEscape(born),
+                        f["logits"].value("rel", 0.0));
+    html += RenderFlipLayersChart(layers, i) + "</details>";
+  }
+  return html + "</body></html>\n";
+}
+
+}  // namespace flipscope::report
