@@ -47,8 +47,8 @@ class Client {
 std::string ErrorText(std::string_view body);
 
 // Runs `measured` while o.load filler threads send completion requests (PlanFillerJob's jobs cut
-// from pool, at most max_cells tokens each) one after another; the measured request starts once
-// every filler has sent its first. *record receives every filler request with its timing and how
+// from pool, at most max_cells tokens each) one after another; the measured request starts 250 ms
+// after every filler has sent its first. *record receives every filler request with its timing and how
 // many overlapped the measured one. A failed filler request is an error: the load did not happen.
 Result<Response> WithFillers(const Client& client, const HttpOptions& o, const std::vector<FillerSource>& pool,
                              int max_cells, const std::function<Result<Response>()>& measured, nlohmann::json* record);

@@ -12,12 +12,13 @@ import unittest
 import numpy as np
 from safetensors.numpy import load_file
 
-from common import SMOL, SRC, generated_session, manifest, one_error_line, run
+from common import SMOL, SRC, manifest, one_error_line, run
 
 TMP = tempfile.mkdtemp(prefix="flipscope-load-")
 FILLERS = os.path.join(SRC, "examples", "netops-session.json")
-# A small logical batch, so that a short session is prefilled in several shared batches.
-KNOBS = ["-t", "2", "-b", "96", "-ub", "48", "--stride", "7", "-q"]
+# A small logical batch, so that a short workload is prefilled in several shared batches, and a
+# small context, which bounds the fillers' cells (and so their work) to (640 - n_tokens) / load.
+KNOBS = ["-t", "2", "-c", "640", "-b", "64", "-ub", "32", "--stride", "7", "-q"]
 
 
 def capture(out, *extra):
@@ -31,7 +32,10 @@ class Load(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.workload = generated_session(TMP, 11, 500)
+        # A short plain-text workload (the README's first paragraphs, about 300 tokens): seconds.
+        cls.workload = os.path.join(TMP, "readme.txt")
+        with open(os.path.join(SRC, "README.md")) as f, open(cls.workload, "w") as w:
+            w.write(f.read()[:1400])
         cls.alone = capture("alone.safetensors")
         cls.loaded = capture("loaded.safetensors", "--load", "3", "--load-text", FILLERS)
 
@@ -79,7 +83,7 @@ class Load(unittest.TestCase):
         # Sequence 0 went in its usual chunks of -b, every one of them beside filler tokens.
         measured = [b[1] for b in rec["batches"]]
         self.assertEqual(sum(measured), n)
-        self.assertTrue(all(c == 96 for c in measured[:-1]))
+        self.assertTrue(all(c == 64 for c in measured[:-1]))
         self.assertTrue(all(b[0] + b[2] > 0 for b in rec["batches"]))
         self.assertGreater(sum(b[0] for b in rec["batches"]), 0)  # fillers decoding meanwhile
         jobs = rec["jobs"]
@@ -92,7 +96,7 @@ class Load(unittest.TestCase):
 
     def test_load_repeats_count_the_repeats_identical_to_the_alone_capture(self):
         path = os.path.join(TMP, "floor.safetensors")
-        p = run("capture", "-m", SMOL, "-w", self.workload, "-o", path, *KNOBS, "--load", "2", "--load-repeats", "2")
+        p = run("capture", "-m", SMOL, "-w", self.workload, "-o", path, *KNOBS, "--load", "2", "--load-repeats", "1")
         with open(path.replace(".safetensors", ".load.json")) as f:
             s = json.load(f)
         a = load_file(path)
@@ -104,13 +108,13 @@ class Load(unittest.TestCase):
             self.assertEqual(rep["flips"], int(np.sum(t["argmax"] != a["argmax"])))
             want += same == len(a["digest"])
         self.assertEqual(s["bit_identical_repeats"], want)
-        self.assertIn(f"--load 2: {want} of 2 loaded repeats bit-identical", p.stderr)
+        self.assertIn(f"--load 2: {want} of 1 loaded repeats bit-identical", p.stderr)
 
     def test_a_load_that_does_not_fit_the_context_is_one_error_line(self):
         out = os.path.join(TMP, "tight.safetensors")
         n = manifest(self.alone)["workload"]["n_tokens"]
-        p = run("capture", "-m", SMOL, "-w", self.workload, "-o", out, *KNOBS, "-c", str(n + 100), "--load", "15",
-                check=False)
+        p = run("capture", "-m", SMOL, "-w", self.workload, "-o", out, *KNOBS[:2], *KNOBS[4:], "-c", str(n + 100),
+                "--load", "15", check=False)
         self.assertEqual(p.returncode, 1)
         line = one_error_line(self, p.stderr)
         self.assertIn(SMOL, line)
