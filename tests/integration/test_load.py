@@ -38,9 +38,13 @@ class Load(unittest.TestCase):
             w.write(f.read()[:1400])
         cls.alone = capture("alone.safetensors")
         cls.loaded = capture("loaded.safetensors", "--load", "3", "--load-text", FILLERS)
+        # The floor: alone (the load set to 0), then once more under the same load.
+        cls.floor = os.path.join(TMP, "floor.safetensors")
+        cls.floor_stderr = run("capture", "-m", SMOL, "-w", cls.workload, "-o", cls.floor, *KNOBS, "--load", "3",
+                               "--load-text", FILLERS, "--load-repeats", "1").stderr
 
     def test_load_zero_is_the_alone_path_bit_for_bit(self):
-        zero = capture("zero.safetensors", "--load", "0")
+        zero = self.floor  # captured with the load set to 0
         a, z = load_file(self.alone), load_file(zero)
         for key in ("tokens", "positions", "logits", "argmax", "digest"):
             self.assertTrue(np.array_equal(a[key], z[key]), key)
@@ -67,7 +71,7 @@ class Load(unittest.TestCase):
         self.assertEqual(cmp["overall"]["flips"], int(np.sum(t["argmax"] != a["argmax"])))
 
     def test_a_loaded_run_is_reproducible(self):
-        again = capture("again.safetensors", "--load", "3", "--load-text", FILLERS)
+        again = self.floor.replace(".safetensors", ".load1.safetensors")
         t, g = load_file(self.loaded), load_file(again)
         self.assertTrue(np.array_equal(t["digest"], g["digest"]))
         self.assertTrue(np.array_equal(t["logits"], g["logits"]))
@@ -95,8 +99,7 @@ class Load(unittest.TestCase):
         self.assertNotEqual(manifest(other)["load"]["jobs"], jobs)
 
     def test_load_repeats_count_the_repeats_identical_to_the_alone_capture(self):
-        path = os.path.join(TMP, "floor.safetensors")
-        p = run("capture", "-m", SMOL, "-w", self.workload, "-o", path, *KNOBS, "--load", "2", "--load-repeats", "1")
+        path = self.floor
         with open(path.replace(".safetensors", ".load.json")) as f:
             s = json.load(f)
         a = load_file(path)
@@ -108,7 +111,7 @@ class Load(unittest.TestCase):
             self.assertEqual(rep["flips"], int(np.sum(t["argmax"] != a["argmax"])))
             want += same == len(a["digest"])
         self.assertEqual(s["bit_identical_repeats"], want)
-        self.assertIn(f"--load 2: {want} of 1 loaded repeats bit-identical", p.stderr)
+        self.assertIn(f"--load 3: {want} of 1 loaded repeats bit-identical", self.floor_stderr)
 
     def test_a_load_that_does_not_fit_the_context_is_one_error_line(self):
         out = os.path.join(TMP, "tight.safetensors")
