@@ -143,6 +143,9 @@ struct CaptureRequest {
   StoreDtype store = StoreDtype::kF32;
   bool progress = true;  // show the progress bar (on a terminal only)
   CaptureForks forks;    // not part of the request's identity: forks do not change the rows
+  // Under load (knobs.load > 0): transcripts or text the fillers are cut from, each rendered and
+  // tokenized like the workload; empty = the workload itself.
+  std::vector<std::string> load_text;
 };
 
 // Renders and tokenizes the workload, runs it teacher-forced through the engine (llama.cpp, or a
@@ -153,6 +156,18 @@ Result<nlohmann::json> RunCapture(const CaptureRequest& req);
 // unresolved). A run reuses an existing capture only when its request is equal.
 nlohmann::json CaptureRequestJson(const CaptureRequest& req, const std::string& model_sha256,
                                   const std::string& workload_sha256);
+
+// ---- The floor under load (docs/load.md) ----------------------------------------------------
+
+// Captures req alone (load 0) at req.out_path, then `repeats` times under req.knobs.load (>= 1)
+// at LoadRepeatPath(out, r), compares each with the alone one (CompareToAlone) and writes the
+// summary atomically beside it (OUT.load.json): how many of the repeats are bit-identical.
+Result<nlohmann::json> RunLoadFloor(const CaptureRequest& req, int repeats);
+// OUT.safetensors -> OUT.load<r>.safetensors.
+std::string LoadRepeatPath(const std::string& alone, int r);
+// Rows of `loaded` bit-identical to `alone` (digests) and the probes whose greedy token differs;
+// an error when the two do not share tokens and probe positions.
+Result<nlohmann::json> CompareToAlone(const std::string& alone, const std::string& loaded);
 
 // The capture format's name for a storage dtype ("f32" / "bf16"), and back.
 std::string StoreName(StoreDtype d);

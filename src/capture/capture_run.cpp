@@ -1,5 +1,6 @@
 // The capture stage: workload -> engine -> capture file, with the manifest that discloses it.
 #include <algorithm>
+#include <filesystem>
 #include <set>
 
 #include <fmt/format.h>
@@ -69,6 +70,7 @@ nlohmann::json CaptureRequestJson(const CaptureRequest& req, const std::string& 
           {"store", StoreName(req.store)},
           {"tool_version", FLIPSCOPE_VERSION}};
   if (req.engine != "llama") j["engine"] = req.engine;
+  if (!req.load_text.empty()) j["load_text"] = req.load_text;
   if (req.engine == "openai") j["http"] = {{"flags", req.http.ToFlags()}, {"server_note", req.http.server_note}};
   return j;
 }
@@ -108,6 +110,7 @@ Result<MadeEngine> MakeEngine(const CaptureRequest& req, const ModelInfo& model,
     return m;
   }
   if (req.engine == "exact") {
+    if (req.knobs.load > 0) return Status::InvalidArgument("--load needs --engine llama or openai (the exact engine runs alone)");
     // The FP64 reference: only the thread count of the knobs applies (it does not change the math).
     ExactOptions o;
     o.n_threads = req.knobs.n_threads;
@@ -119,11 +122,32 @@ Result<MadeEngine> MakeEngine(const CaptureRequest& req, const ModelInfo& model,
   }
   if (req.engine != "openai") return Status::Error("--engine must be llama, exact or openai, not '" + req.engine + "'");
   FS_ASSIGN_OR_RETURN(auto detok, LoadDetokenizer(req.model_path));
-  FS_ASSIGN_OR_RETURN(auto server, HttpEngine::Create(req.http, int32_t(model.n_vocab)));
+  HttpOptions http = req.http;
+  http.load = req.knobs.load;
+  http.load_seed = req.knobs.load_seed;
+  FS_ASSIGN_OR_RETURN(auto server, HttpEngine::Create(http, int32_t(model.n_vocab)));
   m.tokenizer_sha256 = TokenizerHash(int32_t(model.n_vocab), detok);
   m.topk = server->topk();
   m.engine = std::move(server);
   return m;
+}
+
+// The fillers' sources (req.load_text, each rendered and tokenized like the workload) and their
+// manifest entries; no sources when the fillers are cut from the workload itself.
+Result<std::vector<FillerSource>> LoadPool(const CaptureRequest& req, nlohmann::json& sources) {
+  std::vector<FillerSource> pool;
+  sources = nlohmann::json::array();
+  for (const std::string& path : req.load_text) {
+    WorkloadOptions o;
+    o.chat_template = req.workload.chat_template;
+    FS_ASSIGN_OR_RETURN(Workload w, LoadWorkload(path, req.model_path, o));
+    if (w.tokens.size() < 2) return Status::InvalidArgument(path + ": a filler text needs at least 2 tokens");
+    FS_ASSIGN_OR_RETURN(std::string sha, Sha256File(path));
+    std::string name = std::filesystem::path(path).filename().string();
+    sources.push_back({{"name", name}, {"path", path}, {"sha256", sha}, {"n_tokens", w.tokens.size()}});
+    pool.push_back({name, std::move(w.tokens)});
+  }
+  return pool;
 }
 
 }  // namespace
@@ -141,6 +165,11 @@ Result<nlohmann::json> RunCapture(const CaptureRequest& req) {
   FS_ASSIGN_OR_RETURN(MadeEngine made, MakeEngine(req, model, n));
   Engine* engine = made.engine.get();
   if (req.forks.plan && !made.llama) return Status::Error("following forks needs the llama engine");
+  nlohmann::json load_sources;
+  if (req.knobs.load > 0) {
+    FS_ASSIGN_OR_RETURN(auto pool, LoadPool(req, load_sources));
+    if (!pool.empty()) engine->SetLoadPool(std::move(pool));
+  }
   double t_load = NowSeconds() - t_load0;
 
   nlohmann::json workload = w.info;
@@ -207,6 +236,11 @@ Result<nlohmann::json> RunCapture(const CaptureRequest& req) {
                          {"forks", n_forks},
                          {"fork_decode_s", fork_s},
                          {"total_s", NowSeconds() - t0}};
+  if (nlohmann::json load = engine->LoadRecord(); !load.is_null()) {
+    load["sources"] = load_sources.empty() ? nlohmann::json::array({{{"name", "workload"}, {"path", req.workload_path}}})
+                                           : load_sources;
+    manifest["load"] = load;
+  }
   writer->SetManifest(manifest);
   FS_RETURN_IF_ERROR(writer->Commit());
   return manifest;

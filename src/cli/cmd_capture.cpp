@@ -47,6 +47,20 @@ void AddServerFlags(CLI::App* cmd, HttpOptions& h) {
   cmd->add_option("--retries", h.retries, "--engine openai: retries after 5xx, 429 and timeouts")->default_val(4);
 }
 
+// --load-repeats: the alone capture, the loaded repeats, and one line on how many match it.
+int LoadFloor(const CaptureRequest& req, int repeats) {
+  auto f = RunLoadFloor(req, repeats);
+  if (!f.ok()) return Fail(f.status());
+  fmt::print(stderr, "--load {}: {} of {} loaded repeats bit-identical to the alone capture {}\n", req.knobs.load,
+             (*f)["bit_identical_repeats"].get<int>(), repeats, req.out_path);
+  for (const auto& r : (*f)["repeats"])
+    if (!r["bit_identical"].get<bool>())
+      fmt::print(stderr, "  {}: {} of {} rows identical, {} flips\n", r["capture"].get<std::string>(),
+                 r["identical_rows"].get<int64_t>(), r["probes"].get<int64_t>(), r["flips"].get<int64_t>());
+  fmt::print(stderr, "wrote {}\n", (*f)["summary_path"].get<std::string>());
+  return 0;
+}
+
 }  // namespace
 
 Action DefineCapture(CLI::App* cmd) {
@@ -55,6 +69,7 @@ Action DefineCapture(CLI::App* cmd) {
     std::string store = "f32";
     std::map<std::string, std::string> knob_texts;
     bool quiet = false;
+    int load_repeats = 0;
   };
   auto o = std::make_shared<Opts>();
   cmd->add_option("-m,--model", o->req.model_path, "GGUF model file (with --engine openai: its tokenizer only)")->required();
@@ -70,6 +85,10 @@ Action DefineCapture(CLI::App* cmd) {
   cmd->add_option("--full", o->req.plan.full, "Also store every position of: tool_calls and/or ranges A-B,...");
   cmd->add_option("--store", o->store, "Stored logits dtype: f32 (native) or bf16")->default_val("f32");
   cmd->add_flag("-q,--quiet", o->quiet, "No progress bar");
+  cmd->add_option("--load-text", o->req.load_text,
+                  "--load: transcripts or text the fillers are cut from (repeatable; default: the workload itself)");
+  cmd->add_option("--load-repeats", o->load_repeats,
+                  "--load: capture alone to -o, then R times under load, and count the repeats bit-identical to it");
   AddKnobFlags(cmd, o->knob_texts);
   AddServerFlags(cmd, o->req.http);
   return [o, cmd]() -> int {
@@ -81,6 +100,7 @@ Action DefineCapture(CLI::App* cmd) {
     if (o->req.engine == "openai" && o->req.http.url.empty()) return Fail(Status::Error("--engine openai needs --url"));
     if (o->req.engine != "openai" && !o->req.http.url.empty())
       return Fail(Status::Error("--url needs --engine openai"));
+    if (o->load_repeats > 0) return LoadFloor(o->req, o->load_repeats);
     auto m = RunCapture(o->req);
     if (!m.ok()) return Fail(m.status());
     const auto& t = (*m)["timings"];

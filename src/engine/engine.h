@@ -32,6 +32,8 @@ struct Knobs {
   std::vector<float> tensor_split;   // -ts
   std::string devices;               // -dev, comma separated; empty = default; "none" = CPU only
   std::string repack = "on";         // --repack on|off (-nr): weights in ggml's extra CPU buffer types
+  int load = 0;                      // --load N: N filler sequences share the batches (docs/load.md)
+  int load_seed = 0;                 // --load-seed: which fillers, their lengths and timing
 
   // The knobs as a JSON object (keys are the long llama.cpp names).
   nlohmann::json ToJson() const;
@@ -68,6 +70,34 @@ const std::vector<std::string>& KvCacheTypes();
 // NaN for an unknown name.
 double KvTypeBytesPerElement(const std::string& type);
 
+// ---- Load: other sequences sharing the batches with the measured one (docs/load.md) ----------
+
+// Real text the fillers are cut from: its name (for the manifest) and its token ids.
+struct FillerSource {
+  std::string name;
+  std::vector<int32_t> tokens;
+};
+
+// One request a filler slot runs: the prompt tokens[offset, offset + length) of pool source
+// `source`, prefilled `chunk` tokens per batch, then `generate` greedy tokens (0: prefill only).
+// A warm job's prompt is prefilled before the measured sequence starts, so it decodes from the
+// first batch on.
+struct FillerJob {
+  int slot = 0, index = 0;  // filler slot 1..N and the job's number within it
+  int source = 0, offset = 0, length = 0, generate = 0, chunk = 0;
+  bool warm = false;
+  nlohmann::json ToJson(const std::vector<FillerSource>& pool) const;
+};
+
+// Job `index` of filler `slot` under `seed`: a pure function of its arguments, so a load is
+// reproducible. A job holds at most max_cells cache cells (prompt + generated); pool non-empty,
+// every source at least 2 tokens, max_cells >= 16.
+FillerJob PlanFillerJob(uint64_t seed, int slot, int index, const std::vector<FillerSource>& pool, int max_cells);
+
+// Cache cells each of `load` fillers may hold at once, so that they and the measured sequence
+// (n_tokens, plus `reserve` cells for forks) fit n_ctx; an error when fewer than 16 are left.
+Result<int> FillerCells(int load, int n_ctx, int n_tokens, int reserve);
+
 // One output row: full-vocabulary logits (llama) or top-k logprobs (truncated sources).
 struct Row {
   int64_t index = 0;     // probe index
@@ -97,6 +127,12 @@ class Engine {
                          const RowSink& sink, const ProgressFn& progress) = 0;
   // Engine name, version, commit, build flags, devices and the resolved knobs.
   virtual nlohmann::json Describe() const = 0;
+  // The token sequences the load's fillers are cut from (knob load > 0); without a call, the
+  // prefilled tokens themselves. Engines without load ignore it.
+  virtual void SetLoadPool(std::vector<FillerSource> pool) { (void)pool; }
+  // What the load did during the last Prefill (fillers, their sources and lengths, batch shapes);
+  // null when it ran alone.
+  virtual nlohmann::json LoadRecord() const { return nullptr; }
 };
 
 // Fork requests for LlamaEngine::PrefillWithForks: at position p, after the teacher-forced
@@ -171,6 +207,8 @@ class LlamaEngine : public Engine {
   int n_ctx() const;
   // Detokenizes one token (special tokens rendered).
   std::string TokenText(int32_t token) const;
+  void SetLoadPool(std::vector<FillerSource> pool) override;
+  nlohmann::json LoadRecord() const override;
   struct Impl;
 
  private:
@@ -191,6 +229,8 @@ struct HttpOptions {
   int retries = 4;               // extra attempts after 5xx, 429, timeouts and refused connections
   double backoff_s = 1;          // delay before the first retry, doubled before each next one
   std::string server_note;       // free text for the manifest, e.g. the server's launch flags
+  int load = 0;                  // concurrent filler requests while the measured one runs (knob load)
+  int load_seed = 0;             // knob load_seed
   // Checks the values; errors name the flag.
   Status Validate() const;
   // The flags that reproduce these options on `flipscope capture` (no key, URL redacted).
@@ -215,6 +255,9 @@ class HttpEngine : public Engine {
   // Engine "openai", the API, the redacted URL, the server's model id / version / limits as
   // reported, the note, the request parameters and "flags".
   nlohmann::json Describe() const override;
+  void SetLoadPool(std::vector<FillerSource> pool) override;
+  // The filler requests sent during the last Prefill (load > 0), and how many overlapped it.
+  nlohmann::json LoadRecord() const override;
   struct Impl;
 
  private:

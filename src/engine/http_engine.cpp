@@ -1,5 +1,6 @@
 // HttpEngine: one teacher-forced request to a vLLM or SGLang server, its prompt log-probabilities
 // handed over as truncated rows. What the server says about itself goes into Describe().
+#include <algorithm>
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -25,6 +26,7 @@ std::string HttpOptions::ToFlags() const {
   std::string f = fmt::format("--engine openai --api {} --url {} --logprobs {}", api, RedactUrl(url), logprobs);
   if (!served_model.empty()) f += " --served-model-name " + served_model;
   if (!api_key_env.empty()) f += " --api-key-env " + api_key_env;
+  if (load > 0) f += fmt::format(" --load {} --load-seed {}", load, load_seed);
   return f;
 }
 
@@ -34,6 +36,8 @@ struct HttpEngine::Impl {
   http::Client client;
   json server = json::object();  // what the server reported about itself
   int64_t context = 0;           // the server's context limit in tokens; 0 = not reported
+  std::vector<FillerSource> load_pool;  // empty: fillers are cut from the measured tokens
+  json load_record;                     // the last Prefill's filler requests; null when alone
   Impl(const HttpOptions& o, std::string key) : opts(o), client(o, std::move(key)) {}
 
   // GET path as JSON; error names the URL and what is wrong.
@@ -155,7 +159,17 @@ Status HttpEngine::Prefill(std::span<const int32_t> tokens, std::span<const int3
            {"top_logprobs_num", e.opts.logprobs},
            {"return_text_in_logprobs", false}};
   }
-  FS_ASSIGN_OR_RETURN(http::Response r, e.client.Post(path, req.dump()));
+  const std::string request = req.dump();
+  auto send = [&] { return e.client.Post(path, request); };
+  e.load_record = nullptr;
+  auto loaded = [&]() -> Result<http::Response> {
+    std::vector<FillerSource> pool = e.load_pool;
+    if (pool.empty()) pool.push_back({"workload", ids});
+    // Fillers as long as the measured request at most, and bounded, so a test server stays quick.
+    const int cells = int(std::clamp<int64_t>(n, 16, 2048));
+    return http::WithFillers(e.client, e.opts, pool, cells, send, &e.load_record);
+  };
+  FS_ASSIGN_OR_RETURN(http::Response r, e.opts.load > 0 ? loaded() : send());
   const std::string where = e.client.Where(path);
   if (r.status != 200) {
     std::string hint = vllm && r.status == 400 && r.body.find("logprobs") != std::string::npos
@@ -189,6 +203,9 @@ Status HttpEngine::Prefill(std::span<const int32_t> tokens, std::span<const int3
   return Status::Ok();
 }
 
+void HttpEngine::SetLoadPool(std::vector<FillerSource> pool) { impl_->load_pool = std::move(pool); }
+json HttpEngine::LoadRecord() const { return impl_->load_record; }
+
 json HttpEngine::Describe() const {
   const Impl& e = *impl_;
   json d = {{"engine", "openai"},
@@ -204,7 +221,7 @@ json HttpEngine::Describe() const {
             {"api_key_env", e.opts.api_key_env},  // the variable's name only
             {"timeout_s", e.opts.timeout_s},
             {"retries", e.opts.retries},
-            {"knobs", json::object()},  // the server's own flags decide numerics: see server / server_note
+            {"knobs", e.opts.load > 0 ? json{{"load", e.opts.load}, {"load_seed", e.opts.load_seed}} : json::object()},  // the server's own flags decide numerics: see server / server_note
             {"flags", e.opts.ToFlags()}};
   return d;
 }

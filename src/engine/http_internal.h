@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,6 +45,13 @@ class Client {
 // The server's error text from a non-2xx body: its "message" / "error" / "detail" field when the
 // body is JSON, else the body itself, on one line and at most 300 characters.
 std::string ErrorText(std::string_view body);
+
+// Runs `measured` while o.load filler threads send completion requests (PlanFillerJob's jobs cut
+// from pool, at most max_cells tokens each) one after another; the measured request starts 250 ms
+// after every filler has sent its first. *record receives every filler request with its timing and how
+// many overlapped the measured one. A failed filler request is an error: the load did not happen.
+Result<Response> WithFillers(const Client& client, const HttpOptions& o, const std::vector<FillerSource>& pool,
+                             int max_cells, const std::function<Result<Response>()>& measured, nlohmann::json* record);
 
 // ---- Response bodies ---------------------------------------------------------------------------
 

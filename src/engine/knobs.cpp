@@ -57,6 +57,9 @@ Status OneOf(const std::string& knob, const std::string& v, std::initializer_lis
   return Status::InvalidArgument(fmt::format("{} must be {}, not '{}'", knob, list, v));
 }
 
+// The most filler sequences a load may have (llama.cpp's own limit on sequences is 256).
+constexpr int kMaxLoad = 64;
+
 }  // namespace
 
 const std::vector<KnobInfo>& KnobTable() {
@@ -85,6 +88,10 @@ const std::vector<KnobInfo>& KnobTable() {
        Get<&Knobs::devices>, Set<&Knobs::devices>},
       {"repack", "--repack", "", "Weights repacked into ggml's extra CPU buffer types (AMX, CPU_REPACK): on or off",
        false, Get<&Knobs::repack>, Set<&Knobs::repack>},
+      {"load", "--load", "", "Filler sequences sharing every batch with the measured one (0 = alone; docs/load.md)",
+       false, Get<&Knobs::load>, Set<&Knobs::load>},
+      {"load_seed", "--load-seed", "", "Seed of the fillers' choice, lengths and timing under --load", false,
+       Get<&Knobs::load_seed>, Set<&Knobs::load_seed>},
   };
   return table;
 }
@@ -178,6 +185,8 @@ Status Knobs::Validate() const {
   if (n_threads < 0) return Status::InvalidArgument("threads (-t) must be >= 0");
   FS_RETURN_IF_ERROR(OneOf("split_mode (-sm)", split_mode, {"none", "layer", "row", "tensor"}));
   FS_RETURN_IF_ERROR(OneOf("repack (--repack)", repack, {"on", "off"}));
+  if (load < 0 || load > kMaxLoad) return Status::InvalidArgument(fmt::format("load (--load) must be from 0 to {}", kMaxLoad));
+  if (load_seed < 0) return Status::InvalidArgument("load_seed (--load-seed) must be >= 0");
   return Status::Ok();
 }
 
@@ -187,6 +196,9 @@ std::string Knobs::ToFlags() const {
   for (const auto& k : KnobTable()) {
     nlohmann::json v = k.get(*this);
     if (!k.always_in_flags && v == k.get(defaults)) continue;
+    // The load is a measuring condition, not a setting of llama.cpp: a launch command has no
+    // flag for it (the manifest's knobs and "load" block record it).
+    if (std::string(k.key).rfind("load", 0) == 0) continue;
     if (std::string(k.key) == "repack") {  // llama.cpp's spelling is a switch
       s += " -nr";
       continue;

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "engine/engine.h"
+#include "engine/llama_internal.h"
 #include "runtime/runtime.h"
 #include "util/util.h"
 
@@ -51,38 +52,6 @@ float ProbOf(std::span<const float> row, int32_t token) {
 
 }  // namespace
 
-struct LlamaEngine::Impl {
-  llama_model* model = nullptr;
-  llama_context* ctx = nullptr;
-  const llama_vocab* vocab = nullptr;
-  Knobs knobs;     // resolved
-  nlohmann::json weight_buffers;  // buffer type -> MiB of the model's weights (the kernel path)
-  std::string model_path;
-  int n_seq_max = 1;
-  // The graph tap (empty: none) and where the current ubatch lies, for the rows it hands over.
-  TensorTap tap;
-  Status tap_status;
-  int32_t chunk_pos0 = 0, chunk_end = 0, ubatches_seen = 0;
-  ~Impl() {
-    if (ctx) llama_free(ctx);
-    if (model) llama_model_free(model);
-  }
-  // llama.cpp's graph callback: asked about every node (ask), then given each wanted one computed.
-  bool OnTensor(ggml_tensor* t, bool ask);
-  // Decodes tokens[begin, end) in sequence seq at their positions, with outputs where flagged.
-  Status DecodeChunk(std::span<const int32_t> tokens, int32_t pos0, int seq,
-                     const std::function<bool(int32_t)>& want_output);
-  // Greedy decode from `first` at pos: max_tokens tokens, then more while extend(pos - 1, so far).
-  Result<Future> Greedy(int seq, int32_t pos, int32_t first, float first_prob, int max_tokens,
-                        const ExtendFn& extend);
-  using AnyForkSink = std::function<Status(size_t index, const ForkRequest&, const Future&)>;
-  // The teacher-forced pass shared by every prefill: rows to sink, forks from the fixed list and
-  // from the planner, each decoded right after its chunk.
-  Status Run(std::span<const int32_t> tokens, std::span<const int32_t> probes, const RowSink& sink,
-             std::span<const ForkRequest> forks, const ForkPlanner& plan, int max_tokens,
-             const AnyForkSink& fork_sink, const ProgressFn& progress, const ExtendFn& extend);
-};
-
 static bool TapTrampoline(ggml_tensor* t, bool ask, void* user) {
   return static_cast<LlamaEngine::Impl*>(user)->OnTensor(t, ask);
 }
@@ -117,7 +86,8 @@ Result<std::unique_ptr<LlamaEngine>> LlamaEngine::Create(const std::string& path
   auto impl = std::make_unique<Impl>();
   impl->knobs = knobs_in;
   impl->model_path = path;
-  impl->n_seq_max = n_seq_max;
+  // The fillers of a load are sequences 1..N; a fork's sequence comes after them.
+  impl->n_seq_max = n_seq_max + knobs_in.load;
   Knobs& k = impl->knobs;
 
   llama_model_params mp = llama_model_default_params();
@@ -159,9 +129,12 @@ Result<std::unique_ptr<LlamaEngine>> LlamaEngine::Create(const std::string& path
   if (k.n_ctx == 0) k.n_ctx = int(llama_model_n_ctx_train(impl->model));
   if (k.n_threads == 0) k.n_threads = int(std::max(1u, std::thread::hardware_concurrency()));
   cp.n_ctx = uint32_t(k.n_ctx);
-  cp.n_batch = uint32_t(k.n_batch);
+  // Under load a batch holds the measured chunk (-b) and the fillers' tokens: at most one
+  // decoding token and one prompt piece (<= 256 tokens, PlanFillerJob) per filler.
+  impl->n_batch_ctx = k.n_batch + k.load * 257;
+  cp.n_batch = uint32_t(impl->n_batch_ctx);
   cp.n_ubatch = uint32_t(std::min(k.n_ubatch, k.n_batch));
-  cp.n_seq_max = uint32_t(n_seq_max);
+  cp.n_seq_max = uint32_t(impl->n_seq_max);
   cp.n_threads = cp.n_threads_batch = k.n_threads;
   cp.flash_attn_type = k.flash_attn == "on"    ? LLAMA_FLASH_ATTN_TYPE_ENABLED
                        : k.flash_attn == "off" ? LLAMA_FLASH_ATTN_TYPE_DISABLED
@@ -173,6 +146,8 @@ Result<std::unique_ptr<LlamaEngine>> LlamaEngine::Create(const std::string& path
   cp.no_perf = true;
   if (tap) {
     if (tap->ubatch_marker.empty()) return Status::InvalidArgument("a tensor tap needs its ubatch marker");
+    if (knobs_in.load > 0)  // a loaded batch interleaves other sequences: the tap's rows would be theirs
+      return Status::InvalidArgument(fmt::format("a capture made under load (load = {}) cannot be recomputed layer by layer", knobs_in.load));
     impl->tap = *tap;
     cp.cb_eval = TapTrampoline;
     cp.cb_eval_user_data = impl.get();
@@ -196,7 +171,7 @@ Result<std::unique_ptr<LlamaEngine>> LlamaEngine::Create(const std::string& path
   }
   k.n_ctx = int(llama_n_ctx(impl->ctx));
   k.n_ubatch = int(llama_n_ubatch(impl->ctx));
-  k.n_batch = int(llama_n_batch(impl->ctx));
+  if (k.load == 0) k.n_batch = int(llama_n_batch(impl->ctx));
   if (Backends().size() == 1) k.n_gpu_layers = 0;  // CPU only: nothing is offloaded
   TakeLlamaLogTail();
   return std::unique_ptr<LlamaEngine>(new LlamaEngine(std::move(impl)));
@@ -209,6 +184,8 @@ bool LlamaEngine::CanFork() const {
 }
 
 std::string LlamaEngine::TokenText(int32_t token) const { return TokenPiece(impl_->vocab, token); }
+void LlamaEngine::SetLoadPool(std::vector<FillerSource> pool) { impl_->load_pool = std::move(pool); }
+nlohmann::json LlamaEngine::LoadRecord() const { return impl_->load_record; }
 
 Status LlamaEngine::Impl::DecodeChunk(std::span<const int32_t> tokens, int32_t pos0, int seq,
                                       const std::function<bool(int32_t)>& want_output) {
@@ -264,7 +241,7 @@ Status LlamaEngine::Impl::Run(std::span<const int32_t> tokens, std::span<const i
   if (int64_t(tokens.size()) > knobs.n_ctx)
     return Status::Error(fmt::format("the workload has {} tokens, more than the context of {} (-c)",
                                      tokens.size(), knobs.n_ctx));
-  if ((!forks.empty() || plan) && n_seq_max < 2) return Status::Error("forking needs n_seq_max >= 2");
+  if ((!forks.empty() || plan) && n_seq_max < ForkSeq() + 1) return Status::Error("forking needs n_seq_max >= 2");
   llama_memory_t mem = llama_get_memory(ctx);
   llama_memory_clear(mem, true);
   const int32_t n = int32_t(tokens.size());
@@ -279,12 +256,24 @@ Status LlamaEngine::Impl::Run(std::span<const int32_t> tokens, std::span<const i
       return Status::Error(fmt::format("fork position {} outside 0..{}", f.position, n - 1));
     out_flag[size_t(f.position)] = 1;
   }
+  std::optional<FillerLoad> load;
+  load_record = nullptr;
+  if (knobs.load > 0) {
+    // Forks decode in their own cells beside the fillers': room for a long future.
+    FS_ASSIGN_OR_RETURN(int cells, FillerCells(knobs.load, knobs.n_ctx, n, forks.empty() && !plan ? 0 : 1024));
+    std::vector<FillerSource> pool = load_pool;
+    if (pool.empty()) pool.push_back({"workload", std::vector<int32_t>(tokens.begin(), tokens.end())});
+    load.emplace(*this, std::move(pool), cells);
+    FS_RETURN_IF_ERROR(load->Start());
+  }
   size_t next_probe = 0, next_fork = 0, n_planned = 0;
   int64_t probe_index = 0;
   for (int32_t begin = 0; begin < n; begin += knobs.n_batch) {
     int32_t end = std::min(n, begin + knobs.n_batch);
-    FS_RETURN_IF_ERROR(DecodeChunk(tokens.subspan(size_t(begin), size_t(end - begin)), begin, 0,
-                                   [&](int32_t p) { return out_flag[size_t(p)] != 0; }));
+    auto want = [&](int32_t p) { return out_flag[size_t(p)] != 0; };
+    auto chunk = tokens.subspan(size_t(begin), size_t(end - begin));
+    int32_t at = 0;  // batch index of the chunk's first token (after the decoding fillers')
+    FS_RETURN_IF_ERROR(load ? load->Decode(chunk, begin, want, &at) : DecodeChunk(chunk, begin, 0, want));
     // Hand over every row of the chunk first: a fork's decode replaces the context's outputs.
     struct Pending {
       size_t index;
@@ -294,7 +283,7 @@ Status LlamaEngine::Impl::Run(std::span<const int32_t> tokens, std::span<const i
     std::vector<Pending> chunk_forks;
     for (int32_t p = begin; p < end; ++p) {
       if (!out_flag[size_t(p)]) continue;
-      const float* lg = llama_get_logits_ith(ctx, p - begin);
+      const float* lg = llama_get_logits_ith(ctx, at + p - begin);
       if (!lg) return Status::Error(fmt::format("no logits for position {}", p));
       std::span<const float> row(lg, size_t(nv));
       if (next_probe < probes.size() && probes[next_probe] == p) {
@@ -317,14 +306,15 @@ Status LlamaEngine::Impl::Run(std::span<const int32_t> tokens, std::span<const i
     // fork copies the cache cells of [0, p] to sequence 1, decodes there and drops them.
     for (const Pending& f : chunk_forks) {
       int32_t p = f.req.position;
-      llama_memory_seq_cp(mem, 0, 1, 0, p + 1);
-      auto fut = Greedy(1, p + 1, f.req.first, f.first_prob, max_tokens, extend);
-      llama_memory_seq_rm(mem, 1, -1, -1);
+      llama_memory_seq_cp(mem, 0, ForkSeq(), 0, p + 1);
+      auto fut = Greedy(ForkSeq(), p + 1, f.req.first, f.first_prob, max_tokens, extend);
+      llama_memory_seq_rm(mem, ForkSeq(), -1, -1);
       if (!fut.ok()) return fut.status();
       FS_RETURN_IF_ERROR(fork_sink(f.index, f.req, *fut));
     }
     if (progress) progress(end);
   }
+  if (load) load_record = load->Finish();
   return Status::Ok();
 }
 

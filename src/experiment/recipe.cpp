@@ -8,6 +8,28 @@
 #include "util/util.h"
 
 namespace flipscope {
+namespace {
+
+// A configuration that is within the repeat floor alone (or is the baseline) but flips above it
+// when other sequences share its batches: its alone figures do not hold on a busy server.
+nlohmann::json LoadWarnings(const nlohmann::json& results) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& s : results["summary"]) {
+    if (!s.contains("alone") || !s["alone"].is_string() || !s.value("above_floor", false)) continue;
+    const std::string alone = s["alone"];
+    bool fine_alone = alone == results["baseline"];
+    for (const auto& a : results["summary"])
+      if (a["config"] == alone) fine_alone = !a.value("above_floor", true);
+    if (!fine_alone) continue;
+    out.push_back(fmt::format("{} is within the repeat floor alone, but under load {} ({}) it flips {} of {} probes "
+                              "({:.3f}%): on a server that batches requests its figures do not hold",
+                              alone, s["load"].get<int>(), s["config"].get<std::string>(), s["flips"].get<int64_t>(),
+                              s["probes"].get<int64_t>(), 100 * s["median_flip_rate"].get<double>()));
+  }
+  return out;
+}
+
+}  // namespace
 
 nlohmann::json MakeRecipe(const nlohmann::json& results, const Experiment& exp) {
   const auto& settings = results["settings"];
@@ -31,6 +53,7 @@ nlohmann::json MakeRecipe(const nlohmann::json& results, const Experiment& exp) 
     double rate, kl, kv, weights;
     bool above;
     nlohmann::json flags, model;
+    int load = 0;  // > 0: the floor under load of another configuration, never one to run
     double damage_key = 0;
     nlohmann::json damage = nullptr, repair = nullptr, followed = nullptr, damage_rate = nullptr;
   };
@@ -45,6 +68,7 @@ nlohmann::json MakeRecipe(const nlohmann::json& results, const Experiment& exp) 
       r.followed = s.value("branches_followed", nlohmann::json(nullptr));
       r.damage_rate = s.value("damage_rate", nlohmann::json(nullptr));
       r.damage_key = r.damage_rate.is_number() ? r.damage_rate.get<double>() : r.rate;
+      r.load = s.value("load", 0);
       rows.push_back(std::move(r));
     }
   }
@@ -75,7 +99,7 @@ nlohmann::json MakeRecipe(const nlohmann::json& results, const Experiment& exp) 
   // when every change costs fidelity.
   const Row* best = nullptr;
   for (auto& r : rows) {
-    if (r.above || (r.damage.is_number() && r.damage.get<int64_t>() > 0)) continue;
+    if (r.load > 0 || r.above || (r.damage.is_number() && r.damage.get<int64_t>() > 0)) continue;
     double mem = r.kv * double(n_ctx_train) + r.weights;
     if (!best || mem < best->kv * double(n_ctx_train) + best->weights) best = &r;
   }
@@ -107,6 +131,7 @@ nlohmann::json MakeRecipe(const nlohmann::json& results, const Experiment& exp) 
   if (pos != std::string::npos) flags.erase(pos, flags.find(' ', pos + 4) - pos);
   std::string model = best->model.get<std::string>();
   return {{"recommended", best->name},
+          {"warnings", LoadWarnings(results)},
           {"reason", reason},
           {"ranking", ranking},
           {"kv_types", kv_types},

@@ -23,7 +23,12 @@ double KvBytesPerToken(const ModelInfo& model, const Knobs& knobs);
 nlohmann::json ManifestFacts(const nlohmann::json& manifest);
 // Fills results["comparisons"]: baseline repeats vs baseline r0, every variant repeat vs baseline r0.
 Status CompareAll(const Experiment& exp, nlohmann::json& results);
-// Fills results["summary"] (median over repeats per configuration) and results["floor"].
+// The configuration a loaded one (load > 0) is the same as when run alone: the baseline or a
+// variant with the same model and knobs at load 0; "" when there is none or c runs alone.
+std::string AloneOf(const Experiment& exp, const ConfigSpec& c);
+// Fills results["summary"] (median over repeats per configuration) and results["floor"]; a
+// loaded configuration's row names its load and alone counterpart, and results["load_floor"]
+// holds the floor alone beside the baseline's floor under each load.
 void Summarize(const Experiment& exp, nlohmann::json& results);
 // Adds to each results["summary"] row what following its forks found (results["branches"]):
 // "damage", "repair", "branches_followed" and "damage_rate" (median flip rate x damage / branches

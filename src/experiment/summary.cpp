@@ -95,7 +95,47 @@ Status CompareAll(const Experiment& exp, nlohmann::json& results) {
   return Status::Ok();
 }
 
-void Summarize(const Experiment&, nlohmann::json& results) {
+std::string AloneOf(const Experiment& exp, const ConfigSpec& c) {
+  if (c.knobs.load == 0) return "";
+  Knobs alone = c.knobs;
+  alone.load = alone.load_seed = 0;
+  auto same = [&](const ConfigSpec& o) {
+    return o.knobs.load == 0 && o.model_path == c.model_path && o.requantize == c.requantize &&
+           o.knobs.ToJson() == alone.ToJson();
+  };
+  if (same(exp.baseline)) return exp.baseline.name;
+  for (const auto& v : exp.variants)
+    if (same(v)) return v.name;
+  return "";
+}
+
+namespace {
+
+// The floor alone (load 0: the baseline's repeats) and under each load (the baseline's loaded
+// variants against its alone r0), side by side.
+nlohmann::json LoadFloor(const Experiment& exp, const nlohmann::json& results) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& v : exp.variants) {
+    if (AloneOf(exp, v) != exp.baseline.name) continue;
+    for (const auto& s : results["summary"])
+      if (s["config"] == v.name)
+        rows.push_back({{"load", v.knobs.load}, {"config", v.name}, {"repeats", s["repeats"]},
+                        {"flips", s["flips"]}, {"probes", s["probes"]}, {"flip_rate", s["median_flip_rate"]},
+                        {"flip_rate_ci", s["flip_rate_ci"]}, {"kl_mean", s["kl_mean"]},
+                        {"bit_identical", s["bit_identical"] == s["bit_identical_of"]}});
+  }
+  if (rows.empty()) return nullptr;
+  const auto& f = results["floor"];
+  rows.insert(rows.begin(), nlohmann::json{{"load", 0}, {"config", exp.baseline.name}, {"repeats", f["repeats"]},
+                             {"flips", f.value("flips", nlohmann::json())}, {"probes", f.value("probes", nlohmann::json())},
+                             {"flip_rate", f["flip_rate"]}, {"flip_rate_ci", f.value("flip_rate_ci", nlohmann::json())},
+                             {"kl_mean", f.value("kl_mean", nlohmann::json())}, {"bit_identical", f["bit_identical"]}});
+  return rows;
+}
+
+}  // namespace
+
+void Summarize(const Experiment& exp, nlohmann::json& results) {
   const std::string base = results["baseline"];
   auto floor_cmps = ComparisonsOf(results, base);
   nlohmann::json floor = {{"repeats", floor_cmps.size() + 1}};
@@ -124,8 +164,15 @@ void Summarize(const Experiment&, nlohmann::json& results) {
     if (cmps.empty()) continue;
     auto s = SummarizeConfig(c["name"], cmps);
     s["above_floor"] = s["median_flip_rate"].get<double>() > floor_hi;
+    for (const auto& v : exp.variants)
+      if (v.name == c["name"] && v.knobs.load > 0) {
+        const std::string alone = AloneOf(exp, v);
+        s["load"] = v.knobs.load;
+        s["alone"] = alone.empty() ? nlohmann::json(nullptr) : nlohmann::json(alone);
+      }
     results["summary"].push_back(s);
   }
+  if (auto rows = LoadFloor(exp, results); !rows.is_null()) results["load_floor"] = rows;
 }
 
 void AddDamage(nlohmann::json& results) {

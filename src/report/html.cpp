@@ -86,6 +86,29 @@ std::string Badge(const std::string& cls, const std::string& text) {
   return fmt::format(R"(<span class="badge {}">{}</span>)", cls, E(text));
 }
 
+// A text table as an escaped HTML table.
+std::string TableHtml(const report::TextTable& t) {
+  std::vector<std::string> head;
+  for (const std::string& h : t.header) head.push_back(E(h));
+  std::string rows;
+  for (const auto& cells : t.rows) {
+    std::vector<std::string> escaped;
+    for (const std::string& c : cells) escaped.push_back(E(c));
+    rows += report::HtmlRow(escaped);
+  }
+  return "<div class=\"table-wrap\"><table><thead>" + report::HtmlRow(head, true) + "</thead><tbody>" + rows +
+         "</tbody></table></div>";
+}
+
+// The floor alone beside the floor under each load; empty when no load was measured.
+std::string LoadFloorSection(const json& r) {
+  report::TextTable t = report::LoadFloorTable(r);
+  if (t.rows.empty()) return "";
+  return "<section id=\"load-floor\"><h2>Repeat floor alone and under load</h2><p>The reference configuration "
+         "against its first capture alone, with other sequences sharing its batches (docs/load.md).</p>" +
+         TableHtml(t) + "</section>";
+}
+
 std::string Headline(const json& r) {
   std::string out = "<section id=\"headline\"><h2>Summary</h2><ul>";
   if (!report::FloorSentence(r).empty()) out += "<li>" + E(report::FloorSentence(r)) + "</li>";
@@ -98,7 +121,8 @@ std::string Headline(const json& r) {
   if (!Str(recipe, "recommended").empty())
     out += fmt::format("<li>Recommended: <strong>{}</strong> — {}</li>", E(Str(recipe, "recommended")),
                        E(Str(recipe, "reason")));
-  return out + "</ul></section>";
+  for (const std::string& w : report::RecipeWarnings(r)) out += "<li><strong>Warning:</strong> " + E(w) + "</li>";
+  return out + "</ul></section>" + LoadFloorSection(r);
 }
 
 std::string RankingSection(const json& r) {
@@ -175,19 +199,10 @@ std::string ChartFigure(const json& r, const std::string& id, const std::string&
     chart.band = std::move(b);
   }
   if (chart.series.empty()) return "<p>No per-window data.</p>";
-  report::TextTable t = report::WindowTable(r, field, flip_chart);
-  std::vector<std::string> head;
-  for (const std::string& h : t.header) head.push_back(E(h));
-  std::string rows;
-  for (const auto& cells : t.rows) {
-    std::vector<std::string> escaped;
-    for (const std::string& c : cells) escaped.push_back(E(c));
-    rows += report::HtmlRow(escaped);
-  }
   return fmt::format("<figure id=\"fig-{}\">{}<figcaption>{}</figcaption><details class=\"noprint\"><summary>Data "
-                     "table</summary><div class=\"table-wrap\"><table><thead>{}</thead><tbody>{}</tbody>"
-                     "</table></div></details></figure>",
-                     id, report::RenderSvgChart(chart), E(chart.description), report::HtmlRow(head, true), rows);
+                     "table</summary>{}</details></figure>",
+                     id, report::RenderSvgChart(chart), E(chart.description),
+                     TableHtml(report::WindowTable(r, field, flip_chart)));
 }
 
 std::string RecipeSection(const json& r) {

@@ -158,6 +158,7 @@ std::string Recipe(const json& r) {
   std::string out = "## Recipe\n\n";
   if (!Str(recipe, "recommended").empty())
     out += "Recommended: **" + MdText(Str(recipe, "recommended")) + "** — " + MdText(Str(recipe, "reason")) + "\n\n";
+  for (const std::string& w : RecipeWarnings(r)) out += "**Warning:** " + MdText(w) + "\n\n";
   if (!Str(recipe, "server_command").empty()) out += "llama-server:\n\n" + MdBlock(Str(recipe, "server_command"));
   if (!Str(recipe, "cli_command").empty()) out += "llama-cli:\n\n" + MdBlock(Str(recipe, "cli_command"));
   const json& kv = Sub(recipe, "kv_types");
@@ -190,6 +191,9 @@ std::string RenderMarkdown(const json& r) {
                      MdText(Str(model, "name", Str(model, "path", "?"))), MdCode(Str(wl, "path", "?"), false),
                      Count(Num(wl, "n_tokens")), MdText(Str(r, "created", "?")));
   if (!FloorSentence(r).empty()) out += MdText(FloorSentence(r)) + "\n\n";
+  if (TextTable t = LoadFloorTable(r); !t.rows.empty())
+    out += "## Repeat floor alone and under load\n\nThe reference configuration against its first capture alone, "
+           "with other sequences sharing its batches (docs/load.md).\n\n" + MdTable(t);
   out += Ranking(r);
   out += "## Flip rate per window\n\nMedian over repeats.\n\n" + MdTable(WindowTable(r, "flip_rate", true));
   out += "## KL(base||cand) mean per window\n\nMedian over repeats.\n\n" + MdTable(WindowTable(r, "kl_mean", false));
@@ -208,6 +212,9 @@ std::string TerminalSummary(const json& r, const std::string& html_path) {
                        Percent(Num(floor, "flip_rate")));
   else if (floor.is_object())
     out += "  repeat floor: none (" + Str(floor, "note", "one run of the reference") + ")\n";
+  for (const auto& row : LoadFloorTable(r).rows)
+    if (row[0] != "0 (alone)")
+      out += fmt::format("  repeat floor under load {}: {} flips of {} = {} ({})\n", row[0], row[3], row[4], row[5], row[1]);
   out += fmt::format("  {:>2}  {:<24} {:>9} {:>9} {:>9} {:>11}\n", "#", "configuration", "flip rate", "KL mean",
                      "confident", "above floor");
   for (const ConfigRow& row : RankedConfigs(r)) {
@@ -225,6 +232,7 @@ std::string TerminalSummary(const json& r, const std::string& html_path) {
   const json& recipe = Sub(r, "recipe");
   if (!Str(recipe, "recommended").empty())
     out += "  recommended (*): " + Str(recipe, "recommended") + " — " + Str(recipe, "reason") + "\n";
+  for (const std::string& w : RecipeWarnings(r)) out += "  warning: " + w + "\n";
   if (!html_path.empty()) out += "  report: " + html_path + "\n";
   return out;
 }

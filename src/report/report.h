@@ -134,6 +134,11 @@ std::vector<std::string> RankingHeader(const nlohmann::json& results);
 std::vector<std::string> RankingCells(const ConfigRow& row);
 // Per-window medians over repeats of one field, one column per configuration with comparisons.
 TextTable WindowTable(const nlohmann::json& results, const std::string& field, bool percent);
+// The repeat floor alone (load 0) and under each load (results["load_floor"], docs/load.md) side
+// by side; no rows when the experiment measured no load.
+TextTable LoadFloorTable(const nlohmann::json& results);
+// The recipe's warnings, one sentence each (a configuration fine alone that flips under load).
+std::vector<std::string> RecipeWarnings(const nlohmann::json& results);
 // One fact a divergence claim rests on (model, workload, engine, method), grouped for display.
 struct Fact {
   std::string group, term, value;

@@ -91,6 +91,27 @@ std::string FloorSentence(const json& r) {
          Small(Num(floor, "kl_mean")) + "); divergences are measured against it.";
 }
 
+TextTable LoadFloorTable(const json& r) {
+  TextTable t{{"Load", "Configuration", "Repeats", "Flips", "Probes", "Flip rate", "KL mean", "Bit-identical"}, {}};
+  const json& rows = Sub(r, "load_floor");
+  if (!rows.is_array()) return t;
+  for (const json& f : rows)
+    t.rows.push_back({Count(Num(f, "load")) + (Num(f, "load") == 0.0 ? " (alone)" : ""), Str(f, "config"),
+                      Count(Num(f, "repeats")), Count(Num(f, "flips")), Count(Num(f, "probes")),
+                      Num(f, "flip_rate") ? Percent(Num(f, "flip_rate")) : "—", Small(Num(f, "kl_mean")),
+                      YesNo(Sub(f, "bit_identical"))});
+  return t;
+}
+
+std::vector<std::string> RecipeWarnings(const json& r) {
+  std::vector<std::string> out;
+  const json& w = Sub(Sub(r, "recipe"), "warnings");
+  if (w.is_array())
+    for (const json& line : w)
+      if (line.is_string()) out.push_back(line.get<std::string>());
+  return out;
+}
+
 std::vector<Fact> Disclosure(const json& r) {
   const std::string base = Str(r, "baseline", "baseline");
   const json* base_cfg = nullptr;

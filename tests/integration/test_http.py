@@ -134,6 +134,67 @@ class Http(unittest.TestCase):
             self.assertEqual(s.posts(), 2)
         self.expect_topk(path, 20)
 
+    def load_floor(self, server, name, *extra):
+        """capture --load 3 --load-repeats 3 against the server: the summary, the alone capture,
+        the loaded ones and the server's counts."""
+        alone, p = self.capture(server.url, name, "--load", "3", "--load-repeats", "3", *extra)
+        with open(alone.replace(".safetensors", ".load.json")) as f:
+            summary = json.load(f)
+        import urllib.request
+        with urllib.request.urlopen(server.url + "/_stats") as r:
+            stats = json.load(r)
+        loaded = [alone.replace(".safetensors", f".load{r}.safetensors") for r in (1, 2, 3)]
+        return summary, alone, loaded, stats, p.stderr
+
+    def expect_overlap(self, loaded, stats):
+        """Every loaded measured request ran beside filler requests, as the server saw it too."""
+        self.assertEqual(stats["loaded"], 3)
+        self.assertGreaterEqual(stats["fillers"], 9)
+        for path in loaded:
+            rec = manifest(path)["load"]
+            self.assertEqual(rec["fillers"], 3)
+            self.assertGreaterEqual(rec["overlapping"], 1)
+            self.assertTrue(all(q["status"] == 200 for q in rec["requests"]))
+            self.assertGreater(len({q["length"] for q in rec["requests"]}), 1)  # varied lengths
+            self.assertTrue(any(q["generate"] > 1 for q in rec["requests"]))   # some generate
+
+    def test_under_load_a_batch_invariant_server_repeats_bit_for_bit(self):
+        for api in ("vllm", "sglang"):
+            with Server() as s:
+                summary, alone, loaded, stats, err = self.load_floor(s, f"load-{api}.safetensors", "--api", api)
+            self.assertIn("--load 3: 3 of 3 loaded repeats bit-identical to the alone capture", err)
+            self.assertEqual((summary["bit_identical_repeats"], summary["of"]), (3, 3))
+            self.assertNotIn("load", manifest(alone))  # the alone capture ran alone
+            self.expect_overlap(loaded, stats)
+            a = load_file(alone)
+            for path, rep in zip(loaded, summary["repeats"]):
+                t = load_file(path)
+                self.assertTrue(np.array_equal(t["digest"], a["digest"]))
+                self.assertEqual(rep["flips"], 0)
+
+    def test_under_load_a_batch_variant_server_is_caught_and_its_flips_counted(self):
+        with Server("--fault", "batch_variant") as s:
+            summary, alone, loaded, stats, err = self.load_floor(s, "load-variant.safetensors")
+        self.assertIn("--load 3: 0 of 3 loaded repeats bit-identical", err)
+        self.expect_overlap(loaded, stats)
+        # Independently: the served distribution swaps its top two ids at every 5th entry, so the
+        # greedy token flips at each probe p with (p + 1) % 5 == 0 whose top two differ.
+        b = load_file(self.base)
+        pos = load_file(alone)["positions"]
+        x = b["logits"][pos].astype(np.float64)
+        mx = x.max(1, keepdims=True)
+        lp = (x - (mx + np.log(np.exp(x - mx).sum(1, keepdims=True)))).astype(np.float32)  # as served
+        top2 = -np.sort(-lp, axis=1)[:, :2]
+        want = int(np.sum(((pos + 1) % 5 == 0) & (top2[:, 0] > top2[:, 1])))
+        self.assertGreater(want, 0)
+        a = load_file(alone)
+        for path, rep in zip(loaded, summary["repeats"]):
+            t = load_file(path)
+            self.assertEqual(rep["flips"], int(np.sum(t["argmax"] != a["argmax"])))
+            self.assertEqual(rep["flips"], want)
+            self.assertEqual(rep["identical_rows"], int(np.sum(t["digest"] == a["digest"])))
+            self.assertFalse(rep["bit_identical"])
+
     def expect_error(self, url, expect, *extra, env=None):
         out = os.path.join(TMP, "bad.safetensors")
         _, p = self.capture(url, "bad.safetensors", *extra, check=False, env=env)

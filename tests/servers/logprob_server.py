@@ -14,11 +14,18 @@ see exactly the ids they sent. Endpoints:
     POST /v1/completions                      vLLM: choices[0].prompt_logprobs
     GET  /get_model_info, /get_server_info    SGLang (the server info holds "api_key", as SGLang's does)
     POST /generate                            SGLang: meta_info.input_top_logprobs
-    GET  /_stats                              {"posts": number of POSTs answered so far}
+    GET  /_stats                              {"posts": POSTs answered so far, "fillers": generation-only
+                                              requests among them, "loaded": prompt-logprobs requests that
+                                              ran while a generation-only request was in flight}
+
+A request without prompt log-probabilities (no "prompt_logprobs" / "return_logprob": the fillers of
+flipscope's --load) may hold any token ids: it takes --filler-ms and answers max_tokens generated ids.
 
 Faults (--fault): "5xx:N" the first N POSTs answer 503 (the body echoes the Authorization header,
 as a careless proxy might); "slow:S:N" the first N POSTs wait S seconds; "malformed" POSTs answer
-a cut JSON body; "wrong_count" prompt_logprobs / input_top_logprobs lack their last entry.
+a cut JSON body; "wrong_count" prompt_logprobs / input_top_logprobs lack their last entry;
+"batch_variant" a prompt-logprobs request that runs while a filler is in flight has the top two ids
+of every 5th position swapped (a server whose kernels depend on the batch).
 Prints "PORT <n>" once listening.
 """
 import argparse
@@ -90,7 +97,8 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         o, m = self.server.opts, self.server.model
         if self.path == "/_stats":
-            return self.send(200, {"posts": self.server.posts})
+            return self.send(200, {"posts": self.server.posts, "fillers": self.server.fillers_started,
+                                   "loaded": self.server.loaded})
         if not self.authorized():
             return
         if self.path == "/v1/models":
@@ -126,6 +134,11 @@ class Handler(BaseHTTPRequestHandler):
         sglang = self.path == "/generate"
         if self.path not in ("/generate", "/v1/completions"):
             return self.send(404, {"detail": "Not Found"})
+        if ("return_logprob" if sglang else "prompt_logprobs") not in req:
+            return self.filler(req, sglang)
+        with self.server.lock:
+            seen = self.server.fillers_started
+            busy = self.server.in_flight > 0
         ids = req["input_ids"] if sglang else req["prompt"]
         k = req["top_logprobs_num"] if sglang else req["prompt_logprobs"]
         if not sglang and k > o.max_logprobs:
@@ -137,8 +150,17 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(400, {"object": "error", "message": f"prompt too long for max_model_len {o.max_model_len}"})
         k = m.n_vocab if k == -1 else k
         n = len(ids) - (1 if kind == "wrong_count" else 0)
+        with self.server.lock:
+            loaded = busy or self.server.in_flight > 0 or self.server.fillers_started != seen
+            self.server.loaded += loaded
+        entry = m.entry
+        if kind == "batch_variant" and loaded:
+            def entry(i, k):
+                e = m.entry(i, k)
+                # The top two ids trade log-probabilities: the greedy choice flips there.
+                return [(e[1][0], e[0][1]), (e[0][0], e[1][1])] + e[2:] if i % 5 == 0 and len(e) > 1 else e
         if sglang:
-            top = [None] + [[[lp, v, None] for v, lp in m.entry(i, k)] for i in range(1, n)]
+            top = [None] + [[[lp, v, None] for v, lp in entry(i, k)] for i in range(1, n)]
             own = [[None, ids[0], None]] + [[float(np.float32(m.lp[i - 1, ids[i]])), ids[i], None] for i in range(1, n)]
             body = {"text": "", "meta_info": {
                 "id": "0", "finish_reason": {"type": "length", "length": 1}, "prompt_tokens": len(ids),
@@ -147,7 +169,7 @@ class Handler(BaseHTTPRequestHandler):
         else:
             plp = [None]
             for i in range(1, n):
-                entries = m.entry(i, k)
+                entries = entry(i, k)
                 top = [v for v, _ in entries]
                 if ids[i] not in top:  # vLLM adds the prompt token with its rank
                     entries.append((ids[i], float(np.float32(m.lp[i - 1, ids[i]]))))
@@ -164,6 +186,23 @@ class Handler(BaseHTTPRequestHandler):
             raw = raw[: len(raw) // 2]
         self.send(200, raw=raw)
 
+    def filler(self, req, sglang):
+        """A generation-only request: busy for --filler-ms, then max_tokens ids (the prompt's last)."""
+        with self.server.lock:
+            self.server.in_flight += 1
+            self.server.fillers_started += 1
+        time.sleep(self.server.opts.filler_ms / 1000)
+        ids = req["input_ids"] if sglang else req["prompt"]
+        n_gen = req["sampling_params"]["max_new_tokens"] if sglang else req["max_tokens"]
+        with self.server.lock:
+            self.server.in_flight -= 1
+        out = [ids[-1]] * n_gen
+        if sglang:
+            return self.send(200, {"text": "", "output_ids": out, "meta_info": {"prompt_tokens": len(ids)}})
+        self.send(200, {"id": "cmpl-filler", "object": "text_completion", "choices": [
+            {"index": 0, "text": "", "finish_reason": "length", "token_ids": out}],
+            "usage": {"prompt_tokens": len(ids), "completion_tokens": n_gen}})
+
 
 def main():
     ap = argparse.ArgumentParser()
@@ -173,10 +212,12 @@ def main():
     ap.add_argument("--api-key", default="")
     ap.add_argument("--max-logprobs", type=int, default=20)
     ap.add_argument("--max-model-len", type=int, default=8192)
+    ap.add_argument("--filler-ms", type=float, default=100)
     opts = ap.parse_args()
     server = ThreadingHTTPServer(("127.0.0.1", opts.port), Handler)
     server.daemon_threads = True
     server.opts, server.model, server.posts, server.lock = opts, Model(opts.capture), 0, threading.Lock()
+    server.in_flight = server.fillers_started = server.loaded = 0
     print(f"PORT {server.server_address[1]}", flush=True)
     server.serve_forever()
 

@@ -1,0 +1,101 @@
+// LlamaEngine's state, shared by its prefill (llama_engine.cpp) and its load (llama_load.cpp).
+// Not part of the engine's interface.
+#pragma once
+
+#include <llama.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+
+namespace flipscope {
+
+class FillerLoad;
+
+struct LlamaEngine::Impl {
+  llama_model* model = nullptr;
+  llama_context* ctx = nullptr;
+  const llama_vocab* vocab = nullptr;
+  Knobs knobs;     // resolved
+  nlohmann::json weight_buffers;  // buffer type -> MiB of the model's weights (the kernel path)
+  std::string model_path;
+  int n_seq_max = 1;
+  int n_batch_ctx = 0;                  // the context's logical batch: -b, plus room for the fillers
+  std::vector<FillerSource> load_pool;  // empty: the fillers are cut from the prefilled tokens
+  nlohmann::json load_record;           // what the last loaded prefill ran; null when alone
+  // The graph tap (empty: none) and where the current ubatch lies, for the rows it hands over.
+  // Only an unloaded prefill taps: a loaded batch holds other sequences' tokens (Create refuses both).
+  TensorTap tap;
+  Status tap_status;
+  int32_t chunk_pos0 = 0, chunk_end = 0, ubatches_seen = 0;
+  ~Impl() {
+    if (ctx) llama_free(ctx);
+    if (model) llama_model_free(model);
+  }
+  // llama.cpp's graph callback: asked about every node (ask), then given each wanted one computed.
+  bool OnTensor(ggml_tensor* t, bool ask);
+  // The sequence a fork decodes in: the one after the fillers' (1 alone).
+  int ForkSeq() const { return knobs.load + 1; }
+  // Decodes tokens[begin, end) in sequence seq at their positions, with outputs where flagged.
+  Status DecodeChunk(std::span<const int32_t> tokens, int32_t pos0, int seq,
+                     const std::function<bool(int32_t)>& want_output);
+  // Greedy decode from `first` at pos: max_tokens tokens, then more while extend(pos - 1, so far).
+  Result<Future> Greedy(int seq, int32_t pos, int32_t first, float first_prob, int max_tokens,
+                        const ExtendFn& extend);
+  using AnyForkSink = std::function<Status(size_t index, const ForkRequest&, const Future&)>;
+  // The teacher-forced pass shared by every prefill: rows to sink, forks from the fixed list and
+  // from the planner, each decoded right after its chunk.
+  Status Run(std::span<const int32_t> tokens, std::span<const int32_t> probes, const RowSink& sink,
+             std::span<const ForkRequest> forks, const ForkPlanner& plan, int max_tokens,
+             const AnyForkSink& fork_sink, const ProgressFn& progress, const ExtendFn& extend);
+};
+
+// The fillers of one loaded prefill: sequences 1..N of the context, each running its jobs
+// (PlanFillerJob) while sequence 0, the measured one, is prefilled in its usual chunks.
+class FillerLoad {
+ public:
+  // Plans the first job of every slot; max_cells from FillerCells().
+  FillerLoad(LlamaEngine::Impl& e, std::vector<FillerSource> pool, int max_cells);
+  // Prefills the warm jobs' prompts (before the measured sequence starts), so they decode from
+  // the first shared batch on.
+  Status Start();
+  // Decodes one batch: the decoding fillers' next tokens, then the measured chunk (sequence 0
+  // at pos0.., outputs where want_output), then the prefilling fillers' next prompt pieces.
+  // *at receives the batch index of the chunk's first token; the fillers advance.
+  Status Decode(std::span<const int32_t> chunk, int32_t pos0, const std::function<bool(int32_t)>& want_output,
+                int32_t* at);
+  // Drops the fillers' cache cells; returns the record for the manifest (jobs, batch shapes).
+  nlohmann::json Finish();
+
+ private:
+  struct Slot {
+    FillerJob job;
+    int prefilled = 0;  // prompt tokens in the cache
+    int generated = 0;  // tokens decoded after the prompt
+    int32_t next = -1;  // the token to decode next while generating; -1 while prefilling
+    int out = -1;       // batch index of this slot's output in the last batch; -1 none
+  };
+  // Starts the slot's next job (after its current one ended) with its cells dropped.
+  void NextJob(Slot& s);
+  // After a batch: reads each slot's output and moves it on (prefill done, next token, job done).
+  void Advance();
+  int32_t Greedy(int out) const;
+
+  LlamaEngine::Impl& e_;
+  std::vector<FillerSource> pool_;
+  int max_cells_;
+  std::vector<Slot> slots_;
+  nlohmann::json jobs_ = nlohmann::json::array();   // every job that ran, with its progress
+  nlohmann::json steps_ = nlohmann::json::array();  // per batch: [decoding, measured, prefilling] tokens
+  // The manifest has room for 64 KiB more than its first version (docs/capture-format.md): the
+  // first jobs and batches are listed, every one is counted.
+  static constexpr size_t kMaxRecorded = 200;
+  int64_t n_jobs_ = 0, n_steps_ = 0;
+};
+
+}  // namespace flipscope
