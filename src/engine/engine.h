@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -166,6 +167,12 @@ struct HttpOptions {
   int retries = 4;               // extra attempts after 5xx, 429, timeouts and refused connections
   double backoff_s = 1;          // delay before the first retry, doubled before each next one
   std::string server_note;       // free text for the manifest, e.g. the server's launch flags
+  // A server flipscope started (flipscope run's `launch`): what was asked ({"command", "env",
+  // "health", "port"}; part of a capture's identity) and what happened ({"command" as run, "pid",
+  // "log", "startup_s"}); both null otherwise. Recorded in the manifest under engine.launch.
+  nlohmann::json launch, launched;
+  // Called before every retry; an error ends the retries with it (a launched server that exited).
+  std::function<Status()> alive;
   // Checks the values; errors name the flag.
   Status Validate() const;
   // The flags that reproduce these options on `flipscope capture` (no key, URL redacted).
@@ -190,12 +197,50 @@ class HttpEngine : public Engine {
   // Engine "openai", the API, the redacted URL, the server's model id / version / limits as
   // reported, the note, the request parameters and "flags".
   nlohmann::json Describe() const override;
+  // Greedy continuation of prompt at temperature 0: up to max_new_tokens generated tokens (fewer
+  // when the server stops at end of generation), each with its probability; errors name the URL.
+  Result<Future> Complete(std::span<const int32_t> prompt, int max_new_tokens);
   struct Impl;
 
  private:
   explicit HttpEngine(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// How to start a server and know it is up (docs/engines.md, "Servers flipscope starts").
+struct LaunchOptions {
+  std::string command;                     // run as /bin/sh -c COMMAND in a process group of its own
+  std::map<std::string, std::string> env;  // set on top of flipscope's environment
+  std::string url;                         // base URL where it answers
+  std::string health = "/health";          // GET path that answers 200 once the server is ready
+  double startup_timeout_s = 600;          // the longest wait for the health check
+  double stop_timeout_s = 10;              // after SIGTERM to the group, SIGKILL follows this late
+  std::string log_path;                    // its stdout and stderr (appended)
+};
+
+// A running server started from LaunchOptions; destroying it stops it.
+class ServerProcess {
+ public:
+  // Starts the command and waits until GET url+health answers 200. Errors say whether the
+  // process ended first (how, and its log's last line) or the time-out passed (it is then stopped).
+  static Result<std::unique_ptr<ServerProcess>> Start(const LaunchOptions& opts);
+  ~ServerProcess();
+  // Ok while the process runs; else an error saying how it ended and where its log is.
+  Status Alive();
+  // SIGTERM to the process group, SIGKILL after stop_timeout_s; idempotent.
+  void Stop();
+  int pid() const;
+  // Seconds from the start to the first healthy answer.
+  double startup_seconds() const;
+  struct Impl;
+
+ private:
+  explicit ServerProcess(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// A TCP port on 127.0.0.1 that was free a moment ago (for `{port}` in a launch command).
+Result<int> FreePort();
 
 // url with any "user:password@" removed, for manifests and messages.
 std::string RedactUrl(const std::string& url);
