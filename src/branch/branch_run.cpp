@@ -32,6 +32,7 @@ struct Side {
   std::unique_ptr<CaptureReader> cap;
   std::string model_path, model_sha256;
   Knobs knobs;
+  std::string served_flags;  // non-empty: captured from a server (its futures come with the request)
   std::vector<int32_t> firsts;
   SidePass pass;
 };
@@ -40,12 +41,16 @@ struct Side {
 Status OpenSide(const std::string& path, std::map<std::string, std::string>* hashes, Side* s) {
   FS_ASSIGN_OR_RETURN(s->cap, CaptureReader::Open(path));
   const json& m = s->cap->manifest();
-  if (s->cap->truncated())
-    return Status::Error(path + ": a truncated (top-k) capture cannot be re-run; branch needs a capture of the llama engine");
   const json engine = m.value("engine", json::object());
-  if (engine.is_object() && engine.value("engine", std::string("llama")) != "llama")
-    return Status::Error(path + ": captured by the '" + engine.value("engine", std::string()) +
-                         "' engine; branch re-runs the llama engine only");
+  const std::string kind = engine.is_object() ? engine.value("engine", std::string("llama")) : "llama";
+  if (kind == "openai") {
+    // A server's capture: its futures are decoded over HTTP while its server runs (flipscope run).
+    s->served_flags = engine.value("flags", std::string("--engine openai"));
+  } else if (s->cap->truncated()) {
+    return Status::Error(path + ": a truncated (top-k) capture cannot be re-run; branch needs a capture of the llama engine");
+  } else if (kind != "llama") {
+    return Status::Error(path + ": captured by the '" + kind + "' engine; branch re-runs the llama engine only");
+  }
   const json model = m.value("model", json::object());
   if (!model.is_object() || !model.contains("path") || !model["path"].is_string() || !model.contains("sha256") ||
       !model["sha256"].is_string())
@@ -62,6 +67,7 @@ Status OpenSide(const std::string& path, std::map<std::string, std::string>* has
   if ((*hashes)[s->model_path] != s->model_sha256)
     return Status::Error(fmt::format("{}: the model file {} has changed: sha256 {}, expected {}", path, s->model_path,
                                      (*hashes)[s->model_path], s->model_sha256));
+  if (!s->served_flags.empty()) return Status::Ok();
   if (!m.contains("knobs")) return Status::Error(path + ": the manifest has no knobs");
   auto knobs = Knobs::FromJson(m["knobs"]);
   if (!knobs.ok()) return knobs.status().Prefixed(path + ": manifest knobs");
@@ -76,9 +82,9 @@ Status CheckSameTranscript(const Side& b, const Side& c) {
     return Status::Error(fmt::format("{}: fed different tokens than {} (first difference at position {}); branch "
                                      "compares captures of one workload",
                                      c.cap->path(), b.cap->path(), ib - tb.begin()));
-  if (b.cap->n_vocab() != c.cap->n_vocab())
-    return Status::Error(fmt::format("{}: vocabulary of {} tokens, {} has {}", c.cap->path(), c.cap->n_vocab(),
-                                     b.cap->path(), b.cap->n_vocab()));
+  if (branch::VocabSize(*b.cap) != branch::VocabSize(*c.cap))
+    return Status::Error(fmt::format("{}: vocabulary of {} tokens, {} has {}", c.cap->path(), branch::VocabSize(*c.cap),
+                                     b.cap->path(), branch::VocabSize(*b.cap)));
   const json& mb = b.cap->manifest();
   const json& mc = c.cap->manifest();
   if (mb.contains("tokenizer_sha256") && mc.contains("tokenizer_sha256") && mb["tokenizer_sha256"] != mc["tokenizer_sha256"])
@@ -191,9 +197,11 @@ void ResolveTools(const CaptureReader& cap, const std::string& model_path, Trans
 
 json SideJson(const Side& s) {
   int64_t reproduced = std::count(s.pass.reproduced.begin(), s.pass.reproduced.end(), true);
+  const bool served = !s.served_flags.empty();
   return {{"capture", s.cap->path()},          {"model", s.model_path},
-          {"model_sha256", s.model_sha256},    {"knobs", s.knobs.ToJson()},
-          {"flags", s.knobs.ToFlags()},        {"forked", s.pass.forked},
+          {"model_sha256", s.model_sha256},    {"knobs", served ? json(nullptr) : s.knobs.ToJson()},
+          {"flags", served ? s.served_flags : s.knobs.ToFlags()}, {"engine", served ? "openai" : "llama"},
+          {"forked", s.pass.forked},
           {"seconds", s.pass.seconds},         {"rows_checked", s.pass.rows_checked},
           {"rows_reproduced", s.pass.rows_reproduced}, {"branches_reproduced", reproduced},
           {"decoded_during_capture", s.pass.decoded_during.empty() ? json(nullptr) : json(s.pass.decoded_during)}};
@@ -209,6 +217,13 @@ std::vector<int32_t> PointPositions(const std::vector<Point>& points) {
 
 namespace branch {
 
+int32_t VocabSize(const CaptureReader& cap) {
+  if (cap.n_vocab() > 0) return cap.n_vocab();
+  const json model = cap.manifest().value("model", json::object());
+  return model.is_object() && model.contains("n_vocab") && model["n_vocab"].is_number_integer() ? model["n_vocab"].get<int32_t>()
+                                                                                                 : 0;
+}
+
 Status ReadTranscript(const CaptureReader& cap, const std::string& model_path, Transcript* t,
                       std::vector<std::string>* warnings) {
   auto tok = cap.tokens();
@@ -222,7 +237,7 @@ Status ReadTranscript(const CaptureReader& cap, const std::string& model_path, T
   // The vocabulary's texts, read without the weights (a side may have no engine of its own).
   FS_ASSIGN_OR_RETURN(auto text_of, LoadDetokenizer(model_path));
   t->vocab.clear();
-  for (int32_t id = 0; id < cap.n_vocab(); ++id) t->vocab.push_back(text_of(id));
+  for (int32_t id = 0; id < VocabSize(cap); ++id) t->vocab.push_back(text_of(id));
   t->Index();
   ResolveTools(cap, model_path, t, warnings);
   return Status::Ok();
@@ -262,9 +277,13 @@ Result<json> RunBranches(const BranchRequest& req) {
         s.pass = std::move(*known);
         continue;
       }
-      warnings.push_back(fmt::format("{}: the futures decoded during {} do not cover every branch point; its pass "
-                                     "is run again", s.cap->path(), req.decoded[si]->source));
+      if (s.served_flags.empty())
+        warnings.push_back(fmt::format("{}: the futures decoded during {} do not cover every branch point; its pass "
+                                       "is run again", s.cap->path(), req.decoded[si]->source));
     }
+    if (!s.served_flags.empty())
+      return Status::Error(s.cap->path() + ": captured from a server, whose futures are decoded over HTTP while it "
+                           "runs: follow its forks with flipscope run and [branch] (docs/experiment.md)");
     auto engine = LlamaEngine::Create(s.model_path, s.knobs, 2);
     if (!engine.ok()) return engine.status().Prefixed(s.cap->path());
     if (!(*engine)->CanFork() && o.allow_fork)
