@@ -166,7 +166,7 @@ Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(const LaunchOptions&
   http::Client client(probe, "");
   while (true) {
     if (Status alive = server->Alive(); !alive.ok())
-      return alive.Prefixed("the server did not start: " + o.command);
+      return alive.Prefixed("before answering " + client.Where(o.health));
     auto r = client.Get(o.health);
     if (r.ok() && r->status == 200) break;
     if (NowSeconds() - t0 > o.startup_timeout_s) {

@@ -79,7 +79,7 @@ TEST(ServerProcess, ACommandThatExitsSaysHowAndShowsItsLastLine) {
   auto s = ServerProcess::Start(o);
   ASSERT_FALSE(s.ok());
   const std::string m = s.status().message();
-  EXPECT_NE(m.find("the server did not start"), std::string::npos) << m;
+  EXPECT_NE(m.find("before answering " + o.url + "/: the server (pid "), std::string::npos) << m;
   EXPECT_NE(m.find("exited with status 3"), std::string::npos) << m;
   EXPECT_NE(m.find("error: unknown flag --kv-cache-dtyp"), std::string::npos) << m;
   EXPECT_NE(m.find(o.log_path), std::string::npos) << m;
