@@ -227,7 +227,8 @@ class ServerProcess {
   ~ServerProcess();
   // Ok while the process runs; else an error saying how it ended and where its log is.
   Status Alive();
-  // SIGTERM to the process group, SIGKILL after stop_timeout_s; idempotent.
+  // SIGTERM to the process group, SIGKILL after stop_timeout_s, then waits (at most 10 s more)
+  // until no process of the group runs; idempotent.
   void Stop();
   int pid() const;
   // Seconds from the start to the first healthy answer.

@@ -10,6 +10,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iterator>
 #include <cstdlib>
 #include <fstream>
 #include <thread>
@@ -117,18 +120,49 @@ Status ServerProcess::Alive() {
                                    s.opts.log_path, last.empty() ? "" : " (last line: " + last + ")"));
 }
 
+namespace {
+
+// Whether a process of group pgid still runs (a zombie does not: an orphaned worker that ended
+// waits for init to reap it, holding no memory). Reads /proc/<pid>/stat.
+bool GroupRuns(pid_t pgid) {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t close = stat.rfind(')');  // the command name may hold spaces and parentheses
+    char state = 0;
+    int ppid = 0, pgrp = 0;
+    if (close != std::string::npos && std::sscanf(stat.c_str() + close + 1, " %c %d %d", &state, &ppid, &pgrp) == 3 &&
+        pgrp == pgid && state != 'Z')
+      return true;
+  }
+  return false;
+}
+
+// Reaps the leader when it has ended and waits until no process of its group runs, or the deadline.
+bool WaitGroup(pid_t pgid, int* wstatus, bool* ended, double deadline) {
+  while (true) {
+    if (!*ended && waitpid(pgid, wstatus, WNOHANG) == pgid) *ended = true;
+    if (*ended && !GroupRuns(pgid)) return true;
+    if (NowSeconds() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+}  // namespace
+
 void ServerProcess::Stop() {
   Impl& s = *impl_;
   if (s.pid <= 0) return;
-  // The group may outlive the shell (a server that forked workers): signal the group always.
+  // The whole group (a server's workers hold GPU memory the next server needs): SIGTERM, time to
+  // shut down, then SIGKILL for whatever is left, and a wait until nothing of it runs.
   kill(-s.pid, SIGTERM);
-  const double deadline = NowSeconds() + s.opts.stop_timeout_s;
-  while (!s.ended && NowSeconds() < deadline) {
-    if (waitpid(s.pid, &s.wstatus, WNOHANG) == s.pid) s.ended = true;
-    else std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (!WaitGroup(s.pid, &s.wstatus, &s.ended, NowSeconds() + s.opts.stop_timeout_s)) {
+    kill(-s.pid, SIGKILL);
+    WaitGroup(s.pid, &s.wstatus, &s.ended, NowSeconds() + 10);
   }
-  kill(-s.pid, SIGKILL);  // whatever ignored SIGTERM, or is still shutting down
-  if (!s.ended && waitpid(s.pid, &s.wstatus, 0) == s.pid) s.ended = true;
   s.pid = -1;
 }
 

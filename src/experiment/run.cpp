@@ -253,7 +253,8 @@ Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& op
   nlohmann::json base_entry_json;
   if (!runner.CaptureConfig(exp.baseline, 0, 1, base_entry_json)) {
     if (!runner.fatal.ok()) return runner.fatal;
-    return Status::Error("the baseline could not be captured: " + base_entry_json.value("reason", std::string("?")));
+    return Status::Error(exp.path + ": the baseline could not be captured: " +
+                         base_entry_json.value("reason", std::string("?")));
   }
   // A server decides its own KV cache, which the knobs do not describe: its KV bytes are unknown.
   auto kv_bytes = [&](const ConfigSpec& c) {
@@ -271,7 +272,7 @@ Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& op
   // futures at the variants' flips then.
   if (!runner.CaptureConfig(exp.baseline, 1, exp.baseline.repeats, base_entry_json)) {
     if (!runner.fatal.ok()) return runner.fatal;
-    return Status::Error("the baseline's repeats could not be captured: " +
+    return Status::Error(exp.path + ": the baseline's repeats could not be captured: " +
                          base_entry_json.value("reason", std::string("?")));
   }
   base_entry_json["kv_bytes_per_token"] = kv_bytes(exp.baseline);

@@ -36,6 +36,11 @@ def alive(pid):
         return False
 
 
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
 def pids_in(log):
     """Every PID a test server printed into a server log."""
     with open(log) as f:
@@ -74,10 +79,12 @@ class HttpRun(unittest.TestCase):
             path, out = self.experiment("forks", f'''
 [baseline]
 launch = "{serve(self.f16)}"
+api = "sglang"
 logprobs = 5
 [[variant]]
 name = "q4kv"
 launch = "{serve(self.q4, "--request-log", requests)}"
+api = "vllm"
 env = {{ FLIPSCOPE_TEST_MARK = "q4" }}
 [[variant]]
 name = "by-url"
@@ -94,7 +101,7 @@ max_branches = 5
             proc = run("run", path, "-o", out, "-q")
             by_url.kill()
         self.assertIn("following 5 forks of q4kv over HTTP", proc.stderr)
-        res = json.load(open(os.path.join(out, "results.json")))
+        res = json.loads(read(os.path.join(out, "results.json")))
         cfg = {c["name"]: c for c in res["configs"]}
         self.assertEqual([cfg[n]["status"] for n in ("baseline", "q4kv", "by-url")], ["ok"] * 3)
         # A server that does not start is recorded with its reason and log line; the run goes on.
@@ -123,14 +130,15 @@ max_branches = 5
         log = os.path.join(out, "captures", "q4kv.server.log")
         self.assertEqual(launch["run"]["log"], log)
         self.assertEqual(pids_in(log), [launch["run"]["pid"]])  # a plain command is exec'd: the server is the pid
-        self.assertIn(f"PORT {launch['run']['url'].rsplit(':', 1)[1]}", open(log).read())
+        self.assertIn(f"PORT {launch['run']['url'].rsplit(':', 1)[1]}", read(log))
         self.assertEqual(manifest(cfg["by-url"]["captures"][0])["engine"]["url"], url)
         # Every launched server is stopped when its captures are done.
         for name in ("baseline", "q4kv"):
             for pid in pids_in(os.path.join(out, "captures", f"{name}.server.log")):
                 self.assertFalse(alive(pid), f"{name}'s server {pid} still runs")
 
-        # Forks over HTTP: each side's future is its own first token, then what the server generated
+        # Forks over HTTP (the baseline's through SGLang's /generate, q4kv's through vLLM's
+        # /v1/completions): each side's future is its own first token, then what the server generated
         # for the prompt tokens[:p+1] + [first] (the test server resumes the transcript after it).
         (b,) = [x for x in res["branches"] if x["config"] == "q4kv"]
         records = b["records"]
@@ -141,6 +149,8 @@ max_branches = 5
             self.assertEqual(r["base_future"]["tokens"], [int(f16["argmax"][p])] + rest)
             self.assertEqual(r["cand_future"]["tokens"], [int(q4["argmax"][p])] + rest)
         self.assertEqual(b["branch_config"]["cand"]["engine"], "openai")
+        self.assertEqual(manifest(cfg["baseline"]["captures"][0])["engine"]["api"], "sglang")
+        self.assertEqual(manifest(cfg["by-url"]["captures"][0])["engine"]["api"], "sglang")  # inherited
         self.assertIsNotNone(b["branch_config"]["cand"]["decoded_during_capture"])
         with open(requests) as f:
             posts = [json.loads(line) for line in f]
@@ -194,7 +204,7 @@ stop_timeout = 1
         # Fixed, the re-run reuses the baseline's and q4kv's captures and makes only flaky's.
         path, out = self.experiment("dies", body.replace("{flaky}", serve(self.f16)))
         run("run", path, "-o", out, "-q")
-        res = json.load(open(os.path.join(out, "results.json")))
+        res = json.loads(read(os.path.join(out, "results.json")))
         reused = {c["name"]: c["reused"] for c in res["configs"]}
         self.assertEqual(reused, {"baseline": [True], "q4kv": [True], "flaky": [False]})
         self.assertEqual(len(pids_in(log)), 3)  # one server per run of flaky
