@@ -32,6 +32,7 @@ struct Side {
   std::unique_ptr<CaptureReader> cap;
   std::string model_path, model_sha256;
   Knobs knobs;
+  std::string served_flags;  // non-empty: captured from a server (its futures come with the request)
   std::vector<int32_t> firsts;
   SidePass pass;
 };
@@ -39,6 +40,15 @@ struct Side {
 // Opens a capture and checks its model file is the one it was captured with.
 Status OpenSide(const std::string& path, std::map<std::string, std::string>* hashes, Side* s) {
   FS_ASSIGN_OR_RETURN(s->cap, CaptureReader::Open(path));
+  const json engine = s->cap->manifest().value("engine", json::object());
+  if (engine.is_object() && engine.value("engine", std::string("llama")) == "openai") {
+    // A server's capture: its futures are decoded over HTTP while its server runs (flipscope run).
+    s->served_flags = engine.value("flags", std::string("--engine openai"));
+    FS_ASSIGN_OR_RETURN(CaptureReplay model, ModelOf(*s->cap, hashes));
+    s->model_path = model.model_path;
+    s->model_sha256 = model.model_sha256;
+    return Status::Ok();
+  }
   FS_ASSIGN_OR_RETURN(CaptureReplay replay, ReplayOf(*s->cap, "branch", hashes));
   s->model_path = replay.model_path;
   s->model_sha256 = replay.model_sha256;
@@ -53,9 +63,9 @@ Status CheckSameTranscript(const Side& b, const Side& c) {
     return Status::Error(fmt::format("{}: fed different tokens than {} (first difference at position {}); branch "
                                      "compares captures of one workload",
                                      c.cap->path(), b.cap->path(), ib - tb.begin()));
-  if (b.cap->n_vocab() != c.cap->n_vocab())
-    return Status::Error(fmt::format("{}: vocabulary of {} tokens, {} has {}", c.cap->path(), c.cap->n_vocab(),
-                                     b.cap->path(), b.cap->n_vocab()));
+  if (branch::VocabSize(*b.cap) != branch::VocabSize(*c.cap))
+    return Status::Error(fmt::format("{}: vocabulary of {} tokens, {} has {}", c.cap->path(), branch::VocabSize(*c.cap),
+                                     b.cap->path(), branch::VocabSize(*b.cap)));
   const json& mb = b.cap->manifest();
   const json& mc = c.cap->manifest();
   if (mb.contains("tokenizer_sha256") && mc.contains("tokenizer_sha256") && mb["tokenizer_sha256"] != mc["tokenizer_sha256"])
@@ -168,9 +178,11 @@ void ResolveTools(const CaptureReader& cap, const std::string& model_path, Trans
 
 json SideJson(const Side& s) {
   int64_t reproduced = std::count(s.pass.reproduced.begin(), s.pass.reproduced.end(), true);
+  const bool served = !s.served_flags.empty();
   return {{"capture", s.cap->path()},          {"model", s.model_path},
-          {"model_sha256", s.model_sha256},    {"knobs", s.knobs.ToJson()},
-          {"flags", s.knobs.ToFlags()},        {"forked", s.pass.forked},
+          {"model_sha256", s.model_sha256},    {"knobs", served ? json(nullptr) : s.knobs.ToJson()},
+          {"flags", served ? s.served_flags : s.knobs.ToFlags()}, {"engine", served ? "openai" : "llama"},
+          {"forked", s.pass.forked},
           {"seconds", s.pass.seconds},         {"rows_checked", s.pass.rows_checked},
           {"rows_reproduced", s.pass.rows_reproduced}, {"branches_reproduced", reproduced},
           {"decoded_during_capture", s.pass.decoded_during.empty() ? json(nullptr) : json(s.pass.decoded_during)}};
@@ -186,6 +198,13 @@ std::vector<int32_t> PointPositions(const std::vector<Point>& points) {
 
 namespace branch {
 
+int32_t VocabSize(const CaptureReader& cap) {
+  if (cap.n_vocab() > 0) return cap.n_vocab();
+  const json model = cap.manifest().value("model", json::object());
+  return model.is_object() && model.contains("n_vocab") && model["n_vocab"].is_number_integer() ? model["n_vocab"].get<int32_t>()
+                                                                                                 : 0;
+}
+
 Status ReadTranscript(const CaptureReader& cap, const std::string& model_path, Transcript* t,
                       std::vector<std::string>* warnings) {
   auto tok = cap.tokens();
@@ -199,7 +218,7 @@ Status ReadTranscript(const CaptureReader& cap, const std::string& model_path, T
   // The vocabulary's texts, read without the weights (a side may have no engine of its own).
   FS_ASSIGN_OR_RETURN(auto text_of, LoadDetokenizer(model_path));
   t->vocab.clear();
-  for (int32_t id = 0; id < cap.n_vocab(); ++id) t->vocab.push_back(text_of(id));
+  for (int32_t id = 0; id < VocabSize(cap); ++id) t->vocab.push_back(text_of(id));
   t->Index();
   ResolveTools(cap, model_path, t, warnings);
   return Status::Ok();
@@ -239,9 +258,13 @@ Result<json> RunBranches(const BranchRequest& req) {
         s.pass = std::move(*known);
         continue;
       }
-      warnings.push_back(fmt::format("{}: the futures decoded during {} do not cover every branch point; its pass "
-                                     "is run again", s.cap->path(), req.decoded[si]->source));
+      if (s.served_flags.empty())
+        warnings.push_back(fmt::format("{}: the futures decoded during {} do not cover every branch point; its pass "
+                                       "is run again", s.cap->path(), req.decoded[si]->source));
     }
+    if (!s.served_flags.empty())
+      return Status::Error(s.cap->path() + ": captured from a server, whose futures are decoded over HTTP while it "
+                           "runs: follow its forks with flipscope run and [branch] (docs/experiment.md)");
     auto engine = LlamaEngine::Create(s.model_path, s.knobs, 2);
     if (!engine.ok()) return engine.status().Prefixed(s.cap->path());
     if (!(*engine)->CanFork() && o.allow_fork)

@@ -185,6 +185,9 @@ struct CaptureReplay {
   std::string model_path, model_sha256;
   Knobs knobs;
 };
+// The capture's model file (for a server's capture: its tokenizer), checked against the recorded
+// SHA-256; knobs left default. hashes caches each model file's SHA-256 between calls.
+Result<CaptureReplay> ModelOf(const CaptureReader& cap, std::map<std::string, std::string>* hashes);
 // The replay of a full llama-engine capture; errors name the capture and say why `stage` (e.g.
 // "branch") cannot re-run it. hashes caches each model file's SHA-256 between calls.
 Result<CaptureReplay> ReplayOf(const CaptureReader& cap, const std::string& stage,

@@ -6,19 +6,10 @@
 
 namespace flipscope {
 
-Result<CaptureReplay> ReplayOf(const CaptureReader& cap, const std::string& stage,
-                               std::map<std::string, std::string>* hashes) {
+Result<CaptureReplay> ModelOf(const CaptureReader& cap, std::map<std::string, std::string>* hashes) {
   using json = nlohmann::json;
   const std::string& path = cap.path();
-  const json& m = cap.manifest();
-  if (cap.truncated())
-    return Status::Error(path + ": a truncated (top-k) capture cannot be re-run; " + stage +
-                         " needs a capture of the llama engine");
-  const json engine = m.value("engine", json::object());
-  if (engine.is_object() && engine.value("engine", std::string("llama")) != "llama")
-    return Status::Error(path + ": captured by the '" + engine.value("engine", std::string()) + "' engine; " + stage +
-                         " re-runs the llama engine only");
-  const json model = m.value("model", json::object());
+  const json model = cap.manifest().value("model", json::object());
   if (!model.is_object() || !model.contains("path") || !model["path"].is_string() || !model.contains("sha256") ||
       !model["sha256"].is_string())
     return Status::Error(path + ": the manifest names no model file (model.path and model.sha256)");
@@ -35,6 +26,22 @@ Result<CaptureReplay> ReplayOf(const CaptureReader& cap, const std::string& stag
   if ((*hashes)[r.model_path] != r.model_sha256)
     return Status::Error(fmt::format("{}: the model file {} has changed: sha256 {}, expected {}", path, r.model_path,
                                      (*hashes)[r.model_path], r.model_sha256));
+  return r;
+}
+
+Result<CaptureReplay> ReplayOf(const CaptureReader& cap, const std::string& stage,
+                               std::map<std::string, std::string>* hashes) {
+  using json = nlohmann::json;
+  const std::string& path = cap.path();
+  const json& m = cap.manifest();
+  if (cap.truncated())
+    return Status::Error(path + ": a truncated (top-k) capture cannot be re-run; " + stage +
+                         " needs a capture of the llama engine");
+  const json engine = m.value("engine", json::object());
+  if (engine.is_object() && engine.value("engine", std::string("llama")) != "llama")
+    return Status::Error(path + ": captured by the '" + engine.value("engine", std::string()) + "' engine; " + stage +
+                         " re-runs the llama engine only");
+  FS_ASSIGN_OR_RETURN(CaptureReplay r, ModelOf(cap, hashes));
   if (!m.contains("knobs")) return Status::Error(path + ": the manifest has no knobs");
   auto knobs = Knobs::FromJson(m["knobs"]);
   if (!knobs.ok()) return knobs.status().Prefixed(path + ": manifest knobs");

@@ -71,7 +71,13 @@ nlohmann::json CaptureRequestJson(const CaptureRequest& req, const std::string& 
           {"tool_version", FLIPSCOPE_VERSION}};
   if (req.engine != "llama") j["engine"] = req.engine;
   if (!req.load_text.empty()) j["load_text"] = req.load_text;
-  if (req.engine == "openai") j["http"] = {{"flags", req.http.ToFlags()}, {"server_note", req.http.server_note}};
+  if (req.engine == "openai") {
+    HttpOptions h = req.http;
+    // A launched server's port may be chosen afresh by every run: its command identifies it instead.
+    if (!h.launch.is_null()) h.url = "http://launched";
+    j["http"] = {{"flags", h.ToFlags()}, {"server_note", h.server_note}};
+    if (!h.launch.is_null()) j["http"]["launch"] = h.launch;
+  }
   return j;
 }
 namespace {

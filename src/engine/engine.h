@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -231,6 +232,12 @@ struct HttpOptions {
   std::string server_note;       // free text for the manifest, e.g. the server's launch flags
   int load = 0;                  // concurrent filler requests while the measured one runs (knob load)
   int load_seed = 0;             // knob load_seed
+  // A server flipscope started (flipscope run's `launch`): what was asked ({"command", "env",
+  // "health", "port"}; part of a capture's identity) and what happened ({"command" as run, "pid",
+  // "log", "startup_s"}); both null otherwise. Recorded in the manifest under engine.launch.
+  nlohmann::json launch, launched;
+  // Called before every retry; an error ends the retries with it (a launched server that exited).
+  std::function<Status()> alive;
   // Checks the values; errors name the flag.
   Status Validate() const;
   // The flags that reproduce these options on `flipscope capture` (no key, URL redacted).
@@ -258,12 +265,51 @@ class HttpEngine : public Engine {
   void SetLoadPool(std::vector<FillerSource> pool) override;
   // The filler requests sent during the last Prefill (load > 0), and how many overlapped it.
   nlohmann::json LoadRecord() const override;
+  // Greedy continuation of prompt at temperature 0: up to max_new_tokens generated tokens (fewer
+  // when the server stops at end of generation), each with its probability; errors name the URL.
+  Result<Future> Complete(std::span<const int32_t> prompt, int max_new_tokens);
   struct Impl;
 
  private:
   explicit HttpEngine(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// How to start a server and know it is up (docs/engines.md, "Servers flipscope starts").
+struct LaunchOptions {
+  std::string command;                     // run as /bin/sh -c COMMAND in a process group of its own
+  std::map<std::string, std::string> env;  // set on top of flipscope's environment
+  std::string url;                         // base URL where it answers
+  std::string health = "/health";          // GET path that answers 200 once the server is ready
+  double startup_timeout_s = 600;          // the longest wait for the health check
+  double stop_timeout_s = 10;              // after SIGTERM to the group, SIGKILL follows this late
+  std::string log_path;                    // its stdout and stderr (appended)
+};
+
+// A running server started from LaunchOptions; destroying it stops it.
+class ServerProcess {
+ public:
+  // Starts the command and waits until GET url+health answers 200. Errors say whether the
+  // process ended first (how, and its log's last line) or the time-out passed (it is then stopped).
+  static Result<std::unique_ptr<ServerProcess>> Start(const LaunchOptions& opts);
+  ~ServerProcess();
+  // Ok while the process runs; else an error saying how it ended and where its log is.
+  Status Alive();
+  // SIGTERM to the process group, SIGKILL after stop_timeout_s, then waits (at most 10 s more)
+  // until no process of the group runs; idempotent.
+  void Stop();
+  int pid() const;
+  // Seconds from the start to the first healthy answer.
+  double startup_seconds() const;
+  struct Impl;
+
+ private:
+  explicit ServerProcess(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// A TCP port on 127.0.0.1 that was free a moment ago (for `{port}` in a launch command).
+Result<int> FreePort();
 
 // url with any "user:password@" removed, for manifests and messages.
 std::string RedactUrl(const std::string& url);

@@ -113,8 +113,11 @@ Result<Response> Client::Send(const std::string& path, const std::string* body) 
     if (code != CURLE_OK) {
       last = code == CURLE_OPERATION_TIMEDOUT ? fmt::format("no answer within {} s (--timeout)", opts_.timeout_s)
                                               : curl_easy_strerror(code);
-      if (Transient(code)) continue;
-      return Status::Error(Scrub(Where(path) + ": " + last));
+      if (!Transient(code)) return Status::Error(Scrub(Where(path) + ": " + last));
+      // A launched server that has exited will not answer a retry: say how it ended instead.
+      if (opts_.alive)
+        if (Status alive = opts_.alive(); !alive.ok()) return Status::Error(Scrub(Where(path) + ": " + alive.message()));
+      continue;
     }
     curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &r.status);
     if (r.status >= 500 || r.status == 429) {

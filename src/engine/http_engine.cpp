@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "engine/http_internal.h"
+#include "util/util.h"
 
 namespace flipscope {
 
@@ -83,6 +84,14 @@ Status DescribeVllm(HttpEngine::Impl& e) {
   e.context = PositiveInt(m, "max_model_len");
   auto version = e.GetJson("/version");
   e.server["version"] = version.ok() && version->contains("version") ? (*version)["version"] : json(nullptr);
+  // The engine configuration the server reports (attention backend, KV dtype, chunking, parallelism):
+  // vLLM serves it at /server_info when started with VLLM_SERVER_DEV_MODE=1; optional.
+  auto info = e.GetJson("/server_info");
+  if (info.ok() && info->is_object() && info->contains("vllm_config") && (*info)["vllm_config"].is_string()) {
+    std::string config = (*info)["vllm_config"].get<std::string>();
+    if (config.size() > 65536) config = config.substr(0, 65536) + "...";
+    e.server["vllm_config"] = config;
+  }
   return Status::Ok();
 }
 
@@ -206,6 +215,38 @@ Status HttpEngine::Prefill(std::span<const int32_t> tokens, std::span<const int3
 void HttpEngine::SetLoadPool(std::vector<FillerSource> pool) { impl_->load_pool = std::move(pool); }
 json HttpEngine::LoadRecord() const { return impl_->load_record; }
 
+Result<Future> HttpEngine::Complete(std::span<const int32_t> prompt, int max_new_tokens) {
+  Impl& e = *impl_;
+  const bool vllm = e.opts.api == "vllm";
+  const std::string path = vllm ? "/v1/completions" : "/generate";
+  const std::vector<int32_t> ids(prompt.begin(), prompt.end());
+  json req;
+  if (vllm) {
+    req = {{"model", e.opts.served_model}, {"prompt", ids}, {"max_tokens", max_new_tokens}, {"temperature", 0.0},
+           {"logprobs", 1}, {"return_tokens_as_token_ids", true}};
+  } else {
+    req = {{"input_ids", ids},
+           {"sampling_params", {{"max_new_tokens", max_new_tokens}, {"temperature", 0.0}}},
+           {"return_logprob", true},
+           {"logprob_start_len", std::max<int64_t>(0, int64_t(ids.size()) - 1)},
+           {"top_logprobs_num", 0},
+           {"return_text_in_logprobs", false}};
+  }
+  const double t0 = NowSeconds();
+  FS_ASSIGN_OR_RETURN(http::Response r, e.client.Post(path, req.dump()));
+  const std::string where = e.client.Where(path);
+  if (r.status != 200)
+    return Status::Error(e.client.Scrub(fmt::format("{}: HTTP {}: {}", where, r.status, http::ErrorText(r.body))));
+  auto body = http::ParseLenient(r.body);
+  if (!body.ok()) return Status::Error(e.client.Scrub(where + ": " + body.status().message()));
+  auto f = vllm ? http::ParseVllmCompletion(*body, e.n_vocab) : http::ParseSglangCompletion(*body, e.n_vocab);
+  if (!f.ok()) return Status::Error(e.client.Scrub(where + ": " + f.status().message()));
+  if (int(f->tokens.size()) > max_new_tokens)
+    return Status::Error(fmt::format("{}: {} tokens generated, {} were asked for", where, f->tokens.size(), max_new_tokens));
+  f->seconds = NowSeconds() - t0;
+  return f;
+}
+
 json HttpEngine::Describe() const {
   const Impl& e = *impl_;
   json d = {{"engine", "openai"},
@@ -223,6 +264,7 @@ json HttpEngine::Describe() const {
             {"retries", e.opts.retries},
             {"knobs", e.opts.load > 0 ? json{{"load", e.opts.load}, {"load_seed", e.opts.load_seed}} : json::object()},  // the server's own flags decide numerics: see server / server_note
             {"flags", e.opts.ToFlags()}};
+  if (!e.opts.launch.is_null()) d["launch"] = {{"asked", e.opts.launch}, {"run", e.opts.launched}};
   return d;
 }
 

@@ -76,4 +76,10 @@ Result<PromptTopK> ParseVllm(const nlohmann::json& body, int32_t k, int32_t n_vo
 // SGLang /generate: meta_info.input_top_logprobs = [null, [[logprob, id, text], ...], ...].
 Result<PromptTopK> ParseSglang(const nlohmann::json& body, int32_t k, int32_t n_vocab);
 
+// vLLM /v1/completions with logprobs and return_tokens_as_token_ids: the generated tokens
+// (choices[0].logprobs.tokens = ["token_id:N", ...]) and their probabilities (token_logprobs).
+Result<Future> ParseVllmCompletion(const nlohmann::json& body, int32_t n_vocab);
+// SGLang /generate with return_logprob: meta_info.output_token_logprobs = [[logprob, id, text], ...].
+Result<Future> ParseSglangCompletion(const nlohmann::json& body, int32_t n_vocab);
+
 }  // namespace flipscope::http

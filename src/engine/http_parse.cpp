@@ -149,4 +149,67 @@ Result<PromptTopK> ParseSglang(const json& body, int32_t k, int32_t n_vocab) {
                       });
 }
 
+namespace {
+
+// A generated token's log-probability as a probability (the -Infinity stand-in becomes 0).
+float Prob(double lp) { return lp <= -std::numeric_limits<double>::max() ? 0.0f : float(std::exp(std::min(lp, 0.0))); }
+
+// Checks a generated id against the vocabulary; `where` names it in the message.
+Status CheckId(double id, int32_t n_vocab, const std::string& where) {
+  if (id != std::floor(id) || id < 0 || (n_vocab > 0 && id >= double(n_vocab)) || id > double(std::numeric_limits<int32_t>::max()))
+    return Status::Error(fmt::format("{}: token id {:.17g} outside the model's vocabulary of {}", where, id, n_vocab));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Future> ParseVllmCompletion(const json& body, int32_t n_vocab) {
+  if (!body.is_object() || !body.contains("choices") || !body["choices"].is_array() || body["choices"].empty())
+    return Status::Error("no choices[0] in the response");
+  const json& choice = body["choices"][0];
+  const json* lp = choice.is_object() && choice.contains("logprobs") ? &choice["logprobs"] : nullptr;
+  if (!lp || !lp->is_object() || !lp->contains("tokens") || !lp->contains("token_logprobs") ||
+      !(*lp)["tokens"].is_array() || !(*lp)["token_logprobs"].is_array())
+    return Status::Error("choices[0].logprobs.tokens / token_logprobs are missing (logprobs refused?)");
+  const json& tokens = (*lp)["tokens"];
+  const json& lps = (*lp)["token_logprobs"];
+  if (tokens.size() != lps.size())
+    return Status::Error(fmt::format("choices[0].logprobs: {} tokens but {} token_logprobs", tokens.size(), lps.size()));
+  Future f;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const std::string where = fmt::format("choices[0].logprobs.tokens[{}]", i);
+    // return_tokens_as_token_ids: "token_id:123", so that no text has to be tokenized again.
+    const std::string t = tokens[i].is_string() ? tokens[i].get<std::string>() : "";
+    int64_t id = -1;
+    if (t.rfind("token_id:", 0) == 0) std::from_chars(t.data() + 9, t.data() + t.size(), id);
+    if (id < 0) return Status::Error(where + ": '" + t + "' is not \"token_id:N\" (return_tokens_as_token_ids refused?)");
+    FS_RETURN_IF_ERROR(CheckId(double(id), n_vocab, where));
+    double v = 0;
+    if (!AsNumber(lps[i], v)) return Status::Error(fmt::format("choices[0].logprobs.token_logprobs[{}] is not a number", i));
+    f.tokens.push_back(int32_t(id));
+    f.probs.push_back(Prob(v));
+  }
+  return f;
+}
+
+Result<Future> ParseSglangCompletion(const json& body, int32_t n_vocab) {
+  const json* b = &body;
+  if (body.is_array() && body.size() == 1) b = &body[0];
+  if (!b->is_object() || !b->contains("meta_info") || !(*b)["meta_info"].is_object())
+    return Status::Error("meta_info is missing (is this an SGLang server?)");
+  const json& out = (*b)["meta_info"].value("output_token_logprobs", json());
+  if (!out.is_array()) return Status::Error("meta_info.output_token_logprobs is missing (return_logprob refused?)");
+  Future f;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const std::string where = fmt::format("meta_info.output_token_logprobs[{}]", i);
+    double lp = 0, id = 0;
+    if (!out[i].is_array() || out[i].size() < 2 || !AsNumber(out[i][0], lp) || !AsNumber(out[i][1], id))
+      return Status::Error(where + " is not [logprob, token_id, text]");
+    FS_RETURN_IF_ERROR(CheckId(id, n_vocab, where));
+    f.tokens.push_back(int32_t(id));
+    f.probs.push_back(Prob(lp));
+  }
+  return f;
+}
+
 }  // namespace flipscope::http

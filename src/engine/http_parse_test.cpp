@@ -192,3 +192,52 @@ TEST(HttpParse, RealVllmBody) {
   EXPECT_NE(more.status().message().find("[11]: 5 distinct token ids, expected at least 6"), std::string::npos)
       << more.status().message();
 }
+
+// A fork's future: vLLM /v1/completions with max_tokens 3, logprobs 1 and
+// return_tokens_as_token_ids (OpenAI's legacy completion logprobs: parallel lists per token).
+TEST(HttpParse, VllmCompletionTokensAndProbabilities) {
+  auto body = http::ParseLenient(R"({"id": "cmpl-1", "object": "text_completion", "model": "m",
+    "choices": [{"index": 0, "text": " of France", "finish_reason": "length", "stop_reason": null,
+      "logprobs": {"text_offset": [0, 3, 10], "token_logprobs": [-0.25, 0.0, -Infinity],
+                   "tokens": ["token_id:315", "token_id:9625", "token_id:13"],
+                   "top_logprobs": [{"token_id:315": -0.25}, {"token_id:9625": 0.0}, {"token_id:13": -Infinity}]}}],
+    "usage": {"prompt_tokens": 4, "completion_tokens": 3, "total_tokens": 7}})");
+  ASSERT_TRUE(body.ok());
+  auto f = http::ParseVllmCompletion(*body, 50000);
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ(f->tokens, (std::vector<int32_t>{315, 9625, 13}));
+  ASSERT_EQ(f->probs.size(), 3u);
+  EXPECT_FLOAT_EQ(f->probs[0], std::exp(-0.25f));
+  EXPECT_FLOAT_EQ(f->probs[1], 1.0f);
+  EXPECT_EQ(f->probs[2], 0.0f);  // -Infinity
+  // Text instead of ids (return_tokens_as_token_ids ignored), an id outside the vocabulary, lists of unequal length.
+  auto bad = [](const char* text) {
+    auto j = http::ParseLenient(text);
+    return http::ParseVllmCompletion(*j, 50000).status().message();
+  };
+  EXPECT_NE(bad(R"({"choices": [{"logprobs": {"tokens": [" of"], "token_logprobs": [-1]}}]})")
+                .find("tokens[0]: ' of' is not \"token_id:N\""), std::string::npos);
+  EXPECT_NE(bad(R"({"choices": [{"logprobs": {"tokens": ["token_id:50000"], "token_logprobs": [-1]}}]})")
+                .find("outside the model's vocabulary of 50000"), std::string::npos);
+  EXPECT_NE(bad(R"({"choices": [{"logprobs": {"tokens": ["token_id:1"], "token_logprobs": []}}]})")
+                .find("1 tokens but 0 token_logprobs"), std::string::npos);
+  EXPECT_NE(bad(R"({"choices": [{"text": "x", "logprobs": null}]})").find("logprobs.tokens"), std::string::npos);
+}
+
+// SGLang /generate with return_logprob: meta_info.output_token_logprobs = [[logprob, id, text], ...].
+TEST(HttpParse, SglangCompletionTokensAndProbabilities) {
+  auto body = http::ParseLenient(R"({"text": " of France", "meta_info": {"id": "a", "prompt_tokens": 4,
+    "completion_tokens": 2, "finish_reason": {"type": "stop", "matched": 2},
+    "output_token_logprobs": [[-0.5, 315, null], [-2.0, 2, null]]}})");
+  ASSERT_TRUE(body.ok());
+  auto f = http::ParseSglangCompletion(*body, 50000);
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ(f->tokens, (std::vector<int32_t>{315, 2}));
+  EXPECT_FLOAT_EQ(f->probs[1], std::exp(-2.0f));
+  auto j = http::ParseLenient(R"({"meta_info": {"output_token_logprobs": [[-0.5, 1.5, null]]}})");
+  EXPECT_NE(http::ParseSglangCompletion(*j, 50000).status().message().find("output_token_logprobs[0]: token id 1.5"),
+            std::string::npos);
+  j = http::ParseLenient(R"({"meta_info": {}})");
+  EXPECT_NE(http::ParseSglangCompletion(*j, 50000).status().message().find("output_token_logprobs is missing"),
+            std::string::npos);
+}

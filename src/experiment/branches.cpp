@@ -36,6 +36,7 @@ Status BranchAll(const Experiment& exp, nlohmann::json& results, const RunOption
     req.decoded[1] = ReadDecoded(req.cand_path, base);
     const auto& base_caps = results["configs"][0]["captures"];
     if (base_caps.size() > 1) req.decoded[0] = ReadDecoded(base_caps[1].get<std::string>(), base);
+    if (!req.decoded[0]) req.decoded[0] = ReadDecoded(base, base);  // a server baseline of one repeat
     fmt::print(stderr, "  following the forks of {}\n", c["name"].get<std::string>());
     auto b = RunBranches(req);
     if (!b.ok()) return b.status().Prefixed("branches of " + c["name"].get<std::string>());

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +16,18 @@
 
 namespace flipscope {
 
+// A configuration served over HTTP (docs/experiment.md, "Server configurations"): a URL, or a
+// command flipscope launches, waits for, captures from and stops.
+struct ServerSpec {
+  std::string url;     // where it answers; empty for a launched one: http://127.0.0.1:<port>
+  std::string launch;  // the command (`{port}` is replaced by the port); empty: the server runs already
+  int port = 0;        // the launched server's port; 0 with {port} in the command: a free port
+  std::string health = "/health";
+  double startup_timeout_s = 600, stop_timeout_s = 10;
+  std::map<std::string, std::string> env;  // set for the launched command
+  HttpOptions http;    // api, logprobs, served model, timeout, retries, key variable (url unused)
+};
+
 // One configuration: the baseline's knobs with this configuration's changes applied.
 struct ConfigSpec {
   std::string name, description;
@@ -24,6 +37,8 @@ struct ConfigSpec {
   std::string requantize;     // e.g. "F16" or "Q8_0": derive the weights from the experiment's model
   int repeats = 1;
   int line = 0;               // where it is defined in the experiment file
+  std::string engine = "llama";  // "llama" (knobs) or "openai" (server)
+  ServerSpec server;             // engine "openai" only
 };
 
 struct BranchSettings {

@@ -149,3 +149,53 @@ TEST(RunExperiment, ForksFollowedDuringCapturesMatchTheBranchStage) {
   for (const auto& row : (*r)["recipe"]["ranking"])
     if (row["config"] == "kv-q4_0") EXPECT_EQ(row["damage"], outcomes["damage"]["total"]);
 }
+
+TEST(ParseExperiment, ServerConfigurations) {
+  auto p = MakeExperiment("servers",
+                          "[baseline]\nlaunch = \"vllm serve m --port {port}\"\nenv = { VLLM_BATCH_INVARIANT = \"1\" }\n"
+                          "startup_timeout = 300\nlogprobs = 20\n"
+                          "[[variant]]\nname = \"fp8\"\nlaunch = \"vllm serve m --port {port} --kv-cache-dtype fp8\"\n"
+                          "env = { VLLM_ATTENTION_BACKEND = \"TRITON_ATTN\" }\n"
+                          "[[variant]]\nname = \"remote\"\nurl = \"http://gpu-host:8000\"\napi = \"sglang\"\n"
+                          "[[variant]]\nname = \"llama\"\nengine = \"llama\"\nflash_attn = \"on\"\n");
+  auto e = ParseExperiment(p);
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_EQ(e->baseline.engine, "openai");
+  EXPECT_EQ(e->baseline.server.startup_timeout_s, 300);
+  ASSERT_EQ(e->variants.size(), 3u);
+  const auto& fp8 = e->variants[0];
+  EXPECT_EQ(fp8.engine, "openai");
+  EXPECT_EQ(fp8.server.launch, "vllm serve m --port {port} --kv-cache-dtype fp8");
+  EXPECT_EQ(fp8.server.startup_timeout_s, 300);  // inherited
+  EXPECT_EQ(fp8.server.env.at("VLLM_BATCH_INVARIANT"), "1");  // the baseline's env, and its own on top
+  EXPECT_EQ(fp8.server.env.at("VLLM_ATTENTION_BACKEND"), "TRITON_ATTN");
+  EXPECT_EQ(fp8.changes["env"]["VLLM_ATTENTION_BACKEND"], "TRITON_ATTN");
+  const auto& remote = e->variants[1];
+  EXPECT_EQ(remote.server.url, "http://gpu-host:8000");
+  EXPECT_TRUE(remote.server.launch.empty());  // a URL replaces the inherited launch command
+  EXPECT_EQ(remote.server.http.api, "sglang");
+  EXPECT_EQ(remote.server.http.logprobs, 20);
+  EXPECT_EQ(e->variants[2].engine, "llama");
+  EXPECT_TRUE(e->variants[2].server.launch.empty());
+}
+
+TEST(ParseExperiment, ServerConfigurationErrorsNameTheLine) {
+  auto err = [](const std::string& name, const std::string& body) {
+    auto e = ParseExperiment(MakeExperiment(name, body));
+    EXPECT_FALSE(e.ok());
+    return e.ok() ? std::string() : e.status().message();
+  };
+  EXPECT_NE(err("knob", "[baseline]\nurl = \"http://h:1\"\ncache_type_k = \"q8_0\"\n")
+                .find(":6: a llama.cpp knob does not apply to a server configuration"), std::string::npos);
+  EXPECT_NE(err("noport", "[baseline]\nlaunch = \"vllm serve m\"\n")
+                .find(":4: launch needs port = N, {port} in the command (a free port), or url"), std::string::npos);
+  EXPECT_NE(err("health", "[baseline]\nurl = \"http://h:1\"\nhealth = \"health\"\n").find(":6: health must be a path"),
+            std::string::npos);
+  EXPECT_NE(err("env", "[baseline]\nurl = \"http://h:1\"\nenv = { A = 1 }\n").find(":6: env.A must be a string"),
+            std::string::npos);
+  EXPECT_NE(err("timeout", "[baseline]\nurl = \"http://h:1\"\nstartup_timeout = -1\n")
+                .find(":6: startup_timeout must be a number of seconds > 0"), std::string::npos);
+  EXPECT_NE(err("requant", "[baseline]\nurl = \"http://h:1\"\n[[variant]]\nname = \"q\"\nrequantize = \"Q8_0\"\n")
+                .find(":8: a server configuration serves its own weights"), std::string::npos);
+  EXPECT_NE(err("nourl", "[baseline]\nengine = \"openai\"\n").find("needs url = "), std::string::npos);
+}

@@ -31,6 +31,26 @@ nlohmann::json LoadWarnings(const nlohmann::json& results) {
 
 }  // namespace
 
+namespace {
+
+// A configuration's KV bytes per token; -1 when unknown (a server configuration).
+double Kv(const nlohmann::json& c) {
+  auto it = c.find("kv_bytes_per_token");
+  return it != c.end() && it->is_number() ? it->get<double>() : -1.0;
+}
+
+// The launch command a server configuration ran, as recorded in its capture's manifest; null otherwise.
+nlohmann::json LaunchCommand(const nlohmann::json& c) {
+  const nlohmann::json* j = &c;
+  for (const char* key : {"engine", "launch", "run", "command"}) {
+    if (!j->is_object() || !j->contains(key)) return nullptr;
+    j = &(*j)[key];
+  }
+  return j->is_string() ? *j : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
 nlohmann::json MakeRecipe(const nlohmann::json& results, const Experiment& exp) {
   const auto& settings = results["settings"];
   std::optional<double> budget;
@@ -55,14 +75,16 @@ nlohmann::json MakeRecipe(const nlohmann::json& results, const Experiment& exp) 
     nlohmann::json flags, model;
     int load = 0;  // > 0: the floor under load of another configuration, never one to run
     double damage_key = 0;
+    nlohmann::json launch = nullptr;  // a server configuration's launch command (kv < 0: memory unknown)
     nlohmann::json damage = nullptr, repair = nullptr, followed = nullptr, damage_rate = nullptr;
   };
   std::vector<Row> rows;
   for (const auto& s : results["summary"]) {
     for (const auto& c : results["configs"]) {
       if (c["name"] != s["config"]) continue;
-      Row r{c["name"], s["median_flip_rate"], s["kl_mean"], c["kv_bytes_per_token"],
-            c.value("model_file_size", 0.0), s["above_floor"], c["flags"], c["model_path"]};
+      Row r{c["name"], s["median_flip_rate"], s["kl_mean"], Kv(c), c.value("model_file_size", 0.0), s["above_floor"],
+            c["flags"], c["model_path"]};
+      r.launch = LaunchCommand(c);
       r.damage = s.value("damage", nlohmann::json(nullptr));
       r.repair = s.value("repair", nlohmann::json(nullptr));
       r.followed = s.value("branches_followed", nlohmann::json(nullptr));
@@ -75,8 +97,11 @@ nlohmann::json MakeRecipe(const nlohmann::json& results, const Experiment& exp) 
   // The baseline belongs in the ranking even when it ran once (no comparison of its own).
   const auto& base = results["configs"][0];
   if (std::none_of(rows.begin(), rows.end(), [&](const Row& r) { return r.name == base["name"]; }))
-    rows.push_back({base["name"], 0.0, 0.0, base["kv_bytes_per_token"], base.value("model_file_size", 0.0), false,
-                    base["flags"], base["model_path"]});
+  {
+    rows.push_back({base["name"], 0.0, 0.0, Kv(base), base.value("model_file_size", 0.0), false, base["flags"],
+                    base["model_path"]});
+    rows.back().launch = LaunchCommand(base);
+  }
   std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
     return std::tie(a.damage_key, a.rate, a.kl, a.kv) < std::tie(b.damage_key, b.rate, b.kl, b.kv);
   });
@@ -89,7 +114,7 @@ nlohmann::json MakeRecipe(const nlohmann::json& results, const Experiment& exp) 
                        {"branches_followed", r.followed},
                        {"damage_rate", r.damage_rate},
                        {"kl_mean", r.kl},
-                       {"kv_bytes_per_token", r.kv},
+                       {"kv_bytes_per_token", r.kv < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.kv)},
                        {"weights_bytes", r.weights},
                        {"context_at_budget", context_at(r.weights, r.kv)},
                        {"above_floor", r.above}});
@@ -99,13 +124,16 @@ nlohmann::json MakeRecipe(const nlohmann::json& results, const Experiment& exp) 
   // when every change costs fidelity.
   const Row* best = nullptr;
   for (auto& r : rows) {
-    if (r.load > 0 || r.above || (r.damage.is_number() && r.damage.get<int64_t>() > 0)) continue;
+    // A server's KV memory is its own affair (unknown here): it is recommended only when nothing else is.
+    if (r.load > 0 || r.above || r.kv < 0 || (r.damage.is_number() && r.damage.get<int64_t>() > 0)) continue;
     double mem = r.kv * double(n_ctx_train) + r.weights;
     if (!best || mem < best->kv * double(n_ctx_train) + best->weights) best = &r;
   }
   if (!best) best = &rows.front();
   std::string reason =
-      best->name == base["name"].get<std::string>()
+      best->kv < 0 ? std::string("no configuration with a known KV-cache size qualifies; a server's KV memory is its own "
+                                 "(see its launch command): the lowest damage and flip rate")
+      : best->name == base["name"].get<std::string>()
           ? "every variant that saves memory flips choices above the repeat floor; stay on the baseline"
           : fmt::format("its flip rate ({:.3f}%) is within the baseline's repeat floor and it needs {} per token "
                         "of KV cache",
@@ -130,6 +158,9 @@ nlohmann::json MakeRecipe(const nlohmann::json& results, const Experiment& exp) 
   auto pos = flags.find(" -c ");
   if (pos != std::string::npos) flags.erase(pos, flags.find(' ', pos + 4) - pos);
   std::string model = best->model.get<std::string>();
+  std::string server_command = fmt::format("llama-server -m {} -c {} {}", model, c, flags);
+  std::string cli_command = fmt::format("llama-cli -m {} -c {} {}", model, c, flags);
+  if (best->kv < 0) server_command = cli_command = best->launch.is_string() ? best->launch.get<std::string>() : flags;
   return {{"recommended", best->name},
           {"warnings", LoadWarnings(results)},
           {"reason", reason},
@@ -137,8 +168,8 @@ nlohmann::json MakeRecipe(const nlohmann::json& results, const Experiment& exp) 
           {"kv_types", kv_types},
           {"memory_budget_bytes", budget ? nlohmann::json(*budget) : nlohmann::json(nullptr)},
           {"context", c},
-          {"server_command", fmt::format("llama-server -m {} -c {} {}", model, c, flags)},
-          {"cli_command", fmt::format("llama-cli -m {} -c {} {}", model, c, flags)}};
+          {"server_command", server_command},
+          {"cli_command", cli_command}};
 }
 
 }  // namespace flipscope

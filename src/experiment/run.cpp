@@ -92,7 +92,11 @@ struct Runner {
       fmt::print(stderr, "  {}: {}: {}\n", c.name, status, why.message());
       return false;
     };
-    if (Status v = c.knobs.Validate(); !v.ok()) return refuse("refused", v);
+    const bool served = c.engine == "openai";
+    if (Status v = c.knobs.Validate(); !served && !v.ok()) return refuse("refused", v);
+    // A server configuration's server runs while its captures (and futures) are made, then stops.
+    std::unique_ptr<ServerSession> server;
+    if (served) server = std::make_unique<ServerSession>(c, ServerLogPath(c));
     auto model = ConfigModel(c, opts.outdir);
     if (!model.ok()) return refuse("failed", model.status());
     entry["model_path"] = *model;
@@ -105,20 +109,29 @@ struct Runner {
       req.model_path = *model;
       req.workload_path = exp.workload;
       req.workload = exp.workload_options;
-      req.knobs = c.knobs;
+      req.knobs = served ? Knobs() : c.knobs;  // a server's own flags decide its numerics
       req.plan = exp.plan;
       req.store = exp.store;
       req.progress = opts.progress;
       req.out_path = CapturePath(c, r);
+      req.engine = c.engine;
+      if (served) req.http = server->Asked();
       nlohmann::json request = CaptureRequestJson(req, *model_sha, *workload_sha);
       bool reuse = Reusable(req.out_path, request);
       double t0 = NowSeconds();
       if (!reuse) {
+        if (served) {
+          auto up = server->Up();
+          if (!up.ok()) return refuse("failed", up.status());
+          req.http = *up;
+        }
         auto decoded = std::make_shared<DecodedFutures>();
-        if (auto forks = ForksFor(c, r, decoded)) req.forks = *forks;
-        fmt::print(stderr, "  capturing {} (repeat {} of {}): {}{}\n", c.name, r + 1, c.repeats, c.knobs.ToFlags(),
-                   req.forks.plan ? ", following forks" : "");
+        if (auto forks = served ? std::nullopt : ForksFor(c, r, decoded)) req.forks = *forks;
+        fmt::print(stderr, "  capturing {} (repeat {} of {}): {}{}\n", c.name, r + 1, c.repeats,
+                   served ? req.http.ToFlags() : c.knobs.ToFlags(), req.forks.plan ? ", following forks" : "");
         auto m = RunCapture(req);
+        // A server that dies or stalls mid-run stops the run; a re-run resumes from the captures made.
+        if (!m.ok() && served) return Fatal(c, m.status());
         if (!m.ok()) return refuse(m.status().code() == StatusCode::kRefused ? "refused" : "failed", m.status());
         if (req.forks.plan) {
           decoded->source = req.out_path;
@@ -133,6 +146,9 @@ struct Runner {
       entry["capture_seconds"].push_back(NowSeconds() - t0);
       entry["reused"].push_back(reuse);
     }
+    if (served && entry["captures"].size() > 0) {
+      if (Status st = ServerFutures(c, r_begin, r_end, *server); !st.ok()) return Fatal(c, st);
+    }
     auto first = CaptureReader::Open(entry["captures"][0].get<std::string>());
     if (!first.ok()) return refuse("failed", first.status());
     entry.update(ManifestFacts((*first)->manifest())["config"]);
@@ -142,7 +158,51 @@ struct Runner {
     return true;
   }
 
+  std::string ServerLogPath(const ConfigSpec& c) const {
+    return (fs::path(opts.outdir) / "captures" / (c.name + ".server.log")).string();
+  }
+
+  // Ends the run at a server configuration's failure: one line naming the file and configuration.
+  bool Fatal(const ConfigSpec& c, const Status& why) {
+    fatal = Status::Error(fmt::format("{}: configuration '{}': {}", exp.path, c.name, why.message()));
+    return false;
+  }
+
+  // Points where a server configuration decodes futures, from which capture, against what: a
+  // branched variant at its first repeat's flips, from its own tokens; the baseline at every
+  // branched variant's points, from r0's tokens, in its second repeat (or r0 when it has one).
+  Status ServerFutures(const ConfigSpec& c, int r_begin, int r_end, ServerSession& server) {
+    if (!exp.branch.enabled || base0.empty()) return Status::Ok();
+    const bool is_base = &c == &exp.baseline;
+    std::string capture;
+    std::vector<int32_t> points;
+    if (!is_base && r_begin == 0 && Branched(exp, c.name)) {
+      capture = CapturePath(c, 0);
+      FS_ASSIGN_OR_RETURN(points, FlipPoints(base0, capture, exp.branch.max_branches));
+    } else if (is_base && r_begin >= 1) {
+      capture = CapturePath(c, r_end > 1 ? 1 : 0);
+      std::set<int32_t> all;
+      for (const auto& v : exp.variants)
+        if (Branched(exp, v.name))
+          if (auto d = ReadDecoded(CapturePath(v, 0), base0))
+            for (const auto& [p, fut] : d->at) all.insert(p);
+      points.assign(all.begin(), all.end());
+    }
+    if (points.empty()) return Status::Ok();
+    if (auto have = ReadDecoded(capture, base0)) {
+      bool covered = std::all_of(points.begin(), points.end(), [&](int32_t p) { return have->at.count(p) > 0; });
+      if (covered && have->max_tokens == exp.branch.max_tokens && have->max_call_tokens == exp.branch.max_call_tokens)
+        return Status::Ok();  // kept from an earlier run of the same captures
+    }
+    FS_ASSIGN_OR_RETURN(HttpOptions up, server.Up());
+    FS_ASSIGN_OR_RETURN(ForkFirst first, FirstTokens(capture, is_base ? base0 : ""));
+    fmt::print(stderr, "  following {} forks of {} over HTTP\n", points.size(), c.name);
+    DecodedFutures d;
+    return DecodeOverHttp(up, capture, base0, points, first, exp.branch, opts.progress, &d);
+  }
+
   std::string base0;  // the baseline's first capture, once made
+  Status fatal;       // a server configuration's failure, which ends the run
 };
 
 }  // namespace
@@ -191,19 +251,31 @@ Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& op
   // then the baseline's other repeats (its second follows the variants' forks from its side).
   results["configs"] = nlohmann::json::array();
   nlohmann::json base_entry_json;
-  if (!runner.CaptureConfig(exp.baseline, 0, 1, base_entry_json))
-    return Status::Error("the baseline could not be captured: " + base_entry_json.value("reason", std::string("?")));
+  if (!runner.CaptureConfig(exp.baseline, 0, 1, base_entry_json)) {
+    if (!runner.fatal.ok()) return runner.fatal;
+    return Status::Error(exp.path + ": the baseline could not be captured: " +
+                         base_entry_json.value("reason", std::string("?")));
+  }
+  // A server decides its own KV cache, which the knobs do not describe: its KV bytes are unknown.
+  auto kv_bytes = [&](const ConfigSpec& c) {
+    return c.engine == "openai" ? nlohmann::json(nullptr) : nlohmann::json(KvBytesPerToken(model, c.knobs));
+  };
   std::vector<nlohmann::json> variant_entries;
   for (const auto& v : exp.variants) {
     nlohmann::json entry;
     runner.CaptureConfig(v, 0, v.repeats, entry);
-    entry["kv_bytes_per_token"] = KvBytesPerToken(model, v.knobs);
+    if (!runner.fatal.ok()) return runner.fatal;
+    entry["kv_bytes_per_token"] = kv_bytes(v);
     variant_entries.push_back(entry);
   }
-  if (!runner.CaptureConfig(exp.baseline, 1, exp.baseline.repeats, base_entry_json))
-    return Status::Error("the baseline's repeats could not be captured: " +
+  // The baseline's second call also runs when it has one repeat: a server baseline decodes its
+  // futures at the variants' flips then.
+  if (!runner.CaptureConfig(exp.baseline, 1, exp.baseline.repeats, base_entry_json)) {
+    if (!runner.fatal.ok()) return runner.fatal;
+    return Status::Error(exp.path + ": the baseline's repeats could not be captured: " +
                          base_entry_json.value("reason", std::string("?")));
-  base_entry_json["kv_bytes_per_token"] = KvBytesPerToken(model, exp.baseline.knobs);
+  }
+  base_entry_json["kv_bytes_per_token"] = kv_bytes(exp.baseline);
   results["configs"].push_back(base_entry_json);
   for (auto& e : variant_entries) results["configs"].push_back(e);
   const auto& base_entry = results["configs"][0];

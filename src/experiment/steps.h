@@ -1,6 +1,7 @@
 // experiment's internal steps (not part of the stage's interface): comparisons, summary, branches.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -52,5 +53,45 @@ Result<CaptureForks> BaselineForks(const std::string& base0, const std::set<int3
 Status WriteDecoded(const std::string& capture, const std::string& base0, const DecodedFutures& d);
 // The futures kept beside a capture; nullopt when absent, unreadable, or older than either capture.
 std::optional<DecodedFutures> ReadDecoded(const std::string& capture, const std::string& base0);
+
+// ---- Server configurations (servers.cpp) ----
+
+// A server configuration's server while its captures run. Launched servers start on the first
+// Up() (log appended to log_path) and stop when the session is destroyed; URL ones are used as
+// they are.
+class ServerSession {
+ public:
+  ServerSession(const ConfigSpec& c, std::string log_path);
+  ~ServerSession();
+  // The options a capture's request is identified by (a launched server's URL is not yet known).
+  const HttpOptions& Asked() const { return opts_; }
+  // The options to capture with, starting a launched server first; errors say why it did not start.
+  Result<HttpOptions> Up();
+
+ private:
+  ServerSpec spec_;
+  std::string log_;
+  HttpOptions opts_;
+  std::unique_ptr<ServerProcess> process_;
+};
+
+// The token a future starts from at a branch point, its probability there, and whether the
+// row there is the compared capture's (bit for bit).
+struct ForkToken {
+  int32_t id = 0;
+  float prob = 0;
+  bool reproduced = true;
+};
+using ForkFirst = std::function<ForkToken(int32_t position)>;
+// First tokens from a server's capture: reference's argmax and top-1 probability at each point
+// (reference empty: the capture's own); reproduced = the capture's row digest equals reference's.
+Result<ForkFirst> FirstTokens(const std::string& capture, const std::string& reference);
+// The first max_branches (0: all) positions probed by both captures where their argmax differ.
+Result<std::vector<int32_t>> FlipPoints(const std::string& base0, const std::string& capture, int max_branches);
+// Decodes a future at every point over HTTP (prompt: tokens up to the point plus the first
+// token, temperature 0) and keeps them beside capture (WriteDecoded).
+Status DecodeOverHttp(const HttpOptions& opts, const std::string& capture, const std::string& base0,
+                      const std::vector<int32_t>& points, const ForkFirst& first_at, const BranchSettings& s,
+                      bool progress, DecodedFutures* out);
 
 }  // namespace flipscope

@@ -21,15 +21,27 @@ see exactly the ids they sent. Endpoints:
 A request without prompt log-probabilities (no "prompt_logprobs" / "return_logprob": the fillers of
 flipscope's --load) may hold any token ids: it takes --filler-ms and answers max_tokens generated ids.
 
+    GET  /health, /server_info                vLLM's readiness check and reported settings
+
+Generation (max_tokens / max_new_tokens > 1, with logprobs): the served "model" resumes the
+transcript. A prompt of L tokens whose first L-1 are a prefix of the capture's tokens (its last
+token may differ: a fork) generates tokens[L : L+n] of the capture, fewer at its end (finish
+reason "stop"), each with the capture's log-probability of it at that position. vLLM answers
+with logprobs.tokens = "token_id:N" (return_tokens_as_token_ids), SGLang with
+meta_info.output_token_logprobs. --request-log FILE appends every POST body as one JSON line.
+
 Faults (--fault): "5xx:N" the first N POSTs answer 503 (the body echoes the Authorization header,
 as a careless proxy might); "slow:S:N" the first N POSTs wait S seconds; "malformed" POSTs answer
 a cut JSON body; "wrong_count" prompt_logprobs / input_top_logprobs lack their last entry;
 "batch_variant" a prompt-logprobs request that runs while a filler is in flight has the top two ids
 of every 5th position swapped (a server whose kernels depend on the batch).
-Prints "PORT <n>" once listening.
+"die:N" the process kills itself (SIGKILL) on its N-th POST. --ignore-term ignores SIGTERM (only
+SIGKILL stops it). Prints "PORT <n>" and "PID <n>" once listening.
 """
 import argparse
 import json
+import os
+import signal
 import sys
 import threading
 import time
@@ -108,6 +120,10 @@ class Handler(BaseHTTPRequestHandler):
                 "permission": [{"id": "modelperm-0", "object": "model_permission", "allow_sampling": True}]}]})
         if self.path == "/version":
             return self.send(200, {"version": "0.0.0-test"})
+        if self.path == "/health":
+            return self.send(200, {})
+        if self.path == "/server_info":
+            return self.send(200, {"vllm_config": f"model='{o.capture}', kv_cache_dtype=auto, max_model_len={o.max_model_len}"})
         if self.path == "/get_model_info":
             return self.send(200, {"model_path": "HuggingFaceTB/SmolLM2-135M-Instruct",
                                    "tokenizer_path": "HuggingFaceTB/SmolLM2-135M-Instruct", "is_generation": True})
@@ -123,7 +139,12 @@ class Handler(BaseHTTPRequestHandler):
         with self.server.lock:
             self.server.posts += 1
             n_post = self.server.posts
+        if o.request_log:
+            with self.server.lock, open(o.request_log, "a") as f:
+                f.write(json.dumps({"path": self.path, "body": req}) + "\n")
         kind, *arg = o.fault.split(":") if o.fault else [""]
+        if kind == "die" and n_post >= int(arg[0]):
+            os.kill(os.getpid(), signal.SIGKILL)
         if kind == "5xx" and n_post <= int(arg[0]):
             auth = self.headers.get("Authorization", "")
             return self.send(503, {"object": "error", "message": f"overloaded (request had '{auth}')", "code": 503})
@@ -140,6 +161,9 @@ class Handler(BaseHTTPRequestHandler):
             seen = self.server.fillers_started
             busy = self.server.in_flight > 0
         ids = req["input_ids"] if sglang else req["prompt"]
+        n_new = req["sampling_params"]["max_new_tokens"] if sglang else req["max_tokens"]
+        if n_new > 1 or (sglang and req.get("logprob_start_len", 0) > 0) or (not sglang and "prompt_logprobs" not in req):
+            return self.generate(req, ids, n_new, sglang)
         k = req["top_logprobs_num"] if sglang else req["prompt_logprobs"]
         if not sglang and k > o.max_logprobs:
             return self.send(400, {"object": "error", "type": "BadRequestError", "code": 400, "message":
@@ -204,6 +228,34 @@ class Handler(BaseHTTPRequestHandler):
             "usage": {"prompt_tokens": len(ids), "completion_tokens": n_gen}})
 
 
+    def generate(self, req, ids, n_new, sglang):
+        """The greedy future of a (fork) prompt: the capture's tokens after it, with their log-probabilities."""
+        m = self.server.model
+        if ids[:-1] != m.tokens[:len(ids) - 1]:
+            return self.send(400, {"object": "error", "message": "prompt (but its last token) is not a prefix of the served capture"})
+        temperature = req["sampling_params"]["temperature"] if sglang else req["temperature"]
+        if temperature != 0:
+            return self.send(400, {"object": "error", "message": "this server decodes greedily only (temperature 0)"})
+        gen = list(range(len(ids), min(len(ids) + n_new, len(m.tokens))))
+        out = [(m.tokens[q], float(np.float32(m.lp[q - 1, m.tokens[q]]))) for q in gen]
+        finish = "length" if len(out) == n_new else "stop"
+        if sglang:
+            body = {"text": "", "meta_info": {"id": "0", "prompt_tokens": len(ids), "completion_tokens": len(out),
+                                              "finish_reason": {"type": finish},
+                                              "output_token_logprobs": [[lp, t, None] for t, lp in out]}}
+        else:
+            if not req.get("return_tokens_as_token_ids") or req.get("logprobs") is None:
+                return self.send(400, {"object": "error", "message": "ask for logprobs with return_tokens_as_token_ids"})
+            body = {"id": "cmpl-test", "object": "text_completion", "model": req.get("model"), "choices": [{
+                "index": 0, "text": "".join(f"<{t}>" for t, _ in out), "finish_reason": finish, "stop_reason": None,
+                "logprobs": {"text_offset": [3 * i for i in range(len(out))],
+                             "token_logprobs": [lp for _, lp in out],
+                             "tokens": [f"token_id:{t}" for t, _ in out],
+                             "top_logprobs": [{f"token_id:{t}": lp} for t, lp in out]}}],
+                "usage": {"prompt_tokens": len(ids), "completion_tokens": len(out), "total_tokens": len(ids) + len(out)}}
+        self.send(200, body)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--capture", required=True)
@@ -213,12 +265,18 @@ def main():
     ap.add_argument("--max-logprobs", type=int, default=20)
     ap.add_argument("--max-model-len", type=int, default=8192)
     ap.add_argument("--filler-ms", type=float, default=100)
+    ap.add_argument("--request-log", default="")
+    ap.add_argument("--ignore-term", action="store_true")
     opts = ap.parse_args()
+    if opts.ignore_term:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    model = Model(opts.capture)  # before listening: a health check must not queue behind the load
     server = ThreadingHTTPServer(("127.0.0.1", opts.port), Handler)
     server.daemon_threads = True
-    server.opts, server.model, server.posts, server.lock = opts, Model(opts.capture), 0, threading.Lock()
+    server.opts, server.model, server.posts, server.lock = opts, model, 0, threading.Lock()
     server.in_flight = server.fillers_started = server.loaded = 0
     print(f"PORT {server.server_address[1]}", flush=True)
+    print(f"PID {os.getpid()}", flush=True)
     server.serve_forever()
 
 
