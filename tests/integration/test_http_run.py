@@ -98,8 +98,10 @@ max_tokens = {MAX_TOKENS}
 max_call_tokens = 0
 max_branches = 5
 ''')
-            proc = run("run", path, "-o", out, "-q")
-            by_url.kill()
+            try:
+                proc = run("run", path, "-o", out, "-q")
+            finally:  # the with block waits for the server: it must be gone even when the run failed
+                by_url.kill()
         self.assertIn("following 5 forks of q4kv over HTTP", proc.stderr)
         res = json.loads(read(os.path.join(out, "results.json")))
         cfg = {c["name"]: c for c in res["configs"]}

@@ -155,7 +155,8 @@ class Handler(BaseHTTPRequestHandler):
         sglang = self.path == "/generate"
         if self.path not in ("/generate", "/v1/completions"):
             return self.send(404, {"detail": "Not Found"})
-        if ("return_logprob" if sglang else "prompt_logprobs") not in req:
+        # A filler asks for no log-probabilities; a fork's continuation asks for its tokens' (logprobs).
+        if not any(key in req for key in (("return_logprob",) if sglang else ("prompt_logprobs", "logprobs"))):
             return self.filler(req, sglang)
         with self.server.lock:
             seen = self.server.fillers_started
