@@ -7,6 +7,7 @@
 #include "branch/branch.h"
 #include "capture/capture.h"
 #include "experiment/experiment.h"
+#include "experiment/experiment_test_util.h"
 #include "testing/tiny_model.h"
 #include "util/util.h"
 
@@ -14,18 +15,6 @@ using namespace flipscope;
 namespace fs = std::filesystem;
 
 namespace {
-// A folder with a tiny model, a text workload and an experiment file with the given body.
-std::string MakeExperiment(const std::string& name, const std::string& body) {
-  fs::path dir = fixtures::TempPath("exp-" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  EXPECT_TRUE(fixtures::WriteTinyModel((dir / "tiny.gguf").string()).ok());
-  std::ofstream w(dir / "work.txt");
-  for (int i = 0; i < 6; ++i) w << "show interface port " << (5432 + i) << " on the switch and the router. ";
-  w.close();
-  std::ofstream(dir / "exp.toml") << "model = \"tiny.gguf\"\nworkload = \"work.txt\"\nwindow = 64\n" << body;
-  return (dir / "exp.toml").string();
-}
 
 // The experiment at path, parsed, and in ro the options of a quiet run into its folder's out/.
 Result<Experiment> ParseForRun(const std::string& path, RunOptions& ro) {
@@ -36,21 +25,21 @@ Result<Experiment> ParseForRun(const std::string& path, RunOptions& ro) {
 }  // namespace
 
 TEST(ParseExperiment, UnknownKeysNameTheLine) {
-  auto p = MakeExperiment("unknown", "[baseline]\nthreads = 1\n\n[[variant]]\nname = \"x\"\ncache_typ_k = \"q8_0\"\n");
+  auto p = fixtures::MakeExperiment("unknown", "[baseline]\nthreads = 1\n\n[[variant]]\nname = \"x\"\ncache_typ_k = \"q8_0\"\n");
   auto e = ParseExperiment(p);
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.status().message().find(p + ":9: unknown key 'cache_typ_k'"), std::string::npos) << e.status().message();
-  p = MakeExperiment("toplevel", "windw = 3\n");
+  p = fixtures::MakeExperiment("toplevel", "windw = 3\n");
   EXPECT_NE(ParseExperiment(p).status().message().find(":4: unknown key 'windw'"), std::string::npos);
-  p = MakeExperiment("badvalue", "[baseline]\nthreads = \"two\"\n");
+  p = fixtures::MakeExperiment("badvalue", "[baseline]\nthreads = \"two\"\n");
   EXPECT_NE(ParseExperiment(p).status().message().find(":5:"), std::string::npos)
       << ParseExperiment(p).status().message();
-  p = MakeExperiment("syntax", "[baseline\n");
+  p = fixtures::MakeExperiment("syntax", "[baseline\n");
   EXPECT_NE(ParseExperiment(p).status().message().find(":4:"), std::string::npos);
 }
 
 TEST(ParseExperiment, VariantsApplyTheirChangesToTheBaseline) {
-  auto p = MakeExperiment("variants", "[baseline]\nthreads = 1\nflash_attn = \"on\"\nrepeats = 2\n\n[[variant]]\nname = \"q8\"\n"
+  auto p = fixtures::MakeExperiment("variants", "[baseline]\nthreads = 1\nflash_attn = \"on\"\nrepeats = 2\n\n[[variant]]\nname = \"q8\"\n"
                              "cache_type_k = \"q8_0\"\ncache_type_v = \"q8_0\"\n");
   auto e = ParseExperiment(p);
   ASSERT_TRUE(e.ok()) << e.status().message();
@@ -64,7 +53,7 @@ TEST(ParseExperiment, VariantsApplyTheirChangesToTheBaseline) {
 }
 
 TEST(RunExperiment, EndToEndOnTheTinyModelWithReuseAndRefusal) {
-  auto p = MakeExperiment("run",
+  auto p = fixtures::MakeExperiment("run",
                  "[probe]\nstride = 4\n[baseline]\nthreads = 1\nflash_attn = \"on\"\nctx_size = 512\nrepeats = 2\n"
                  "[[variant]]\nname = \"kv-q8_0\"\ncache_type_k = \"q8_0\"\ncache_type_v = \"q8_0\"\n"
                  "[[variant]]\nname = \"refused\"\ncache_type_v = \"q4_0\"\nflash_attn = \"off\"\n");
@@ -105,7 +94,7 @@ TEST(RunExperiment, EndToEndOnTheTinyModelWithReuseAndRefusal) {
 // Forks followed during the captures give the same branch records as the branch stage's own
 // passes, and the baseline's second repeat decodes the baseline's side.
 TEST(RunExperiment, ForksFollowedDuringCapturesMatchTheBranchStage) {
-  auto p = MakeExperiment("forks",
+  auto p = fixtures::MakeExperiment("forks",
                  "[probe]\nstride = 2\n[baseline]\nthreads = 1\nflash_attn = \"on\"\nctx_size = 512\nrepeats = 2\n"
                  "[[variant]]\nname = \"kv-q4_0\"\ncache_type_k = \"q4_0\"\ncache_type_v = \"q4_0\"\n"
                  "[branch]\nmax_tokens = 6\nmax_branches = 5\n");
@@ -151,7 +140,7 @@ TEST(RunExperiment, ForksFollowedDuringCapturesMatchTheBranchStage) {
 }
 
 TEST(ParseExperiment, ServerConfigurations) {
-  auto p = MakeExperiment("servers",
+  auto p = fixtures::MakeExperiment("servers",
                           "[baseline]\nlaunch = \"vllm serve m --port {port}\"\nenv = { VLLM_BATCH_INVARIANT = \"1\" }\n"
                           "startup_timeout = 300\nlogprobs = 20\n"
                           "[[variant]]\nname = \"fp8\"\nlaunch = \"vllm serve m --port {port} --kv-cache-dtype fp8\"\n"
@@ -181,7 +170,7 @@ TEST(ParseExperiment, ServerConfigurations) {
 
 TEST(ParseExperiment, ServerConfigurationErrorsNameTheLine) {
   auto err = [](const std::string& name, const std::string& body) {
-    auto e = ParseExperiment(MakeExperiment(name, body));
+    auto e = ParseExperiment(fixtures::MakeExperiment(name, body));
     EXPECT_FALSE(e.ok());
     return e.ok() ? std::string() : e.status().message();
   };

@@ -6,24 +6,13 @@
 
 #include "experiment/experiment.h"
 #include "experiment/steps.h"
+#include "experiment/experiment_test_util.h"
 #include "testing/tiny_model.h"
 
 using namespace flipscope;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string MakeExperiment(const std::string& body) {
-  fs::path dir = fixtures::TempPath("exp-load");
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  EXPECT_TRUE(fixtures::WriteTinyModel((dir / "tiny.gguf").string()).ok());
-  std::ofstream w(dir / "work.txt");
-  for (int i = 0; i < 6; ++i) w << "show interface port " << (5432 + i) << " on the switch and the router. ";
-  w.close();
-  std::ofstream(dir / "exp.toml") << "model = \"tiny.gguf\"\nworkload = \"work.txt\"\nwindow = 64\n" << body;
-  return (dir / "exp.toml").string();
-}
 
 // A summary row as Summarize writes it, with the fields the recipe reads.
 nlohmann::json SummaryRow(const std::string& name, double rate, bool above) {
@@ -34,7 +23,7 @@ nlohmann::json SummaryRow(const std::string& name, double rate, bool above) {
 }  // namespace
 
 TEST(ExperimentLoad, TheFloorAloneAndUnderLoadSideBySide) {
-  auto p = MakeExperiment(
+  auto p = fixtures::MakeExperiment("load", 
       "[probe]\nstride = 4\n[baseline]\nthreads = 1\nflash_attn = \"on\"\nctx_size = 1024\nbatch_size = 16\n"
       "ubatch_size = 8\nrepeats = 2\n"
       "[[variant]]\nname = \"load-3\"\nload = 3\nrepeats = 2\n"

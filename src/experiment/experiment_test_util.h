@@ -1,0 +1,30 @@
+// What the experiment stage's tests share: a folder with a tiny model, a text workload and an
+// experiment file.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "testing/tiny_model.h"
+
+namespace flipscope::fixtures {
+
+// Writes tiny.gguf, work.txt and exp.toml (model, workload, window = 64, then body) into a fresh
+// temporary folder named after `name`; returns exp.toml's path.
+inline std::string MakeExperiment(const std::string& name, const std::string& body) {
+  namespace fs = std::filesystem;
+  fs::path dir = TempPath("exp-" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  EXPECT_TRUE(WriteTinyModel((dir / "tiny.gguf").string()).ok());
+  std::ofstream w(dir / "work.txt");
+  for (int i = 0; i < 6; ++i) w << "show interface port " << (5432 + i) << " on the switch and the router. ";
+  w.close();
+  std::ofstream(dir / "exp.toml") << "model = \"tiny.gguf\"\nworkload = \"work.txt\"\nwindow = 64\n" << body;
+  return (dir / "exp.toml").string();
+}
+
+}  // namespace flipscope::fixtures
