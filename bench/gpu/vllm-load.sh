@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # On the GPU machine after remote-vllm.sh matrix: the repeat floor under load. For each of a plain
-# FA3 server and one with VLLM_BATCH_INVARIANT=1, the default session is captured alone, then R
-# times while N filler requests (seeded random token ids, 200-3000 tokens, 16-256 generated) keep
-# the server's batch full. Each loaded capture is compared with the alone one.
+# FA3 server and one with VLLM_BATCH_INVARIANT=1, `flipscope capture --load N --load-repeats R`
+# captures the default session alone, then R times beside N filler requests; each loaded capture
+# is also compared with the alone one. (The figures in docs/load.md were taken before capture had
+# --load, by a version of this script that sent seeded random-token fillers itself.)
 #   bench/gpu/vllm-load.sh NAME N R          results in $OUT/NAME.tar.gz and $OUT/NAME-summary.txt
 set -euo pipefail
 work=/root/flipscope-gpu name=$1 n=$2 reps=$3
@@ -28,38 +29,15 @@ for c in fa3 fa3-bi; do
     sleep 2
   done
 done
-cap() {  # cap PORT FILE
-  "$fs" capture --engine openai --url "http://127.0.0.1:$1" -m "$work/model.gguf" -w examples/netops-session.json \
-    -o "$2" --stride 32 --full tool_calls --logprobs 20 -q
-}
+# flipscope's own load: the workload alone to -o, then R times while N filler requests (cut from
+# the workload, varied lengths, half generating) keep the batch full; OUT.load.json counts the
+# loaded repeats bit-identical to the alone capture (docs/load.md).
 for c in fa3 fa3-bi; do
-  port=${ports[$c]}
-  cap "$port" "$out/$c-alone.safetensors"
+  "$fs" capture --engine openai --url "http://127.0.0.1:${ports[$c]}" -m "$work/model.gguf" \
+    -w examples/netops-session.json -o "$out/$c.safetensors" --stride 32 --full tool_calls --logprobs 20 -q \
+    --load "$n" --load-repeats "$reps" 2>&1 | tee "$out/$c-load.txt"
   for r in $(seq "$reps"); do
-    python3 - "$port" "$n" "$r" > "$out/$c-fillers-$r.txt" 2>&1 <<'PY' &
-import json, random, sys, threading, time, urllib.request
-port, n, seed = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-stop = time.time() + 25
-def filler(i):
-    rng = random.Random(seed * 1000 + i)
-    done = 0
-    while time.time() < stop:
-        body = {"model": "smollm2", "prompt": [rng.randrange(100, 49000) for _ in range(rng.randrange(200, 3000))],
-                "max_tokens": rng.randrange(16, 256), "temperature": 0, "ignore_eos": True}
-        req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", json.dumps(body).encode(),
-                                     {"Content-Type": "application/json"})
-        urllib.request.urlopen(req, timeout=120).read()
-        done += 1
-    print(f"filler {i}: {done} requests")
-ts = [threading.Thread(target=filler, args=(i,)) for i in range(n)]
-[t.start() for t in ts]
-[t.join() for t in ts]
-PY
-    fillers=$!
-    sleep 3  # the fillers are running
-    cap "$port" "$out/$c-load$n-r$r.safetensors"
-    wait "$fillers"  # only them: the servers are children of this shell too
-    "$fs" compare "$out/$c-alone.safetensors" "$out/$c-load$n-r$r.safetensors" --window 2048 --json -q \
+    "$fs" compare "$out/$c.safetensors" "$out/$c.load$r.safetensors" --window 2048 --json -q \
       > "$out/$c-load$n-r$r.json" || true
   done
 done
