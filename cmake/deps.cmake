@@ -7,6 +7,7 @@ find_package(GTest REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 pkg_check_modules(TOMLPP REQUIRED IMPORTED_TARGET tomlplusplus)
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)  # SHA-256 of models and workloads
 if(FLIPSCOPE_BENCH)
   find_package(benchmark REQUIRED)
 endif()

@@ -5,7 +5,7 @@
 here=$(cd "$(dirname "$0")" && pwd)
 
 APT_PACKAGES=(build-essential cmake ninja-build ccache pkg-config git unzip curl
-  libcli11-dev nlohmann-json3-dev libfmt-dev libcurl4-openssl-dev libxxhash-dev
+  libcli11-dev nlohmann-json3-dev libfmt-dev libcurl4-openssl-dev libssl-dev libxxhash-dev
   libtomlplusplus-dev libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev
   clang libclang-rt-14-dev chromium python3-venv)
 missing=()

@@ -1,7 +1,8 @@
 // The branch stage on real SmolLM2 captures of a netops session (the default workload's
 // generator): f16 against a q4_0 KV cache (both with flash attention) flips the greedy token at
 // some probes; every branch is re-created exactly (row digests) and checked independently by
-// tests/ref/branch_check.py; the `flipscope branch` command writes the same records.
+// tests/ref/branch_check.py (branch_test checks on the tiny model that `flipscope branch`
+// writes the library's records).
 // NetopsBranchCase runs it for one session length: make test runs a ~1,000-token session,
 // make test-long (branch_long_test.cpp) the ~3,000-token one.
 #pragma once
@@ -9,7 +10,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -59,6 +59,7 @@ inline void NetopsBranchCase(int target_tokens, int64_t min_rows_checked) {
     ASSERT_TRUE(m.ok()) << m.status().message();
   }
   req.options.max_tokens = 32;
+  req.options.max_call_tokens = 64;  // an open call may run on, but not for minutes on one thread
   req.options.max_branches = 12;
   req.options.progress = false;
   auto out = RunBranches(req);
@@ -86,20 +87,6 @@ inline void NetopsBranchCase(int target_tokens, int64_t min_rows_checked) {
   for (const auto& r : records)
     std::printf("  %6d %-17s %s\n", r["position"].get<int>(), r["verdict"].get<std::string>().c_str(),
                 r["reason"].get<std::string>().c_str());
-
-  // The command writes the same records (the run is deterministic) and refuses a missing folder.
-  std::string exe = std::string(FLIPSCOPE_BINARY_DIR) + "/bin/flipscope";
-  ASSERT_TRUE(std::filesystem::exists(exe)) << exe << " is not built";
-  std::string cli_out = fixtures::TempPath(fmt::format("smol-branches-cli-{}.json", target_tokens));
-  cmd = fmt::format("{} branch -q {} {} -o {} --max-tokens 32 --max-branches 12 > {} 2>&1", exe, req.base_path,
-                    req.cand_path, cli_out, log);
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << *ReadFile(log);
-  EXPECT_NE(ReadFile(log)->find(fmt::format("{} branches", records.size())), std::string::npos) << *ReadFile(log);
-  auto written = nlohmann::json::parse(*ReadFile(cli_out));
-  EXPECT_EQ(written["records"], nlohmann::json::parse(out->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))["records"]);
-  cmd = fmt::format("{} branch -q {} {} -o /nonexistent/dir/x.json > {} 2>&1", exe, req.base_path, req.cand_path, log);
-  EXPECT_NE(std::system(cmd.c_str()), 0);
-  EXPECT_EQ(*ReadFile(log), "flipscope: error: /nonexistent/dir/x.json: the folder /nonexistent/dir does not exist\n");
 }
 
 }  // namespace branch_e2e

@@ -112,6 +112,27 @@ TEST(RunBranches, FlipsOfAQuantizedKvCacheCheckedIndependently) {
   EXPECT_EQ(PythonCheck(*out, &said), 0) << said;
 }
 
+// `flipscope branch` writes the records the library returns (the run is deterministic), says how
+// many, and refuses an output folder that does not exist in one line.
+TEST(BranchCommand, WritesTheLibraryRecordsAndRefusesAMissingFolder) {
+  auto out = RunBranches(Request());
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  const std::string exe = std::string(FLIPSCOPE_BINARY_DIR) + "/bin/flipscope";
+  ASSERT_TRUE(fs::exists(exe)) << exe << " is not built";
+  const std::string json_path = fixtures::TempPath("branch-cli.json"), log = fixtures::TempPath("branch-cli.log");
+  std::string cmd = "FLIPSCOPE_NO_PROGRESS=1 " + exe + " branch -q " + Captures().base + " " + Captures().cand + " -o " +
+                    json_path + " --max-tokens 10 > " + log + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << *ReadFile(log);
+  const size_t n = (*out)["records"].size();
+  EXPECT_NE(ReadFile(log)->find(std::to_string(n) + " branches"), std::string::npos) << *ReadFile(log);
+  auto written = nlohmann::json::parse(*ReadFile(json_path));
+  auto library = nlohmann::json::parse(out->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  EXPECT_EQ(written["records"], library["records"]);
+  cmd = exe + " branch -q " + Captures().base + " " + Captures().cand + " -o /nonexistent/dir/x.json > " + log + " 2>&1";
+  EXPECT_NE(std::system(cmd.c_str()), 0);
+  EXPECT_EQ(*ReadFile(log), "flipscope: error: /nonexistent/dir/x.json: the folder /nonexistent/dir does not exist\n");
+}
+
 // The fallback for models whose cache cannot be forked re-prefills each prefix. Its batch shapes
 // differ from the teacher-forced pass, so the kernels may round differently (repacked weights,
 // AMX, tiled attention); what holds on every kernel path is ExpectSameGreedyFuture's guarantee.

@@ -12,20 +12,20 @@
 
 namespace flipscope {
 
-// Incremental SHA-256 (FIPS 180-4).
+// Incremental SHA-256 (FIPS 180-4), through OpenSSL's libcrypto, which picks the CPU's SHA
+// extensions or vector code at run time (models are hashed at every capture: GBs of them).
 class Sha256 {
  public:
   Sha256();
+  ~Sha256();
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
   void Update(const void* data, size_t n);
   // Finishes and returns the lowercase hex digest; the object must not be updated afterwards.
   std::string HexDigest();
 
  private:
-  void Block(const uint8_t* p);
-  uint32_t h_[8];
-  uint8_t buf_[64];
-  size_t buf_len_ = 0;
-  uint64_t total_ = 0;
+  void* ctx_;  // EVP_MD_CTX, kept out of this header
 };
 
 // SHA-256 hex of a string.

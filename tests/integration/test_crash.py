@@ -124,9 +124,6 @@ threads = 2
 [[variant]]
 name = "fa-off"
 flash_attn = "off"
-[[variant]]
-name = "threads-1"
-threads = 1
 """)
         return path
 

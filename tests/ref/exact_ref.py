@@ -21,6 +21,8 @@ import tempfile
 import numpy as np
 import gguf
 
+import gguf_fast
+
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 
 TOLERANCE = 1e-9
@@ -28,7 +30,7 @@ TOLERANCE = 1e-9
 
 class Model:
     def __init__(self, path):
-        self.r = gguf.GGUFReader(path)
+        self.r = gguf_fast.reader(path)
         self.t = {t.name: t for t in self.r.tensors}
         self.arch = self.field("general.architecture")
         a = self.arch
