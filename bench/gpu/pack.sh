@@ -3,8 +3,8 @@
 # call carries, the working tree included): .gpu/a = the pinned llama.cpp tree (the sources a
 # CUDA build needs), the flipscope binary built here with the libraries it links that a CUDA image
 # lacks, and the model's first 44 MiB; .gpu/p01, .gpu/p02, ... = the rest of the model, 58 MiB
-# each (SmolLM2's 98 MB: one more load; Gemma 3 270M's 253 MB: four). bench/gpu/remote.sh
-# unpacks them there.
+# each (SmolLM2's 98 MB: one more load; Gemma 3 270M's 253 MB: four); .gpu/b = OpenBLAS and the
+# gguf wheel for bench/gpu/exact-cashiers.sh. bench/gpu/remote.sh unpacks them there.
 #   bench/gpu/pack.sh [BUILD_DIR] [MODEL]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -26,4 +26,15 @@ for part in .gpu/rest/model.part-*; do
 done
 rmdir .gpu/rest
 sha256sum "$model" | cut -d' ' -f1 > .gpu/a/model.sha256
+# .gpu/b: what the exact engine and the transformers cashiers need there (bench/gpu/exact-cashiers.sh):
+# Debian's OpenBLAS with its Fortran runtime (the exact engine loads libopenblas.so.0 itself),
+# libcrypto in case the image lacks OpenSSL 3, and the gguf wheel transformers reads GGUF with.
+mkdir -p .gpu/b/blas .gpu/b/crypto
+for lib in openblas-pthread/libopenblas.so.0 libgfortran.so.5 libquadmath.so.0; do
+  cp -L "/usr/lib/x86_64-linux-gnu/$lib" .gpu/b/blas/
+done
+gzip -6 .gpu/b/blas/*
+cp -L /usr/lib/x86_64-linux-gnu/libcrypto.so.3 .gpu/b/crypto/ && gzip -6 .gpu/b/crypto/*
+cp "$FLIPSCOPE_CACHE"/vllm-*/wheels/gguf-*.whl .gpu/b/ 2>/dev/null ||
+  python3 -m pip download -q --no-deps --only-binary=:all: -d .gpu/b gguf==0.17.1
 du -sh .gpu/*

@@ -8,6 +8,9 @@
 #       server started at once beside the others, waited for, captured twice over the default
 #       session, stopped; then every capture compared with llama.cpp's CUDA capture of the same
 #       tokens and with vLLM's reference (fa3-2k). Results in $OUT/NAME.tar.gz.
+#   bench/gpu/remote-vllm.sh forks [TOML]   flipscope run of h200-vllm-forks.toml (servers launched by
+#       flipscope one after another, forks followed at the flips over HTTP); resumes from the
+#       captures a cut-off call left. Results in $OUT/vllm-forks.tar.gz.
 # State lives in /root/flipscope-gpu while the machine stays warm between calls (bench/gpu/vllm.md).
 set -euo pipefail
 work=/root/flipscope-gpu
@@ -146,8 +149,24 @@ PY
   tar -C "$work/results" -czf "$OUT/$name.tar.gz" "$name" && cp "$out/summary.txt" "$OUT/$name-summary.txt"
 }
 
+forks() {
+  local toml=${1:-bench/gpu/h200-vllm-forks.toml} out=$work/out-vllm-forks
+  wait_file "$work/build.done" 420 "the llama.cpp CUDA build"
+  wait_file "$work/site.done" 300 "installing vLLM"
+  wait_file "$work/hf.done" 120 "the model conversion"
+  join_model
+  export LD_LIBRARY_PATH="$(cat "$work/build-dir")/bin:$work/lib" PYTHONPATH=$work/site
+  export FLIPSCOPE_GPU_MODEL=$work/model.gguf VLLM_MODEL_DIR=$work/hf
+  "$work/flipscope" run "$toml" -o "$out" > "$work/vllm-forks.log" 2>&1 || echo "flipscope run failed" >> "$work/vllm-forks.log"
+  tail -40 "$work/vllm-forks.log"
+  (cd "$out" && tar -czf "$OUT/vllm-forks.tar.gz" results.json report.html report.md ./*.log captures/*.log \
+    "$work/vllm-forks.log" 2>/dev/null) || true
+  ls -la "$OUT"
+}
+
 case "$1" in
   stage) stage ;;
+  forks) shift; forks "$@" ;;
   unpack)
     stage >/dev/null
     cat "$work"/wheels.tar.part-* > "$work/wheels.tar"
@@ -160,5 +179,5 @@ case "$1" in
     ;;
   convert) convert ;;
   matrix) shift; matrix "$@" ;;
-  *) echo "usage: remote-vllm.sh stage | unpack | convert | matrix NAME [FIRST [COUNT]]" >&2; exit 2 ;;
+  *) echo "usage: remote-vllm.sh stage | unpack | convert | matrix NAME [FIRST [COUNT]] | forks [TOML]" >&2; exit 2 ;;
 esac

@@ -2,7 +2,7 @@
 full-vocabulary logits at the probe positions, written as a flipscope capture.
 
     python -m flipscope_capture.hf --model DIR_OR_GGUF --tokens-from CAPTURE.safetensors \\
-        -o OUT.safetensors [--attn eager|sdpa|flash_attention_2] [--dtype bf16|fp16|fp32] \\
+        -o OUT.safetensors [--attn eager|sdpa|flash_attention_2] [--dtype bf16|fp16|fp32|fp64] \\
         [--stride 32] [--device cuda] [--store f32|bf16]
 
 --model is a Hugging Face model folder (or hub id), or a .gguf file (loaded, dequantized, through
@@ -20,7 +20,7 @@ import numpy as np
 
 from . import format as fmt
 
-DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp64": "float64"}
 
 
 def load_model(model, dtype, attn, device):

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# On the GPU machine (through the device tool), from the repository root, after
+# `bench/gpu/remote.sh build-bg` (carrying .gpu/a) and `bench/gpu/remote.sh stage` (carrying .gpu/p01):
+#   bench/gpu/exact-cashiers.sh exact  carrying .gpu/b: waits for the CUDA build (flipscope needs its
+#                                      libllama), then the exact engine's FP64 capture of the default
+#                                      session on the host's 16 CPUs, then transformers in fp64, fp32
+#                                      and bf16 on the same tokens and probes
+#   bench/gpu/exact-cashiers.sh llama  runs h200-exact.toml (llama.cpp CUDA and CPU), compares every
+#                                      capture with exact, `flipscope layers` CUDA against CPU with
+#                                      --exact, and h200-load.toml (the load floor)
+# Everything comes back as $OUT/exact-cashiers.tar.gz plus $OUT/summary.txt.
+set -uo pipefail
+work=${FLIPSCOPE_GPU_WORK:-/root/flipscope-gpu}
+fs=$work/flipscope
+export FLIPSCOPE_NO_PROGRESS=1
+log() { echo "[$(date +%T)] $*" | tee -a "$work/cashiers.log"; }
+
+join_model() {
+  cp .gpu/p*/model.part-* "$work/" 2>/dev/null || true
+  [ -f "$work/model.gguf" ] || cat "$work"/model.part-* > "$work/model.gguf"
+  [ "$(sha256sum "$work/model.gguf" | cut -d' ' -f1)" = "$(cat "$work/model.sha256")" ] ||
+    { log "model parts do not join to the packed model"; exit 1; }
+}
+
+# flipscope with the carried OpenBLAS (and libcrypto only where the image has none of its own);
+# python runs without them, so torch keeps its own libraries.
+libpath=$work/blas:$work/lib
+fsr() { LD_LIBRARY_PATH="$libpath" "$fs" "$@"; }
+
+wait_build() {
+  for _ in $(seq 100); do [ -f "$work/build.done" ] && break; sleep 5; done
+  [ -f "$work/build.done" ] || { tail -20 "$work/build.done.log"; log "the CUDA build has not finished"; exit 1; }
+  tail -1 "$work/build.done.log" | tee -a "$work/cashiers.log"
+  libpath=$libpath:$(cat "$work/build-dir")/bin
+}
+
+case "${1:-}" in
+  exact)
+    mkdir -p "$work/blas" "$work/caps"
+    for f in .gpu/b/blas/*.gz; do gunzip -c "$f" > "$work/blas/$(basename "${f%.gz}")"; done
+    ldconfig -p | grep -q 'libcrypto.so.3 ' || gunzip -c .gpu/b/crypto/libcrypto.so.3.gz > "$work/lib/libcrypto.so.3"
+    python3 -m pip install -q --no-index --no-deps --no-compile --target "$work/gguf-py" .gpu/b/gguf-*.whl
+    join_model
+    wait_build
+    LD_LIBRARY_PATH="$libpath" ldd "$fs" | grep "not found" && { log "flipscope misses libraries"; exit 1; }
+    start=$(date +%s)
+    /usr/bin/time -f "exact: wall %e s, user %U s, peak %M KiB" env LD_LIBRARY_PATH="$libpath" "$fs" capture --engine exact -m "$work/model.gguf" \
+      -w "${CASHIERS_WORKLOAD:-examples/netops-session.json}" --stride 32 --full tool_calls -t 16 -o "$work/caps/exact.safetensors" -q \
+      2>&1 | tee -a "$work/cashiers.log"
+    log "exact capture: $(( $(date +%s) - start )) s"
+    for dtype in fp64 fp32 bf16; do
+      PYTHONPATH="$work/gguf-py:$PWD/python" python3 -m flipscope_capture.hf --model "$work/model.gguf" \
+        --tokens-from "$work/caps/exact.safetensors" -o "$work/caps/hf-$dtype.safetensors" --attn sdpa \
+        --dtype "$dtype" 2>&1 | tail -2 | tee -a "$work/cashiers.log"
+    done
+    ls -la "$work/caps" | tee -a "$work/cashiers.log"
+    ;;
+  llama)
+    join_model
+    wait_build
+    export FLIPSCOPE_GPU_MODEL="$work/model.gguf"
+    fsr --version | tee -a "$work/cashiers.log"
+    log "h200-exact.toml"
+    fsr run bench/gpu/h200-exact.toml -o "$work/out-exact" > "$work/run-exact.log" 2>&1 || log "run h200-exact failed"
+    tail -25 "$work/run-exact.log"
+    caps=$work/out-exact/captures
+    mkdir -p "$work/cmp"
+    for c in "$caps"/*-r*.safetensors "$work"/caps/hf-*.safetensors; do
+      n=$(basename "$c" .safetensors)
+      fsr compare "$work/caps/exact.safetensors" "$c" --window 2048 --json -q --no-text > "$work/cmp/exact-vs-$n.json" ||
+        log "compare $n failed"
+    done
+    fsr compare "$caps/baseline-r0.safetensors" "$caps/cpu-r0.safetensors" --window 2048 --json -q --no-text \
+      > "$work/cmp/cuda-vs-cpu.json"
+    python3 bench/gpu/exact_table.py "$work/cmp" | tee "$work/exact-table.txt"
+    log "layers CUDA against CPU, with exact"
+    fsr layers "$caps/baseline-r0.safetensors" "$caps/cpu-r0.safetensors" -o "$work/layers-cuda-cpu.json" \
+      --html "$work/layers-cuda-cpu.html" --exact > "$work/layers.log" 2>&1 || log "layers failed"
+    tail -30 "$work/layers.log"
+    log "h200-load.toml"
+    fsr run bench/gpu/h200-load.toml -o "$work/out-load" > "$work/run-load.log" 2>&1 || log "run h200-load failed"
+    tail -25 "$work/run-load.log"
+    tar -C "$work" -czf "$OUT/exact-cashiers.tar.gz" cashiers.log cmp exact-table.txt run-exact.log layers.log \
+      layers-cuda-cpu.json layers-cuda-cpu.html run-load.log out-exact/results.json out-exact/report.html \
+      out-load/results.json out-load/report.html out-load/report.md out-exact/report.md 2>/dev/null
+    cp "$work/exact-table.txt" "$OUT/summary.txt"
+    ls -la "$OUT"
+    ;;
+  *) echo "usage: exact-cashiers.sh exact | llama" >&2; exit 2 ;;
+esac
