@@ -48,11 +48,13 @@ case "${1:-}" in
       -w "${CASHIERS_WORKLOAD:-examples/netops-session.json}" --stride 32 --full tool_calls -t 16 -o "$work/caps/exact.safetensors" -q \
       2>&1 | tee -a "$work/cashiers.log"
     log "exact capture: $(( $(date +%s) - start )) s"
-    for dtype in fp64 fp32 bf16; do
-      PYTHONPATH="$work/gguf-py:$PWD/python" python3 -m flipscope_capture.hf --model "$work/model.gguf" \
-        --tokens-from "$work/caps/exact.safetensors" -o "$work/caps/hf-$dtype.safetensors" --attn sdpa \
-        --dtype "$dtype" 2>&1 | tail -2 | tee -a "$work/cashiers.log"
-    done
+    # transformers in the background (its own session), so the next call runs llama.cpp meanwhile.
+    # shellcheck disable=SC2016  # expanded by the inner shell, from its arguments
+    setsid bash -c 'for dtype in fp64 fp32 bf16; do
+        PYTHONPATH="$1" python3 -m flipscope_capture.hf --model "$2/model.gguf" --tokens-from "$2/caps/exact.safetensors" \
+          -o "$2/caps/hf-$dtype.safetensors" --attn sdpa --dtype "$dtype" 2>&1 | tail -1; done
+      touch "$2/hf-caps.done"' _ "$work/gguf-py:$PWD/python" "$work" > "$work/hf-caps.log" 2>&1 < /dev/null &
+    log "transformers captures started in the background"
     ls -la "$work/caps" | tee -a "$work/cashiers.log"
     ;;
   llama)
@@ -64,6 +66,8 @@ case "${1:-}" in
     fsr run bench/gpu/h200-exact.toml -o "$work/out-exact" > "$work/run-exact.log" 2>&1 || log "run h200-exact failed"
     tail -25 "$work/run-exact.log"
     caps=$work/out-exact/captures
+    for _ in $(seq 60); do [ -f "$work/hf-caps.done" ] && break; sleep 5; done
+    cat "$work/hf-caps.log" | tee -a "$work/cashiers.log"
     mkdir -p "$work/cmp"
     for c in "$caps"/*-r*.safetensors "$work"/caps/hf-*.safetensors; do
       n=$(basename "$c" .safetensors)
