@@ -50,6 +50,14 @@ struct BranchSettings {
   std::vector<std::string> configs;  // variants whose forks are followed; empty = every variant that flips
 };
 
+// [layers]: where each flip of a variant against the baseline is born (the layers stage).
+struct LayersSettings {
+  bool enabled = false;
+  int max_flips = 16;  // per configuration, the first N flips by position (0: all)
+  bool exact = false;  // also each side against the FP64 exact engine, layer by layer
+  std::vector<std::string> configs;  // variants to look into; empty = every llama variant that flips
+};
+
 struct Experiment {
   std::string path, name;
   std::string model, workload;
@@ -62,6 +70,7 @@ struct Experiment {
   ConfigSpec baseline;
   std::vector<ConfigSpec> variants;
   BranchSettings branch;
+  LayersSettings layers;
 };
 
 // Parses and checks an experiment file. Unknown keys, misspelt knobs and bad values are errors

@@ -218,6 +218,36 @@ Status Get(const Ctx& c, const toml::node& n, T& out, const char* what) {
   return Status::Ok();
 }
 
+// configs = ["name", ...]: variant names (checked against the variants once they are read).
+Status ReadNames(const Ctx& c, const toml::node& n, std::vector<std::string>& out) {
+  auto* arr = n.as_array();
+  if (!arr) return c.At(n, "configs must be a list of variant names");
+  for (auto& e : *arr) {
+    auto name = e.value<std::string>();
+    if (!name) return c.At(e, "configs must be a list of variant names");
+    out.push_back(*name);
+  }
+  return Status::Ok();
+}
+
+Status ReadLayers(const Ctx& c, const toml::node& node, LayersSettings& out) {
+  if (!node.is_table()) return c.At(node, "[layers] must be a table");
+  out.enabled = true;
+  for (auto& [k, n] : *node.as_table()) {
+    std::string key(k.str());
+    int64_t v = 0;
+    if (key == "enabled") FS_RETURN_IF_ERROR(Get(c, n, out.enabled, "enabled must be true or false"));
+    else if (key == "exact") FS_RETURN_IF_ERROR(Get(c, n, out.exact, "exact must be true or false"));
+    else if (key == "configs") FS_RETURN_IF_ERROR(ReadNames(c, n, out.configs));
+    else if (key == "max_flips") {
+      FS_RETURN_IF_ERROR(Get(c, n, v, "max_flips must be an integer"));
+      if (v < 0) return c.At(n, "max_flips must be >= 0 (0: every flip)");
+      out.max_flips = int(v);
+    } else return c.At(n, "unknown key '" + key + "' in [layers] (enabled, configs, max_flips, exact)");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<Experiment> ParseExperiment(const std::string& path) {
@@ -293,15 +323,7 @@ Result<Experiment> ParseExperiment(const std::string& path) {
         std::string b(bk.str());
         int64_t v = 0;
         if (b == "enabled") FS_RETURN_IF_ERROR(Get(c, bn, exp.branch.enabled, "enabled must be true or false"));
-        else if (b == "configs") {
-          auto* arr = bn.as_array();
-          if (!arr) return c.At(bn, "configs must be a list of variant names");
-          for (auto& e : *arr) {
-            auto name = e.value<std::string>();
-            if (!name) return c.At(e, "configs must be a list of variant names");
-            exp.branch.configs.push_back(*name);
-          }
-        }
+        else if (b == "configs") FS_RETURN_IF_ERROR(ReadNames(c, bn, exp.branch.configs));
         else if (b == "max_tokens" || b == "max_call_tokens" || b == "max_branches" || b == "reconverge") {
           FS_RETURN_IF_ERROR(Get(c, bn, v, "must be an integer"));
           // max_call_tokens 0 turns the extension off; the others count at least one.
@@ -311,10 +333,12 @@ Result<Experiment> ParseExperiment(const std::string& path) {
                                                                            : exp.branch.reconverge) = int(v);
         } else return c.At(bn, "unknown key '" + b + "' in [branch] (enabled, configs, max_tokens, max_call_tokens, max_branches, reconverge)");
       }
+    } else if (key == "layers") {
+      FS_RETURN_IF_ERROR(ReadLayers(c, node, exp.layers));
     } else {
       return c.At(node, "unknown key '" + key +
                             "' (name, model, workload, chat_template, format, window, confident, memory, [probe], "
-                            "[baseline], [[variant]], [branch])");
+                            "[baseline], [[variant]], [branch], [layers])");
     }
   }
   if (exp.model.empty()) return Status::Error(path + ": no model given (model = \"path/to/model.gguf\")");
@@ -334,9 +358,10 @@ Result<Experiment> ParseExperiment(const std::string& path) {
       exp.variants.push_back(std::move(spec));
     }
   }
-  for (const auto& name : exp.branch.configs)
-    if (std::none_of(exp.variants.begin(), exp.variants.end(), [&](const ConfigSpec& v) { return v.name == name; }))
-      return Status::Error(path + ": [branch] configs names '" + name + "', which is not a variant");
+  for (const auto& [table, names] : {std::pair{"[branch]", &exp.branch.configs}, {"[layers]", &exp.layers.configs}})
+    for (const auto& name : *names)
+      if (std::none_of(exp.variants.begin(), exp.variants.end(), [&](const ConfigSpec& v) { return v.name == name; }))
+        return Status::Error(path + ": " + table + " configs names '" + name + "', which is not a variant");
   return exp;
 }
 

@@ -293,6 +293,8 @@ Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& op
   // 4. Follow the forks of each variant that flips; the damage they find joins the summary.
   if (exp.branch.enabled) FS_RETURN_IF_ERROR(BranchAll(exp, results, opts));
   AddDamage(results);
+  // 4b. Where the flips of each [layers] variant are born, layer by layer.
+  if (exp.layers.enabled) FS_RETURN_IF_ERROR(LayersAll(exp, results, opts));
   // 5. The recipe, ranking by damage and flip rate.
   results["recipe"] = MakeRecipe(results, exp);
   // 6. Results and report.

@@ -39,6 +39,13 @@ void AddDamage(nlohmann::json& results);
 // captures decoded (sidecars) where they cover the branch points.
 Status BranchAll(const Experiment& exp, nlohmann::json& results, const RunOptions& opts);
 
+// Whether the experiment looks into this variant's flips layer by layer ([layers]).
+bool Layered(const Experiment& exp, const std::string& name);
+// Fills results["layers"]: for each such variant whose first repeat flips, {"config": name,
+// "result": the layers stage's document (docs/layers.md)}, or {"config", "skipped": why} for a
+// server or loaded configuration, or {"config", "error": message} when its rows do not reproduce.
+Status LayersAll(const Experiment& exp, nlohmann::json& results, const RunOptions& opts);
+
 // Whether the experiment follows this variant's forks.
 bool Branched(const Experiment& exp, const std::string& name);
 // Forks for a branched variant's first repeat: where its greedy token differs from baseline r0's

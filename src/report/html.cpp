@@ -263,16 +263,16 @@ std::string RenderHtml(const json& r) {
   out += "<nav aria-label=\"Sections\"><ul>";
   for (const auto& [id, title] : std::vector<std::pair<std::string, std::string>>{
            {"headline", "Summary"}, {"ranking", "Ranking"}, {"charts", "Charts"}, {"flips", "Flips"},
-           {"branches", "Branches"}, {"recipe", "Recipe"}, {"disclosure", "Disclosure"}})
-    if (id != "recipe" || Sub(r, "recipe").is_object())
+           {"branches", "Branches"}, {"layers", "Layers"}, {"recipe", "Recipe"}, {"disclosure", "Disclosure"}})
+    if ((id != "recipe" || Sub(r, "recipe").is_object()) && (id != "layers" || !Sub(r, "layers").empty()))
       out += fmt::format("<li><a href=\"#{}\">{}</a></li>", id, title);
   out += "</ul></nav></header><main>";
   out += Headline(r) + RankingSection(r);
   out += "<section id=\"charts\"><h2>Divergence along the workload</h2>";
   out += ChartFigure(r, "flip-chart", "flip_rate", true) + ChartFigure(r, "kl-chart", "kl_mean", false);
   out += "</section>";
-  out += report::HtmlFlipsSection(r) + report::HtmlBranchesSection(r) + RecipeSection(r) +
-         report::HtmlDisclosureSection(r);
+  out += report::HtmlFlipsSection(r) + report::HtmlBranchesSection(r) + report::HtmlLayersSection(r) +
+         RecipeSection(r) + report::HtmlDisclosureSection(r);
   out += "</main><footer><p>Written by flipscope " + E(Str(r, "flipscope_version", "?")) +
          ". This file is self-contained: it loads nothing from the network.</p></footer>";
   out += std::string("<script>") + kScript + "</script></body></html>\n";

@@ -31,8 +31,22 @@ std::string ClassCell(const std::string& klass) {
   return klass == "confident" ? "<span class=\"confident\">confident</span>" : E(klass);
 }
 
-std::string FlipRow(const json& f) {
-  std::string row = HtmlRow({Count(Num(f, "position")), Count(Num(f, "window")), E(Str(f, "span", "—")),
+// The id of the flip's own layers chart (HtmlLayersSection), or "" when [layers] did not look into it.
+std::string LayersAnchor(const json& r, const std::string& config, int position) {
+  const json& all = Sub(r, "layers");
+  for (size_t k = 0; k < all.size(); ++k) {
+    if (Str(all[k], "config") != config) continue;
+    for (const json& f : Sub(Sub(all[k], "result"), "flips"))
+      if (Int(f, "position", -1) == position) return fmt::format("layers-{}-p{}", k, position);
+  }
+  return "";
+}
+
+// One row of the flips table; anchor links the position to the flip's layers chart.
+std::string FlipRow(const json& f, const std::string& anchor) {
+  std::string pos = Count(Num(f, "position"));
+  if (!anchor.empty()) pos = "<a href=\"#" + anchor + "\" title=\"where this flip is born\">" + pos + "</a>";
+  std::string row = HtmlRow({pos, Count(Num(f, "window")), E(Str(f, "span", "—")),
                              ClassCell(Str(f, "class", "—")),
                              TokenCode(Str(f, "base_text")) + " " + E(Prob(Num(f, "base_prob"))),
                              TokenCode(Str(f, "cand_text")) + " " + E(Prob(Num(f, "cand_prob"))),
@@ -126,7 +140,8 @@ std::string HtmlFlipsSection(const json& r) {
                     "Candidate p of reference token", "Reference margin", "KL", "Context"},
                    true) +
            "</thead><tbody>";
-    for (size_t i = 0; i < n && i < kMaxFlipsShown; ++i) out += FlipRow(flips[i]);
+    for (size_t i = 0; i < n && i < kMaxFlipsShown; ++i)
+      out += FlipRow(flips[i], LayersAnchor(r, row.name, Int(flips[i], "position", -1)));
     out += "</tbody></table></div>";
     if (n > kMaxFlipsShown)
       out += fmt::format("<p>{} more flips are listed in results.json.</p>", Count(double(n - kMaxFlipsShown)));

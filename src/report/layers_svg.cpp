@@ -102,12 +102,14 @@ std::string Multiples(const std::string& id, const std::string& title, const std
     out += Axes(f, kPanels[i]);
     const char* thin = bold_median ? R"(stroke="#0072B2" stroke-opacity="0.35" stroke-width="0.8")"
                                    : R"(stroke="#D55E00" stroke-width="1.8")";
+    out += "<g class=\"series\">";  // one panel's lines (the report checker counts series)
     for (const json& fl : flips)
       out += fmt::format(R"(<path d="{}" fill="none" {}><title>position {}</title></path>)", Path(f, LineOf(fl, kPanels[i].key)),
                          thin, fl.value("position", 0));
     if (bold_median)
       out += fmt::format(R"(<path d="{}" fill="none" stroke="#000" stroke-width="2.6"><title>median</title></path>)",
                          Path(f, MedianLine(flips, kPanels[i].key, n_layer)));
+    out += "</g>";
   }
   return out + "</svg>";
 }
@@ -119,20 +121,66 @@ std::string Label(const json& layers) {
 
 }  // namespace
 
-std::string RenderLayersChart(const json& layers) {
+std::string FlipLayersLine(const json& f) {
+  const json& birth = f["birth"];
+  std::string born = birth.is_object()
+                         ? fmt::format("born in layer {} {}", birth.value("layer", 0), birth.value("block", ""))
+                         : "no jump";
+  if (const json& lj = f["largest_jump"]; lj.is_object())
+    born += fmt::format(", grows most in layer {} {} (x{:.3g})", lj.value("layer", 0), lj.value("block", ""),
+                        lj.value("factor", 0.0));
+  return fmt::format("position {}: {} &rarr; {}, {}, logits relative difference {:.3g}", f.value("position", 0),
+                     HtmlEscape(VisibleToken(f.value("base_text", std::string()))),
+                     HtmlEscape(VisibleToken(f.value("cand_text", std::string()))), HtmlEscape(born),
+                     f["logits"].is_object() ? f["logits"].value("rel", 0.0) : 0.0);
+}
+
+std::string HtmlLayersSection(const json& r) {
+  const json& all = r.contains("layers") ? r["layers"] : json();
+  if (!all.is_array() || all.empty()) return "";
+  std::string out = "<section id=\"layers\"><h2>Where the flips are born</h2><p>Each flip recomputed in both "
+                    "configurations, every layer's attention output, MLP output and residual stream compared at the "
+                    "flip's position (relative difference, log scale): one thin line per flip, the median bold "
+                    "(docs/layers.md). A flip is born where the residual difference first jumps past the level the "
+                    "layers before it set.</p>";
+  for (const json& e : all) {
+    const std::string name = e.value("config", std::string("?"));
+    if (!e.contains("result")) {
+      out += fmt::format("<p><strong>{}</strong>: not looked into ({}).</p>", HtmlEscape(name),
+                         HtmlEscape(e.value("skipped", e.value("error", std::string("no result")))));
+      continue;
+    }
+    const json& l = e["result"];
+    const json& s = Sub(l, "summary");
+    const json& b = Sub(s, "births");
+    out += fmt::format("<h3>{}</h3><p>{} flips: born in attention {}, in the MLP {}, at the embedding {}, no jump {}; "
+                       "median relative difference of the logits {}.</p>",
+                       HtmlEscape(name), Int(s, "flips", 0), Int(b, "attention", 0), Int(b, "mlp", 0),
+                       Int(b, "embedding", 0), Int(b, "none", 0), Small(Num(s, "median_logits_rel")));
+    const std::string id = "layers-" + std::to_string(&e - &all[0]);
+    out += RenderLayersChart(l, id);
+    for (size_t i = 0; i < Sub(l, "flips").size(); ++i)
+      out += fmt::format("<details id=\"{}-p{}\"><summary>{}</summary>", id, Int(l["flips"][i], "position", 0),
+                         FlipLayersLine(l["flips"][i])) +
+             RenderFlipLayersChart(l, i, id + "-") + "</details>";
+  }
+  return out + "</section>";
+}
+
+std::string RenderLayersChart(const json& layers, const std::string& id) {
   const json& flips = layers["flips"];
   size_t n_layer = size_t(layers["config"].value("n_layer", 0));
   std::string desc = fmt::format("{}: {} flips; per layer the norm of the difference over the norm, log scale; one "
                                  "thin line per flip, the median bold", Label(layers), flips.size());
   std::string title = fmt::format("{} flips: one thin line each, the median bold", flips.size());
-  return Multiples("layers", title, desc, flips, n_layer, true);
+  return Multiples(id, title, desc, flips, n_layer, true);
 }
 
-std::string RenderFlipLayersChart(const json& layers, size_t i) {
+std::string RenderFlipLayersChart(const json& layers, size_t i, const std::string& id_prefix) {
   const json& flip = layers["flips"][i];
   size_t n_layer = size_t(layers["config"].value("n_layer", 0));
   std::string title = fmt::format("position {}", flip.value("position", 0));
-  return Multiples(fmt::format("flip{}", i), title, "this flip's relative difference per layer", json::array({flip}), n_layer,
+  return Multiples(fmt::format("{}flip{}", id_prefix, i), title, "this flip's relative difference per layer", json::array({flip}), n_layer,
                    false);
 }
 
@@ -156,20 +204,9 @@ std::string RenderLayersHtml(const json& layers) {
       html += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td></tr>", l.value("layer", 0), l.value("attention", 0),
                           l.value("mlp", 0));
   html += "</table><h2>Each flip</h2>";
-  for (size_t i = 0; i < layers["flips"].size(); ++i) {
-    const json& f = layers["flips"][i];
-    const json& birth = f["birth"];
-    std::string born = birth.is_null() ? "no jump"
-                                       : fmt::format("born in layer {} {}", birth.value("layer", 0), birth.value("block", ""));
-    if (const json& lj = f["largest_jump"]; lj.is_object())
-      born += fmt::format(", grows most in layer {} {} (x{:.3g})", lj.value("layer", 0), lj.value("block", ""),
-                          lj.value("factor", 0.0));
-    html += fmt::format("<details><summary>position {}: {} &rarr; {}, {}, logits relative difference {:.3g}</summary>",
-                        f.value("position", 0), HtmlEscape(VisibleToken(f.value("base_text", std::string()))),
-                        HtmlEscape(VisibleToken(f.value("cand_text", std::string()))), HtmlEscape(born),
-                        f["logits"].value("rel", 0.0));
-    html += RenderFlipLayersChart(layers, i) + "</details>";
-  }
+  for (size_t i = 0; i < layers["flips"].size(); ++i)
+    html += "<details><summary>" + FlipLayersLine(layers["flips"][i]) + "</summary>" + RenderFlipLayersChart(layers, i) +
+            "</details>";
   return html + "</body></html>\n";
 }
 

@@ -172,6 +172,32 @@ std::string Recipe(const json& r) {
   return out;
 }
 
+// [layers]: per configuration where its flips are born (the charts are in the HTML report).
+std::string Layers(const json& r) {
+  const json& all = Sub(r, "layers");
+  if (!all.is_array() || all.empty()) return "";
+  TextTable t{{"Configuration", "Flips", "Born in attention", "Born in the MLP", "At the embedding", "No jump",
+               "Birth layers", "Median logits difference"},
+              {}};
+  for (const json& e : all) {
+    const json& s = Sub(Sub(e, "result"), "summary");
+    if (!s.is_object()) {
+      t.rows.push_back({Str(e, "config"), "not looked into: " + Str(e, "skipped", Str(e, "error")), "", "", "", "", "", ""});
+      continue;
+    }
+    const json& b = Sub(s, "births");
+    std::string at;  // "0 (12), 3 (2)": layers where flips are born, with their counts
+    for (const json& l : Sub(s, "birth_layers"))
+      if (int n = Int(l, "attention", 0) + Int(l, "mlp", 0); n > 0)
+        at += (at.empty() ? "" : ", ") + fmt::format("{} ({})", Int(l, "layer", 0), n);
+    t.rows.push_back({Str(e, "config"), Count(Num(s, "flips")), Count(Num(b, "attention")), Count(Num(b, "mlp")),
+                      Count(Num(b, "embedding")), Count(Num(b, "none")), at.empty() ? "—" : at,
+                      Small(Num(s, "median_logits_rel"))});
+  }
+  return "## Where the flips are born\n\nEach flip recomputed layer by layer in both configurations "
+         "(docs/layers.md); the charts are in report.html.\n\n" + MdTable(t);
+}
+
 std::string DisclosureList(const json& r) {
   std::string out = "## Disclosure\n", group;
   for (const Fact& f : Disclosure(r)) {
@@ -197,7 +223,7 @@ std::string RenderMarkdown(const json& r) {
   out += Ranking(r);
   out += "## Flip rate per window\n\nMedian over repeats.\n\n" + MdTable(WindowTable(r, "flip_rate", true));
   out += "## KL(base||cand) mean per window\n\nMedian over repeats.\n\n" + MdTable(WindowTable(r, "kl_mean", false));
-  return out + Flips(r) + Branches(r) + Recipe(r) + DisclosureList(r);
+  return out + Flips(r) + Branches(r) + Layers(r) + Recipe(r) + DisclosureList(r);
 }
 
 std::string TerminalSummary(const json& r, const std::string& html_path) {

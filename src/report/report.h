@@ -119,9 +119,15 @@ std::string RenderSvgChart(const Chart& chart);
 // The layers charts (flipscope layers' JSON, docs/layers.md): small multiples of the relative
 // difference against the layer, one thin line per flip and the median bold; one flip's own
 // chart; and a self-contained page with both and the birth counts.
-std::string RenderLayersChart(const nlohmann::json& layers);
-std::string RenderFlipLayersChart(const nlohmann::json& layers, size_t flip_index);
+// id names the chart's SVG elements (unique in a page); id_prefix goes before a flip's own ids.
+std::string RenderLayersChart(const nlohmann::json& layers, const std::string& id = "layers");
+std::string RenderFlipLayersChart(const nlohmann::json& layers, size_t flip_index, const std::string& id_prefix = "");
 std::string RenderLayersHtml(const nlohmann::json& layers);
+// One flip of the layers document as one line of HTML: tokens, birth, largest growth, logits' difference.
+std::string FlipLayersLine(const nlohmann::json& flip);
+// The experiment report's section for results["layers"] (the [layers] table): per configuration
+// the birth counts, the small-multiples chart and each flip's own chart; "" when there are none.
+std::string HtmlLayersSection(const nlohmann::json& results);
 
 // Plain-text tables and facts that the HTML and Markdown renderers both lay out.
 struct TextTable {

@@ -1,0 +1,100 @@
+// [layers]: where each variant's flips against the baseline are born, by the layers stage. Each
+// configuration's result is kept beside the results (OUT/layers/NAME.json) and reused while it is
+// newer than both captures, so a resumed run does not recompute it.
+#include <algorithm>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "experiment/steps.h"
+#include "layers/layers.h"
+#include "util/util.h"
+
+namespace flipscope {
+namespace fs = std::filesystem;
+
+namespace {
+
+const ConfigSpec* SpecOf(const Experiment& exp, const std::string& name) {
+  for (const auto& v : exp.variants)
+    if (v.name == name) return &v;
+  return nullptr;
+}
+
+int64_t FirstRepeatFlips(const nlohmann::json& results, const std::string& name) {
+  for (const auto& cmp : results["comparisons"])
+    if (cmp["config"] == name && cmp["repeat"] == 0) return cmp["compare"]["overall"].value("flips", int64_t(0));
+  return 0;
+}
+
+// Why the layers stage cannot look into this configuration ("" when it can).
+std::string Unsupported(const ConfigSpec& c) {
+  if (c.engine != "llama") return "a server configuration: its graph is not llama.cpp's to tap";
+  if (c.knobs.load > 0) return "runs under load: its batches hold other sequences' tokens";
+  return "";
+}
+
+// The kept result for these captures and settings, if it is newer than both captures.
+std::optional<nlohmann::json> Kept(const std::string& path, const std::string& base, const std::string& cand,
+                                   const LayersSettings& s) {
+  std::error_code ec;
+  auto t = fs::last_write_time(path, ec);
+  if (ec || t < fs::last_write_time(base, ec) || ec || t < fs::last_write_time(cand, ec) || ec) return std::nullopt;
+  auto text = ReadFile(path);
+  if (!text.ok()) return std::nullopt;
+  auto j = nlohmann::json::parse(*text, nullptr, false);
+  if (!j.is_object() || j.value("max_flips", -1) != s.max_flips || j.value("exact", !s.exact) != s.exact)
+    return std::nullopt;
+  return j;
+}
+
+}  // namespace
+
+bool Layered(const Experiment& exp, const std::string& name) {
+  const auto& only = exp.layers.configs;
+  return exp.layers.enabled && (only.empty() || std::find(only.begin(), only.end(), name) != only.end());
+}
+
+Status LayersAll(const Experiment& exp, nlohmann::json& results, const RunOptions& opts) {
+  results["layers"] = nlohmann::json::array();
+  const std::string base = results["configs"][0]["captures"][0];
+  const fs::path dir = fs::path(opts.outdir) / "layers";
+  for (const auto& c : results["configs"]) {
+    const std::string name = c["name"];
+    const ConfigSpec* spec = SpecOf(exp, name);
+    if (!spec || c["status"] != "ok" || !Layered(exp, name) || FirstRepeatFlips(results, name) == 0) continue;
+    nlohmann::json entry = {{"config", name}};
+    if (std::string why = Unsupported(*spec); !why.empty() || exp.baseline.engine != "llama") {
+      entry["skipped"] = why.empty() ? "the baseline is a server configuration" : why;
+      results["layers"].push_back(entry);
+      continue;
+    }
+    const std::string cand = c["captures"][0];
+    const std::string kept_path = (dir / (name + ".json")).string();
+    std::optional<nlohmann::json> got = Kept(kept_path, base, cand, exp.layers);
+    if (!got) {
+      fmt::print(stderr, "  recomputing the flips of {} layer by layer\n", name);
+      LayersRequest req{base, cand, {}};
+      req.options.max_flips = exp.layers.max_flips;
+      req.options.exact = exp.layers.exact;
+      req.options.progress = opts.progress;
+      auto r = RunLayers(req);
+      if (!r.ok()) {  // e.g. rows that do not reproduce on this machine: said, not fatal
+        entry["error"] = r.status().message();
+        results["layers"].push_back(entry);
+        continue;
+      }
+      got = *r;
+      (*got)["max_flips"] = exp.layers.max_flips;
+      (*got)["exact"] = exp.layers.exact;
+      std::error_code ec;
+      fs::create_directories(dir, ec);
+      FS_RETURN_IF_ERROR(WriteFileAtomic(kept_path, got->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
+    }
+    entry["result"] = std::move(*got);
+    results["layers"].push_back(entry);
+  }
+  return Status::Ok();
+}
+
+}  // namespace flipscope
