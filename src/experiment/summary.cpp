@@ -18,37 +18,41 @@ double Median(std::vector<double> v) {
 }
 
 // The comparisons of one configuration, in repeat order.
+// A configuration's comparisons (the results' entries: config, repeat, compare), in results order.
 std::vector<const nlohmann::json*> ComparisonsOf(const nlohmann::json& results, const std::string& name) {
   std::vector<const nlohmann::json*> out;
   for (const auto& c : results["comparisons"])
-    if (c["config"] == name) out.push_back(&c["compare"]);
+    if (c["config"] == name) out.push_back(&c);
   return out;
 }
 
 // Median over repeats of the figures that rank a configuration; the CI is the median repeat's.
-nlohmann::json SummarizeConfig(const std::string& name, const std::vector<const nlohmann::json*>& cmps) {
+nlohmann::json SummarizeConfig(const std::string& name, const std::vector<const nlohmann::json*>& entries) {
   std::vector<double> rates, kl, p99, mx;
   int64_t bit = 0, of = 0;
-  for (auto* c : cmps) {
-    const auto& o = (*c)["overall"];
+  for (auto* e : entries) {
+    const auto& c = (*e)["compare"];
+    const auto& o = c["overall"];
     rates.push_back(o["flip_rate"].get<double>());
     kl.push_back(o["kl_base_cand"]["mean"].get<double>());
     p99.push_back(o["kl_base_cand"]["p99"].get<double>());
     mx.push_back(o["kl_base_cand"]["max"].get<double>());
-    bit += (*c)["bit_identical"].get<int64_t>();
-    of += (*c)["probes_compared"].get<int64_t>();
+    bit += c["bit_identical"].get<int64_t>();
+    of += c["probes_compared"].get<int64_t>();
   }
   double med = Median(rates);
-  // The repeat whose flip rate is closest to the median carries the interval and the counts.
-  const nlohmann::json* rep = cmps.front();
-  for (auto* c : cmps)
-    if (std::abs((*c)["overall"]["flip_rate"].get<double>() - med) <
-        std::abs((*rep)["overall"]["flip_rate"].get<double>() - med))
-      rep = c;
-  const auto& o = (*rep)["overall"];
+  // The median repeat carries the interval, the counts and (in the report) the flip list: the
+  // lower middle by flip rate, ties in repeat order. Its repeat number goes into the summary, so
+  // every reader shows the same repeat.
+  std::vector<size_t> order(entries.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return rates[a] < rates[b]; });
+  const nlohmann::json& rep_entry = *entries[order[(order.size() - 1) / 2]];
+  const auto& o = rep_entry["compare"]["overall"];
   return {{"config", name},
-          {"repeats", cmps.size()},
+          {"repeats", entries.size()},
           {"median_flip_rate", med},
+          {"median_repeat", rep_entry["repeat"]},
           {"flip_rates", rates},
           {"flip_rate_ci", o["flip_rate_ci"]},
           {"flips", o["flips"]},

@@ -84,8 +84,9 @@ struct WindowPoint {
 // Median over repeats of windows[].<field> for config; field is a pointer as for NumAt.
 std::vector<WindowPoint> WindowSeries(const nlohmann::json& results, const std::string& config,
                                       const std::string& field);
-// The comparison shown for a configuration: its median repeat by overall flip rate (the lower
-// median for an even count); null when the configuration has no comparison.
+// The comparison shown for a configuration: the repeat its summary row names (median_repeat),
+// else its median repeat by overall flip rate (the lower middle for an even count, ties in
+// repeat order: the summary's rule); null when the configuration has no comparison.
 const nlohmann::json* MedianComparison(const nlohmann::json& results, const std::string& config);
 
 // "repeat 2" for a comparisons[] entry: its 0-based capture index, shown 1-based.

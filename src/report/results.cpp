@@ -251,6 +251,13 @@ std::vector<WindowPoint> WindowSeries(const json& results, const std::string& co
 const json* MedianComparison(const json& results, const std::string& config) {
   std::vector<const json*> cmps = ComparisonsOf(results, config);
   if (cmps.empty()) return nullptr;
+  // The repeat the summary chose (results written since it names one), else the same rule here:
+  // the lower middle by flip rate, ties in repeat order.
+  const json& summary = Sub(results, "summary");
+  for (const json& s : summary.is_array() ? summary : json::array())
+    if (Str(s, "config") == config && Sub(s, "median_repeat").is_number_integer())
+      for (const json* c : cmps)
+        if (Sub(*c, "repeat") == s["median_repeat"]) return c;
   auto rate = [](const json* c) {
     return Num(Sub(Sub(*c, "compare"), "overall"), "flip_rate").value_or(0);
   };
