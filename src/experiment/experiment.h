@@ -66,6 +66,9 @@ struct Experiment {
   StoreDtype store = StoreDtype::kF32;
   int window = 8192;
   double confident = 0.9;
+  // "exact": the FP64 exact engine captures the workload once, and every configuration (the
+  // baseline's repeats too) is also compared with it (docs/exact.md); "" = none.
+  std::string reference;
   std::optional<uint64_t> memory_budget;
   ConfigSpec baseline;
   std::vector<ConfigSpec> variants;

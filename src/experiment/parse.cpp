@@ -284,6 +284,9 @@ Result<Experiment> ParseExperiment(const std::string& path) {
       FS_RETURN_IF_ERROR(Get(c, node, w, "window must be an integer"));
       if (w < 1) return c.At(node, "window must be >= 1");
       exp.window = int(w);
+    } else if (key == "reference") {
+      FS_RETURN_IF_ERROR(Get(c, node, exp.reference, "reference must be \"exact\""));
+      if (exp.reference != "exact") return c.At(node, "reference must be \"exact\" (the FP64 exact engine, docs/exact.md)");
     } else if (key == "confident") {
       FS_RETURN_IF_ERROR(Get(c, node, exp.confident, "confident must be a probability"));
       if (exp.confident <= 0 || exp.confident > 1) return c.At(node, "confident must be in (0, 1]");
@@ -337,8 +340,8 @@ Result<Experiment> ParseExperiment(const std::string& path) {
       FS_RETURN_IF_ERROR(ReadLayers(c, node, exp.layers));
     } else {
       return c.At(node, "unknown key '" + key +
-                            "' (name, model, workload, chat_template, format, window, confident, memory, [probe], "
-                            "[baseline], [[variant]], [branch], [layers])");
+                            "' (name, model, workload, chat_template, format, window, confident, memory, reference, "
+                            "[probe], [baseline], [[variant]], [branch], [layers])");
     }
   }
   if (exp.model.empty()) return Status::Error(path + ": no model given (model = \"path/to/model.gguf\")");
@@ -358,6 +361,8 @@ Result<Experiment> ParseExperiment(const std::string& path) {
       exp.variants.push_back(std::move(spec));
     }
   }
+  if (exp.reference == "exact" && names.count("exact"))
+    return Status::Error(path + ": a configuration named 'exact' clashes with reference = \"exact\" (rename it)");
   for (const auto& [table, names] : {std::pair{"[branch]", &exp.branch.configs}, {"[layers]", &exp.layers.configs}})
     for (const auto& name : *names)
       if (std::none_of(exp.variants.begin(), exp.variants.end(), [&](const ConfigSpec& v) { return v.name == name; }))

@@ -77,6 +77,7 @@ nlohmann::json MakeRecipe(const nlohmann::json& results, const Experiment& exp) 
     double damage_key = 0;
     nlohmann::json launch = nullptr;  // a server configuration's launch command (kv < 0: memory unknown)
     nlohmann::json damage = nullptr, repair = nullptr, followed = nullptr, damage_rate = nullptr;
+    double exact_rate = INFINITY, exact_kl = INFINITY;  // distance to the exact reference, when present
   };
   std::vector<Row> rows;
   for (const auto& s : results["summary"]) {
@@ -102,7 +103,20 @@ nlohmann::json MakeRecipe(const nlohmann::json& results, const Experiment& exp) 
                     base["model_path"]});
     rows.back().launch = LaunchCommand(base);
   }
-  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+  // With the exact reference the ranking is by distance to the true function (then damage): the
+  // baseline is one more cashier, and may not be the closest.
+  const nlohmann::json& exact = results.contains("reference") ? results["reference"].value("summary", nlohmann::json())
+                                                              : nlohmann::json();
+  for (auto& r : rows)
+    for (const auto& e : exact.is_array() ? exact : nlohmann::json::array())
+      if (e["config"] == r.name && e["median_flip_rate"].is_number()) {
+        r.exact_rate = e["median_flip_rate"].get<double>();
+        r.exact_kl = e["kl_mean"].get<double>();
+      }
+  const bool by_exact = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return std::isfinite(r.exact_rate); });
+  std::sort(rows.begin(), rows.end(), [by_exact](const Row& a, const Row& b) {
+    if (by_exact)
+      return std::tie(a.exact_rate, a.exact_kl, a.damage_key, a.kv) < std::tie(b.exact_rate, b.exact_kl, b.damage_key, b.kv);
     return std::tie(a.damage_key, a.rate, a.kl, a.kv) < std::tie(b.damage_key, b.rate, b.kl, b.kv);
   });
   nlohmann::json ranking = nlohmann::json::array();
@@ -114,6 +128,8 @@ nlohmann::json MakeRecipe(const nlohmann::json& results, const Experiment& exp) 
                        {"branches_followed", r.followed},
                        {"damage_rate", r.damage_rate},
                        {"kl_mean", r.kl},
+                       {"exact_flip_rate", std::isfinite(r.exact_rate) ? nlohmann::json(r.exact_rate) : nlohmann::json()},
+                       {"exact_kl_mean", std::isfinite(r.exact_kl) ? nlohmann::json(r.exact_kl) : nlohmann::json()},
                        {"kv_bytes_per_token", r.kv < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.kv)},
                        {"weights_bytes", r.weights},
                        {"context_at_budget", context_at(r.weights, r.kv)},

@@ -126,9 +126,12 @@ struct Runner {
           req.http = *up;
         }
         auto decoded = std::make_shared<DecodedFutures>();
-        if (auto forks = served ? std::nullopt : ForksFor(c, r, decoded)) req.forks = *forks;
+        if (auto forks = c.engine != "llama" ? std::nullopt : ForksFor(c, r, decoded)) req.forks = *forks;
         fmt::print(stderr, "  capturing {} (repeat {} of {}): {}{}\n", c.name, r + 1, c.repeats,
-                   served ? req.http.ToFlags() : c.knobs.ToFlags(), req.forks.plan ? ", following forks" : "");
+                   served                   ? req.http.ToFlags()
+                   : c.engine == "exact" ? fmt::format("--engine exact -t {}", c.knobs.n_threads)
+                                            : c.knobs.ToFlags(),
+                   req.forks.plan ? ", following forks" : "");
         auto m = RunCapture(req);
         // A server that dies or stalls mid-run stops the run; a re-run resumes from the captures made.
         if (!m.ok() && served) return Fatal(c, m.status());
@@ -276,6 +279,20 @@ Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& op
                          base_entry_json.value("reason", std::string("?")));
   }
   base_entry_json["kv_bytes_per_token"] = kv_bytes(exp.baseline);
+  // 1b. The exact reference: the FP64 engine over the same tokens and probes, captured once.
+  if (exp.reference == "exact") {
+    ConfigSpec ref;
+    ref.name = "exact";
+    ref.description = "the FP64 exact engine: the weights' true function (docs/exact.md)";
+    ref.model_path = exp.model;
+    ref.engine = "exact";
+    ref.knobs.n_threads = exp.baseline.knobs.n_threads;
+    nlohmann::json entry;
+    if (!runner.CaptureConfig(ref, 0, 1, entry))
+      return Status::Error(exp.path + ": the exact reference could not be captured: " +
+                           entry.value("reason", std::string("?")));
+    results["reference"] = entry;
+  }
   results["configs"].push_back(base_entry_json);
   for (auto& e : variant_entries) results["configs"].push_back(e);
   const auto& base_entry = results["configs"][0];
@@ -288,8 +305,9 @@ Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& op
 
   // 2. Comparisons: the baseline's repeats give the floor; every variant repeat against baseline r0.
   FS_RETURN_IF_ERROR(CompareAll(exp, results));
-  // 3. Summary and floor.
+  // 3. Summary and floor; with the exact reference, every capture against it too.
   Summarize(exp, results);
+  if (results.contains("reference")) FS_RETURN_IF_ERROR(CompareWithReference(exp, results));
   // 4. Follow the forks of each variant that flips; the damage they find joins the summary.
   if (exp.branch.enabled) FS_RETURN_IF_ERROR(BranchAll(exp, results, opts));
   AddDamage(results);

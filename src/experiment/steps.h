@@ -31,6 +31,11 @@ std::string AloneOf(const Experiment& exp, const ConfigSpec& c);
 // loaded configuration's row names its load and alone counterpart, and results["load_floor"]
 // holds the floor alone beside the baseline's floor under each load.
 void Summarize(const Experiment& exp, nlohmann::json& results);
+// With results["reference"] (the exact capture's entry): every configuration's captures compared
+// with it (reference.comparisons, the exact capture as base), the median over repeats per
+// configuration (reference.summary, the baseline included), and each results["summary"] row's
+// exact_flip_rate and exact_kl_mean.
+Status CompareWithReference(const Experiment& exp, nlohmann::json& results);
 // Adds to each results["summary"] row what following its forks found (results["branches"]):
 // "damage", "repair", "branches_followed" and "damage_rate" (median flip rate x damage / branches
 // followed: damaging flips per probe); null where its forks were not followed.

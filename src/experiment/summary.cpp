@@ -75,16 +75,23 @@ double KvBytesPerToken(const ModelInfo& m, const Knobs& k) {
                            m.head_dim_v * KvTypeBytesPerElement(k.cache_type_v));
 }
 
-Status CompareAll(const Experiment& exp, nlohmann::json& results) {
-  results["comparisons"] = nlohmann::json::array();
-  const auto& configs = results["configs"];
-  std::string base0 = configs[0]["captures"][0];
+// Comparison options of the experiment; token text from the baseline's vocabulary (every
+// configuration shares it).
+CompareOptions OptionsOf(const Experiment& exp, const nlohmann::json& results) {
   CompareOptions co;
   co.window = exp.window;
   co.confident = exp.confident;
   co.progress = false;
-  // Token text for the flips list, from the baseline's vocabulary (every configuration shares it).
-  if (auto detok = LoadDetokenizer(configs[0]["model_path"].get<std::string>()); detok.ok()) co.detokenize = *detok;
+  if (auto detok = LoadDetokenizer(results["configs"][0]["model_path"].get<std::string>()); detok.ok())
+    co.detokenize = *detok;
+  return co;
+}
+
+Status CompareAll(const Experiment& exp, nlohmann::json& results) {
+  results["comparisons"] = nlohmann::json::array();
+  const auto& configs = results["configs"];
+  std::string base0 = configs[0]["captures"][0];
+  const CompareOptions co = OptionsOf(exp, results);
   for (const auto& c : configs) {
     if (c["status"] != "ok") continue;
     const auto& caps = c["captures"];
@@ -95,6 +102,39 @@ Status CompareAll(const Experiment& exp, nlohmann::json& results) {
       if (!cmp.ok()) return cmp.status();
       results["comparisons"].push_back({{"config", c["name"]}, {"repeat", r}, {"compare", ToJson(*cmp)}});
     }
+  }
+  return Status::Ok();
+}
+
+Status CompareWithReference(const Experiment& exp, nlohmann::json& results) {
+  auto& ref = results["reference"];
+  const std::string exact = ref["captures"][0];
+  const CompareOptions co = OptionsOf(exp, results);
+  nlohmann::json against = {{"comparisons", nlohmann::json::array()}};
+  for (const auto& c : results["configs"]) {
+    if (c["status"] != "ok") continue;
+    for (size_t r = 0; r < c["captures"].size(); ++r) {
+      fmt::print(stderr, "  comparing {} (repeat {}) with the exact reference\n", c["name"].get<std::string>(), r + 1);
+      auto cmp = CompareFiles(exact, c["captures"][r].get<std::string>(), co);
+      if (!cmp.ok()) return cmp.status().Prefixed("against the exact reference");
+      against["comparisons"].push_back({{"config", c["name"]}, {"repeat", r}, {"compare", ToJson(*cmp)}});
+    }
+  }
+  ref["comparisons"] = against["comparisons"];
+  ref["summary"] = nlohmann::json::array();
+  for (const auto& c : results["configs"]) {
+    auto entries = ComparisonsOf(against, c["name"]);
+    if (entries.empty()) continue;
+    auto s = SummarizeConfig(c["name"], entries);
+    ref["summary"].push_back({{"config", s["config"]}, {"repeats", s["repeats"]},
+                              {"median_flip_rate", s["median_flip_rate"]}, {"median_repeat", s["median_repeat"]},
+                              {"flip_rate_ci", s["flip_rate_ci"]}, {"flips", s["flips"]}, {"probes", s["probes"]},
+                              {"kl_mean", s["kl_mean"]}, {"kl_p99", s["kl_p99"]}});
+    for (auto& row : results["summary"])
+      if (row["config"] == c["name"]) {
+        row["exact_flip_rate"] = s["median_flip_rate"];
+        row["exact_kl_mean"] = s["kl_mean"];
+      }
   }
   return Status::Ok();
 }

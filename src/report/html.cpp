@@ -109,6 +109,22 @@ std::string LoadFloorSection(const json& r) {
          TableHtml(t) + "</section>";
 }
 
+// One chart over every configuration with comparisons, plus its data as a table (defined below).
+std::string ChartFigure(const json& r, const std::string& id, const std::string& field, bool flip_chart,
+                        bool against_exact = false);
+
+// Every configuration against the exact reference, and the flip rate per window against it.
+std::string ExactSection(const json& r) {
+  report::TextTable t = report::ExactTable(r);
+  if (t.rows.empty()) return "";
+  json shadow = r;  // the same document with the comparisons against exact, for the chart
+  shadow["comparisons"] = r["reference"]["comparisons"];
+  return "<section id=\"exact\"><h2>Against the exact reference</h2><p>Every capture compared with the FP64 exact "
+         "engine's capture of the same tokens (docs/exact.md): its distance to the weights' true function, beside "
+         "its distance to the baseline. Median over repeats; the interval is the median repeat's.</p>" +
+         TableHtml(t) + ChartFigure(shadow, "exact-flip-chart", "flip_rate", true, true) + "</section>";
+}
+
 std::string Headline(const json& r) {
   std::string out = "<section id=\"headline\"><h2>Summary</h2><ul>";
   if (!report::FloorSentence(r).empty()) out += "<li>" + E(report::FloorSentence(r)) + "</li>";
@@ -160,24 +176,29 @@ std::string RankingSection(const json& r) {
 }
 
 // One chart over every configuration with comparisons, plus its data as a table.
-std::string ChartFigure(const json& r, const std::string& id, const std::string& field, bool flip_chart) {
+std::string ChartFigure(const json& r, const std::string& id, const std::string& field, bool flip_chart,
+                        bool against_exact) {
   report::Chart chart;
   chart.id = id;
   chart.x_label = "position in the workload (thousand tokens, window centre)";
   chart.log_y = !flip_chart;
   chart.y_percent = flip_chart;
   chart.title = flip_chart ? "Top-1 flip rate per window" : "KL(base‖cand) mean per window (log scale)";
+  if (against_exact) chart.title += " against the exact reference";
   chart.y_label = flip_chart ? "flip rate" : "KL mean (nats)";
   chart.description = flip_chart ? "Flip rate per window of each configuration against the reference, median over "
                                    "repeats; the grey band is the reference's repeat floor (95% interval)."
                                  : "Mean KL divergence per window, median over repeats; zeros sit on the bottom edge "
                                    "as hollow markers.";
+  if (against_exact)
+    chart.description = "Flip rate per window of every configuration, the baseline included, against the FP64 exact "
+                        "engine's capture of the same tokens, median over repeats.";
   auto centre = [](const report::WindowPoint& p) { return (p.begin + p.end) / 2000.0; };
   for (const auto& row : report::RankedConfigs(r)) {
     auto pts = report::WindowSeries(r, row.name, field);
     if (pts.empty()) continue;
     report::ChartSeries s;
-    s.name = row.is_baseline ? row.name + " (repeat)" : row.name;
+    s.name = row.is_baseline && !against_exact ? row.name + " (repeat)" : row.name;
     for (const auto& p : pts) {
       s.x.push_back(centre(p));
       s.y.push_back(p.value);
@@ -186,7 +207,7 @@ std::string ChartFigure(const json& r, const std::string& id, const std::string&
                                    p.repeats, p.repeats == 1 ? "" : "s"));
     }
     chart.series.push_back(std::move(s));
-    if (!flip_chart || !row.is_baseline) continue;
+    if (!flip_chart || !row.is_baseline || against_exact) continue;
     auto lo = report::WindowSeries(r, row.name, "flip_rate_ci/0");
     auto hi = report::WindowSeries(r, row.name, "flip_rate_ci/1");
     if (lo.empty() || lo.size() != hi.size()) continue;
@@ -262,12 +283,13 @@ std::string RenderHtml(const json& r) {
   // Navigation to the sections this document has (the recipe is optional).
   out += "<nav aria-label=\"Sections\"><ul>";
   for (const auto& [id, title] : std::vector<std::pair<std::string, std::string>>{
-           {"headline", "Summary"}, {"ranking", "Ranking"}, {"charts", "Charts"}, {"flips", "Flips"},
+           {"headline", "Summary"}, {"ranking", "Ranking"}, {"exact", "Exact"}, {"charts", "Charts"}, {"flips", "Flips"},
            {"branches", "Branches"}, {"layers", "Layers"}, {"recipe", "Recipe"}, {"disclosure", "Disclosure"}})
-    if ((id != "recipe" || Sub(r, "recipe").is_object()) && (id != "layers" || !Sub(r, "layers").empty()))
+    if ((id != "recipe" || Sub(r, "recipe").is_object()) && (id != "layers" || !Sub(r, "layers").empty()) &&
+        (id != "exact" || Sub(r, "reference").is_object()))
       out += fmt::format("<li><a href=\"#{}\">{}</a></li>", id, title);
   out += "</ul></nav></header><main>";
-  out += Headline(r) + RankingSection(r);
+  out += Headline(r) + RankingSection(r) + ExactSection(r);
   out += "<section id=\"charts\"><h2>Divergence along the workload</h2>";
   out += ChartFigure(r, "flip-chart", "flip_rate", true) + ChartFigure(r, "kl-chart", "kl_mean", false);
   out += "</section>";

@@ -221,6 +221,9 @@ std::string RenderMarkdown(const json& r) {
     out += "## Repeat floor alone and under load\n\nThe reference configuration against its first capture alone, "
            "with other sequences sharing its batches (docs/load.md).\n\n" + MdTable(t);
   out += Ranking(r);
+  if (TextTable t = ExactTable(r); !t.rows.empty())
+    out += "## Against the exact reference\n\nEvery capture compared with the FP64 exact engine's capture of the same "
+           "tokens (docs/exact.md), beside its distance to the baseline. Median over repeats.\n\n" + MdTable(t);
   out += "## Flip rate per window\n\nMedian over repeats.\n\n" + MdTable(WindowTable(r, "flip_rate", true));
   out += "## KL(base||cand) mean per window\n\nMedian over repeats.\n\n" + MdTable(WindowTable(r, "kl_mean", false));
   return out + Flips(r) + Branches(r) + Layers(r) + Recipe(r) + DisclosureList(r);

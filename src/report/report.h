@@ -144,6 +144,10 @@ TextTable WindowTable(const nlohmann::json& results, const std::string& field, b
 // The repeat floor alone (load 0) and under each load (results["load_floor"], docs/load.md) side
 // by side; no rows when the experiment measured no load.
 TextTable LoadFloorTable(const nlohmann::json& results);
+// Every configuration against the exact reference (results["reference"]["summary"]: median over
+// repeats, the median repeat's counts and interval) beside its figures against the baseline; no
+// rows without the reference.
+TextTable ExactTable(const nlohmann::json& results);
 // The recipe's warnings, one sentence each (a configuration fine alone that flips under load).
 std::vector<std::string> RecipeWarnings(const nlohmann::json& results);
 // One fact a divergence claim rests on (model, workload, engine, method), grouped for display.

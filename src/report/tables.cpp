@@ -103,6 +103,35 @@ TextTable LoadFloorTable(const json& r) {
   return t;
 }
 
+TextTable ExactTable(const json& r) {
+  TextTable t{{"Configuration", "Repeats", "Flips vs exact", "Probes", "Flip rate vs exact", "95% CI", "KL vs exact",
+               "Flip rate vs baseline", "KL vs baseline"},
+              {}};
+  const json& rows = Sub(Sub(r, "reference"), "summary");
+  if (!rows.is_array()) return t;
+  const std::string base = Str(r, "baseline", "baseline");
+  for (const json& e : rows) {
+    const std::string name = Str(e, "config");
+    std::string vs_rate = "—", vs_kl = "—";
+    if (name == base && !Sub(Sub(r, "floor"), "flip_rate").is_number()) {
+      vs_rate = vs_kl = "(the reference)";
+    } else {
+      for (const json& s : Sub(r, "summary"))
+        if (Str(s, "config") == name) {
+          vs_rate = Percent(Num(s, "median_flip_rate")) + (name == base ? " (repeats)" : "");
+          vs_kl = Small(Num(s, "kl_mean"));
+        }
+    }
+    const json& ci = Sub(e, "flip_rate_ci");
+    std::string ci_text = ci.is_array() && ci.size() == 2 && ci[0].is_number() && ci[1].is_number()
+                              ? Percent(ci[0].get<double>(), 2) + " – " + Percent(ci[1].get<double>(), 2)
+                              : "—";
+    t.rows.push_back({name, Count(Num(e, "repeats")), Count(Num(e, "flips")), Count(Num(e, "probes")),
+                      Percent(Num(e, "median_flip_rate")), ci_text, Small(Num(e, "kl_mean")), vs_rate, vs_kl});
+  }
+  return t;
+}
+
 std::vector<std::string> RecipeWarnings(const json& r) {
   std::vector<std::string> out;
   const json& w = Sub(Sub(r, "recipe"), "warnings");
