@@ -18,13 +18,10 @@ void MaskedSoftmax(double* s, int64_t rows, int64_t cols, int64_t b0, int64_t k0
     const int64_t lo = window > 0 ? std::max<int64_t>(0, p - window + 1) : 0;
     double* row = s + i * cols;
     const int64_t j0 = lo - k0, j1 = p - k0 + 1;  // visible columns [j0, j1)
-    double mx = -INFINITY;
-    for (int64_t j = j0; j < j1; ++j) mx = std::max(mx, row[j] * scale);
+    const double mx = ScaledMax(row + j0, j1 - j0, scale);
     for (int64_t j = j0; j < j1; ++j) row[j] = row[j] * scale - mx;
     ExpNonPositive(row + j0, j1 - j0);
-    double sum = 0;
-    for (int64_t j = j0; j < j1; ++j) sum += row[j];
-    const double inv = 1.0 / sum;
+    const double inv = 1.0 / LaneSum(row + j0, j1 - j0);
     std::fill(row, row + j0, 0.0);
     for (int64_t j = j0; j < j1; ++j) row[j] *= inv;
     std::fill(row + j1, row + cols, 0.0);

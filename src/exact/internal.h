@@ -96,6 +96,12 @@ void RmsNorm(double* x, int64_t n, int64_t d, std::span<const double> weight, do
 // e^x for x <= 0 in place, vectorized, within ~2 ulp; values below -700 give 0 (they are
 // < 1e-304 of the row's maximum, which the caller subtracted).
 void ExpNonPositive(double* x, int64_t n);
+// max over i of x[i] * scale (-inf for n = 0): exact in any order, taken in eight lanes.
+double ScaledMax(const double* x, int64_t n, double scale);
+// The sum of x[0..n) in eight interleaved partial sums (lane l adds x[l], x[l + 8], ...), then
+// those in a fixed tree: the same bits for the same n on every machine and thread layout, and a
+// chain an eighth as long as a plain loop's (a softmax row's sum was latency-bound).
+double LaneSum(const double* x, int64_t n);
 // g = silu(g) * u (llama) or gelu_tanh(g) * u (gemma3), n values.
 void GatedActivation(bool gelu, double* g, const double* u, int64_t n);
 // cos/sin of pos * scale * base^(-2i/n_rot) for positions [0, n) and pairs i < n_rot/2, in FP64.

@@ -1,6 +1,7 @@
 // The FP64 kernels of the forward pass: matrix products through BLAS, RMS norm, RoPE, the gated
 // activations and a vectorized exp. Each is the plain formula in double; only exp is written out
 // (a libm call per attention score would dominate the run time).
+#include <algorithm>
 #include <bit>
 #include <cmath>
 
@@ -54,6 +55,25 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void ExpNonPositive
     const double scale = std::bit_cast<double>((ki + 1023) << 52);
     x[i] = x[i] < -700.0 ? 0.0 : p * scale;
   }
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) double ScaledMax(const double* x, int64_t n, double scale) {
+  double m[8];
+  std::fill(m, m + 8, -INFINITY);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int l = 0; l < 8; ++l) m[l] = std::max(m[l], x[i + l] * scale);
+  for (; i < n; ++i) m[0] = std::max(m[0], x[i] * scale);
+  return std::max({m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]});
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) double LaneSum(const double* x, int64_t n) {
+  double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int l = 0; l < 8; ++l) s[l] += x[i + l];
+  for (int l = 0; i < n; ++i, ++l) s[l] += x[i];
+  return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
 }
 
 void GatedActivation(bool gelu, double* g, const double* u, int64_t n) {
