@@ -63,6 +63,18 @@ Result<nlohmann::json> RunBranches(const BranchRequest& req);
 // transcript's call, or reaches max_call_tokens.
 Result<ExtendFn> CallExtension(const std::string& capture_path, int max_tokens, int max_call_tokens);
 
+// A flip between two captures: a position both probe where their greedy tokens differ.
+struct Flip {
+  int32_t position = 0;
+  int32_t base_token = 0, cand_token = 0;
+};
+// Every flip of two captures' probes (positions and argmax as stored), by position. The first
+// max_branches of these are the branch points of every fork follower (`flipscope branch`, an
+// experiment's forks over HTTP, and the forks followed while capturing, which take the same
+// first flips as the rows arrive in position order).
+std::vector<Flip> Flips(std::span<const int32_t> base_positions, std::span<const int32_t> base_argmax,
+                        std::span<const int32_t> cand_positions, std::span<const int32_t> cand_argmax);
+
 // Counts per verdict over records, every verdict present (zeros included) plus "total", and
 // "outcomes": {"damage": {"total", per failure kind}, "repair": {...}, "both_fail",
 // "different_but_fine", "benign"} counted from each record's "outcome".

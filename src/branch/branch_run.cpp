@@ -100,6 +100,24 @@ Result<std::vector<bool>> ParseRanges(const std::string& spec, int32_t n, const 
   return in;
 }
 
+}  // namespace
+
+std::vector<Flip> Flips(std::span<const int32_t> pb, std::span<const int32_t> ab, std::span<const int32_t> pc,
+                        std::span<const int32_t> ac) {
+  std::vector<Flip> out;
+  for (size_t i = 0, j = 0; i < pb.size() && j < pc.size();) {
+    if (pb[i] != pc[j]) {
+      pb[i] < pc[j] ? ++i : ++j;
+      continue;
+    }
+    if (ab[i] != ac[j]) out.push_back({pb[i], ab[i], ac[j]});
+    ++i, ++j;
+  }
+  return out;
+}
+
+namespace {
+
 // The branch points: probes of both captures where the stored argmax differ (flips), or every
 // probe of both inside the ranges; *available counts them before --max-branches.
 Result<std::vector<Point>> PlanPoints(const Side& b, const Side& c, const BranchOptions& o, const Transcript& t,
@@ -111,13 +129,16 @@ Result<std::vector<Point>> PlanPoints(const Side& b, const Side& c, const Branch
   auto pb = b.cap->positions(), pc = c.cap->positions();
   auto ab = b.cap->argmax(), ac = c.cap->argmax();
   std::vector<Point> points;
+  if (o.at == "flips")
+    for (const Flip& f : Flips(pb, ab, pc, ac)) points.push_back({f.position, f.base_token, f.cand_token});
   int64_t probed_in_range = 0;
-  for (size_t i = 0, j = 0; i < pb.size() && j < pc.size();) {
+  for (size_t i = 0, j = 0; o.at == "ranges" && i < pb.size() && j < pc.size();) {
     if (pb[i] < pc[j]) { ++i; continue; }
     if (pc[j] < pb[i]) { ++j; continue; }
-    bool take = o.at == "flips" ? ab[i] != ac[j] : bool(in_range[size_t(pb[i])]);
-    probed_in_range += o.at == "ranges" && take;
-    if (take) points.push_back({pb[i], ab[i], ac[j]});
+    if (in_range[size_t(pb[i])]) {
+      ++probed_in_range;
+      points.push_back({pb[i], ab[i], ac[j]});
+    }
     ++i, ++j;
   }
   if (o.at == "ranges") {

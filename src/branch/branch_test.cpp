@@ -247,3 +247,16 @@ TEST(Summary, CountsEveryVerdictAndOutcome) {
             std::string::npos) << text;
   EXPECT_NE(text.find("     2 structurally invalid branches"), std::string::npos) << text;
 }
+
+// The one rule for branch points: positions both captures probe, where the argmax differ, in order.
+TEST(Flips, OnlyCommonProbesWhereTheGreedyTokensDiffer) {
+  const std::vector<int32_t> pb = {0, 2, 4, 6, 8}, ab = {1, 2, 3, 4, 5};
+  const std::vector<int32_t> pc = {2, 3, 4, 8, 9}, ac = {9, 7, 3, 6, 1};
+  auto f = Flips(pb, ab, pc, ac);
+  ASSERT_EQ(f.size(), 2u);  // 2 (2 vs 9) and 8 (5 vs 6); 4 agrees, 0/3/6/9 are probed by one side only
+  EXPECT_EQ(f[0].position, 2);
+  EXPECT_EQ(f[0].base_token, 2);
+  EXPECT_EQ(f[0].cand_token, 9);
+  EXPECT_EQ(f[1].position, 8);
+  EXPECT_TRUE(Flips(pb, ab, pb, ab).empty());
+}

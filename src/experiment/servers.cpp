@@ -101,17 +101,9 @@ Status DecodeOverHttp(const HttpOptions& opts, const std::string& capture, const
 Result<std::vector<int32_t>> FlipPoints(const std::string& base0, const std::string& capture, int max_branches) {
   FS_ASSIGN_OR_RETURN(auto b, CaptureReader::Open(base0));
   FS_ASSIGN_OR_RETURN(auto c, CaptureReader::Open(capture));
-  auto pb = b->positions(), pc = c->positions();
-  auto ab = b->argmax(), ac = c->argmax();
   std::vector<int32_t> out;
-  for (size_t i = 0, j = 0; i < pb.size() && j < pc.size();) {
-    if (pb[i] != pc[j]) {
-      pb[i] < pc[j] ? ++i : ++j;
-      continue;
-    }
-    if (ab[i] != ac[j] && (max_branches <= 0 || int(out.size()) < max_branches)) out.push_back(pb[i]);
-    ++i, ++j;
-  }
+  for (const Flip& f : Flips(b->positions(), b->argmax(), c->positions(), c->argmax()))
+    if (max_branches <= 0 || int(out.size()) < max_branches) out.push_back(f.position);
   return out;
 }
 
