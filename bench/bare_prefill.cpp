@@ -21,7 +21,8 @@ static ggml_type KvType(const std::string& n) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: bare_prefill MODEL TOKENS.txt [-fa on|off] [-ctk T] [-ctv T] [-b N] [-ub N] [-t N] [-c N]\n");
+    std::fprintf(stderr,
+                 "usage: bare_prefill MODEL TOKENS.txt [-fa on|off] [-ctk T] [-ctv T] [-b N] [-ub N] [-t N] [-c N]\n");
     return 2;
   }
   std::vector<llama_token> tokens;
@@ -37,13 +38,20 @@ int main(int argc, char** argv) {
   cp.no_perf = true;
   for (int i = 3; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
-    if (k == "-fa") cp.flash_attn_type = v == "on" ? LLAMA_FLASH_ATTN_TYPE_ENABLED : LLAMA_FLASH_ATTN_TYPE_DISABLED;
-    else if (k == "-ctk") cp.type_k = KvType(v);
-    else if (k == "-ctv") cp.type_v = KvType(v);
-    else if (k == "-b") cp.n_batch = uint32_t(std::stoi(v));
-    else if (k == "-ub") cp.n_ubatch = uint32_t(std::stoi(v));
-    else if (k == "-t") cp.n_threads = cp.n_threads_batch = std::stoi(v);
-    else if (k == "-c") cp.n_ctx = uint32_t(std::stoi(v));
+    if (k == "-fa")
+      cp.flash_attn_type = v == "on" ? LLAMA_FLASH_ATTN_TYPE_ENABLED : LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    else if (k == "-ctk")
+      cp.type_k = KvType(v);
+    else if (k == "-ctv")
+      cp.type_v = KvType(v);
+    else if (k == "-b")
+      cp.n_batch = uint32_t(std::stoi(v));
+    else if (k == "-ub")
+      cp.n_ubatch = uint32_t(std::stoi(v));
+    else if (k == "-t")
+      cp.n_threads = cp.n_threads_batch = std::stoi(v);
+    else if (k == "-c")
+      cp.n_ctx = uint32_t(std::stoi(v));
   }
   auto t0 = std::chrono::steady_clock::now();
   llama_model* model = llama_model_load_from_file(argv[1], llama_model_default_params());

@@ -5,11 +5,11 @@
 //
 // usage: branch_bench MODEL WORKLOAD [--points N] [--max-tokens N] [--stride N] [-t THREADS]
 //                     [--flips BASE.safetensors CAND.safetensors]
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "branch/branch.h"
 #include "capture/capture.h"
@@ -27,19 +27,27 @@ struct Args {
 
 Result<Args> Parse(int argc, char** argv) {
   Args a;
-  if (argc < 3) return Status::Error("usage: branch_bench MODEL WORKLOAD [--points N] [--max-tokens N] [--stride N] "
-                                     "[-t THREADS] [--flips BASE CAND]");
+  if (argc < 3)
+    return Status::Error(
+        "usage: branch_bench MODEL WORKLOAD [--points N] [--max-tokens N] [--stride N] "
+        "[-t THREADS] [--flips BASE CAND]");
   a.model = argv[1];
   a.workload = argv[2];
   for (int i = 3; i < argc; ++i) {
     std::string k = argv[i];
     auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : ""; };
-    if (k == "--points") a.points = std::atoi(next());
-    else if (k == "--max-tokens") a.max_tokens = std::atoi(next());
-    else if (k == "--stride") a.stride = std::atoi(next());
-    else if (k == "-t") a.threads = std::atoi(next());
-    else if (k == "--flips") a.base = next(), a.cand = next();
-    else return Status::Error("unknown argument " + k);
+    if (k == "--points")
+      a.points = std::atoi(next());
+    else if (k == "--max-tokens")
+      a.max_tokens = std::atoi(next());
+    else if (k == "--stride")
+      a.stride = std::atoi(next());
+    else if (k == "-t")
+      a.threads = std::atoi(next());
+    else if (k == "--flips")
+      a.base = next(), a.cand = next();
+    else
+      return Status::Error("unknown argument " + k);
   }
   return a;
 }
@@ -90,9 +98,12 @@ Status Run(const Args& a) {
   for (size_t i = 0; i < in.points.size(); ++i) same += fork.tokens[i] == fresh.tokens[i];
   fmt::print("ratio re-prefill / fork: {:.2f}x; identical futures: {} of {}\n", fresh.seconds / fork.seconds, same,
              in.points.size());
-  fmt::print("{}\n", nlohmann::json{{"tokens", w.tokens.size()}, {"points", in.points.size()},
-                                    {"max_tokens", a.max_tokens}, {"fork_s", fork.seconds},
-                                    {"reprefill_s", fresh.seconds}, {"identical_futures", same}}
+  fmt::print("{}\n", nlohmann::json{{"tokens", w.tokens.size()},
+                                    {"points", in.points.size()},
+                                    {"max_tokens", a.max_tokens},
+                                    {"fork_s", fork.seconds},
+                                    {"reprefill_s", fresh.seconds},
+                                    {"identical_futures", same}}
                          .dump());
   return Status::Ok();
 }

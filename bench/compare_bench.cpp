@@ -9,6 +9,7 @@
 //   compare_bench kernel [--vocab V] [--rows N]
 //       one thread's row kernels alone (rows already in memory), in thread CPU time, for every
 //       instruction set this CPU runs: ms per row pair, rows/s and GB/s of F32 logits.
+#include <fmt/format.h>
 #include <time.h>
 
 #include <algorithm>
@@ -16,12 +17,10 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "capture/capture.h"
 #include "compare/compare.h"
@@ -105,9 +104,10 @@ int Generate(int argc, char** argv) {
     Status s = w->Commit();
     if (!s.ok()) return std::fprintf(stderr, "%s\n", s.message().c_str()), 1;
   }
-  fmt::print("{}\n", nlohmann::json{{"probes", layout.positions.size()}, {"vocab", vocab}, {"store", store},
-                                    {"seconds", Since(t0)}}
-                         .dump());
+  fmt::print(
+      "{}\n",
+      nlohmann::json{{"probes", layout.positions.size()}, {"vocab", vocab}, {"store", store}, {"seconds", Since(t0)}}
+          .dump());
   return 0;
 }
 
@@ -135,7 +135,8 @@ double ReadBandwidth(const std::vector<uint64_t>& buf, int threads) {
 
 int Bandwidth(int argc, char** argv) {
   const size_t mib = std::stoul(Flag(argc, argv, "--mib", "2048"));
-  const int threads = std::stoi(Flag(argc, argv, "--threads", std::to_string(std::max(1u, std::thread::hardware_concurrency()))));
+  const int threads =
+      std::stoi(Flag(argc, argv, "--threads", std::to_string(std::max(1u, std::thread::hardware_concurrency()))));
   std::vector<uint64_t> a(mib * 1024 * 1024 / 8), b(a.size());
   for (size_t i = 0; i < a.size(); ++i) a[i] = i * 0x9e3779b97f4a7c15ULL;
   double copy = 0;
@@ -169,8 +170,11 @@ nlohmann::json KernelTimes(int vocab, int rows) {
     full += ThreadCpu() - t1;
   }
   const double bytes = double(rows) * vocab * 8;  // both rows, F32
-  return {{"scan_ms_per_row_pair", 1e3 * scan / rows}, {"divergence_ms_per_row_pair", 1e3 * full / rows},
-          {"rows_per_s", rows / (scan + full)}, {"gb_per_s", bytes / (scan + full) / 1e9}, {"kl_sum", sink}};
+  return {{"scan_ms_per_row_pair", 1e3 * scan / rows},
+          {"divergence_ms_per_row_pair", 1e3 * full / rows},
+          {"rows_per_s", rows / (scan + full)},
+          {"gb_per_s", bytes / (scan + full) / 1e9},
+          {"kl_sum", sink}};
 }
 
 int Kernel(int argc, char** argv) {

@@ -3,9 +3,8 @@
 // parses it and every stage that reads manifests consumes it: compare's spans (with a flip to
 // describe), the experiment's per-configuration facts and the knobs branch re-runs with.
 #include <cstring>
-#include <vector>
-
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "capture/capture.h"
 #include "compare/compare.h"

@@ -13,21 +13,30 @@ constexpr Outcome kOutcomes[] = {Outcome::kDamage, Outcome::kRepair, Outcome::kB
 
 const char* FailureName(Failure f) {
   switch (f) {
-    case Failure::kNone: return "none";
-    case Failure::kInvalidToolCall: return VerdictName(Verdict::kInvalidToolCall);
-    case Failure::kLiteralMutated: return VerdictName(Verdict::kLiteralMutated);
-    case Failure::kWrongCommand: return VerdictName(Verdict::kWrongCommand);
+    case Failure::kNone:
+      return "none";
+    case Failure::kInvalidToolCall:
+      return VerdictName(Verdict::kInvalidToolCall);
+    case Failure::kLiteralMutated:
+      return VerdictName(Verdict::kLiteralMutated);
+    case Failure::kWrongCommand:
+      return VerdictName(Verdict::kWrongCommand);
   }
   return "?";
 }
 
 const char* OutcomeName(Outcome o) {
   switch (o) {
-    case Outcome::kDamage: return "damage";
-    case Outcome::kRepair: return "repair";
-    case Outcome::kBothFail: return "both_fail";
-    case Outcome::kDifferentButFine: return "different_but_fine";
-    case Outcome::kBenign: return "benign";
+    case Outcome::kDamage:
+      return "damage";
+    case Outcome::kRepair:
+      return "repair";
+    case Outcome::kBothFail:
+      return "both_fail";
+    case Outcome::kDifferentButFine:
+      return "different_but_fine";
+    case Outcome::kBenign:
+      return "benign";
   }
   return "?";
 }

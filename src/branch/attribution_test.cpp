@@ -22,12 +22,14 @@ JudgeContext Context() {
 
 // The transcript's call, and futures that make it, mangle its port, or never close it.
 const FutureText kRef = F({"<tool_call>", "{\"name\": \"check_port\", \"arguments\": {\"host\": \"10.20.30.4\", ",
-                           "\"port\": 5432}}", "</tool_call>", "<|im_end|>"}, true);
+                           "\"port\": 5432}}", "</tool_call>", "<|im_end|>"},
+                          true);
 const FutureText kRight = kRef;
 const FutureText kMangled = F({"<tool_call>", "{\"name\": \"check_port\", \"arguments\": {\"host\": \"10.20.30.4\", ",
-                               "\"port\": 543", "1}}", "</tool_call>", "<|im_end|>"}, true);
-const FutureText kUnclosed = F({"<tool_call>", "{\"name\": \"check_port\", \"arguments\": {\"host\": \"10.20.30.4\"",
-                                "<|im_end|>"}, true);
+                               "\"port\": 543", "1}}", "</tool_call>", "<|im_end|>"},
+                              true);
+const FutureText kUnclosed =
+    F({"<tool_call>", "{\"name\": \"check_port\", \"arguments\": {\"host\": \"10.20.30.4\"", "<|im_end|>"}, true);
 
 Attribution Attribute(const FutureText& base, const FutureText& cand, const FutureText& ref = kRef) {
   JudgeContext ctx = Context();

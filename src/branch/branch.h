@@ -8,14 +8,13 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/engine.h"
 #include "util/status.h"
@@ -26,11 +25,12 @@ struct BranchOptions {
   std::string at = "flips";  // "flips": where the stored argmax differ; "ranges": every probed position of `ranges`
   std::string ranges;        // "A-B,C-D" (inclusive positions) or "tool_calls" (positions predicting a call's token)
   int max_tokens = 64;       // future length, first token included
-  int max_call_tokens = 256; // hard cap on a future whose tool call is still open (0: calls get no more than max_tokens)
-  int max_branches = 0;      // 0 = all; else the first N branch points by position
-  int reconverge = 8;        // K: agreement run for reconvergence, and the longest benign detour
-  bool allow_fork = true;    // false: re-prefill every branch (the slow baseline, for benchmarks)
-  bool progress = true;      // progress bar (on a terminal only)
+  int max_call_tokens =
+      256;                 // hard cap on a future whose tool call is still open (0: calls get no more than max_tokens)
+  int max_branches = 0;    // 0 = all; else the first N branch points by position
+  int reconverge = 8;      // K: agreement run for reconvergence, and the longest benign detour
+  bool allow_fork = true;  // false: re-prefill every branch (the slow baseline, for benchmarks)
+  bool progress = true;    // progress bar (on a terminal only)
 };
 
 // Futures one side already decoded while it was captured (the experiment runner forks during
@@ -42,7 +42,7 @@ struct DecodedFutures {
   std::map<int32_t, bool> reproduced;
   int max_tokens = 0;       // the token budget they were decoded with
   int max_call_tokens = 0;  // and the cap on an open tool call (0: none)
-  std::string source;  // the capture file that decoded them
+  std::string source;       // the capture file that decoded them
 };
 
 struct BranchRequest {
@@ -92,18 +92,18 @@ struct SideInputs {
   std::vector<int32_t> points;              // branch positions, ascending, each one of the probes
   std::vector<int32_t> firsts;              // the side's own first token at each point
   int max_tokens = 64;
-  ExtendFn extend;                          // may decode a future past max_tokens (CallExtension); empty: never
+  ExtendFn extend;  // may decode a future past max_tokens (CallExtension); empty: never
   bool allow_fork = true;
-  std::string progress_label;               // progress-bar label; empty = no bar
+  std::string progress_label;  // progress-bar label; empty = no bar
 };
 struct SidePass {
-  std::vector<std::vector<int32_t>> tokens;  // per point: the future, first token included
-  std::vector<std::vector<float>> probs;     // per point: each chosen token's probability
-  std::vector<bool> reproduced;              // per point: the recomputed row has the capture's digest
+  std::vector<std::vector<int32_t>> tokens;       // per point: the future, first token included
+  std::vector<std::vector<float>> probs;          // per point: each chosen token's probability
+  std::vector<bool> reproduced;                   // per point: the recomputed row has the capture's digest
   int64_t rows_checked = 0, rows_reproduced = 0;  // over every probe (when digests are given)
-  bool forked = true;                        // false: re-prefilled per branch
+  bool forked = true;                             // false: re-prefilled per branch
   double seconds = 0;
-  std::string decoded_during;                // non-empty: futures taken from this capture's own pass
+  std::string decoded_during;  // non-empty: futures taken from this capture's own pass
 };
 // A side's pass made of futures decoded during a capture, when they cover every point with the
 // same first tokens under the same call cap and a budget of at least max_tokens (cut to it; with

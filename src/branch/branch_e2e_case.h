@@ -7,12 +7,11 @@
 // make test-long (branch_long_test.cpp) the ~3,000-token one.
 #pragma once
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <fstream>
-
-#include <fmt/format.h>
 
 #include "branch/branch.h"
 #include "capture/capture.h"
@@ -32,7 +31,7 @@ inline std::string Session(int target_tokens) {
 }
 
 inline Result<nlohmann::json> Capture(const std::string& model, const std::string& workload, const std::string& kv,
-                               const std::string& out) {
+                                      const std::string& out) {
   CaptureRequest req;
   req.model_path = model;
   req.workload_path = workload;

@@ -1,9 +1,9 @@
 // The branch stage: two captures -> their engines re-created from the manifests -> a future per
 // side at every branch point -> judged records and counts.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
-
-#include <fmt/format.h>
 
 #include "branch/internal.h"
 #include "capture/capture.h"
@@ -60,15 +60,17 @@ Status CheckSameTranscript(const Side& b, const Side& c) {
   auto tb = b.cap->tokens(), tc = c.cap->tokens();
   auto [ib, ic] = std::mismatch(tb.begin(), tb.end(), tc.begin(), tc.end());
   if (ib != tb.end() || ic != tc.end())
-    return Status::Error(fmt::format("{}: fed different tokens than {} (first difference at position {}); branch "
-                                     "compares captures of one workload",
-                                     c.cap->path(), b.cap->path(), ib - tb.begin()));
+    return Status::Error(
+        fmt::format("{}: fed different tokens than {} (first difference at position {}); branch "
+                    "compares captures of one workload",
+                    c.cap->path(), b.cap->path(), ib - tb.begin()));
   if (branch::VocabSize(*b.cap) != branch::VocabSize(*c.cap))
     return Status::Error(fmt::format("{}: vocabulary of {} tokens, {} has {}", c.cap->path(), branch::VocabSize(*c.cap),
                                      b.cap->path(), branch::VocabSize(*b.cap)));
   const json& mb = b.cap->manifest();
   const json& mc = c.cap->manifest();
-  if (mb.contains("tokenizer_sha256") && mc.contains("tokenizer_sha256") && mb["tokenizer_sha256"] != mc["tokenizer_sha256"])
+  if (mb.contains("tokenizer_sha256") && mc.contains("tokenizer_sha256") &&
+      mb["tokenizer_sha256"] != mc["tokenizer_sha256"])
     return Status::Error(c.cap->path() + ": its tokenizer differs from " + b.cap->path() + "'s");
   return Status::Ok();
 }
@@ -133,8 +135,14 @@ Result<std::vector<Point>> PlanPoints(const Side& b, const Side& c, const Branch
     for (const Flip& f : Flips(pb, ab, pc, ac)) points.push_back({f.position, f.base_token, f.cand_token});
   int64_t probed_in_range = 0;
   for (size_t i = 0, j = 0; o.at == "ranges" && i < pb.size() && j < pc.size();) {
-    if (pb[i] < pc[j]) { ++i; continue; }
-    if (pc[j] < pb[i]) { ++j; continue; }
+    if (pb[i] < pc[j]) {
+      ++i;
+      continue;
+    }
+    if (pc[j] < pb[i]) {
+      ++j;
+      continue;
+    }
     if (in_range[size_t(pb[i])]) {
       ++probed_in_range;
       points.push_back({pb[i], ab[i], ac[j]});
@@ -144,8 +152,10 @@ Result<std::vector<Point>> PlanPoints(const Side& b, const Side& c, const Branch
   if (o.at == "ranges") {
     int64_t wanted = std::count(in_range.begin(), in_range.end(), true);
     if (wanted > probed_in_range)
-      warnings->push_back(fmt::format("{} of the {} positions in --ranges {} are not probed by both captures and are "
-                                      "skipped (capture them with --full)", wanted - probed_in_range, wanted, o.ranges));
+      warnings->push_back(
+          fmt::format("{} of the {} positions in --ranges {} are not probed by both captures and are "
+                      "skipped (capture them with --full)",
+                      wanted - probed_in_range, wanted, o.ranges));
   }
   *available = int64_t(points.size());
   if (o.max_branches > 0 && points.size() > size_t(o.max_branches)) points.resize(size_t(o.max_branches));
@@ -158,8 +168,11 @@ void ResolveTools(const CaptureReader& cap, const std::string& model_path, Trans
   const json w = cap.manifest().value("workload", json::object());
   if (w.contains("tools")) {
     auto tools = ParseToolSpecs(w["tools"]);
-    if (tools.ok()) t->tools = *tools;
-    else warnings->push_back(cap.path() + ": workload tools: " + tools.status().message() + "; function names are not checked");
+    if (tools.ok())
+      t->tools = *tools;
+    else
+      warnings->push_back(cap.path() + ": workload tools: " + tools.status().message() +
+                          "; function names are not checked");
   } else if (w.contains("path") && w["path"].is_string()) {
     // Older manifests: read the tool definitions from the workload file itself.
     const json req = cap.manifest().value("request", json::object());
@@ -168,17 +181,21 @@ void ResolveTools(const CaptureReader& cap, const std::string& model_path, Trans
     wo.chat_template = req.value("chat_template", std::string());
     auto loaded = LoadWorkload(w["path"].get<std::string>(), model_path, wo);
     auto tools = loaded.ok() ? ParseToolSpecs(loaded->tools) : Result<std::vector<ToolSpec>>(loaded.status());
-    if (tools.ok() && loaded->tokens == t->tokens) t->tools = *tools;
-    else warnings->push_back("the workload's tool definitions are unavailable (" +
-                             (tools.ok() ? std::string("the workload file no longer gives the captured tokens")
-                                         : tools.status().message()) + "); function names are not checked");
+    if (tools.ok() && loaded->tokens == t->tokens)
+      t->tools = *tools;
+    else
+      warnings->push_back("the workload's tool definitions are unavailable (" +
+                          (tools.ok() ? std::string("the workload file no longer gives the captured tokens")
+                                      : tools.status().message()) +
+                          "); function names are not checked");
   }
   // The envelope: the <tool_call> convention, or the template's own markers around the JSON.
   // (null for workloads without tool calls, such as plain text)
   if (!w.contains("tool_call_form") || w["tool_call_form"] != "template") return;
   for (const Span& sp : t->spans) {
     if (sp.kind != "tool_call") continue;
-    std::string text = t->text.substr(t->offsets[size_t(sp.begin)], t->offsets[size_t(sp.end)] - t->offsets[size_t(sp.begin)]);
+    std::string text =
+        t->text.substr(t->offsets[size_t(sp.begin)], t->offsets[size_t(sp.end)] - t->offsets[size_t(sp.begin)]);
     size_t lb = text.find('{'), rb = text.rfind('}');
     auto trim = [](std::string x) {
       x.erase(0, x.find_first_not_of(" \t\r\n"));
@@ -188,7 +205,8 @@ void ResolveTools(const CaptureReader& cap, const std::string& model_path, Trans
     std::string open = lb == std::string::npos ? "" : trim(text.substr(0, lb));
     std::string close = rb == std::string::npos ? "" : trim(text.substr(rb + 1));
     if (open.empty() || close.empty()) {
-      warnings->push_back("the chat template's tool calls have no markers around their JSON; tool calls are not checked");
+      warnings->push_back(
+          "the chat template's tool calls have no markers around their JSON; tool calls are not checked");
       t->envelope = {"", ""};
     } else {
       t->envelope = {open, close};
@@ -200,12 +218,17 @@ void ResolveTools(const CaptureReader& cap, const std::string& model_path, Trans
 json SideJson(const Side& s) {
   int64_t reproduced = std::count(s.pass.reproduced.begin(), s.pass.reproduced.end(), true);
   const bool served = !s.served_flags.empty();
-  return {{"capture", s.cap->path()},          {"model", s.model_path},
-          {"model_sha256", s.model_sha256},    {"knobs", served ? json(nullptr) : s.knobs.ToJson()},
-          {"flags", served ? s.served_flags : s.knobs.ToFlags()}, {"engine", served ? "openai" : "llama"},
+  return {{"capture", s.cap->path()},
+          {"model", s.model_path},
+          {"model_sha256", s.model_sha256},
+          {"knobs", served ? json(nullptr) : s.knobs.ToJson()},
+          {"flags", served ? s.served_flags : s.knobs.ToFlags()},
+          {"engine", served ? "openai" : "llama"},
           {"forked", s.pass.forked},
-          {"seconds", s.pass.seconds},         {"rows_checked", s.pass.rows_checked},
-          {"rows_reproduced", s.pass.rows_reproduced}, {"branches_reproduced", reproduced},
+          {"seconds", s.pass.seconds},
+          {"rows_checked", s.pass.rows_checked},
+          {"rows_reproduced", s.pass.rows_reproduced},
+          {"branches_reproduced", reproduced},
           {"decoded_during_capture", s.pass.decoded_during.empty() ? json(nullptr) : json(s.pass.decoded_during)}};
 }
 
@@ -222,8 +245,9 @@ namespace branch {
 int32_t VocabSize(const CaptureReader& cap) {
   if (cap.n_vocab() > 0) return cap.n_vocab();
   const json model = cap.manifest().value("model", json::object());
-  return model.is_object() && model.contains("n_vocab") && model["n_vocab"].is_number_integer() ? model["n_vocab"].get<int32_t>()
-                                                                                                 : 0;
+  return model.is_object() && model.contains("n_vocab") && model["n_vocab"].is_number_integer()
+             ? model["n_vocab"].get<int32_t>()
+             : 0;
 }
 
 Status ReadTranscript(const CaptureReader& cap, const std::string& model_path, Transcript* t,
@@ -280,16 +304,20 @@ Result<json> RunBranches(const BranchRequest& req) {
         continue;
       }
       if (s.served_flags.empty())
-        warnings.push_back(fmt::format("{}: the futures decoded during {} do not cover every branch point; its pass "
-                                       "is run again", s.cap->path(), req.decoded[si]->source));
+        warnings.push_back(
+            fmt::format("{}: the futures decoded during {} do not cover every branch point; its pass "
+                        "is run again",
+                        s.cap->path(), req.decoded[si]->source));
     }
     if (!s.served_flags.empty())
-      return Status::Error(s.cap->path() + ": captured from a server, whose futures are decoded over HTTP while it "
+      return Status::Error(s.cap->path() +
+                           ": captured from a server, whose futures are decoded over HTTP while it "
                            "runs: follow its forks with flipscope run and [branch] (docs/experiment.md)");
     auto engine = LlamaEngine::Create(s.model_path, s.knobs, 2);
     if (!engine.ok()) return engine.status().Prefixed(s.cap->path());
     if (!(*engine)->CanFork() && o.allow_fork)
-      warnings.push_back(s.model_path + ": the model's memory (recurrent or hybrid) cannot be forked; every branch "
+      warnings.push_back(s.model_path +
+                         ": the model's memory (recurrent or hybrid) cannot be forked; every branch "
                          "re-prefills its prefix instead (slower, same futures)");
     SideInputs in;
     in.tokens = t.tokens;
@@ -298,14 +326,17 @@ Result<json> RunBranches(const BranchRequest& req) {
     for (const Point& p : points) in.points.push_back(p.position);
     in.firsts = s.firsts;
     in.max_tokens = o.max_tokens;
-    in.extend = [&budget](int32_t position, std::span<const int32_t> future) { return budget.Extend(position, future); };
+    in.extend = [&budget](int32_t position, std::span<const int32_t> future) {
+      return budget.Extend(position, future);
+    };
     in.allow_fork = o.allow_fork;
     if (o.progress) in.progress_label = std::string("branch ") + s.name;
     auto pass = RunSide(**engine, in);
     if (!pass.ok()) return pass.status().Prefixed(s.cap->path());
     s.pass = std::move(*pass);
   }
-  json records = points.empty() ? json::array() : branch::BuildRecords(t, points, sides[0].pass, sides[1].pass, o, budget);
+  json records =
+      points.empty() ? json::array() : branch::BuildRecords(t, points, sides[0].pass, sides[1].pass, o, budget);
   json tool_names = json::array();
   for (const ToolSpec& ts : t.tools) tool_names.push_back(ts.name);
   json config = {{"base", SideJson(sides[0])},

@@ -1,12 +1,13 @@
 // The branch stage end to end on tiny-model captures: f16 against a q4_0 KV cache flips the
 // greedy token at some probes; both futures are decoded there and checked independently.
+#include "branch/branch.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
-#include "branch/branch.h"
 #include "capture/capture.h"
 #include "testing/futures.h"
 #include "testing/tiny_model.h"
@@ -51,13 +52,15 @@ void WriteCapture(const std::string& path, const std::string& model, const Knobs
   layout.tokens = tokens;
   for (int32_t p = 0; p + 1 < int32_t(tokens.size()); p += stride) layout.positions.push_back(p);
   layout.n_vocab = (*e)->n_vocab();
-  nlohmann::json manifest = {{"model", {{"path", model}, {"sha256", *Sha256File(model)}}},
-                             {"engine", (*e)->Describe()},
-                             {"knobs", (*e)->Describe()["knobs"]},
-                             {"workload", {{"tool_call_form", "<tool_call> in content"}, {"tools", nlohmann::json::array()}}}};
+  nlohmann::json manifest = {
+      {"model", {{"path", model}, {"sha256", *Sha256File(model)}}},
+      {"engine", (*e)->Describe()},
+      {"knobs", (*e)->Describe()["knobs"]},
+      {"workload", {{"tool_call_form", "<tool_call> in content"}, {"tools", nlohmann::json::array()}}}};
   auto w = CaptureWriter::Create(path, layout, manifest);
   ASSERT_TRUE(w.ok()) << w.status().message();
-  Status st = (*e)->Prefill(tokens, layout.positions, [&](const Row& r) { return (*w)->WriteRow(r.index, r.logits); }, nullptr);
+  Status st = (*e)->Prefill(
+      tokens, layout.positions, [&](const Row& r) { return (*w)->WriteRow(r.index, r.logits); }, nullptr);
   ASSERT_TRUE(st.ok()) << st.message();
   ASSERT_TRUE((*w)->Commit().ok());
 }
@@ -120,15 +123,16 @@ TEST(BranchCommand, WritesTheLibraryRecordsAndRefusesAMissingFolder) {
   const std::string exe = std::string(FLIPSCOPE_BINARY_DIR) + "/bin/flipscope";
   ASSERT_TRUE(fs::exists(exe)) << exe << " is not built";
   const std::string json_path = fixtures::TempPath("branch-cli.json"), log = fixtures::TempPath("branch-cli.log");
-  std::string cmd = "FLIPSCOPE_NO_PROGRESS=1 " + exe + " branch -q " + Captures().base + " " + Captures().cand + " -o " +
-                    json_path + " --max-tokens 10 > " + log + " 2>&1";
+  std::string cmd = "FLIPSCOPE_NO_PROGRESS=1 " + exe + " branch -q " + Captures().base + " " + Captures().cand +
+                    " -o " + json_path + " --max-tokens 10 > " + log + " 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << *ReadFile(log);
   const size_t n = (*out)["records"].size();
   EXPECT_NE(ReadFile(log)->find(std::to_string(n) + " branches"), std::string::npos) << *ReadFile(log);
   auto written = nlohmann::json::parse(*ReadFile(json_path));
   auto library = nlohmann::json::parse(out->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   EXPECT_EQ(written["records"], library["records"]);
-  cmd = exe + " branch -q " + Captures().base + " " + Captures().cand + " -o /nonexistent/dir/x.json > " + log + " 2>&1";
+  cmd =
+      exe + " branch -q " + Captures().base + " " + Captures().cand + " -o /nonexistent/dir/x.json > " + log + " 2>&1";
   EXPECT_NE(std::system(cmd.c_str()), 0);
   EXPECT_EQ(*ReadFile(log), "flipscope: error: /nonexistent/dir/x.json: the folder /nonexistent/dir does not exist\n");
 }
@@ -152,11 +156,10 @@ TEST(RunBranches, ReprefillingGivesTheForkedRecords) {
   for (size_t i = 0; i < a.size(); ++i) {
     EXPECT_EQ(a[i]["position"], b[i]["position"]);
     for (const char* side : {"base_future", "cand_future"})
-      fixtures::ExpectSameGreedyFuture(a[i][side]["tokens"].get<std::vector<int>>(),
-                                       a[i][side]["probs"].get<std::vector<double>>(),
-                                       b[i][side]["tokens"].get<std::vector<int>>(),
-                                       b[i][side]["probs"].get<std::vector<double>>(),
-                                       a[i]["position"].dump() + " " + side);
+      fixtures::ExpectSameGreedyFuture(
+          a[i][side]["tokens"].get<std::vector<int>>(), a[i][side]["probs"].get<std::vector<double>>(),
+          b[i][side]["tokens"].get<std::vector<int>>(), b[i][side]["probs"].get<std::vector<double>>(),
+          a[i]["position"].dump() + " " + side);
   }
 }
 
@@ -195,12 +198,13 @@ TEST(RunBranches, ChangedOrMissingModelNamesTheExpectedHash) {
   ASSERT_TRUE(fixtures::WriteTinyModel(model, other).ok());
   auto out = RunBranches(r);
   ASSERT_FALSE(out.ok());
-  EXPECT_EQ(out.status().message(), base + ": the model file " + model + " has changed: sha256 " + *Sha256File(model) +
-                                        ", expected " + sha);
+  EXPECT_EQ(out.status().message(),
+            base + ": the model file " + model + " has changed: sha256 " + *Sha256File(model) + ", expected " + sha);
   fs::remove(model);
   out = RunBranches(r);
   ASSERT_FALSE(out.ok());
-  EXPECT_EQ(out.status().message(), base + ": the model file " + model + " cannot be read (expected sha256 " + sha + ")");
+  EXPECT_EQ(out.status().message(),
+            base + ": the model file " + model + " cannot be read (expected sha256 " + sha + ")");
 }
 
 TEST(RunBranches, RefusesCapturesOfDifferentTokensAndBadOptions) {
@@ -210,8 +214,10 @@ TEST(RunBranches, RefusesCapturesOfDifferentTokensAndBadOptions) {
   r.cand_path = other;
   auto out = RunBranches(r);
   ASSERT_FALSE(out.ok());
-  EXPECT_NE(out.status().message().find(other + ": fed different tokens than " + Captures().base + " (first difference at position 1)"),
-            std::string::npos) << out.status().message();
+  EXPECT_NE(out.status().message().find(other + ": fed different tokens than " + Captures().base +
+                                        " (first difference at position 1)"),
+            std::string::npos)
+      << out.status().message();
   r = Request();
   r.options.at = "everywhere";
   EXPECT_EQ(RunBranches(r).status().message(), "--at must be flips or ranges, not 'everywhere'");
@@ -235,16 +241,25 @@ TEST(Summary, CountsEveryVerdictAndOutcome) {
   nlohmann::json damage = kinds, repair = kinds;
   damage["total"] = damage["invalid_tool_call"] = 1;
   repair["total"] = repair["literal_mutated"] = 1;
-  EXPECT_EQ(c, (nlohmann::json{{"invalid_tool_call", 2}, {"literal_mutated", 1}, {"wrong_command", 0},
-                               {"divergent", 0}, {"benign", 1}, {"total", 4},
-                               {"outcomes", {{"damage", damage}, {"repair", repair}, {"both_fail", 1},
-                                             {"different_but_fine", 0}, {"benign", 1}}}}));
+  EXPECT_EQ(
+      c, (nlohmann::json{
+             {"invalid_tool_call", 2},
+             {"literal_mutated", 1},
+             {"wrong_command", 0},
+             {"divergent", 0},
+             {"benign", 1},
+             {"total", 4},
+             {"outcomes",
+              {{"damage", damage}, {"repair", repair}, {"both_fail", 1}, {"different_but_fine", 0}, {"benign", 1}}}}));
   std::string text = SummaryText(c);
   EXPECT_NE(text.find("4 branches"), std::string::npos);
-  EXPECT_NE(text.find("     1 damage: the candidate breaks what the reference's future got right (1 invalid_tool_call)"),
-            std::string::npos) << text;
+  EXPECT_NE(
+      text.find("     1 damage: the candidate breaks what the reference's future got right (1 invalid_tool_call)"),
+      std::string::npos)
+      << text;
   EXPECT_NE(text.find("     1 repair: the candidate gets right what the reference's future broke (1 literal_mutated)"),
-            std::string::npos) << text;
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("     2 structurally invalid branches"), std::string::npos) << text;
 }
 

@@ -22,8 +22,8 @@ bool CallBudget::CallOpen(int32_t position, std::span<const int32_t> future) con
   // The transcript's own call, read as far as the cap reaches: a future that is longer than the
   // whole of it and still open has run past it, and decoding on would not close it in time.
   const size_t ref_end = t_.offsets[std::min(t_.tokens.size(), next + size_t(cap_))];
-  const CallText ref = ExtractCall(prefix, std::string_view(t_.text).substr(t_.offsets[next], ref_end - t_.offsets[next]),
-                                   t_.envelope);
+  const CallText ref =
+      ExtractCall(prefix, std::string_view(t_.text).substr(t_.offsets[next], ref_end - t_.offsets[next]), t_.envelope);
   return !(ref.present && ref.closed && c.body.size() > ref.body.size() + kCallCloseSlack);
 }
 
@@ -55,9 +55,8 @@ Result<ExtendFn> CallExtension(const std::string& capture_path, int max_tokens, 
   std::vector<std::string> warnings;  // the branch stage reports them; here they only disable checks
   FS_RETURN_IF_ERROR(branch::ReadTranscript(*cap, model["path"].get<std::string>(), t.get(), &warnings));
   auto budget = std::make_shared<branch::CallBudget>(*t, max_tokens, max_call_tokens);
-  return ExtendFn([t, budget](int32_t position, std::span<const int32_t> future) {
-    return budget->Extend(position, future);
-  });
+  return ExtendFn(
+      [t, budget](int32_t position, std::span<const int32_t> future) { return budget->Extend(position, future); });
 }
 
 }  // namespace flipscope

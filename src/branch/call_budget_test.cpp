@@ -14,8 +14,13 @@ enum : int32_t { kOpen, kName, kArgs, kClose, kHi, kMore, kX };
 // "hi<tool_call>{"name": "check_port", "arguments": {}}</tool_call>hi": the transcript's call.
 Transcript Session() {
   Transcript t;
-  t.vocab = {"<tool_call>", "{\"name\": \"check_port\", ", "\"arguments\": {}}", "</tool_call>", "hi",
-             " and a long run of words", "x"};
+  t.vocab = {"<tool_call>",
+             "{\"name\": \"check_port\", ",
+             "\"arguments\": {}}",
+             "</tool_call>",
+             "hi",
+             " and a long run of words",
+             "x"};
   t.tokens = {kHi, kOpen, kName, kArgs, kClose, kHi};
   t.Index();
   return t;

@@ -2,11 +2,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "branch/branch.h"
 #include "branch/verdict.h"
@@ -28,8 +27,8 @@ struct Transcript {
   std::string text;                // every token's text concatenated
   std::vector<size_t> offsets;     // byte offset of each token in text (plus one past the end)
   std::vector<Span> spans;
-  std::vector<ToolSpec> tools;     // empty when unknown
-  ToolEnvelope envelope;           // empty markers: tool calls are not checked
+  std::vector<ToolSpec> tools;  // empty when unknown
+  ToolEnvelope envelope;        // empty markers: tool calls are not checked
 
   // Fills text and offsets from tokens and vocab.
   void Index();

@@ -1,12 +1,11 @@
 // The judge against labels a reader gave real fork records (tests/data/fork-labels.json, made by
 // tests/data/make-fork-labels.py from SmolLM2 and Gemma 3 runs): every record's outcome and
 // failure kind must be the reader's.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <map>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "branch/verdict.h"
 #include "util/util.h"
@@ -76,7 +75,8 @@ TEST(ForkLabels, JudgeAgreesWithEveryLabel) {
   for (const json& r : records) {
     const Source& s = sources.at(r.at("source").get<std::string>());
     const JudgeContext ctx = ContextAt(s, r.at("prefix_bytes").get<size_t>());
-    const FutureText base = ReadFuture(r.at("base")), cand = ReadFuture(r.at("cand")), ref = ReadFuture(r.at("reference"));
+    const FutureText base = ReadFuture(r.at("base")), cand = ReadFuture(r.at("cand")),
+                     ref = ReadFuture(r.at("reference"));
     const Judgement pair = Judge(ctx, base, cand, ref);
     const Attribution a = Attribute(JudgeSide(ctx, base, ref), JudgeSide(ctx, cand, ref), pair, ctx.reconverge);
     const json& label = r.at("label");

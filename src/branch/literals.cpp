@@ -51,7 +51,8 @@ const std::string* CopySource(std::string_view w, const KnownLiterals& known, si
 // dropped the literal's head ("251.178" of "10.25.251.178"). Sets *matched to the word's length.
 const std::string* HeadDroppedSource(std::string_view w, const KnownLiterals& known, size_t* matched) {
   *matched = 0;
-  if (w.size() < 4 || std::none_of(w.begin(), w.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+  if (w.size() < 4 ||
+      std::none_of(w.begin(), w.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
     return nullptr;
   for (const std::string& lit : known.sources()) {
     if (lit.size() <= w.size() || 2 * w.size() < lit.size() || lit.compare(lit.size() - w.size(), w.size(), w) != 0)
@@ -116,8 +117,10 @@ bool IsLiteralLike(std::string_view w) {
 
 void KnownLiterals::AddText(std::string_view text) {
   for (Word& w : SplitWords(text)) {
-    if (IsLiteralLike(w.text)) AddLiteral(w.text);
-    else words_.insert(std::move(w.text));
+    if (IsLiteralLike(w.text))
+      AddLiteral(w.text);
+    else
+      words_.insert(std::move(w.text));
   }
 }
 
@@ -132,8 +135,7 @@ void KnownLiterals::AddLiteral(const std::string& literal) {
 }
 
 std::optional<LiteralMutation> FindLiteralMutation(std::string_view text, size_t from, bool cut,
-                                                   const KnownLiterals& known,
-                                                   const WordFilter& exempt) {
+                                                   const KnownLiterals& known, const WordFilter& exempt) {
   std::vector<Word> words = SplitWords(text);
   for (const Word& w : words) {
     // Words that end before the first difference are identical in both futures; one that ends
@@ -142,7 +144,8 @@ std::optional<LiteralMutation> FindLiteralMutation(std::string_view text, size_t
     if (IsKnownWord(w.text, known, exempt)) continue;
     // A word the budget cut off mid-copy is a mutation only once it has left every literal.
     if (cut && RunsToEnd(text, w) && IsPrefixOfKnown(w.text, known)) continue;
-    bool has_digit = std::any_of(w.text.begin(), w.text.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    bool has_digit =
+        std::any_of(w.text.begin(), w.text.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
     if (!has_digit && !IsLiteralLike(w.text)) continue;  // ordinary words are not copies
     // The literal the word copies: the one it shares the longer start (or dropped head) with.
     size_t head = 0, tail = 0;

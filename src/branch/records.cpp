@@ -1,7 +1,7 @@
 // Branch records: the futures as text, the judge's verdict, and the summary counts.
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "branch/internal.h"
 
@@ -39,7 +39,8 @@ FutureText ToText(const Transcript& t, const std::vector<int32_t>& tokens, bool 
 }
 
 // A decoded future as text, with how it stopped (by itself, at the budget, at the call cap).
-FutureText DecodedText(const Transcript& t, const CallBudget& budget, int32_t position, const std::vector<int32_t>& tokens) {
+FutureText DecodedText(const Transcript& t, const CallBudget& budget, int32_t position,
+                       const std::vector<int32_t>& tokens) {
   FutureText f = ToText(t, tokens, false);
   budget.Classify(position, tokens, &f);
   return f;
@@ -187,9 +188,7 @@ nlohmann::json BuildRecords(const Transcript& t, const std::vector<Point>& point
 namespace {
 
 // Adds one to counter[key] (created at zero).
-void Bump(nlohmann::json& counter, const std::string& key) {
-  counter[key] = counter.value(key, int64_t(0)) + 1;
-}
+void Bump(nlohmann::json& counter, const std::string& key) { counter[key] = counter.value(key, int64_t(0)) + 1; }
 
 // The outcome counts of records: damage and repair by failure kind, the other outcomes plain.
 nlohmann::json CountOutcomes(const nlohmann::json& records) {
@@ -200,7 +199,8 @@ nlohmann::json CountOutcomes(const nlohmann::json& records) {
       continue;
     }
     nlohmann::json& by_kind = out[OutcomeName(o)] = {{"total", 0}};
-    for (Failure f : {Failure::kInvalidToolCall, Failure::kLiteralMutated, Failure::kWrongCommand}) by_kind[FailureName(f)] = 0;
+    for (Failure f : {Failure::kInvalidToolCall, Failure::kLiteralMutated, Failure::kWrongCommand})
+      by_kind[FailureName(f)] = 0;
   }
   for (const auto& r : records) {
     const std::string o = r.value("outcome", std::string());
@@ -236,7 +236,8 @@ std::string SummaryText(const nlohmann::json& counts) {
     const char* what;
   };
   static const Line lines[] = {
-      {Verdict::kInvalidToolCall, "structurally invalid branches (tool call unclosed, unparsable, unknown or missing arguments)"},
+      {Verdict::kInvalidToolCall,
+       "structurally invalid branches (tool call unclosed, unparsable, unknown or missing arguments)"},
       {Verdict::kLiteralMutated, "branches that copy a literal of the context wrongly"},
       {Verdict::kWrongCommand, "branches that make a well-formed but different call"},
       {Verdict::kDivergent, "divergent branches (different, well-formed text)"},

@@ -1,8 +1,8 @@
 // One side's pass: the teacher-forced run that re-creates the capture's rows and decodes a
 // future at every branch point.
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "branch/branch.h"
 #include "util/util.h"

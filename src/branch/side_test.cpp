@@ -44,11 +44,14 @@ Plain PlainRows(const Knobs& k, const std::vector<int32_t>& tokens, const std::v
   Plain p;
   auto e = LlamaEngine::Create(TinyModel(), k);
   EXPECT_TRUE(e.ok()) << e.status().message();
-  Status st = (*e)->Prefill(tokens, probes, [&](const Row& r) {
-    p.argmax.push_back(r.argmax);
-    p.digest.push_back(Digest64(r.logits.data(), r.logits.size_bytes()));
-    return Status::Ok();
-  }, nullptr);
+  Status st = (*e)->Prefill(
+      tokens, probes,
+      [&](const Row& r) {
+        p.argmax.push_back(r.argmax);
+        p.digest.push_back(Digest64(r.logits.data(), r.logits.size_bytes()));
+        return Status::Ok();
+      },
+      nullptr);
   EXPECT_TRUE(st.ok()) << st.message();
   return p;
 }

@@ -1,8 +1,8 @@
 // Tool calls in a future: find the envelope, check it closes, parses and calls a known function
 // with its required arguments.
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "branch/verdict.h"
 
@@ -152,9 +152,11 @@ Result<std::vector<ToolSpec>> ParseToolSpecs(const nlohmann::json& tools) {
     spec.name = f["name"].get<std::string>();
     if (f.contains("parameters") && f["parameters"].is_object() && f["parameters"].contains("required")) {
       const nlohmann::json& req = f["parameters"]["required"];
-      if (!req.is_array()) return Status::Error(fmt::format("tools[{}] ({}): \"required\" is not an array", i, spec.name));
+      if (!req.is_array())
+        return Status::Error(fmt::format("tools[{}] ({}): \"required\" is not an array", i, spec.name));
       for (const auto& r : req) {
-        if (!r.is_string()) return Status::Error(fmt::format("tools[{}] ({}): \"required\" holds a non-string", i, spec.name));
+        if (!r.is_string())
+          return Status::Error(fmt::format("tools[{}] ({}): \"required\" holds a non-string", i, spec.name));
         spec.required.push_back(r.get<std::string>());
       }
     }

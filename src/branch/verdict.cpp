@@ -1,9 +1,9 @@
 // Judging a branch: the two futures against each other and against the reference continuation.
-#include <algorithm>
+#include "branch/verdict.h"
 
 #include <fmt/format.h>
 
-#include "branch/verdict.h"
+#include <algorithm>
 
 namespace flipscope {
 namespace {
@@ -30,7 +30,8 @@ bool PiecesEqual(const FutureText& a, int i, const FutureText& b, int j, int n) 
 // A short, printable excerpt for reasons: up to n bytes from offset, newlines shown as \n.
 std::string Excerpt(std::string_view s, size_t offset, size_t n = 32) {
   std::string out;
-  for (size_t i = offset; i < s.size() && i < offset + n; ++i) out += s[i] == '\n' ? std::string("\\n") : std::string(1, s[i]);
+  for (size_t i = offset; i < s.size() && i < offset + n; ++i)
+    out += s[i] == '\n' ? std::string("\\n") : std::string(1, s[i]);
   return out;
 }
 
@@ -43,7 +44,8 @@ std::string_view PartialWord(std::string_view prefix) {
   size_t end = base + w.offset + w.text.size();
   // Only a word that runs up to the boundary (trailing punctuation included) is cut by it.
   size_t raw_end = end;
-  while (raw_end < prefix.size() && std::string_view(".:/-@").find(prefix[raw_end]) != std::string_view::npos) ++raw_end;
+  while (raw_end < prefix.size() && std::string_view(".:/-@").find(prefix[raw_end]) != std::string_view::npos)
+    ++raw_end;
   if (raw_end != prefix.size()) return {};
   return prefix.substr(base + w.offset);
 }
@@ -79,7 +81,8 @@ std::string DescribeCallDifference(const nlohmann::json& call, const nlohmann::j
   const nlohmann::json& r = ref["arguments"];
   for (auto& [k, v] : r.items()) {
     if (!a.contains(k)) return fmt::format("{} drops argument \"{}\"", call["name"].dump(), k);
-    if (a[k] != v) return fmt::format("{} sets \"{}\" to {} instead of {}", call["name"].dump(), k, a[k].dump(), v.dump());
+    if (a[k] != v)
+      return fmt::format("{} sets \"{}\" to {} instead of {}", call["name"].dump(), k, a[k].dump(), v.dump());
   }
   for (auto& [k, v] : a.items())
     if (!r.contains(k)) return fmt::format("{} adds argument \"{}\": {}", call["name"].dump(), k, v.dump());
@@ -90,11 +93,16 @@ std::string DescribeCallDifference(const nlohmann::json& call, const nlohmann::j
 
 const char* VerdictName(Verdict v) {
   switch (v) {
-    case Verdict::kInvalidToolCall: return "invalid_tool_call";
-    case Verdict::kLiteralMutated: return "literal_mutated";
-    case Verdict::kWrongCommand: return "wrong_command";
-    case Verdict::kDivergent: return "divergent";
-    case Verdict::kBenign: return "benign";
+    case Verdict::kInvalidToolCall:
+      return "invalid_tool_call";
+    case Verdict::kLiteralMutated:
+      return "literal_mutated";
+    case Verdict::kWrongCommand:
+      return "wrong_command";
+    case Verdict::kDivergent:
+      return "divergent";
+    case Verdict::kBenign:
+      return "benign";
   }
   return "?";
 }
@@ -241,8 +249,8 @@ Judgement Judge(const JudgeContext& ctx, const FutureText& base, const FutureTex
   std::string how = j.reconverge ? fmt::format(", agreeing again only after {} / {} tokens", j.reconverge->base_detour,
                                                j.reconverge->cand_detour)
                                  : "";
-  return verdict(Verdict::kDivergent, {fmt::format("base writes \"{}\", cand \"{}\"{}", Excerpt(ta, fd),
-                                                   Excerpt(tc, fd), how)});
+  return verdict(Verdict::kDivergent,
+                 {fmt::format("base writes \"{}\", cand \"{}\"{}", Excerpt(ta, fd), Excerpt(tc, fd), how)});
 }
 
 SideJudgement JudgeSide(const JudgeContext& ctx, const FutureText& future, const FutureText& reference) {
@@ -253,8 +261,8 @@ SideJudgement JudgeSide(const JudgeContext& ctx, const FutureText& future, const
   auto rejoins = FindReconvergence(future, reference, ctx.reconverge);
   // A future that ends its turn where the transcript's text goes on with the next one (a tool's
   // output, the user) wrote the transcript's text as far as it goes.
-  s.follows_reference = from == text.size() || SameText(future, reference) ||
-                        (rejoins && rejoins->base_detour <= ctx.reconverge);
+  s.follows_reference =
+      from == text.size() || SameText(future, reference) || (rejoins && rejoins->base_detour <= ctx.reconverge);
 
   CallText c;
   CallCheck ck = CheckFutureCall(ctx, ref, future, text, &c);
@@ -289,7 +297,8 @@ SideJudgement JudgeSide(const JudgeContext& ctx, const FutureText& future, const
   } else if (s.follows_reference) {
     s.reason = from >= text.size() ? "writes the transcript's text" : "agrees with the transcript again";
   } else {
-    s.reason = fmt::format("writes \"{}\" where the transcript has \"{}\"", Excerpt(text, from), Excerpt(ref.text, from));
+    s.reason =
+        fmt::format("writes \"{}\" where the transcript has \"{}\"", Excerpt(text, from), Excerpt(ref.text, from));
   }
   if (future.cap_hit) s.reason += " (its call was cut by the token cap)";
   return s;

@@ -4,14 +4,13 @@
 #pragma once
 
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "util/status.h"
 
@@ -27,7 +26,7 @@ std::span<const Verdict> AllVerdicts();
 // A decoded continuation, one text piece per token.
 struct FutureText {
   std::vector<std::string> pieces;
-  bool ended = false;  // stopped at end of generation (or of the context), not at the token budget
+  bool ended = false;    // stopped at end of generation (or of the context), not at the token budget
   bool cap_hit = false;  // cut by the hard cap inside an unclosed tool call (--max-call-tokens)
   // The pieces concatenated.
   std::string Text() const;
@@ -56,7 +55,7 @@ class KnownLiterals {
   // Adds every word of text; the literal-like ones become copy sources.
   void AddText(std::string_view text);
   // Adds one literal (e.g. a workload span's label) as a copy source; its parts before a ':' '/'
-// or '@' (10.20.225.0 of 10.20.225.0/24) become known words.
+  // or '@' (10.20.225.0 of 10.20.225.0/24) become known words.
   void AddLiteral(const std::string& literal);
   bool Contains(std::string_view word) const { return words_.count(std::string(word)) > 0; }
   const std::vector<std::string>& sources() const { return sources_; }
@@ -95,8 +94,7 @@ struct LiteralMutation {
 // budget (`cut`) counts only once it has diverged. Words made of known literals joined by
 // ':', '/' or '@' (host:port) are not mutations.
 std::optional<LiteralMutation> FindLiteralMutation(std::string_view text, size_t from, bool cut,
-                                                   const KnownLiterals& known,
-                                                   const WordFilter& exempt);
+                                                   const KnownLiterals& known, const WordFilter& exempt);
 
 // A tool call as text: the call the branch point is inside, or the first one a continuation
 // starts.
@@ -142,15 +140,15 @@ std::optional<Reconvergence> FindReconvergence(const FutureText& a, const Future
 
 // What the judge knows about a branch point's context.
 struct JudgeContext {
-  std::string prefix;       // the transcript's text before the branch point
-  KnownLiterals literals;   // literals the context holds (add the prefix's text to it)
+  std::string prefix;      // the transcript's text before the branch point
+  KnownLiterals literals;  // literals the context holds (add the prefix's text to it)
   // Words known to be right although the context before the branch point does not hold them
   // (e.g. every word of the whole transcript: a literal the session names later is a real
   // one, not a mangled copy); may be null. Not owned.
   const std::set<std::string, std::less<>>* known_words = nullptr;
   std::vector<ToolSpec> tools;  // empty = unknown: function names are not checked
   ToolEnvelope envelope;
-  int reconverge = 8;       // K
+  int reconverge = 8;  // K
 };
 
 struct Judgement {
@@ -161,8 +159,7 @@ struct Judgement {
 };
 // Judges a branch: invalid_tool_call > literal_mutated > wrong_command > divergent > benign.
 // Futures with the same text are benign whatever they hold (the fork changed nothing).
-Judgement Judge(const JudgeContext& ctx, const FutureText& base, const FutureText& cand,
-                const FutureText& reference);
+Judgement Judge(const JudgeContext& ctx, const FutureText& base, const FutureText& cand, const FutureText& reference);
 
 // ---- Attribution: each future on its own, then who broke what ----------------------------------
 
@@ -174,20 +171,21 @@ const char* FailureName(Failure f);
 // One future judged against the transcript alone.
 struct SideJudgement {
   Failure failure = Failure::kNone;
-  std::string reason;                  // one line: the failure, or what the future does
-  bool call_present = false;           // inside a tool call at the point, or opens one
+  std::string reason;         // one line: the failure, or what the future does
+  bool call_present = false;  // inside a tool call at the point, or opens one
   bool call_closed = false;
   std::string call_problem;            // "" when well-formed (or a problem the transcript's call has too)
   std::optional<nlohmann::json> call;  // the closed, well-formed call {"name","arguments"}
   std::optional<bool> call_matches;    // against the transcript's call; unset when either is incomplete
   bool call_missing = false;           // the transcript calls right at the point, the future writes no call
   std::optional<LiteralMutation> mutation;
-  bool follows_reference = false;      // the same text as the transcript, or agreeing with it again within K tokens
+  bool follows_reference = false;  // the same text as the transcript, or agreeing with it again within K tokens
 };
 // Judges a future against the transcript's continuation alone: its call (valid, or with its
 // reason; against the transcript's call), literals it mangles, whether it rejoins the transcript.
 SideJudgement JudgeSide(const JudgeContext& ctx, const FutureText& future, const FutureText& reference);
-// The JSON of a side judgement: {"failure", "reason", "tool_call": {...} | null, "literal_mutation", "follows_reference"}.
+// The JSON of a side judgement: {"failure", "reason", "tool_call": {...} | null, "literal_mutation",
+// "follows_reference"}.
 nlohmann::json SideJson(const SideJudgement& s, const FutureText& f);
 
 // The outcome of a branch, from the two judgements: what the change (base -> cand) did.

@@ -1,7 +1,7 @@
 // The branch verdicts on network-automation futures, piece by piece as a BPE tokenizer cuts them.
-#include <gtest/gtest.h>
-
 #include "branch/verdict.h"
+
+#include <gtest/gtest.h>
 
 using namespace flipscope;
 
@@ -36,8 +36,8 @@ const std::string kSession =
 TEST(Verdict, NamesInPrecedenceOrder) {
   std::vector<std::string> names;
   for (Verdict v : AllVerdicts()) names.push_back(VerdictName(v));
-  EXPECT_EQ(names, (std::vector<std::string>{"invalid_tool_call", "literal_mutated", "wrong_command", "divergent",
-                                             "benign"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"invalid_tool_call", "literal_mutated", "wrong_command", "divergent", "benign"}));
 }
 
 TEST(SameText, DifferentTokenizationOfTheSameText) {
@@ -196,40 +196,50 @@ TEST(InvalidToolCall, EnvelopeJsonFunctionAndArguments) {
 </tool_call>)";
   auto ref = F({good});
   // Never closed: the future ends the turn inside the call.
-  auto j = Judge(ctx, ref, F({"<tool_call>\n{\"name\": \"run_command\", \"arguments\": {\"device\": \"core-sw1\"}}",
-                              "<|im_end|>"}, true), ref);
+  auto j = Judge(
+      ctx, ref,
+      F({"<tool_call>\n{\"name\": \"run_command\", \"arguments\": {\"device\": \"core-sw1\"}}", "<|im_end|>"}, true),
+      ref);
   EXPECT_EQ(j.verdict, Verdict::kInvalidToolCall);
   EXPECT_EQ(j.reason, "cand: the tool-call envelope is never closed: the future ends first");
   // Runs far past the reference's whole call without closing.
-  j = Judge(ctx, ref, F({"<tool_call>\n{\"name\": \"run_command\", \"arguments\": {\"device\": \"core-sw1\", ",
-                         "\"command\": \"show run\", \"timeout\": 30, \"retries\": 3, \"confirm\": false, \"x\": 1"}), ref);
+  j = Judge(ctx, ref,
+            F({"<tool_call>\n{\"name\": \"run_command\", \"arguments\": {\"device\": \"core-sw1\", ",
+               "\"command\": \"show run\", \"timeout\": 30, \"retries\": 3, \"confirm\": false, \"x\": 1"}),
+            ref);
   EXPECT_EQ(j.verdict, Verdict::kInvalidToolCall);
   EXPECT_NE(j.reason.find("not closed after"), std::string::npos) << j.reason;
   // Cut by the budget early: not judged.
   j = Judge(ctx, ref, F({"<tool_call>\n{\"name\": \"run_command\", \"arguments\": {\"host"}), ref);
   EXPECT_EQ(j.verdict, Verdict::kDivergent) << j.reason;
   // JSON that does not parse.
-  j = Judge(ctx, ref, F({"<tool_call>\n{\"name\": \"run_command\", \"arguments\": {\"device\": core-sw1}}\n</tool_call>"}), ref);
+  j = Judge(ctx, ref,
+            F({"<tool_call>\n{\"name\": \"run_command\", \"arguments\": {\"device\": core-sw1}}\n</tool_call>"}), ref);
   EXPECT_EQ(j.verdict, Verdict::kInvalidToolCall);
   EXPECT_NE(j.reason.find("cand: the tool-call JSON"), std::string::npos) << j.reason;
   // A function the workload does not have, caught before the call closes.
   j = Judge(ctx, ref, F({"<tool_call>\n{\"name\": \"run_cmd\", \"arguments\": {"}), ref);
   EXPECT_EQ(j.reason, "cand: calls \"run_cmd\", which is not among the workload's tools");
   // A required argument missing.
-  j = Judge(ctx, ref, F({"<tool_call>\n{\"name\": \"run_command\", \"arguments\": {\"command\": \"show run\"}}\n</tool_call>"}), ref);
+  j = Judge(ctx, ref,
+            F({"<tool_call>\n{\"name\": \"run_command\", \"arguments\": {\"command\": \"show run\"}}\n</tool_call>"}),
+            ref);
   EXPECT_EQ(j.verdict, Verdict::kInvalidToolCall);
   EXPECT_EQ(j.reason, "cand: \"run_command\" misses its required argument \"device\"");
 }
 
 TEST(InvalidToolCall, WinsOverALiteralMutation) {
-  auto ctx = Context(kSession + "<tool_call>\n{\"name\": \"check_port\", \"arguments\": {\"host\": \"10.20.30.4\", \"port\": ");
+  auto ctx = Context(kSession +
+                     "<tool_call>\n{\"name\": \"check_port\", \"arguments\": {\"host\": \"10.20.30.4\", \"port\": ");
   auto base = F({"543", "2", "}}\n", "</tool_call>"});
   auto cand = F({"543", "ql", "}}\n", "</tool_call>"});  // not JSON either
   auto j = Judge(ctx, base, cand, base);
   EXPECT_EQ(j.verdict, Verdict::kInvalidToolCall);
   EXPECT_NE(j.reason.find("cand: the tool-call JSON does not parse"), std::string::npos) << j.reason;
   // As a string it parses, and then the mangled literal is what is wrong.
-  ctx = Context(kSession + "<tool_call>\n{\"name\": \"run_command\", \"arguments\": {\"device\": \"db01\", \"command\": \"psql -p ");
+  ctx =
+      Context(kSession +
+              "<tool_call>\n{\"name\": \"run_command\", \"arguments\": {\"device\": \"db01\", \"command\": \"psql -p ");
   j = Judge(ctx, F({"543", "2", "\"}}\n", "</tool_call>"}), F({"543", "ql", "\"}}\n", "</tool_call>"}),
             F({"543", "2", "\"}}\n", "</tool_call>"}));
   EXPECT_EQ(j.verdict, Verdict::kLiteralMutated);
@@ -237,24 +247,30 @@ TEST(InvalidToolCall, WinsOverALiteralMutation) {
 }
 
 TEST(WrongCommand, ShowRunVersusShowMacAddressTable) {
-  auto ctx = Context(kSession + "<tool_call>\n{\"name\": \"run_command\", \"arguments\": {\"device\": \"core-sw1\", \"command\": \"show");
+  auto ctx =
+      Context(kSession +
+              "<tool_call>\n{\"name\": \"run_command\", \"arguments\": {\"device\": \"core-sw1\", \"command\": \"show");
   auto base = F({" run", "\"}}\n", "</tool_call>", "<|im_end|>"}, true);
   auto cand = F({" mac", " address", "-table", "\"}}\n", "</tool_call>", "<|im_end|>"}, true);
   auto j = Judge(ctx, base, cand, base);
   EXPECT_EQ(j.verdict, Verdict::kWrongCommand);
   EXPECT_EQ(j.reason, "cand \"run_command\" sets \"command\" to \"show mac address-table\" instead of \"show run\"");
   // The other interface of the context as an argument: a wrong command, not a mutation.
-  ctx = Context(kSession + "<tool_call>\n{\"name\": \"run_command\", \"arguments\": {\"device\": \"core-sw1\", "
-                           "\"command\": \"show interface ");
+  ctx = Context(kSession +
+                "<tool_call>\n{\"name\": \"run_command\", \"arguments\": {\"device\": \"core-sw1\", "
+                "\"command\": \"show interface ");
   base = F({"Gig", "abit", "Ethernet", "0", "/0", "/1", ".201", "\"}}", "</tool_call>"});
   cand = F({"Gig", "abit", "Ethernet", "0", "/1", "/4", "\"}}", "</tool_call>"});
   j = Judge(ctx, base, cand, base);
   EXPECT_EQ(j.verdict, Verdict::kWrongCommand) << j.reason;
-  EXPECT_NE(j.reason.find("\"show interface GigabitEthernet0/1/4\" instead of \"show interface GigabitEthernet0/0/1.201\""),
-            std::string::npos) << j.reason;
+  EXPECT_NE(
+      j.reason.find("\"show interface GigabitEthernet0/1/4\" instead of \"show interface GigabitEthernet0/0/1.201\""),
+      std::string::npos)
+      << j.reason;
   // A different function.
   ctx = Context(kSession + "<tool_call>\n{\"name\": \"");
-  j = Judge(ctx, F({"run", "_command", "\", \"arguments\": {\"device\": \"db01\", \"command\": \"uptime\"}}</tool_call>"}),
+  j = Judge(ctx,
+            F({"run", "_command", "\", \"arguments\": {\"device\": \"db01\", \"command\": \"uptime\"}}</tool_call>"}),
             F({"check", "_port", "\", \"arguments\": {\"host\": \"db01\", \"port\": 5432}}</tool_call>"}),
             F({"run_command\", \"arguments\": {\"device\": \"db01\", \"command\": \"uptime\"}}</tool_call>"}));
   EXPECT_EQ(j.verdict, Verdict::kWrongCommand);

@@ -6,11 +6,10 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/engine.h"
 #include "util/status.h"
@@ -28,7 +27,7 @@ struct CaptureLayout {
   std::vector<int32_t> positions;  // probe positions, strictly ascending, each < tokens.size()
   int32_t n_vocab = 0;             // full-vocabulary width (0 when truncated only)
   StoreDtype store = StoreDtype::kF32;
-  int32_t topk = 0;                // > 0: truncated capture (topk_ids / topk_logprobs, no logits)
+  int32_t topk = 0;  // > 0: truncated capture (topk_ids / topk_logprobs, no logits)
 };
 
 // Streams rows into a temporary file; Commit() writes the final manifest and renames it into
@@ -57,9 +56,9 @@ inline constexpr const char* kManifestKey = "flipscope.manifest";
 // One entry of a capture file's tensor table, as stored.
 struct CaptureTensor {
   std::string name;
-  std::string dtype;             // safetensors dtype name: "I32", "U64", "F32", "BF16"
+  std::string dtype;  // safetensors dtype name: "I32", "U64", "F32", "BF16"
   std::vector<int64_t> shape;
-  uint64_t offset = 0;           // byte offset within the data section
+  uint64_t offset = 0;  // byte offset within the data section
   uint64_t bytes = 0;
 };
 
@@ -149,7 +148,8 @@ struct CaptureRequest {
 };
 
 // Renders and tokenizes the workload, runs it teacher-forced through the engine (llama.cpp, or a
-// server over HTTP: a truncated capture) and writes the capture atomically. Returns the final manifest. On error nothing is left at out_path.
+// server over HTTP: a truncated capture) and writes the capture atomically. Returns the final manifest. On error
+// nothing is left at out_path.
 Result<nlohmann::json> RunCapture(const CaptureRequest& req);
 
 // The manifest's "request": everything that decides the capture's content, as asked (knobs

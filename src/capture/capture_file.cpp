@@ -4,6 +4,7 @@
 // The reader maps the file and validates the whole table against the file size before any
 // data is touched. Format: docs/capture-format.md.
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,8 +14,6 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "capture/capture.h"
 #include "engine/engine.h"
@@ -42,8 +41,10 @@ uint16_t ToBf16(float f) {
 // data section), then the 4-byte tensors, and the large logits last.
 std::vector<CaptureTensor> TableFor(const CaptureLayout& l) {
   const int64_t n = int64_t(l.positions.size());
-  std::vector<CaptureTensor> t = {{"digest", "U64", {n}}, {"tokens", "I32", {int64_t(l.tokens.size())}},
-                                  {"positions", "I32", {n}}, {"argmax", "I32", {n}}};
+  std::vector<CaptureTensor> t = {{"digest", "U64", {n}},
+                                  {"tokens", "I32", {int64_t(l.tokens.size())}},
+                                  {"positions", "I32", {n}},
+                                  {"argmax", "I32", {n}}};
   if (l.topk > 0) {
     t.push_back({"topk_ids", "I32", {n, l.topk}});
     t.push_back({"topk_logprobs", "F32", {n, l.topk}});
@@ -137,8 +138,8 @@ class FileWriter final : public CaptureWriter {
     if (topk_ == 0) return Err("WriteTopK on a full-logits capture (use WriteRow)");
     FS_RETURN_IF_ERROR(CheckIndex(index));
     if (ids.size() != size_t(topk_) || logprobs.size() != size_t(topk_))
-      return Err(fmt::format("{}: {} ids and {} logprobs, expected k = {}", Probe(index), ids.size(),
-                             logprobs.size(), topk_));
+      return Err(
+          fmt::format("{}: {} ids and {} logprobs, expected k = {}", Probe(index), ids.size(), logprobs.size(), topk_));
     if (argmax < 0 || std::any_of(ids.begin(), ids.end(), [](int32_t id) { return id < 0; }))
       return Err(fmt::format("{}: negative token id", Probe(index)));
     if (std::any_of(logprobs.begin(), logprobs.end(), [](float v) { return std::isnan(v) || v == INFINITY; }))
@@ -206,9 +207,10 @@ class FileWriter final : public CaptureWriter {
   Status WriteHeader() {
     std::string json = HeaderJson(table_, manifest_);
     if (json.size() > header_len_)
-      return Err(fmt::format("the manifest grew to a {}-byte header, past the {} bytes reserved at Create "
-                             "(keep the manifest small: hashes, not contents)",
-                             json.size(), header_len_));
+      return Err(
+          fmt::format("the manifest grew to a {}-byte header, past the {} bytes reserved at Create "
+                      "(keep the manifest small: hashes, not contents)",
+                      json.size(), header_len_));
     json.resize(header_len_, ' ');
     uint64_t len = header_len_;
     FS_RETURN_IF_ERROR(file_.WriteAt(0, &len, 8));

@@ -69,8 +69,7 @@ std::string WriteFull(const std::string& name, StoreDtype store) {
 // Top-k rows: ids/logprobs per row; row 3 repeats row 0.
 std::vector<std::pair<std::vector<int32_t>, std::vector<float>>> TopKRows() {
   std::vector<std::pair<std::vector<int32_t>, std::vector<float>>> rows;
-  for (int r = 0; r < 6; ++r)
-    rows.push_back({{r, r + 10, r + 20, 5}, {-0.1f * float(r + 1), -1.5f, -2.0f, -7.25f}});
+  for (int r = 0; r < 6; ++r) rows.push_back({{r, r + 10, r + 20, 5}, {-0.1f * float(r + 1), -1.5f, -2.0f, -7.25f}});
   rows[3] = rows[0];
   return rows;
 }
@@ -291,7 +290,10 @@ struct HostileCase {
 TEST(CaptureFile, HostileFilesGiveOneClearError) {
   const std::string good = WriteFull("capture-file-good.safetensors", StoreDtype::kF32);
   const std::vector<HostileCase> cases = {
-      {"offsets-past-end", [](RawCapture& r) { r.header["logits"]["data_offsets"] = {r.data.size(), r.data.size() + 37 * 24}; },
+      {"offsets-past-end",
+       [](RawCapture& r) {
+         r.header["logits"]["data_offsets"] = {r.data.size(), r.data.size() + 37 * 24};
+       },
        "tensor 'logits': data_offsets ["},
       {"overlap", [](RawCapture& r) { r.header["argmax"]["data_offsets"] = r.header["positions"]["data_offsets"]; },
        "overlap"},
@@ -350,8 +352,8 @@ TEST(CaptureFile, HostileFilesGiveOneClearError) {
 namespace {
 // Runs tests/ref/check_capture.py on three captures; returns its exit status and output.
 std::pair<int, std::string> RunReference(const std::string& f32, const std::string& bf16, const std::string& topk) {
-  std::string cmd = std::string(FLIPSCOPE_PYTHON) + " " + FLIPSCOPE_SOURCE_DIR + "/tests/ref/check_capture.py " +
-                    f32 + " " + bf16 + " " + topk + " 2>&1";
+  std::string cmd = std::string(FLIPSCOPE_PYTHON) + " " + FLIPSCOPE_SOURCE_DIR + "/tests/ref/check_capture.py " + f32 +
+                    " " + bf16 + " " + topk + " 2>&1";
   std::string out;
   FILE* p = ::popen(cmd.c_str(), "r");
   if (p == nullptr) return {-1, "popen failed"};

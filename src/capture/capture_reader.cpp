@@ -3,6 +3,7 @@
 // or damaged file gives one clear error and never an out-of-bounds read. Format:
 // docs/capture-format.md.
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,8 +12,6 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "capture/capture.h"
 
@@ -27,9 +26,8 @@ struct Expected {
 };
 const std::vector<Expected>& KnownTensors() {
   static const std::vector<Expected> known = {
-      {"tokens", {"I32"}, 1},      {"positions", {"I32"}, 1},     {"argmax", {"I32"}, 1},
-      {"digest", {"U64"}, 1},      {"logits", {"F32", "BF16"}, 2}, {"topk_ids", {"I32"}, 2},
-      {"topk_logprobs", {"F32"}, 2}};
+      {"tokens", {"I32"}, 1},         {"positions", {"I32"}, 1}, {"argmax", {"I32"}, 1},       {"digest", {"U64"}, 1},
+      {"logits", {"F32", "BF16"}, 2}, {"topk_ids", {"I32"}, 2},  {"topk_logprobs", {"F32"}, 2}};
   return known;
 }
 
@@ -130,8 +128,10 @@ class FileReader final : public CaptureReader {
     uint64_t n = 0;
     std::memcpy(&n, base_, 8);
     if (n == 0 || n > size_ - 8)
-      return Err(fmt::format("header length {} does not fit the file ({} bytes): not a safetensors file "
-                             "or truncated", n, size_));
+      return Err(
+          fmt::format("header length {} does not fit the file ({} bytes): not a safetensors file "
+                      "or truncated",
+                      n, size_));
     data_start_ = 8 + n;
     auto text = reinterpret_cast<const char*>(base_ + 8);
     nlohmann::json h = nlohmann::json::parse(text, text + n, nullptr, /*allow_exceptions=*/false);
@@ -148,8 +148,8 @@ class FileReader final : public CaptureReader {
       const std::string& name = item.key();
       const nlohmann::json& v = item.value();
       if (name == "__metadata__") continue;
-      auto known = std::find_if(KnownTensors().begin(), KnownTensors().end(),
-                                [&](const Expected& e) { return name == e.name; });
+      auto known =
+          std::find_if(KnownTensors().begin(), KnownTensors().end(), [&](const Expected& e) { return name == e.name; });
       if (known == KnownTensors().end()) return Err(fmt::format("unexpected tensor '{}'", name));
       const std::string where = fmt::format("tensor '{}'", name);
       if (!v.is_object() || !v.contains("dtype") || !v["dtype"].is_string() || !v.contains("shape") ||
@@ -172,8 +172,8 @@ class FileReader final : public CaptureReader {
         return Err(where + ": data_offsets must be two non-negative integers");
       const uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
       if (begin > end || end > data_size)
-        return Err(fmt::format("{}: data_offsets [{}, {}] outside the data section ({} bytes)", where, begin, end,
-                               data_size));
+        return Err(
+            fmt::format("{}: data_offsets [{}, {}] outside the data section ({} bytes)", where, begin, end, data_size));
       uint64_t bytes = 0;
       if (__builtin_mul_overflow(elems, DtypeSize(t.dtype), &bytes) || bytes != end - begin)
         return Err(fmt::format("{}: data_offsets span {} bytes, shape and dtype need {}", where, end - begin,
@@ -186,8 +186,7 @@ class FileReader final : public CaptureReader {
     std::sort(tensors_.begin(), tensors_.end(), [](const auto& a, const auto& b) { return a.offset < b.offset; });
     for (size_t i = 1; i < tensors_.size(); ++i) {
       const CaptureTensor &a = tensors_[i - 1], &b = tensors_[i];
-      if (b.offset < a.offset + a.bytes)
-        return Err(fmt::format("tensors '{}' and '{}' overlap", a.name, b.name));
+      if (b.offset < a.offset + a.bytes) return Err(fmt::format("tensors '{}' and '{}' overlap", a.name, b.name));
     }
     const uint64_t used = tensors_.empty() ? 0 : tensors_.back().offset + tensors_.back().bytes;
     if (used != data_size) return Err(fmt::format("{} bytes after the last tensor", data_size - used));
@@ -218,8 +217,8 @@ class FileReader final : public CaptureReader {
         return Err(fmt::format("'{}' has {} entries, 'positions' has {}", name, Find(name)->shape[0], n));
     if (logits != nullptr) {
       if (logits->shape[0] != n || logits->shape[1] == 0)
-        return Err(fmt::format("'logits' shape [{}, {}] does not match {} probes", logits->shape[0],
-                               logits->shape[1], n));
+        return Err(
+            fmt::format("'logits' shape [{}, {}] does not match {} probes", logits->shape[0], logits->shape[1], n));
       n_vocab_ = int32_t(logits->shape[1]);
       bf16_ = logits->dtype == "BF16";
       logits_ = base_ + data_start_ + logits->offset;

@@ -143,7 +143,8 @@ TEST(CaptureReader, HeadersThatAreNotTablesGiveOneLine) {
   const std::vector<Case> cases = {
       {"array", "header is not a JSON object", "[1, 2, 3]"},
       {"deep-nesting", "header is not valid JSON", std::string(200000, '[')},
-      {"deep-object", "header is not valid JSON", [] {
+      {"deep-object", "header is not valid JSON",
+       [] {
          std::string s;
          for (int i = 0; i < 50000; ++i) s += "{\"a\":";
          return s;

@@ -19,8 +19,8 @@ Result<CaptureReplay> ModelOf(const CaptureReader& cap, std::map<std::string, st
   if (!hashes->count(r.model_path)) {
     auto h = Sha256File(r.model_path);
     if (!h.ok())
-      return Status::Error(fmt::format("{}: the model file {} cannot be read (expected sha256 {})", path, r.model_path,
-                                       r.model_sha256));
+      return Status::Error(
+          fmt::format("{}: the model file {} cannot be read (expected sha256 {})", path, r.model_path, r.model_sha256));
     (*hashes)[r.model_path] = *h;
   }
   if ((*hashes)[r.model_path] != r.model_sha256)

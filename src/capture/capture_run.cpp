@@ -1,9 +1,9 @@
 // The capture stage: workload -> engine -> capture file, with the manifest that discloses it.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "capture/capture.h"
 #include "checkpoint/checkpoint.h"
@@ -53,7 +53,8 @@ Result<std::vector<int32_t>> PlanProbes(const ProbePlan& plan, int32_t n, const 
     char extra = 0;
     if (std::sscanf(item.c_str(), "%d%c%d%c", &a, &dash, &b, &extra) != 3 || dash != '-' || a < 0 || b < a)
       return Status::Error("--full: '" + item + "' is not tool_calls or a range A-B (0 <= A <= B)");
-    if (a > n - 2) return Status::Error(fmt::format("--full: range {} starts past the workload's last probe {}", item, n - 2));
+    if (a > n - 2)
+      return Status::Error(fmt::format("--full: range {} starts past the workload's last probe {}", item, n - 2));
     add_range(a, b);
   }
   return std::vector<int32_t>(pos.begin(), pos.end());
@@ -61,14 +62,10 @@ Result<std::vector<int32_t>> PlanProbes(const ProbePlan& plan, int32_t n, const 
 
 nlohmann::json CaptureRequestJson(const CaptureRequest& req, const std::string& model_sha256,
                                   const std::string& workload_sha256) {
-  nlohmann::json j = {{"model_sha256", model_sha256},
-          {"workload_sha256", workload_sha256},
-          {"format", req.workload.format},
-          {"chat_template", req.workload.chat_template},
-          {"knobs", req.knobs.ToJson()},
-          {"probe_plan", req.plan.ToJson()},
-          {"store", StoreName(req.store)},
-          {"tool_version", FLIPSCOPE_VERSION}};
+  nlohmann::json j = {{"model_sha256", model_sha256},  {"workload_sha256", workload_sha256},
+                      {"format", req.workload.format}, {"chat_template", req.workload.chat_template},
+                      {"knobs", req.knobs.ToJson()},   {"probe_plan", req.plan.ToJson()},
+                      {"store", StoreName(req.store)}, {"tool_version", FLIPSCOPE_VERSION}};
   if (req.engine != "llama") j["engine"] = req.engine;
   if (!req.load_text.empty()) j["load_text"] = req.load_text;
   if (req.engine == "openai") {
@@ -104,11 +101,13 @@ Result<MadeEngine> MakeEngine(const CaptureRequest& req, const ModelInfo& model,
   MadeEngine m;
   if (req.engine == "llama") {
     if (req.knobs.n_ctx > 0 && n_tokens > req.knobs.n_ctx)
-      return Status::Error(fmt::format("{}: {} tokens do not fit the context of {} (-c)", req.workload_path, n_tokens,
-                                       req.knobs.n_ctx));
+      return Status::Error(
+          fmt::format("{}: {} tokens do not fit the context of {} (-c)", req.workload_path, n_tokens, req.knobs.n_ctx));
     if (req.knobs.n_ctx == 0 && n_tokens > model.n_ctx_train)
-      return Status::Error(fmt::format("{}: {} tokens are longer than the model's training context of {}; set -c to "
-                                       "run past it", req.workload_path, n_tokens, model.n_ctx_train));
+      return Status::Error(
+          fmt::format("{}: {} tokens are longer than the model's training context of {}; set -c to "
+                      "run past it",
+                      req.workload_path, n_tokens, model.n_ctx_train));
     FS_ASSIGN_OR_RETURN(auto llama, LlamaEngine::Create(req.model_path, req.knobs, req.forks.plan ? 2 : 1));
     m.tokenizer_sha256 = TokenizerHash(llama->n_vocab(), [&](int32_t t) { return llama->TokenText(t); });
     m.llama = llama.get();
@@ -116,7 +115,8 @@ Result<MadeEngine> MakeEngine(const CaptureRequest& req, const ModelInfo& model,
     return m;
   }
   if (req.engine == "exact") {
-    if (req.knobs.load > 0) return Status::InvalidArgument("--load needs --engine llama or openai (the exact engine runs alone)");
+    if (req.knobs.load > 0)
+      return Status::InvalidArgument("--load needs --engine llama or openai (the exact engine runs alone)");
     // The FP64 reference: only the thread count of the knobs applies (it does not change the math).
     ExactOptions o;
     o.n_threads = req.knobs.n_threads;
@@ -199,8 +199,9 @@ Result<nlohmann::json> RunCapture(const CaptureRequest& req) {
   if (made.topk > 0)
     manifest["truncation"] = {
         {"k", made.topk},
-        {"note", "rows hold the server's top-k log-probabilities only: flips are exact (argmax = its top-1 id); "
-                 "KL is a tail-bucket estimate (a lower bound), see docs/engines.md"}};
+        {"note",
+         "rows hold the server's top-k log-probabilities only: flips are exact (argmax = its top-1 id); "
+         "KL is a tail-bucket estimate (a lower bound), see docs/engines.md"}};
   FS_ASSIGN_OR_RETURN(std::string workload_sha, Sha256File(req.workload_path));
   manifest["request"] = CaptureRequestJson(req, model.sha256, workload_sha);
   CaptureLayout layout;
@@ -222,29 +223,26 @@ Result<nlohmann::json> RunCapture(const CaptureRequest& req) {
   };
   int64_t n_forks = 0;
   double fork_s = 0;
-  Status st = req.forks.plan
-                  ? made.llama->PrefillWithPlannedForks(w.tokens, probes, write, req.forks.plan, req.forks.max_tokens,
-                                                        [&](const ForkRequest& fr, const Future& f) {
-                                                          ++n_forks;
-                                                          fork_s += f.seconds;
-                                                          return req.forks.sink(fr, f);
-                                                        },
-                                                        on_tokens, req.forks.extend)
-                  : engine->Prefill(w.tokens, probes, write, on_tokens);
+  Status st = req.forks.plan ? made.llama->PrefillWithPlannedForks(
+                                   w.tokens, probes, write, req.forks.plan, req.forks.max_tokens,
+                                   [&](const ForkRequest& fr, const Future& f) {
+                                     ++n_forks;
+                                     fork_s += f.seconds;
+                                     return req.forks.sink(fr, f);
+                                   },
+                                   on_tokens, req.forks.extend)
+                             : engine->Prefill(w.tokens, probes, write, on_tokens);
   bar.Finish();
   if (!st.ok()) return req.engine == "llama" ? st.Prefixed(req.model_path) : st;
   double t_run = NowSeconds() - t_run0;
   // Fork decoding is timed apart so that tokens/s stays the prefill's own rate.
   t_run -= fork_s;
-  manifest["timings"] = {{"load_s", t_load},
-                         {"prefill_s", t_run},
-                         {"tokens_per_s", t_run > 0 ? n / t_run : 0.0},
-                         {"forks", n_forks},
-                         {"fork_decode_s", fork_s},
-                         {"total_s", NowSeconds() - t0}};
+  manifest["timings"] = {{"load_s", t_load}, {"prefill_s", t_run},      {"tokens_per_s", t_run > 0 ? n / t_run : 0.0},
+                         {"forks", n_forks}, {"fork_decode_s", fork_s}, {"total_s", NowSeconds() - t0}};
   if (nlohmann::json load = engine->LoadRecord(); !load.is_null()) {
-    load["sources"] = load_sources.empty() ? nlohmann::json::array({{{"name", "workload"}, {"path", req.workload_path}}})
-                                           : load_sources;
+    load["sources"] = load_sources.empty()
+                          ? nlohmann::json::array({{{"name", "workload"}, {"path", req.workload_path}}})
+                          : load_sources;
     manifest["load"] = load;
   }
   writer->SetManifest(manifest);

@@ -90,11 +90,19 @@ TEST(RunCapture, RepeatIsBitForBitAndManifestIsComplete) {
 
 TEST(RunCapture, BadInputsLeaveNoFile) {
   Files f = Make("bad");
-  struct Case { std::string what; std::function<void(CaptureRequest&)> edit; std::string expect; };
+  struct Case {
+    std::string what;
+    std::function<void(CaptureRequest&)> edit;
+    std::string expect;
+  };
   std::vector<Case> cases = {
       {"context", [](CaptureRequest& r) { r.knobs.n_ctx = 16; }, "do not fit the context"},
       {"kv type", [](CaptureRequest& r) { r.knobs.cache_type_k = "q3_k"; }, "unknown KV cache type"},
-      {"v quant without fa", [](CaptureRequest& r) { r.knobs.cache_type_v = "q8_0"; r.knobs.flash_attn = "off"; },
+      {"v quant without fa",
+       [](CaptureRequest& r) {
+         r.knobs.cache_type_v = "q8_0";
+         r.knobs.flash_attn = "off";
+       },
        "needs flash attention"},
       {"model", [](CaptureRequest& r) { r.model_path = "/nonexistent.gguf"; }, "/nonexistent.gguf"},
       {"workload", [](CaptureRequest& r) { r.workload_path = "/nonexistent.json"; }, "/nonexistent.json"},

@@ -1,9 +1,9 @@
 // The floor under load: one capture alone, R under load, and how many of the R are bit-for-bit
 // the alone one (and where they are not, which greedy choices flipped).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <filesystem>
-
-#include <fmt/format.h>
 
 #include "capture/capture.h"
 #include "util/util.h"
@@ -18,7 +18,8 @@ std::string LoadRepeatPath(const std::string& alone, int r) {
 Result<nlohmann::json> CompareToAlone(const std::string& alone_path, const std::string& loaded_path) {
   FS_ASSIGN_OR_RETURN(auto alone, CaptureReader::Open(alone_path));
   FS_ASSIGN_OR_RETURN(auto loaded, CaptureReader::Open(loaded_path));
-  if (!std::ranges::equal(alone->tokens(), loaded->tokens()) || !std::ranges::equal(alone->positions(), loaded->positions()))
+  if (!std::ranges::equal(alone->tokens(), loaded->tokens()) ||
+      !std::ranges::equal(alone->positions(), loaded->positions()))
     return Status::InvalidArgument(loaded_path + ": not the same tokens and probe positions as " + alone_path);
   int64_t identical = 0, flips = 0;
   nlohmann::json flipped = nlohmann::json::array();
@@ -26,10 +27,11 @@ Result<nlohmann::json> CompareToAlone(const std::string& alone_path, const std::
     identical += alone->digest()[i] == loaded->digest()[i];
     if (alone->argmax()[i] == loaded->argmax()[i]) continue;
     ++flips;
-    flipped.push_back({{"position", alone->positions()[i]}, {"alone", alone->argmax()[i]}, {"loaded", loaded->argmax()[i]}});
+    flipped.push_back(
+        {{"position", alone->positions()[i]}, {"alone", alone->argmax()[i]}, {"loaded", loaded->argmax()[i]}});
   }
   const int64_t n = int64_t(alone->positions().size());
-  return nlohmann::json{{"capture", loaded_path}, {"probes", n},          {"identical_rows", identical},
+  return nlohmann::json{{"capture", loaded_path},          {"probes", n},    {"identical_rows", identical},
                         {"bit_identical", identical == n}, {"flips", flips}, {"flipped", flipped}};
 }
 
@@ -39,7 +41,9 @@ Result<nlohmann::json> RunLoadFloor(const CaptureRequest& req, int repeats) {
   CaptureRequest alone = req;
   alone.knobs.load = 0;
   FS_RETURN_IF_ERROR(RunCapture(alone).status());
-  nlohmann::json out = {{"alone", req.out_path}, {"load", req.knobs.load}, {"load_seed", req.knobs.load_seed},
+  nlohmann::json out = {{"alone", req.out_path},
+                        {"load", req.knobs.load},
+                        {"load_seed", req.knobs.load_seed},
                         {"repeats", nlohmann::json::array()}};
   int identical = 0;
   for (int r = 1; r <= repeats; ++r) {

@@ -5,10 +5,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "util/status.h"
 
@@ -20,7 +19,7 @@ struct ModelInfo {
   std::string architecture, name;
   uint64_t n_params = 0;
   int n_layer = 0;
-  std::string layer_pattern;     // e.g. "5 local (SWA 512) : 1 global"; empty for uniform
+  std::string layer_pattern;  // e.g. "5 local (SWA 512) : 1 global"; empty for uniform
   int64_t n_ctx_train = 0;
   int n_embd = 0, n_head = 0, n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;
   int64_t n_vocab = 0;
@@ -77,15 +76,15 @@ class MappedFile {
 
 // One stored tensor of a checkpoint.
 struct TensorEntry {
-  std::string name;             // as stored
-  std::string dtype;            // as stored: ggml type name ("q4_1") for GGUF, "BF16" etc. for safetensors
-  int ggml_type = -1;           // the ggml type that decodes it to F32; -1: not a float type (bytes only)
-  std::vector<int64_t> shape;   // outermost first, as numpy shows it (GGUF's ne0..neN reversed)
-  int64_t row_elements = 1;     // elements per stored row (GGUF ne0, the last safetensors dim)
-  uint64_t row_bytes = 0;       // bytes per stored row
+  std::string name;            // as stored
+  std::string dtype;           // as stored: ggml type name ("q4_1") for GGUF, "BF16" etc. for safetensors
+  int ggml_type = -1;          // the ggml type that decodes it to F32; -1: not a float type (bytes only)
+  std::vector<int64_t> shape;  // outermost first, as numpy shows it (GGUF's ne0..neN reversed)
+  int64_t row_elements = 1;    // elements per stored row (GGUF ne0, the last safetensors dim)
+  uint64_t row_bytes = 0;      // bytes per stored row
   uint64_t bytes = 0;
-  int file = 0;                 // index into Checkpoint::files
-  uint64_t offset = 0;          // byte offset of the data within that file
+  int file = 0;         // index into Checkpoint::files
+  uint64_t offset = 0;  // byte offset of the data within that file
   // The product of the shape (1 for a scalar).
   int64_t Elements() const;
 };
@@ -94,9 +93,9 @@ struct TensorEntry {
 // checkpoint (model.safetensors.index.json).
 struct Checkpoint {
   std::string path;
-  std::string format;           // "gguf" or "safetensors"
-  std::string architecture;     // GGUF general.architecture ("" for safetensors)
-  int n_head = 0, n_head_kv = 0;  // GGUF attention head counts (0 when unknown)
+  std::string format;                // "gguf" or "safetensors"
+  std::string architecture;          // GGUF general.architecture ("" for safetensors)
+  int n_head = 0, n_head_kv = 0;     // GGUF attention head counts (0 when unknown)
   std::vector<TensorEntry> tensors;  // in file order
   std::vector<std::shared_ptr<const MappedFile>> files;
   // The bytes of all tensors.
@@ -130,8 +129,8 @@ std::string TensorComponent(const std::string& name);
 struct TensorsOptions {
   // JSON object {"name in A": "name in B", ...}; pairs listed there bypass the automatic naming.
   std::string map_path;
-  int threads = 0;               // worker threads; 0 = all hardware threads
-  bool progress = true;          // progress bars (on a terminal only)
+  int threads = 0;       // worker threads; 0 = all hardware threads
+  bool progress = true;  // progress bars (on a terminal only)
 };
 
 enum class TensorState {
@@ -147,18 +146,18 @@ enum class TensorState {
 const char* TensorStateName(TensorState s);
 
 struct TensorDiff {
-  std::string name_a, name_b;    // empty on the side that lacks it
+  std::string name_a, name_b;  // empty on the side that lacks it
   std::string component;
   TensorState state = TensorState::kMissing;
   std::string dtype_a, dtype_b;
   std::vector<int64_t> shape_a, shape_b;
   uint64_t hash_a = 0, hash_b = 0;  // XXH3-64 of the stored bytes (docs/checkpoints.md)
-  bool compared = false;         // the metrics below were computed (decoded to F32, in FP64)
-  double rel_l2 = 0;             // ||a - b|| / ||a||
-  double max_abs = 0;            // max |a - b|
-  double cosine = 1;             // a.b / (||a|| ||b||)
-  int64_t n_differ = 0;          // elements whose decoded values differ
-  int64_t nonfinite_mismatch = 0;  // elements finite on one side only, or NaN on one side
+  bool compared = false;            // the metrics below were computed (decoded to F32, in FP64)
+  double rel_l2 = 0;                // ||a - b|| / ||a||
+  double max_abs = 0;               // max |a - b|
+  double cosine = 1;                // a.b / (||a|| ||b||)
+  int64_t n_differ = 0;             // elements whose decoded values differ
+  int64_t nonfinite_mismatch = 0;   // elements finite on one side only, or NaN on one side
   // Q/K tensors compared across formats: the metrics above are after undoing llama.cpp's
   // convert_hf_to_gguf permutation because that matched better; rel_l2_raw is without it.
   bool qk_unpermuted = false;
@@ -170,7 +169,7 @@ struct TensorsReport {
   std::string path_a, path_b, format_a, format_b;
   uint64_t bytes_a = 0, bytes_b = 0;
   int n_tensors_a = 0, n_tensors_b = 0;
-  std::vector<TensorDiff> tensors;   // A's order, then B's extras
+  std::vector<TensorDiff> tensors;  // A's order, then B's extras
   double seconds = 0;
   struct Group {
     std::string component;
@@ -202,10 +201,10 @@ enum class Severity { kOk, kInfo, kWarn, kError };
 const char* SeverityName(Severity s);
 
 struct Finding {
-  std::string check;     // e.g. "chat_template", "bos", "pre_tokenizer"
+  std::string check;  // e.g. "chat_template", "bos", "pre_tokenizer"
   Severity severity = Severity::kInfo;
-  std::string message;   // one line: what was found
-  std::string fix;       // one line: what to do ("" when nothing)
+  std::string message;  // one line: what was found
+  std::string fix;      // one line: what to do ("" when nothing)
 };
 
 struct DoctorOptions {

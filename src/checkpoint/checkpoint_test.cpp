@@ -1,9 +1,10 @@
+#include "checkpoint/checkpoint.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
-#include "checkpoint/checkpoint.h"
 #include "testing/tiny_model.h"
 #include "util/util.h"
 

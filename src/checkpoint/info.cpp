@@ -1,16 +1,14 @@
 // `info`: a model file's facts, read with ggml's GGUF reader and llama.cpp's vocabulary loader.
+#include <chat.h>
+#include <fmt/format.h>
 #include <ggml.h>
 #include <gguf.h>
 #include <llama.h>
-
-#include <chat.h>
 
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "checkpoint/checkpoint.h"
 #include "runtime/runtime.h"
@@ -36,16 +34,26 @@ int64_t GetInt(const gguf_context* g, const std::string& key, int64_t def = 0) {
     return def;
   }
   switch (t) {
-    case GGUF_TYPE_UINT8: return gguf_get_val_u8(g, id);
-    case GGUF_TYPE_INT8: return gguf_get_val_i8(g, id);
-    case GGUF_TYPE_UINT16: return gguf_get_val_u16(g, id);
-    case GGUF_TYPE_INT16: return gguf_get_val_i16(g, id);
-    case GGUF_TYPE_UINT32: return gguf_get_val_u32(g, id);
-    case GGUF_TYPE_INT32: return gguf_get_val_i32(g, id);
-    case GGUF_TYPE_UINT64: return int64_t(gguf_get_val_u64(g, id));
-    case GGUF_TYPE_INT64: return gguf_get_val_i64(g, id);
-    case GGUF_TYPE_BOOL: return gguf_get_val_bool(g, id);
-    default: return def;
+    case GGUF_TYPE_UINT8:
+      return gguf_get_val_u8(g, id);
+    case GGUF_TYPE_INT8:
+      return gguf_get_val_i8(g, id);
+    case GGUF_TYPE_UINT16:
+      return gguf_get_val_u16(g, id);
+    case GGUF_TYPE_INT16:
+      return gguf_get_val_i16(g, id);
+    case GGUF_TYPE_UINT32:
+      return gguf_get_val_u32(g, id);
+    case GGUF_TYPE_INT32:
+      return gguf_get_val_i32(g, id);
+    case GGUF_TYPE_UINT64:
+      return int64_t(gguf_get_val_u64(g, id));
+    case GGUF_TYPE_INT64:
+      return gguf_get_val_i64(g, id);
+    case GGUF_TYPE_BOOL:
+      return gguf_get_val_bool(g, id);
+    default:
+      return def;
   }
 }
 
@@ -62,9 +70,12 @@ std::string LayerPattern(const gguf_context* g, const std::string& arch, int n_l
   if (swa <= 0) return "";
   int64_t period = GetInt(g, arch + ".attention.sliding_window_pattern", 0);
   if (period <= 0) {
-    if (arch == "gemma3") period = 6;
-    else if (arch == "gemma2") period = 2;
-    else if (arch == "cohere2") period = 4;
+    if (arch == "gemma3")
+      period = 6;
+    else if (arch == "gemma2")
+      period = 2;
+    else if (arch == "cohere2")
+      period = 4;
   }
   if (period <= 1) return fmt::format("sliding window {} on every layer", swa);
   int64_t global = n_layer / period;

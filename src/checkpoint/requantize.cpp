@@ -1,12 +1,10 @@
 // Requantize: a GGUF's weights converted to another type by llama.cpp's own quantizer.
+#include <fmt/format.h>
 #include <llama.h>
-
 #include <unistd.h>
 
 #include <filesystem>
 #include <map>
-
-#include <fmt/format.h>
 
 #include "checkpoint/checkpoint.h"
 #include "runtime/runtime.h"
@@ -17,9 +15,8 @@ namespace {
 // The weight types a model may be requantized to, as llama.cpp's file types.
 const std::map<std::string, llama_ftype>& Ftypes() {
   static const std::map<std::string, llama_ftype> m = {
-      {"F32", LLAMA_FTYPE_ALL_F32},         {"F16", LLAMA_FTYPE_MOSTLY_F16},
-      {"BF16", LLAMA_FTYPE_MOSTLY_BF16},    {"Q8_0", LLAMA_FTYPE_MOSTLY_Q8_0},
-      {"Q6_K", LLAMA_FTYPE_MOSTLY_Q6_K},    {"Q5_K_M", LLAMA_FTYPE_MOSTLY_Q5_K_M},
+      {"F32", LLAMA_FTYPE_ALL_F32},          {"F16", LLAMA_FTYPE_MOSTLY_F16},   {"BF16", LLAMA_FTYPE_MOSTLY_BF16},
+      {"Q8_0", LLAMA_FTYPE_MOSTLY_Q8_0},     {"Q6_K", LLAMA_FTYPE_MOSTLY_Q6_K}, {"Q5_K_M", LLAMA_FTYPE_MOSTLY_Q5_K_M},
       {"Q4_K_M", LLAMA_FTYPE_MOSTLY_Q4_K_M}, {"Q4_0", LLAMA_FTYPE_MOSTLY_Q4_0}};
   return m;
 }
@@ -50,8 +47,8 @@ Status Requantize(const std::string& in, const std::string& type, const std::str
     std::error_code ec;
     fs::remove(tmp, ec);
     std::string why = TakeLlamaLogTail();
-    return Status::Error(fmt::format("{}: llama.cpp could not requantize to {}{}", in, type,
-                                     why.empty() ? "" : " (" + why + ")"));
+    return Status::Error(
+        fmt::format("{}: llama.cpp could not requantize to {}{}", in, type, why.empty() ? "" : " (" + why + ")"));
   }
   std::error_code ec;
   fs::rename(tmp, out, ec);

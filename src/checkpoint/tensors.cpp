@@ -273,7 +273,6 @@ void HashPairs(std::vector<Job>& jobs, const Checkpoint& ca, const Checkpoint& c
         return len;
       },
       hash_bar ? &*hash_bar : nullptr);
-
 }
 
 // Settles every pair whose bytes match as identical, and decodes and compares the others in
@@ -326,7 +325,6 @@ void CompareDifferent(std::vector<Job>& jobs, const Checkpoint& ca, const Checkp
   for (const auto& it : items) sums[it.job].Add(partial[it.slot]);
   for (auto& j : jobs)
     if (j.diff.state == TensorState::kDifferent) Finish(j, sums[&j]);
-
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // `flipscope branch BASE CAND -o BRANCHES.json [--at flips|ranges] [--ranges A-B,...|tool_calls]
 //  [--max-tokens N] [--max-call-tokens N] [--max-branches N] [--reconverge K]`
-#include <filesystem>
-
 #include <fmt/format.h>
+
+#include <filesystem>
 
 #include "branch/branch.h"
 #include "cli/commands.h"
@@ -33,7 +33,8 @@ void PrintSummary(const nlohmann::json& out, const std::string& path) {
                r["outcome_kind"].get<std::string>(), r["outcome_reason"].get<std::string>());
   }
   if (not_reproduced > 0)
-    fmt::print("{} branch points where a recomputed row differs from its capture (see \"reproduced\")\n", not_reproduced);
+    fmt::print("{} branch points where a recomputed row differs from its capture (see \"reproduced\")\n",
+               not_reproduced);
   fmt::print("wrote {}\n", path);
 }
 
@@ -49,18 +50,21 @@ Action DefineBranch(CLI::App* cmd) {
   cmd->add_option("base", o->req.base_path, "Baseline capture (.safetensors)")->required();
   cmd->add_option("cand", o->req.cand_path, "Candidate capture of the same workload")->required();
   cmd->add_option("-o,--output", o->out, "Branch records to write (.json)")->required();
-  cmd->add_option("--at", o->req.options.at, "Branch points: flips (stored argmax differ) or ranges")->default_val("flips");
+  cmd->add_option("--at", o->req.options.at, "Branch points: flips (stored argmax differ) or ranges")
+      ->default_val("flips");
   cmd->add_option("--ranges", o->req.options.ranges, "With --at ranges: A-B,... (inclusive positions) or tool_calls");
   cmd->add_option("--max-tokens", o->req.options.max_tokens, "Tokens decoded per future")->default_val(64);
-  cmd->add_option("--max-call-tokens", o->req.options.max_call_tokens,
-                  "Inside a tool call, decode on until the call closes, up to this many tokens; 0 = never past --max-tokens")
+  cmd->add_option(
+         "--max-call-tokens", o->req.options.max_call_tokens,
+         "Inside a tool call, decode on until the call closes, up to this many tokens; 0 = never past --max-tokens")
       ->default_val(256);
   cmd->add_option("--max-branches", o->req.options.max_branches, "Follow only the first N branch points; 0 = all")
       ->default_val(0);
   cmd->add_option("--reconverge", o->req.options.reconverge,
                   "K: futures agreeing again for K tokens within K tokens of the fork are benign")
       ->default_val(8);
-  cmd->add_flag("--no-fork", o->no_fork, "Re-prefill every branch instead of forking the cache (slower; for comparison)");
+  cmd->add_flag("--no-fork", o->no_fork,
+                "Re-prefill every branch instead of forking the cache (slower; for comparison)");
   cmd->add_flag("-q,--quiet", o->quiet, "No progress bar");
   return [o]() -> int {
     // Refuse a missing output folder before the long run rather than after it.
@@ -71,7 +75,8 @@ Action DefineBranch(CLI::App* cmd) {
     o->req.options.progress = !o->quiet;
     auto out = RunBranches(o->req);
     if (!out.ok()) return Fail(out.status());
-    for (const auto& w : (*out)["config"]["warnings"]) fmt::print(stderr, "flipscope: warning: {}\n", w.get<std::string>());
+    for (const auto& w : (*out)["config"]["warnings"])
+      fmt::print(stderr, "flipscope: warning: {}\n", w.get<std::string>());
     Status st = WriteFileAtomic(o->out, out->dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     if (!st.ok()) return Fail(st);
     PrintSummary(*out, o->out);

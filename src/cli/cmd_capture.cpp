@@ -1,7 +1,7 @@
 // `flipscope capture -m MODEL -w WORKLOAD -o OUT.safetensors [knobs]`
-#include <map>
-
 #include <fmt/format.h>
+
+#include <map>
 
 #include "capture/capture.h"
 #include "cli/commands.h"
@@ -38,11 +38,15 @@ void AddServerFlags(CLI::App* cmd, HttpOptions& h) {
   cmd->add_option("--url", h.url, "--engine openai: the server's base URL, e.g. http://gpu-host:8000");
   cmd->add_option("--api", h.api, "--engine openai: vllm (POST /v1/completions) or sglang (POST /generate)")
       ->default_val("vllm");
-  cmd->add_option("--logprobs", h.logprobs, "--engine openai: top-k log-probabilities per position (-1: vLLM's full vocabulary)")
+  cmd->add_option("--logprobs", h.logprobs,
+                  "--engine openai: top-k log-probabilities per position (-1: vLLM's full vocabulary)")
       ->default_val(20);
-  cmd->add_option("--served-model-name", h.served_model, "--engine openai: the request's model (default: the server's first)");
-  cmd->add_option("--api-key-env", h.api_key_env, "--engine openai: environment variable holding the API key (sent as Bearer)");
-  cmd->add_option("--server-note", h.server_note, "--engine openai: text recorded in the manifest, e.g. the server's flags");
+  cmd->add_option("--served-model-name", h.served_model,
+                  "--engine openai: the request's model (default: the server's first)");
+  cmd->add_option("--api-key-env", h.api_key_env,
+                  "--engine openai: environment variable holding the API key (sent as Bearer)");
+  cmd->add_option("--server-note", h.server_note,
+                  "--engine openai: text recorded in the manifest, e.g. the server's flags");
   cmd->add_option("--timeout", h.timeout_s, "--engine openai: seconds per request")->default_val(600);
   cmd->add_option("--retries", h.retries, "--engine openai: retries after 5xx, 429 and timeouts")->default_val(4);
 }
@@ -72,8 +76,11 @@ Action DefineCapture(CLI::App* cmd) {
     int load_repeats = 0;
   };
   auto o = std::make_shared<Opts>();
-  cmd->add_option("-m,--model", o->req.model_path, "GGUF model file (with --engine openai: its tokenizer only)")->required();
-  cmd->add_option("--engine", o->req.engine, "llama (linked llama.cpp), exact (the FP64 reference, docs/exact.md) or openai (a vLLM / SGLang server, --url)")
+  cmd->add_option("-m,--model", o->req.model_path, "GGUF model file (with --engine openai: its tokenizer only)")
+      ->required();
+  cmd->add_option("--engine", o->req.engine,
+                  "llama (linked llama.cpp), exact (the FP64 reference, docs/exact.md) or openai (a vLLM / SGLang "
+                  "server, --url)")
       ->default_val("llama");
   cmd->add_option("-w,--workload", o->req.workload_path, "Chat JSON/JSONL, plain text or token ids")->required();
   cmd->add_option("-o,--output", o->req.out_path, "Capture file to write (.safetensors)")->required();

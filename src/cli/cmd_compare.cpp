@@ -1,9 +1,9 @@
 // `flipscope compare BASE CAND [CAND ...] [--json|--csv|--md] [--fail-above RATE] [--max-kl X]`
 // Exit codes: 0 ok, 1 error, 3 a --fail-above / --max-kl gate was exceeded (docs/compare.md).
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "capture/capture.h"
 #include "cli/commands.h"
@@ -86,7 +86,9 @@ int Run(const Opts& o) {
 
 Action DefineCompare(CLI::App* cmd) {
   auto o = std::make_shared<Opts>();
-  cmd->add_option("captures", o->files, "BASE CAND [CAND ...] capture files (.safetensors)")->required()->expected(2, -1);
+  cmd->add_option("captures", o->files, "BASE CAND [CAND ...] capture files (.safetensors)")
+      ->required()
+      ->expected(2, -1);
   cmd->add_option("--window", o->compare.window, "Window size in tokens (window i = positions [i*W, (i+1)*W))")
       ->default_val(8192)
       ->check(CLI::PositiveNumber);

@@ -49,7 +49,10 @@ void PrintText(const nlohmann::json& d) {
 }  // namespace
 
 Action DefineInspect(CLI::App* cmd) {
-  struct Opts { std::string capture; bool json = false; };
+  struct Opts {
+    std::string capture;
+    bool json = false;
+  };
   auto opts = std::make_shared<Opts>();
   cmd->add_option("capture", opts->capture, "Capture file (.safetensors)")->required();
   cmd->add_flag("--json", opts->json, "Print one JSON object");
@@ -57,8 +60,10 @@ Action DefineInspect(CLI::App* cmd) {
     auto reader = CaptureReader::Open(opts->capture);
     if (!reader.ok()) return Fail(reader.status());
     nlohmann::json d = Describe(**reader);
-    if (opts->json) fmt::print("{}\n", d.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
-    else PrintText(d);
+    if (opts->json)
+      fmt::print("{}\n", d.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+    else
+      PrintText(d);
     return 0;
   };
 }

@@ -1,8 +1,8 @@
 // `flipscope layers BASE CAND -o LAYERS.json [--html LAYERS.html] [--max-flips N] [--jump X]
 //  [--floor X]`: where each flip between two captures is born, layer by layer.
-#include <filesystem>
-
 #include <fmt/format.h>
+
+#include <filesystem>
 
 #include "cli/commands.h"
 #include "layers/layers.h"
@@ -52,7 +52,8 @@ Action DefineLayers(CLI::App* cmd) {
   cmd->add_option("cand", o->req.cand_path, "Candidate capture of the same workload")->required();
   cmd->add_option("-o,--output", o->out, "Per-flip, per-layer differences to write (.json)")->required();
   cmd->add_option("--html", o->html, "Also write the charts and each flip's detail as one HTML page");
-  cmd->add_option("--max-flips", o->req.options.max_flips, "Only the first N flips by position; 0 = all")->default_val(0);
+  cmd->add_option("--max-flips", o->req.options.max_flips, "Only the first N flips by position; 0 = all")
+      ->default_val(0);
   cmd->add_option("--jump", o->req.options.jump,
                   "A flip is born where the residual difference exceeds this many times the largest before it")
       ->default_val(4);

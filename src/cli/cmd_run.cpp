@@ -11,7 +11,10 @@
 namespace flipscope::cli {
 
 Action DefineRun(CLI::App* cmd) {
-  struct Opts { std::string file, outdir, memory; bool quiet = false; };
+  struct Opts {
+    std::string file, outdir, memory;
+    bool quiet = false;
+  };
   auto o = std::make_shared<Opts>();
   cmd->add_option("experiment", o->file, "Experiment file (TOML)")->required();
   cmd->add_option("-o,--output", o->outdir, "Results folder")->required();
@@ -39,7 +42,9 @@ Action DefineRun(CLI::App* cmd) {
 }
 
 Action DefineReport(CLI::App* cmd) {
-  struct Opts { std::string results, outdir; };
+  struct Opts {
+    std::string results, outdir;
+  };
   auto o = std::make_shared<Opts>();
   cmd->add_option("results", o->results, "results.json written by flipscope run")->required();
   cmd->add_option("-o,--output", o->outdir, "Folder for the report files")->required();

@@ -3,9 +3,8 @@
 // error and return the exit code.
 #pragma once
 
-#include <functional>
-
 #include <CLI/CLI.hpp>
+#include <functional>
 
 #include "util/status.h"
 

@@ -1,9 +1,9 @@
 // flipscope: the pipeline's stages as subcommands; kCommands below is the list.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "cli/commands.h"
 #include "engine/engine.h"
@@ -38,8 +38,10 @@ std::vector<std::string> LlamaStyleArgs(int argc, char** argv) {
       continue;
     }
     for (auto& [s, l] : spellings) {
-      if (a == s) a = l;
-      else if (a.rfind(s + "=", 0) == 0) a = l + a.substr(s.size());
+      if (a == s)
+        a = l;
+      else if (a.rfind(s + "=", 0) == 0)
+        a = l + a.substr(s.size());
     }
     out.push_back(a);
   }
@@ -62,16 +64,20 @@ const Command kCommands[] = {
     {"layers", "Where each flip of two captures is born: every layer's attention, MLP and residual at the flips",
      DefineLayers},
     {"run", "Run an experiment file: captures, comparisons, branches, report and recipe", DefineRun},
-    {"report", "Render report.html, report.md and results.csv again from a results.json "
-               "(e.g. one made on another machine)", DefineReport},
+    {"report",
+     "Render report.html, report.md and results.csv again from a results.json "
+     "(e.g. one made on another machine)",
+     DefineReport},
     {"tensors", "Tensor-by-tensor diff of two checkpoints (GGUF, safetensors, sharded)", DefineTensors},
-    {"doctor", "Checks of a model file: chat template, BOS/EOS, tools, sampling, context, pre-tokenizer "
-               "(exit 2 on an error finding)", DefineDoctor},
+    {"doctor",
+     "Checks of a model file: chat template, BOS/EOS, tools, sampling, context, pre-tokenizer "
+     "(exit 2 on an error finding)",
+     DefineDoctor},
 };
 
 void PrintVersion() {
-  fmt::print("flipscope {}\nllama.cpp {}\nggml {}\nbackends {}\n", FLIPSCOPE_VERSION, LlamaVersion(),
-             GgmlVersion(), fmt::join(Backends(), ", "));
+  fmt::print("flipscope {}\nllama.cpp {}\nggml {}\nbackends {}\n", FLIPSCOPE_VERSION, LlamaVersion(), GgmlVersion(),
+             fmt::join(Backends(), ", "));
 }
 }  // namespace
 }  // namespace flipscope::cli

@@ -1,16 +1,17 @@
 // The comparison driver: checks the pair is comparable, pairs up the probe positions both hold,
 // runs the row kernels on worker threads (each streaming rows from the mapped files into its own
 // buffers), then reduces in probe order and describes every flip.
+#include "compare/compare.h"
+
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <mutex>
 #include <thread>
 
-#include <fmt/format.h>
-
 #include "capture/capture.h"
-#include "compare/compare.h"
 #include "util/util.h"
 
 namespace flipscope {
@@ -22,14 +23,16 @@ using compare::RowView;
 Status CheckComparable(const CaptureReader& a, const CaptureReader& b) {
   auto ta = a.tokens(), tb = b.tokens();
   if (ta.size() != tb.size())
-    return Status::Error(fmt::format("{} and {} hold different tokens ({} vs {} tokens): only captures of the same "
-                                     "workload can be compared",
-                                     a.path(), b.path(), ta.size(), tb.size()));
+    return Status::Error(
+        fmt::format("{} and {} hold different tokens ({} vs {} tokens): only captures of the same "
+                    "workload can be compared",
+                    a.path(), b.path(), ta.size(), tb.size()));
   auto [ia, ib] = std::mismatch(ta.begin(), ta.end(), tb.begin());
   if (ia != ta.end())
-    return Status::Error(fmt::format("{} and {} hold different tokens (first difference at position {}: {} vs {}): "
-                                     "only captures of the same workload can be compared",
-                                     a.path(), b.path(), ia - ta.begin(), *ia, *ib));
+    return Status::Error(
+        fmt::format("{} and {} hold different tokens (first difference at position {}: {} vs {}): "
+                    "only captures of the same workload can be compared",
+                    a.path(), b.path(), ia - ta.begin(), *ia, *ib));
   if (a.n_vocab() > 0 && b.n_vocab() > 0 && a.n_vocab() != b.n_vocab())
     return Status::Error(fmt::format("{} and {} have different vocabularies ({} vs {} entries)", a.path(), b.path(),
                                      a.n_vocab(), b.n_vocab()));
@@ -43,9 +46,12 @@ struct Pairing {
 Pairing PairProbes(std::span<const int32_t> pb, std::span<const int32_t> pc) {
   Pairing p;
   for (size_t i = 0, j = 0; i < pb.size() && j < pc.size();) {
-    if (pb[i] < pc[j]) ++i;
-    else if (pc[j] < pb[i]) ++j;
-    else p.base.push_back(int64_t(i++)), p.cand.push_back(int64_t(j++));
+    if (pb[i] < pc[j])
+      ++i;
+    else if (pc[j] < pb[i])
+      ++j;
+    else
+      p.base.push_back(int64_t(i++)), p.cand.push_back(int64_t(j++));
   }
   return p;
 }
@@ -64,8 +70,10 @@ Status ReadSide(const CaptureReader& r, int64_t i, int32_t vocab, SideRow& s) {
   s.view = RowView{};
   s.view.argmax = r.argmax()[size_t(i)];
   if (vocab > 0 && s.view.argmax >= vocab)
-    return Status::Error(fmt::format("{}: probe at position {}: argmax {} is outside the other capture's {}-entry "
-                                     "vocabulary", r.path(), pos, s.view.argmax, vocab));
+    return Status::Error(
+        fmt::format("{}: probe at position {}: argmax {} is outside the other capture's {}-entry "
+                    "vocabulary",
+                    r.path(), pos, s.view.argmax, vocab));
   if (!r.truncated()) {
     s.logits.resize(size_t(r.n_vocab()));
     // Widen and scan straight from the mapping where the reader has one: one pass, no copy.
@@ -78,8 +86,8 @@ Status ReadSide(const CaptureReader& r, int64_t i, int32_t vocab, SideRow& s) {
     }
     s.view.logits = s.logits;
     if (!s.summary.finite)
-      return Status::Error(fmt::format("{}: probe at position {}: the logits hold NaN or +inf (or no finite value)",
-                                       r.path(), pos));
+      return Status::Error(
+          fmt::format("{}: probe at position {}: the logits hold NaN or +inf (or no finite value)", r.path(), pos));
     return Status::Ok();
   }
   s.view.topk_ids = r.TopKIds(i);
@@ -90,8 +98,10 @@ Status ReadSide(const CaptureReader& r, int64_t i, int32_t vocab, SideRow& s) {
       return Status::Error(fmt::format("{}: probe at position {}: top-k log-probability {} is not a log-probability",
                                        r.path(), pos, lp));
     if (vocab > 0 && s.view.topk_ids[k] >= vocab)
-      return Status::Error(fmt::format("{}: probe at position {}: top-k id {} is outside the other capture's "
-                                       "{}-entry vocabulary", r.path(), pos, s.view.topk_ids[k], vocab));
+      return Status::Error(
+          fmt::format("{}: probe at position {}: top-k id {} is outside the other capture's "
+                      "{}-entry vocabulary",
+                      r.path(), pos, s.view.topk_ids[k], vocab));
   }
   return Status::Ok();
 }
@@ -118,8 +128,8 @@ Status MeasureProbe(const CaptureReader& base, const CaptureReader& cand, int64_
     out = compare::CompareFullRows(vb.logits, vc.logits, w.b.summary, w.c.summary, vb.argmax, vc.argmax, w.scratch);
     same = same && SameBytes(vb.logits, vc.logits);
   } else {
-    out = compare::CompareTruncatedRows(vb, vc, vb.full() ? &w.b.summary : nullptr,
-                                        vc.full() ? &w.c.summary : nullptr, w.scratch);
+    out = compare::CompareTruncatedRows(vb, vc, vb.full() ? &w.b.summary : nullptr, vc.full() ? &w.c.summary : nullptr,
+                                        w.scratch);
     same = same && SameBytes(vb.topk_ids, vc.topk_ids) && SameBytes(vb.topk_logprobs, vc.topk_logprobs);
   }
   out.position = base.positions()[size_t(ib)];
@@ -253,8 +263,8 @@ Result<Comparison> Compare(const CaptureReader& base, const CaptureReader& cand,
   c.window = options.window;
   c.base_kernel_path = KernelPathOf(base.manifest());
   c.cand_kernel_path = KernelPathOf(cand.manifest());
-  c.kernel_paths_differ = !c.base_kernel_path.empty() && !c.cand_kernel_path.empty() &&
-                          c.base_kernel_path != c.cand_kernel_path;
+  c.kernel_paths_differ =
+      !c.base_kernel_path.empty() && !c.cand_kernel_path.empty() && c.base_kernel_path != c.cand_kernel_path;
   c.probes_compared = int64_t(pairs.base.size());
   c.probes_skipped_base = int64_t(base.positions().size()) - c.probes_compared;
   c.probes_skipped_cand = int64_t(cand.positions().size()) - c.probes_compared;

@@ -10,13 +10,12 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "util/status.h"
 #include "workload/workload.h"
@@ -31,13 +30,13 @@ class CaptureReader;
 using Detokenizer = std::function<std::string(int32_t)>;
 
 struct CompareOptions {
-  int64_t window = 8192;        // window i covers token positions [i*window, (i+1)*window)
-  double confident = 0.9;       // a flip is "confident" when the base top-1 probability >= this
-  double uncertain = 0.5;       // ... and "uncertain" when it is < this (else "moderate")
-  int threads = 0;              // worker threads; 0 = std::thread::hardware_concurrency()
-  int context_chars = 60;       // preceding text shown with each flip (needs detokenize)
-  Detokenizer detokenize;       // optional
-  bool progress = true;         // progress bar on stderr (only when it is a terminal)
+  int64_t window = 8192;   // window i covers token positions [i*window, (i+1)*window)
+  double confident = 0.9;  // a flip is "confident" when the base top-1 probability >= this
+  double uncertain = 0.5;  // ... and "uncertain" when it is < this (else "moderate")
+  int threads = 0;         // worker threads; 0 = std::thread::hardware_concurrency()
+  int context_chars = 60;  // preceding text shown with each flip (needs detokenize)
+  Detokenizer detokenize;  // optional
+  bool progress = true;    // progress bar on stderr (only when it is a terminal)
 };
 
 // ---- Building blocks: pure functions over rows and values (namespace compare) ----------------
@@ -54,15 +53,15 @@ struct ProbeMetrics {
   bool flip = false;                         // base_token != cand_token
   bool identical = false;                    // digests and row values bit-for-bit equal
   // The divergences are >= 0: a sum that rounds below 0 (nearly equal rows) is reported as 0.
-  double kl_base_cand = 0;                   // KL(base||cand) = sum P_b (log P_b - log P_c)
-  double kl_cand_base = 0;                   // KL(cand||base)
-  double js = 0;                             // Jensen-Shannon divergence (natural log)
-  double top5 = kNaN, top10 = kNaN;          // |topk_b ∩ topk_c| / k
-  double base_prob = kNaN;                   // P_b(base_token)
-  double base_margin = kNaN;                 // log P_b(base_token) - max_{v != base_token} log P_b(v)
-  double base_entropy = kNaN;                // -sum P_b log P_b (nats)
-  double cand_prob = kNaN;                   // P_c(cand_token)
-  double cand_prob_of_base = kNaN;           // P_c(base_token)
+  double kl_base_cand = 0;           // KL(base||cand) = sum P_b (log P_b - log P_c)
+  double kl_cand_base = 0;           // KL(cand||base)
+  double js = 0;                     // Jensen-Shannon divergence (natural log)
+  double top5 = kNaN, top10 = kNaN;  // |topk_b ∩ topk_c| / k
+  double base_prob = kNaN;           // P_b(base_token)
+  double base_margin = kNaN;         // log P_b(base_token) - max_{v != base_token} log P_b(v)
+  double base_entropy = kNaN;        // -sum P_b log P_b (nats)
+  double cand_prob = kNaN;           // P_c(cand_token)
+  double cand_prob_of_base = kNaN;   // P_c(base_token)
 };
 
 // One row of a capture: full-vocabulary logits, or a truncated top-k list.
@@ -114,8 +113,8 @@ ProbeMetrics CompareFullRows(std::span<const float> base, std::span<const float>
 // log-probability both sides know are kept, every other id is lumped into one bucket per side
 // (mass 1 - known mass, at least kTailFloor). Full sides need their ScanRow summary.
 inline constexpr double kTailFloor = 1e-12;
-ProbeMetrics CompareTruncatedRows(const RowView& base, const RowView& cand, const RowSummary* sb,
-                                  const RowSummary* sc, RowScratch& scratch);
+ProbeMetrics CompareTruncatedRows(const RowView& base, const RowView& cand, const RowSummary* sb, const RowSummary* sc,
+                                  RowScratch& scratch);
 
 // log(sum exp(row)) and the entropy -sum p log p of softmax(row), FP64, for a row with the
 // given maximum; terms buffers exp(row - max).
@@ -159,7 +158,7 @@ struct OverallStats {
   int64_t probes = 0, flips = 0, confident_flips = 0, uncertain_flips = 0;
   double flip_rate = 0;
   std::pair<double, double> flip_rate_ci{0, 1};
-  double same_top1_rate = 0;  // llama-perplexity's "Same top p"
+  double same_top1_rate = 0;                                       // llama-perplexity's "Same top p"
   double top5_agree = compare::kNaN, top10_agree = compare::kNaN;  // means; NaN when a side holds fewer ids
   double js_mean = 0;
   compare::KlStats kl_base_cand, kl_cand_base;
@@ -174,8 +173,8 @@ struct FlipRecord {
   std::string base_text, cand_text, context;  // "" without a detokenizer
   double base_prob = compare::kNaN, cand_prob = compare::kNaN, cand_prob_of_base_token = compare::kNaN,
          base_margin = compare::kNaN;
-  double kl = 0;                              // KL(base||cand) at this probe
-  std::string klass;                          // "confident" | "moderate" | "uncertain"
+  double kl = 0;      // KL(base||cand) at this probe
+  std::string klass;  // "confident" | "moderate" | "uncertain"
 };
 
 struct Comparison {
@@ -195,10 +194,10 @@ struct Comparison {
   std::vector<WindowStats> windows;
   std::vector<FlipRecord> flips;
   std::vector<compare::ProbeMetrics> probes;  // every compared probe, by position (not in the JSON)
-  double seconds = 0;                // wall time of the metric pass
-  int threads = 0;                   // worker threads it ran on
-  std::string isa;                   // the row kernels' instruction set (KernelIsa())
-  uint64_t logit_bytes = 0;          // bytes of logits read from both files
+  double seconds = 0;                         // wall time of the metric pass
+  int threads = 0;                            // worker threads it ran on
+  std::string isa;                            // the row kernels' instruction set (KernelIsa())
+  uint64_t logit_bytes = 0;                   // bytes of logits read from both files
 };
 
 namespace compare {

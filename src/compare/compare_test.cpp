@@ -2,7 +2,10 @@
 // FP64 implementation, over real capture files written by the capture writer: F32, BF16, mixed
 // F32/BF16, truncated, full-vs-truncated, a bit-identical repeat, and (when the SmolLM2 model and
 // the capture command are there) real captures under two thread counts.
+#include "compare/compare.h"
+
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <cmath>
 #include <cstdio>
@@ -12,10 +15,7 @@
 #include <numeric>
 #include <random>
 
-#include <sys/wait.h>
-
 #include "capture/capture.h"
-#include "compare/compare.h"
 #include "compare/compare_test_util.h"
 #include "testing/tiny_model.h"
 #include "util/util.h"
@@ -39,7 +39,8 @@ void ExpectClose(double got, const json& want, double rel, double abs, const std
 }
 
 void ExpectKlStats(const compare::KlStats& s, const json& r, const std::string& what) {
-  for (auto [key, v] : {std::pair{"mean", s.mean}, {"median", s.median}, {"p99", s.p99}, {"max", s.max}, {"min", s.min}})
+  for (auto [key, v] :
+       {std::pair{"mean", s.mean}, {"median", s.median}, {"p99", s.p99}, {"max", s.max}, {"min", s.min}})
     ExpectClose(v, r[key], kKlRel, kKlAbs, what + "." + key);
   for (size_t i = 0; i < compare::kKlPercentiles.size(); ++i) {
     std::string key = fmt::format("{:.1f}", compare::kKlPercentiles[i]);
@@ -106,8 +107,8 @@ void ExpectMatchesReference(const Comparison& c, const json& ref) {
     EXPECT_EQ(w.flips, r["flips"].get<int64_t>());
     ExpectClose(w.flip_rate_ci.first, r["flip_rate_ci"][0], 1e-12, 1e-15, "window ci lo");
     ExpectClose(w.flip_rate_ci.second, r["flip_rate_ci"][1], 1e-12, 1e-15, "window ci hi");
-    for (auto [key, v] : {std::pair{"kl_mean", w.kl_mean}, {"kl_median", w.kl_median}, {"kl_p99", w.kl_p99},
-                          {"kl_max", w.kl_max}})
+    for (auto [key, v] :
+         {std::pair{"kl_mean", w.kl_mean}, {"kl_median", w.kl_median}, {"kl_p99", w.kl_p99}, {"kl_max", w.kl_max}})
       ExpectClose(v, r[key], kKlRel, kKlAbs, fmt::format("window {} {}", w.index, key));
   }
   ASSERT_EQ(c.flips.size(), ref["flips"].size());
@@ -149,7 +150,8 @@ Comparison CheckPair(const std::string& base, const std::string& cand, int64_t w
 }  // namespace
 
 TEST(Compare, F32PairMatchesNumpy) {
-  auto c = CheckPair(Capture("f32-base", Side::kBase, StoreDtype::kF32), Capture("f32-cand", Side::kCand, StoreDtype::kF32));
+  auto c =
+      CheckPair(Capture("f32-base", Side::kBase, StoreDtype::kF32), Capture("f32-cand", Side::kCand, StoreDtype::kF32));
   EXPECT_GT(c.overall.flips, 5);  // the generator makes flips of every class
   EXPECT_GT(c.overall.confident_flips, 0);
   EXPECT_GT(c.overall.uncertain_flips, 0);
@@ -184,7 +186,8 @@ TEST(Compare, EveryKernelInstructionSetMatchesNumpy) {
 TEST(Compare, Bf16AndMixedPrecisionMatchNumpy) {
   CheckPair(Capture("bf16-base", Side::kBase, StoreDtype::kBF16), Capture("bf16-cand", Side::kCand, StoreDtype::kBF16));
   // The same rows stored as F32 and as BF16: flips are decided on the native argmax, so none.
-  auto c = CheckPair(Capture("f32-base", Side::kBase, StoreDtype::kF32), Capture("bf16-base", Side::kBase, StoreDtype::kBF16));
+  auto c = CheckPair(Capture("f32-base", Side::kBase, StoreDtype::kF32),
+                     Capture("bf16-base", Side::kBase, StoreDtype::kBF16));
   EXPECT_EQ(c.overall.flips, 0);
   EXPECT_GT(c.overall.kl_base_cand.mean, 0);
   EXPECT_EQ(c.bit_identical, 0);
@@ -215,8 +218,8 @@ TEST(Compare, RepeatIsBitIdentical) {
   auto k = CheckPair(TopKCapture("topk-base", Side::kBase, 20), TopKCapture("topk-base-again", Side::kBase, 20));
   EXPECT_EQ(k.overall.kl_base_cand.max, 0.0);
   EXPECT_EQ(k.overall.js_mean, 0.0);
-  EXPECT_NE(RenderCompareTable({c}).find(fmt::format("bit-for-bit identical: {} of {} probes", c.probes_compared,
-                                                     c.probes_compared)),
+  EXPECT_NE(RenderCompareTable({c}).find(
+                fmt::format("bit-for-bit identical: {} of {} probes", c.probes_compared, c.probes_compared)),
             std::string::npos);
   EXPECT_EQ(ToJson(c)["all_bit_identical"], true);
 }
@@ -236,7 +239,8 @@ TEST(Compare, RefusesDifferentTokensAndVocabularies) {
   std::string small = Capture("f32-small-vocab", Side::kCand, StoreDtype::kF32, vocab);
   r = CompareFiles(base, small, {});
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("different vocabularies (1003 vs 1000"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("different vocabularies (1003 vs 1000"), std::string::npos)
+      << r.status().message();
   r = CompareFiles(base, base + ".missing", {});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find(".missing"), std::string::npos);
@@ -248,7 +252,8 @@ TEST(Compare, FlipDetailsWithADetokenizer) {
   o.progress = false;
   o.context_chars = 12;
   o.detokenize = [](int32_t id) { return id % 7 == 0 ? std::string("é") : "t" + std::to_string(id) + " "; };
-  auto c = CompareFiles(Capture("f32-base", Side::kBase, StoreDtype::kF32), Capture("f32-cand", Side::kCand, StoreDtype::kF32), o);
+  auto c = CompareFiles(Capture("f32-base", Side::kBase, StoreDtype::kF32),
+                        Capture("f32-cand", Side::kCand, StoreDtype::kF32), o);
   ASSERT_TRUE(c.ok()) << c.status().message();
   ASSERT_FALSE(c->flips.empty());
   for (const auto& f : c->flips) {
@@ -306,7 +311,8 @@ TEST(Compare, SmolLM2CapturesMatchNumpy) {
   std::string workload = WriteWorkloadText("smol-workload.txt");
   // A 4-bit KV cache makes real flips; the thread and batch changes make every row differ.
   for (auto [out, knobs] : {std::pair{a, "-t 1"}, {b, "-t 2 -ub 32 -fa on -ctk q4_0 -ctv q4_0"}}) {
-    std::string cmd = fmt::format("{} capture -q -m {} -w {} -o {} --stride 2 -c 512 {} 2>&1", exe, model, workload, out, knobs);
+    std::string cmd =
+        fmt::format("{} capture -q -m {} -w {} -o {} --stride 2 -c 512 {} 2>&1", exe, model, workload, out, knobs);
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   }
   Comparison c = CheckPair(a, b, 64);

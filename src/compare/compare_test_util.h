@@ -2,20 +2,19 @@
 // the numpy reference run over them.
 #pragma once
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "capture/capture.h"
 #include "engine/engine.h"
@@ -70,13 +69,14 @@ inline std::vector<float> RowFor(int32_t position, Side side, int n_vocab) {
 // Spans over the whole workload, nested: two messages, a tool call inside the first, a literal
 // inside the tool call, and an unlabelled tool result.
 inline nlohmann::json ManifestFor(const CaptureSpec& s) {
-  return {{"workload",
-           {{"spans",
-             {{{"kind", "message"}, {"begin", 0}, {"end", 350}, {"index", 1}, {"label", "message #1 user"}},
-              {{"kind", "message"}, {"begin", 350}, {"end", s.n_tokens}, {"index", 2}, {"label", "message #2 assistant"}},
-              {{"kind", "tool_call"}, {"begin", 100}, {"end", 160}, {"index", 3}, {"label", "tool call #3"}},
-              {{"kind", "literal"}, {"begin", 120}, {"end", 140}, {"index", 1}, {"subkind", "port"}, {"label", "5432"}},
-              {{"kind", "tool_result"}, {"begin", 160}, {"end", 200}, {"index", 3}}}}}}};
+  return {
+      {"workload",
+       {{"spans",
+         {{{"kind", "message"}, {"begin", 0}, {"end", 350}, {"index", 1}, {"label", "message #1 user"}},
+          {{"kind", "message"}, {"begin", 350}, {"end", s.n_tokens}, {"index", 2}, {"label", "message #2 assistant"}},
+          {{"kind", "tool_call"}, {"begin", 100}, {"end", 160}, {"index", 3}, {"label", "tool call #3"}},
+          {{"kind", "literal"}, {"begin", 120}, {"end", 140}, {"index", 1}, {"subkind", "port"}, {"label", "5432"}},
+          {{"kind", "tool_result"}, {"begin", 160}, {"end", 200}, {"index", 3}}}}}}};
 }
 
 // The log-softmax of a row (FP64) and its ids by descending value, ties to the lowest id.
@@ -93,7 +93,8 @@ inline std::pair<std::vector<double>, std::vector<int32_t>> Ranked(const std::ve
 
 // Writes (once per process) a capture named `name` under the temp folder; returns its path.
 // topk > 0 writes a truncated capture from the same rows.
-inline std::string WriteCapture(const std::string& name, Side side, StoreDtype store, int topk, const CaptureSpec& spec) {
+inline std::string WriteCapture(const std::string& name, Side side, StoreDtype store, int topk,
+                                const CaptureSpec& spec) {
   static std::set<std::string> written;
   std::string path = fixtures::TempPath("compare-" + name + ".safetensors");
   if (written.count(path)) return path;
@@ -160,8 +161,8 @@ inline std::string WriteWorkloadText(const std::string& name) {
   std::string path = fixtures::TempPath(name);
   std::ofstream f(path);
   for (int i = 0; i < 6; ++i)
-    f << "Step " << i << ": the service on port " << 5400 + i * 11 << " restarted after the config at /etc/app/"
-      << i << ".conf was reloaded; the operator checked the logs and moved on.\n";
+    f << "Step " << i << ": the service on port " << 5400 + i * 11 << " restarted after the config at /etc/app/" << i
+      << ".conf was reloaded; the operator checked the logs and moved on.\n";
   return path;
 }
 

@@ -1,8 +1,8 @@
 // Output of comparisons: the JSON contract (docs/compare.md), and the terminal, Markdown and CSV
 // views. The table views share one set of row builders; only the final layout differs.
-#include <cmath>
-
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "compare/compare.h"
 
@@ -41,11 +41,16 @@ std::string TokenText(int32_t id, const std::string& text, bool have_text) {
   if (!have_text) return fmt::format("#{}", id);
   std::string out = "'";
   for (char ch : text) {
-    if (ch == '\n') out += "\\n";
-    else if (ch == '\t') out += "\\t";
-    else if (ch == '\r') out += "\\r";
-    else if (static_cast<unsigned char>(ch) < 0x20) out += fmt::format("\\x{:02x}", int(ch));
-    else out += ch;
+    if (ch == '\n')
+      out += "\\n";
+    else if (ch == '\t')
+      out += "\\t";
+    else if (ch == '\r')
+      out += "\\r";
+    else if (static_cast<unsigned char>(ch) < 0x20)
+      out += fmt::format("\\x{:02x}", int(ch));
+    else
+      out += ch;
   }
   return out + "'";
 }
@@ -59,7 +64,8 @@ using Rows = std::vector<std::vector<std::string>>;
 // Columns padded to their widest cell (widths in UTF-8 code points).
 std::string TextTable(const std::vector<std::string>& header, const Rows& rows) {
   auto width = [](const std::string& s) {
-    return size_t(std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+    return size_t(
+        std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
   };
   std::vector<size_t> w(header.size());
   for (size_t i = 0; i < header.size(); ++i) w[i] = width(header[i]);
@@ -112,8 +118,8 @@ std::vector<std::string> Summary(const Comparison& c) {
                               c.probes_skipped_base, c.probes_skipped_cand));
   lines.push_back(fmt::format("bit-for-bit identical: {} of {} probes", c.bit_identical, c.probes_compared));
   lines.push_back(fmt::format("flips: {} of {} = {} (95% CI {}); confident {}, uncertain {}; same top-1 {}", o.flips,
-                              o.probes, Pct(o.flip_rate), CiText(o.flip_rate_ci), o.confident_flips,
-                              o.uncertain_flips, Pct(o.same_top1_rate)));
+                              o.probes, Pct(o.flip_rate), CiText(o.flip_rate_ci), o.confident_flips, o.uncertain_flips,
+                              Pct(o.same_top1_rate)));
   std::string trunc = c.truncated ? " (truncated: tail-bucket estimate)" : "";
   for (auto [name, s] : {std::pair{"KL(base||cand)", &o.kl_base_cand}, {"KL(cand||base)", &o.kl_cand_base}})
     lines.push_back(fmt::format("{}{}: mean {} median {} p99 {} max {}", name, trunc, Sci(s->mean), Sci(s->median),
@@ -122,24 +128,24 @@ std::vector<std::string> Summary(const Comparison& c) {
   for (size_t i = 0; i < compare::kKlPercentiles.size(); ++i)
     pct += fmt::format("{}{:.1f}% {}", i ? ", " : "", compare::kKlPercentiles[i], Sci(o.kl_base_cand.percentiles[i]));
   lines.push_back("KL(base||cand) percentiles: " + pct);
-  lines.push_back(fmt::format("JS mean {}; top-5 agreement {}; top-10 agreement {}", Sci(o.js_mean),
-                              Pct(o.top5_agree), Pct(o.top10_agree)));
+  lines.push_back(fmt::format("JS mean {}; top-5 agreement {}; top-10 agreement {}", Sci(o.js_mean), Pct(o.top5_agree),
+                              Pct(o.top10_agree)));
   return lines;
 }
 
-const std::vector<std::string> kWindowHeader = {"window", "positions", "probes", "flips",  "flip rate",
+const std::vector<std::string> kWindowHeader = {"window", "positions", "probes",    "flips",  "flip rate",
                                                 "95% CI", "KL mean",   "KL median", "KL p99", "KL max"};
 Rows WindowRows(const Comparison& c) {
   Rows rows;
   for (const auto& w : c.windows)
     rows.push_back({std::to_string(w.index), fmt::format("{}-{}", w.begin, w.end - 1), std::to_string(w.probes),
-                    std::to_string(w.flips), Pct(w.flip_rate), CiText(w.flip_rate_ci), Sci(w.kl_mean),
-                    Sci(w.kl_median), Sci(w.kl_p99), Sci(w.kl_max)});
+                    std::to_string(w.flips), Pct(w.flip_rate), CiText(w.flip_rate_ci), Sci(w.kl_mean), Sci(w.kl_median),
+                    Sci(w.kl_p99), Sci(w.kl_max)});
   return rows;
 }
 
-const std::vector<std::string> kFlipHeader = {"position", "window", "span",   "base token (p)", "cand token (p)",
-                                              "p_cand(base)", "margin", "KL", "class", "context"};
+const std::vector<std::string> kFlipHeader = {"position",     "window", "span", "base token (p)", "cand token (p)",
+                                              "p_cand(base)", "margin", "KL",   "class",          "context"};
 // The flips table, at most `limit` rows.
 Rows FlipRows(const Comparison& c, bool have_text, size_t limit) {
   Rows rows;
@@ -174,21 +180,36 @@ json ToJson(const Comparison& c) {
   const auto& o = c.overall;
   json windows = json::array(), flips = json::array();
   for (const auto& w : c.windows)
-    windows.push_back({{"index", w.index}, {"begin", w.begin}, {"end", w.end}, {"probes", w.probes},
-                       {"flips", w.flips}, {"flip_rate", w.flip_rate}, {"flip_rate_ci", Ci(w.flip_rate_ci)},
-                       {"kl_mean", Num(w.kl_mean)}, {"kl_median", Num(w.kl_median)}, {"kl_p99", Num(w.kl_p99)},
+    windows.push_back({{"index", w.index},
+                       {"begin", w.begin},
+                       {"end", w.end},
+                       {"probes", w.probes},
+                       {"flips", w.flips},
+                       {"flip_rate", w.flip_rate},
+                       {"flip_rate_ci", Ci(w.flip_rate_ci)},
+                       {"kl_mean", Num(w.kl_mean)},
+                       {"kl_median", Num(w.kl_median)},
+                       {"kl_p99", Num(w.kl_p99)},
                        {"kl_max", Num(w.kl_max)}});
   const bool have_text = HaveText(c);
   auto text = [&](const std::string& s) { return have_text ? json(s) : json(nullptr); };
   for (const auto& f : c.flips)
-    flips.push_back({{"position", f.position}, {"window", f.window},
+    flips.push_back({{"position", f.position},
+                     {"window", f.window},
                      {"span", f.span.empty() ? json(nullptr) : json(f.span)},
                      {"span_kind", f.span_kind.empty() ? json(nullptr) : json(f.span_kind)},
-                     {"base_token", f.base_token}, {"base_text", text(f.base_text)}, {"base_prob", Num(f.base_prob)},
-                     {"cand_token", f.cand_token}, {"cand_text", text(f.cand_text)}, {"cand_prob", Num(f.cand_prob)},
+                     {"base_token", f.base_token},
+                     {"base_text", text(f.base_text)},
+                     {"base_prob", Num(f.base_prob)},
+                     {"cand_token", f.cand_token},
+                     {"cand_text", text(f.cand_text)},
+                     {"cand_prob", Num(f.cand_prob)},
                      {"cand_prob_of_base_token", Num(f.cand_prob_of_base_token)},
-                     {"base_margin", Num(f.base_margin)}, {"kl", Num(f.kl)}, {"class", f.klass},
-                     {"transcript_token", f.transcript_token}, {"context", text(f.context)}});
+                     {"base_margin", Num(f.base_margin)},
+                     {"kl", Num(f.kl)},
+                     {"class", f.klass},
+                     {"transcript_token", f.transcript_token},
+                     {"context", text(f.context)}});
   return {
       {"base", SideJson(c.base_path, c.base_store, c.base_topk)},
       {"cand", SideJson(c.cand_path, c.cand_store, c.cand_topk)},
@@ -207,15 +228,25 @@ json ToJson(const Comparison& c) {
       {"bit_identical", c.bit_identical},
       {"all_bit_identical", c.bit_identical == c.probes_compared},
       {"overall",
-       {{"probes", o.probes}, {"flips", o.flips}, {"flip_rate", o.flip_rate}, {"flip_rate_ci", Ci(o.flip_rate_ci)},
-        {"confident_flips", o.confident_flips}, {"uncertain_flips", o.uncertain_flips},
-        {"same_top1_rate", o.same_top1_rate}, {"top5_agree", Num(o.top5_agree)},
-        {"top10_agree", Num(o.top10_agree)}, {"js_mean", Num(o.js_mean)},
-        {"kl_base_cand", KlJson(o.kl_base_cand)}, {"kl_cand_base", KlJson(o.kl_cand_base)}}},
+       {{"probes", o.probes},
+        {"flips", o.flips},
+        {"flip_rate", o.flip_rate},
+        {"flip_rate_ci", Ci(o.flip_rate_ci)},
+        {"confident_flips", o.confident_flips},
+        {"uncertain_flips", o.uncertain_flips},
+        {"same_top1_rate", o.same_top1_rate},
+        {"top5_agree", Num(o.top5_agree)},
+        {"top10_agree", Num(o.top10_agree)},
+        {"js_mean", Num(o.js_mean)},
+        {"kl_base_cand", KlJson(o.kl_base_cand)},
+        {"kl_cand_base", KlJson(o.kl_cand_base)}}},
       {"windows", windows},
       {"flips", flips},
       {"timing",
-       {{"seconds", c.seconds}, {"threads", c.threads}, {"isa", c.isa}, {"logit_bytes", c.logit_bytes},
+       {{"seconds", c.seconds},
+        {"threads", c.threads},
+        {"isa", c.isa},
+        {"logit_bytes", c.logit_bytes},
         {"gb_per_s", c.seconds > 0 ? double(c.logit_bytes) / c.seconds / 1e9 : 0.0}}},
   };
 }

@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
-#include <type_traits>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "compare/compare.h"
@@ -99,8 +99,10 @@ FS_INLINE void ScanT(const Src* src, float* out, size_t len, TopList& top, float
         if (out != nullptr) std::memcpy(out + b + size_t(k), &v, sizeof(v));
         ScanVec<L>(v, bm, bad);
       }
-      if constexpr (std::is_same_v<Src, float>) p = out != nullptr ? out + b : src + b;
-      else p = out + b;
+      if constexpr (std::is_same_v<Src, float>)
+        p = out != nullptr ? out + b : src + b;
+      else
+        p = out + b;
     } else {  // the last block, padded with -inf (changes neither max nor top-10)
       std::fill(pad, pad + kBlock, -kInfF);
       for (int k = 0; k < n; ++k) pad[k] = WidenOne(src[b + size_t(k)]);
@@ -235,18 +237,18 @@ struct Kernels {
 };
 
 // Instantiates the three kernels at width W under a target attribute (empty: the baseline).
-#define FS_KERNELS(name, isa, attr, W)                                                                            \
-  attr void name##Scan(const float* r, float* o, size_t n, TopList& t, float& m, bool& b) {                  \
-    ScanT<Lanes<W>>(r, o, n, t, m, b);                                                                     \
-  }                                                                                                        \
-  attr void name##ScanBf16(const uint16_t* r, float* o, size_t n, TopList& t, float& m, bool& b) {           \
-    ScanT<Lanes<W>>(r, o, n, t, m, b);                                                                     \
-  }                                                                                                        \
-  attr double name##Exp(const float* r, size_t n, double m, double* o) { return ExpShiftSumT<Lanes<W>>(r, n, m, o); } \
-  attr Divergence name##Div(const float* xb, const float* xc, const double* eb, const double* ec, size_t n,   \
-                            double lb, double lc, double ib, double ic) {                                  \
-    return DivergenceT<Lanes<W>>(xb, xc, eb, ec, n, lb, lc, ib, ic);                                       \
-  }                                                                                                        \
+#define FS_KERNELS(name, isa, attr, W)                                                                                 \
+  attr void name##Scan(const float* r, float* o, size_t n, TopList& t, float& m, bool& b) {                            \
+    ScanT<Lanes<W>>(r, o, n, t, m, b);                                                                                 \
+  }                                                                                                                    \
+  attr void name##ScanBf16(const uint16_t* r, float* o, size_t n, TopList& t, float& m, bool& b) {                     \
+    ScanT<Lanes<W>>(r, o, n, t, m, b);                                                                                 \
+  }                                                                                                                    \
+  attr double name##Exp(const float* r, size_t n, double m, double* o) { return ExpShiftSumT<Lanes<W>>(r, n, m, o); }  \
+  attr Divergence name##Div(const float* xb, const float* xc, const double* eb, const double* ec, size_t n, double lb, \
+                            double lc, double ib, double ic) {                                                         \
+    return DivergenceT<Lanes<W>>(xb, xc, eb, ec, n, lb, lc, ib, ic);                                                   \
+  }                                                                                                                    \
   constexpr Kernels name{isa, name##Scan, name##ScanBf16, name##Exp, name##Div};
 
 FS_KERNELS(kBaseline, "baseline", , 2)
@@ -368,7 +370,7 @@ ProbeMetrics CompareFullRows(std::span<const float> base, std::span<const float>
   const double zb = k.exp_shift_sum(base.data(), n, sb.max, scratch.eb.data());
   const double zc = k.exp_shift_sum(cand.data(), n, sc.max, scratch.ec.data());
   const Divergence d = k.divergence(base.data(), cand.data(), scratch.eb.data(), scratch.ec.data(), n,
-                                        sb.max + std::log(zb), sc.max + std::log(zc), 1.0 / zb, 1.0 / zc);
+                                    sb.max + std::log(zb), sc.max + std::log(zc), 1.0 / zb, 1.0 / zc);
   ProbeMetrics m;
   m.base_token = base_argmax;
   m.cand_token = cand_argmax;

@@ -21,8 +21,8 @@ struct Lanes {
   static constexpr int kW = W;
   typedef double V __attribute__((vector_size(8 * W)));
   typedef int64_t VI __attribute__((vector_size(8 * W)));
-  typedef float VF __attribute__((vector_size(4 * W)));    // W floats, widened to a V
-  typedef float VF2 __attribute__((vector_size(8 * W)));   // 2W floats: one register of floats
+  typedef float VF __attribute__((vector_size(4 * W)));   // W floats, widened to a V
+  typedef float VF2 __attribute__((vector_size(8 * W)));  // 2W floats: one register of floats
   typedef int32_t VI2 __attribute__((vector_size(8 * W)));
   typedef uint32_t VU2 __attribute__((vector_size(8 * W)));
   typedef uint16_t VH2 __attribute__((vector_size(4 * W)));  // 2W BF16 values as raw bits
@@ -151,7 +151,8 @@ FS_INLINE typename L::V ExpTable(typename L::V x) {
   const VI j = kb & (VI{} + 7);
   const VI n = (VI)((VU)kb >> 3) - (VI{} + 2048);
   const V scale = (V)((n + (VI{} + 1023)) << 52);
-  alignas(64) static constexpr double kExp2Eighths[8] = {  // 2^(j/8)
+  alignas(64) static constexpr double kExp2Eighths[8] = {
+      // 2^(j/8)
       0x1.0000000000000p+0, 0x1.172b83c7d517bp+0, 0x1.306fe0a31b715p+0, 0x1.4bfdad5362a27p+0,
       0x1.6a09e667f3bcdp+0, 0x1.8ace5422aa0dbp+0, 0x1.ae89f995ad3adp+0, 0x1.d5818dcfba487p+0};
   const V res = (p * Lookup8<L>(kExp2Eighths, j)) * scale;
@@ -203,15 +204,27 @@ FS_INLINE typename L::V LogTable(typename L::V m) {
   using V = typename L::V;
   using VI = typename L::VI;
   typedef uint64_t VU __attribute__((vector_size(sizeof(V))));
-  alignas(64) static constexpr double kInvC[8] = {  // 1/c rounded
-      0x1.0000000000000p+0, 0x1.c71c71c71c71cp-1, 0x1.999999999999ap-1, 0x1.745d1745d1746p-1,
-      0x1.5555555555555p-1, 0x1.3b13b13b13b14p-1, 0x1.2492492492492p-1, 0x1.1111111111111p-1};
-  alignas(64) static constexpr double kLogCHi[8] = {  // log(c), high and low parts
-      0.0,                  0x1.e27076e2af2e6p-4, 0x1.c8ff7c79a9a22p-3, 0x1.4618bc21c5ec2p-2,
-      0x1.9f323ecbf984cp-2, 0x1.f128f5faf06edp-2, 0x1.1e85f5e7040d0p-1, 0x1.41d8fe84672aep-1};
-  alignas(64) static constexpr double kLogCLo[8] = {
-      0.0,                    -0x1.61578001e0162p-60, -0x1.4f689f8434012p-57, 0x1.f42decdeccf1dp-56,
-      -0x1.a92e513217f5cp-59, -0x1.328df13bb38c3p-56, 0x1.ef62cd2f9f1e3p-56,  0x1.9192f30bd1806p-55};
+  alignas(64) static constexpr double kInvC[8] = {// 1/c rounded
+                                                  0x1.0000000000000p+0, 0x1.c71c71c71c71cp-1, 0x1.999999999999ap-1,
+                                                  0x1.745d1745d1746p-1, 0x1.5555555555555p-1, 0x1.3b13b13b13b14p-1,
+                                                  0x1.2492492492492p-1, 0x1.1111111111111p-1};
+  alignas(64) static constexpr double kLogCHi[8] = {// log(c), high and low parts
+                                                    0.0,
+                                                    0x1.e27076e2af2e6p-4,
+                                                    0x1.c8ff7c79a9a22p-3,
+                                                    0x1.4618bc21c5ec2p-2,
+                                                    0x1.9f323ecbf984cp-2,
+                                                    0x1.f128f5faf06edp-2,
+                                                    0x1.1e85f5e7040d0p-1,
+                                                    0x1.41d8fe84672aep-1};
+  alignas(64) static constexpr double kLogCLo[8] = {0.0,
+                                                    -0x1.61578001e0162p-60,
+                                                    -0x1.4f689f8434012p-57,
+                                                    0x1.f42decdeccf1dp-56,
+                                                    -0x1.a92e513217f5cp-59,
+                                                    -0x1.328df13bb38c3p-56,
+                                                    0x1.ef62cd2f9f1e3p-56,
+                                                    0x1.9192f30bd1806p-55};
   // t = bits(m) - bits(31/32) + (1022 << 52): its top 12 bits are e + 1022 (never negative for a
   // normal m), the next three the piece j, and the remaining 52 bits are f's offset from 31/32.
   constexpr uint64_t kLowOff = 0x000f000000000000ULL;  // bits(31/32) - (1022 << 52)
@@ -244,8 +257,10 @@ FS_INLINE typename L::V LogTable(typename L::V m) {
 // (measured with bench/compare_bench kernel).
 template <typename L>
 FS_INLINE typename L::V ExpNonPositive(typename L::V x) {
-  if constexpr (L::kW == 8) return ExpTable<L>(x);
-  else return ExpTaylor<L>(x);
+  if constexpr (L::kW == 8)
+    return ExpTable<L>(x);
+  else
+    return ExpTaylor<L>(x);
 }
 
 // log(m) for normal m > 0 (callers mask m < 1e-300): the table form within 2 ulp of libm
@@ -254,8 +269,10 @@ FS_INLINE typename L::V ExpNonPositive(typename L::V x) {
 // saves the division, whose 512-bit form is slow.
 template <typename L>
 FS_INLINE typename L::V LogPositive(typename L::V m) {
-  if constexpr (L::kW == 8) return LogTable<L>(m);
-  else return LogAtanh<L>(m);
+  if constexpr (L::kW == 8)
+    return LogTable<L>(m);
+  else
+    return LogAtanh<L>(m);
 }
 
 }  // namespace flipscope::compare::simd

@@ -1,9 +1,9 @@
 // Statistics over per-probe metrics: Wilson intervals, percentiles (numpy's linear rule), KL
 // summaries, windows, the overall figures, flip classes, spans and the CI gates.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "compare/compare.h"
 

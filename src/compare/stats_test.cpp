@@ -7,10 +7,9 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
-
-#include <nlohmann/json.hpp>
 
 #include "compare/compare.h"
 #include "testing/tiny_model.h"
@@ -72,11 +71,13 @@ TEST(Percentile, MatchesNumpyLinear) {
       for (double x : v) f << x << "\n";
     }
     std::vector<double> qs = {0, 0.1, 1, 5, 10, 25, 50, 90, 95, 99, 99.9, 100};
-    std::string script = "import numpy as np, json; v = np.loadtxt('" + path + "', ndmin=1); print(json.dumps([float(np.percentile(v, q)) for q in " +
+    std::string script = "import numpy as np, json; v = np.loadtxt('" + path +
+                         "', ndmin=1); print(json.dumps([float(np.percentile(v, q)) for q in " +
                          nlohmann::json(qs).dump() + "]))";
     auto ref = nlohmann::json::parse(Shell(std::string(FLIPSCOPE_PYTHON) + " -c \"" + script + "\""));
     std::sort(v.begin(), v.end());
-    for (size_t i = 0; i < qs.size(); ++i) EXPECT_NEAR(Percentile(v, qs[i]), ref[i].get<double>(), 1e-15 * v.back()) << qs[i];
+    for (size_t i = 0; i < qs.size(); ++i)
+      EXPECT_NEAR(Percentile(v, qs[i]), ref[i].get<double>(), 1e-15 * v.back()) << qs[i];
   }
   EXPECT_TRUE(std::isnan(Percentile({}, 50)));
 }
@@ -170,7 +171,7 @@ TEST(LogSumExp, ConfidentWideRowOnEveryKernel) {
   std::vector<float> row(n, -30.0f);
   row[n / 3] = 0.0f;  // max 0, so log-sum-exp = log Z with no rounding to a larger max
   const double small = std::exp(-30.0), mass = double(n - 1) * small;
-  const double want_log_z = std::log1p(mass);  // exact to ~1 ulp of ~1.4e-8
+  const double want_log_z = std::log1p(mass);                           // exact to ~1 ulp of ~1.4e-8
   const double want_entropy = want_log_z + 30.0 * mass / (1.0 + mass);  // log Z - E[x - max]
   const std::string initial = KernelIsa();
   std::vector<double> terms;
@@ -190,7 +191,8 @@ TEST(Rates, ParseAndGate) {
   EXPECT_DOUBLE_EQ(*ParseRate("0.005"), 0.005);
   EXPECT_DOUBLE_EQ(*ParseRate("0.5%"), 0.005);
   EXPECT_DOUBLE_EQ(*ParseRate("100%"), 1.0);
-  for (const char* bad : {"", "%", "abc", "0.5%%", "1.5", "-0.1", "2%x", "nan"}) EXPECT_FALSE(ParseRate(bad).ok()) << bad;
+  for (const char* bad : {"", "%", "abc", "0.5%%", "1.5", "-0.1", "2%x", "nan"})
+    EXPECT_FALSE(ParseRate(bad).ok()) << bad;
   Comparison c;
   c.cand_path = "cand.safetensors";
   c.overall.probes = 1000;
@@ -214,14 +216,14 @@ TEST(Flips, ClassesAndSpans) {
   o.confident = 0.4;  // confident wins when the thresholds overlap
   EXPECT_EQ(FlipClass(0.45, o), "confident");
 
-  nlohmann::json m = {{"workload",
-                       {{"spans",
-                         {{{"kind", "message"}, {"begin", 0}, {"end", 100}, {"index", 2}, {"label", "message #2 assistant"}},
-                          {{"kind", "tool_call"}, {"begin", 10}, {"end", 40}, {"index", 3}, {"label", "tool call #3"}},
-                          {{"kind", "literal"}, {"begin", 20}, {"end", 22}, {"index", 1}, {"subkind", "port"},
-                           {"label", "5432"}},
-                          {{"kind", "message"}, {"begin", 20}, {"end", 22}, {"index", 9}},
-                          {{"kind", "tool_result"}, {"begin", 60}, {"end", 70}, {"index", 4}}}}}}};
+  nlohmann::json m = {
+      {"workload",
+       {{"spans",
+         {{{"kind", "message"}, {"begin", 0}, {"end", 100}, {"index", 2}, {"label", "message #2 assistant"}},
+          {{"kind", "tool_call"}, {"begin", 10}, {"end", 40}, {"index", 3}, {"label", "tool call #3"}},
+          {{"kind", "literal"}, {"begin", 20}, {"end", 22}, {"index", 1}, {"subkind", "port"}, {"label", "5432"}},
+          {{"kind", "message"}, {"begin", 20}, {"end", 22}, {"index", 9}},
+          {{"kind", "tool_result"}, {"begin", 60}, {"end", 70}, {"index", 4}}}}}}};
   auto spans = ManifestSpans(m);
   ASSERT_EQ(spans.size(), 5u);
   EXPECT_EQ(SpanAt(spans, 5).first, "message #2 assistant");
@@ -233,7 +235,9 @@ TEST(Flips, ClassesAndSpans) {
   // A missing or malformed spans key is tolerated: no spans.
   EXPECT_TRUE(ManifestSpans(nlohmann::json::object()).empty());
   EXPECT_TRUE(ManifestSpans({{"workload", {{"path", "x"}}}}).empty());
-  EXPECT_TRUE(ManifestSpans({{"workload", {{"spans", {{{"kind", "message"}, {"begin", 0}, {"end", 9}, {"index", "x"}}}}}}}).empty());
+  EXPECT_TRUE(
+      ManifestSpans({{"workload", {{"spans", {{{"kind", "message"}, {"begin", 0}, {"end", 9}, {"index", "x"}}}}}}})
+          .empty());
   EXPECT_TRUE(ManifestSpans({{"workload", {{"spans", 7}}}}).empty());
 }
 

@@ -85,8 +85,8 @@ struct Cells {
 
 }  // namespace
 
-ProbeMetrics CompareTruncatedRows(const RowView& base, const RowView& cand, const RowSummary* sb,
-                                  const RowSummary* sc, RowScratch& scratch) {
+ProbeMetrics CompareTruncatedRows(const RowView& base, const RowView& cand, const RowSummary* sb, const RowSummary* sc,
+                                  RowScratch& scratch) {
   const Known b(base, sb, scratch.sorted_b, scratch.eb);
   const Known c(cand, sc, scratch.sorted_c, scratch.ec);
   // The ids both sides know: those a truncated side lists that the other side knows too.

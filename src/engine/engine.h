@@ -6,12 +6,11 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "runtime/runtime.h"
 #include "util/status.h"
@@ -21,7 +20,7 @@ namespace flipscope {
 // Numerics knobs, named as llama.cpp names them. Defaults are llama.cpp's own. KnobTable() is
 // the one list of their keys, flags and help; a new knob is a member here and an entry there.
 struct Knobs {
-  std::string flash_attn = "auto";  // -fa on|off|auto
+  std::string flash_attn = "auto";   // -fa on|off|auto
   std::string cache_type_k = "f16";  // -ctk
   std::string cache_type_v = "f16";  // -ctv
   int n_ctx = 0;                     // -c; 0 = the model's training context
@@ -101,12 +100,12 @@ Result<int> FillerCells(int load, int n_ctx, int n_tokens, int reserve);
 
 // One output row: full-vocabulary logits (llama) or top-k logprobs (truncated sources).
 struct Row {
-  int64_t index = 0;     // probe index
-  int32_t position = 0;  // token position p; predicts token p+1
-  std::span<const float> logits;       // empty when truncated
-  std::span<const int32_t> topk_ids;   // truncated sources only
+  int64_t index = 0;                  // probe index
+  int32_t position = 0;               // token position p; predicts token p+1
+  std::span<const float> logits;      // empty when truncated
+  std::span<const int32_t> topk_ids;  // truncated sources only
   std::span<const float> topk_logprobs;
-  int32_t argmax = -1;   // native-precision greedy token (computed from logits if -1)
+  int32_t argmax = -1;  // native-precision greedy token (computed from logits if -1)
 };
 using RowSink = std::function<Status(const Row&)>;
 using ProgressFn = std::function<void(int64_t done_tokens)>;
@@ -124,8 +123,8 @@ class Engine {
   // The vocabulary size of rows this engine produces.
   virtual int32_t n_vocab() const = 0;
   // Runs tokens teacher-forced and calls sink for every position in probes (ascending, < size).
-  virtual Status Prefill(std::span<const int32_t> tokens, std::span<const int32_t> probes,
-                         const RowSink& sink, const ProgressFn& progress) = 0;
+  virtual Status Prefill(std::span<const int32_t> tokens, std::span<const int32_t> probes, const RowSink& sink,
+                         const ProgressFn& progress) = 0;
   // Engine name, version, commit, build flags, devices and the resolved knobs.
   virtual nlohmann::json Describe() const = 0;
   // The token sequences the load's fillers are cut from (knob load > 0); without a call, the
@@ -167,8 +166,8 @@ struct TappedTensor {
 // graph is then computed in pieces ending at each wanted tensor; what a piece computes is the
 // same, so the rows do not change on the CPU (callers check the final rows' digests anyway).
 struct TensorTap {
-  std::function<bool(std::string_view name)> want;    // whether a tensor of this name is read
-  std::function<Status(const TappedTensor&)> take;    // called with every wanted tensor, computed
+  std::function<bool(std::string_view name)> want;  // whether a tensor of this name is read
+  std::function<Status(const TappedTensor&)> take;  // called with every wanted tensor, computed
   // A tensor computed once at the start of every ubatch's graph, before any wanted one (e.g.
   // "attn_norm-0"): counting it tells which ubatch, so which positions, the rows belong to.
   std::string ubatch_marker;
@@ -180,24 +179,23 @@ class LlamaEngine : public Engine {
   // Loads the model and creates a context with the knobs; errors carry llama.cpp's reason. With a
   // tap, every prefill hands it the wanted intermediate tensors (a tap error fails the prefill).
   static Result<std::unique_ptr<LlamaEngine>> Create(const std::string& model_path, const Knobs& knobs,
-                                                      int n_seq_max = 1, const TensorTap* tap = nullptr);
+                                                     int n_seq_max = 1, const TensorTap* tap = nullptr);
   ~LlamaEngine() override;
   int32_t n_vocab() const override;
-  Status Prefill(std::span<const int32_t> tokens, std::span<const int32_t> probes,
-                 const RowSink& sink, const ProgressFn& progress) override;
+  Status Prefill(std::span<const int32_t> tokens, std::span<const int32_t> probes, const RowSink& sink,
+                 const ProgressFn& progress) override;
   nlohmann::json Describe() const override;
   // Like Prefill, with the same prefill chunks (so the same numerics), and at every fork
   // request copies the sequence's cache up to its position, decodes greedily in the copy and
   // drops it. Requests must be sorted by position. Needs n_seq_max >= 2.
-  Status PrefillWithForks(std::span<const int32_t> tokens, std::span<const int32_t> probes,
-                          const RowSink& sink, std::span<const ForkRequest> forks, int max_tokens,
-                          const ForkSink& fork_sink, const ProgressFn& progress, const ExtendFn& extend = nullptr);
+  Status PrefillWithForks(std::span<const int32_t> tokens, std::span<const int32_t> probes, const RowSink& sink,
+                          std::span<const ForkRequest> forks, int max_tokens, const ForkSink& fork_sink,
+                          const ProgressFn& progress, const ExtendFn& extend = nullptr);
   // Like PrefillWithForks, with the forks chosen by `plan` while the rows arrive (at probe
   // positions only), so a capture can follow its own disagreements without a second pass.
-  Status PrefillWithPlannedForks(std::span<const int32_t> tokens, std::span<const int32_t> probes,
-                                 const RowSink& sink, const ForkPlanner& plan, int max_tokens,
-                                 const PlannedForkSink& fork_sink, const ProgressFn& progress,
-                                 const ExtendFn& extend = nullptr);
+  Status PrefillWithPlannedForks(std::span<const int32_t> tokens, std::span<const int32_t> probes, const RowSink& sink,
+                                 const ForkPlanner& plan, int max_tokens, const PlannedForkSink& fork_sink,
+                                 const ProgressFn& progress, const ExtendFn& extend = nullptr);
   // Greedy decode from scratch: prefill tokens[0..p] then decode from first (the re-prefill
   // baseline, and the fallback for models whose memory cannot be forked).
   Result<Future> DecodeFresh(std::span<const int32_t> prefix, int32_t first, int max_tokens,
@@ -221,17 +219,17 @@ class LlamaEngine : public Engine {
 
 // How to reach a server that returns prompt log-probabilities, and what to ask it for.
 struct HttpOptions {
-  std::string url;               // base URL, e.g. http://gpu-host:8000 (no path)
-  std::string api = "vllm";      // "vllm": POST /v1/completions; "sglang": POST /generate
-  std::string served_model;      // vLLM's request "model"; empty = the first id of GET /v1/models
-  int logprobs = 20;             // k per position; -1 (vLLM) = the whole vocabulary
-  std::string api_key_env;       // env var holding a Bearer key; the key itself is never recorded
-  double timeout_s = 600;        // per request (a long prompt is one request)
-  int retries = 4;               // extra attempts after 5xx, 429, timeouts and refused connections
-  double backoff_s = 1;          // delay before the first retry, doubled before each next one
-  std::string server_note;       // free text for the manifest, e.g. the server's launch flags
-  int load = 0;                  // concurrent filler requests while the measured one runs (knob load)
-  int load_seed = 0;             // knob load_seed
+  std::string url;           // base URL, e.g. http://gpu-host:8000 (no path)
+  std::string api = "vllm";  // "vllm": POST /v1/completions; "sglang": POST /generate
+  std::string served_model;  // vLLM's request "model"; empty = the first id of GET /v1/models
+  int logprobs = 20;         // k per position; -1 (vLLM) = the whole vocabulary
+  std::string api_key_env;   // env var holding a Bearer key; the key itself is never recorded
+  double timeout_s = 600;    // per request (a long prompt is one request)
+  int retries = 4;           // extra attempts after 5xx, 429, timeouts and refused connections
+  double backoff_s = 1;      // delay before the first retry, doubled before each next one
+  std::string server_note;   // free text for the manifest, e.g. the server's launch flags
+  int load = 0;              // concurrent filler requests while the measured one runs (knob load)
+  int load_seed = 0;         // knob load_seed
   // A server flipscope started (flipscope run's `launch`): what was asked ({"command", "env",
   // "health", "port"}; part of a capture's identity) and what happened ({"command" as run, "pid",
   // "log", "startup_s"}); both null otherwise. Recorded in the manifest under engine.launch.

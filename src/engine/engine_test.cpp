@@ -1,10 +1,11 @@
+#include "engine/engine.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <map>
 #include <numeric>
 
-#include "engine/engine.h"
 #include "testing/futures.h"
 #include "testing/tiny_model.h"
 #include "util/util.h"
@@ -36,10 +37,13 @@ std::vector<uint64_t> Digests(const Knobs& k, const std::vector<int32_t>& tokens
   auto e = LlamaEngine::Create(TinyModel(), k);
   EXPECT_TRUE(e.ok()) << e.status().message();
   std::vector<uint64_t> out;
-  Status st = (*e)->Prefill(tokens, probes, [&](const Row& r) {
-    out.push_back(Digest64(r.logits.data(), r.logits.size_bytes()));
-    return Status::Ok();
-  }, nullptr);
+  Status st = (*e)->Prefill(
+      tokens, probes,
+      [&](const Row& r) {
+        out.push_back(Digest64(r.logits.data(), r.logits.size_bytes()));
+        return Status::Ok();
+      },
+      nullptr);
   EXPECT_TRUE(st.ok()) << st.message();
   return out;
 }
@@ -120,8 +124,9 @@ TEST(LlamaEngine, RepackOffKeepsWeightsInPlainBuffers) {
 }
 
 TEST(WeightBuffers, ReadsLlamaCppsLoadLog) {
-  auto b = WeightBuffers("load_tensors:   CPU_REPACK model buffer size =    52.50 MiB\n"
-                         "load_tensors:   CPU_Mapped model buffer size =    98.12 MiB\nother line\n");
+  auto b = WeightBuffers(
+      "load_tensors:   CPU_REPACK model buffer size =    52.50 MiB\n"
+      "load_tensors:   CPU_Mapped model buffer size =    98.12 MiB\nother line\n");
   EXPECT_EQ(b, (nlohmann::json{{"CPU_REPACK", 52.5}, {"CPU_Mapped", 98.12}}));
   EXPECT_EQ(KernelPath(b)["extra_buffer_types"], nlohmann::json::array({"CPU_REPACK"}));
 }
@@ -137,13 +142,16 @@ TEST(LlamaEngine, PrefillGivesProbeRowsInOrder) {
   EXPECT_EQ((*e)->n_vocab(), 5 + 256 + 10 + 26 + 10);
   auto tokens = Tokens(100);
   std::vector<int32_t> probes = {0, 31, 63, 99}, seen;
-  Status st = (*e)->Prefill(tokens, probes, [&](const Row& r) {
-    EXPECT_EQ(r.index, int64_t(seen.size()));
-    // Independently of ArgmaxLowest: the standard library's first maximum is the lowest id.
-    EXPECT_EQ(r.argmax, int32_t(std::max_element(r.logits.begin(), r.logits.end()) - r.logits.begin()));
-    seen.push_back(r.position);
-    return Status::Ok();
-  }, nullptr);
+  Status st = (*e)->Prefill(
+      tokens, probes,
+      [&](const Row& r) {
+        EXPECT_EQ(r.index, int64_t(seen.size()));
+        // Independently of ArgmaxLowest: the standard library's first maximum is the lowest id.
+        EXPECT_EQ(r.argmax, int32_t(std::max_element(r.logits.begin(), r.logits.end()) - r.logits.begin()));
+        seen.push_back(r.position);
+        return Status::Ok();
+      },
+      nullptr);
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_EQ(seen, probes);
   auto d = (*e)->Describe();
@@ -187,7 +195,8 @@ TEST(LlamaEngine, KvQuantizationChangesRows) {
 TEST(LlamaEngine, WorkloadLongerThanContextIsAnError) {
   auto e = LlamaEngine::Create(TinyModel(), CpuKnobs());
   ASSERT_TRUE(e.ok());
-  Status st = (*e)->Prefill(Tokens(300), std::vector<int32_t>{1}, [](const Row&) { return Status::Ok(); }, nullptr);
+  Status st = (*e)->Prefill(
+      Tokens(300), std::vector<int32_t>{1}, [](const Row&) { return Status::Ok(); }, nullptr);
   EXPECT_NE(st.message().find("more than the context"), std::string::npos);
 }
 
@@ -201,10 +210,18 @@ TEST(LlamaEngine, ForkMatchesFreshDecodeAndKeepsRows) {
   std::vector<ForkRequest> forks = {{20, 7}, {50, 9}};
   std::vector<Future> futures(2);
   std::vector<uint64_t> forked;
-  Status st = (*e)->PrefillWithForks(tokens, probes, [&](const Row& r) {
-    forked.push_back(Digest64(r.logits.data(), r.logits.size_bytes()));
-    return Status::Ok();
-  }, forks, 8, [&](size_t i, const Future& f) { futures[i] = f; return Status::Ok(); }, nullptr);
+  Status st = (*e)->PrefillWithForks(
+      tokens, probes,
+      [&](const Row& r) {
+        forked.push_back(Digest64(r.logits.data(), r.logits.size_bytes()));
+        return Status::Ok();
+      },
+      forks, 8,
+      [&](size_t i, const Future& f) {
+        futures[i] = f;
+        return Status::Ok();
+      },
+      nullptr);
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_EQ(forked, plain);  // forking does not disturb the teacher-forced rows
   for (size_t i = 0; i < forks.size(); ++i) {
@@ -255,8 +272,13 @@ TEST(LlamaEngine, PlannedForksMatchFixedForks) {
   ASSERT_EQ(planned.size(), 2u);
   std::vector<ForkRequest> fixed = {{20, firsts[20]}, {90, firsts[90]}};
   std::vector<Future> futures(2);
-  st = (*e)->PrefillWithForks(tokens, probes, [](const Row&) { return Status::Ok(); }, fixed, 6,
-                              [&](size_t i, const Future& f) { futures[i] = f; return Status::Ok(); }, nullptr);
+  st = (*e)->PrefillWithForks(
+      tokens, probes, [](const Row&) { return Status::Ok(); }, fixed, 6,
+      [&](size_t i, const Future& f) {
+        futures[i] = f;
+        return Status::Ok();
+      },
+      nullptr);
   ASSERT_TRUE(st.ok()) << st.message();
   for (size_t i = 0; i < fixed.size(); ++i) {
     EXPECT_EQ(planned[fixed[i].position].tokens, futures[i].tokens);
@@ -269,7 +291,7 @@ TEST(LlamaEngine, PlannedForksNeedTwoSequences) {
   auto e = LlamaEngine::Create(TinyModel(), CpuKnobs());
   ASSERT_TRUE(e.ok());
   Status st = (*e)->PrefillWithPlannedForks(
-      Tokens(40), std::vector<int32_t>{5}, [](const Row&) { return Status::Ok(); },
-      [](const Row&) { return 1; }, 4, [](const ForkRequest&, const Future&) { return Status::Ok(); }, nullptr);
+      Tokens(40), std::vector<int32_t>{5}, [](const Row&) { return Status::Ok(); }, [](const Row&) { return 1; }, 4,
+      [](const ForkRequest&, const Future&) { return Status::Ok(); }, nullptr);
   EXPECT_NE(st.message().find("n_seq_max"), std::string::npos);
 }

@@ -1,13 +1,13 @@
 // HTTP transport for server engines: libcurl, one handle per request, retries with backoff on
 // transient failures (5xx, 429, timeouts, refused connections), and messages that never hold the
 // key or the URL's credentials.
+#include <curl/curl.h>
+#include <fmt/format.h>
+
 #include <chrono>
 #include <memory>
 #include <mutex>
 #include <thread>
-
-#include <curl/curl.h>
-#include <fmt/format.h>
 
 #include "engine/http_internal.h"
 
@@ -50,9 +50,12 @@ std::string ErrorText(std::string_view body) {
     for (const char* key : {"message", "error", "detail"}) {
       if (!j.contains(key)) continue;
       const auto& v = j[key];
-      if (v.is_string()) text = v.get<std::string>();
-      else if (v.is_object() && v.contains("message") && v["message"].is_string()) text = v["message"];
-      else text = v.dump();
+      if (v.is_string())
+        text = v.get<std::string>();
+      else if (v.is_object() && v.contains("message") && v["message"].is_string())
+        text = v["message"];
+      else
+        text = v.dump();
       break;
     }
   }
@@ -71,7 +74,8 @@ std::string Client::Where(const std::string& path) const { return RedactUrl(base
 
 std::string Client::Scrub(std::string text) const {
   if (key_.empty()) return text;
-  for (size_t at = text.find(key_); at != std::string::npos; at = text.find(key_, at + 3)) text.replace(at, key_.size(), "***");
+  for (size_t at = text.find(key_); at != std::string::npos; at = text.find(key_, at + 3))
+    text.replace(at, key_.size(), "***");
   return text;
 }
 
@@ -116,7 +120,8 @@ Result<Response> Client::Send(const std::string& path, const std::string* body) 
       if (!Transient(code)) return Status::Error(Scrub(Where(path) + ": " + last));
       // A launched server that has exited will not answer a retry: say how it ended instead.
       if (opts_.alive)
-        if (Status alive = opts_.alive(); !alive.ok()) return Status::Error(Scrub(Where(path) + ": " + alive.message()));
+        if (Status alive = opts_.alive(); !alive.ok())
+          return Status::Error(Scrub(Where(path) + ": " + alive.message()));
       continue;
     }
     curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &r.status);

@@ -1,9 +1,9 @@
 // HttpEngine: one teacher-forced request to a vLLM or SGLang server, its prompt log-probabilities
 // handed over as truncated rows. What the server says about itself goes into Describe().
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdlib>
-
-#include <fmt/format.h>
 
 #include "engine/http_internal.h"
 #include "util/util.h"
@@ -16,7 +16,8 @@ Status HttpOptions::Validate() const {
   if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
     return Status::Error("--url must start with http:// or https://, not '" + RedactUrl(url) + "'");
   if (api != "vllm" && api != "sglang") return Status::Error("--api must be vllm or sglang, not '" + api + "'");
-  if (logprobs == 0 || logprobs < -1) return Status::Error("--logprobs must be >= 1 (or -1 for vLLM's full vocabulary)");
+  if (logprobs == 0 || logprobs < -1)
+    return Status::Error("--logprobs must be >= 1 (or -1 for vLLM's full vocabulary)");
   if (logprobs == -1 && api != "vllm") return Status::Error("--logprobs -1 (the full vocabulary) needs --api vllm");
   if (timeout_s <= 0) return Status::Error("--timeout must be > 0 seconds");
   if (retries < 0) return Status::Error("--retries must be >= 0");
@@ -35,8 +36,8 @@ struct HttpEngine::Impl {
   HttpOptions opts;
   int32_t n_vocab = 0, k = 0;
   http::Client client;
-  json server = json::object();  // what the server reported about itself
-  int64_t context = 0;           // the server's context limit in tokens; 0 = not reported
+  json server = json::object();         // what the server reported about itself
+  int64_t context = 0;                  // the server's context limit in tokens; 0 = not reported
   std::vector<FillerSource> load_pool;  // empty: fillers are cut from the measured tokens
   json load_record;                     // the last Prefill's filler requests; null when alone
   Impl(const HttpOptions& o, std::string key) : opts(o), client(o, std::move(key)) {}
@@ -45,7 +46,8 @@ struct HttpEngine::Impl {
   Result<json> GetJson(const std::string& path) const {
     FS_ASSIGN_OR_RETURN(http::Response r, client.Get(path));
     if (r.status != 200)
-      return Status::Error(client.Scrub(fmt::format("{}: HTTP {}: {}", client.Where(path), r.status, http::ErrorText(r.body))));
+      return Status::Error(
+          client.Scrub(fmt::format("{}: HTTP {}: {}", client.Where(path), r.status, http::ErrorText(r.body))));
     auto j = http::ParseLenient(r.body);
     if (!j.ok()) return j.status().Prefixed(client.Where(path));
     return j;
@@ -65,20 +67,23 @@ json Pick(const json& src, std::initializer_list<const char*> keys) {
 }
 
 int64_t PositiveInt(const json& j, const char* key) {
-  return j.is_object() && j.contains(key) && j[key].is_number_integer() && j[key].get<int64_t>() > 0 ? j[key].get<int64_t>()
-                                                                                                    : 0;
+  return j.is_object() && j.contains(key) && j[key].is_number_integer() && j[key].get<int64_t>() > 0
+             ? j[key].get<int64_t>()
+             : 0;
 }
 
 // vLLM: the model id and context from /v1/models (required: it is also the request's "model"),
 // the version from /version (optional: older servers lack it).
 Status DescribeVllm(HttpEngine::Impl& e) {
   FS_ASSIGN_OR_RETURN(json models, e.GetJson("/v1/models"));
-  if (!models.contains("data") || !models["data"].is_array() || models["data"].empty() || !models["data"][0].is_object())
+  if (!models.contains("data") || !models["data"].is_array() || models["data"].empty() ||
+      !models["data"][0].is_object())
     return Status::Error(e.client.Where("/v1/models") + ": no model listed under data[0]");
   const json& m = models["data"][0];
   e.server["model"] = Pick(m, {"id", "root", "owned_by", "max_model_len"});
   if (e.opts.served_model.empty()) {
-    if (!m.contains("id") || !m["id"].is_string()) return Status::Error(e.client.Where("/v1/models") + ": data[0].id is missing");
+    if (!m.contains("id") || !m["id"].is_string())
+      return Status::Error(e.client.Where("/v1/models") + ": data[0].id is missing");
     e.opts.served_model = m["id"].get<std::string>();
   }
   e.context = PositiveInt(m, "max_model_len");
@@ -103,10 +108,10 @@ Status DescribeSglang(HttpEngine::Impl& e) {
   if (!info.ok()) return Status::Ok();
   const json& args = info->contains("server_args") ? (*info)["server_args"] : *info;
   e.server["version"] = info->contains("version") ? (*info)["version"] : json(nullptr);
-  e.server["args"] = Pick(args, {"model_path", "served_model_name", "dtype", "kv_cache_dtype", "quantization",
-                                 "context_length", "tp_size", "pp_size", "dp_size", "ep_size", "attention_backend",
-                                 "sampling_backend", "chunked_prefill_size", "max_prefill_tokens",
-                                 "disable_radix_cache", "enable_deterministic_inference", "random_seed"});
+  e.server["args"] = Pick(
+      args, {"model_path", "served_model_name", "dtype", "kv_cache_dtype", "quantization", "context_length", "tp_size",
+             "pp_size", "dp_size", "ep_size", "attention_backend", "sampling_backend", "chunked_prefill_size",
+             "max_prefill_tokens", "disable_radix_cache", "enable_deterministic_inference", "random_seed"});
   e.context = PositiveInt(args, "context_length");
   return Status::Ok();
 }
@@ -152,13 +157,17 @@ Status HttpEngine::Prefill(std::span<const int32_t> tokens, std::span<const int3
   const int64_t n = int64_t(tokens.size());
   // One more position than the prompt: both servers generate a token after it.
   if (e.context > 0 && n + 1 > e.context)
-    return Status::Error(fmt::format("{}: {} tokens (+1 generated) do not fit the server's context of {}; the whole "
-                                     "transcript must be one request, since every position depends on its whole prefix",
-                                     e.client.Where(path), n, e.context));
+    return Status::Error(
+        fmt::format("{}: {} tokens (+1 generated) do not fit the server's context of {}; the whole "
+                    "transcript must be one request, since every position depends on its whole prefix",
+                    e.client.Where(path), n, e.context));
   json req;
   const std::vector<int32_t> ids(tokens.begin(), tokens.end());
   if (vllm) {
-    req = {{"model", e.opts.served_model}, {"prompt", ids}, {"max_tokens", 1}, {"temperature", 0.0},
+    req = {{"model", e.opts.served_model},
+           {"prompt", ids},
+           {"max_tokens", 1},
+           {"temperature", 0.0},
            {"prompt_logprobs", e.opts.logprobs}};
   } else {
     req = {{"input_ids", ids},
@@ -184,15 +193,16 @@ Status HttpEngine::Prefill(std::span<const int32_t> tokens, std::span<const int3
     std::string hint = vllm && r.status == 400 && r.body.find("logprobs") != std::string::npos
                            ? " (lower --logprobs, or start vLLM with a larger --max-logprobs)"
                            : "";
-    return Status::Error(e.client.Scrub(fmt::format("{}: HTTP {}: {}{}", where, r.status, http::ErrorText(r.body), hint)));
+    return Status::Error(
+        e.client.Scrub(fmt::format("{}: HTTP {}: {}{}", where, r.status, http::ErrorText(r.body), hint)));
   }
   auto body = http::ParseLenient(r.body);
   if (!body.ok()) return Status::Error(e.client.Scrub(where + ": " + body.status().message()));
   auto table = vllm ? http::ParseVllm(*body, e.k, e.n_vocab) : http::ParseSglang(*body, e.k, e.n_vocab);
   if (!table.ok()) return Status::Error(e.client.Scrub(where + ": " + table.status().message()));
   if (int64_t(table->n_entries) != n)
-    return Status::Error(fmt::format("{}: the server returned {} prompt positions for the {} tokens sent", where,
-                                     table->n_entries, n));
+    return Status::Error(
+        fmt::format("{}: the server returned {} prompt positions for the {} tokens sent", where, table->n_entries, n));
   const int64_t counted = ReportedPromptTokens(*body, vllm);
   if (counted >= 0 && counted != n)
     return Status::Error(fmt::format("{}: the server counted {} prompt tokens, {} were sent", where, counted, n));
@@ -222,15 +232,12 @@ Result<Future> HttpEngine::Complete(std::span<const int32_t> prompt, int max_new
   const std::vector<int32_t> ids(prompt.begin(), prompt.end());
   json req;
   if (vllm) {
-    req = {{"model", e.opts.served_model}, {"prompt", ids}, {"max_tokens", max_new_tokens}, {"temperature", 0.0},
-           {"logprobs", 1}, {"return_tokens_as_token_ids", true}};
+    req = {{"model", e.opts.served_model}, {"prompt", ids}, {"max_tokens", max_new_tokens},
+           {"temperature", 0.0},           {"logprobs", 1}, {"return_tokens_as_token_ids", true}};
   } else {
-    req = {{"input_ids", ids},
-           {"sampling_params", {{"max_new_tokens", max_new_tokens}, {"temperature", 0.0}}},
-           {"return_logprob", true},
-           {"logprob_start_len", std::max<int64_t>(0, int64_t(ids.size()) - 1)},
-           {"top_logprobs_num", 0},
-           {"return_text_in_logprobs", false}};
+    req = {{"input_ids", ids},       {"sampling_params", {{"max_new_tokens", max_new_tokens}, {"temperature", 0.0}}},
+           {"return_logprob", true}, {"logprob_start_len", std::max<int64_t>(0, int64_t(ids.size()) - 1)},
+           {"top_logprobs_num", 0},  {"return_text_in_logprobs", false}};
   }
   const double t0 = NowSeconds();
   FS_ASSIGN_OR_RETURN(http::Response r, e.client.Post(path, req.dump()));
@@ -242,28 +249,31 @@ Result<Future> HttpEngine::Complete(std::span<const int32_t> prompt, int max_new
   auto f = vllm ? http::ParseVllmCompletion(*body, e.n_vocab) : http::ParseSglangCompletion(*body, e.n_vocab);
   if (!f.ok()) return Status::Error(e.client.Scrub(where + ": " + f.status().message()));
   if (int(f->tokens.size()) > max_new_tokens)
-    return Status::Error(fmt::format("{}: {} tokens generated, {} were asked for", where, f->tokens.size(), max_new_tokens));
+    return Status::Error(
+        fmt::format("{}: {} tokens generated, {} were asked for", where, f->tokens.size(), max_new_tokens));
   f->seconds = NowSeconds() - t0;
   return f;
 }
 
 json HttpEngine::Describe() const {
   const Impl& e = *impl_;
-  json d = {{"engine", "openai"},
-            {"api", e.opts.api},
-            {"url", RedactUrl(e.opts.url)},
-            {"endpoint", e.opts.api == "vllm" ? "/v1/completions" : "/generate"},
-            {"served_model", e.opts.served_model},
-            {"server", e.server},
-            {"server_context", e.context},
-            {"server_note", e.opts.server_note},
-            {"logprobs", e.opts.logprobs},
-            {"topk", e.k},
-            {"api_key_env", e.opts.api_key_env},  // the variable's name only
-            {"timeout_s", e.opts.timeout_s},
-            {"retries", e.opts.retries},
-            {"knobs", e.opts.load > 0 ? json{{"load", e.opts.load}, {"load_seed", e.opts.load_seed}} : json::object()},  // the server's own flags decide numerics: see server / server_note
-            {"flags", e.opts.ToFlags()}};
+  json d = {
+      {"engine", "openai"},
+      {"api", e.opts.api},
+      {"url", RedactUrl(e.opts.url)},
+      {"endpoint", e.opts.api == "vllm" ? "/v1/completions" : "/generate"},
+      {"served_model", e.opts.served_model},
+      {"server", e.server},
+      {"server_context", e.context},
+      {"server_note", e.opts.server_note},
+      {"logprobs", e.opts.logprobs},
+      {"topk", e.k},
+      {"api_key_env", e.opts.api_key_env},  // the variable's name only
+      {"timeout_s", e.opts.timeout_s},
+      {"retries", e.opts.retries},
+      {"knobs", e.opts.load > 0 ? json{{"load", e.opts.load}, {"load_seed", e.opts.load_seed}}
+                                : json::object()},  // the server's own flags decide numerics: see server / server_note
+      {"flags", e.opts.ToFlags()}};
   if (!e.opts.launch.is_null()) d["launch"] = {{"asked", e.opts.launch}, {"run", e.opts.launched}};
   return d;
 }

@@ -4,11 +4,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/engine.h"
 #include "util/status.h"
@@ -60,8 +59,8 @@ Result<Response> WithFillers(const Client& client, const HttpOptions& o, const s
 struct PromptTopK {
   int32_t k = 0;
   size_t n_entries = 0;
-  std::vector<int32_t> ids;      // n_entries * k; entry 0 is unused
-  std::vector<float> logprobs;   // n_entries * k
+  std::vector<int32_t> ids;     // n_entries * k; entry 0 is unused
+  std::vector<float> logprobs;  // n_entries * k
 };
 
 // Parses JSON that may hold the non-standard -Infinity / Infinity / NaN literals Python's json

@@ -11,10 +11,10 @@
 
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <iterator>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <thread>
 #include <vector>
 
@@ -172,7 +172,8 @@ Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(const LaunchOptions&
   int log_fd = open(o.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log_fd < 0) return Status::Io(o.log_path + ": cannot open the server log");
   const std::string banner = fmt::format("\n==== flipscope {}: {}\n", UtcNowIso(), o.command);
-  if (write(log_fd, banner.data(), banner.size()) < 0) { /* the log is best effort */ }
+  if (write(log_fd, banner.data(), banner.size()) < 0) { /* the log is best effort */
+  }
   auto impl = std::make_unique<Impl>();
   impl->opts = o;
   std::vector<std::string> env = ServerEnvironment(o);

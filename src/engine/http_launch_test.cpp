@@ -1,7 +1,7 @@
 // ServerProcess against real processes: Python's http.server as the server (GET / answers 200),
 // shell commands that exit, hang or ignore SIGTERM.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
-
 #include <signal.h>
 #include <unistd.h>
 
@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <fmt/format.h>
 
 #include "engine/engine.h"
 #include "util/util.h"
@@ -71,7 +70,7 @@ TEST(ServerProcess, StartsWaitsForHealthAndStopsTheWholeGroup) {
   auto log = ReadFile(o.log_path);
   ASSERT_TRUE(log.ok());
   EXPECT_NE(log->find("FOO=bar"), std::string::npos) << *log;  // env reached the command, output the log
-  EXPECT_NE(log->find(o.command), std::string::npos);           // the banner names the command
+  EXPECT_NE(log->find(o.command), std::string::npos);          // the banner names the command
 }
 
 TEST(ServerProcess, ACommandThatExitsSaysHowAndShowsItsLastLine) {

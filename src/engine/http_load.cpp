@@ -1,12 +1,12 @@
 // HttpEngine under load: filler requests keep the server's batches full while the measured
 // request runs, as other users' requests do on a production server.
+#include <fmt/format.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "engine/http_internal.h"
 #include "util/util.h"
@@ -20,9 +20,10 @@ using json = nlohmann::json;
 std::string FillerBody(const HttpOptions& o, std::span<const int32_t> prompt, int generate) {
   const std::vector<int32_t> ids(prompt.begin(), prompt.end());
   const int max_tokens = std::max(1, generate);  // both servers generate at least one token
-  json req = o.api == "vllm"
-                 ? json{{"model", o.served_model}, {"prompt", ids}, {"max_tokens", max_tokens}, {"temperature", 0.0}}
-                 : json{{"input_ids", ids}, {"sampling_params", {{"max_new_tokens", max_tokens}, {"temperature", 0.0}}}};
+  json req =
+      o.api == "vllm"
+          ? json{{"model", o.served_model}, {"prompt", ids}, {"max_tokens", max_tokens}, {"temperature", 0.0}}
+          : json{{"input_ids", ids}, {"sampling_params", {{"max_new_tokens", max_tokens}, {"temperature", 0.0}}}};
   return req.dump();
 }
 
@@ -48,7 +49,8 @@ Result<Response> WithFillers(const Client& client, const HttpOptions& o, const s
   auto filler = [&](int slot) {
     for (int k = 0; !stop; ++k) {
       FillerJob job = PlanFillerJob(uint64_t(o.load_seed), slot, k, pool, max_cells);
-      auto prompt = std::span<const int32_t>(pool[size_t(job.source)].tokens).subspan(size_t(job.offset), size_t(job.length));
+      auto prompt =
+          std::span<const int32_t>(pool[size_t(job.source)].tokens).subspan(size_t(job.offset), size_t(job.length));
       std::string body = FillerBody(o, prompt, job.generate);
       {
         std::lock_guard<std::mutex> lock(log.mu);
@@ -86,10 +88,12 @@ Result<Response> WithFillers(const Client& client, const HttpOptions& o, const s
   stop = true;
   for (auto& t : threads) t.join();
   if (!log.error.empty())
-    return Status::Error(client.Scrub(fmt::format("{}: a filler request of --load failed: {}", client.Where(path), log.error)));
+    return Status::Error(
+        client.Scrub(fmt::format("{}: a filler request of --load failed: {}", client.Where(path), log.error)));
   int overlapping = 0;
-  for (const auto& q : log.requests) overlapping += q["start_s"].get<double>() < m_end && q["end_s"].get<double>() > m_start;
-  *record = {{"fillers", o.load},        {"seed", o.load_seed},   {"cells_per_filler", max_cells},
+  for (const auto& q : log.requests)
+    overlapping += q["start_s"].get<double>() < m_end && q["end_s"].get<double>() > m_start;
+  *record = {{"fillers", o.load},           {"seed", o.load_seed},     {"cells_per_filler", max_cells},
              {"measured_start_s", m_start}, {"measured_end_s", m_end}, {"overlapping", overlapping},
              {"requests", log.requests}};
   return r;

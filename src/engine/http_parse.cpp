@@ -1,11 +1,11 @@
 // Response bodies of vLLM and SGLang, parsed into one top-k table. Both put the distribution that
 // predicts prompt token i at entry i, with null at entry 0 (token 0 has no prefix).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
-#include <limits>
 #include <cmath>
-
-#include <fmt/format.h>
+#include <limits>
 
 #include "engine/http_internal.h"
 
@@ -14,7 +14,7 @@ namespace {
 
 using json = nlohmann::json;
 using Candidates = std::vector<std::pair<int32_t, double>>;  // (id, log-probability)
-constexpr const char* kHugeText = "1.7976931348623157e308";     // DBL_MAX
+constexpr const char* kHugeText = "1.7976931348623157e308";  // DBL_MAX
 
 // Keeps the k most probable candidates of entry i (ties to the lower id) in out; `where` names
 // the entry in messages.
@@ -26,11 +26,12 @@ Status FillEntry(Candidates& c, size_t i, int32_t n_vocab, PromptTopK& out, cons
     if (std::isnan(lp) || lp > 1e-3)
       return Status::Error(fmt::format("{}: log-probability {} of token {} is not <= 0", where, lp, id));
   }
-  std::sort(c.begin(), c.end(), [](auto& a, auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+  std::sort(c.begin(), c.end(),
+            [](auto& a, auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
   c.erase(std::unique(c.begin(), c.end(), [](auto& a, auto& b) { return a.first == b.first; }), c.end());
   if (c.size() < size_t(out.k))
-    return Status::Error(fmt::format("{}: {} distinct token ids, expected at least {} (the requested k)", where,
-                                     c.size(), out.k));
+    return Status::Error(
+        fmt::format("{}: {} distinct token ids, expected at least {} (the requested k)", where, c.size(), out.k));
   for (int32_t j = 0; j < out.k; ++j) {
     out.ids[i * size_t(out.k) + size_t(j)] = c[size_t(j)].first;
     out.logprobs[i * size_t(out.k) + size_t(j)] = float(std::min(c[size_t(j)].second, 0.0));
@@ -47,8 +48,7 @@ bool AsNumber(const json& v, double& out) {
 
 // Walks a list of per-position entries (null first), calling read(entry, candidates) for each.
 template <typename ReadEntry>
-Result<PromptTopK> ParseEntries(const json& list, const std::string& name, int32_t k, int32_t n_vocab,
-                                ReadEntry read) {
+Result<PromptTopK> ParseEntries(const json& list, const std::string& name, int32_t k, int32_t n_vocab, ReadEntry read) {
   if (!list.is_array()) return Status::Error(name + " is missing or not a list");
   if (list.empty()) return Status::Error(name + " is empty");
   if (!list[0].is_null() && !(list[0].is_array() && list[0].empty()) && !(list[0].is_object() && list[0].empty()))
@@ -78,8 +78,10 @@ Result<json> ParseLenient(std::string_view body) {
     const char ch = body[i];
     if (in_string) {
       text += ch;
-      if (ch == '\\' && i + 1 < body.size()) text += body[++i];
-      else if (ch == '"') in_string = false;
+      if (ch == '\\' && i + 1 < body.size())
+        text += body[++i];
+      else if (ch == '"')
+        in_string = false;
       continue;
     }
     if (ch == '"') in_string = true;
@@ -104,22 +106,23 @@ Result<PromptTopK> ParseVllm(const json& body, int32_t k, int32_t n_vocab) {
   const json& choice = body["choices"][0];
   if (!choice.is_object() || !choice.contains("prompt_logprobs") || choice["prompt_logprobs"].is_null())
     return Status::Error("choices[0].prompt_logprobs is missing (is this a vLLM server?)");
-  return ParseEntries(choice["prompt_logprobs"], "choices[0].prompt_logprobs", k, n_vocab,
-                      [](const json& e, Candidates& c, const std::string& where) {
-                        if (!e.is_object()) return Status::Error(where + " is not an object {token_id: {logprob}}");
-                        for (auto it = e.begin(); it != e.end(); ++it) {
-                          int32_t id = 0;
-                          auto [end, ec] = std::from_chars(it.key().data(), it.key().data() + it.key().size(), id);
-                          double lp = 0;
-                          if (ec != std::errc() || end != it.key().data() + it.key().size())
-                            return Status::Error(fmt::format("{}: key '{}' is not a token id", where, it.key()));
-                          const json& v = it.value();
-                          if (!v.is_object() || !v.contains("logprob") || !AsNumber(v["logprob"], lp))
-                            return Status::Error(fmt::format("{}[\"{}\"].logprob is missing or not a number", where, id));
-                          c.emplace_back(id, lp);
-                        }
-                        return Status::Ok();
-                      });
+  return ParseEntries(
+      choice["prompt_logprobs"], "choices[0].prompt_logprobs", k, n_vocab,
+      [](const json& e, Candidates& c, const std::string& where) {
+        if (!e.is_object()) return Status::Error(where + " is not an object {token_id: {logprob}}");
+        for (auto it = e.begin(); it != e.end(); ++it) {
+          int32_t id = 0;
+          auto [end, ec] = std::from_chars(it.key().data(), it.key().data() + it.key().size(), id);
+          double lp = 0;
+          if (ec != std::errc() || end != it.key().data() + it.key().size())
+            return Status::Error(fmt::format("{}: key '{}' is not a token id", where, it.key()));
+          const json& v = it.value();
+          if (!v.is_object() || !v.contains("logprob") || !AsNumber(v["logprob"], lp))
+            return Status::Error(fmt::format("{}[\"{}\"].logprob is missing or not a number", where, id));
+          c.emplace_back(id, lp);
+        }
+        return Status::Ok();
+      });
 }
 
 Result<PromptTopK> ParseSglang(const json& body, int32_t k, int32_t n_vocab) {
@@ -130,23 +133,23 @@ Result<PromptTopK> ParseSglang(const json& body, int32_t k, int32_t n_vocab) {
   const json& meta = (*b)["meta_info"];
   if (!meta.contains("input_top_logprobs"))
     return Status::Error("meta_info.input_top_logprobs is missing (return_logprob / top_logprobs_num refused?)");
-  return ParseEntries(meta["input_top_logprobs"], "meta_info.input_top_logprobs", k, n_vocab,
-                      [n_vocab](const json& e, Candidates& c, const std::string& where) {
-                        if (!e.is_array()) return Status::Error(where + " is not a list of [logprob, token_id, text]");
-                        for (size_t j = 0; j < e.size(); ++j) {
-                          const json& t = e[j];
-                          double lp = 0, id = 0;
-                          if (!t.is_array() || t.size() < 2 || !AsNumber(t[0], lp) || !AsNumber(t[1], id) ||
-                              id != std::floor(id))
-                            return Status::Error(fmt::format("{}[{}] is not [logprob, token_id, text]", where, j));
-                          // Range first: converting a double outside int32_t is undefined behaviour.
-                          if (id < 0 || id > double(std::numeric_limits<int32_t>::max()))
-                            return Status::Error(fmt::format("{}: token id {:.17g} outside the model's vocabulary of {}",
-                                                             where, id, n_vocab));
-                          c.emplace_back(int32_t(id), lp);
-                        }
-                        return Status::Ok();
-                      });
+  return ParseEntries(
+      meta["input_top_logprobs"], "meta_info.input_top_logprobs", k, n_vocab,
+      [n_vocab](const json& e, Candidates& c, const std::string& where) {
+        if (!e.is_array()) return Status::Error(where + " is not a list of [logprob, token_id, text]");
+        for (size_t j = 0; j < e.size(); ++j) {
+          const json& t = e[j];
+          double lp = 0, id = 0;
+          if (!t.is_array() || t.size() < 2 || !AsNumber(t[0], lp) || !AsNumber(t[1], id) || id != std::floor(id))
+            return Status::Error(fmt::format("{}[{}] is not [logprob, token_id, text]", where, j));
+          // Range first: converting a double outside int32_t is undefined behaviour.
+          if (id < 0 || id > double(std::numeric_limits<int32_t>::max()))
+            return Status::Error(
+                fmt::format("{}: token id {:.17g} outside the model's vocabulary of {}", where, id, n_vocab));
+          c.emplace_back(int32_t(id), lp);
+        }
+        return Status::Ok();
+      });
 }
 
 namespace {
@@ -156,7 +159,8 @@ float Prob(double lp) { return lp <= -std::numeric_limits<double>::max() ? 0.0f 
 
 // Checks a generated id against the vocabulary; `where` names it in the message.
 Status CheckId(double id, int32_t n_vocab, const std::string& where) {
-  if (id != std::floor(id) || id < 0 || (n_vocab > 0 && id >= double(n_vocab)) || id > double(std::numeric_limits<int32_t>::max()))
+  if (id != std::floor(id) || id < 0 || (n_vocab > 0 && id >= double(n_vocab)) ||
+      id > double(std::numeric_limits<int32_t>::max()))
     return Status::Error(fmt::format("{}: token id {:.17g} outside the model's vocabulary of {}", where, id, n_vocab));
   return Status::Ok();
 }
@@ -174,7 +178,8 @@ Result<Future> ParseVllmCompletion(const json& body, int32_t n_vocab) {
   const json& tokens = (*lp)["tokens"];
   const json& lps = (*lp)["token_logprobs"];
   if (tokens.size() != lps.size())
-    return Status::Error(fmt::format("choices[0].logprobs: {} tokens but {} token_logprobs", tokens.size(), lps.size()));
+    return Status::Error(
+        fmt::format("choices[0].logprobs: {} tokens but {} token_logprobs", tokens.size(), lps.size()));
   Future f;
   for (size_t i = 0; i < tokens.size(); ++i) {
     const std::string where = fmt::format("choices[0].logprobs.tokens[{}]", i);
@@ -182,10 +187,12 @@ Result<Future> ParseVllmCompletion(const json& body, int32_t n_vocab) {
     const std::string t = tokens[i].is_string() ? tokens[i].get<std::string>() : "";
     int64_t id = -1;
     if (t.rfind("token_id:", 0) == 0) std::from_chars(t.data() + 9, t.data() + t.size(), id);
-    if (id < 0) return Status::Error(where + ": '" + t + "' is not \"token_id:N\" (return_tokens_as_token_ids refused?)");
+    if (id < 0)
+      return Status::Error(where + ": '" + t + "' is not \"token_id:N\" (return_tokens_as_token_ids refused?)");
     FS_RETURN_IF_ERROR(CheckId(double(id), n_vocab, where));
     double v = 0;
-    if (!AsNumber(lps[i], v)) return Status::Error(fmt::format("choices[0].logprobs.token_logprobs[{}] is not a number", i));
+    if (!AsNumber(lps[i], v))
+      return Status::Error(fmt::format("choices[0].logprobs.token_logprobs[{}] is not a number", i));
     f.tokens.push_back(int32_t(id));
     f.probs.push_back(Prob(v));
   }

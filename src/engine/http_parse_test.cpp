@@ -119,9 +119,12 @@ TEST(HttpParse, FaultsNameTheEntryAndTheProblem) {
       {R"({"choices": [{"prompt_logprobs": [{"1": {"logprob": -1}}]}]})", 1, "prompt_logprobs[0] is not null"},
       {R"({"choices": [{"prompt_logprobs": [null, {"x1": {"logprob": -1}}]}]})", 1, "key 'x1' is not a token id"},
       {R"({"choices": [{"prompt_logprobs": [null, {"1": {"rank": 1}}]}]})", 1, "prompt_logprobs[1][\"1\"].logprob"},
-      {R"({"choices": [{"prompt_logprobs": [null, {"1": {"logprob": -1}}]}]})", 2, "prompt_logprobs[1]: 1 distinct token ids, expected at least 2"},
-      {R"({"choices": [{"prompt_logprobs": [null, {"50": {"logprob": -1}}]}]})", 1, "token id 50 outside the model's vocabulary of 10"},
-      {R"({"choices": [{"prompt_logprobs": [null, {"5": {"logprob": 0.5}}]}]})", 1, "log-probability 0.5 of token 5 is not <= 0"},
+      {R"({"choices": [{"prompt_logprobs": [null, {"1": {"logprob": -1}}]}]})", 2,
+       "prompt_logprobs[1]: 1 distinct token ids, expected at least 2"},
+      {R"({"choices": [{"prompt_logprobs": [null, {"50": {"logprob": -1}}]}]})", 1,
+       "token id 50 outside the model's vocabulary of 10"},
+      {R"({"choices": [{"prompt_logprobs": [null, {"5": {"logprob": 0.5}}]}]})", 1,
+       "log-probability 0.5 of token 5 is not <= 0"},
       {R"({"choices": [{"prompt_logprobs": [null, [1, 2]]}]})", 1, "prompt_logprobs[1] is not an object"},
   };
   for (const auto& c : vllm) {
@@ -132,12 +135,16 @@ TEST(HttpParse, FaultsNameTheEntryAndTheProblem) {
   const std::vector<Case> sglang = {
       {R"({"text": "x"})", 2, "meta_info is missing"},
       {R"({"meta_info": {"prompt_tokens": 2}})", 2, "input_top_logprobs is missing"},
-      {R"({"meta_info": {"input_top_logprobs": [null, [[-1.0, "seven", null]]]}})", 1, "input_top_logprobs[1][0] is not [logprob, token_id, text]"},
+      {R"({"meta_info": {"input_top_logprobs": [null, [[-1.0, "seven", null]]]}})", 1,
+       "input_top_logprobs[1][0] is not [logprob, token_id, text]"},
       {R"({"meta_info": {"input_top_logprobs": [null, {"1": -1.0}]}})", 1, "input_top_logprobs[1] is not a list"},
       // Ids beyond int32_t (a cast would be undefined behaviour) are named as sent.
-      {R"({"meta_info": {"input_top_logprobs": [null, [[-1.0, 3000000000, null]]]}})", 1, "input_top_logprobs[1]: token id 3000000000 outside the model's vocabulary of 10"},
-      {R"({"meta_info": {"input_top_logprobs": [null, [[-1.0, -3000000000, null]]]}})", 1, "input_top_logprobs[1]: token id -3000000000 outside"},
-      {R"({"meta_info": {"input_top_logprobs": [null, [[-1.0, 1e300, null]]]}})", 1, "token id 1.0000000000000001e+300 outside"},
+      {R"({"meta_info": {"input_top_logprobs": [null, [[-1.0, 3000000000, null]]]}})", 1,
+       "input_top_logprobs[1]: token id 3000000000 outside the model's vocabulary of 10"},
+      {R"({"meta_info": {"input_top_logprobs": [null, [[-1.0, -3000000000, null]]]}})", 1,
+       "input_top_logprobs[1]: token id -3000000000 outside"},
+      {R"({"meta_info": {"input_top_logprobs": [null, [[-1.0, 1e300, null]]]}})", 1,
+       "token id 1.0000000000000001e+300 outside"},
   };
   for (const auto& c : sglang) {
     auto t = http::ParseSglang(Parse(c.body), c.k, 10);
@@ -148,8 +155,10 @@ TEST(HttpParse, FaultsNameTheEntryAndTheProblem) {
 }
 
 TEST(HttpParse, ErrorTextAndRedaction) {
-  EXPECT_EQ(http::ErrorText(R"({"object": "error", "message": "Requested prompt logprobs of 50, which is greater than max allowed: 20", "code": 400})"),
-            "Requested prompt logprobs of 50, which is greater than max allowed: 20");
+  EXPECT_EQ(
+      http::ErrorText(
+          R"({"object": "error", "message": "Requested prompt logprobs of 50, which is greater than max allowed: 20", "code": 400})"),
+      "Requested prompt logprobs of 50, which is greater than max allowed: 20");
   EXPECT_EQ(http::ErrorText(R"({"error": {"message": "bad key"}})"), "bad key");
   EXPECT_EQ(http::ErrorText("line one\nline two"), "line one line two");
   EXPECT_EQ(http::ErrorText(std::string(1000, 'x')).size(), 300u);
@@ -216,11 +225,14 @@ TEST(HttpParse, VllmCompletionTokensAndProbabilities) {
     return http::ParseVllmCompletion(*j, 50000).status().message();
   };
   EXPECT_NE(bad(R"({"choices": [{"logprobs": {"tokens": [" of"], "token_logprobs": [-1]}}]})")
-                .find("tokens[0]: ' of' is not \"token_id:N\""), std::string::npos);
+                .find("tokens[0]: ' of' is not \"token_id:N\""),
+            std::string::npos);
   EXPECT_NE(bad(R"({"choices": [{"logprobs": {"tokens": ["token_id:50000"], "token_logprobs": [-1]}}]})")
-                .find("outside the model's vocabulary of 50000"), std::string::npos);
+                .find("outside the model's vocabulary of 50000"),
+            std::string::npos);
   EXPECT_NE(bad(R"({"choices": [{"logprobs": {"tokens": ["token_id:1"], "token_logprobs": []}}]})")
-                .find("1 tokens but 0 token_logprobs"), std::string::npos);
+                .find("1 tokens but 0 token_logprobs"),
+            std::string::npos);
   EXPECT_NE(bad(R"({"choices": [{"text": "x", "logprobs": null}]})").find("logprobs.tokens"), std::string::npos);
 }
 

@@ -1,10 +1,9 @@
 // Knobs: the one table of numerics knobs, and their JSON round trip, validation and flags.
+#include <fmt/format.h>
 #include <ggml.h>
 
 #include <cmath>
 #include <type_traits>
-
-#include <fmt/format.h>
 
 #include "engine/engine.h"
 
@@ -13,15 +12,18 @@ namespace {
 
 // KV cache type names as llama.cpp spells them (-ctk / -ctv), with ggml's type.
 const std::pair<const char*, ggml_type> kKvTypes[] = {
-    {"f32", GGML_TYPE_F32},   {"f16", GGML_TYPE_F16},   {"bf16", GGML_TYPE_BF16},
-    {"q8_0", GGML_TYPE_Q8_0}, {"q4_0", GGML_TYPE_Q4_0}, {"q4_1", GGML_TYPE_Q4_1},
+    {"f32", GGML_TYPE_F32},       {"f16", GGML_TYPE_F16},   {"bf16", GGML_TYPE_BF16},
+    {"q8_0", GGML_TYPE_Q8_0},     {"q4_0", GGML_TYPE_Q4_0}, {"q4_1", GGML_TYPE_Q4_1},
     {"iq4_nl", GGML_TYPE_IQ4_NL}, {"q5_0", GGML_TYPE_Q5_0}, {"q5_1", GGML_TYPE_Q5_1}};
 
 template <typename T>
 constexpr const char* Expected() {
-  if constexpr (std::is_same_v<T, int>) return "an integer";
-  else if constexpr (std::is_same_v<T, std::string>) return "a string";
-  else return "a list of numbers";
+  if constexpr (std::is_same_v<T, int>)
+    return "an integer";
+  else if constexpr (std::is_same_v<T, std::string>)
+    return "a string";
+  else
+    return "a list of numbers";
 }
 
 template <auto M>
@@ -64,18 +66,18 @@ constexpr int kMaxLoad = 64;
 
 const std::vector<KnobInfo>& KnobTable() {
   static const std::vector<KnobInfo> table = {
-      {"flash_attn", "--flash-attn", "-fa", "Flash attention: on, off or auto", true,
-       Get<&Knobs::flash_attn>, Set<&Knobs::flash_attn>},
-      {"cache_type_k", "--cache-type-k", "-ctk", "K cache type (f32 f16 bf16 q8_0 q4_0 q4_1 iq4_nl q5_0 q5_1)",
-       true, Get<&Knobs::cache_type_k>, Set<&Knobs::cache_type_k>},
+      {"flash_attn", "--flash-attn", "-fa", "Flash attention: on, off or auto", true, Get<&Knobs::flash_attn>,
+       Set<&Knobs::flash_attn>},
+      {"cache_type_k", "--cache-type-k", "-ctk", "K cache type (f32 f16 bf16 q8_0 q4_0 q4_1 iq4_nl q5_0 q5_1)", true,
+       Get<&Knobs::cache_type_k>, Set<&Knobs::cache_type_k>},
       {"cache_type_v", "--cache-type-v", "-ctv", "V cache type (as -ctk)", true, Get<&Knobs::cache_type_v>,
        Set<&Knobs::cache_type_v>},
       {"batch_size", "-b,--batch-size", "", "Logical batch size (prefill chunk)", true, Get<&Knobs::n_batch>,
        Set<&Knobs::n_batch>},
       {"ubatch_size", "--ubatch-size", "-ub", "Physical batch size", true, Get<&Knobs::n_ubatch>,
        Set<&Knobs::n_ubatch>},
-      {"ctx_size", "-c,--ctx-size", "", "Context size; 0 = the model's training context", false,
-       Get<&Knobs::n_ctx>, Set<&Knobs::n_ctx>},
+      {"ctx_size", "-c,--ctx-size", "", "Context size; 0 = the model's training context", false, Get<&Knobs::n_ctx>,
+       Set<&Knobs::n_ctx>},
       {"threads", "-t,--threads", "", "Threads; 0 = all hardware threads", false, Get<&Knobs::n_threads>,
        Set<&Knobs::n_threads>},
       {"n_gpu_layers", "--n-gpu-layers", "-ngl", "Layers on the GPU; -1 = all", false, Get<&Knobs::n_gpu_layers>,
@@ -173,19 +175,21 @@ Status Knobs::Validate() const {
     bool known = false;
     for (const auto& name : KvCacheTypes()) known |= (name == *t);
     if (!known)
-      return Status::InvalidArgument(fmt::format("unknown KV cache type '{}' for {} (one of {})", *t, t == &cache_type_k ? "cache_type_k (-ctk)" : "cache_type_v (-ctv)",
-                                       fmt::join(KvCacheTypes(), ", ")));
+      return Status::InvalidArgument(fmt::format("unknown KV cache type '{}' for {} (one of {})", *t,
+                                                 t == &cache_type_k ? "cache_type_k (-ctk)" : "cache_type_v (-ctv)",
+                                                 fmt::join(KvCacheTypes(), ", ")));
   }
   bool v_quantized = cache_type_v != "f32" && cache_type_v != "f16" && cache_type_v != "bf16";
   if (v_quantized && flash_attn == "off")
     return Status::InvalidArgument("a quantized V cache (cache_type_v = " + cache_type_v +
-                         ") needs flash attention; llama.cpp refuses it with flash_attn off (-fa off)");
+                                   ") needs flash attention; llama.cpp refuses it with flash_attn off (-fa off)");
   if (n_ctx < 0) return Status::InvalidArgument("ctx_size (-c) must be >= 0");
   if (n_batch < 1 || n_ubatch < 1) return Status::InvalidArgument("batch_size (-b) and ubatch_size (-ub) must be >= 1");
   if (n_threads < 0) return Status::InvalidArgument("threads (-t) must be >= 0");
   FS_RETURN_IF_ERROR(OneOf("split_mode (-sm)", split_mode, {"none", "layer", "row", "tensor"}));
   FS_RETURN_IF_ERROR(OneOf("repack (--repack)", repack, {"on", "off"}));
-  if (load < 0 || load > kMaxLoad) return Status::InvalidArgument(fmt::format("load (--load) must be from 0 to {}", kMaxLoad));
+  if (load < 0 || load > kMaxLoad)
+    return Status::InvalidArgument(fmt::format("load (--load) must be from 0 to {}", kMaxLoad));
   if (load_seed < 0) return Status::InvalidArgument("load_seed (--load-seed) must be >= 0");
   return Status::Ok();
 }

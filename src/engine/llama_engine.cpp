@@ -1,6 +1,7 @@
 // LlamaEngine: llama.cpp linked as a library.
-#include <llama.h>
+#include <fmt/format.h>
 #include <ggml-backend.h>
+#include <llama.h>
 
 #include <algorithm>
 #include <cmath>
@@ -9,8 +10,6 @@
 #include <mutex>
 #include <thread>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "engine/engine.h"
 #include "engine/llama_internal.h"
@@ -68,7 +67,8 @@ bool LlamaEngine::Impl::OnTensor(ggml_tensor* t, bool ask) {
     if (t->type != GGML_TYPE_F32 || t->nb[0] != sizeof(float) || t->ne[2] * t->ne[3] != 1)
       return Status::Error(fmt::format("graph tensor {} is not an F32 matrix ({})", name, ggml_type_name(t->type)));
     if (row < 0 || row >= t->ne[1] || int64_t(out.size()) != t->ne[0])
-      return Status::Error(fmt::format("graph tensor {}: row {} of {} (width {}) asked for", name, row, t->ne[1], t->ne[0]));
+      return Status::Error(
+          fmt::format("graph tensor {}: row {} of {} (width {}) asked for", name, row, t->ne[1], t->ne[0]));
     ggml_backend_tensor_get(t, out.data(), size_t(row) * t->nb[1], out.size_bytes());
     return Status::Ok();
   };
@@ -79,8 +79,8 @@ bool LlamaEngine::Impl::OnTensor(ggml_tensor* t, bool ask) {
 LlamaEngine::LlamaEngine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 LlamaEngine::~LlamaEngine() = default;
 
-Result<std::unique_ptr<LlamaEngine>> LlamaEngine::Create(const std::string& path, const Knobs& knobs_in,
-                                                         int n_seq_max, const TensorTap* tap) {
+Result<std::unique_ptr<LlamaEngine>> LlamaEngine::Create(const std::string& path, const Knobs& knobs_in, int n_seq_max,
+                                                         const TensorTap* tap) {
   EnsureLlamaInit();
   FS_RETURN_IF_ERROR(knobs_in.Validate());
   auto impl = std::make_unique<Impl>();
@@ -147,7 +147,8 @@ Result<std::unique_ptr<LlamaEngine>> LlamaEngine::Create(const std::string& path
   if (tap) {
     if (tap->ubatch_marker.empty()) return Status::InvalidArgument("a tensor tap needs its ubatch marker");
     if (knobs_in.load > 0)  // a loaded batch interleaves other sequences: the tap's rows would be theirs
-      return Status::InvalidArgument(fmt::format("a capture made under load (load = {}) cannot be recomputed layer by layer", knobs_in.load));
+      return Status::InvalidArgument(
+          fmt::format("a capture made under load (load = {}) cannot be recomputed layer by layer", knobs_in.load));
     impl->tap = *tap;
     cp.cb_eval = TapTrampoline;
     cp.cb_eval_user_data = impl.get();
@@ -158,7 +159,7 @@ Result<std::unique_ptr<LlamaEngine>> LlamaEngine::Create(const std::string& path
   if (!impl->ctx) {
     std::string why = TakeLlamaLogTail();
     return Status::Refused(path + ": llama.cpp refused the configuration " + k.ToFlags() +
-                         (why.empty() ? "" : " (" + why + ")"));
+                           (why.empty() ? "" : " (" + why + ")"));
   }
   // libllama resolves -fa auto inside llama_init_from_model and reports the outcome only in its
   // log ("Flash Attention enabled" / "... not supported"); llama.h has no getter for it. The
@@ -212,35 +213,36 @@ Status LlamaEngine::Impl::DecodeChunk(std::span<const int32_t> tokens, int32_t p
   return Status::Ok();
 }
 
-Status LlamaEngine::Prefill(std::span<const int32_t> tokens, std::span<const int32_t> probes,
-                            const RowSink& sink, const ProgressFn& progress) {
+Status LlamaEngine::Prefill(std::span<const int32_t> tokens, std::span<const int32_t> probes, const RowSink& sink,
+                            const ProgressFn& progress) {
   return PrefillWithForks(tokens, probes, sink, {}, 0, nullptr, progress);
 }
 
 Status LlamaEngine::PrefillWithForks(std::span<const int32_t> tokens, std::span<const int32_t> probes,
-                                     const RowSink& sink, std::span<const ForkRequest> forks,
-                                     int max_tokens, const ForkSink& fork_sink,
-                                     const ProgressFn& progress, const ExtendFn& extend) {
+                                     const RowSink& sink, std::span<const ForkRequest> forks, int max_tokens,
+                                     const ForkSink& fork_sink, const ProgressFn& progress, const ExtendFn& extend) {
   for (size_t i = 1; i < forks.size(); ++i)
     if (forks[i].position < forks[i - 1].position) return Status::Error("fork requests must be sorted by position");
-  return impl_->Run(tokens, probes, sink, forks, nullptr, max_tokens,
-                    [&](size_t i, const ForkRequest&, const Future& f) { return fork_sink(i, f); }, progress, extend);
+  return impl_->Run(
+      tokens, probes, sink, forks, nullptr, max_tokens,
+      [&](size_t i, const ForkRequest&, const Future& f) { return fork_sink(i, f); }, progress, extend);
 }
 
 Status LlamaEngine::PrefillWithPlannedForks(std::span<const int32_t> tokens, std::span<const int32_t> probes,
                                             const RowSink& sink, const ForkPlanner& plan, int max_tokens,
                                             const PlannedForkSink& fork_sink, const ProgressFn& progress,
                                             const ExtendFn& extend) {
-  return impl_->Run(tokens, probes, sink, {}, plan, max_tokens,
-                    [&](size_t, const ForkRequest& r, const Future& f) { return fork_sink(r, f); }, progress, extend);
+  return impl_->Run(
+      tokens, probes, sink, {}, plan, max_tokens,
+      [&](size_t, const ForkRequest& r, const Future& f) { return fork_sink(r, f); }, progress, extend);
 }
 
 Status LlamaEngine::Impl::Run(std::span<const int32_t> tokens, std::span<const int32_t> probes, const RowSink& sink,
                               std::span<const ForkRequest> forks, const ForkPlanner& plan, int max_tokens,
                               const AnyForkSink& fork_sink, const ProgressFn& progress, const ExtendFn& extend) {
   if (int64_t(tokens.size()) > knobs.n_ctx)
-    return Status::Error(fmt::format("the workload has {} tokens, more than the context of {} (-c)",
-                                     tokens.size(), knobs.n_ctx));
+    return Status::Error(
+        fmt::format("the workload has {} tokens, more than the context of {} (-c)", tokens.size(), knobs.n_ctx));
   if ((!forks.empty() || plan) && n_seq_max < ForkSeq() + 1) return Status::Error("forking needs n_seq_max >= 2");
   llama_memory_t mem = llama_get_memory(ctx);
   llama_memory_clear(mem, true);

@@ -21,7 +21,7 @@ struct LlamaEngine::Impl {
   llama_model* model = nullptr;
   llama_context* ctx = nullptr;
   const llama_vocab* vocab = nullptr;
-  Knobs knobs;     // resolved
+  Knobs knobs;                    // resolved
   nlohmann::json weight_buffers;  // buffer type -> MiB of the model's weights (the kernel path)
   std::string model_path;
   int n_seq_max = 1;
@@ -45,14 +45,13 @@ struct LlamaEngine::Impl {
   Status DecodeChunk(std::span<const int32_t> tokens, int32_t pos0, int seq,
                      const std::function<bool(int32_t)>& want_output);
   // Greedy decode from `first` at pos: max_tokens tokens, then more while extend(pos - 1, so far).
-  Result<Future> Greedy(int seq, int32_t pos, int32_t first, float first_prob, int max_tokens,
-                        const ExtendFn& extend);
+  Result<Future> Greedy(int seq, int32_t pos, int32_t first, float first_prob, int max_tokens, const ExtendFn& extend);
   using AnyForkSink = std::function<Status(size_t index, const ForkRequest&, const Future&)>;
   // The teacher-forced pass shared by every prefill: rows to sink, forks from the fixed list and
   // from the planner, each decoded right after its chunk.
   Status Run(std::span<const int32_t> tokens, std::span<const int32_t> probes, const RowSink& sink,
-             std::span<const ForkRequest> forks, const ForkPlanner& plan, int max_tokens,
-             const AnyForkSink& fork_sink, const ProgressFn& progress, const ExtendFn& extend);
+             std::span<const ForkRequest> forks, const ForkPlanner& plan, int max_tokens, const AnyForkSink& fork_sink,
+             const ProgressFn& progress, const ExtendFn& extend);
 };
 
 // The fillers of one loaded prefill: sequences 1..N of the context, each running its jobs

@@ -85,8 +85,8 @@ Status FillerLoad::Decode(std::span<const int32_t> chunk, int32_t pos0, const st
   llama_batch_free(batch);
   if (rc != 0) {
     std::string why = TakeLlamaLogTail();
-    return Status::Error(fmt::format("llama_decode failed with code {} at positions {}..{} with {} fillers{}", rc,
-                                     pos0, pos0 + int32_t(chunk.size()) - 1, slots_.size(),
+    return Status::Error(fmt::format("llama_decode failed with code {} at positions {}..{} with {} fillers{}", rc, pos0,
+                                     pos0 + int32_t(chunk.size()) - 1, slots_.size(),
                                      why.empty() ? "" : " (" + why + ")"));
   }
   Advance();

@@ -1,8 +1,8 @@
 // Load: which filler requests share the batches with the measured sequence. A pure function of
 // the seed, so a loaded capture can be made again exactly.
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "engine/engine.h"
 
@@ -63,8 +63,8 @@ Result<int> FillerCells(int load, int n_ctx, int n_tokens, int reserve) {
 }
 
 nlohmann::json FillerJob::ToJson(const std::vector<FillerSource>& pool) const {
-  return {{"slot", slot},     {"job", index},         {"source", pool[size_t(source)].name},
-          {"offset", offset}, {"length", length},     {"generate", generate},
+  return {{"slot", slot},     {"job", index},     {"source", pool[size_t(source)].name},
+          {"offset", offset}, {"length", length}, {"generate", generate},
           {"chunk", chunk},   {"warm", warm}};
 }
 

@@ -38,11 +38,14 @@ Rows Prefill(const Knobs& k, const std::vector<int32_t>& tokens, const std::vect
   auto e = LlamaEngine::Create(TinyModel(), k);
   EXPECT_TRUE(e.ok()) << e.status().message();
   Rows out;
-  Status st = (*e)->Prefill(tokens, probes, [&](const Row& r) {
-    out.positions.push_back(r.position);
-    out.digests.push_back(Digest64(r.logits.data(), r.logits.size_bytes()));
-    return Status::Ok();
-  }, nullptr);
+  Status st = (*e)->Prefill(
+      tokens, probes,
+      [&](const Row& r) {
+        out.positions.push_back(r.position);
+        out.digests.push_back(Digest64(r.logits.data(), r.logits.size_bytes()));
+        return Status::Ok();
+      },
+      nullptr);
   EXPECT_TRUE(st.ok()) << st.message();
   out.record = (*e)->LoadRecord();
   return out;
@@ -76,8 +79,10 @@ TEST(FillerPlan, IsAPureFunctionOfItsArgumentsAndStaysInBounds) {
       EXPECT_LE(j.offset + j.length, src_len);
       EXPECT_GE(j.chunk, 16);
       EXPECT_LE(j.chunk, 256);
-      if (index == 0) warm_even &= j.warm == (slot % 2 == 0) && (!j.warm || j.generate > 0);
-      else EXPECT_FALSE(j.warm);
+      if (index == 0)
+        warm_even &= j.warm == (slot % 2 == 0) && (!j.warm || j.generate > 0);
+      else
+        EXPECT_FALSE(j.warm);
       some_prefill_only |= j.generate == 0;
       lengths.insert(j.length);
       sources.insert(j.source);

@@ -1,14 +1,12 @@
 // Versions, backends, devices and the CPU kernel path of the linked llama.cpp / ggml.
-#include <llama.h>
-#include <ggml.h>
+#include <fmt/format.h>
 #include <ggml-backend.h>
+#include <ggml.h>
+#include <llama.h>
 
 #include <regex>
 
-#include <fmt/format.h>
-
 #include "engine/engine.h"
-
 
 #ifndef FLIPSCOPE_LLAMA_BUILD_OPTIONS
 #define FLIPSCOPE_LLAMA_BUILD_OPTIONS "unknown"
@@ -16,11 +14,11 @@
 
 namespace flipscope {
 
-
 std::vector<std::string> Backends() {
   EnsureLlamaInit();
   std::vector<std::string> out;
-  for (size_t i = 0; i < ggml_backend_reg_count(); ++i) out.emplace_back(ggml_backend_reg_name(ggml_backend_reg_get(i)));
+  for (size_t i = 0; i < ggml_backend_reg_count(); ++i)
+    out.emplace_back(ggml_backend_reg_name(ggml_backend_reg_get(i)));
   return out;
 }
 

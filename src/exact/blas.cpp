@@ -19,8 +19,8 @@ namespace {
 
 // cblas_dgemm's signature with its enums as ints (CblasRowMajor = 101, CblasNoTrans = 111,
 // CblasTrans = 112), so that no OpenBLAS header is needed at run time.
-using DgemmFn = void (*)(int, int, int, int, int, int, double, const double*, int, const double*, int, double,
-                         double*, int);
+using DgemmFn = void (*)(int, int, int, int, int, int, double, const double*, int, const double*, int, double, double*,
+                         int);
 
 struct Blas {
   DgemmFn dgemm = nullptr;
@@ -68,8 +68,8 @@ Result<nlohmann::json> InitBlas(int threads) {
   Blas& b = Loaded();
   if (!b.status.ok()) return b.status;
   b.set_threads(threads);
-  return nlohmann::json{{"name", "OpenBLAS"}, {"library", FLIPSCOPE_OPENBLAS_PATH}, {"config", b.config()},
-                        {"core", b.corename()}, {"core_choice", b.core_choice}, {"threads", threads}};
+  return nlohmann::json{{"name", "OpenBLAS"},   {"library", FLIPSCOPE_OPENBLAS_PATH}, {"config", b.config()},
+                        {"core", b.corename()}, {"core_choice", b.core_choice},       {"threads", threads}};
 }
 
 void SetBlasThreads(int threads) { Loaded().set_threads(threads); }

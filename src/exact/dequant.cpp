@@ -2,10 +2,10 @@
 // block formats written from their definitions. Every block value is d*q (+ m) with fp16 scales
 // (multiples of 2^-24 below 2^16) and small integer quants, so the FP64 decode is the format's
 // real value exactly (at most ~51 significant bits); where ggml's float equals it, float is exact.
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "exact/internal.h"
 
@@ -17,7 +17,9 @@ double Half(const uint8_t* p) {
   uint16_t h;
   std::memcpy(&h, p, 2);
   const int sign = h >> 15, e = (h >> 10) & 31, f = h & 1023;
-  double v = e == 0 ? std::ldexp(double(f), -24) : e == 31 ? (f ? NAN : INFINITY) : std::ldexp(double(1024 + f), e - 25);
+  double v = e == 0    ? std::ldexp(double(f), -24)
+             : e == 31 ? (f ? NAN : INFINITY)
+                       : std::ldexp(double(1024 + f), e - 25);
   return sign ? -v : v;
 }
 
@@ -79,7 +81,8 @@ void DecodeQ6_K(const uint8_t* b, int64_t n, double* out) {
       double* y = out + 128 * half;
       for (int l = 0; l < 32; ++l) {
         const int quarter_q[4] = {(ql[l] & 15) | ((qh[l] & 3) << 4), (ql[l + 32] & 15) | (((qh[l] >> 2) & 3) << 4),
-                                  (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4), (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)};
+                                  (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4),
+                                  (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)};
         for (int k = 0; k < 4; ++k) y[l + 32 * k] = d * sc[8 * half + l / 16 + 2 * k] * (quarter_q[k] - 32);
       }
     }
@@ -109,24 +112,41 @@ bool DecodeF64(ggml_type type, const void* data, int64_t n, double* out) {
         out[i] = f;
       }
       return true;
-    case GGML_TYPE_Q4_0: DecodeLegacy({18, false, false, 8}, b, n, out); return true;
-    case GGML_TYPE_Q4_1: DecodeLegacy({20, true, false, 0}, b, n, out); return true;
-    case GGML_TYPE_Q5_0: DecodeLegacy({22, false, true, 16}, b, n, out); return true;
-    case GGML_TYPE_Q5_1: DecodeLegacy({24, true, true, 0}, b, n, out); return true;
-    case GGML_TYPE_Q8_0: DecodeQ8_0(b, n, out); return true;
-    case GGML_TYPE_Q4_K: DecodeQ4_K(b, n, out); return true;
-    case GGML_TYPE_Q6_K: DecodeQ6_K(b, n, out); return true;
-    default: return false;
+    case GGML_TYPE_Q4_0:
+      DecodeLegacy({18, false, false, 8}, b, n, out);
+      return true;
+    case GGML_TYPE_Q4_1:
+      DecodeLegacy({20, true, false, 0}, b, n, out);
+      return true;
+    case GGML_TYPE_Q5_0:
+      DecodeLegacy({22, false, true, 16}, b, n, out);
+      return true;
+    case GGML_TYPE_Q5_1:
+      DecodeLegacy({24, true, true, 0}, b, n, out);
+      return true;
+    case GGML_TYPE_Q8_0:
+      DecodeQ8_0(b, n, out);
+      return true;
+    case GGML_TYPE_Q4_K:
+      DecodeQ4_K(b, n, out);
+      return true;
+    case GGML_TYPE_Q6_K:
+      DecodeQ6_K(b, n, out);
+      return true;
+    default:
+      return false;
   }
 }
 
-Status DequantizeChecked(ggml_type type, const void* data, int64_t n, std::vector<float>& out,
-                         DequantTallies& tally) {
+Status DequantizeChecked(ggml_type type, const void* data, int64_t n, std::vector<float>& out, DequantTallies& tally) {
   const ggml_type_traits* tr = ggml_get_type_traits(type);
   out.resize(size_t(n));
-  if (type == GGML_TYPE_F32) std::memcpy(out.data(), data, size_t(n) * 4);  // F32 has no conversion
-  else if (tr->to_float) tr->to_float(data, out.data(), n);
-  else return Status::Error(fmt::format("ggml has no float conversion for type {}", tr->type_name));
+  if (type == GGML_TYPE_F32)
+    std::memcpy(out.data(), data, size_t(n) * 4);  // F32 has no conversion
+  else if (tr->to_float)
+    tr->to_float(data, out.data(), n);
+  else
+    return Status::Error(fmt::format("ggml has no float conversion for type {}", tr->type_name));
   DequantTally& t = tally[tr->type_name];
   t.elements += n;
   // The check runs in chunks so that its FP64 buffer stays small; chunks are whole blocks.

@@ -8,10 +8,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/engine.h"
 #include "util/status.h"
@@ -20,7 +19,7 @@ namespace flipscope {
 
 // How the exact engine runs; none of these change its results beyond FP64 rounding order.
 struct ExactOptions {
-  int n_threads = 0;     // BLAS threads; 0 = all hardware threads
+  int n_threads = 0;      // BLAS threads; 0 = all hardware threads
   int query_block = 256;  // queries per attention block (bounds the score matrix to block x context)
   int token_chunk = 512;  // tokens per projection / MLP chunk (bounds the activations)
   int probe_group = 64;   // probe rows per vocabulary projection (bounds the logits buffer)

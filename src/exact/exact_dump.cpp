@@ -1,10 +1,9 @@
 // exact_dump: the exact engine's FP64 logits at every position of a workload's first N tokens, as
 // raw little-endian files for the independent numpy reference (tests/ref/exact_ref.py):
 // PREFIX.tokens (int32 [N]) and PREFIX.logits (float64 [N, n_vocab]).
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
-
-#include <CLI/CLI.hpp>
 
 #include "exact/exact.h"
 #include "workload/workload.h"
@@ -33,10 +32,13 @@ int main(int argc, char** argv) {
   std::vector<int32_t> probes(tokens.size());
   for (size_t i = 0; i < probes.size(); ++i) probes[i] = int32_t(i);
   std::ofstream logits(prefix + ".logits", std::ios::binary);
-  flipscope::Status st = (*e)->PrefillF64(tokens, probes, [&](const flipscope::RowF64& r) {
-    logits.write(reinterpret_cast<const char*>(r.logits.data()), std::streamsize(r.logits.size() * sizeof(double)));
-    return flipscope::Status::Ok();
-  }, nullptr);
+  flipscope::Status st = (*e)->PrefillF64(
+      tokens, probes,
+      [&](const flipscope::RowF64& r) {
+        logits.write(reinterpret_cast<const char*>(r.logits.data()), std::streamsize(r.logits.size() * sizeof(double)));
+        return flipscope::Status::Ok();
+      },
+      nullptr);
   if (!st.ok()) return fail(st);
   std::ofstream(prefix + ".tokens", std::ios::binary)
       .write(reinterpret_cast<const char*>(tokens.data()), std::streamsize(tokens.size() * sizeof(int32_t)));

@@ -1,9 +1,9 @@
 // The exact engine behind the Engine interface: loads the FP64 model, runs the forward pass and
 // hands the probe rows over in groups (the vocabulary projection only at the probes).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "exact/internal.h"
 #include "util/util.h"
@@ -38,19 +38,21 @@ Result<std::unique_ptr<ExactEngine>> ExactEngine::Create(const std::string& mode
 
 int32_t ExactEngine::n_vocab() const { return int32_t(impl_->model.hp.n_vocab); }
 
-Status ExactEngine::PrefillF64(std::span<const int32_t> tokens, std::span<const int32_t> probes,
-                               const RowF64Sink& sink, const ProgressFn& progress) {
+Status ExactEngine::PrefillF64(std::span<const int32_t> tokens, std::span<const int32_t> probes, const RowF64Sink& sink,
+                               const ProgressFn& progress) {
   const exact::Model& m = impl_->model;
   const int64_t n = int64_t(tokens.size());
   for (size_t i = 0; i < probes.size(); ++i)
     if (probes[i] < 0 || probes[i] >= n || (i > 0 && probes[i] <= probes[i - 1]))
-      return Status::Error(fmt::format("probe {} (position {}) is not ascending inside the {} tokens", i, probes[i], n));
+      return Status::Error(
+          fmt::format("probe {} (position {}) is not ascending inside the {} tokens", i, probes[i], n));
   // The layers run over the whole sequence at once, so progress is reported in token-equivalents
   // of the work done: layer l of L done = l/L of the tokens.
   auto layers_done = [&](int64_t l) {
     if (progress) progress(n * l / (m.hp.n_layer + 1));
   };
-  FS_ASSIGN_OR_RETURN(std::vector<double> hidden, exact::HiddenAtProbes(m, impl_->opts, impl_->threads, tokens, probes, layers_done));
+  FS_ASSIGN_OR_RETURN(std::vector<double> hidden,
+                      exact::HiddenAtProbes(m, impl_->opts, impl_->threads, tokens, probes, layers_done));
   const int64_t group = std::max(1, impl_->opts.probe_group), V = m.hp.n_vocab, E = m.hp.n_embd;
   std::vector<double> logits;
   for (int64_t p0 = 0; p0 < int64_t(probes.size()); p0 += group) {
@@ -61,15 +63,18 @@ Status ExactEngine::PrefillF64(std::span<const int32_t> tokens, std::span<const 
       RowF64 row{p0 + r, probes[size_t(p0 + r)], std::span<const double>(logits.data() + r * V, size_t(V))};
       FS_RETURN_IF_ERROR(sink(row));
     }
-    if (progress) progress(n * m.hp.n_layer / (m.hp.n_layer + 1) + n * (p0 + rows) / int64_t(probes.size()) / (m.hp.n_layer + 1));
+    if (progress)
+      progress(n * m.hp.n_layer / (m.hp.n_layer + 1) + n * (p0 + rows) / int64_t(probes.size()) / (m.hp.n_layer + 1));
   }
   return Status::Ok();
 }
 
-Status ExactEngine::ForwardPoints(std::span<const int32_t> tokens, std::span<const int32_t> watch, const PointSink& sink) {
+Status ExactEngine::ForwardPoints(std::span<const int32_t> tokens, std::span<const int32_t> watch,
+                                  const PointSink& sink) {
   for (size_t i = 0; i < watch.size(); ++i)
     if (watch[i] < 0 || watch[i] >= int64_t(tokens.size()) || (i > 0 && watch[i] <= watch[i - 1]))
-      return Status::Error(fmt::format("watched position {} is not ascending inside the {} tokens", watch[i], tokens.size()));
+      return Status::Error(
+          fmt::format("watched position {} is not ascending inside the {} tokens", watch[i], tokens.size()));
   auto hidden = exact::HiddenAtProbes(impl_->model, impl_->opts, impl_->threads, tokens, watch, nullptr, &sink);
   return hidden.ok() ? Status::Ok() : hidden.status();
 }
@@ -77,16 +82,19 @@ Status ExactEngine::ForwardPoints(std::span<const int32_t> tokens, std::span<con
 Status ExactEngine::Prefill(std::span<const int32_t> tokens, std::span<const int32_t> probes, const RowSink& sink,
                             const ProgressFn& progress) {
   std::vector<float> f;
-  return PrefillF64(tokens, probes, [&](const RowF64& r) {
-    f.assign(r.logits.begin(), r.logits.end());
-    Row row;
-    row.index = r.index;
-    row.position = r.position;
-    row.logits = f;
-    // The greedy token is decided in FP64, not on the F32-rounded row, ties to the lowest id.
-    row.argmax = int32_t(std::max_element(r.logits.begin(), r.logits.end()) - r.logits.begin());
-    return sink(row);
-  }, progress);
+  return PrefillF64(
+      tokens, probes,
+      [&](const RowF64& r) {
+        f.assign(r.logits.begin(), r.logits.end());
+        Row row;
+        row.index = r.index;
+        row.position = r.position;
+        row.logits = f;
+        // The greedy token is decided in FP64, not on the F32-rounded row, ties to the lowest id.
+        row.argmax = int32_t(std::max_element(r.logits.begin(), r.logits.end()) - r.logits.begin());
+        return sink(row);
+      },
+      progress);
 }
 
 nlohmann::json ExactEngine::Describe() const {
@@ -116,7 +124,8 @@ nlohmann::json ExactEngine::Describe() const {
 Result<nlohmann::json> CheckDequantization(const std::string& model_path) {
   FS_ASSIGN_OR_RETURN(exact::Model m, exact::LoadModel(model_path));
   nlohmann::json out = nlohmann::json::object();
-  for (const auto& [type, t] : m.dequant) out[type] = {{"elements", t.elements}, {"checked", t.checked}, {"inexact", t.inexact}};
+  for (const auto& [type, t] : m.dequant)
+    out[type] = {{"elements", t.elements}, {"checked", t.checked}, {"inexact", t.inexact}};
   return out;
 }
 

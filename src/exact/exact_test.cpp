@@ -1,5 +1,7 @@
 // The exact engine against llama.cpp on an all-F32 tiny model (the same function, so the two agree
 // to float rounding), its refusals, and its exactness claims about dequantization.
+#include "exact/exact.h"
+
 #include <gguf.h>
 #include <gtest/gtest.h>
 
@@ -7,7 +9,6 @@
 #include <memory>
 #include <random>
 
-#include "exact/exact.h"
 #include "exact/internal.h"
 #include "testing/tiny_model.h"
 
@@ -47,15 +48,25 @@ TEST(ExactEngine, AgreesWithLlamaCppOnAnF32TinyModel) {
   std::vector<int32_t> tokens = SomeTokens(n, (*exact)->n_vocab()), probes(n);
   for (int i = 0; i < n; ++i) probes[size_t(i)] = i;
   std::vector<std::vector<double>> ours(n), theirs(n);
-  ASSERT_TRUE((*exact)->PrefillF64(tokens, probes, [&](const RowF64& r) {
-    ours[size_t(r.index)] = LogSoftmax(r.logits);
-    return Status::Ok();
-  }, nullptr).ok());
-  ASSERT_TRUE((*llama)->Prefill(tokens, probes, [&](const Row& r) {
-    std::vector<double> d(r.logits.begin(), r.logits.end());
-    theirs[size_t(r.index)] = LogSoftmax(d);
-    return Status::Ok();
-  }, nullptr).ok());
+  ASSERT_TRUE((*exact)
+                  ->PrefillF64(
+                      tokens, probes,
+                      [&](const RowF64& r) {
+                        ours[size_t(r.index)] = LogSoftmax(r.logits);
+                        return Status::Ok();
+                      },
+                      nullptr)
+                  .ok());
+  ASSERT_TRUE((*llama)
+                  ->Prefill(
+                      tokens, probes,
+                      [&](const Row& r) {
+                        std::vector<double> d(r.logits.begin(), r.logits.end());
+                        theirs[size_t(r.index)] = LogSoftmax(d);
+                        return Status::Ok();
+                      },
+                      nullptr)
+                  .ok());
   double max_kl = 0;
   int same_top1 = 0;
   for (int i = 0; i < n; ++i) {
@@ -75,7 +86,8 @@ TEST(ExactEngine, RefusesOtherArchitecturesNamingThem) {
   std::string path = fixtures::TempPath("exact-tiny-arch.gguf");
   ASSERT_TRUE(fixtures::WriteTinyModel(path).ok());
   // The tiny model's metadata with another architecture (no tensors: the check comes first).
-  std::unique_ptr<gguf_context, void (*)(gguf_context*)> in(gguf_init_from_file(path.c_str(), {true, nullptr}), gguf_free);
+  std::unique_ptr<gguf_context, void (*)(gguf_context*)> in(gguf_init_from_file(path.c_str(), {true, nullptr}),
+                                                            gguf_free);
   std::unique_ptr<gguf_context, void (*)(gguf_context*)> out(gguf_init_empty(), gguf_free);
   ASSERT_TRUE(in);
   gguf_set_kv(out.get(), in.get());
@@ -84,7 +96,8 @@ TEST(ExactEngine, RefusesOtherArchitecturesNamingThem) {
   ASSERT_TRUE(gguf_write_to_file(out.get(), other.c_str(), /*only_meta=*/true));
   auto e = ExactEngine::Create(other);
   ASSERT_FALSE(e.ok());
-  EXPECT_EQ(e.status().message(), other + ": architecture 'qwen2' is not supported by the exact engine (llama, gemma3)");
+  EXPECT_EQ(e.status().message(),
+            other + ": architecture 'qwen2' is not supported by the exact engine (llama, gemma3)");
 }
 
 // A tensor the graph does not use (here a bias) means a feature this engine lacks: refused.
@@ -96,7 +109,8 @@ TEST(ExactEngine, RefusesTensorsItDoesNotImplement) {
   ASSERT_TRUE(fixtures::WriteTinyModel(path, to).ok());
   auto e = ExactEngine::Create(path);
   ASSERT_FALSE(e.ok());
-  EXPECT_NE(e.status().message().find("tensor blk.0.attn_q.bias (llama graph feature) is not implemented"), std::string::npos)
+  EXPECT_NE(e.status().message().find("tensor blk.0.attn_q.bias (llama graph feature) is not implemented"),
+            std::string::npos)
       << e.status().message();
 }
 
@@ -118,7 +132,8 @@ TEST(ExactDequant, DecodersMatchGgmlOnEveryCoveredType) {
     std::vector<double> d(n);
     ASSERT_TRUE(exact::DecodeF64(t, q.data(), n, d.data()));
     double max_rel = 0;
-    for (int64_t i = 0; i < n; ++i) max_rel = std::max(max_rel, std::fabs(d[i] - f[i]) / std::max(1e-30, std::fabs(d[i])));
+    for (int64_t i = 0; i < n; ++i)
+      max_rel = std::max(max_rel, std::fabs(d[i] - f[i]) / std::max(1e-30, std::fabs(d[i])));
     EXPECT_LE(max_rel, 6e-8) << ggml_type_name(t);  // at most float rounding apart
     EXPECT_TRUE(tally[ggml_type_name(t)].checked);
   }

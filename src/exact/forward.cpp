@@ -31,7 +31,8 @@ struct Watch {
   // Hands over point's rows [c0, c1) (rows[i] of width E is position c0 + i) at watched positions.
   void Emit(int point, int64_t c0, int64_t c1, const double* rows, int64_t E) const {
     if (!sink) return;
-    for (auto it = std::lower_bound(positions.begin(), positions.end(), int32_t(c0)); it != positions.end() && *it < c1; ++it)
+    for (auto it = std::lower_bound(positions.begin(), positions.end(), int32_t(c0)); it != positions.end() && *it < c1;
+         ++it)
       (*sink)(point, *it, std::span<const double>(rows + (*it - c0) * E, size_t(E)));
   }
 };
@@ -89,8 +90,7 @@ void AttnOutAndMlp(const Model& m, const Layer& L, double* h, int64_t c0, int64_
 }  // namespace
 
 Result<std::vector<double>> HiddenAtProbes(const Model& m, const ExactOptions& o, int threads,
-                                           std::span<const int32_t> tokens,
-                                           std::span<const int32_t> probes,
+                                           std::span<const int32_t> tokens, std::span<const int32_t> probes,
                                            const std::function<void(int64_t)>& layers_done,
                                            const PointSink* watch_sink) {
   const Watch watch{probes, watch_sink};
@@ -113,13 +113,15 @@ Result<std::vector<double>> HiddenAtProbes(const Model& m, const ExactOptions& o
   const int64_t chunk = std::max(1, o.token_chunk);
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     const Layer& L = m.layers[size_t(il)];
-    std::pair<double, double> key = L.swa ? std::pair{hp.rope_base_swa, hp.rope_scale_swa} : std::pair{hp.rope_base, hp.rope_scale};
+    std::pair<double, double> key =
+        L.swa ? std::pair{hp.rope_base_swa, hp.rope_scale_swa} : std::pair{hp.rope_base, hp.rope_scale};
     auto it = ropes.find(key);
     if (it == ropes.end()) it = ropes.emplace(key, MakeRopeTable(n, hp.n_rot, key.first, key.second)).first;
     for (int64_t c0 = 0; c0 < n; c0 += chunk)
       Project(m, L, it->second, h.data(), c0, std::min(n, c0 + chunk), a, il == 0, watch);
-    AttentionShape s{n, hp.n_head, hp.n_head_kv, hp.head_k, hp.head_v, hp.kq_scale, L.swa ? hp.n_swa : 0,
-                     std::max(1, o.query_block), threads};
+    AttentionShape s{n,         hp.n_head,   hp.n_head_kv,         hp.head_k,
+                     hp.head_v, hp.kq_scale, L.swa ? hp.n_swa : 0, std::max(1, o.query_block),
+                     threads};
     Attention(s, a.q.data(), a.k.data(), a.v.data(), a.attn.data());
     for (int64_t c0 = 0; c0 < n; c0 += chunk) AttnOutAndMlp(m, L, h.data(), c0, std::min(n, c0 + chunk), a, il, watch);
     if (layers_done) layers_done(il + 1);
@@ -146,7 +148,8 @@ void Logits(const Model& m, const double* h, int64_t n_rows, double* logits) {
     Gemm(true, n_rows, rows, E, h, E, wd.data(), E, logits + v0, hp.n_vocab);
   }
   if (hp.logit_softcap > 0)
-    for (int64_t i = 0; i < n_rows * hp.n_vocab; ++i) logits[i] = hp.logit_softcap * std::tanh(logits[i] / hp.logit_softcap);
+    for (int64_t i = 0; i < n_rows * hp.n_vocab; ++i)
+      logits[i] = hp.logit_softcap * std::tanh(logits[i] / hp.logit_softcap);
 }
 
 }  // namespace flipscope::exact

@@ -2,15 +2,15 @@
 // numeric kernels and the forward pass. Not part of the interface (exact.h is).
 #pragma once
 
+#include <ggml.h>
+
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <vector>
-
-#include <ggml.h>
-#include <nlohmann/json.hpp>
 
 #include "exact/exact.h"
 #include "util/status.h"
@@ -37,21 +37,20 @@ using DequantTallies = std::map<std::string, DequantTally>;
 bool DecodeF64(ggml_type type, const void* data, int64_t n, double* out);
 // Dequantizes n elements through ggml's type traits (to_float), checks each against DecodeF64 and
 // adds to tally[type name]; errors name the type ggml cannot convert.
-Status DequantizeChecked(ggml_type type, const void* data, int64_t n, std::vector<float>& out,
-                         DequantTallies& tally);
+Status DequantizeChecked(ggml_type type, const void* data, int64_t n, std::vector<float>& out, DequantTallies& tally);
 
 struct Hparams {
   std::string arch;  // "llama" or "gemma3"
   int64_t n_layer = 0, n_embd = 0, n_head = 0, n_head_kv = 0, head_k = 0, head_v = 0, n_ff = 0, n_vocab = 0;
-  int64_t n_rot = 0;        // rotated dimensions per head
-  bool rope_neox = false;   // gemma3: pairs (i, i + n_rot/2); llama: pairs (2i, 2i+1)
-  double rope_base = 10000, rope_scale = 1;     // full-attention layers
+  int64_t n_rot = 0;                                 // rotated dimensions per head
+  bool rope_neox = false;                            // gemma3: pairs (i, i + n_rot/2); llama: pairs (2i, 2i+1)
+  double rope_base = 10000, rope_scale = 1;          // full-attention layers
   double rope_base_swa = 10000, rope_scale_swa = 1;  // sliding-window layers (gemma3)
   double rms_eps = 1e-5;
-  int64_t n_swa = 0;        // sliding window in tokens (0 = none)
-  double embd_scale = 1;    // gemma3: sqrt(n_embd)
-  double q_scale = 1;       // multiplies Q before attention (gemma3's attention scale)
-  double kq_scale = 1;      // multiplies Q.K (llama: 1/sqrt(head dim))
+  int64_t n_swa = 0;         // sliding window in tokens (0 = none)
+  double embd_scale = 1;     // gemma3: sqrt(n_embd)
+  double q_scale = 1;        // multiplies Q before attention (gemma3's attention scale)
+  double kq_scale = 1;       // multiplies Q.K (llama: 1/sqrt(head dim))
   double logit_softcap = 0;  // final logit soft-capping (0 = none)
 };
 
@@ -111,8 +110,8 @@ struct RopeTable {
 };
 RopeTable MakeRopeTable(int64_t n, int64_t n_rot, double base, double scale);
 // Rotates heads of width head_dim at rows [row0, row0 + n) of x (row stride ld), n_heads per row.
-void ApplyRope(double* x, int64_t row0, int64_t n, int64_t ld, int64_t n_heads, int64_t head_dim,
-               int64_t n_rot, bool neox, const RopeTable& t);
+void ApplyRope(double* x, int64_t row0, int64_t n, int64_t ld, int64_t n_heads, int64_t head_dim, int64_t n_rot,
+               bool neox, const RopeTable& t);
 
 // ---- attention (attention.cpp) ----
 
@@ -134,8 +133,7 @@ void Attention(const AttentionShape& s, const double* q, const double* k, const 
 // [n_probes][n_embd]; progress gets the layers done (0..n_layer). With watch_sink, every point's row
 // (exact.h: PointSink) at the probes goes to it as the pass computes it.
 Result<std::vector<double>> HiddenAtProbes(const Model& m, const ExactOptions& o, int threads,
-                                           std::span<const int32_t> tokens,
-                                           std::span<const int32_t> probes,
+                                           std::span<const int32_t> tokens, std::span<const int32_t> probes,
                                            const std::function<void(int64_t)>& layers_done,
                                            const PointSink* watch_sink = nullptr);
 // logits[n_rows][n_vocab] of hidden rows h[n_rows][n_embd], soft-capped where the model says.

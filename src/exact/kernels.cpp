@@ -57,7 +57,8 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void ExpNonPositive
   }
 }
 
-__attribute__((target_clones("avx512f", "avx2", "default"))) double ScaledMax(const double* x, int64_t n, double scale) {
+__attribute__((target_clones("avx512f", "avx2", "default"))) double ScaledMax(const double* x, int64_t n,
+                                                                              double scale) {
   double m[8];
   std::fill(m, m + 8, -INFINITY);
   int64_t i = 0;
@@ -82,7 +83,8 @@ void GatedActivation(bool gelu, double* g, const double* u, int64_t n) {
   constexpr double kCoefA = 0.044715;
   for (int64_t i = 0; i < n; ++i) {
     const double x = g[i];
-    const double a = gelu ? 0.5 * x * (1.0 + std::tanh(kSqrt2OverPi * x * (1.0 + kCoefA * x * x))) : x / (1.0 + std::exp(-x));
+    const double a =
+        gelu ? 0.5 * x * (1.0 + std::tanh(kSqrt2OverPi * x * (1.0 + kCoefA * x * x))) : x / (1.0 + std::exp(-x));
     g[i] = a * u[i];
   }
 }

@@ -2,6 +2,8 @@
 // gemma3, every tensor checked for shape and accounted for (an unknown tensor means a graph
 // feature this engine does not implement, so it refuses rather than compute another function).
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <gguf.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,9 +11,6 @@
 #include <cmath>
 #include <memory>
 #include <set>
-
-#include <fmt/format.h>
-#include <gguf.h>
 
 #include "exact/internal.h"
 
@@ -45,10 +44,15 @@ struct Reader {
       return def;
     }
     switch (gguf_get_kv_type(g, id)) {
-      case GGUF_TYPE_UINT32: return int64_t(gguf_get_val_u32(g, id));
-      case GGUF_TYPE_INT32: return int64_t(gguf_get_val_i32(g, id));
-      case GGUF_TYPE_UINT64: return int64_t(gguf_get_val_u64(g, id));
-      default: return Status::Error(fmt::format("{}: key {}.{} is not a single integer (per-layer values are not supported)", path, arch, k));
+      case GGUF_TYPE_UINT32:
+        return int64_t(gguf_get_val_u32(g, id));
+      case GGUF_TYPE_INT32:
+        return int64_t(gguf_get_val_i32(g, id));
+      case GGUF_TYPE_UINT64:
+        return int64_t(gguf_get_val_u64(g, id));
+      default:
+        return Status::Error(
+            fmt::format("{}: key {}.{} is not a single integer (per-layer values are not supported)", path, arch, k));
     }
   }
   double Float(const std::string& k, double def) const {
@@ -62,8 +66,8 @@ struct Reader {
     ggml_tensor* t = ggml_get_tensor(meta, name.c_str());
     if (!t) return Status::Error(fmt::format("{}: missing tensor {}", path, name));
     if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != 1 || t->ne[3] != 1)
-      return Status::Error(fmt::format("{}: tensor {} has shape [{}, {}, {}, {}], expected [{}, {}]", path, name, t->ne[0],
-                                       t->ne[1], t->ne[2], t->ne[3], ne0, ne1));
+      return Status::Error(fmt::format("{}: tensor {} has shape [{}, {}, {}, {}], expected [{}, {}]", path, name,
+                                       t->ne[0], t->ne[1], t->ne[2], t->ne[3], ne0, ne1));
     used.insert(name);
     int64_t id = gguf_find_tensor(g, name.c_str());
     std::vector<float> out;
@@ -96,17 +100,20 @@ Status ReadHparams(const Reader& r, int64_t n_vocab, Hparams& hp) {
   FS_ASSIGN_OR_RETURN(hp.head_v, r.Int("attention.value_length", hp.head_k));
   FS_ASSIGN_OR_RETURN(hp.n_rot, r.Int("rope.dimension_count", hp.head_k));
   FS_ASSIGN_OR_RETURN(int64_t n_expert, r.Int("expert_count", 0));
-  if (n_expert > 0) return Status::Error(fmt::format("{}: mixture-of-experts models are not supported by the exact engine", r.path));
+  if (n_expert > 0)
+    return Status::Error(fmt::format("{}: mixture-of-experts models are not supported by the exact engine", r.path));
   if (hp.n_head_kv <= 0 || hp.n_head % hp.n_head_kv != 0 || hp.n_rot > hp.head_k || hp.n_rot % 2 != 0)
     return Status::Error(fmt::format("{}: unsupported head layout ({} heads, {} kv heads, {} rotated of {})", r.path,
                                      hp.n_head, hp.n_head_kv, hp.n_rot, hp.head_k));
   hp.rms_eps = r.Float("attention.layer_norm_rms_epsilon", 0);
-  if (!(hp.rms_eps > 0)) return Status::Error(fmt::format("{}: missing key {}.attention.layer_norm_rms_epsilon", r.path, r.arch));
+  if (!(hp.rms_eps > 0))
+    return Status::Error(fmt::format("{}: missing key {}.attention.layer_norm_rms_epsilon", r.path, r.arch));
   hp.rope_base = r.Float("rope.freq_base", 10000);
   // Linear scaling divides positions by the factor; the other schemes change the angles' formula.
   int64_t st = r.Key("rope.scaling.type");
   std::string scaling = st >= 0 ? gguf_get_val_str(r.g, st) : "none";
-  if (scaling == "linear") hp.rope_scale = 1.0 / r.Float("rope.scaling.factor", 1);
+  if (scaling == "linear")
+    hp.rope_scale = 1.0 / r.Float("rope.scaling.factor", 1);
   else if (scaling != "none")
     return Status::Error(fmt::format("{}: rope scaling '{}' is not supported by the exact engine", r.path, scaling));
   hp.logit_softcap = r.Float("final_logit_softcapping", 0);
@@ -133,7 +140,8 @@ Result<std::vector<bool>> SwaLayers(const Reader& r, const Hparams& hp) {
   int64_t id = r.Key("attention.sliding_window_pattern");
   if (id >= 0 && gguf_get_kv_type(r.g, id) == GGUF_TYPE_ARRAY) {
     if (gguf_get_arr_type(r.g, id) != GGUF_TYPE_BOOL || int64_t(gguf_get_arr_n(r.g, id)) < hp.n_layer)
-      return Status::Error(fmt::format("{}: {}.attention.sliding_window_pattern is not one bool per layer", r.path, r.arch));
+      return Status::Error(
+          fmt::format("{}: {}.attention.sliding_window_pattern is not one bool per layer", r.path, r.arch));
     const auto* b = static_cast<const bool*>(gguf_get_arr_data(r.g, id));
     for (int64_t il = 0; il < hp.n_layer; ++il) swa[size_t(il)] = b[il];
     return swa;
@@ -174,7 +182,8 @@ Result<Model> LoadModel(const std::string& path) {
   int64_t arch_id = gguf_find_key(g.get(), "general.architecture");
   std::string arch = arch_id >= 0 ? gguf_get_val_str(g.get(), arch_id) : "(none)";
   if (arch != "llama" && arch != "gemma3")
-    return Status::Error(fmt::format("{}: architecture '{}' is not supported by the exact engine (llama, gemma3)", path, arch));
+    return Status::Error(
+        fmt::format("{}: architecture '{}' is not supported by the exact engine (llama, gemma3)", path, arch));
 
   Mapping map;
   int fd = open(path.c_str(), O_RDONLY);
@@ -190,7 +199,8 @@ Result<Model> LoadModel(const std::string& path) {
 
   Model m;
   m.path = path;
-  Reader r{path, g.get(), meta, static_cast<const uint8_t*>(map.p) + gguf_get_data_offset(g.get()), arch, {}, &m.dequant};
+  Reader r{path, g.get(), meta,      static_cast<const uint8_t*>(map.p) + gguf_get_data_offset(g.get()),
+           arch, {},      &m.dequant};
   ggml_tensor* te = ggml_get_tensor(meta, "token_embd.weight");
   if (!te) return Status::Error(path + ": missing tensor token_embd.weight");
   FS_RETURN_IF_ERROR(ReadHparams(r, te->ne[1], m.hp));
@@ -209,7 +219,8 @@ Result<Model> LoadModel(const std::string& path) {
   for (int64_t i = 0; i < gguf_get_n_tensors(g.get()); ++i) {
     std::string name = gguf_get_tensor_name(g.get(), i);
     if (!r.used.count(name))
-      return Status::Error(fmt::format("{}: tensor {} ({} graph feature) is not implemented by the exact engine", path, name, arch));
+      return Status::Error(
+          fmt::format("{}: tensor {} ({} graph feature) is not implemented by the exact engine", path, name, arch));
   }
   return m;
 }

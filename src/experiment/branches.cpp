@@ -1,7 +1,7 @@
 // Following the forks of every variant that flips: the branch stage per configuration.
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "branch/branch.h"
 #include "experiment/steps.h"
@@ -22,7 +22,8 @@ Status BranchAll(const Experiment& exp, nlohmann::json& results, const RunOption
     // Only configurations whose first repeat flips have forks to follow.
     bool flips = false;
     for (const auto& cmp : results["comparisons"])
-      if (cmp["config"] == c["name"] && cmp["repeat"] == 0) flips = cmp["compare"]["overall"]["flips"].get<int64_t>() > 0;
+      if (cmp["config"] == c["name"] && cmp["repeat"] == 0)
+        flips = cmp["compare"]["overall"]["flips"].get<int64_t>() > 0;
     if (!flips) continue;
     BranchRequest req;
     req.base_path = base;

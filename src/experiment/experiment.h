@@ -4,11 +4,10 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "capture/capture.h"
 #include "engine/engine.h"
@@ -25,7 +24,7 @@ struct ServerSpec {
   std::string health = "/health";
   double startup_timeout_s = 600, stop_timeout_s = 10;
   std::map<std::string, std::string> env;  // set for the launched command
-  HttpOptions http;    // api, logprobs, served model, timeout, retries, key variable (url unused)
+  HttpOptions http;                        // api, logprobs, served model, timeout, retries, key variable (url unused)
 };
 
 // One configuration: the baseline's knobs with this configuration's changes applied.
@@ -33,10 +32,10 @@ struct ConfigSpec {
   std::string name, description;
   nlohmann::json changes = nlohmann::json::object();  // knob -> value, as written in the file
   Knobs knobs;
-  std::string model_path;     // the weights this configuration runs
-  std::string requantize;     // e.g. "F16" or "Q8_0": derive the weights from the experiment's model
+  std::string model_path;  // the weights this configuration runs
+  std::string requantize;  // e.g. "F16" or "Q8_0": derive the weights from the experiment's model
   int repeats = 1;
-  int line = 0;               // where it is defined in the experiment file
+  int line = 0;                  // where it is defined in the experiment file
   std::string engine = "llama";  // "llama" (knobs) or "openai" (server)
   ServerSpec server;             // engine "openai" only
 };
@@ -45,7 +44,7 @@ struct BranchSettings {
   bool enabled = false;
   int max_tokens = 64;
   int max_call_tokens = 256;  // cap on a future whose tool call is still open
-  int max_branches = 16;  // per configuration, the most confident flips first
+  int max_branches = 16;      // per configuration, the most confident flips first
   int reconverge = 8;
   std::vector<std::string> configs;  // variants whose forks are followed; empty = every variant that flips
 };
@@ -53,8 +52,8 @@ struct BranchSettings {
 // [layers]: where each flip of a variant against the baseline is born (the layers stage).
 struct LayersSettings {
   bool enabled = false;
-  int max_flips = 16;  // per configuration, the first N flips by position (0: all)
-  bool exact = false;  // also each side against the FP64 exact engine, layer by layer
+  int max_flips = 16;                // per configuration, the first N flips by position (0: all)
+  bool exact = false;                // also each side against the FP64 exact engine, layer by layer
   std::vector<std::string> configs;  // variants to look into; empty = every llama variant that flips
 };
 

@@ -1,3 +1,5 @@
+#include "experiment/experiment.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -6,7 +8,6 @@
 
 #include "branch/branch.h"
 #include "capture/capture.h"
-#include "experiment/experiment.h"
 #include "experiment/experiment_test_util.h"
 #include "testing/tiny_model.h"
 #include "util/util.h"
@@ -25,7 +26,8 @@ Result<Experiment> ParseForRun(const std::string& path, RunOptions& ro) {
 }  // namespace
 
 TEST(ParseExperiment, UnknownKeysNameTheLine) {
-  auto p = fixtures::MakeExperiment("unknown", "[baseline]\nthreads = 1\n\n[[variant]]\nname = \"x\"\ncache_typ_k = \"q8_0\"\n");
+  auto p = fixtures::MakeExperiment("unknown",
+                                    "[baseline]\nthreads = 1\n\n[[variant]]\nname = \"x\"\ncache_typ_k = \"q8_0\"\n");
   auto e = ParseExperiment(p);
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.status().message().find(p + ":9: unknown key 'cache_typ_k'"), std::string::npos) << e.status().message();
@@ -39,8 +41,10 @@ TEST(ParseExperiment, UnknownKeysNameTheLine) {
 }
 
 TEST(ParseExperiment, VariantsApplyTheirChangesToTheBaseline) {
-  auto p = fixtures::MakeExperiment("variants", "[baseline]\nthreads = 1\nflash_attn = \"on\"\nrepeats = 2\n\n[[variant]]\nname = \"q8\"\n"
-                             "cache_type_k = \"q8_0\"\ncache_type_v = \"q8_0\"\n");
+  auto p = fixtures::MakeExperiment(
+      "variants",
+      "[baseline]\nthreads = 1\nflash_attn = \"on\"\nrepeats = 2\n\n[[variant]]\nname = \"q8\"\n"
+      "cache_type_k = \"q8_0\"\ncache_type_v = \"q8_0\"\n");
   auto e = ParseExperiment(p);
   ASSERT_TRUE(e.ok()) << e.status().message();
   EXPECT_EQ(e->baseline.repeats, 2);
@@ -53,10 +57,11 @@ TEST(ParseExperiment, VariantsApplyTheirChangesToTheBaseline) {
 }
 
 TEST(RunExperiment, EndToEndOnTheTinyModelWithReuseAndRefusal) {
-  auto p = fixtures::MakeExperiment("run",
-                 "[probe]\nstride = 4\n[baseline]\nthreads = 1\nflash_attn = \"on\"\nctx_size = 512\nrepeats = 2\n"
-                 "[[variant]]\nname = \"kv-q8_0\"\ncache_type_k = \"q8_0\"\ncache_type_v = \"q8_0\"\n"
-                 "[[variant]]\nname = \"refused\"\ncache_type_v = \"q4_0\"\nflash_attn = \"off\"\n");
+  auto p = fixtures::MakeExperiment(
+      "run",
+      "[probe]\nstride = 4\n[baseline]\nthreads = 1\nflash_attn = \"on\"\nctx_size = 512\nrepeats = 2\n"
+      "[[variant]]\nname = \"kv-q8_0\"\ncache_type_k = \"q8_0\"\ncache_type_v = \"q8_0\"\n"
+      "[[variant]]\nname = \"refused\"\ncache_type_v = \"q4_0\"\nflash_attn = \"off\"\n");
   RunOptions ro;
   auto e = ParseForRun(p, ro);
   ASSERT_TRUE(e.ok()) << e.status().message();
@@ -94,10 +99,11 @@ TEST(RunExperiment, EndToEndOnTheTinyModelWithReuseAndRefusal) {
 // Forks followed during the captures give the same branch records as the branch stage's own
 // passes, and the baseline's second repeat decodes the baseline's side.
 TEST(RunExperiment, ForksFollowedDuringCapturesMatchTheBranchStage) {
-  auto p = fixtures::MakeExperiment("forks",
-                 "[probe]\nstride = 2\n[baseline]\nthreads = 1\nflash_attn = \"on\"\nctx_size = 512\nrepeats = 2\n"
-                 "[[variant]]\nname = \"kv-q4_0\"\ncache_type_k = \"q4_0\"\ncache_type_v = \"q4_0\"\n"
-                 "[branch]\nmax_tokens = 6\nmax_branches = 5\n");
+  auto p = fixtures::MakeExperiment(
+      "forks",
+      "[probe]\nstride = 2\n[baseline]\nthreads = 1\nflash_attn = \"on\"\nctx_size = 512\nrepeats = 2\n"
+      "[[variant]]\nname = \"kv-q4_0\"\ncache_type_k = \"q4_0\"\ncache_type_v = \"q4_0\"\n"
+      "[branch]\nmax_tokens = 6\nmax_branches = 5\n");
   RunOptions ro;
   auto e = ParseForRun(p, ro);
   ASSERT_TRUE(e.ok()) << e.status().message();
@@ -140,13 +146,14 @@ TEST(RunExperiment, ForksFollowedDuringCapturesMatchTheBranchStage) {
 }
 
 TEST(ParseExperiment, ServerConfigurations) {
-  auto p = fixtures::MakeExperiment("servers",
-                          "[baseline]\nlaunch = \"vllm serve m --port {port}\"\nenv = { VLLM_BATCH_INVARIANT = \"1\" }\n"
-                          "startup_timeout = 300\nlogprobs = 20\n"
-                          "[[variant]]\nname = \"fp8\"\nlaunch = \"vllm serve m --port {port} --kv-cache-dtype fp8\"\n"
-                          "env = { VLLM_ATTENTION_BACKEND = \"TRITON_ATTN\" }\n"
-                          "[[variant]]\nname = \"remote\"\nurl = \"http://gpu-host:8000\"\napi = \"sglang\"\n"
-                          "[[variant]]\nname = \"llama\"\nengine = \"llama\"\nflash_attn = \"on\"\n");
+  auto p = fixtures::MakeExperiment(
+      "servers",
+      "[baseline]\nlaunch = \"vllm serve m --port {port}\"\nenv = { VLLM_BATCH_INVARIANT = \"1\" }\n"
+      "startup_timeout = 300\nlogprobs = 20\n"
+      "[[variant]]\nname = \"fp8\"\nlaunch = \"vllm serve m --port {port} --kv-cache-dtype fp8\"\n"
+      "env = { VLLM_ATTENTION_BACKEND = \"TRITON_ATTN\" }\n"
+      "[[variant]]\nname = \"remote\"\nurl = \"http://gpu-host:8000\"\napi = \"sglang\"\n"
+      "[[variant]]\nname = \"llama\"\nengine = \"llama\"\nflash_attn = \"on\"\n");
   auto e = ParseExperiment(p);
   ASSERT_TRUE(e.ok()) << e.status().message();
   EXPECT_EQ(e->baseline.engine, "openai");
@@ -155,7 +162,7 @@ TEST(ParseExperiment, ServerConfigurations) {
   const auto& fp8 = e->variants[0];
   EXPECT_EQ(fp8.engine, "openai");
   EXPECT_EQ(fp8.server.launch, "vllm serve m --port {port} --kv-cache-dtype fp8");
-  EXPECT_EQ(fp8.server.startup_timeout_s, 300);  // inherited
+  EXPECT_EQ(fp8.server.startup_timeout_s, 300);               // inherited
   EXPECT_EQ(fp8.server.env.at("VLLM_BATCH_INVARIANT"), "1");  // the baseline's env, and its own on top
   EXPECT_EQ(fp8.server.env.at("VLLM_ATTENTION_BACKEND"), "TRITON_ATTN");
   EXPECT_EQ(fp8.changes["env"]["VLLM_ATTENTION_BACKEND"], "TRITON_ATTN");
@@ -175,16 +182,20 @@ TEST(ParseExperiment, ServerConfigurationErrorsNameTheLine) {
     return e.ok() ? std::string() : e.status().message();
   };
   EXPECT_NE(err("knob", "[baseline]\nurl = \"http://h:1\"\ncache_type_k = \"q8_0\"\n")
-                .find(":6: a llama.cpp knob does not apply to a server configuration"), std::string::npos);
+                .find(":6: a llama.cpp knob does not apply to a server configuration"),
+            std::string::npos);
   EXPECT_NE(err("noport", "[baseline]\nlaunch = \"vllm serve m\"\n")
-                .find(":4: launch needs port = N, {port} in the command (a free port), or url"), std::string::npos);
+                .find(":4: launch needs port = N, {port} in the command (a free port), or url"),
+            std::string::npos);
   EXPECT_NE(err("health", "[baseline]\nurl = \"http://h:1\"\nhealth = \"health\"\n").find(":6: health must be a path"),
             std::string::npos);
   EXPECT_NE(err("env", "[baseline]\nurl = \"http://h:1\"\nenv = { A = 1 }\n").find(":6: env.A must be a string"),
             std::string::npos);
   EXPECT_NE(err("timeout", "[baseline]\nurl = \"http://h:1\"\nstartup_timeout = -1\n")
-                .find(":6: startup_timeout must be a number of seconds > 0"), std::string::npos);
+                .find(":6: startup_timeout must be a number of seconds > 0"),
+            std::string::npos);
   EXPECT_NE(err("requant", "[baseline]\nurl = \"http://h:1\"\n[[variant]]\nname = \"q\"\nrequantize = \"Q8_0\"\n")
-                .find(":8: a server configuration serves its own weights"), std::string::npos);
+                .find(":8: a server configuration serves its own weights"),
+            std::string::npos);
   EXPECT_NE(err("nourl", "[baseline]\nengine = \"openai\"\n").find("needs url = "), std::string::npos);
 }

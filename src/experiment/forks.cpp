@@ -2,9 +2,9 @@
 // token differs from the baseline's, the baseline's second repeat forks at those points from the
 // baseline's own token, and each capture's futures are kept beside it (CAPTURE.forks.json), so
 // the branch stage needs no teacher-forced pass of its own.
-#include <memory>
-
 #include <fmt/format.h>
+
+#include <memory>
 
 #include "experiment/steps.h"
 #include "util/util.h"

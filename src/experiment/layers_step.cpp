@@ -1,10 +1,10 @@
 // [layers]: where each variant's flips against the baseline are born, by the layers stage. Each
 // configuration's result is kept beside the results (OUT/layers/NAME.json) and reused while it is
 // newer than both captures, so a resumed run does not recompute it.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <filesystem>
-
-#include <fmt/format.h>
 
 #include "experiment/steps.h"
 #include "layers/layers.h"
@@ -89,7 +89,8 @@ Status LayersAll(const Experiment& exp, nlohmann::json& results, const RunOption
       (*got)["exact"] = exp.layers.exact;
       std::error_code ec;
       fs::create_directories(dir, ec);
-      FS_RETURN_IF_ERROR(WriteFileAtomic(kept_path, got->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
+      FS_RETURN_IF_ERROR(
+          WriteFileAtomic(kept_path, got->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
     }
     entry["result"] = std::move(*got);
     results["layers"].push_back(entry);

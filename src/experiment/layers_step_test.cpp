@@ -71,8 +71,9 @@ TEST(ExperimentLayers, VariantsFlipsAreRecomputedKeptAndReported) {
   EXPECT_NE(html->find("not looked into (runs under load"), std::string::npos);
   // A real headless Chromium renders it: every chart laid out with its lines, nothing fetched.
   const std::string log = (fs::path(ro.outdir) / "chromium.log").string();
-  const std::string cmd = std::string(FLIPSCOPE_PYTHON) + " " + FLIPSCOPE_SOURCE_DIR + "/tests/ref/check_report_chromium.py " +
-                          (fs::path(ro.outdir) / "report.html").string() + " > " + log + " 2>&1";
+  const std::string cmd = std::string(FLIPSCOPE_PYTHON) + " " + FLIPSCOPE_SOURCE_DIR +
+                          "/tests/ref/check_report_chromium.py " + (fs::path(ro.outdir) / "report.html").string() +
+                          " > " + log + " 2>&1";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << *ReadFile(log);
   auto md = ReadFile((fs::path(ro.outdir) / "report.md").string());
   ASSERT_TRUE(md.ok());
@@ -80,7 +81,8 @@ TEST(ExperimentLayers, VariantsFlipsAreRecomputedKeptAndReported) {
 }
 
 TEST(ExperimentLayers, BadTablesNameTheLine) {
-  auto p = fixtures::MakeExperiment("layers-bad", "[[variant]]\nname = \"q8\"\ncache_type_k = \"q8_0\"\n[layers]\nconfigs = [\"q4\"]\n");
+  auto p = fixtures::MakeExperiment(
+      "layers-bad", "[[variant]]\nname = \"q8\"\ncache_type_k = \"q8_0\"\n[layers]\nconfigs = [\"q4\"]\n");
   EXPECT_NE(ParseExperiment(p).status().message().find("[layers] configs names 'q4', which is not a variant"),
             std::string::npos)
       << ParseExperiment(p).status().message();

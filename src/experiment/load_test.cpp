@@ -5,8 +5,8 @@
 #include <fstream>
 
 #include "experiment/experiment.h"
-#include "experiment/steps.h"
 #include "experiment/experiment_test_util.h"
+#include "experiment/steps.h"
 #include "testing/tiny_model.h"
 
 using namespace flipscope;
@@ -16,14 +16,15 @@ namespace {
 
 // A summary row as Summarize writes it, with the fields the recipe reads.
 nlohmann::json SummaryRow(const std::string& name, double rate, bool above) {
-  return {{"config", name}, {"median_flip_rate", rate}, {"kl_mean", rate}, {"above_floor", above},
-          {"flips", int64_t(rate * 1000)}, {"probes", 1000}};
+  return {{"config", name},       {"median_flip_rate", rate},      {"kl_mean", rate},
+          {"above_floor", above}, {"flips", int64_t(rate * 1000)}, {"probes", 1000}};
 }
 
 }  // namespace
 
 TEST(ExperimentLoad, TheFloorAloneAndUnderLoadSideBySide) {
-  auto p = fixtures::MakeExperiment("load", 
+  auto p = fixtures::MakeExperiment(
+      "load",
       "[probe]\nstride = 4\n[baseline]\nthreads = 1\nflash_attn = \"on\"\nctx_size = 1024\nbatch_size = 16\n"
       "ubatch_size = 8\nrepeats = 2\n"
       "[[variant]]\nname = \"load-3\"\nload = 3\nrepeats = 2\n"
@@ -61,13 +62,14 @@ TEST(ExperimentLoad, TheFloorAloneAndUnderLoadSideBySide) {
 
 TEST(ExperimentLoad, TheRecipeWarnsWhenAConfigurationFineAloneFlipsUnderLoad) {
   Experiment exp;
-  nlohmann::json cfg = {{"kv_bytes_per_token", 100.0}, {"model_file_size", 1.0}, {"flags", "-fa on"}, {"model_path", "m"}};
-  nlohmann::json results = {{"settings", {{"memory_budget_bytes", nullptr}}},
-                            {"model", {{"n_ctx_train", 1024}, {"n_layer", 1}, {"n_head_kv", 1}, {"head_dim_k", 8},
-                                       {"head_dim_v", 8}}},
-                            {"baseline", "baseline"},
-                            {"configs", nlohmann::json::array()},
-                            {"summary", nlohmann::json::array()}};
+  nlohmann::json cfg = {
+      {"kv_bytes_per_token", 100.0}, {"model_file_size", 1.0}, {"flags", "-fa on"}, {"model_path", "m"}};
+  nlohmann::json results = {
+      {"settings", {{"memory_budget_bytes", nullptr}}},
+      {"model", {{"n_ctx_train", 1024}, {"n_layer", 1}, {"n_head_kv", 1}, {"head_dim_k", 8}, {"head_dim_v", 8}}},
+      {"baseline", "baseline"},
+      {"configs", nlohmann::json::array()},
+      {"summary", nlohmann::json::array()}};
   for (const char* name : {"baseline", "load-3", "q8", "q8-load", "q4", "q4-load"}) {
     auto c = cfg;
     c["name"] = name;

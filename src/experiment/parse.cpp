@@ -1,12 +1,11 @@
 // Experiment files: TOML -> Experiment, with errors that name the file and line.
+#include <fmt/format.h>
 #include <toml++/toml.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "experiment/experiment.h"
 #include "util/util.h"
@@ -90,7 +89,8 @@ Status ReadServerKey(const Ctx& c, const std::string& key, const toml::node& n, 
   };
   auto integer = [&](int& dst, int64_t lo, int64_t hi) -> Status {
     auto v = n.value<int64_t>();
-    if (!n.is_integer() || !v || *v < lo || *v > hi) return c.At(n, fmt::format("{} must be an integer from {} to {}", key, lo, hi));
+    if (!n.is_integer() || !v || *v < lo || *v > hi)
+      return c.At(n, fmt::format("{} must be an integer from {} to {}", key, lo, hi));
     dst = int(*v);
     return Status::Ok();
   };
@@ -98,24 +98,33 @@ Status ReadServerKey(const Ctx& c, const std::string& key, const toml::node& n, 
     FS_RETURN_IF_ERROR(str(out.engine));
     if (out.engine != "llama" && out.engine != "openai") return c.At(n, "engine must be llama or openai");
     if (out.engine == "llama") sv = ServerSpec();
-  } else if (key == "url") FS_RETURN_IF_ERROR(str(sv.url));
-  else if (key == "launch") FS_RETURN_IF_ERROR(str(sv.launch));
-  else if (key == "port") FS_RETURN_IF_ERROR(integer(sv.port, 1, 65535));
+  } else if (key == "url")
+    FS_RETURN_IF_ERROR(str(sv.url));
+  else if (key == "launch")
+    FS_RETURN_IF_ERROR(str(sv.launch));
+  else if (key == "port")
+    FS_RETURN_IF_ERROR(integer(sv.port, 1, 65535));
   else if (key == "health") {
     FS_RETURN_IF_ERROR(str(sv.health));
     if (sv.health.empty() || sv.health[0] != '/') return c.At(n, "health must be a path such as \"/health\"");
-  } else if (key == "startup_timeout") FS_RETURN_IF_ERROR(Seconds(c, n, key, sv.startup_timeout_s));
-  else if (key == "stop_timeout") FS_RETURN_IF_ERROR(Seconds(c, n, key, sv.stop_timeout_s));
-  else if (key == "timeout") FS_RETURN_IF_ERROR(Seconds(c, n, key, sv.http.timeout_s));
-  else if (key == "retries") FS_RETURN_IF_ERROR(integer(sv.http.retries, 0, 100));
+  } else if (key == "startup_timeout")
+    FS_RETURN_IF_ERROR(Seconds(c, n, key, sv.startup_timeout_s));
+  else if (key == "stop_timeout")
+    FS_RETURN_IF_ERROR(Seconds(c, n, key, sv.stop_timeout_s));
+  else if (key == "timeout")
+    FS_RETURN_IF_ERROR(Seconds(c, n, key, sv.http.timeout_s));
+  else if (key == "retries")
+    FS_RETURN_IF_ERROR(integer(sv.http.retries, 0, 100));
   else if (key == "logprobs") {
     FS_RETURN_IF_ERROR(integer(sv.http.logprobs, -1, 1 << 20));
     if (sv.http.logprobs == 0) return c.At(n, "logprobs must be >= 1, or -1 for the whole vocabulary (vLLM)");
   } else if (key == "api") {
     FS_RETURN_IF_ERROR(str(sv.http.api));
     if (sv.http.api != "vllm" && sv.http.api != "sglang") return c.At(n, "api must be vllm or sglang");
-  } else if (key == "served_model_name") FS_RETURN_IF_ERROR(str(sv.http.served_model));
-  else if (key == "api_key_env") FS_RETURN_IF_ERROR(str(sv.http.api_key_env));
+  } else if (key == "served_model_name")
+    FS_RETURN_IF_ERROR(str(sv.http.served_model));
+  else if (key == "api_key_env")
+    FS_RETURN_IF_ERROR(str(sv.http.api_key_env));
   else if (key == "env") {
     if (!n.is_table()) return c.At(n, "env must be a table, e.g. env = { VLLM_BATCH_INVARIANT = \"1\" }");
     for (auto& [ek, ev] : *n.as_table()) {
@@ -133,12 +142,15 @@ Status CheckServer(const Ctx& c, const toml::table& t, const ConfigSpec& s, cons
                    const toml::node* own_model) {
   if (s.engine != "openai") return Status::Ok();
   if (own_knob)
-    return c.At(*own_knob, "a llama.cpp knob does not apply to a server configuration (its launch command decides the numerics)");
+    return c.At(*own_knob,
+                "a llama.cpp knob does not apply to a server configuration (its launch command decides the numerics)");
   if (own_model)
-    return c.At(*own_model, "a server configuration serves its own weights (name them in its launch command); the "
-                            "experiment's model only tokenizes");
+    return c.At(*own_model,
+                "a server configuration serves its own weights (name them in its launch command); the "
+                "experiment's model only tokenizes");
   const ServerSpec& sv = s.server;
-  if (sv.url.empty() && sv.launch.empty()) return c.At(t, "a server configuration needs url = \"http://...\" or launch = \"command\"");
+  if (sv.url.empty() && sv.launch.empty())
+    return c.At(t, "a server configuration needs url = \"http://...\" or launch = \"command\"");
   if (!sv.url.empty() && sv.url.rfind("http://", 0) != 0 && sv.url.rfind("https://", 0) != 0)
     return c.At(t, "url must start with http:// or https://");
   if (!sv.launch.empty() && sv.port == 0 && sv.url.empty() && sv.launch.find("{port}") == std::string::npos)
@@ -236,14 +248,18 @@ Status ReadLayers(const Ctx& c, const toml::node& node, LayersSettings& out) {
   for (auto& [k, n] : *node.as_table()) {
     std::string key(k.str());
     int64_t v = 0;
-    if (key == "enabled") FS_RETURN_IF_ERROR(Get(c, n, out.enabled, "enabled must be true or false"));
-    else if (key == "exact") FS_RETURN_IF_ERROR(Get(c, n, out.exact, "exact must be true or false"));
-    else if (key == "configs") FS_RETURN_IF_ERROR(ReadNames(c, n, out.configs));
+    if (key == "enabled")
+      FS_RETURN_IF_ERROR(Get(c, n, out.enabled, "enabled must be true or false"));
+    else if (key == "exact")
+      FS_RETURN_IF_ERROR(Get(c, n, out.exact, "exact must be true or false"));
+    else if (key == "configs")
+      FS_RETURN_IF_ERROR(ReadNames(c, n, out.configs));
     else if (key == "max_flips") {
       FS_RETURN_IF_ERROR(Get(c, n, v, "max_flips must be an integer"));
       if (v < 0) return c.At(n, "max_flips must be >= 0 (0: every flip)");
       out.max_flips = int(v);
-    } else return c.At(n, "unknown key '" + key + "' in [layers] (enabled, configs, max_flips, exact)");
+    } else
+      return c.At(n, "unknown key '" + key + "' in [layers] (enabled, configs, max_flips, exact)");
   }
   return Status::Ok();
 }
@@ -266,7 +282,8 @@ Result<Experiment> ParseExperiment(const std::string& path) {
   const toml::table* baseline = nullptr;
   for (auto& [k, node] : root) {
     std::string key(k.str());
-    if (key == "name") FS_RETURN_IF_ERROR(Get(c, node, exp.name, "name must be a string"));
+    if (key == "name")
+      FS_RETURN_IF_ERROR(Get(c, node, exp.name, "name must be a string"));
     else if (key == "model") {
       FS_RETURN_IF_ERROR(Get(c, node, exp.model, "model must be a path"));
       exp.model = ExpandPath(exp.model, dir);
@@ -278,7 +295,8 @@ Result<Experiment> ParseExperiment(const std::string& path) {
       if (exp.workload_options.chat_template.find('/') != std::string::npos ||
           exp.workload_options.chat_template.find('.') != std::string::npos)
         exp.workload_options.chat_template = ExpandPath(exp.workload_options.chat_template, dir);
-    } else if (key == "format") FS_RETURN_IF_ERROR(Get(c, node, exp.workload_options.format, "format must be a string"));
+    } else if (key == "format")
+      FS_RETURN_IF_ERROR(Get(c, node, exp.workload_options.format, "format must be a string"));
     else if (key == "window") {
       int64_t w = 0;
       FS_RETURN_IF_ERROR(Get(c, node, w, "window must be an integer"));
@@ -286,7 +304,8 @@ Result<Experiment> ParseExperiment(const std::string& path) {
       exp.window = int(w);
     } else if (key == "reference") {
       FS_RETURN_IF_ERROR(Get(c, node, exp.reference, "reference must be \"exact\""));
-      if (exp.reference != "exact") return c.At(node, "reference must be \"exact\" (the FP64 exact engine, docs/exact.md)");
+      if (exp.reference != "exact")
+        return c.At(node, "reference must be \"exact\" (the FP64 exact engine, docs/exact.md)");
     } else if (key == "confident") {
       FS_RETURN_IF_ERROR(Get(c, node, exp.confident, "confident must be a probability"));
       if (exp.confident <= 0 || exp.confident > 1) return c.At(node, "confident must be in (0, 1]");
@@ -305,14 +324,16 @@ Result<Experiment> ParseExperiment(const std::string& path) {
           FS_RETURN_IF_ERROR(Get(c, pn, s, "stride must be an integer"));
           if (s < 1) return c.At(pn, "stride must be >= 1");
           exp.plan.stride = int(s);
-        } else if (p == "full") FS_RETURN_IF_ERROR(Get(c, pn, exp.plan.full, "full must be a string"));
+        } else if (p == "full")
+          FS_RETURN_IF_ERROR(Get(c, pn, exp.plan.full, "full must be a string"));
         else if (p == "store") {
           std::string s;
           FS_RETURN_IF_ERROR(Get(c, pn, s, "store must be f32 or bf16"));
           auto st = ParseStore(s);
           if (!st.ok()) return c.At(pn, st.status().message());
           exp.store = *st;
-        } else return c.At(pn, "unknown key '" + p + "' in [probe] (stride, full, store)");
+        } else
+          return c.At(pn, "unknown key '" + p + "' in [probe] (stride, full, store)");
       }
     } else if (key == "baseline") {
       if (!node.is_table()) return c.At(node, "[baseline] must be a table");
@@ -325,16 +346,23 @@ Result<Experiment> ParseExperiment(const std::string& path) {
       for (auto& [bk, bn] : *node.as_table()) {
         std::string b(bk.str());
         int64_t v = 0;
-        if (b == "enabled") FS_RETURN_IF_ERROR(Get(c, bn, exp.branch.enabled, "enabled must be true or false"));
-        else if (b == "configs") FS_RETURN_IF_ERROR(ReadNames(c, bn, exp.branch.configs));
+        if (b == "enabled")
+          FS_RETURN_IF_ERROR(Get(c, bn, exp.branch.enabled, "enabled must be true or false"));
+        else if (b == "configs")
+          FS_RETURN_IF_ERROR(ReadNames(c, bn, exp.branch.configs));
         else if (b == "max_tokens" || b == "max_call_tokens" || b == "max_branches" || b == "reconverge") {
           FS_RETURN_IF_ERROR(Get(c, bn, v, "must be an integer"));
           // max_call_tokens 0 turns the extension off; the others count at least one.
-          if (v < (b == "max_call_tokens" ? 0 : 1)) return c.At(bn, b + (b == "max_call_tokens" ? " must be >= 0" : " must be >= 1"));
-          (b == "max_tokens" ? exp.branch.max_tokens : b == "max_call_tokens" ? exp.branch.max_call_tokens
-                                                     : b == "max_branches" ? exp.branch.max_branches
-                                                                           : exp.branch.reconverge) = int(v);
-        } else return c.At(bn, "unknown key '" + b + "' in [branch] (enabled, configs, max_tokens, max_call_tokens, max_branches, reconverge)");
+          if (v < (b == "max_call_tokens" ? 0 : 1))
+            return c.At(bn, b + (b == "max_call_tokens" ? " must be >= 0" : " must be >= 1"));
+          (b == "max_tokens"        ? exp.branch.max_tokens
+           : b == "max_call_tokens" ? exp.branch.max_call_tokens
+           : b == "max_branches"    ? exp.branch.max_branches
+                                    : exp.branch.reconverge) = int(v);
+        } else
+          return c.At(bn,
+                      "unknown key '" + b +
+                          "' in [branch] (enabled, configs, max_tokens, max_call_tokens, max_branches, reconverge)");
       }
     } else if (key == "layers") {
       FS_RETURN_IF_ERROR(ReadLayers(c, node, exp.layers));

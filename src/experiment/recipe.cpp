@@ -1,8 +1,8 @@
 // The recipe: rank configurations by fidelity against memory and say which one to run.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "experiment/steps.h"
 #include "util/util.h"
@@ -21,10 +21,11 @@ nlohmann::json LoadWarnings(const nlohmann::json& results) {
     for (const auto& a : results["summary"])
       if (a["config"] == alone) fine_alone = !a.value("above_floor", true);
     if (!fine_alone) continue;
-    out.push_back(fmt::format("{} is within the repeat floor alone, but under load {} ({}) it flips {} of {} probes "
-                              "({:.3f}%): on a server that batches requests its figures do not hold",
-                              alone, s["load"].get<int>(), s["config"].get<std::string>(), s["flips"].get<int64_t>(),
-                              s["probes"].get<int64_t>(), 100 * s["median_flip_rate"].get<double>()));
+    out.push_back(
+        fmt::format("{} is within the repeat floor alone, but under load {} ({}) it flips {} of {} probes "
+                    "({:.3f}%): on a server that batches requests its figures do not hold",
+                    alone, s["load"].get<int>(), s["config"].get<std::string>(), s["flips"].get<int64_t>(),
+                    s["probes"].get<int64_t>(), 100 * s["median_flip_rate"].get<double>()));
   }
   return out;
 }
@@ -83,7 +84,7 @@ nlohmann::json MakeRecipe(const nlohmann::json& results, const Experiment& exp) 
   for (const auto& s : results["summary"]) {
     for (const auto& c : results["configs"]) {
       if (c["name"] != s["config"]) continue;
-      Row r{c["name"], s["median_flip_rate"], s["kl_mean"], Kv(c), c.value("model_file_size", 0.0), s["above_floor"],
+      Row r{c["name"],  s["median_flip_rate"], s["kl_mean"], Kv(c), c.value("model_file_size", 0.0), s["above_floor"],
             c["flags"], c["model_path"]};
       r.launch = LaunchCommand(c);
       r.damage = s.value("damage", nlohmann::json(nullptr));
@@ -97,16 +98,15 @@ nlohmann::json MakeRecipe(const nlohmann::json& results, const Experiment& exp) 
   }
   // The baseline belongs in the ranking even when it ran once (no comparison of its own).
   const auto& base = results["configs"][0];
-  if (std::none_of(rows.begin(), rows.end(), [&](const Row& r) { return r.name == base["name"]; }))
-  {
+  if (std::none_of(rows.begin(), rows.end(), [&](const Row& r) { return r.name == base["name"]; })) {
     rows.push_back({base["name"], 0.0, 0.0, Kv(base), base.value("model_file_size", 0.0), false, base["flags"],
                     base["model_path"]});
     rows.back().launch = LaunchCommand(base);
   }
   // With the exact reference the ranking is by distance to the true function (then damage): the
   // baseline is one more cashier, and may not be the closest.
-  const nlohmann::json& exact = results.contains("reference") ? results["reference"].value("summary", nlohmann::json())
-                                                              : nlohmann::json();
+  const nlohmann::json& exact =
+      results.contains("reference") ? results["reference"].value("summary", nlohmann::json()) : nlohmann::json();
   for (auto& r : rows)
     for (const auto& e : exact.is_array() ? exact : nlohmann::json::array())
       if (e["config"] == r.name && e["median_flip_rate"].is_number()) {
@@ -116,24 +116,26 @@ nlohmann::json MakeRecipe(const nlohmann::json& results, const Experiment& exp) 
   const bool by_exact = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return std::isfinite(r.exact_rate); });
   std::sort(rows.begin(), rows.end(), [by_exact](const Row& a, const Row& b) {
     if (by_exact)
-      return std::tie(a.exact_rate, a.exact_kl, a.damage_key, a.kv) < std::tie(b.exact_rate, b.exact_kl, b.damage_key, b.kv);
+      return std::tie(a.exact_rate, a.exact_kl, a.damage_key, a.kv) <
+             std::tie(b.exact_rate, b.exact_kl, b.damage_key, b.kv);
     return std::tie(a.damage_key, a.rate, a.kl, a.kv) < std::tie(b.damage_key, b.rate, b.kl, b.kv);
   });
   nlohmann::json ranking = nlohmann::json::array();
   for (auto& r : rows)
-    ranking.push_back({{"config", r.name},
-                       {"median_flip_rate", r.rate},
-                       {"damage", r.damage},
-                       {"repair", r.repair},
-                       {"branches_followed", r.followed},
-                       {"damage_rate", r.damage_rate},
-                       {"kl_mean", r.kl},
-                       {"exact_flip_rate", std::isfinite(r.exact_rate) ? nlohmann::json(r.exact_rate) : nlohmann::json()},
-                       {"exact_kl_mean", std::isfinite(r.exact_kl) ? nlohmann::json(r.exact_kl) : nlohmann::json()},
-                       {"kv_bytes_per_token", r.kv < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.kv)},
-                       {"weights_bytes", r.weights},
-                       {"context_at_budget", context_at(r.weights, r.kv)},
-                       {"above_floor", r.above}});
+    ranking.push_back(
+        {{"config", r.name},
+         {"median_flip_rate", r.rate},
+         {"damage", r.damage},
+         {"repair", r.repair},
+         {"branches_followed", r.followed},
+         {"damage_rate", r.damage_rate},
+         {"kl_mean", r.kl},
+         {"exact_flip_rate", std::isfinite(r.exact_rate) ? nlohmann::json(r.exact_rate) : nlohmann::json()},
+         {"exact_kl_mean", std::isfinite(r.exact_kl) ? nlohmann::json(r.exact_kl) : nlohmann::json()},
+         {"kv_bytes_per_token", r.kv < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.kv)},
+         {"weights_bytes", r.weights},
+         {"context_at_budget", context_at(r.weights, r.kv)},
+         {"above_floor", r.above}});
 
   // Recommended: the configuration indistinguishable from the baseline (not above the floor)
   // that needs the least memory per token and whose followed forks found no damage; the baseline
@@ -147,13 +149,15 @@ nlohmann::json MakeRecipe(const nlohmann::json& results, const Experiment& exp) 
   }
   if (!best) best = &rows.front();
   std::string reason =
-      best->kv < 0 ? std::string("no configuration with a known KV-cache size qualifies; a server's KV memory is its own "
-                                 "(see its launch command): the lowest damage and flip rate")
+      best->kv < 0 ? std::string(
+                         "no configuration with a known KV-cache size qualifies; a server's KV memory is its own "
+                         "(see its launch command): the lowest damage and flip rate")
       : best->name == base["name"].get<std::string>()
           ? "every variant that saves memory flips choices above the repeat floor; stay on the baseline"
-          : fmt::format("its flip rate ({:.3f}%) is within the baseline's repeat floor and it needs {} per token "
-                        "of KV cache",
-                        100 * best->rate, HumanBytes(best->kv));
+          : fmt::format(
+                "its flip rate ({:.3f}%) is within the baseline's repeat floor and it needs {} per token "
+                "of KV cache",
+                100 * best->rate, HumanBytes(best->kv));
 
   nlohmann::json kv_types = nlohmann::json::array();
   ModelInfo shape;

@@ -1,11 +1,11 @@
 // RunExperiment: captures (cached by request), comparisons, summary, branches, report.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "branch/branch.h"
 #include "checkpoint/checkpoint.h"
@@ -28,7 +28,8 @@ namespace fs = std::filesystem;
 Result<std::string> ConfigModel(const ConfigSpec& c, const std::string& outdir) {
   if (c.requantize.empty()) return c.model_path;
   fs::create_directories(fs::path(outdir) / "models");
-  std::string out = (fs::path(outdir) / "models" / (fs::path(c.model_path).stem().string() + "-" + c.requantize + ".gguf")).string();
+  std::string out =
+      (fs::path(outdir) / "models" / (fs::path(c.model_path).stem().string() + "-" + c.requantize + ".gguf")).string();
   if (fs::exists(out)) return out;
   FS_RETURN_IF_ERROR(Requantize(c.model_path, c.requantize, out));
   return out;
@@ -83,9 +84,13 @@ struct Runner {
   // null). Returns false when the configuration was refused or failed.
   bool CaptureConfig(const ConfigSpec& c, int r_begin, int r_end, nlohmann::json& entry) {
     if (entry.is_null())
-      entry = {{"name", c.name},       {"description", c.description}, {"changes", c.changes},
-               {"repeats", c.repeats}, {"captures", nlohmann::json::array()},
-               {"capture_seconds", nlohmann::json::array()}, {"reused", nlohmann::json::array()}};
+      entry = {{"name", c.name},
+               {"description", c.description},
+               {"changes", c.changes},
+               {"repeats", c.repeats},
+               {"captures", nlohmann::json::array()},
+               {"capture_seconds", nlohmann::json::array()},
+               {"reused", nlohmann::json::array()}};
     auto refuse = [&](const std::string& status, const Status& why) {
       entry["status"] = status;
       entry["reason"] = why.message();
@@ -128,9 +133,9 @@ struct Runner {
         auto decoded = std::make_shared<DecodedFutures>();
         if (auto forks = c.engine != "llama" ? std::nullopt : ForksFor(c, r, decoded)) req.forks = *forks;
         fmt::print(stderr, "  capturing {} (repeat {} of {}): {}{}\n", c.name, r + 1, c.repeats,
-                   served                   ? req.http.ToFlags()
+                   served                ? req.http.ToFlags()
                    : c.engine == "exact" ? fmt::format("--engine exact -t {}", c.knobs.n_threads)
-                                            : c.knobs.ToFlags(),
+                                         : c.knobs.ToFlags(),
                    req.forks.plan ? ", following forks" : "");
         auto m = RunCapture(req);
         // A server that dies or stalls mid-run stops the run; a re-run resumes from the captures made.
@@ -246,7 +251,7 @@ Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& op
                             {"settings",
                              {{"window", exp.window},
                               {"confident", exp.confident},
-                              {"memory_budget_bytes", opts.memory_budget ? nlohmann::json(*opts.memory_budget)
+                              {"memory_budget_bytes", opts.memory_budget  ? nlohmann::json(*opts.memory_budget)
                                                       : exp.memory_budget ? nlohmann::json(*exp.memory_budget)
                                                                           : nlohmann::json(nullptr)}}}};
 
@@ -256,8 +261,8 @@ Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& op
   nlohmann::json base_entry_json;
   if (!runner.CaptureConfig(exp.baseline, 0, 1, base_entry_json)) {
     if (!runner.fatal.ok()) return runner.fatal;
-    return Status::Error(exp.path + ": the baseline could not be captured: " +
-                         base_entry_json.value("reason", std::string("?")));
+    return Status::Error(exp.path +
+                         ": the baseline could not be captured: " + base_entry_json.value("reason", std::string("?")));
   }
   // A server decides its own KV cache, which the knobs do not describe: its KV bytes are unknown.
   auto kv_bytes = [&](const ConfigSpec& c) {
@@ -289,8 +294,8 @@ Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& op
     ref.knobs.n_threads = exp.baseline.knobs.n_threads;
     nlohmann::json entry;
     if (!runner.CaptureConfig(ref, 0, 1, entry))
-      return Status::Error(exp.path + ": the exact reference could not be captured: " +
-                           entry.value("reason", std::string("?")));
+      return Status::Error(exp.path +
+                           ": the exact reference could not be captured: " + entry.value("reason", std::string("?")));
     results["reference"] = entry;
   }
   results["configs"].push_back(base_entry_json);
@@ -316,7 +321,8 @@ Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& op
   // 5. The recipe, ranking by damage and flip rate.
   results["recipe"] = MakeRecipe(results, exp);
   // 6. Results and report.
-  FS_RETURN_IF_ERROR(WriteFileAtomic((fs::path(opts.outdir) / "results.json").string(), results.dump(1, ' ', false, nlohmann::json::error_handler_t::replace)));
+  FS_RETURN_IF_ERROR(WriteFileAtomic((fs::path(opts.outdir) / "results.json").string(),
+                                     results.dump(1, ' ', false, nlohmann::json::error_handler_t::replace)));
   FS_RETURN_IF_ERROR(WriteReport(results, opts.outdir));
   return results;
 }

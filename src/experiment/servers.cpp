@@ -1,10 +1,10 @@
 // Server configurations in a run: the server's lifetime around its captures (launched ones are
 // started, health-checked and stopped) and the futures at the forks, decoded over HTTP while the
 // server is up and kept beside the capture like the llama engine's (CAPTURE.forks.json).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "experiment/steps.h"
 #include "util/util.h"
@@ -40,7 +40,10 @@ Result<HttpOptions> ServerSession::Up() {
   FS_ASSIGN_OR_RETURN(process_, ServerProcess::Start(lo));
   fmt::print(stderr, "  the server answered {} after {:.1f} s\n", lo.url + lo.health, process_->startup_seconds());
   opts_.url = lo.url;
-  opts_.launched = {{"command", lo.command}, {"url", lo.url}, {"pid", process_->pid()}, {"log", log_},
+  opts_.launched = {{"command", lo.command},
+                    {"url", lo.url},
+                    {"pid", process_->pid()},
+                    {"log", log_},
                     {"startup_s", process_->startup_seconds()}};
   ServerProcess* p = process_.get();
   opts_.alive = [p] { return p->Alive(); };

@@ -3,14 +3,12 @@
 
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "branch/branch.h"
-
 #include "checkpoint/checkpoint.h"
 #include "experiment/experiment.h"
 

@@ -1,7 +1,7 @@
 // Comparisons of every configuration with the baseline, and their summary over repeats.
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "compare/compare.h"
 #include "engine/engine.h"
@@ -71,8 +71,8 @@ nlohmann::json SummarizeConfig(const std::string& name, const std::vector<const 
 
 double KvBytesPerToken(const ModelInfo& m, const Knobs& k) {
   double per_head_layer = double(m.n_layer) * m.n_head_kv;
-  return per_head_layer * (m.head_dim_k * KvTypeBytesPerElement(k.cache_type_k) +
-                           m.head_dim_v * KvTypeBytesPerElement(k.cache_type_v));
+  return per_head_layer *
+         (m.head_dim_k * KvTypeBytesPerElement(k.cache_type_k) + m.head_dim_v * KvTypeBytesPerElement(k.cache_type_v));
 }
 
 // Comparison options of the experiment; token text from the baseline's vocabulary (every
@@ -126,10 +126,15 @@ Status CompareWithReference(const Experiment& exp, nlohmann::json& results) {
     auto entries = ComparisonsOf(against, c["name"]);
     if (entries.empty()) continue;
     auto s = SummarizeConfig(c["name"], entries);
-    ref["summary"].push_back({{"config", s["config"]}, {"repeats", s["repeats"]},
-                              {"median_flip_rate", s["median_flip_rate"]}, {"median_repeat", s["median_repeat"]},
-                              {"flip_rate_ci", s["flip_rate_ci"]}, {"flips", s["flips"]}, {"probes", s["probes"]},
-                              {"kl_mean", s["kl_mean"]}, {"kl_p99", s["kl_p99"]}});
+    ref["summary"].push_back({{"config", s["config"]},
+                              {"repeats", s["repeats"]},
+                              {"median_flip_rate", s["median_flip_rate"]},
+                              {"median_repeat", s["median_repeat"]},
+                              {"flip_rate_ci", s["flip_rate_ci"]},
+                              {"flips", s["flips"]},
+                              {"probes", s["probes"]},
+                              {"kl_mean", s["kl_mean"]},
+                              {"kl_p99", s["kl_p99"]}});
     for (auto& row : results["summary"])
       if (row["config"] == c["name"]) {
         row["exact_flip_rate"] = s["median_flip_rate"];
@@ -163,17 +168,27 @@ nlohmann::json LoadFloor(const Experiment& exp, const nlohmann::json& results) {
     if (AloneOf(exp, v) != exp.baseline.name) continue;
     for (const auto& s : results["summary"])
       if (s["config"] == v.name)
-        rows.push_back({{"load", v.knobs.load}, {"config", v.name}, {"repeats", s["repeats"]},
-                        {"flips", s["flips"]}, {"probes", s["probes"]}, {"flip_rate", s["median_flip_rate"]},
-                        {"flip_rate_ci", s["flip_rate_ci"]}, {"kl_mean", s["kl_mean"]},
+        rows.push_back({{"load", v.knobs.load},
+                        {"config", v.name},
+                        {"repeats", s["repeats"]},
+                        {"flips", s["flips"]},
+                        {"probes", s["probes"]},
+                        {"flip_rate", s["median_flip_rate"]},
+                        {"flip_rate_ci", s["flip_rate_ci"]},
+                        {"kl_mean", s["kl_mean"]},
                         {"bit_identical", s["bit_identical"] == s["bit_identical_of"]}});
   }
   if (rows.empty()) return nullptr;
   const auto& f = results["floor"];
-  rows.insert(rows.begin(), nlohmann::json{{"load", 0}, {"config", exp.baseline.name}, {"repeats", f["repeats"]},
-                             {"flips", f.value("flips", nlohmann::json())}, {"probes", f.value("probes", nlohmann::json())},
-                             {"flip_rate", f["flip_rate"]}, {"flip_rate_ci", f.value("flip_rate_ci", nlohmann::json())},
-                             {"kl_mean", f.value("kl_mean", nlohmann::json())}, {"bit_identical", f["bit_identical"]}});
+  rows.insert(rows.begin(), nlohmann::json{{"load", 0},
+                                           {"config", exp.baseline.name},
+                                           {"repeats", f["repeats"]},
+                                           {"flips", f.value("flips", nlohmann::json())},
+                                           {"probes", f.value("probes", nlohmann::json())},
+                                           {"flip_rate", f["flip_rate"]},
+                                           {"flip_rate_ci", f.value("flip_rate_ci", nlohmann::json())},
+                                           {"kl_mean", f.value("kl_mean", nlohmann::json())},
+                                           {"bit_identical", f["bit_identical"]}});
   return rows;
 }
 

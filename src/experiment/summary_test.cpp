@@ -13,16 +13,20 @@ namespace {
 // One comparison entry of results.json with `flips` of 100 probes.
 nlohmann::json Comparison(const std::string& config, int repeat, int flips) {
   const double rate = flips / 100.0;
-  nlohmann::json overall = {{"flip_rate", rate},         {"flip_rate_ci", {rate / 2, rate * 2}},
-                            {"flips", flips},            {"probes", 100},
-                            {"confident_flips", 0},      {"uncertain_flips", flips},
+  nlohmann::json overall = {{"flip_rate", rate},
+                            {"flip_rate_ci", {rate / 2, rate * 2}},
+                            {"flips", flips},
+                            {"probes", 100},
+                            {"confident_flips", 0},
+                            {"uncertain_flips", flips},
                             {"same_top1_rate", 1 - rate},
                             {"kl_base_cand", {{"mean", rate / 10}, {"p99", rate}, {"max", rate * 3}}}};
   nlohmann::json list = nlohmann::json::array();
   for (int i = 0; i < flips; ++i) list.push_back({{"position", 10 * repeat + i}});
-  return {{"config", config},
-          {"repeat", repeat},
-          {"compare", {{"overall", overall}, {"flips", list}, {"bit_identical", 100 - flips}, {"probes_compared", 100}}}};
+  return {
+      {"config", config},
+      {"repeat", repeat},
+      {"compare", {{"overall", overall}, {"flips", list}, {"bit_identical", 100 - flips}, {"probes_compared", 100}}}};
 }
 
 }  // namespace
@@ -35,9 +39,10 @@ TEST(Summarize, TheSummaryAndTheReportShowTheSameMedianRepeat) {
     exp.variants.push_back(v);
   }
   nlohmann::json results = {{"baseline", "baseline"},
-                            {"configs", {{{"name", "baseline"}, {"status", "ok"}},
-                                         {{"name", "even"}, {"status", "ok"}},
-                                         {{"name", "odd"}, {"status", "ok"}}}},
+                            {"configs",
+                             {{{"name", "baseline"}, {"status", "ok"}},
+                              {{"name", "even"}, {"status", "ok"}},
+                              {{"name", "odd"}, {"status", "ok"}}}},
                             {"comparisons",
                              {Comparison("baseline", 1, 0), Comparison("even", 0, 4), Comparison("even", 1, 2),
                               Comparison("odd", 0, 5), Comparison("odd", 1, 1), Comparison("odd", 2, 3)}}};

@@ -2,10 +2,9 @@
 #pragma once
 
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "capture/capture.h"
 #include "layers/layers.h"

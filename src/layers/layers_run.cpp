@@ -1,9 +1,9 @@
 // The layers stage: two captures -> each recomputed in its own configuration with a graph tap at
 // the flip positions -> per flip and layer, the two configurations' rows compared.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "capture/capture.h"
 #include "engine/engine.h"
@@ -32,7 +32,8 @@ Status CheckSameWorkload(const CaptureReader& b, const CaptureReader& c) {
     return Status::Error(fmt::format("{}: fed different tokens than {} (first difference at position {})", c.path(),
                                      b.path(), ib - tb.begin()));
   if (b.n_vocab() != c.n_vocab())
-    return Status::Error(fmt::format("{}: vocabulary of {} tokens, {} has {}", c.path(), c.n_vocab(), b.path(), b.n_vocab()));
+    return Status::Error(
+        fmt::format("{}: vocabulary of {} tokens, {} has {}", c.path(), c.n_vocab(), b.path(), b.n_vocab()));
   const json arch_b = b.manifest().value("model", json::object()).value("architecture", json());
   const json arch_c = c.manifest().value("model", json::object()).value("architecture", json());
   if (arch_b != arch_c) return Status::Error(c.path() + ": a model of another architecture than " + b.path() + "'s");
@@ -96,8 +97,10 @@ Status RunPass(Side& s, const std::vector<Flip>& flips, const std::unordered_map
   for (size_t fi = 0; fi < flips.size(); ++fi)
     for (const auto& [name, point] : names)
       if (!seen[fi][size_t(point)])
-        return Status::Error(fmt::format("{}: llama.cpp's graph never computed {} at position {} (its tensor names "
-                                         "changed?)", s.cap->path(), name, flips[fi].position));
+        return Status::Error(
+            fmt::format("{}: llama.cpp's graph never computed {} at position {} (its tensor names "
+                        "changed?)",
+                        s.cap->path(), name, flips[fi].position));
   return Status::Ok();
 }
 
@@ -109,16 +112,21 @@ Result<json> RunExact(const Side& base, const std::vector<Flip>& flips, layers::
   if (!engine.ok()) return engine.status().Prefixed(base.cap->path() + ": the exact reference");
   std::vector<int32_t> at;
   for (const Flip& f : flips) at.push_back(f.position);
-  auto keep = col.KeepExact([&at](int32_t p) { return size_t(std::lower_bound(at.begin(), at.end(), p) - at.begin()); });
+  auto keep =
+      col.KeepExact([&at](int32_t p) { return size_t(std::lower_bound(at.begin(), at.end(), p) - at.begin()); });
   const double t0 = NowSeconds();
   FS_RETURN_IF_ERROR((*engine)->ForwardPoints(base.cap->tokens(), at, keep));
   return json{{"model", base.replay.model_path}, {"engine", (*engine)->Describe()}, {"seconds", NowSeconds() - t0}};
 }
 
 json SideJson(const Side& s) {
-  return {{"capture", s.cap->path()},         {"model", s.replay.model_path},
-          {"model_sha256", s.replay.model_sha256}, {"knobs", s.replay.knobs.ToJson()},
-          {"flags", s.replay.knobs.ToFlags()}, {"rows_checked", s.rows_checked}, {"seconds", s.seconds}};
+  return {{"capture", s.cap->path()},
+          {"model", s.replay.model_path},
+          {"model_sha256", s.replay.model_sha256},
+          {"knobs", s.replay.knobs.ToJson()},
+          {"flags", s.replay.knobs.ToFlags()},
+          {"rows_checked", s.rows_checked},
+          {"seconds", s.seconds}};
 }
 
 }  // namespace
@@ -162,9 +170,13 @@ Result<json> RunLayers(const LayersRequest& req) {
                    {"cand", SideJson(sides[1])},
                    {"architecture", arch},
                    {"n_layer", n_layer},
-                   {"taps", {{"embedding", taps->embedding}, {"attn_out", taps->attn_out},
-                             {"attn_resid", taps->attn_resid}, {"mlp_out", taps->mlp_out},
-                             {"layer_out", taps->layer_out}, {"final_norm", taps->final_norm}}},
+                   {"taps",
+                    {{"embedding", taps->embedding},
+                     {"attn_out", taps->attn_out},
+                     {"attn_resid", taps->attn_resid},
+                     {"mlp_out", taps->mlp_out},
+                     {"layer_out", taps->layer_out},
+                     {"final_norm", taps->final_norm}}},
                    {"jump", o.jump},
                    {"floor", o.floor},
                    {"flips_available", available},

@@ -1,10 +1,11 @@
 // The layers stage on tiny generated models: a candidate whose one layer's weights are scaled is
 // born in that layer's sub-block; the graph tap's rows are checked against the model's own
 // weights; a capture that does not reproduce is refused.
-#include <gtest/gtest.h>
+#include "layers/layers.h"
 
 #include <ggml.h>
 #include <gguf.h>
+#include <gtest/gtest.h>
 
 #include <cmath>
 #include <filesystem>
@@ -12,7 +13,6 @@
 
 #include "capture/capture.h"
 #include "layers/internal.h"
-#include "layers/layers.h"
 #include "testing/tiny_model.h"
 #include "util/util.h"
 
@@ -193,8 +193,8 @@ std::vector<float> GgufMatrix(const std::string& path, const std::string& name, 
 }  // namespace
 
 // The tap's row mapping, checked against the weights: layer 0's attention norm row at position
-// p is the RMS norm of the token's row of token_embd times attn_norm.weight, and the final norm row at an output (after the last layer's row
-// selection) times output.weight is that position's logits row.
+// p is the RMS norm of the token's row of token_embd times attn_norm.weight, and the final norm row at an output (after
+// the last layer's row selection) times output.weight is that position's logits row.
 TEST(TensorTap, RowsLieAtTheirPositions) {
   std::string d = Dir("tap");
   std::string model = d + "/m.gguf";
@@ -237,18 +237,21 @@ TEST(TensorTap, RowsLieAtTheirPositions) {
   auto e = LlamaEngine::Create(model, k, 1, &tap);
   ASSERT_TRUE(e.ok()) << e.status().message();
   int rows = 0;
-  Status st = (*e)->Prefill(tokens, probes, [&](const Row& r) {
-    auto found = norm_rows.find(r.position);
-    if (found == norm_rows.end()) return Status::Error("no final norm row tapped at the output position");
-    const std::vector<float>& n = found->second;
-    for (size_t v = 0; v < r.logits.size(); ++v) {
-      double dot = 0;
-      for (int64_t i = 0; i < ne; ++i) dot += double(out_w[v * size_t(ne) + size_t(i)]) * n[size_t(i)];
-      EXPECT_NEAR(dot, r.logits[v], 1e-3 * (1 + std::abs(dot))) << r.position << " " << v;
-    }
-    ++rows;
-    return Status::Ok();
-  }, nullptr);
+  Status st = (*e)->Prefill(
+      tokens, probes,
+      [&](const Row& r) {
+        auto found = norm_rows.find(r.position);
+        if (found == norm_rows.end()) return Status::Error("no final norm row tapped at the output position");
+        const std::vector<float>& n = found->second;
+        for (size_t v = 0; v < r.logits.size(); ++v) {
+          double dot = 0;
+          for (int64_t i = 0; i < ne; ++i) dot += double(out_w[v * size_t(ne) + size_t(i)]) * n[size_t(i)];
+          EXPECT_NEAR(dot, r.logits[v], 1e-3 * (1 + std::abs(dot))) << r.position << " " << v;
+        }
+        ++rows;
+        return Status::Ok();
+      },
+      nullptr);
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_EQ(rows, int(probes.size()));
   EXPECT_EQ(embd_checked, int(probes.size()));

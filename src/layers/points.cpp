@@ -11,10 +11,12 @@ Result<LayerTaps> TapsFor(const std::string& arch) {
   // result is "ffn_out-N" and the sum with the residual is renamed "l_out-N"; gemma3 has no name
   // on attention's output projection, so its post-norm (what joins the residual) is used. llama's
   // token embedding is an unnamed node, so layer 0's attention norm of it stands for it.
-  if (arch == "llama") return LayerTaps{"attn_norm-0", "attn_out-{}", "ffn_inp-{}", "ffn_out-{}", "l_out-{}", "result_norm"};
+  if (arch == "llama")
+    return LayerTaps{"attn_norm-0", "attn_out-{}", "ffn_inp-{}", "ffn_out-{}", "l_out-{}", "result_norm"};
   if (arch == "gemma3")
     return LayerTaps{"inp_scaled", "attn_post_norm-{}", "sa_out-{}", "ffn_post_norm-{}", "l_out-{}", "result_norm"};
-  return Status::InvalidArgument("layers knows the graph tensors of the llama and gemma3 architectures, not '" + arch + "'");
+  return Status::InvalidArgument("layers knows the graph tensors of the llama and gemma3 architectures, not '" + arch +
+                                 "'");
 }
 
 namespace {

@@ -1,7 +1,7 @@
 // The flips, the rows collected at them and what is written about them.
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "compare/compare.h"
 #include "layers/internal.h"
@@ -25,7 +25,8 @@ std::vector<double> Stream(const Collector& col, size_t f, int n_layer) {
 }
 
 json Where(int at) {
-  return {{"layer", at == 0 ? -1 : (at - 1) / 2}, {"block", at == 0 ? "embedding" : (at % 2 == 1 ? "attention" : "mlp")}};
+  return {{"layer", at == 0 ? -1 : (at - 1) / 2},
+          {"block", at == 0 ? "embedding" : (at % 2 == 1 ? "attention" : "mlp")}};
 }
 
 json BirthJson(std::span<const double> stream, int at) {
@@ -95,7 +96,8 @@ void Collector::Hold(int64_t bytes) {
   peak_ = std::max(peak_, held_);
 }
 
-std::function<void(int, int32_t, std::span<const double>)> Collector::KeepExact(std::function<size_t(int32_t)> flip_of) {
+std::function<void(int, int32_t, std::span<const double>)> Collector::KeepExact(
+    std::function<size_t(int32_t)> flip_of) {
   has_exact_ = true;
   exact_.assign(base_.size(), std::vector<std::vector<double>>(size_t(n_points_)));
   for (auto& side : exact_diffs_) side.assign(base_.size(), std::vector<RowDiff>(size_t(n_points_)));
@@ -128,7 +130,8 @@ RowFn Collector::CompareCand() {
   return [this](size_t f, int p, std::span<const float> row) -> Status {
     std::vector<float>& b = base_[f][Slot(p)];
     if (b.size() != row.size())
-      return Status::Error(fmt::format("the two configurations' rows differ in width ({} against {})", b.size(), row.size()));
+      return Status::Error(
+          fmt::format("the two configurations' rows differ in width ({} against {})", b.size(), row.size()));
     diffs_[f][Slot(p)] = DiffRows(b, row);
     Hold(-int64_t(b.size() * sizeof(float)));
     std::vector<float>().swap(b);
@@ -145,7 +148,8 @@ json VsExactJson(const Collector& col, int side, size_t f, int n_layer) {
     for (int k = 0; k < 4; ++k) one[kPartKeys[k]] = col.vs_exact(side, f, PointIndex(l, LayerPart(k))).rel;
     layers.push_back(one);
   }
-  return {{"embedding", col.vs_exact(side, f, 0).rel}, {"layers", layers},
+  return {{"embedding", col.vs_exact(side, f, 0).rel},
+          {"layers", layers},
           {"final_norm", col.vs_exact(side, f, PointCount(n_layer) - 1).rel}};
 }
 
@@ -170,7 +174,8 @@ json FlipsJson(const std::vector<Flip>& flips, const Collector& col, int n_layer
                 {"logits", DiffJson(col.diff(f, kLogitsPoint))},
                 {"birth", BirthJson(stream, birth)},
                 {"largest_jump", LargestJumpJson(stream, birth)}};
-    if (col.has_exact()) rec["vs_exact"] = {{"base", VsExactJson(col, 0, f, n_layer)}, {"cand", VsExactJson(col, 1, f, n_layer)}};
+    if (col.has_exact())
+      rec["vs_exact"] = {{"base", VsExactJson(col, 0, f, n_layer)}, {"cand", VsExactJson(col, 1, f, n_layer)}};
     if (detok) {
       rec["base_text"] = detok(flips[f].base_token);
       rec["cand_text"] = detok(flips[f].cand_token);
@@ -211,8 +216,8 @@ json SummaryJson(const json& flips, int n_layer) {
   }
   std::vector<double> logits;
   for (const json& f : flips) logits.push_back(f["logits"]["rel"].get<double>());
-  json out = {{"flips", flips.size()}, {"births", births}, {"birth_layers", by_layer}, {"largest_jumps", jumps},
-              {"median_rel", median}, {"median_logits_rel", Median(logits)}};
+  json out = {{"flips", flips.size()},  {"births", births},     {"birth_layers", by_layer},
+              {"largest_jumps", jumps}, {"median_rel", median}, {"median_logits_rel", Median(logits)}};
   if (!flips.empty() && flips[0].contains("vs_exact")) {
     // Per side, the median over flips of the residual stream's distance from the exact value.
     for (const char* side : {"base", "cand"}) {

@@ -1,8 +1,8 @@
 // The HTML page: head with inline CSS, the headline, ranking table, the two charts and the
 // recipe; the detail sections come from html_detail.cpp. Every piece of data is escaped.
-#include <cctype>
-
 #include <fmt/format.h>
+
+#include <cctype>
 
 #include "report/report.h"
 #include "util/util.h"
@@ -143,15 +143,16 @@ std::string Headline(const json& r) {
 
 std::string RankingSection(const json& r) {
   std::string out = "<section id=\"ranking\"><h2>Ranking by fidelity</h2>";
-  out += "<p>Configurations against the reference, most faithful first: median over repeats of the top-1 flip "
-         "rate (95% Wilson interval of the median repeat), then KL(base‖cand); where the forks were followed, first "
-         "the damage they found (forks where the candidate broke what the reference's future got right, against "
-         "repairs, of the forks followed). Configurations that were not "
-         "measured are listed last with the reason.</p>";
+  out +=
+      "<p>Configurations against the reference, most faithful first: median over repeats of the top-1 flip "
+      "rate (95% Wilson interval of the median repeat), then KL(base‖cand); where the forks were followed, first "
+      "the damage they found (forks where the candidate broke what the reference's future got right, against "
+      "repairs, of the forks followed). Configurations that were not "
+      "measured are listed last with the reason.</p>";
   std::vector<std::string> header;
   for (const std::string& h : report::RankingHeader(r)) header.push_back(E(h));
-  out += "<div class=\"table-wrap\"><table class=\"ranking\"><thead>" + report::HtmlRow(header, true) +
-         "</thead><tbody>";
+  out +=
+      "<div class=\"table-wrap\"><table class=\"ranking\"><thead>" + report::HtmlRow(header, true) + "</thead><tbody>";
   std::string refused;
   for (const auto& row : report::RankedConfigs(r)) {
     std::string name = "<strong>" + E(row.name) + "</strong>";
@@ -191,8 +192,9 @@ std::string ChartFigure(const json& r, const std::string& id, const std::string&
                                  : "Mean KL divergence per window, median over repeats; zeros sit on the bottom edge "
                                    "as hollow markers.";
   if (against_exact)
-    chart.description = "Flip rate per window of every configuration, the baseline included, against the FP64 exact "
-                        "engine's capture of the same tokens, median over repeats.";
+    chart.description =
+        "Flip rate per window of every configuration, the baseline included, against the FP64 exact "
+        "engine's capture of the same tokens, median over repeats.";
   auto centre = [](const report::WindowPoint& p) { return (p.begin + p.end) / 2000.0; };
   for (const auto& row : report::RankedConfigs(r)) {
     auto pts = report::WindowSeries(r, row.name, field);
@@ -220,10 +222,10 @@ std::string ChartFigure(const json& r, const std::string& id, const std::string&
     chart.band = std::move(b);
   }
   if (chart.series.empty()) return "<p>No per-window data.</p>";
-  return fmt::format("<figure id=\"fig-{}\">{}<figcaption>{}</figcaption><details class=\"noprint\"><summary>Data "
-                     "table</summary>{}</details></figure>",
-                     id, report::RenderSvgChart(chart), E(chart.description),
-                     TableHtml(report::WindowTable(r, field, flip_chart)));
+  return fmt::format(
+      "<figure id=\"fig-{}\">{}<figcaption>{}</figcaption><details class=\"noprint\"><summary>Data "
+      "table</summary>{}</details></figure>",
+      id, report::RenderSvgChart(chart), E(chart.description), TableHtml(report::WindowTable(r, field, flip_chart)));
 }
 
 std::string RecipeSection(const json& r) {
@@ -271,20 +273,27 @@ std::string RenderHtml(const json& r) {
   const std::string name = Str(r, "name", "experiment");
   const json& model = Sub(r, "model");
   const json& workload = Sub(r, "workload");
-  std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                    "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
+  std::string out =
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
   out += "<title>flipscope report: " + E(name) + "</title><style>" + kStyle + "</style></head><body>";
   out += "<header><h1>flipscope report: " + E(name) + "</h1>";
-  out += fmt::format("<p class=\"meta\">Model <strong>{}</strong> · workload <code>{}</code> ({} tokens) · "
-                     "created {} · flipscope {}</p>",
-                     E(Str(model, "name", Str(model, "path", "?"))), E(Str(workload, "path", "?")),
-                     E(Count(Num(workload, "n_tokens"))), E(Str(r, "created", "?")),
-                     E(Str(r, "flipscope_version", "?")));
+  out += fmt::format(
+      "<p class=\"meta\">Model <strong>{}</strong> · workload <code>{}</code> ({} tokens) · "
+      "created {} · flipscope {}</p>",
+      E(Str(model, "name", Str(model, "path", "?"))), E(Str(workload, "path", "?")),
+      E(Count(Num(workload, "n_tokens"))), E(Str(r, "created", "?")), E(Str(r, "flipscope_version", "?")));
   // Navigation to the sections this document has (the recipe is optional).
   out += "<nav aria-label=\"Sections\"><ul>";
-  for (const auto& [id, title] : std::vector<std::pair<std::string, std::string>>{
-           {"headline", "Summary"}, {"ranking", "Ranking"}, {"exact", "Exact"}, {"charts", "Charts"}, {"flips", "Flips"},
-           {"branches", "Branches"}, {"layers", "Layers"}, {"recipe", "Recipe"}, {"disclosure", "Disclosure"}})
+  for (const auto& [id, title] : std::vector<std::pair<std::string, std::string>>{{"headline", "Summary"},
+                                                                                  {"ranking", "Ranking"},
+                                                                                  {"exact", "Exact"},
+                                                                                  {"charts", "Charts"},
+                                                                                  {"flips", "Flips"},
+                                                                                  {"branches", "Branches"},
+                                                                                  {"layers", "Layers"},
+                                                                                  {"recipe", "Recipe"},
+                                                                                  {"disclosure", "Disclosure"}})
     if ((id != "recipe" || Sub(r, "recipe").is_object()) && (id != "layers" || !Sub(r, "layers").empty()) &&
         (id != "exact" || Sub(r, "reference").is_object()))
       out += fmt::format("<li><a href=\"#{}\">{}</a></li>", id, title);

@@ -46,12 +46,11 @@ std::string LayersAnchor(const json& r, const std::string& config, int position)
 std::string FlipRow(const json& f, const std::string& anchor) {
   std::string pos = Count(Num(f, "position"));
   if (!anchor.empty()) pos = "<a href=\"#" + anchor + "\" title=\"where this flip is born\">" + pos + "</a>";
-  std::string row = HtmlRow({pos, Count(Num(f, "window")), E(Str(f, "span", "—")),
-                             ClassCell(Str(f, "class", "—")),
-                             TokenCode(Str(f, "base_text")) + " " + E(Prob(Num(f, "base_prob"))),
-                             TokenCode(Str(f, "cand_text")) + " " + E(Prob(Num(f, "cand_prob"))),
-                             E(Prob(Num(f, "cand_prob_of_base_token"))), E(Small(Num(f, "base_margin"))),
-                             E(Small(Num(f, "kl")))});
+  std::string row =
+      HtmlRow({pos, Count(Num(f, "window")), E(Str(f, "span", "—")), ClassCell(Str(f, "class", "—")),
+               TokenCode(Str(f, "base_text")) + " " + E(Prob(Num(f, "base_prob"))),
+               TokenCode(Str(f, "cand_text")) + " " + E(Prob(Num(f, "cand_prob"))),
+               E(Prob(Num(f, "cand_prob_of_base_token"))), E(Small(Num(f, "base_margin"))), E(Small(Num(f, "kl")))});
   // The context cell has its own width rules, so it goes in before "</tr>" by hand.
   // The context is the text before the flip; the reference's token follows it, marked.
   return row.insert(row.size() - 5, "<td class=\"ctx\"><pre>" + E(Str(f, "context")) +
@@ -96,20 +95,20 @@ std::string BranchRecord(const std::string& config, const json& b) {
       E(Count(Num(b, "position"))), E(Str(b, "span", "outside any span")), outcome_badge, cls, E(verdict));
   if (!Str(b, "outcome_reason").empty()) out += "<p>" + E(Str(b, "outcome_reason")) + "</p>";
   if (!Str(b, "reason").empty()) out += "<p>" + E(Str(b, "reason")) + "</p>";
-  out += fmt::format("<p>The reference configuration picked {} where the candidate picked {}. {}</p>",
-                     TokenCode(Str(b, "base_text")), TokenCode(Str(b, "cand_text")),
-                     reconverge ? fmt::format("The futures agree again from token {} of the reference's future.",
-                                              Count(reconverge))
-                                : std::string("The futures do not agree again within the decoded length."));
+  out += fmt::format(
+      "<p>The reference configuration picked {} where the candidate picked {}. {}</p>", TokenCode(Str(b, "base_text")),
+      TokenCode(Str(b, "cand_text")),
+      reconverge ? fmt::format("The futures agree again from token {} of the reference's future.", Count(reconverge))
+                 : std::string("The futures do not agree again within the decoded length."));
   if (Sub(b, "reproduced") == false)
-    out += "<p><strong>Note:</strong> a recomputed row did not match its capture's digest here, so this future "
-           "may not be the captured configuration's.</p>";
+    out +=
+        "<p><strong>Note:</strong> a recomputed row did not match its capture's digest here, so this future "
+        "may not be the captured configuration's.</p>";
   out += "<h4>Shared prefix (tail)</h4><pre class=\"prefix\">…" + E(Str(b, "prefix_tail")) + "</pre>";
   out += "<div class=\"futures\"><div class=\"future base\"><h4>Reference configuration's future</h4>" +
          FutureTokens(Sub(b, "base_future"), diff_base) +
          "</div><div class=\"future cand\"><h4>Candidate's future</h4>" +
-         FutureTokens(Sub(b, "cand_future"), diff_cand) +
-         "</div></div>";
+         FutureTokens(Sub(b, "cand_future"), diff_cand) + "</div></div>";
   const json& ref = Sub(b, "reference");
   if (ref.is_object()) out += "<h4>Reference continuation (the workload)</h4><pre>" + E(Str(ref, "text")) + "</pre>";
   return out + "</article>";
@@ -129,8 +128,8 @@ std::string HtmlFlipsSection(const json& r) {
     const json& flips = Sub(Sub(*cmp, "compare"), "flips");
     size_t n = flips.is_array() ? flips.size() : 0;
     const json& overall = Sub(Sub(*cmp, "compare"), "overall");
-    out += fmt::format("<details><summary>{} — {} flips ({} confident) in {}</summary>", E(row.name),
-                       Count(double(n)), Count(Num(overall, "confident_flips")), E(RepeatLabel(*cmp)));
+    out += fmt::format("<details><summary>{} — {} flips ({} confident) in {}</summary>", E(row.name), Count(double(n)),
+                       Count(Num(overall, "confident_flips")), E(RepeatLabel(*cmp)));
     if (n == 0) {
       out += "<p>No flips.</p></details>";
       continue;
@@ -155,8 +154,9 @@ std::string HtmlBranchesSection(const json& r) {
   std::string out = "<section id=\"branches\"><h2>Following the fork</h2>";
   if (!groups.is_array() || groups.empty())
     return out + "<p>No branch records in this experiment (the branch stage did not run).</p></section>";
-  out += "<p>At a flip, both configurations decode greedily from the shared prefix. Hover a token for its "
-         "probability; the first differing token is marked.</p>";
+  out +=
+      "<p>At a flip, both configurations decode greedily from the shared prefix. Hover a token for its "
+      "probability; the first differing token is marked.</p>";
   for (const json& g : groups) {
     const std::string config = Str(g, "config", "?");
     out += "<h3>" + E(config) + "</h3>";
@@ -173,7 +173,7 @@ std::string HtmlBranchesSection(const json& r) {
       for (auto it = counts.begin(); it != counts.end(); ++it)
         if (it.key() != "outcomes")
           out += fmt::format(" <span class=\"badge {}\">{}: {}</span>", it.key() == "benign" ? "rec" : "neutral",
-                           E(it.key()), E(InlineText(*it)));
+                             E(it.key()), E(InlineText(*it)));
       out += "</p>";
     }
     const json& records = Sub(g, "records");

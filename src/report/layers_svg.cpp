@@ -1,10 +1,10 @@
 // The layers charts: small multiples of the relative difference against the layer (attention
 // output, MLP output, residual stream), one thin line per flip and the median bold; a flip's own
 // chart in its detail; and the standalone page `flipscope layers --html` writes.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "report/report.h"
 #include "util/util.h"
@@ -18,8 +18,8 @@ struct Panel {
   const char* key;
   const char* title;
 };
-constexpr Panel kPanels[] = {{"attn_out", "attention output"}, {"mlp_out", "MLP output"},
-                             {"layer_out", "residual stream after the layer"}};
+constexpr Panel kPanels[] = {
+    {"attn_out", "attention output"}, {"mlp_out", "MLP output"}, {"layer_out", "residual stream after the layer"}};
 constexpr double kPanelW = 236, kPanelH = 190, kGap = 20, kLeft = 58, kTop = 44, kBottom = 36;
 
 // One line's values per layer for one panel.
@@ -58,17 +58,21 @@ std::string Path(const Frame& f, const std::vector<double>& v) {
 }
 
 std::string Axes(const Frame& f, const Panel& p) {
-  std::string out = fmt::format(R"(<g font-size="10" fill="#333"><text x="{:.1f}" y="{}" font-size="12" font-weight="600">{}</text>)",
-                                f.x0, kTop - 8, HtmlEscape(p.title));
+  std::string out =
+      fmt::format(R"(<g font-size="10" fill="#333"><text x="{:.1f}" y="{}" font-size="12" font-weight="600">{}</text>)",
+                  f.x0, kTop - 8, HtmlEscape(p.title));
   for (int d = f.d0; d <= f.d1; ++d) {
     double y = f.Y(std::pow(10.0, d));
-    out += fmt::format(R"(<line x1="{:.1f}" x2="{:.1f}" y1="{:.1f}" y2="{:.1f}" stroke="#e4e4e4"/>)", f.x0, f.x0 + kPanelW, y, y);
-    if (f.x0 == kLeft) out += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="end">1e{}</text>)", f.x0 - 5, y + 3, d);
+    out += fmt::format(R"(<line x1="{:.1f}" x2="{:.1f}" y1="{:.1f}" y2="{:.1f}" stroke="#e4e4e4"/>)", f.x0,
+                       f.x0 + kPanelW, y, y);
+    if (f.x0 == kLeft)
+      out += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="end">1e{}</text>)", f.x0 - 5, y + 3, d);
   }
   int step = std::max(1, int(f.n_layer) / 6);
   for (int l = 0; l < int(f.n_layer); l += step)
     out += fmt::format(R"(<text x="{:.1f}" y="{}" text-anchor="middle">{}</text>)", f.X(l), kTop + kPanelH + 14, l);
-  out += fmt::format(R"(<rect x="{:.1f}" y="{}" width="{}" height="{}" fill="none" stroke="#888"/>)", f.x0, kTop, kPanelW, kPanelH);
+  out += fmt::format(R"(<rect x="{:.1f}" y="{}" width="{}" height="{}" fill="none" stroke="#888"/>)", f.x0, kTop,
+                     kPanelW, kPanelH);
   return out + fmt::format(R"(<text x="{:.1f}" y="{}" text-anchor="middle">layer</text></g>)", f.x0 + kPanelW / 2,
                            kTop + kPanelH + 30);
 }
@@ -94,9 +98,11 @@ std::string Multiples(const std::string& id, const std::string& title, const std
       R"(<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {} {}" role="img" aria-labelledby="{}-t {}-d" )"
       R"(font-family="system-ui, sans-serif"><title id="{}-t">{}</title><desc id="{}-d">{}</desc>)",
       width, height, id, id, id, HtmlEscape(title), id, HtmlEscape(desc));
-  out += fmt::format(R"(<text x="{}" y="16" font-size="13" font-weight="600" fill="#111">{}</text>)", kLeft, HtmlEscape(title));
-  out += fmt::format(R"svg(<text transform="translate(12 {}) rotate(-90)" font-size="10" text-anchor="middle">relative difference</text>)svg",
-                     kTop + kPanelH / 2);
+  out += fmt::format(R"(<text x="{}" y="16" font-size="13" font-weight="600" fill="#111">{}</text>)", kLeft,
+                     HtmlEscape(title));
+  out += fmt::format(
+      R"svg(<text transform="translate(12 {}) rotate(-90)" font-size="10" text-anchor="middle">relative difference</text>)svg",
+      kTop + kPanelH / 2);
   for (int i = 0; i < 3; ++i) {
     Frame f{kLeft + i * (kPanelW + kGap), double(n_layer), d0, d1};
     out += Axes(f, kPanels[i]);
@@ -104,8 +110,8 @@ std::string Multiples(const std::string& id, const std::string& title, const std
                                    : R"(stroke="#D55E00" stroke-width="1.8")";
     out += "<g class=\"series\">";  // one panel's lines (the report checker counts series)
     for (const json& fl : flips)
-      out += fmt::format(R"(<path d="{}" fill="none" {}><title>position {}</title></path>)", Path(f, LineOf(fl, kPanels[i].key)),
-                         thin, fl.value("position", 0));
+      out += fmt::format(R"(<path d="{}" fill="none" {}><title>position {}</title></path>)",
+                         Path(f, LineOf(fl, kPanels[i].key)), thin, fl.value("position", 0));
     if (bold_median)
       out += fmt::format(R"(<path d="{}" fill="none" stroke="#000" stroke-width="2.6"><title>median</title></path>)",
                          Path(f, MedianLine(flips, kPanels[i].key, n_layer)));
@@ -116,7 +122,8 @@ std::string Multiples(const std::string& id, const std::string& title, const std
 
 std::string Label(const json& layers) {
   const json& c = layers["config"];
-  return fmt::format("{} against {}", c["cand"].value("flags", std::string("?")), c["base"].value("flags", std::string("?")));
+  return fmt::format("{} against {}", c["cand"].value("flags", std::string("?")),
+                     c["base"].value("flags", std::string("?")));
 }
 
 }  // namespace
@@ -138,11 +145,12 @@ std::string FlipLayersLine(const json& f) {
 std::string HtmlLayersSection(const json& r) {
   const json& all = r.contains("layers") ? r["layers"] : json();
   if (!all.is_array() || all.empty()) return "";
-  std::string out = "<section id=\"layers\"><h2>Where the flips are born</h2><p>Each flip recomputed in both "
-                    "configurations, every layer's attention output, MLP output and residual stream compared at the "
-                    "flip's position (relative difference, log scale): one thin line per flip, the median bold "
-                    "(docs/layers.md). A flip is born where the residual difference first jumps past the level the "
-                    "layers before it set.</p>";
+  std::string out =
+      "<section id=\"layers\"><h2>Where the flips are born</h2><p>Each flip recomputed in both "
+      "configurations, every layer's attention output, MLP output and residual stream compared at the "
+      "flip's position (relative difference, log scale): one thin line per flip, the median bold "
+      "(docs/layers.md). A flip is born where the residual difference first jumps past the level the "
+      "layers before it set.</p>";
   for (const json& e : all) {
     const std::string name = e.value("config", std::string("?"));
     if (!e.contains("result")) {
@@ -153,10 +161,11 @@ std::string HtmlLayersSection(const json& r) {
     const json& l = e["result"];
     const json& s = Sub(l, "summary");
     const json& b = Sub(s, "births");
-    out += fmt::format("<h3>{}</h3><p>{} flips: born in attention {}, in the MLP {}, at the embedding {}, no jump {}; "
-                       "median relative difference of the logits {}.</p>",
-                       HtmlEscape(name), Int(s, "flips", 0), Int(b, "attention", 0), Int(b, "mlp", 0),
-                       Int(b, "embedding", 0), Int(b, "none", 0), Small(Num(s, "median_logits_rel")));
+    out += fmt::format(
+        "<h3>{}</h3><p>{} flips: born in attention {}, in the MLP {}, at the embedding {}, no jump {}; "
+        "median relative difference of the logits {}.</p>",
+        HtmlEscape(name), Int(s, "flips", 0), Int(b, "attention", 0), Int(b, "mlp", 0), Int(b, "embedding", 0),
+        Int(b, "none", 0), Small(Num(s, "median_logits_rel")));
     const std::string id = "layers-" + std::to_string(&e - &all[0]);
     out += RenderLayersChart(l, id);
     for (size_t i = 0; i < Sub(l, "flips").size(); ++i)
@@ -170,8 +179,10 @@ std::string HtmlLayersSection(const json& r) {
 std::string RenderLayersChart(const json& layers, const std::string& id) {
   const json& flips = layers["flips"];
   size_t n_layer = size_t(layers["config"].value("n_layer", 0));
-  std::string desc = fmt::format("{}: {} flips; per layer the norm of the difference over the norm, log scale; one "
-                                 "thin line per flip, the median bold", Label(layers), flips.size());
+  std::string desc = fmt::format(
+      "{}: {} flips; per layer the norm of the difference over the norm, log scale; one "
+      "thin line per flip, the median bold",
+      Label(layers), flips.size());
   std::string title = fmt::format("{} flips: one thin line each, the median bold", flips.size());
   return Multiples(id, title, desc, flips, n_layer, true);
 }
@@ -180,23 +191,26 @@ std::string RenderFlipLayersChart(const json& layers, size_t i, const std::strin
   const json& flip = layers["flips"][i];
   size_t n_layer = size_t(layers["config"].value("n_layer", 0));
   std::string title = fmt::format("position {}", flip.value("position", 0));
-  return Multiples(fmt::format("{}flip{}", id_prefix, i), title, "this flip's relative difference per layer", json::array({flip}), n_layer,
-                   false);
+  return Multiples(fmt::format("{}flip{}", id_prefix, i), title, "this flip's relative difference per layer",
+                   json::array({flip}), n_layer, false);
 }
 
 std::string RenderLayersHtml(const json& layers) {
   const json& s = layers["summary"];
   const json& b = s["births"];
-  std::string html = "<!doctype html><html><head><meta charset=\"utf-8\"><title>flipscope layers</title><style>"
-                     "body{font-family:system-ui,sans-serif;max-width:900px;margin:2em auto;color:#111}"
-                     "svg{width:100%;height:auto}td,th{padding:2px 10px;text-align:right}</style></head><body>";
+  std::string html =
+      "<!doctype html><html><head><meta charset=\"utf-8\"><title>flipscope layers</title><style>"
+      "body{font-family:system-ui,sans-serif;max-width:900px;margin:2em auto;color:#111}"
+      "svg{width:100%;height:auto}td,th{padding:2px 10px;text-align:right}</style></head><body>";
   html += "<h1>Where the flips are born</h1><p>" + HtmlEscape(Label(layers)) + "</p>";
   html += fmt::format("<p>{} flips; born in attention {}, in the MLP {}, at the embedding {}, no jump {}.</p>",
                       s.value("flips", 0), b.value("attention", 0), b.value("mlp", 0), b.value("embedding", 0),
                       b.value("none", 0));
   const json& j = s["largest_jumps"];
-  html += fmt::format("<p>After the birth, the largest growth of the difference is in attention for {} flips, in the "
-                      "MLP for {}.</p>", j.value("attention", 0), j.value("mlp", 0));
+  html += fmt::format(
+      "<p>After the birth, the largest growth of the difference is in attention for {} flips, in the "
+      "MLP for {}.</p>",
+      j.value("attention", 0), j.value("mlp", 0));
   html += RenderLayersChart(layers);
   html += "<table><tr><th>layer</th><th>born in attention</th><th>born in the MLP</th></tr>";
   for (const json& l : s["birth_layers"])
@@ -205,8 +219,8 @@ std::string RenderLayersHtml(const json& layers) {
                           l.value("mlp", 0));
   html += "</table><h2>Each flip</h2>";
   for (size_t i = 0; i < layers["flips"].size(); ++i)
-    html += "<details><summary>" + FlipLayersLine(layers["flips"][i]) + "</summary>" + RenderFlipLayersChart(layers, i) +
-            "</details>";
+    html += "<details><summary>" + FlipLayersLine(layers["flips"][i]) + "</summary>" +
+            RenderFlipLayersChart(layers, i) + "</details>";
   return html + "</body></html>\n";
 }
 

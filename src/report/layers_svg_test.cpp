@@ -18,17 +18,26 @@ json Layers() {
   for (double v : {1e-3, 1e-1, 1e-2}) {
     json layers = json::array();
     for (int l = 0; l < 3; ++l)
-      layers.push_back({{"layer", l}, {"attn_out", {{"rel", v}}}, {"attn_resid", {{"rel", v}}},
-                        {"mlp_out", {{"rel", v}}}, {"layer_out", {{"rel", v}}}});
-    flips.push_back({{"position", 10 * ++i}, {"layers", layers}, {"logits", {{"rel", v}}},
-                     {"birth", {{"layer", 0}, {"block", "attention"}}}, {"largest_jump", nullptr},
-                     {"base_text", "<a>"}, {"cand_text", "b"}});
+      layers.push_back({{"layer", l},
+                        {"attn_out", {{"rel", v}}},
+                        {"attn_resid", {{"rel", v}}},
+                        {"mlp_out", {{"rel", v}}},
+                        {"layer_out", {{"rel", v}}}});
+    flips.push_back({{"position", 10 * ++i},
+                     {"layers", layers},
+                     {"logits", {{"rel", v}}},
+                     {"birth", {{"layer", 0}, {"block", "attention"}}},
+                     {"largest_jump", nullptr},
+                     {"base_text", "<a>"},
+                     {"cand_text", "b"}});
   }
-  json summary = {{"flips", 3}, {"births", {{"attention", 3}, {"mlp", 0}, {"embedding", 0}, {"none", 0}}},
+  json summary = {{"flips", 3},
+                  {"births", {{"attention", 3}, {"mlp", 0}, {"embedding", 0}, {"none", 0}}},
                   {"birth_layers", json::array({{{"layer", 0}, {"attention", 3}, {"mlp", 0}}})},
                   {"largest_jumps", {{"attention", 0}, {"mlp", 0}, {"none", 3}}}};
   return {{"config", {{"n_layer", 3}, {"base", {{"flags", "-fa on"}}}, {"cand", {{"flags", "-fa off"}}}}},
-          {"flips", flips}, {"summary", summary}};
+          {"flips", flips},
+          {"summary", summary}};
 }
 
 std::vector<std::string> Paths(const std::string& svg, const std::string& attrs) {

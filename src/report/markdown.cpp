@@ -1,8 +1,8 @@
 // report.md: the same report as the HTML page in GitHub-flavoured Markdown (tables instead of
 // charts), and the terminal summary. Workload text is escaped so it never turns into markup.
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "report/report.h"
 #include "util/util.h"
@@ -84,25 +84,27 @@ std::string Ranking(const json& r) {
     std::string name =
         row.name + (row.is_baseline ? " (reference)" : "") + (row.is_recommended ? " (recommended)" : "");
     if (row.rank == 0) {
-      refused += fmt::format("- **{}** — {}: {}\n", MdText(row.name),
-                             MdText(row.status == "ok" ? "not measured" : row.status),
-                             MdText(row.reason.empty() ? "no reason given" : row.reason));
+      refused +=
+          fmt::format("- **{}** — {}: {}\n", MdText(row.name), MdText(row.status == "ok" ? "not measured" : row.status),
+                      MdText(row.reason.empty() ? "no reason given" : row.reason));
       continue;
     }
     std::vector<std::string> cells{std::to_string(row.rank), name};
     for (std::string& c : RankingCells(row)) cells.push_back(std::move(c));
     t.rows.push_back(std::move(cells));
   }
-  std::string out = "## Ranking by fidelity\n\nMost faithful first: median over repeats of the top-1 flip rate "
-                    "(95% Wilson interval of the median repeat), then KL(base||cand).\n\n" +
-                    MdTable(t);
+  std::string out =
+      "## Ranking by fidelity\n\nMost faithful first: median over repeats of the top-1 flip rate "
+      "(95% Wilson interval of the median repeat), then KL(base||cand).\n\n" +
+      MdTable(t);
   if (!refused.empty()) out += "Not measured:\n\n" + refused + "\n";
   return out;
 }
 
 std::string Flips(const json& r) {
-  std::string out = "## Flips\n\nPositions where a configuration's greedy token differs from the reference's, in its "
-                    "median repeat.\n\n";
+  std::string out =
+      "## Flips\n\nPositions where a configuration's greedy token differs from the reference's, in its "
+      "median repeat.\n\n";
   for (const ConfigRow& row : RankedConfigs(r)) {
     const json* cmp = MedianComparison(r, row.name);
     if (!cmp) continue;
@@ -182,7 +184,8 @@ std::string Layers(const json& r) {
   for (const json& e : all) {
     const json& s = Sub(Sub(e, "result"), "summary");
     if (!s.is_object()) {
-      t.rows.push_back({Str(e, "config"), "not looked into: " + Str(e, "skipped", Str(e, "error")), "", "", "", "", "", ""});
+      t.rows.push_back(
+          {Str(e, "config"), "not looked into: " + Str(e, "skipped", Str(e, "error")), "", "", "", "", "", ""});
       continue;
     }
     const json& b = Sub(s, "births");
@@ -195,7 +198,8 @@ std::string Layers(const json& r) {
                       Small(Num(s, "median_logits_rel"))});
   }
   return "## Where the flips are born\n\nEach flip recomputed layer by layer in both configurations "
-         "(docs/layers.md); the charts are in report.html.\n\n" + MdTable(t);
+         "(docs/layers.md); the charts are in report.html.\n\n" +
+         MdTable(t);
 }
 
 std::string DisclosureList(const json& r) {
@@ -218,12 +222,16 @@ std::string RenderMarkdown(const json& r) {
                      Count(Num(wl, "n_tokens")), MdText(Str(r, "created", "?")));
   if (!FloorSentence(r).empty()) out += MdText(FloorSentence(r)) + "\n\n";
   if (TextTable t = LoadFloorTable(r); !t.rows.empty())
-    out += "## Repeat floor alone and under load\n\nThe reference configuration against its first capture alone, "
-           "with other sequences sharing its batches (docs/load.md).\n\n" + MdTable(t);
+    out +=
+        "## Repeat floor alone and under load\n\nThe reference configuration against its first capture alone, "
+        "with other sequences sharing its batches (docs/load.md).\n\n" +
+        MdTable(t);
   out += Ranking(r);
   if (TextTable t = ExactTable(r); !t.rows.empty())
-    out += "## Against the exact reference\n\nEvery capture compared with the FP64 exact engine's capture of the same "
-           "tokens (docs/exact.md), beside its distance to the baseline. Median over repeats.\n\n" + MdTable(t);
+    out +=
+        "## Against the exact reference\n\nEvery capture compared with the FP64 exact engine's capture of the same "
+        "tokens (docs/exact.md), beside its distance to the baseline. Median over repeats.\n\n" +
+        MdTable(t);
   out += "## Flip rate per window\n\nMedian over repeats.\n\n" + MdTable(WindowTable(r, "flip_rate", true));
   out += "## KL(base||cand) mean per window\n\nMedian over repeats.\n\n" + MdTable(WindowTable(r, "kl_mean", false));
   return out + Flips(r) + Branches(r) + Layers(r) + Recipe(r) + DisclosureList(r);
@@ -243,7 +251,8 @@ std::string TerminalSummary(const json& r, const std::string& html_path) {
     out += "  repeat floor: none (" + Str(floor, "note", "one run of the reference") + ")\n";
   for (const auto& row : LoadFloorTable(r).rows)
     if (row[0] != "0 (alone)")
-      out += fmt::format("  repeat floor under load {}: {} flips of {} = {} ({})\n", row[0], row[3], row[4], row[5], row[1]);
+      out += fmt::format("  repeat floor under load {}: {} flips of {} = {} ({})\n", row[0], row[3], row[4], row[5],
+                         row[1]);
   out += fmt::format("  {:>2}  {:<24} {:>9} {:>9} {:>9} {:>11}\n", "#", "configuration", "flip rate", "KL mean",
                      "confident", "above floor");
   for (const ConfigRow& row : RankedConfigs(r)) {
@@ -254,9 +263,9 @@ std::string TerminalSummary(const json& r, const std::string& html_path) {
     }
     const json& s = *row.summary;
     std::string above = Sub(s, "above_floor").is_boolean() ? (Sub(s, "above_floor") == true ? "yes" : "no") : "-";
-    out += fmt::format("  {:>2}  {:<24} {:>9} {:>9} {:>9} {:>11}\n", row.rank, name,
-                       Percent(Num(s, "median_flip_rate")), Small(Num(s, "kl_mean")),
-                       Count(Num(s, "confident_flips")), above);
+    out +=
+        fmt::format("  {:>2}  {:<24} {:>9} {:>9} {:>9} {:>11}\n", row.rank, name, Percent(Num(s, "median_flip_rate")),
+                    Small(Num(s, "kl_mean")), Count(Num(s, "confident_flips")), above);
   }
   const json& recipe = Sub(r, "recipe");
   if (!Str(recipe, "recommended").empty())

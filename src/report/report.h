@@ -4,12 +4,11 @@
 // parts of the document are left out of the output, never an error; renderers do not print.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "util/status.h"
 
@@ -98,8 +97,8 @@ std::string FloorSentence(const nlohmann::json& results);
 // A line chart drawn as inline SVG.
 struct ChartSeries {
   std::string name;
-  std::vector<double> x, y;          // same length
-  std::vector<std::string> tips;     // hover text per point (title elements); may be empty
+  std::vector<double> x, y;       // same length
+  std::vector<std::string> tips;  // hover text per point (title elements); may be empty
 };
 struct ChartBand {  // a shaded band from lo to hi over x (e.g. the repeat floor)
   std::string name;

@@ -2,10 +2,10 @@
 // network path closed (tests/ref/check_report_chromium.py), and must find the ranking table and
 // the charts, no console error and no network request. The checker is shown to fail on a page
 // that does load something or logs an error.
+#include <gtest/gtest.h>
+
 #include <cstdio>
 #include <filesystem>
-
-#include <gtest/gtest.h>
 
 #include "report/report.h"
 #include "util/util.h"

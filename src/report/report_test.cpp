@@ -2,15 +2,14 @@
 // document (tests/data/results-sample.json); numbers checked by an independent numpy script.
 #include "report/report.h"
 
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <regex>
-
-#include <fmt/format.h>
-#include <gtest/gtest.h>
-
 #include <set>
 
 #include "util/util.h"
@@ -80,9 +79,11 @@ TEST(Report, NumbersMatchAnIndependentComputation) {
   ASSERT_TRUE(WriteReport(r, dir.string()).ok());
   json series = json::object();
   for (const std::string& name : ComparedConfigs(r))
-    for (const auto& [field, pointer] : std::vector<std::pair<std::string, std::string>>{
-             {"flip_rate", "flip_rate"}, {"kl_mean", "kl_mean"}, {"flip_rate_ci_lo", "flip_rate_ci/0"},
-             {"flip_rate_ci_hi", "flip_rate_ci/1"}})
+    for (const auto& [field, pointer] :
+         std::vector<std::pair<std::string, std::string>>{{"flip_rate", "flip_rate"},
+                                                          {"kl_mean", "kl_mean"},
+                                                          {"flip_rate_ci_lo", "flip_rate_ci/0"},
+                                                          {"flip_rate_ci_hi", "flip_rate_ci/1"}})
       for (const auto& p : report::WindowSeries(r, name, pointer)) series[name][field].push_back({p.index, p.value});
   ASSERT_TRUE(WriteFileAtomic((dir / "series.json").string(), series.dump()).ok());
   const std::string check = std::string(FLIPSCOPE_PYTHON) + " " + FLIPSCOPE_SOURCE_DIR +
@@ -227,11 +228,11 @@ TEST(Report, BranchViewerShowsBothFuturesAndTheFirstDifference) {
 
 TEST(Report, DisclosureAndRecipe) {
   std::string html = RenderHtml(Sample());
-  for (const char* s : {"b6710-9b8f4a2", "NVIDIA H200", "AVX512 = 1", "9a8b7c6d5e4f3021",
-                        "agent-session &lt;prod&gt;.jsonl", "every 32 tokens; 100% inside: tool_calls; 1,695 probes",
-                        "40,960 tokens", "KL(base||cand)", "none: full-vocabulary logits", "median over repeats",
-                        "qwen3 from gguf:tokenizer.chat_template",
-                        "llama-cli -m /models/Qwen3-8B-Q4_K_M.gguf -c 54784", "<td><code>q4_0</code></td>", "103,563"})
+  for (const char* s :
+       {"b6710-9b8f4a2", "NVIDIA H200", "AVX512 = 1", "9a8b7c6d5e4f3021", "agent-session &lt;prod&gt;.jsonl",
+        "every 32 tokens; 100% inside: tool_calls; 1,695 probes", "40,960 tokens", "KL(base||cand)",
+        "none: full-vocabulary logits", "median over repeats", "qwen3 from gguf:tokenizer.chat_template",
+        "llama-cli -m /models/Qwen3-8B-Q4_K_M.gguf -c 54784", "<td><code>q4_0</code></td>", "103,563"})
     EXPECT_NE(html.find(s), std::string::npos) << s;
 }
 
@@ -261,11 +262,14 @@ TEST(Report, MissingOptionalPartsAreLeftOut) {
 
 // Replaces about one node in `rate` with a value of another type, recursively.
 void MutateTypes(json& j, std::mt19937& rng, unsigned rate) {
-  static const json kinds[] = {nullptr, 1e300, -1.5, "x<y>", json::array(), json::object(), true, json::array({1, "a"})};
+  static const json kinds[] = {nullptr,       1e300,          -1.5, "x<y>",
+                               json::array(), json::object(), true, json::array({1, "a"})};
   if (!j.is_structured()) return;
   for (auto it = j.begin(); it != j.end(); ++it) {
-    if (rng() % rate == 0) *it = kinds[rng() % std::size(kinds)];
-    else MutateTypes(*it, rng, rate);
+    if (rng() % rate == 0)
+      *it = kinds[rng() % std::size(kinds)];
+    else
+      MutateTypes(*it, rng, rate);
   }
 }
 
@@ -290,7 +294,9 @@ TEST(Report, ReferenceThatRanOnceIsListedWithoutFigures) {
     if (c["config"] != "baseline") cmps.push_back(c);
   r["comparisons"] = cmps;
   r["summary"].erase(0);  // the baseline's
-  r["floor"] = {{"repeats", 1}, {"flip_rate", nullptr}, {"bit_identical", nullptr},
+  r["floor"] = {{"repeats", 1},
+                {"flip_rate", nullptr},
+                {"bit_identical", nullptr},
                 {"note", "the baseline ran once: no repeat floor"}};
   std::string html = RenderHtml(r);
   size_t row = html.find("<tr class=\"refused\"><td class=\"num\">—</td><td><strong>baseline</strong>");
@@ -357,7 +363,6 @@ TEST(ReportSvg, LogAxisKeepsZerosOnTheEdgeAndEscapesText) {
   EXPECT_EQ(svg.find("s<1>"), std::string::npos);
   EXPECT_EQ(svg.find("nan"), std::string::npos);
 }
-
 
 TEST(ReportSvg, TwelveSeriesAllLookDifferent) {
   report::Chart c;

@@ -1,11 +1,11 @@
 // Reading the results document: tolerant accessors, number formatting, the ranking and the
 // per-window series every renderer shares.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
-
-#include <fmt/format.h>
 
 #include "report/report.h"
 
@@ -137,10 +137,14 @@ std::string Count(std::optional<double> v) {
 std::string VisibleToken(std::string_view text) {
   std::string out;
   for (char c : text) {
-    if (c == '\n') out += "↵";
-    else if (c == '\t') out += "⇥";
-    else if (c == '\r') out += "␍";
-    else out += c;
+    if (c == '\n')
+      out += "↵";
+    else if (c == '\t')
+      out += "⇥";
+    else if (c == '\r')
+      out += "␍";
+    else
+      out += c;
   }
   return out;
 }
@@ -210,11 +214,11 @@ std::vector<ConfigRow> RankedConfigs(const json& results) {
     double kl = measured ? Num(*r.summary, "kl_mean").value_or(INFINITY) : INFINITY;
     return std::make_tuple(!measured, g == given.end() ? 1 : 0, g == given.end() ? 0 : g->second, rate, kl);
   };
-  std::stable_sort(rows.begin(), rows.end(),
-                   [&](const ConfigRow& a, const ConfigRow& b) { return key(a) < key(b); });
+  std::stable_sort(rows.begin(), rows.end(), [&](const ConfigRow& a, const ConfigRow& b) { return key(a) < key(b); });
   int rank = 0;
   for (ConfigRow& r : rows) {
-    if (r.summary && r.status == "ok") r.rank = ++rank;
+    if (r.summary && r.status == "ok")
+      r.rank = ++rank;
     else if (r.status == "ok" && r.reason.empty())  // say why a configuration that ran has no figures
       r.reason = r.is_baseline ? "the reference configuration ran once: no repeat to compare it with"
                                : "no comparison with the reference";
@@ -258,9 +262,7 @@ const json* MedianComparison(const json& results, const std::string& config) {
     if (Str(s, "config") == config && Sub(s, "median_repeat").is_number_integer())
       for (const json* c : cmps)
         if (Sub(*c, "repeat") == s["median_repeat"]) return c;
-  auto rate = [](const json* c) {
-    return Num(Sub(Sub(*c, "compare"), "overall"), "flip_rate").value_or(0);
-  };
+  auto rate = [](const json* c) { return Num(Sub(Sub(*c, "compare"), "overall"), "flip_rate").value_or(0); };
   std::stable_sort(cmps.begin(), cmps.end(), [&](const json* a, const json* b) { return rate(a) < rate(b); });
   return cmps[(cmps.size() - 1) / 2];
 }

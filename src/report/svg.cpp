@@ -1,10 +1,10 @@
 // Line charts as inline SVG: no scripts, no external resources, readable in print and in
 // grey scale (every series has its own colour, dash pattern and marker shape).
-#include <algorithm>
-#include <vector>
-#include <cmath>
-
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
 
 #include "report/report.h"
 #include "util/util.h"
@@ -63,7 +63,9 @@ std::string Marker(int s, double x, double y, const std::string& color, bool hol
   std::string attrs = fmt::format(R"( fill="{}" stroke="{}" stroke-width="1.5")", fill, color);
   std::string shape;
   switch (s % 5) {
-    case 0: shape = fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="4"{})", x, y, attrs); break;
+    case 0:
+      shape = fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="4"{})", x, y, attrs);
+      break;
     case 1:
       shape = fmt::format(R"(<rect x="{:.1f}" y="{:.1f}" width="7" height="7"{})", x - 3.5, y - 3.5, attrs);
       break;
@@ -144,8 +146,7 @@ std::string Grid(const Axis& x, const Axis& y, const Chart& chart) {
     double py = y.Map(t, kPlotBottom, kTop);
     out += fmt::format(R"(<line x1="{}" x2="{}" y1="{:.1f}" y2="{:.1f}" stroke="#ddd"/>)", kLeft, kRight, py, py);
     std::string label = y.zero_row && t == yt.front() ? "0" : TickLabel(t, chart.y_percent, y.log);
-    out += fmt::format(R"(<text x="{}" y="{:.1f}" text-anchor="end">{}</text>)", kLeft - 6, py + 4,
-                       HtmlEscape(label));
+    out += fmt::format(R"(<text x="{}" y="{:.1f}" text-anchor="end">{}</text>)", kLeft - 6, py + 4, HtmlEscape(label));
   }
   for (double t : NiceTicks(x.lo, x.hi, 7)) {
     double px = x.Map(t, kLeft, kRight);
@@ -155,8 +156,8 @@ std::string Grid(const Axis& x, const Axis& y, const Chart& chart) {
   }
   out += fmt::format(R"(<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#888"/>)", kLeft, kTop,
                      kRight - kLeft, kPlotBottom - kTop);
-  out += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle">{}</text>)", (kLeft + kRight) / 2,
-                     kPlotBottom + 36, HtmlEscape(chart.x_label));
+  out += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle">{}</text>)", (kLeft + kRight) / 2, kPlotBottom + 36,
+                     HtmlEscape(chart.x_label));
   out += fmt::format(R"svg(<text transform="translate(16 {}) rotate(-90)" text-anchor="middle">{}</text>)svg",
                      (kTop + kPlotBottom) / 2, HtmlEscape(chart.y_label));
   return out + "</g>";
@@ -205,8 +206,7 @@ std::string Legend(const Chart& chart) {
   std::string out = R"(<g class="legend" font-size="12" fill="#222">)";
   double y = kTop + 6;
   auto entry = [&](const std::string& swatch, const std::string& name) {
-    out += swatch + fmt::format(R"(<text x="{}" y="{:.1f}">{}</text>)", kRight + 46, y + 4,
-                       HtmlEscape(Clip(name, 22)));
+    out += swatch + fmt::format(R"(<text x="{}" y="{:.1f}">{}</text>)", kRight + 46, y + 4, HtmlEscape(Clip(name, 22)));
     y += 20;
   };
   for (size_t i = 0; i < chart.series.size(); ++i) {
@@ -217,8 +217,8 @@ std::string Legend(const Chart& chart) {
     entry(line + Marker(s, kRight + 26, y, ColorOf(s), false, chart.series[i].name), chart.series[i].name);
   }
   if (chart.band)
-    entry(fmt::format(R"(<rect x="{}" y="{:.1f}" width="28" height="10" fill="#bbb" fill-opacity="0.6"/>)",
-                      kRight + 12, y - 5),
+    entry(fmt::format(R"(<rect x="{}" y="{:.1f}" width="28" height="10" fill="#bbb" fill-opacity="0.6"/>)", kRight + 12,
+                      y - 5),
           chart.band->name);
   return out + "</g>";
 }
@@ -228,10 +228,10 @@ std::string Legend(const Chart& chart) {
 std::string RenderSvgChart(const Chart& chart) {
   const std::string id = chart.id.empty() ? "chart" : chart.id;
   Axis x = XAxis(chart), y = YAxis(chart);
-  std::string out = fmt::format(
-      R"(<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {} {}" role="img" )"
-      R"(aria-labelledby="{}-t {}-d" font-family="system-ui, sans-serif">)",
-      kWidth, kHeight, id, id);
+  std::string out =
+      fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {} {}" role="img" )"
+                  R"(aria-labelledby="{}-t {}-d" font-family="system-ui, sans-serif">)",
+                  kWidth, kHeight, id, id);
   out += fmt::format(R"(<title id="{}-t">{}</title><desc id="{}-d">{}</desc>)", id, HtmlEscape(chart.title), id,
                      HtmlEscape(chart.description));
   out += fmt::format(R"(<text x="{}" y="22" font-size="14" font-weight="600" fill="#111">{}</text>)", kLeft,

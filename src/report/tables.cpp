@@ -1,8 +1,8 @@
 // Plain-text tables and disclosure facts shared by the HTML and Markdown renderers, so both
 // say the same thing with the same numbers.
-#include <set>
-
 #include <fmt/format.h>
+
+#include <set>
 
 #include "report/report.h"
 #include "util/util.h"
@@ -23,29 +23,33 @@ std::string YesNo(const json& v) { return v.is_boolean() ? (v.get<bool>() ? "yes
 }  // namespace
 
 std::vector<std::string> RankingHeader(const json& results) {
-  return {"#", "Configuration", "Median flip rate", "95% CI", "Flips / probes", "Damage / repair (forks)",
-          "Confident flips", "KL mean",
-          "KL p99", "Bit-identical probes", "Above floor", "KV bytes/token",
+  return {"#",
+          "Configuration",
+          "Median flip rate",
+          "95% CI",
+          "Flips / probes",
+          "Damage / repair (forks)",
+          "Confident flips",
+          "KL mean",
+          "KL p99",
+          "Bit-identical probes",
+          "Above floor",
+          "KV bytes/token",
           "KV memory at " + Count(ContextLength(results)) + " tokens"};
 }
 
 std::vector<std::string> RankingCells(const ConfigRow& row) {
   static const json kNone;
   const json& s = row.summary ? *row.summary : kNone;
-  return {Percent(Num(s, "median_flip_rate")),
-          Interval(Sub(s, "flip_rate_ci")),
+  return {Percent(Num(s, "median_flip_rate")), Interval(Sub(s, "flip_rate_ci")),
           Count(Num(s, "flips")) + " / " + Count(Num(s, "probes")),
           // What following the forks found ("—" where they were not followed).
           Num(s, "damage") ? fmt::format("{} / {} ({})", Count(Num(s, "damage")), Count(Num(s, "repair")),
                                          Count(Num(s, "branches_followed")))
                            : "—",
-          Count(Num(s, "confident_flips")),
-          Small(Num(s, "kl_mean")),
-          Small(Num(s, "kl_p99")),
-          Count(Num(s, "bit_identical")) + " of " + Count(Num(s, "bit_identical_of")),
-          YesNo(Sub(s, "above_floor")),
-          Count(row.kv_bytes_per_token),
-          row.kv_bytes_at_context ? HumanBytes(*row.kv_bytes_at_context) : "—"};
+          Count(Num(s, "confident_flips")), Small(Num(s, "kl_mean")), Small(Num(s, "kl_p99")),
+          Count(Num(s, "bit_identical")) + " of " + Count(Num(s, "bit_identical_of")), YesNo(Sub(s, "above_floor")),
+          Count(row.kv_bytes_per_token), row.kv_bytes_at_context ? HumanBytes(*row.kv_bytes_at_context) : "—"};
 }
 
 TextTable WindowTable(const json& results, const std::string& field, bool percent) {
@@ -86,8 +90,8 @@ std::string FloorSentence(const json& r) {
            " runs), so every divergence is arithmetic, not noise.";
   if (!Num(floor, "flip_rate"))
     return "No repeat floor: " + Str(floor, "note", "the reference configuration ran once") + ".";
-  return "Repeat floor: the reference configuration against itself gave " + Count(Num(floor, "flips")) +
-         " flips of " + Count(Num(floor, "probes")) + " probes = " + Percent(Num(floor, "flip_rate")) + " (KL mean " +
+  return "Repeat floor: the reference configuration against itself gave " + Count(Num(floor, "flips")) + " flips of " +
+         Count(Num(floor, "probes")) + " probes = " + Percent(Num(floor, "flip_rate")) + " (KL mean " +
          Small(Num(floor, "kl_mean")) + "); divergences are measured against it.";
 }
 
@@ -148,8 +152,8 @@ std::vector<Fact> Disclosure(const json& r) {
   if (configs.is_array())
     for (const json& c : configs)
       if (Str(c, "name") == base) base_cfg = &c;
-  const json& engine = base_cfg && Sub(*base_cfg, "engine").is_object() ? Sub(*base_cfg, "engine")
-                                                                        : Sub(r, "environment");
+  const json& engine =
+      base_cfg && Sub(*base_cfg, "engine").is_object() ? Sub(*base_cfg, "engine") : Sub(r, "environment");
   const json& model = Sub(r, "model");
   const json& wl = Sub(r, "workload");
   const json& tpl = Sub(wl, "template");
@@ -178,8 +182,8 @@ std::vector<Fact> Disclosure(const json& r) {
   auto count_or_empty = [](std::optional<double> v) { return v ? Count(v) : std::string(); };
   std::string layers;
   if (Num(model, "n_layer"))
-    layers = Count(Num(model, "n_layer")) + " / " + Count(Num(model, "n_ctx_train")) + " / " +
-             Count(Num(model, "n_vocab"));
+    layers =
+        Count(Num(model, "n_layer")) + " / " + Count(Num(model, "n_ctx_train")) + " / " + Count(Num(model, "n_vocab"));
   std::string tpl_text = Str(tpl, "name");
   if (!Str(tpl, "source").empty()) tpl_text += (tpl_text.empty() ? "" : " from ") + Str(tpl, "source");
   std::string plan_text;
@@ -211,7 +215,9 @@ std::vector<Fact> Disclosure(const json& r) {
       {run, "System info", Str(engine, "system_info"), true},
       {run, "CPU kernel path", base_path, true},
       {run, "llama.cpp build", Str(Sub(engine, "kernel_path"), "llama_build"), true},
-      {run, "Other kernel paths", base_path.empty() ? "" : (other_paths.empty() ? "none: every configuration ran the reference's" : other_paths), true},
+      {run, "Other kernel paths",
+       base_path.empty() ? "" : (other_paths.empty() ? "none: every configuration ran the reference's" : other_paths),
+       true},
       {mw, "Model", Str(model, "name"), false},
       {mw, "Model file", Str(model, "path"), true},
       {mw, "Model sha256", Str(model, "sha256"), true},
@@ -231,8 +237,8 @@ std::vector<Fact> Disclosure(const json& r) {
       {method, "Context length", ContextLength(r) ? Count(ContextLength(r)) + " tokens" : "", false},
       {method, "Sampled positions", plan_text, false},
       {method, "Window", Num(settings, "window") ? Count(Num(settings, "window")) + " tokens" : "", false},
-      {method, "Confident flip",
-       "reference top-1 probability ≥ " + Small(Num(settings, "confident").value_or(0.9)), false},
+      {method, "Confident flip", "reference top-1 probability ≥ " + Small(Num(settings, "confident").value_or(0.9)),
+       false},
       {method, "KL direction", (kl_dir.empty() ? "KL(base||cand)" : kl_dir) + "; base is the reference", false},
       {method, "Truncation",
        truncated ? fmt::format("top-k (truncated) in {} of {} comparisons", truncated, n_cmp)

@@ -1,7 +1,7 @@
 // results.csv and writing the report files.
-#include <filesystem>
-
 #include <fmt/format.h>
+
+#include <filesystem>
 
 #include "report/report.h"
 #include "util/util.h"
@@ -32,11 +32,29 @@ std::string CsvNumber(std::optional<double> v) { return v ? fmt::format("{}", *v
 }  // namespace
 
 std::string RenderCsv(const json& r) {
-  static const char* kColumns[] = {
-      "rank", "config", "status", "reason", "description", "flags", "repeats", "median_flip_rate",
-      "flip_rate_ci_lo", "flip_rate_ci_hi", "flips", "probes", "confident_flips", "kl_mean", "kl_p99", "kl_max",
-      "bit_identical", "bit_identical_of", "above_floor", "kv_bytes_per_token", "kv_bytes_at_context",
-      "baseline", "recommended"};
+  static const char* kColumns[] = {"rank",
+                                   "config",
+                                   "status",
+                                   "reason",
+                                   "description",
+                                   "flags",
+                                   "repeats",
+                                   "median_flip_rate",
+                                   "flip_rate_ci_lo",
+                                   "flip_rate_ci_hi",
+                                   "flips",
+                                   "probes",
+                                   "confident_flips",
+                                   "kl_mean",
+                                   "kl_p99",
+                                   "kl_max",
+                                   "bit_identical",
+                                   "bit_identical_of",
+                                   "above_floor",
+                                   "kv_bytes_per_token",
+                                   "kv_bytes_at_context",
+                                   "baseline",
+                                   "recommended"};
   std::string out;
   for (const char* c : kColumns) out += std::string(out.empty() ? "" : ",") + c;
   out += "\r\n";
@@ -45,17 +63,29 @@ std::string RenderCsv(const json& r) {
     const json& s = row.summary ? *row.summary : kNone;
     const json& ci = report::Sub(s, "flip_rate_ci");
     const json& cfg = row.config ? *row.config : kNone;
-    std::vector<std::string> cells = {
-        row.rank ? std::to_string(row.rank) : "", row.name, row.status, row.reason, row.description, row.flags,
-        CsvValue(report::Sub(cfg, "repeats")), CsvValue(report::Sub(s, "median_flip_rate")),
-        ci.is_array() && ci.size() == 2 ? CsvValue(ci[0]) : "", ci.is_array() && ci.size() == 2 ? CsvValue(ci[1]) : "",
-        CsvValue(report::Sub(s, "flips")), CsvValue(report::Sub(s, "probes")),
-        CsvValue(report::Sub(s, "confident_flips")), CsvValue(report::Sub(s, "kl_mean")),
-        CsvValue(report::Sub(s, "kl_p99")), CsvValue(report::Sub(s, "kl_max")),
-        CsvValue(report::Sub(s, "bit_identical")), CsvValue(report::Sub(s, "bit_identical_of")),
-        CsvValue(report::Sub(s, "above_floor")), CsvNumber(row.kv_bytes_per_token),
-        CsvNumber(row.kv_bytes_at_context), row.is_baseline ? "true" : "false",
-        row.is_recommended ? "true" : "false"};
+    std::vector<std::string> cells = {row.rank ? std::to_string(row.rank) : "",
+                                      row.name,
+                                      row.status,
+                                      row.reason,
+                                      row.description,
+                                      row.flags,
+                                      CsvValue(report::Sub(cfg, "repeats")),
+                                      CsvValue(report::Sub(s, "median_flip_rate")),
+                                      ci.is_array() && ci.size() == 2 ? CsvValue(ci[0]) : "",
+                                      ci.is_array() && ci.size() == 2 ? CsvValue(ci[1]) : "",
+                                      CsvValue(report::Sub(s, "flips")),
+                                      CsvValue(report::Sub(s, "probes")),
+                                      CsvValue(report::Sub(s, "confident_flips")),
+                                      CsvValue(report::Sub(s, "kl_mean")),
+                                      CsvValue(report::Sub(s, "kl_p99")),
+                                      CsvValue(report::Sub(s, "kl_max")),
+                                      CsvValue(report::Sub(s, "bit_identical")),
+                                      CsvValue(report::Sub(s, "bit_identical_of")),
+                                      CsvValue(report::Sub(s, "above_floor")),
+                                      CsvNumber(row.kv_bytes_per_token),
+                                      CsvNumber(row.kv_bytes_at_context),
+                                      row.is_baseline ? "true" : "false",
+                                      row.is_recommended ? "true" : "false"};
     std::string line;
     for (size_t i = 0; i < cells.size(); ++i) line += (i ? "," : "") + CsvField(cells[i]);
     out += line + "\r\n";

@@ -1,15 +1,14 @@
 // The process-wide llama.cpp state: backends, the routed log, token text.
 #include "runtime/runtime.h"
 
-#include <llama.h>
+#include <fmt/format.h>
 #include <ggml-backend.h>
+#include <llama.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <deque>
 #include <mutex>
-
-#include <fmt/format.h>
 
 // Defined in llama.cpp's common library (build-info.cpp), set from the build's commit.
 extern int LLAMA_BUILD_NUMBER;
@@ -43,7 +42,10 @@ void InitLlamaLogging(bool verbose) {
   g_log_verbose = verbose;
   llama_log_set(LogCallback, nullptr);
   static std::once_flag once;
-  std::call_once(once, [] { llama_backend_init(); ggml_backend_load_all(); });
+  std::call_once(once, [] {
+    llama_backend_init();
+    ggml_backend_load_all();
+  });
 }
 
 void EnsureLlamaInit() { InitLlamaLogging(g_log_verbose); }

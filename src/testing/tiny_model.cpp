@@ -1,17 +1,15 @@
 // Tiny deterministic GGUF models for unit tests.
 #include "testing/tiny_model.h"
 
+#include <fmt/format.h>
 #include <ggml.h>
 #include <gguf.h>
-
 #include <unistd.h>
 
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <memory>
-
-#include <fmt/format.h>
 
 namespace flipscope::fixtures {
 namespace {
@@ -53,7 +51,7 @@ Vocab MakeVocab() {
   v.Add("<|im_end|>", 0, 3);
   for (int b = 0; b < 256; ++b) v.Add(fmt::format("<0x{:02X}>", b), 0, 6);
   const std::string sp = "\xe2\x96\x81";  // SentencePiece's word-start marker
-  const std::string pieces[] = {sp, sp + "the", sp + "a", sp + "show", sp + "port", sp + "interface",
+  const std::string pieces[] = {sp,     sp + "the",  sp + "a", sp + "show", sp + "port", sp + "interface",
                                 "user", "assistant", "system", "tool"};
   float score = -1;
   for (const auto& p : pieces) v.Add(p, score--, 1);
@@ -97,7 +95,11 @@ Status WriteTinyModel(const std::string& path, const TinyModelOptions& o) {
   gguf_set_val_bool(g, "tokenizer.ggml.add_bos_token", true);
   if (o.chat_template) gguf_set_val_str(g, "tokenizer.chat_template", kChatML);
 
-  struct Spec { std::string name; int64_t ne0, ne1; bool matrix; };
+  struct Spec {
+    std::string name;
+    int64_t ne0, ne1;
+    bool matrix;
+  };
   std::vector<Spec> specs = {{"token_embd.weight", o.n_embd, n_vocab, true},
                              {"output_norm.weight", o.n_embd, 1, false},
                              {"output.weight", o.n_embd, n_vocab, true}};
@@ -133,9 +135,12 @@ Status WriteTinyModel(const std::string& path, const TinyModelOptions& o) {
     ggml_tensor* tensor = s.ne1 == 1 ? ggml_new_tensor_1d(ctx, t, s.ne0) : ggml_new_tensor_2d(ctx, t, s.ne0, s.ne1);
     std::string name = s.name == o.rename_from ? o.rename_to : s.name;
     ggml_set_name(tensor, name.c_str());
-    if (t == GGML_TYPE_F32) std::memcpy(tensor->data, v.data(), v.size() * 4);
-    else if (t == GGML_TYPE_F16) ggml_fp32_to_fp16_row(v.data(), static_cast<ggml_fp16_t*>(tensor->data), int64_t(v.size()));
-    else ggml_quantize_chunk(t, v.data(), tensor->data, 0, s.ne1, s.ne0, nullptr);
+    if (t == GGML_TYPE_F32)
+      std::memcpy(tensor->data, v.data(), v.size() * 4);
+    else if (t == GGML_TYPE_F16)
+      ggml_fp32_to_fp16_row(v.data(), static_cast<ggml_fp16_t*>(tensor->data), int64_t(v.size()));
+    else
+      ggml_quantize_chunk(t, v.data(), tensor->data, 0, s.ne1, s.ne0, nullptr);
     gguf_add_tensor(g, tensor);
   }
   // A per-process temporary name: parallel test processes write the same fixture at once.

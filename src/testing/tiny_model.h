@@ -11,7 +11,7 @@
 namespace flipscope::fixtures {
 
 struct TinyModelOptions {
-  uint64_t seed = 1;               // weights are a pure function of the seed
+  uint64_t seed = 1;  // weights are a pure function of the seed
   int n_layer = 2;
   int n_embd = 64;
   int n_head = 2;

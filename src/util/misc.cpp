@@ -1,10 +1,9 @@
 // Progress bar, clocks and small formatting helpers.
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <ctime>
-
-#include <fmt/format.h>
 
 #include "util/util.h"
 
@@ -16,9 +15,12 @@ double NowSeconds() {
 }
 
 Progress::Progress(std::string label, uint64_t total, std::string unit)
-    : label_(std::move(label)), unit_(std::move(unit)), total_(total),
+    : label_(std::move(label)),
+      unit_(std::move(unit)),
+      total_(total),
       enabled_(::isatty(STDERR_FILENO) && !std::getenv("FLIPSCOPE_NO_PROGRESS")),
-      start_(std::chrono::steady_clock::now()), last_(start_) {}
+      start_(std::chrono::steady_clock::now()),
+      last_(start_) {}
 
 Progress::~Progress() { Finish(); }
 
@@ -35,8 +37,8 @@ void Progress::Update(uint64_t done) {
   int filled = total_ ? int(double(width) * double(done) / double(total_)) : width;
   std::string bar(size_t(std::min(filled, width)), '#');
   bar.resize(size_t(width), '.');
-  fmt::print(stderr, "\r{} [{}] {}/{} {} {:.0f} {}/s ETA {:.0f}s   ", label_, bar, done, total_,
-             unit_, rate, unit_, eta);
+  fmt::print(stderr, "\r{} [{}] {}/{} {} {:.0f} {}/s ETA {:.0f}s   ", label_, bar, done, total_, unit_, rate, unit_,
+             eta);
   std::fflush(stderr);
 }
 
@@ -69,12 +71,18 @@ Result<uint64_t> ParseBytes(std::string_view text) {
   }
   std::string unit = s.substr(idx);
   double mult = 1;
-  if (unit.empty() || unit == "B") mult = 1;
-  else if (unit == "K" || unit == "KiB" || unit == "KB") mult = 1024.0;
-  else if (unit == "M" || unit == "MiB" || unit == "MB") mult = 1024.0 * 1024;
-  else if (unit == "G" || unit == "GiB" || unit == "GB") mult = 1024.0 * 1024 * 1024;
-  else if (unit == "T" || unit == "TiB" || unit == "TB") mult = 1024.0 * 1024 * 1024 * 1024;
-  else return Status::Error("'" + s + "': unknown size unit '" + unit + "' (use KiB, MiB, GiB)");
+  if (unit.empty() || unit == "B")
+    mult = 1;
+  else if (unit == "K" || unit == "KiB" || unit == "KB")
+    mult = 1024.0;
+  else if (unit == "M" || unit == "MiB" || unit == "MB")
+    mult = 1024.0 * 1024;
+  else if (unit == "G" || unit == "GiB" || unit == "GB")
+    mult = 1024.0 * 1024 * 1024;
+  else if (unit == "T" || unit == "TiB" || unit == "TB")
+    mult = 1024.0 * 1024 * 1024 * 1024;
+  else
+    return Status::Error("'" + s + "': unknown size unit '" + unit + "' (use KiB, MiB, GiB)");
   if (v < 0) return Status::Error("'" + s + "': size must not be negative");
   return uint64_t(v * mult);
 }
@@ -84,12 +92,23 @@ std::string HtmlEscape(std::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;

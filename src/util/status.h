@@ -39,9 +39,7 @@ class Status {
     return msg_ ? *msg_ : empty;
   }
   // Returns an error whose message is "prefix: message"; ok stays ok.
-  Status Prefixed(const std::string& prefix) const {
-    return ok() ? *this : Status(code_, prefix + ": " + *msg_);
-  }
+  Status Prefixed(const std::string& prefix) const { return ok() ? *this : Status(code_, prefix + ": " + *msg_); }
 
  private:
   // Messages quote what users wrote (a role, a key, a path); a control character there, such as a
@@ -52,11 +50,16 @@ class Status {
     if (std::none_of(m.begin(), m.end(), [](char c) { return IsControl(c); })) return m;
     std::string out;
     for (char c : m) {
-      if (!IsControl(c)) out += c;
-      else if (c == '\n') out += "\\n";
-      else if (c == '\t') out += "\\t";
-      else if (c == '\r') out += "\\r";
-      else out += std::string("\\x") + kHex[(c >> 4) & 0xF] + kHex[c & 0xF];
+      if (!IsControl(c))
+        out += c;
+      else if (c == '\n')
+        out += "\\n";
+      else if (c == '\t')
+        out += "\\t";
+      else if (c == '\r')
+        out += "\\r";
+      else
+        out += std::string("\\x") + kHex[(c >> 4) & 0xF] + kHex[c & 0xF];
     }
     return out;
   }
@@ -71,8 +74,8 @@ class Status {
 template <typename T>
 class Result {
  public:
-  Result(T value) : v_(std::move(value)) {}            // NOLINT: implicit by design
-  Result(Status error) : v_(std::move(error)) {}       // NOLINT: must be an error
+  Result(T value) : v_(std::move(value)) {}       // NOLINT: implicit by design
+  Result(Status error) : v_(std::move(error)) {}  // NOLINT: must be an error
   bool ok() const { return std::holds_alternative<T>(v_); }
   explicit operator bool() const { return ok(); }
   T& value() & { return std::get<T>(v_); }
@@ -92,10 +95,10 @@ class Result {
 }  // namespace flipscope
 
 // Propagates an error Status from an expression returning Status.
-#define FS_RETURN_IF_ERROR(expr)          \
-  do {                                    \
-    ::flipscope::Status _st = (expr);     \
-    if (!_st.ok()) return _st;            \
+#define FS_RETURN_IF_ERROR(expr)      \
+  do {                                \
+    ::flipscope::Status _st = (expr); \
+    if (!_st.ok()) return _st;        \
   } while (0)
 
 #define FS_CONCAT_INNER(a, b) a##b

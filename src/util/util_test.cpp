@@ -1,9 +1,9 @@
+#include "util/util.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
-
-#include "util/util.h"
 
 using namespace flipscope;
 

@@ -4,10 +4,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "util/status.h"
 
@@ -21,8 +20,8 @@ using OrderedJson = nlohmann::ordered_json;  // keeps the transcript's key order
 struct ToolCall {
   int index = 0;  // 1-based over the whole transcript
   std::string id, name;
-  OrderedJson arguments;          // parsed arguments (an object), or a string when not JSON
-  std::string arguments_text;     // arguments as written (a JSON string's value, or the object dumped)
+  OrderedJson arguments;       // parsed arguments (an object), or a string when not JSON
+  std::string arguments_text;  // arguments as written (a JSON string's value, or the object dumped)
 };
 
 struct Message {
@@ -91,7 +90,7 @@ class ChatTemplate {
 struct Marked {
   std::string kind;  // "tool_call" or "tool_result"
   std::string text;
-  int index = 0;     // the tool call #
+  int index = 0;  // the tool call #
   std::string name;
 };
 

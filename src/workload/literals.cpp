@@ -48,8 +48,7 @@ class Scanner {
     char c = At(i);
     if (c == '\0') return true;
     if (Alnum(c) || c == '_') return false;
-    if ((c == ':' || c == '.' || c == '-') && Alnum(At(i + 1)))
-      return allow_port && c == ':' && Digit(At(i + 1));
+    if ((c == ':' || c == '.' || c == '-') && Alnum(At(i + 1))) return allow_port && c == ':' && Digit(At(i + 1));
     return true;
   }
   size_t Run(size_t i, bool (*pred)(char), size_t max = 1 << 30) const {
@@ -73,10 +72,13 @@ class Scanner {
 
   bool Match(size_t i, size_t* end, std::string* type) const {
     using Fn = bool (Scanner::*)(size_t, size_t*) const;
-    static constexpr std::array<std::pair<const char*, Fn>, 7> kOrder = {{
-        {"mac", &Scanner::Mac},           {"ipv4", &Scanner::Ipv4},   {"ipv6", &Scanner::Ipv6},
-        {"interface", &Scanner::Interface}, {"hostname", &Scanner::Hostname},
-        {"port", &Scanner::PortKeyword},  {"number", &Scanner::Number}}};
+    static constexpr std::array<std::pair<const char*, Fn>, 7> kOrder = {{{"mac", &Scanner::Mac},
+                                                                          {"ipv4", &Scanner::Ipv4},
+                                                                          {"ipv6", &Scanner::Ipv6},
+                                                                          {"interface", &Scanner::Interface},
+                                                                          {"hostname", &Scanner::Hostname},
+                                                                          {"port", &Scanner::PortKeyword},
+                                                                          {"number", &Scanner::Number}}};
     for (const auto& [name, fn] : kOrder) {
       if ((this->*fn)(i, end)) {
         *type = name;
@@ -155,11 +157,26 @@ class Scanner {
   // A known interface prefix followed by a slot/port path: Gi0/1, GigabitEthernet0/0/1.201,
   // TenGigE0/0/0/1, Vlan201, Port-channel1, ge-0/0/1.0, eth0.
   bool Interface(size_t i, size_t* end) const {
-    static constexpr const char* kLong[] = {
-        "HundredGigabitEthernet", "FortyGigabitEthernet", "TwentyFiveGigE", "TenGigabitEthernet",
-        "GigabitEthernet", "FastEthernet", "HundredGigE", "FortyGigE", "TenGigE", "Ethernet", "Port-channel",
-        "Bundle-Ether", "Loopback", "Tunnel", "Management", "Serial", "Vlan", "Mgmt", "Eth"};
-    static constexpr const char* kShort[] = {"Gi", "Te", "Fa", "Fo", "Hu", "Tw", "Et", "Po", "Lo", "Tu",
+    static constexpr const char* kLong[] = {"HundredGigabitEthernet",
+                                            "FortyGigabitEthernet",
+                                            "TwentyFiveGigE",
+                                            "TenGigabitEthernet",
+                                            "GigabitEthernet",
+                                            "FastEthernet",
+                                            "HundredGigE",
+                                            "FortyGigE",
+                                            "TenGigE",
+                                            "Ethernet",
+                                            "Port-channel",
+                                            "Bundle-Ether",
+                                            "Loopback",
+                                            "Tunnel",
+                                            "Management",
+                                            "Serial",
+                                            "Vlan",
+                                            "Mgmt",
+                                            "Eth"};
+    static constexpr const char* kShort[] = {"Gi", "Te", "Fa",  "Fo",  "Hu",  "Tw", "Et",  "Po",   "Lo",  "Tu",
                                              "Vl", "BE", "ge-", "xe-", "et-", "ae", "eth", "bond", "vlan"};
     size_t plen = 0;
     for (const char* p : kLong) {
@@ -182,9 +199,10 @@ class Scanner {
 
   // Dotted names ending in a known top-level or lab domain: lab-sw01.example.net, db1.corp.
   bool Hostname(size_t i, size_t* end) const {
-    static constexpr const char* kTlds[] = {"com", "net", "org", "io", "dev", "local", "lan", "internal", "corp",
-                                            "example", "test", "arpa", "edu", "gov", "int", "info", "biz", "cloud",
-                                            "home", "intra", "lab", "de", "uk", "fr", "nl", "jp", "us", "eu"};
+    static constexpr const char* kTlds[] = {"com",      "net",  "org",     "io",    "dev",  "local", "lan",
+                                            "internal", "corp", "example", "test",  "arpa", "edu",   "gov",
+                                            "int",      "info", "biz",     "cloud", "home", "intra", "lab",
+                                            "de",       "uk",   "fr",      "nl",    "jp",   "us",    "eu"};
     auto label_char = [](char c) { return Alnum(c) || c == '-'; };
     size_t j = i, last_label = i;
     int labels = 0;

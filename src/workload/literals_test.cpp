@@ -28,14 +28,15 @@ TEST(Literals, Addresses) {
 
 TEST(Literals, Macs) {
   EXPECT_EQ(Found("Hardware Addr 0050.56a1.3c7e ARPA"), (V{"mac:0050.56a1.3c7e"}));
-  EXPECT_EQ(Found("mac 00:1a:2b:3c:4d:5e and 00-1A-2B-3C-4D-5F"), (V{"mac:00:1a:2b:3c:4d:5e", "mac:00-1A-2B-3C-4D-5F"}));
+  EXPECT_EQ(Found("mac 00:1a:2b:3c:4d:5e and 00-1A-2B-3C-4D-5F"),
+            (V{"mac:00:1a:2b:3c:4d:5e", "mac:00-1A-2B-3C-4D-5F"}));
 }
 
 TEST(Literals, Interfaces) {
-  EXPECT_EQ(Found("Gi0/1 Te1/1/1 TenGigE0/0/0/1 Vlan201 Port-channel1 Po1 ge-0/0/1.0 eth0 Loopback0"),
-            (V{"interface:Gi0/1", "interface:Te1/1/1", "interface:TenGigE0/0/0/1", "interface:Vlan201",
-               "interface:Port-channel1", "interface:Po1", "interface:ge-0/0/1.0", "interface:eth0",
-               "interface:Loopback0"}));
+  EXPECT_EQ(
+      Found("Gi0/1 Te1/1/1 TenGigE0/0/0/1 Vlan201 Port-channel1 Po1 ge-0/0/1.0 eth0 Loopback0"),
+      (V{"interface:Gi0/1", "interface:Te1/1/1", "interface:TenGigE0/0/0/1", "interface:Vlan201",
+         "interface:Port-channel1", "interface:Po1", "interface:ge-0/0/1.0", "interface:eth0", "interface:Loopback0"}));
   // Words that merely start like an abbreviation are not interfaces.
   EXPECT_EQ(Found("Get the Total of Port counters"), V{});
 }

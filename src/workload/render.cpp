@@ -9,11 +9,11 @@
 // short placeholders when putting the contents back reproduces the real rendering. Fallbacks, in
 // order: windows on the real contents, full prefixes, the same closed by a sentinel message (for
 // templates that render the last message differently), and (approximate) a content search.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <optional>
 #include <string_view>
-
-#include <fmt/format.h>
 
 #include "util/util.h"
 #include "workload/internal.h"
@@ -51,9 +51,9 @@ struct Locator {
   // range is then the rest of the full rendering.
   bool sentinel = false;
   std::vector<std::pair<size_t, size_t>> shifts;  // (end of a placeholder, bytes added up to there)
-  std::vector<size_t> window_base;  // per message: where it starts in its window's rendering
-  std::vector<size_t> anchor;       // per message: where that point is in the full rendering
-  int failures = 0;                 // windows the template refused (see MessageRanges)
+  std::vector<size_t> window_base;                // per message: where it starts in its window's rendering
+  std::vector<size_t> anchor;                     // per message: where that point is in the full rendering
+  int failures = 0;                               // windows the template refused (see MessageRanges)
 
   size_t Map(size_t pos) const {
     auto it = std::upper_bound(shifts.begin(), shifts.end(), pos,
@@ -82,8 +82,7 @@ struct Locator {
 
 class Renderer {
  public:
-  Renderer(const Transcript& t, const ChatTemplate& tmpl, const std::string& path)
-      : t_(t), tmpl_(tmpl), path_(path) {}
+  Renderer(const Transcript& t, const ChatTemplate& tmpl, const std::string& path) : t_(t), tmpl_(tmpl), path_(path) {}
 
   Result<std::string> Render(const std::vector<RenderMessage>& msgs, bool fast = false) const {
     if (msgs.empty()) return std::string();
@@ -236,7 +235,8 @@ class Renderer {
       auto next = Render(msgs, loc.fast);
       if (!next.ok() || next->size() <= before.size()) return {};
       size_t at = InsertionPoint(before, *next), n = next->size() - before.size();
-      if (at == std::string::npos || at < loc.window_base[k] || loc.full.compare(in_full(at), n, *next, at, n) != 0) return {};
+      if (at == std::string::npos || at < loc.window_base[k] || loc.full.compare(in_full(at), n, *next, at, n) != 0)
+        return {};
       out.push_back({loc.Map(in_full(at)), loc.Map(in_full(at + n))});
       before = std::move(*next);
     }
@@ -294,7 +294,8 @@ Located LocateMessages(Renderer& r, const std::vector<Planned>& plan, const std:
   for (bool sentinel : {false, true}) {
     for (size_t head : {size_t(1), size_t(3), plan.size()}) {
       if (ph && head < plan.size()) tries.push_back(*ph), tries.back().head = head, tries.back().sentinel = sentinel;
-      for (bool fast : {true, false}) tries.push_back(Locator{Messages(plan), text, fast, false, head, sentinel, {}, {}, {}});
+      for (bool fast : {true, false})
+        tries.push_back(Locator{Messages(plan), text, fast, false, head, sentinel, {}, {}, {}});
     }
   }
   // The first locator whose windows all render wins; else the one with the fewest refusals.
@@ -320,7 +321,6 @@ Located LocateMessages(Renderer& r, const std::vector<Planned>& plan, const std:
     ranges = r.SearchRanges(plan, text);
   }
   return {std::move(loc), std::move(ranges)};
-
 }
 
 // Appends the message, tool-call and tool-result spans of every planned message to out.spans.

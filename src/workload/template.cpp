@@ -1,15 +1,13 @@
 // Chat templates through llama.cpp's common library: loading (embedded, Jinja file, built-in
 // name), capabilities, probing, rendering.
-#include <llama.h>
-
 #include <chat.h>
+#include <fmt/format.h>
+#include <llama.h>
 #include <log.h>
 
 #include <chrono>
 #include <filesystem>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "runtime/runtime.h"
 #include "util/util.h"
@@ -95,8 +93,8 @@ Result<std::unique_ptr<ChatTemplate>> ChatTemplate::Load(const llama_model* mode
   } else {
     std::string names;
     for (const auto& n : BuiltinChatTemplates()) names += (names.empty() ? "" : ", ") + n;
-    return Status::Error("--chat-template " + option +
-                         ": neither a file nor a llama.cpp built-in template name (" + names + ")");
+    return Status::Error("--chat-template " + option + ": neither a file nor a llama.cpp built-in template name (" +
+                         names + ")");
   }
   QuietCommonLog quiet;
   try {
@@ -169,13 +167,10 @@ Result<std::string> ChatTemplate::Render(const std::vector<RenderMessage>& messa
 }
 
 nlohmann::json ChatTemplate::Info() const {
-  nlohmann::json j = {{"name", impl_->name},
-                      {"source", impl_->source_kind},
-                      {"sha256", impl_->jinja ? Sha256Hex(impl_->source) : ""},
-                      {"caps", impl_->caps},
-                      {"tool_role", tool_role},
-                      {"requires_alternation", alternation},
-                      {"date", "2025-01-01"}};
+  nlohmann::json j = {
+      {"name", impl_->name}, {"source", impl_->source_kind}, {"sha256", impl_->jinja ? Sha256Hex(impl_->source) : ""},
+      {"caps", impl_->caps}, {"tool_role", tool_role},       {"requires_alternation", alternation},
+      {"date", "2025-01-01"}};
   // A built-in's format is code inside llama.cpp: its version identifies it.
   if (!impl_->jinja) j["llama_cpp"] = LlamaVersion();
   return j;

@@ -1,11 +1,10 @@
 // Tokenization and the byte <-> token mapping that turns character spans into token spans.
+#include <fmt/format.h>
 #include <llama.h>
 
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-
-#include <fmt/format.h>
 
 #include "runtime/runtime.h"
 #include "workload/internal.h"
@@ -101,8 +100,8 @@ Result<std::vector<int32_t>> ParseTokenIds(const std::string& text, const std::s
       return Status::Error(path + ": invalid JSON array of token ids: " + e.what());
     }
     for (const auto& v : j) {
-      if (!v.is_number_integer()) return Status::Error(path + ": token #" + std::to_string(items.size() + 1) +
-                                                       " is not an integer: " + v.dump());
+      if (!v.is_number_integer())
+        return Status::Error(path + ": token #" + std::to_string(items.size() + 1) + " is not an integer: " + v.dump());
       items.push_back(v.dump());
     }
   } else {

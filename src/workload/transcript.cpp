@@ -1,8 +1,8 @@
 // Chat transcripts in the OpenAI request shape: parsing and validation.
+#include <fmt/format.h>
+
 #include <map>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "workload/internal.h"
 

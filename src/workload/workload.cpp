@@ -1,6 +1,7 @@
 // LoadWorkload: format detection, the vocab-only model, rendering, tokenization, spans, info.
 #include "workload/workload.h"
 
+#include <fmt/format.h>
 #include <llama.h>
 
 #include <algorithm>
@@ -8,8 +9,6 @@
 #include <filesystem>
 #include <map>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "runtime/runtime.h"
 #include "util/util.h"
@@ -70,22 +69,26 @@ Result<Workload> LoadWorkload(const std::string& workload_path, const std::strin
   std::unique_ptr<llama_model, ModelDeleter> model(llama_model_load_from_file(model_path.c_str(), mp));
   if (!model) {
     std::string why = TakeLlamaLogTail();
-    return Status::Error(model_path + ": llama.cpp could not load the vocabulary" + (why.empty() ? "" : " (" + why + ")"));
+    return Status::Error(model_path + ": llama.cpp could not load the vocabulary" +
+                         (why.empty() ? "" : " (" + why + ")"));
   }
   const llama_vocab* vocab = llama_model_get_vocab(model.get());
 
   Workload w;
   w.tools = nlohmann::json::array();
   std::vector<CharSpan> spans;
-  nlohmann::json info = {{"template", nullptr},       {"tool_call_form", nullptr}, {"tool_result_form", nullptr},
-                         {"tools_in_system", false}, {"merged_messages", 0}};
+  nlohmann::json info = {{"template", nullptr},
+                         {"tool_call_form", nullptr},
+                         {"tool_result_form", nullptr},
+                         {"tools_in_system", false},
+                         {"merged_messages", 0}};
   workload::Tokenized tok;
   if (format == "chat" || format == "jsonl") {
-    auto transcript = format == "chat" ? workload::ParseChatJson(raw, workload_path)
-                                       : workload::ParseChatJsonl(raw, workload_path);
+    auto transcript =
+        format == "chat" ? workload::ParseChatJson(raw, workload_path) : workload::ParseChatJsonl(raw, workload_path);
     FS_RETURN_IF_ERROR(transcript.status());
-    FS_ASSIGN_OR_RETURN(auto rendered, workload::RenderChat(*transcript, model.get(), model_path,
-                                                            options.chat_template, workload_path));
+    FS_ASSIGN_OR_RETURN(auto rendered, workload::RenderChat(*transcript, model.get(), model_path, options.chat_template,
+                                                            workload_path));
     w.text = std::move(rendered.text);
     spans = std::move(rendered.spans);
     info.update(rendered.info);
@@ -126,9 +129,10 @@ Result<Workload> LoadWorkload(const std::string& workload_path, const std::strin
   // Nothing to predict: e.g. a transcript of a system message alone under a template that folds
   // the system prompt into the first user turn (Gemma's) renders to no text at all.
   if (w.tokens.size() < 2)
-    return Status::Error(fmt::format("{}: gives {} token(s) with this model and template ({} characters rendered); "
-                                     "a workload needs at least 2",
-                                     workload_path, w.tokens.size(), w.text.size()));
+    return Status::Error(
+        fmt::format("{}: gives {} token(s) with this model and template ({} characters rendered); "
+                    "a workload needs at least 2",
+                    workload_path, w.tokens.size(), w.text.size()));
 
   std::map<std::string, int> counts;
   for (const auto& s : w.spans) counts[s.kind]++;
@@ -150,8 +154,13 @@ Result<Workload> LoadWorkload(const std::string& workload_path, const std::strin
 nlohmann::json SpansToJson(const std::vector<Span>& spans) {
   nlohmann::json a = nlohmann::json::array();
   for (const auto& s : spans)
-    a.push_back({{"kind", s.kind}, {"begin", s.begin}, {"end", s.end}, {"index", s.index}, {"role", s.role},
-                 {"label", s.label}, {"subkind", s.subkind}});
+    a.push_back({{"kind", s.kind},
+                 {"begin", s.begin},
+                 {"end", s.end},
+                 {"index", s.index},
+                 {"role", s.role},
+                 {"label", s.label},
+                 {"subkind", s.subkind}});
   return a;
 }
 

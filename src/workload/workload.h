@@ -7,11 +7,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "util/status.h"
 
@@ -19,8 +18,8 @@ namespace flipscope {
 
 // A marked range of the token sequence.
 struct Span {
-  std::string kind;     // "message", "tool_call", "tool_result" or "literal"
-  int32_t begin = 0;    // token range [begin, end)
+  std::string kind;   // "message", "tool_call", "tool_result" or "literal"
+  int32_t begin = 0;  // token range [begin, end)
   int32_t end = 0;
   int index = 0;        // 1-based: message # (message, literal), tool call # (tool_call, tool_result)
   std::string role;     // role of the (first) message the span lies in, as written in the transcript

@@ -1,10 +1,9 @@
 // LoadWorkload on the real SmolLM2 and Gemma 3 models with the default example (checked
 // independently by tests/ref/workload_ref.py), and the example generator's determinism.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "util/util.h"
@@ -30,7 +29,7 @@ TEST(WorkloadExample, RegeneratingWithTheSameSeedGivesTheSameFile) {
   EXPECT_EQ(ReadFile(out).value(), ReadFile(kExample).value()) << cmd;
   std::string other = fixtures::TempPath("workload-other-seed.json");
   ASSERT_EQ(Shell(fmt::format("{} {}/examples/gen_session.py --seed 2 --target-tokens 3000 -o {}", FLIPSCOPE_PYTHON,
-                            FLIPSCOPE_SOURCE_DIR, other)),
+                              FLIPSCOPE_SOURCE_DIR, other)),
             0);
   EXPECT_NE(ReadFile(other).value(), ReadFile(kExample).value());
 }
@@ -93,8 +92,9 @@ TEST(WorkloadExample, SmolLM2) {
   std::string text = Write("smol.txt", w->text);
   std::string tokens = Write("smol.tokens.json", nlohmann::json(w->tokens).dump());
   std::string spans = Write("smol.spans.json", SpansToJson(w->spans).dump());
-  std::string cmd = fmt::format("{} {}/tests/ref/workload_ref.py --session {} --gguf {} --text {} --tokens {} --spans {}",
-                                FLIPSCOPE_PYTHON, FLIPSCOPE_SOURCE_DIR, kExample, model, text, tokens, spans);
+  std::string cmd =
+      fmt::format("{} {}/tests/ref/workload_ref.py --session {} --gguf {} --text {} --tokens {} --spans {}",
+                  FLIPSCOPE_PYTHON, FLIPSCOPE_SOURCE_DIR, kExample, model, text, tokens, spans);
   EXPECT_EQ(Shell(cmd), 0) << cmd;
 }
 

@@ -17,9 +17,12 @@ int main(int argc, char** argv) {
   flipscope::WorkloadOptions o;
   bool spans = false;
   for (int i = 3; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--chat-template") && i + 1 < argc) o.chat_template = argv[++i];
-    else if (!std::strcmp(argv[i], "--format") && i + 1 < argc) o.format = argv[++i];
-    else if (!std::strcmp(argv[i], "--spans")) spans = true;
+    if (!std::strcmp(argv[i], "--chat-template") && i + 1 < argc)
+      o.chat_template = argv[++i];
+    else if (!std::strcmp(argv[i], "--format") && i + 1 < argc)
+      o.format = argv[++i];
+    else if (!std::strcmp(argv[i], "--spans"))
+      spans = true;
     else {
       std::fprintf(stderr, "workload_info: error: unknown argument %s\n", argv[i]);
       return 2;

@@ -17,15 +17,14 @@ const char* kTools = R"([{"type": "function", "function": {"name": "run_command"
 
 // system, user, assistant with two calls, two tool results, assistant.
 std::vector<std::string> Messages() {
-  return {
-      R"({"role": "system", "content": "You are a test agent."})",
-      R"({"role": "user", "content": "Where is 10.0.0.1?"})",
-      R"({"role": "assistant", "content": "Checking.", "tool_calls": [
+  return {R"({"role": "system", "content": "You are a test agent."})",
+          R"({"role": "user", "content": "Where is 10.0.0.1?"})",
+          R"({"role": "assistant", "content": "Checking.", "tool_calls": [
           {"id": "c1", "type": "function", "function": {"name": "run_command", "arguments": "{\"device\": \"sw1\", \"command\": \"show arp\"}"}},
           {"id": "c2", "type": "function", "function": {"name": "ping", "arguments": {"target": "10.0.0.1"}}}]})",
-      R"({"role": "tool", "tool_call_id": "c1", "content": "Internet 10.0.0.1 0050.56a1.3c7e Gi0/1"})",
-      R"({"role": "tool", "tool_call_id": "c2", "content": "Success rate is 100 percent"})",
-      R"({"role": "assistant", "content": "It is on Gi0/1, port 5432 is open."})"};
+          R"({"role": "tool", "tool_call_id": "c1", "content": "Internet 10.0.0.1 0050.56a1.3c7e Gi0/1"})",
+          R"({"role": "tool", "tool_call_id": "c2", "content": "Success rate is 100 percent"})",
+          R"({"role": "assistant", "content": "It is on Gi0/1, port 5432 is open."})"};
 }
 
 std::string ChatJson(const std::vector<std::string>& msgs) {
@@ -57,7 +56,8 @@ TEST(Workload, ChatJsonRendersToolFallbacksWithChatML) {
   EXPECT_NE(w->text.find("<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"run_command\", \"description\": "
                          "\"Run a show command\", \"parameters\": {\"type\": \"object\""),
             std::string::npos);
-  const std::string call1 = R"(<tool_call>{"name": "run_command", "arguments": {"device": "sw1", "command": "show arp"}}</tool_call>)";
+  const std::string call1 =
+      R"(<tool_call>{"name": "run_command", "arguments": {"device": "sw1", "command": "show arp"}}</tool_call>)";
   const std::string call2 = R"(<tool_call>{"name": "ping", "arguments": {"target": "10.0.0.1"}}</tool_call>)";
   EXPECT_TRUE(EndsWith(w->text, "<|im_start|>user\nWhere is 10.0.0.1?<|im_end|>\n<|im_start|>assistant\nChecking.\n" +
                                     call1 + "\n" + call2 +
@@ -244,7 +244,8 @@ TEST(Workload, AlternatingJinjaTemplateMergesToolResults) {
 // A template that renders tools and tool calls itself.
 const char* kNative =
     "{%- if tools -%}<|im_start|>system\n{% for t in tools %}tool {{ t['function']['name'] }}\n{% endfor %}<|im_end|>\n"
-    "{% endif -%}{%- for m in messages -%}<|im_start|>{{ m['role'] }}\n{% if m['content'] %}{{ m['content'] }}{% endif %}"
+    "{% endif -%}{%- for m in messages -%}<|im_start|>{{ m['role'] }}\n{% if m['content'] %}{{ m['content'] }}{% endif "
+    "%}"
     "{%- if m['tool_calls'] -%}{%- for c in m['tool_calls'] -%}<call>{{ c['function']['name'] }} "
     "{{ c['function']['arguments'] | tojson }}</call>{%- endfor -%}{%- endif -%}<|im_end|>\n{% endfor -%}";
 
@@ -290,13 +291,15 @@ TEST(Workload, LastMessageRenderedSpeciallyUsesTheSentinelLocator) {
   auto w = Load(Write("last.json", ChatJson(Messages())), TinyModel(), tmpl);
   ASSERT_TRUE(w.ok()) << w.status().message();
   EXPECT_EQ(w->info["span_method"], "windows/1/placeholders/sentinel");
-  EXPECT_TRUE(EndsWith(w->text, "<|im_start|>assistant\n<think></think>It is on Gi0/1, port 5432 is open.<|im_end|>\n"));
+  EXPECT_TRUE(
+      EndsWith(w->text, "<|im_start|>assistant\n<think></think>It is on Gi0/1, port 5432 is open.<|im_end|>\n"));
   Vocab v(TinyModel());
   auto messages = Kind(*w, "message");
   ASSERT_EQ(messages.size(), 6u);
   // (The tiny SentencePiece vocabulary puts a space after each special token.)
-  const char* starts[] = {"<|im_start|> system\nYou are", "<|im_start|> user\nWhere", "<|im_start|> assistant\nChecking.",
-                          "<|im_start|> tool\nInternet", "<|im_start|> tool\nSuccess", "<|im_start|> assistant\n<think>"};
+  const char* starts[] = {"<|im_start|> system\nYou are",      "<|im_start|> user\nWhere",
+                          "<|im_start|> assistant\nChecking.", "<|im_start|> tool\nInternet",
+                          "<|im_start|> tool\nSuccess",        "<|im_start|> assistant\n<think>"};
   for (size_t i = 0; i < 6; ++i) {
     std::string text = v.Decode(w->tokens, messages[i]->begin, messages[i]->end);
     EXPECT_EQ(text.rfind(starts[i], 0), 0u) << i << ": " << text;
@@ -306,9 +309,10 @@ TEST(Workload, LastMessageRenderedSpeciallyUsesTheSentinelLocator) {
 
 TEST(Workload, RefusedWindowsMergeMessages) {
   // Like Llama 3.1's, which puts the tools into the first user message: no rendering without one.
-  const std::string tmpl = Write("refuse.jinja",
-                                 "{% if messages | length < 2 %}{{ raise_exception('no first user message') }}{% endif %}"
-                                 "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}");
+  const std::string tmpl =
+      Write("refuse.jinja",
+            "{% if messages | length < 2 %}{{ raise_exception('no first user message') }}{% endif %}"
+            "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}");
   auto w = Load(Write("refuse.json", ChatJson(Messages())), TinyModel(), tmpl);
   ASSERT_TRUE(w.ok()) << w.status().message();
   auto messages = Kind(*w, "message");

@@ -72,7 +72,7 @@ struct Vocab {
 };
 
 inline Result<Workload> Load(const std::string& file, const std::string& model, const std::string& tmpl = "",
-                      const std::string& format = "auto") {
+                             const std::string& format = "auto") {
   WorkloadOptions o;
   o.chat_template = tmpl;
   o.format = format;
