@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -25,6 +26,17 @@ inline std::string MakeExperiment(const std::string& name, const std::string& bo
   w.close();
   std::ofstream(dir / "exp.toml") << "model = \"tiny.gguf\"\nworkload = \"work.txt\"\nwindow = 64\n" << body;
   return (dir / "exp.toml").string();
+}
+
+// Runs the headless-Chromium report checker (tests/ref/check_report_chromium.py) on
+// outdir/report.html: every chart laid out with its lines, nothing fetched. Returns its exit
+// status; its output is in outdir/chromium.log.
+inline int CheckReportInChromium(const std::string& outdir) {
+  namespace fs = std::filesystem;
+  const std::string cmd = std::string(FLIPSCOPE_PYTHON) + " " + FLIPSCOPE_SOURCE_DIR +
+                          "/tests/ref/check_report_chromium.py " + (fs::path(outdir) / "report.html").string() + " > " +
+                          (fs::path(outdir) / "chromium.log").string() + " 2>&1";
+  return std::system(cmd.c_str());
 }
 
 }  // namespace flipscope::fixtures

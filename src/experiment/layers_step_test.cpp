@@ -70,11 +70,8 @@ TEST(ExperimentLayers, VariantsFlipsAreRecomputedKeptAndReported) {
   EXPECT_NE(html->find("href=\"#" + anchor + "\""), std::string::npos);
   EXPECT_NE(html->find("not looked into (runs under load"), std::string::npos);
   // A real headless Chromium renders it: every chart laid out with its lines, nothing fetched.
-  const std::string log = (fs::path(ro.outdir) / "chromium.log").string();
-  const std::string cmd = std::string(FLIPSCOPE_PYTHON) + " " + FLIPSCOPE_SOURCE_DIR +
-                          "/tests/ref/check_report_chromium.py " + (fs::path(ro.outdir) / "report.html").string() +
-                          " > " + log + " 2>&1";
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << *ReadFile(log);
+  EXPECT_EQ(fixtures::CheckReportInChromium(ro.outdir), 0)
+      << *ReadFile((fs::path(ro.outdir) / "chromium.log").string());
   auto md = ReadFile((fs::path(ro.outdir) / "report.md").string());
   ASSERT_TRUE(md.ok());
   EXPECT_NE(md->find("## Where the flips are born"), std::string::npos);

@@ -85,11 +85,8 @@ TEST(ExperimentReference, EveryCaptureAgainstExactRankedAndReported) {
   ASSERT_TRUE(html.ok());
   EXPECT_NE(html->find("<section id=\"exact\"><h2>Against the exact reference</h2>"), std::string::npos);
   EXPECT_NE(html->find("id=\"fig-exact-flip-chart\""), std::string::npos);
-  const std::string log = (fs::path(ro.outdir) / "chromium.log").string();
-  const std::string cmd = std::string(FLIPSCOPE_PYTHON) + " " + FLIPSCOPE_SOURCE_DIR +
-                          "/tests/ref/check_report_chromium.py " + (fs::path(ro.outdir) / "report.html").string() +
-                          " > " + log + " 2>&1";
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << *ReadFile(log);
+  EXPECT_EQ(fixtures::CheckReportInChromium(ro.outdir), 0)
+      << *ReadFile((fs::path(ro.outdir) / "chromium.log").string());
   auto md = ReadFile((fs::path(ro.outdir) / "report.md").string());
   ASSERT_TRUE(md.ok());
   EXPECT_NE(md->find("## Against the exact reference"), std::string::npos);
