@@ -39,6 +39,6 @@ for part in .gpu/vrest/wheels.tar.part-*; do
 done
 rmdir .gpu/vrest
 sha256sum "$cache/wheels.tar" | cut -d' ' -f1 > .gpu/v01/wheels.sha256
-# The model conversion (remote-vllm.sh convert) runs before vLLM is installed: gguf travels in .gpu/a.
-[ -d .gpu/a ] && cp "$cache"/wheels/gguf-*.whl .gpu/a/
+# The model conversion (remote-vllm.sh convert) reads GGUF through the gguf wheel, which travels in
+# .gpu/b (pack.sh): .gpu/a is already near what one call carries.
 du -sh .gpu/v*

@@ -8,6 +8,9 @@
 #       server started at once beside the others, waited for, captured twice over the default
 #       session, stopped; then every capture compared with llama.cpp's CUDA capture of the same
 #       tokens and with vLLM's reference (fa3-2k). Results in $OUT/NAME.tar.gz.
+#       VLLM_SET=gemma: Gemma 3 270M (packed by pack.sh build MODEL) over the 31K-token session,
+#       32K context; VLLM_REPEATS=1 captures every configuration but the first once. With the exact
+#       capture of exact-cashiers.sh (caps/exact.safetensors) each capture is compared with it too.
 #   bench/gpu/remote-vllm.sh forks [TOML]   flipscope run of h200-vllm-forks.toml (servers launched by
 #       flipscope one after another, forks followed at the flips over HTTP); resumes from the
 #       captures a cut-off call left. Results in $OUT/vllm-forks.tar.gz.
@@ -16,9 +19,12 @@ set -euo pipefail
 work=/root/flipscope-gpu
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export VLLM_USE_FLASHINFER_SAMPLER=0 HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 FLIPSCOPE_NO_PROGRESS=1
-workload=examples/netops-session.json
+workload=examples/netops-session.json template=() ctx=8192 window=2048 served=smollm2
+if [ "${VLLM_SET:-}" = gemma ]; then
+  workload=$work/netops-32k.json template=(--chat-template gemma) ctx=32768 window=4096 served=gemma3
+fi
 probes=(--stride 32 --full tool_calls)
-common=(--dtype bfloat16 --max-model-len 8192 --max-logprobs 20 --logprobs-mode raw_logprobs --generation-config vllm
+common=(--dtype bfloat16 --max-model-len "$ctx" --max-logprobs 20 --logprobs-mode raw_logprobs --generation-config vllm
         --enforce-eager --no-enable-prefix-caching --gpu-memory-utilization 0.05 --kv-cache-memory-bytes 2147483648)
 
 stage() {
@@ -65,9 +71,10 @@ join_model() {
     { echo "model parts do not join to the packed model" >&2; exit 1; }
 }
 
-convert() {  # transformers reads GGUF through the gguf package: the wheel carried in .gpu/a
+convert() {  # transformers reads GGUF through the gguf package: the wheel carried in .gpu/b (or .gpu/a)
   join_model
-  mkdir -p "$work/gguf-py" && python3 -m pip install -q --no-index --no-deps --target "$work/gguf-py" .gpu/a/gguf-*.whl
+  [ -d "$work/gguf-py/gguf" ] ||  # installed already by exact-cashiers.sh exact from .gpu/b
+    { mkdir -p "$work/gguf-py" && python3 -m pip install -q --no-index --no-deps --target "$work/gguf-py" "$(ls .gpu/b/gguf-*.whl .gpu/a/gguf-*.whl 2>/dev/null | head -1)"; }
   setsid bash -c "PYTHONPATH='$work/gguf-py' python3 bench/gpu/gguf_to_hf.py '$work/model.gguf' '$work/hf' && touch '$work/hf.done'" \
     > "$work/hf.done.log" 2>&1 < /dev/null &
   echo "converting the model in the background"
@@ -83,8 +90,12 @@ matrix() {
   export LD_LIBRARY_PATH="$(cat "$work/build-dir")/bin:$work/lib" PYTHONPATH=$work/site
   local fs=$work/flipscope
   mkdir -p "$out" "$caps"
-  [ -f "$caps/llama-cuda.safetensors" ] || "$fs" capture -m "$work/model.gguf" -w "$workload" -o "$caps/llama-cuda.safetensors" \
-    -ngl 99 -sm none -fa on -ctk f16 -ctv f16 -ub 512 "${probes[@]}" -q
+  [ -f "$workload" ] || python3 examples/gen_session.py --seed 2 --target-tokens 32000 -o "$workload"
+  # exact-cashiers.sh llama's CUDA baseline is this very capture (same flags, tokens and probes)
+  [ -f "$work/out-exact/captures/baseline-r0.safetensors" ] && [ "${VLLM_SET:-}" = gemma ] &&
+    ln -sf "$work/out-exact/captures/baseline-r0.safetensors" "$caps/llama-cuda.safetensors"
+  [ -f "$caps/llama-cuda.safetensors" ] || "$fs" capture -m "$work/model.gguf" -w "$workload" "${template[@]}" -c "$ctx" \
+    -o "$caps/llama-cuda.safetensors" -ngl 99 -sm none -fa on -ctk f16 -ctv f16 -ub 512 "${probes[@]}" -q
   python3 -c "import vllm, torch; print('vllm', vllm.__version__, 'torch', torch.__version__)" | tee "$out/versions.txt"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >> "$out/versions.txt"
   local -a names=() ports=() pids=()
@@ -94,7 +105,7 @@ matrix() {
     i=$((i + 1)); [ "$i" -lt "$first" ] || [ "$i" -ge $((first + count)) ] && continue
     port=$((8100 + i))
     # shellcheck disable=SC2086  # the flags of one configuration, split as written
-    setsid env $cenv python3 -m vllm.entrypoints.cli.main serve "$work/hf" --port "$port" --served-model-name smollm2 \
+    setsid env $cenv python3 -m vllm.entrypoints.cli.main serve "$work/hf" --port "$port" --served-model-name "$served" \
       "${common[@]}" $cargs > "$caps/$cname.log" 2>&1 < /dev/null &
     names+=("$cname"); ports+=("$port"); pids+=($!)
     echo "$cname: env [$cenv] flags [${common[*]} $cargs]" >> "$out/servers.txt"
@@ -111,8 +122,9 @@ matrix() {
     healthy "${ports[$k]}" || continue
     echo "${names[$k]}: up after $((SECONDS - t0)) s"
     [ -f "$out/vllm-version.json" ] || fixtures "${ports[$k]}" "$out"
-    for r in 1 2; do
-      "$fs" capture --engine openai --url "http://127.0.0.1:${ports[$k]}" -m "$work/model.gguf" -w "$workload" \
+    local reps=${VLLM_REPEATS:-2}; [ "$first" = 1 ] && [ "$k" = 0 ] && reps=2  # the reference's repeat floor
+    for r in $(seq "$reps"); do
+      "$fs" capture --engine openai --url "http://127.0.0.1:${ports[$k]}" -m "$work/model.gguf" -w "$workload" "${template[@]}" \
         -o "$caps/${names[$k]}-r$r.safetensors" "${probes[@]}" --logprobs 20 -q \
         --server-note "vllm serve $(grep "^${names[$k]}:" "$out/servers.txt" | cut -d' ' -f2-)" || echo "${names[$k]} r$r failed"
     done
@@ -122,11 +134,13 @@ matrix() {
   for k in "${!pids[@]}"; do kill -KILL -- "-${pids[$k]}" 2>/dev/null || true; done
   for c in "$caps"/*-r1.safetensors; do
     local n; n=$(basename "$c" -r1.safetensors)
-    "$fs" compare "$caps/llama-cuda.safetensors" "$c" --window 2048 --json -q > "$out/cuda-vs-$n.json" || true
+    "$fs" compare "$caps/llama-cuda.safetensors" "$c" --window "$window" --json -q > "$out/cuda-vs-$n.json" || true
     [ -f "$caps/fa3-2k-r1.safetensors" ] &&
-      "$fs" compare "$caps/fa3-2k-r1.safetensors" "$c" --window 2048 --json -q > "$out/fa3-vs-$n.json" || true
+      "$fs" compare "$caps/fa3-2k-r1.safetensors" "$c" --window "$window" --json -q > "$out/fa3-vs-$n.json" || true
     [ -f "$caps/$n-r2.safetensors" ] &&
-      "$fs" compare "$c" "$caps/$n-r2.safetensors" --window 2048 --json -q > "$out/repeat-$n.json" || true
+      "$fs" compare "$c" "$caps/$n-r2.safetensors" --window "$window" --json -q > "$out/repeat-$n.json" || true
+    [ -f "$work/caps/exact.safetensors" ] &&
+      "$fs" compare "$work/caps/exact.safetensors" "$c" --window "$window" --json -q > "$out/exact-vs-$n.json" || true
   done
   (cd "$caps" && tar -czf "$out/captures.tar.gz" --exclude llama-cuda.safetensors -- *.safetensors *.log)
   # One flat summary: flips and mean KL of each against the two references, and the repeat.
@@ -143,20 +157,21 @@ def stat(path):
         return f"n/a ({type(e).__name__})"
 for p in sorted(glob.glob(f"{out}/cuda-vs-*.json")):
     n = os.path.basename(p)[len("cuda-vs-"):-5]
-    print(f"{n:16} vs llama.cpp CUDA: {stat(p)} | vs fa3-2k: {stat(f'{out}/fa3-vs-{n}.json')} | repeat: {stat(f'{out}/repeat-{n}.json')}")
+    print(f"{n:16} vs llama.cpp CUDA: {stat(p)} | vs fa3-2k: {stat(f'{out}/fa3-vs-{n}.json')} | "
+      f"repeat: {stat(f'{out}/repeat-{n}.json')} | vs exact: {stat(f'{out}/exact-vs-{n}.json')}")
 PY
   # What comes back is at most 8 files: one archive and the summary.
   tar -C "$work/results" -czf "$OUT/$name.tar.gz" "$name" && cp "$out/summary.txt" "$OUT/$name-summary.txt"
 }
 
 forks() {
-  local toml=${1:-bench/gpu/h200-vllm-forks.toml} out=$work/out-vllm-forks
+  local toml=${1:-bench/gpu/h200-vllm-forks.toml} out=$work/out-vllm-forks${VLLM_SET:+-$VLLM_SET}
   wait_file "$work/build.done" 420 "the llama.cpp CUDA build"
   wait_file "$work/site.done" 300 "installing vLLM"
   wait_file "$work/hf.done" 120 "the model conversion"
   join_model
   export LD_LIBRARY_PATH="$(cat "$work/build-dir")/bin:$work/lib" PYTHONPATH=$work/site
-  export FLIPSCOPE_GPU_MODEL=$work/model.gguf VLLM_MODEL_DIR=$work/hf
+  export FLIPSCOPE_GPU_MODEL=$work/model.gguf VLLM_MODEL_DIR=$work/hf FLIPSCOPE_GPU_WORKLOAD=$workload
   "$work/flipscope" run "$toml" -o "$out" > "$work/vllm-forks.log" 2>&1 || echo "flipscope run failed" >> "$work/vllm-forks.log"
   tail -40 "$work/vllm-forks.log"
   (cd "$out" && tar -czf "$OUT/vllm-forks.tar.gz" results.json report.html report.md ./*.log captures/*.log \
