@@ -75,33 +75,6 @@ Status CheckSameTranscript(const Side& b, const Side& c) {
   return Status::Ok();
 }
 
-// Positions selected by --ranges: "A-B,C-D" (inclusive) or "tool_calls" (positions whose logits
-// predict a token of a tool call).
-Result<std::vector<bool>> ParseRanges(const std::string& spec, int32_t n, const std::vector<Span>& spans) {
-  std::vector<bool> in(size_t(n), false);
-  auto mark = [&](int64_t a, int64_t b) {
-    for (int64_t p = std::max<int64_t>(0, a); p <= std::min<int64_t>(b, n - 1); ++p) in[size_t(p)] = true;
-  };
-  size_t start = 0;
-  while (start <= spec.size()) {
-    size_t comma = spec.find(',', start);
-    std::string item = spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    start = comma == std::string::npos ? spec.size() + 1 : comma + 1;
-    if (item.empty()) continue;
-    if (item == "tool_calls") {
-      for (const Span& s : spans)
-        if (s.kind == "tool_call") mark(int64_t(s.begin) - 1, int64_t(s.end) - 2);
-      continue;
-    }
-    long long a = 0, b = 0;
-    char dash = 0, extra = 0;
-    if (std::sscanf(item.c_str(), "%lld%c%lld%c", &a, &dash, &b, &extra) != 3 || dash != '-' || a < 0 || b < a)
-      return Status::Error("--ranges: '" + item + "' is not tool_calls or a range A-B (0 <= A <= B)");
-    mark(a, b);
-  }
-  return in;
-}
-
 }  // namespace
 
 std::vector<Flip> Flips(std::span<const int32_t> pb, std::span<const int32_t> ab, std::span<const int32_t> pc,
@@ -126,7 +99,10 @@ Result<std::vector<Point>> PlanPoints(const Side& b, const Side& c, const Branch
                                       int64_t* available, std::vector<std::string>* warnings) {
   std::vector<bool> in_range;
   if (o.at == "ranges") {
-    FS_ASSIGN_OR_RETURN(in_range, ParseRanges(o.ranges, int32_t(t.tokens.size()), t.spans));
+    // The same rule as capture's full rows (SelectPositions): a spec means the same positions in both.
+    FS_ASSIGN_OR_RETURN(auto selected, SelectPositions(o.ranges, int32_t(t.tokens.size()) - 2, t.spans, "ranges"));
+    in_range.assign(t.tokens.size(), false);
+    for (int32_t p : selected) in_range[size_t(p)] = true;
   }
   auto pb = b.cap->positions(), pc = c.cap->positions();
   auto ab = b.cap->argmax(), ac = c.cap->argmax();

@@ -224,7 +224,13 @@ TEST(RunBranches, RefusesCapturesOfDifferentTokensAndBadOptions) {
   r.options.at = "ranges";
   EXPECT_EQ(RunBranches(r).status().message(), "--at ranges needs --ranges A-B,... or tool_calls");
   r.options.ranges = "9-3";
-  EXPECT_EQ(RunBranches(r).status().message(), "--ranges: '9-3' is not tool_calls or a range A-B (0 <= A <= B)");
+  EXPECT_EQ(RunBranches(r).status().message(), "ranges: '9-3' is not tool_calls or a range A-B (0 <= A <= B)");
+  // The same rule as capture's --full: a range that starts past the last scored position is an error.
+  r.options.ranges = "5000-6000";
+  EXPECT_NE(RunBranches(r).status().message().find("ranges: range 5000-6000 starts past the workload's last scored "
+                                                   "position "),
+            std::string::npos)
+      << RunBranches(r).status().message();
   r = Request();
   r.base_path = "/nonexistent/base.safetensors";
   EXPECT_NE(RunBranches(r).status().message().find("/nonexistent/base.safetensors"), std::string::npos);

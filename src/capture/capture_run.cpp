@@ -27,36 +27,12 @@ Result<StoreDtype> ParseStore(const std::string& name) {
 nlohmann::json ProbePlan::ToJson() const { return {{"stride", stride}, {"full", full}}; }
 
 Result<std::vector<int32_t>> PlanProbes(const ProbePlan& plan, int32_t n, const std::vector<Span>& spans) {
-  if (plan.stride < 1) return Status::Error("--stride must be >= 1");
+  if (plan.stride < 1) return Status::Error("stride must be >= 1");
   if (n < 2) return Status::Error("the workload needs at least 2 tokens");
-  std::set<int32_t> pos;
   // The last position predicts no token of the workload, so probes stop at n-2.
+  FS_ASSIGN_OR_RETURN(std::vector<int32_t> full, SelectPositions(plan.full, n - 2, spans, "full"));
+  std::set<int32_t> pos(full.begin(), full.end());
   for (int32_t p = 0; p < n - 1; p += plan.stride) pos.insert(p);
-  auto add_range = [&](int32_t a, int32_t b) {
-    for (int32_t p = std::max(0, a); p <= std::min(b, n - 2); ++p) pos.insert(p);
-  };
-  size_t start = 0;
-  const std::string& f = plan.full;
-  while (start < f.size()) {
-    size_t comma = f.find(',', start);
-    std::string item = f.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    start = comma == std::string::npos ? f.size() : comma + 1;
-    if (item.empty()) continue;
-    if (item == "tool_calls") {
-      // Every position whose logits predict a token of a tool call: p+1 in [begin, end).
-      for (const Span& s : spans)
-        if (s.kind == "tool_call") add_range(s.begin - 1, s.end - 2);
-      continue;
-    }
-    int a = 0, b = 0;
-    char dash = 0;
-    char extra = 0;
-    if (std::sscanf(item.c_str(), "%d%c%d%c", &a, &dash, &b, &extra) != 3 || dash != '-' || a < 0 || b < a)
-      return Status::Error("--full: '" + item + "' is not tool_calls or a range A-B (0 <= A <= B)");
-    if (a > n - 2)
-      return Status::Error(fmt::format("--full: range {} starts past the workload's last probe {}", item, n - 2));
-    add_range(a, b);
-  }
   return std::vector<int32_t>(pos.begin(), pos.end());
 }
 

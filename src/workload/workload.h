@@ -60,6 +60,14 @@ const Span* InnermostSpan(const std::vector<Span>& spans, int32_t pos);
 // The label of InnermostSpan (a literal's is "literal <type> <text>"), or "" when none.
 std::string SpanLabelAt(const std::vector<Span>& spans, int32_t pos);
 
+// The positions a position spec selects, sorted and unique: comma-separated inclusive ranges
+// "A-B" and/or "tool_calls" (every position whose logits predict a token of a tool call),
+// clipped to [0, last]. last is the workload's last scored position (n_tokens - 2: the final
+// position predicts no token of the workload). Errors start with field ("full", "ranges") and
+// name the item: malformed, or a range that starts past last.
+Result<std::vector<int32_t>> SelectPositions(std::string_view spec, int32_t last, const std::vector<Span>& spans,
+                                             std::string_view field);
+
 // A literal found in text: byte range [begin, end) and its type (see Span::subkind).
 struct Literal {
   std::string type;
