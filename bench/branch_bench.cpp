@@ -76,7 +76,7 @@ Status Run(const Args& a) {
   InitLlamaLogging(false);  // llama.cpp's log only in error messages
   FS_ASSIGN_OR_RETURN(Workload w, LoadWorkload(a.workload, a.model, WorkloadOptions{}));
   Knobs k;
-  k.flash_attn = "on";
+  k.flash_attn = FlashAttn::kOn;
   k.n_threads = a.threads;
   FS_ASSIGN_OR_RETURN(auto engine, LlamaEngine::Create(a.model, k, 2));
   std::vector<int32_t> probes;

@@ -36,7 +36,7 @@ inline Result<nlohmann::json> Capture(const std::string& model, const std::strin
   req.model_path = model;
   req.workload_path = workload;
   req.out_path = out;
-  req.knobs.flash_attn = "on";
+  req.knobs.flash_attn = FlashAttn::kOn;
   req.knobs.cache_type_k = req.knobs.cache_type_v = kv;
   req.knobs.n_threads = 1;  // shared test machines: one thread avoids OpenMP spinning under load
   req.plan.stride = 16;

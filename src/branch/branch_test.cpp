@@ -38,7 +38,7 @@ Knobs CpuKnobs(const std::string& kv) {
   k.n_threads = 1;
   k.n_ctx = 256;
   k.n_batch = 64;
-  k.flash_attn = "on";
+  k.flash_attn = FlashAttn::kOn;
   k.cache_type_k = k.cache_type_v = kv;
   return k;
 }

@@ -101,7 +101,7 @@ TEST(RunCapture, BadInputsLeaveNoFile) {
       {"v quant without fa",
        [](CaptureRequest& r) {
          r.knobs.cache_type_v = "q8_0";
-         r.knobs.flash_attn = "off";
+         r.knobs.flash_attn = FlashAttn::kOff;
        },
        "needs flash attention"},
       {"model", [](CaptureRequest& r) { r.model_path = "/nonexistent.gguf"; }, "/nonexistent.gguf"},

@@ -17,23 +17,33 @@
 
 namespace flipscope {
 
+// The knobs that take one of a few named values, as llama.h has them (llama_flash_attn_type,
+// llama_split_mode); in JSON, TOML and flags they are spelled as llama.cpp spells them.
+enum class FlashAttn { kAuto, kOn, kOff };              // -fa auto|on|off
+enum class SplitMode { kNone, kLayer, kRow, kTensor };  // -sm none|layer|row|tensor
+enum class Repack { kOn, kOff };                        // --repack on|off (llama.cpp: -nr for off)
+// The spelling of a value in flags and JSON: "auto", "layer", "off"...
+std::string_view ToString(FlashAttn v);
+std::string_view ToString(SplitMode v);
+std::string_view ToString(Repack v);
+
 // Numerics knobs, named as llama.cpp names them. Defaults are llama.cpp's own. KnobTable() is
 // the one list of their keys, flags and help; a new knob is a member here and an entry there.
 struct Knobs {
-  std::string flash_attn = "auto";   // -fa on|off|auto
-  std::string cache_type_k = "f16";  // -ctk
-  std::string cache_type_v = "f16";  // -ctv
-  int n_ctx = 0;                     // -c; 0 = the model's training context
-  int n_batch = 2048;                // -b logical batch (prefill chunk)
-  int n_ubatch = 512;                // -ub physical batch
-  int n_threads = 0;                 // -t; 0 = all hardware threads
-  int n_gpu_layers = -1;             // -ngl; -1 = all layers (where a GPU backend exists)
-  std::string split_mode = "layer";  // -sm none|layer|row|tensor
-  std::vector<float> tensor_split;   // -ts
-  std::string devices;               // -dev, comma separated; empty = default; "none" = CPU only
-  std::string repack = "on";         // --repack on|off (-nr): weights in ggml's extra CPU buffer types
-  int load = 0;                      // --load N: N filler sequences share the batches (docs/load.md)
-  int load_seed = 0;                 // --load-seed: which fillers, their lengths and timing
+  FlashAttn flash_attn = FlashAttn::kAuto;   // -fa
+  std::string cache_type_k = "f16";          // -ctk
+  std::string cache_type_v = "f16";          // -ctv
+  int n_ctx = 0;                             // -c; 0 = the model's training context
+  int n_batch = 2048;                        // -b logical batch (prefill chunk)
+  int n_ubatch = 512;                        // -ub physical batch
+  int n_threads = 0;                         // -t; 0 = all hardware threads
+  int n_gpu_layers = -1;                     // -ngl; -1 = all layers (where a GPU backend exists)
+  SplitMode split_mode = SplitMode::kLayer;  // -sm
+  std::vector<float> tensor_split;           // -ts
+  std::string devices;                       // -dev, comma separated; empty = default; "none" = CPU only
+  Repack repack = Repack::kOn;               // --repack (-nr for off): weights in ggml's extra CPU buffer types
+  int load = 0;                              // --load N: N filler sequences share the batches (docs/load.md)
+  int load_seed = 0;                         // --load-seed: which fillers, their lengths and timing
 
   // The knobs as a JSON object (keys are the long llama.cpp names).
   nlohmann::json ToJson() const;

@@ -59,7 +59,7 @@ TEST(Knobs, JsonRoundTripAndValidation) {
   EXPECT_FALSE(Knobs::FromJson({{"flash_atn", "on"}}).ok());
   Knobs bad;
   bad.cache_type_v = "q4_0";
-  bad.flash_attn = "off";
+  bad.flash_attn = FlashAttn::kOff;
   EXPECT_NE(bad.Validate().message().find("needs flash attention"), std::string::npos);
   bad = Knobs();
   bad.cache_type_k = "q3_k";
@@ -87,7 +87,7 @@ TEST(Knobs, TableDrivesJsonFlagsAndText) {
   }
   EXPECT_EQ(k.n_batch, 64);
   EXPECT_EQ(k.tensor_split, (std::vector<float>{3, 1}));
-  EXPECT_EQ(k.repack, "off");
+  EXPECT_EQ(k.repack, Repack::kOff);
   EXPECT_EQ(k.load, 3);
   // The load is a measuring condition: no llama.cpp flag reproduces it.
   EXPECT_EQ(k.ToFlags(), "-fa off -ctk q8_0 -ctv q4_0 -b 64 -ub 32 -c 256 -t 3 -ngl 7 -sm row -ts 3,1 -dev CPU -nr");
@@ -98,9 +98,14 @@ TEST(Knobs, TableDrivesJsonFlagsAndText) {
   EXPECT_EQ(SetKnobFromText(k, *FindKnob("threads"), "2x").message(), "'2x' is not an integer");
   EXPECT_EQ(SetKnobFromText(k, *FindKnob("tensor_split"), "3,a").message(), "'a' is not a number");
   EXPECT_EQ(Knobs::FromJson({{"threads", "two"}}).status().message(), "knob 'threads' must be an integer");
-  Knobs r;
-  r.repack = "maybe";
-  EXPECT_EQ(r.Validate().message(), "repack (--repack) must be on or off, not 'maybe'");
+  // Named values are enums: a bad name is refused where it is read, saying what is accepted.
+  EXPECT_EQ(Knobs::FromJson({{"repack", "maybe"}}).status().message(), "knob 'repack' must be on or off");
+  EXPECT_EQ(Knobs::FromJson({{"flash_attn", 1}}).status().message(), "knob 'flash_attn' must be on, off or auto");
+  EXPECT_EQ(SetKnobFromText(k, *FindKnob("split_mode"), "rows").message(), "'rows' is not none, layer, row or tensor");
+  for (SplitMode m : {SplitMode::kNone, SplitMode::kLayer, SplitMode::kRow, SplitMode::kTensor}) {
+    ASSERT_TRUE(SetKnobFromText(k, *FindKnob("split_mode"), std::string(ToString(m))).ok());
+    EXPECT_EQ(k.split_mode, m);
+  }
   // KV sizes come from ggml's type traits.
   EXPECT_DOUBLE_EQ(KvTypeBytesPerElement("q8_0"), 34.0 / 32);
   EXPECT_DOUBLE_EQ(KvTypeBytesPerElement("q4_1"), 20.0 / 32);
@@ -114,7 +119,7 @@ TEST(LlamaEngine, RepackOffKeepsWeightsInPlainBuffers) {
   std::string model = fixtures::TempPath("engine-tiny-q8.gguf");
   ASSERT_TRUE(fixtures::WriteTinyModel(model, q8).ok());
   Knobs k = CpuKnobs();
-  k.repack = "off";
+  k.repack = Repack::kOff;
   auto e = LlamaEngine::Create(model, k);
   ASSERT_TRUE(e.ok()) << e.status().message();
   const auto kp = (*e)->Describe()["kernel_path"];
@@ -163,9 +168,9 @@ TEST(LlamaEngine, PrefillGivesProbeRowsInOrder) {
 // fa-on's rows bit for bit; a change of wording would resolve it to off and fail here.
 TEST(LlamaEngine, FlashAttentionAutoResolvesToOnOnTheCpu) {
   Knobs a = CpuKnobs(), on = CpuKnobs(), off = CpuKnobs();
-  a.flash_attn = "auto";
-  on.flash_attn = "on";
-  off.flash_attn = "off";
+  a.flash_attn = FlashAttn::kAuto;
+  on.flash_attn = FlashAttn::kOn;
+  off.flash_attn = FlashAttn::kOff;
   auto e = LlamaEngine::Create(TinyModel(), a);
   ASSERT_TRUE(e.ok()) << e.status().message();
   EXPECT_EQ((*e)->Describe()["knobs"]["flash_attn"], "on");
@@ -185,10 +190,10 @@ TEST(LlamaEngine, KvQuantizationChangesRows) {
   auto tokens = Tokens(150);
   std::vector<int32_t> probes = {70, 149};
   Knobs q = CpuKnobs();
-  q.flash_attn = "on";
+  q.flash_attn = FlashAttn::kOn;
   q.cache_type_k = q.cache_type_v = "q4_0";
   Knobs f = CpuKnobs();
-  f.flash_attn = "on";
+  f.flash_attn = FlashAttn::kOn;
   EXPECT_NE(Digests(f, tokens, probes), Digests(q, tokens, probes));
 }
 

@@ -16,53 +16,94 @@ const std::pair<const char*, ggml_type> kKvTypes[] = {
     {"q8_0", GGML_TYPE_Q8_0},     {"q4_0", GGML_TYPE_Q4_0}, {"q4_1", GGML_TYPE_Q4_1},
     {"iq4_nl", GGML_TYPE_IQ4_NL}, {"q5_0", GGML_TYPE_Q5_0}, {"q5_1", GGML_TYPE_Q5_1}};
 
+// The spellings of an enum knob's values, in the order help and errors list them.
+template <typename E>
+struct Names;
+template <>
+struct Names<FlashAttn> {
+  static constexpr std::pair<FlashAttn, const char*> v[] = {
+      {FlashAttn::kOn, "on"}, {FlashAttn::kOff, "off"}, {FlashAttn::kAuto, "auto"}};
+};
+template <>
+struct Names<SplitMode> {
+  static constexpr std::pair<SplitMode, const char*> v[] = {{SplitMode::kNone, "none"},
+                                                            {SplitMode::kLayer, "layer"},
+                                                            {SplitMode::kRow, "row"},
+                                                            {SplitMode::kTensor, "tensor"}};
+};
+template <>
+struct Names<Repack> {
+  static constexpr std::pair<Repack, const char*> v[] = {{Repack::kOn, "on"}, {Repack::kOff, "off"}};
+};
+
+template <typename E>
+std::string_view NameOf(E value) {
+  for (auto& [e, name] : Names<E>::v)
+    if (e == value) return name;
+  return "?";
+}
+
+// "on, off or auto": what an enum knob accepts.
+template <typename E>
+std::string Choices() {
+  std::string list;
+  const size_t n = std::size(Names<E>::v);
+  for (size_t i = 0; i < n; ++i)
+    list += (i == 0 ? "" : i + 1 == n ? " or " : ", ") + std::string(Names<E>::v[i].second);
+  return list;
+}
+
 template <typename T>
-constexpr const char* Expected() {
+std::string Expected() {
   if constexpr (std::is_same_v<T, int>)
     return "an integer";
   else if constexpr (std::is_same_v<T, std::string>)
     return "a string";
+  else if constexpr (std::is_enum_v<T>)
+    return Choices<T>();
   else
     return "a list of numbers";
 }
 
 template <auto M>
 nlohmann::json Get(const Knobs& k) {
-  return k.*M;
+  if constexpr (std::is_enum_v<std::remove_cvref_t<decltype(k.*M)>>)
+    return std::string(NameOf(k.*M));
+  else
+    return k.*M;
 }
 
 template <auto M>
 Status Set(Knobs& k, const nlohmann::json& v) {
   using T = std::remove_cvref_t<decltype(k.*M)>;
   try {
-    if constexpr (std::is_same_v<T, int>) {
+    if constexpr (std::is_enum_v<T>) {
+      for (auto& [e, name] : Names<T>::v)
+        if (v.is_string() && v.get<std::string>() == name) {
+          k.*M = e;
+          return Status::Ok();
+        }
+      return Status::Error(Expected<T>());
+    } else if constexpr (std::is_same_v<T, int>) {
       if (!v.is_number_integer()) return Status::Error(Expected<T>());
     } else if constexpr (std::is_same_v<T, std::string>) {
       if (!v.is_string()) return Status::Error(Expected<T>());
     }
-    k.*M = v.get<T>();
+    if constexpr (!std::is_enum_v<T>) k.*M = v.get<T>();
   } catch (const nlohmann::json::exception&) {
     return Status::Error(Expected<T>());
   }
   return Status::Ok();
 }
 
-// Checks a value against the names a knob accepts: "-fa must be on, off or auto, not 'x'".
-Status OneOf(const std::string& knob, const std::string& v, std::initializer_list<const char*> names) {
-  std::string list;
-  size_t i = 0;
-  for (const char* n : names) {
-    if (v == n) return Status::Ok();
-    list += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + std::string(n);
-    ++i;
-  }
-  return Status::InvalidArgument(fmt::format("{} must be {}, not '{}'", knob, list, v));
-}
-
 // The most filler sequences a load may have (llama.cpp's own limit on sequences is 256).
 constexpr int kMaxLoad = 64;
 
 }  // namespace
+
+std::string_view ToString(FlashAttn v) { return NameOf(v); }
+std::string_view ToString(SplitMode v) { return NameOf(v); }
+std::string_view ToString(Repack v) { return NameOf(v); }
 
 const std::vector<KnobInfo>& KnobTable() {
   static const std::vector<KnobInfo> table = {
@@ -131,7 +172,10 @@ Status SetKnobFromText(Knobs& k, const KnobInfo& info, const std::string& text) 
       start = sep == std::string::npos ? text.size() : sep + 1;
     }
   } else {
-    value = text;
+    // A named value ("on", "layer"): the error quotes what was given beside what is accepted.
+    if (Status st = info.set(k, text); !st.ok())
+      return Status::Error(fmt::format("'{}' is not {}", text, st.message()));
+    return Status::Ok();
   }
   return info.set(k, value);
 }
@@ -170,7 +214,6 @@ Result<Knobs> Knobs::FromJson(const nlohmann::json& j) {
 }
 
 Status Knobs::Validate() const {
-  FS_RETURN_IF_ERROR(OneOf("flash_attn (-fa)", flash_attn, {"on", "off", "auto"}));
   for (const auto* t : {&cache_type_k, &cache_type_v}) {
     bool known = false;
     for (const auto& name : KvCacheTypes()) known |= (name == *t);
@@ -180,14 +223,12 @@ Status Knobs::Validate() const {
                                                  fmt::join(KvCacheTypes(), ", ")));
   }
   bool v_quantized = cache_type_v != "f32" && cache_type_v != "f16" && cache_type_v != "bf16";
-  if (v_quantized && flash_attn == "off")
+  if (v_quantized && flash_attn == FlashAttn::kOff)
     return Status::InvalidArgument("a quantized V cache (cache_type_v = " + cache_type_v +
                                    ") needs flash attention; llama.cpp refuses it with flash_attn off (-fa off)");
   if (n_ctx < 0) return Status::InvalidArgument("ctx_size (-c) must be >= 0");
   if (n_batch < 1 || n_ubatch < 1) return Status::InvalidArgument("batch_size (-b) and ubatch_size (-ub) must be >= 1");
   if (n_threads < 0) return Status::InvalidArgument("threads (-t) must be >= 0");
-  FS_RETURN_IF_ERROR(OneOf("split_mode (-sm)", split_mode, {"none", "layer", "row", "tensor"}));
-  FS_RETURN_IF_ERROR(OneOf("repack (--repack)", repack, {"on", "off"}));
   if (load < 0 || load > kMaxLoad)
     return Status::InvalidArgument(fmt::format("load (--load) must be from 0 to {}", kMaxLoad));
   if (load_seed < 0) return Status::InvalidArgument("load_seed (--load-seed) must be >= 0");

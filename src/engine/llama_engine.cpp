@@ -28,10 +28,17 @@ ggml_type KvType(const std::string& name) {
   return GGML_TYPE_COUNT;
 }
 
-llama_split_mode SplitMode(const std::string& s) {
-  if (s == "none") return LLAMA_SPLIT_MODE_NONE;
-  if (s == "row") return LLAMA_SPLIT_MODE_ROW;
-  if (s == "tensor") return LLAMA_SPLIT_MODE_TENSOR;
+llama_split_mode LlamaSplitMode(SplitMode m) {
+  switch (m) {
+    case SplitMode::kNone:
+      return LLAMA_SPLIT_MODE_NONE;
+    case SplitMode::kRow:
+      return LLAMA_SPLIT_MODE_ROW;
+    case SplitMode::kTensor:
+      return LLAMA_SPLIT_MODE_TENSOR;
+    case SplitMode::kLayer:
+      break;
+  }
   return LLAMA_SPLIT_MODE_LAYER;
 }
 
@@ -92,8 +99,8 @@ Result<std::unique_ptr<LlamaEngine>> LlamaEngine::Create(const std::string& path
 
   llama_model_params mp = llama_model_default_params();
   mp.n_gpu_layers = k.n_gpu_layers;
-  mp.split_mode = SplitMode(k.split_mode);
-  mp.use_extra_bufts = k.repack == "on";  // llama.cpp's --no-repack clears it
+  mp.split_mode = LlamaSplitMode(k.split_mode);
+  mp.use_extra_bufts = k.repack == Repack::kOn;  // llama.cpp's --no-repack clears it
   std::vector<float> ts(llama_max_devices(), 0.0f);
   for (size_t i = 0; i < k.tensor_split.size() && i < ts.size(); ++i) ts[i] = k.tensor_split[i];
   if (!k.tensor_split.empty()) mp.tensor_split = ts.data();
@@ -136,9 +143,9 @@ Result<std::unique_ptr<LlamaEngine>> LlamaEngine::Create(const std::string& path
   cp.n_ubatch = uint32_t(std::min(k.n_ubatch, k.n_batch));
   cp.n_seq_max = uint32_t(impl->n_seq_max);
   cp.n_threads = cp.n_threads_batch = k.n_threads;
-  cp.flash_attn_type = k.flash_attn == "on"    ? LLAMA_FLASH_ATTN_TYPE_ENABLED
-                       : k.flash_attn == "off" ? LLAMA_FLASH_ATTN_TYPE_DISABLED
-                                               : LLAMA_FLASH_ATTN_TYPE_AUTO;
+  cp.flash_attn_type = k.flash_attn == FlashAttn::kOn    ? LLAMA_FLASH_ATTN_TYPE_ENABLED
+                       : k.flash_attn == FlashAttn::kOff ? LLAMA_FLASH_ATTN_TYPE_DISABLED
+                                                         : LLAMA_FLASH_ATTN_TYPE_AUTO;
   cp.type_k = KvType(k.cache_type_k);
   cp.type_v = KvType(k.cache_type_v);
   cp.kv_unified = true;  // forks share the prefix cells instead of splitting the context
@@ -165,10 +172,10 @@ Result<std::unique_ptr<LlamaEngine>> LlamaEngine::Create(const std::string& path
   // log ("Flash Attention enabled" / "... not supported"); llama.h has no getter for it. The
   // manifest must say which kernel ran, so the wording is read here, and
   // LlamaEngine.FlashAttentionAutoResolvesToOnOnTheCpu fails if it changes.
-  if (k.flash_attn == "auto") {
+  if (k.flash_attn == FlashAttn::kAuto) {
     bool disabled = log.find("Flash Attention not supported") != std::string::npos;
     bool enabled = log.find("Flash Attention enabled") != std::string::npos;
-    k.flash_attn = enabled && !disabled ? "on" : "off";
+    k.flash_attn = enabled && !disabled ? FlashAttn::kOn : FlashAttn::kOff;
   }
   k.n_ctx = int(llama_n_ctx(impl->ctx));
   k.n_ubatch = int(llama_n_ubatch(impl->ctx));

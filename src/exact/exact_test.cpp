@@ -39,7 +39,7 @@ TEST(ExactEngine, AgreesWithLlamaCppOnAnF32TinyModel) {
   auto exact = ExactEngine::Create(path, {.n_threads = 1, .query_block = 16, .token_chunk = 24});
   ASSERT_TRUE(exact.ok()) << exact.status().message();
   Knobs k;
-  k.flash_attn = "off";
+  k.flash_attn = FlashAttn::kOff;
   k.cache_type_k = k.cache_type_v = "f32";
   k.n_threads = 1;
   auto llama = LlamaEngine::Create(path, k);

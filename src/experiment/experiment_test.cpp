@@ -50,7 +50,7 @@ TEST(ParseExperiment, VariantsApplyTheirChangesToTheBaseline) {
   EXPECT_EQ(e->baseline.repeats, 2);
   ASSERT_EQ(e->variants.size(), 1u);
   EXPECT_EQ(e->variants[0].knobs.n_threads, 1);
-  EXPECT_EQ(e->variants[0].knobs.flash_attn, "on");
+  EXPECT_EQ(e->variants[0].knobs.flash_attn, FlashAttn::kOn);
   EXPECT_EQ(e->variants[0].knobs.cache_type_k, "q8_0");
   EXPECT_EQ(e->variants[0].repeats, 1);
   EXPECT_EQ(e->model, (fs::path(p).parent_path() / "tiny.gguf").string());
@@ -142,7 +142,9 @@ TEST(RunExperiment, ForksFollowedDuringCapturesMatchTheBranchStage) {
                                                          b["counts"]["total"].get<double>());
   }
   for (const auto& row : (*r)["recipe"]["ranking"])
-    if (row["config"] == "kv-q4_0") EXPECT_EQ(row["damage"], outcomes["damage"]["total"]);
+    if (row["config"] == "kv-q4_0") {
+      EXPECT_EQ(row["damage"], outcomes["damage"]["total"]);
+    }
 }
 
 TEST(ParseExperiment, ServerConfigurations) {

@@ -63,7 +63,9 @@ TEST(ExperimentReference, EveryCaptureAgainstExactRankedAndReported) {
   ASSERT_EQ(ref["summary"].size(), 3u);
   for (const auto& s : (*r)["summary"])
     for (const auto& x : ref["summary"])
-      if (x["config"] == s["config"]) EXPECT_EQ(s["exact_flip_rate"], x["median_flip_rate"]);
+      if (x["config"] == s["config"]) {
+        EXPECT_EQ(s["exact_flip_rate"], x["median_flip_rate"]);
+      }
 
   // The recipe's ranking follows the distance to exact (damage is not measured here).
   double last = -1;
