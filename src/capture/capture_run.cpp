@@ -6,7 +6,7 @@
 #include <set>
 
 #include "capture/capture.h"
-#include "checkpoint/checkpoint.h"
+#include "checkpoint/model_info.h"
 #include "exact/exact.h"
 #include "util/util.h"
 

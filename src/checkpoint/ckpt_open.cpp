@@ -12,7 +12,8 @@
 #include <cstring>
 #include <filesystem>
 
-#include "checkpoint/checkpoint.h"
+#include "checkpoint/model_info.h"
+#include "checkpoint/tensors.h"
 
 namespace flipscope {
 

@@ -1,6 +1,8 @@
 // `doctor`: checks of a GGUF model file as llama.cpp reads it: the vocabulary loads (pre-tokenizer
 // known), the chat template is embedded and agrees with the special tokens (BOS, end of turn),
 // tool-call support, sampler settings, and the context length against rope scaling.
+#include "checkpoint/doctor.h"
+
 #include <chat.h>
 #include <common.h>
 #include <fmt/format.h>
@@ -10,7 +12,7 @@
 #include <algorithm>
 #include <memory>
 
-#include "checkpoint/checkpoint.h"
+#include "checkpoint/model_info.h"
 #include "runtime/runtime.h"
 #include "util/util.h"
 

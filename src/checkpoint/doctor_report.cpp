@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "checkpoint/checkpoint.h"
+#include "checkpoint/doctor.h"
 
 namespace flipscope {
 

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <map>
 
-#include "checkpoint/checkpoint.h"
+#include "checkpoint/doctor.h"
 
 namespace flipscope {
 namespace {

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <memory>
 
-#include "checkpoint/checkpoint.h"
+#include "checkpoint/model_info.h"
 #include "runtime/runtime.h"
 #include "util/util.h"
 

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <map>
 
-#include "checkpoint/checkpoint.h"
+#include "checkpoint/model_info.h"
 #include "runtime/runtime.h"
 
 namespace flipscope {

@@ -10,7 +10,7 @@
 #include <map>
 #include <set>
 
-#include "checkpoint/checkpoint.h"
+#include "checkpoint/tensors.h"
 #include "util/util.h"
 
 namespace flipscope {

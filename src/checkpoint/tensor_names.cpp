@@ -5,7 +5,7 @@
 #include <string_view>
 #include <utility>
 
-#include "checkpoint/checkpoint.h"
+#include "checkpoint/tensors.h"
 
 namespace flipscope {
 namespace {

@@ -15,7 +15,7 @@
 #include <optional>
 #include <thread>
 
-#include "checkpoint/checkpoint.h"
+#include "checkpoint/tensors.h"
 #include "runtime/runtime.h"
 #include "util/util.h"
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <functional>
 
-#include "checkpoint/checkpoint.h"
+#include "checkpoint/tensors.h"
 #include "util/util.h"
 
 namespace flipscope {

@@ -2,7 +2,7 @@
 // finding with a severity and a one-line fix. Exit code 2 when a finding is an error.
 #include <fmt/format.h>
 
-#include "checkpoint/checkpoint.h"
+#include "checkpoint/doctor.h"
 #include "cli/commands.h"
 
 namespace flipscope::cli {

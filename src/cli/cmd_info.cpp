@@ -1,7 +1,7 @@
 // `flipscope info MODEL.gguf [--json]`
 #include <fmt/format.h>
 
-#include "checkpoint/checkpoint.h"
+#include "checkpoint/model_info.h"
 #include "cli/commands.h"
 
 namespace flipscope::cli {

@@ -2,7 +2,7 @@
 // tensor, for GGUF and safetensors checkpoints in any combination.
 #include <fmt/format.h>
 
-#include "checkpoint/checkpoint.h"
+#include "checkpoint/tensors.h"
 #include "cli/commands.h"
 
 namespace flipscope::cli {

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "branch/branch.h"
-#include "checkpoint/checkpoint.h"
+#include "checkpoint/model_info.h"
 #include "experiment/experiment.h"
 
 namespace flipscope {
