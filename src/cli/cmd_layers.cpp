@@ -71,7 +71,7 @@ Action DefineLayers(CLI::App* cmd) {
     auto out = RunLayers(o->req);
     if (!out.ok()) return Fail(out.status());
     Status st = WriteFileAtomic(o->out, out->dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
-    if (st.ok() && !o->html.empty()) st = WriteFileAtomic(o->html, report::RenderLayersHtml(*out));
+    if (st.ok() && !o->html.empty()) st = WriteFileAtomic(o->html, RenderLayersHtml(*out));
     if (!st.ok()) return Fail(st);
     PrintSummary(*out);
     fmt::print("wrote {}{}\n", o->out, o->html.empty() ? "" : " and " + o->html);

@@ -91,8 +91,10 @@ struct RunOptions {
 // A configuration llama.cpp refuses is recorded as refused with the reason; the run goes on.
 Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& opts);
 
-// The recipe from a results document: configurations ranked by fidelity against memory, KV
-// bytes per token per KV type, the context a memory budget fits, and launch commands.
-nlohmann::json MakeRecipe(const nlohmann::json& results, const Experiment& exp);
+struct ModelInfo;
+// The recipe from a results document (its configs, summary and reference) and the baseline's
+// model (KV shape, training context): configurations ranked by fidelity against memory, KV bytes
+// per token per KV type, the context a memory budget fits, and launch commands.
+nlohmann::json MakeRecipe(const nlohmann::json& results, const ModelInfo& model);
 
 }  // namespace flipscope

@@ -61,7 +61,6 @@ TEST(ExperimentLoad, TheFloorAloneAndUnderLoadSideBySide) {
 }
 
 TEST(ExperimentLoad, TheRecipeWarnsWhenAConfigurationFineAloneFlipsUnderLoad) {
-  Experiment exp;
   nlohmann::json cfg = {
       {"kv_bytes_per_token", 100.0}, {"model_file_size", 1.0}, {"flags", "-fa on"}, {"model_path", "m"}};
   nlohmann::json results = {
@@ -83,7 +82,11 @@ TEST(ExperimentLoad, TheRecipeWarnsWhenAConfigurationFineAloneFlipsUnderLoad) {
   results["summary"] = {SummaryRow("baseline", 0, false), loaded(SummaryRow("load-3", 0.004, true), "baseline"),
                         SummaryRow("q8", 0, false),       loaded(SummaryRow("q8-load", 0.002, true), "q8"),
                         SummaryRow("q4", 0.05, true),     loaded(SummaryRow("q4-load", 0.06, true), "q4")};
-  auto recipe = MakeRecipe(results, exp);
+  ModelInfo model;
+  model.n_ctx_train = 1024;
+  model.n_layer = model.n_head_kv = 1;
+  model.head_dim_k = model.head_dim_v = 8;
+  auto recipe = MakeRecipe(results, model);
   const auto& w = recipe["warnings"];
   ASSERT_EQ(w.size(), 2u) << w.dump();  // q4 flips alone already: no warning for it
   EXPECT_NE(w[0].get<std::string>().find("baseline is within the repeat floor alone, but under load 3 (load-3) it "

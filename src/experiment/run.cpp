@@ -8,7 +8,7 @@
 #include <set>
 
 #include "branch/branch.h"
-#include "checkpoint/checkpoint.h"
+#include "checkpoint/model_info.h"
 #include "compare/compare.h"
 #include "experiment/experiment.h"
 #include "experiment/steps.h"
@@ -319,7 +319,7 @@ Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& op
   // 4b. Where the flips of each [layers] variant are born, layer by layer.
   if (exp.layers.enabled) FS_RETURN_IF_ERROR(LayersAll(exp, results, opts));
   // 5. The recipe, ranking by damage and flip rate.
-  results["recipe"] = MakeRecipe(results, exp);
+  results["recipe"] = MakeRecipe(results, model);
   // 6. Results and report.
   FS_RETURN_IF_ERROR(WriteFileAtomic((fs::path(opts.outdir) / "results.json").string(),
                                      results.dump(1, ' ', false, nlohmann::json::error_handler_t::replace)));

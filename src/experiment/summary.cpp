@@ -6,65 +6,18 @@
 #include "compare/compare.h"
 #include "engine/engine.h"
 #include "experiment/steps.h"
+#include "results/results.h"
 
 namespace flipscope {
 namespace {
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// The comparisons of one configuration, in repeat order.
-// A configuration's comparisons (the results' entries: config, repeat, compare), in results order.
-std::vector<const nlohmann::json*> ComparisonsOf(const nlohmann::json& results, const std::string& name) {
-  std::vector<const nlohmann::json*> out;
-  for (const auto& c : results["comparisons"])
-    if (c["config"] == name) out.push_back(&c);
+// A configuration's comparisons (comparisons[] entries: config, repeat, compare), in results order.
+std::vector<ComparisonEntry> ComparisonsOf(const nlohmann::json& comparisons, const std::string& name) {
+  std::vector<ComparisonEntry> out;
+  for (const auto& c : comparisons)
+    if (c["config"] == name)
+      out.push_back({name, c["repeat"].get<int>(), ComparisonFigures::FromCompareJson(c["compare"])});
   return out;
-}
-
-// Median over repeats of the figures that rank a configuration; the CI is the median repeat's.
-nlohmann::json SummarizeConfig(const std::string& name, const std::vector<const nlohmann::json*>& entries) {
-  std::vector<double> rates, kl, p99, mx;
-  int64_t bit = 0, of = 0;
-  for (auto* e : entries) {
-    const auto& c = (*e)["compare"];
-    const auto& o = c["overall"];
-    rates.push_back(o["flip_rate"].get<double>());
-    kl.push_back(o["kl_base_cand"]["mean"].get<double>());
-    p99.push_back(o["kl_base_cand"]["p99"].get<double>());
-    mx.push_back(o["kl_base_cand"]["max"].get<double>());
-    bit += c["bit_identical"].get<int64_t>();
-    of += c["probes_compared"].get<int64_t>();
-  }
-  double med = Median(rates);
-  // The median repeat carries the interval, the counts and (in the report) the flip list: the
-  // lower middle by flip rate, ties in repeat order. Its repeat number goes into the summary, so
-  // every reader shows the same repeat.
-  std::vector<size_t> order(entries.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return rates[a] < rates[b]; });
-  const nlohmann::json& rep_entry = *entries[order[(order.size() - 1) / 2]];
-  const auto& o = rep_entry["compare"]["overall"];
-  return {{"config", name},
-          {"repeats", entries.size()},
-          {"median_flip_rate", med},
-          {"median_repeat", rep_entry["repeat"]},
-          {"flip_rates", rates},
-          {"flip_rate_ci", o["flip_rate_ci"]},
-          {"flips", o["flips"]},
-          {"probes", o["probes"]},
-          {"confident_flips", o["confident_flips"]},
-          {"uncertain_flips", o["uncertain_flips"]},
-          {"kl_mean", Median(kl)},
-          {"kl_p99", Median(p99)},
-          {"kl_max", Median(mx)},
-          {"same_top1_rate", o["same_top1_rate"]},
-          {"bit_identical", bit},
-          {"bit_identical_of", of}};
 }
 
 }  // namespace
@@ -123,22 +76,14 @@ Status CompareWithReference(const Experiment& exp, nlohmann::json& results) {
   ref["comparisons"] = against["comparisons"];
   ref["summary"] = nlohmann::json::array();
   for (const auto& c : results["configs"]) {
-    auto entries = ComparisonsOf(against, c["name"]);
+    auto entries = ComparisonsOf(against["comparisons"], c["name"]);
     if (entries.empty()) continue;
-    auto s = SummarizeConfig(c["name"], entries);
-    ref["summary"].push_back({{"config", s["config"]},
-                              {"repeats", s["repeats"]},
-                              {"median_flip_rate", s["median_flip_rate"]},
-                              {"median_repeat", s["median_repeat"]},
-                              {"flip_rate_ci", s["flip_rate_ci"]},
-                              {"flips", s["flips"]},
-                              {"probes", s["probes"]},
-                              {"kl_mean", s["kl_mean"]},
-                              {"kl_p99", s["kl_p99"]}});
+    const SummaryRow s = SummaryRow::Of(c["name"], entries);
+    ref["summary"].push_back(s.ToReferenceJson());
     for (auto& row : results["summary"])
       if (row["config"] == c["name"]) {
-        row["exact_flip_rate"] = s["median_flip_rate"];
-        row["exact_kl_mean"] = s["kl_mean"];
+        row["exact_flip_rate"] = s.median_flip_rate;
+        row["exact_kl_mean"] = s.kl_mean;
       }
   }
   return Status::Ok();
@@ -161,96 +106,75 @@ std::string AloneOf(const Experiment& exp, const ConfigSpec& c) {
 namespace {
 
 // The floor alone (load 0: the baseline's repeats) and under each load (the baseline's loaded
-// variants against its alone r0), side by side.
-nlohmann::json LoadFloor(const Experiment& exp, const nlohmann::json& results) {
-  nlohmann::json rows = nlohmann::json::array();
+// variants against its alone r0), side by side; empty when no variant loads the baseline.
+std::vector<LoadFloorRow> LoadFloor(const Experiment& exp, const Floor& floor, const std::vector<SummaryRow>& rows) {
+  std::vector<LoadFloorRow> out;
   for (const auto& v : exp.variants) {
     if (AloneOf(exp, v) != exp.baseline.name) continue;
-    for (const auto& s : results["summary"])
-      if (s["config"] == v.name)
-        rows.push_back({{"load", v.knobs.load},
-                        {"config", v.name},
-                        {"repeats", s["repeats"]},
-                        {"flips", s["flips"]},
-                        {"probes", s["probes"]},
-                        {"flip_rate", s["median_flip_rate"]},
-                        {"flip_rate_ci", s["flip_rate_ci"]},
-                        {"kl_mean", s["kl_mean"]},
-                        {"bit_identical", s["bit_identical"] == s["bit_identical_of"]}});
+    for (const SummaryRow& s : rows)
+      if (s.config == v.name)
+        out.push_back({v.knobs.load, v.name, s.repeats, s.flips, s.probes, s.median_flip_rate, s.flip_rate_ci,
+                       s.kl_mean, s.AllBitIdentical()});
   }
-  if (rows.empty()) return nullptr;
-  const auto& f = results["floor"];
-  rows.insert(rows.begin(), nlohmann::json{{"load", 0},
-                                           {"config", exp.baseline.name},
-                                           {"repeats", f["repeats"]},
-                                           {"flips", f.value("flips", nlohmann::json())},
-                                           {"probes", f.value("probes", nlohmann::json())},
-                                           {"flip_rate", f["flip_rate"]},
-                                           {"flip_rate_ci", f.value("flip_rate_ci", nlohmann::json())},
-                                           {"kl_mean", f.value("kl_mean", nlohmann::json())},
-                                           {"bit_identical", f["bit_identical"]}});
-  return rows;
+  if (out.empty()) return out;
+  out.insert(out.begin(), LoadFloorRow{0, exp.baseline.name, floor.repeats, floor.flips, floor.probes, floor.flip_rate,
+                                       floor.flip_rate_ci, floor.kl_mean, floor.bit_identical});
+  return out;
 }
 
 }  // namespace
 
 void Summarize(const Experiment& exp, nlohmann::json& results) {
   const std::string base = results["baseline"];
-  auto floor_cmps = ComparisonsOf(results, base);
-  nlohmann::json floor = {{"repeats", floor_cmps.size() + 1}};
-  if (!floor_cmps.empty()) {
-    auto s = SummarizeConfig(base, floor_cmps);
-    floor["flip_rate"] = s["median_flip_rate"];
-    floor["flip_rate_ci"] = s["flip_rate_ci"];
-    floor["flips"] = s["flips"];
-    floor["probes"] = s["probes"];
-    floor["kl_mean"] = s["kl_mean"];
-    floor["bit_identical"] = s["bit_identical"] == s["bit_identical_of"];
-  } else {
-    floor["flip_rate"] = nullptr;
-    floor["bit_identical"] = nullptr;
-    floor["note"] = "the baseline ran once: no repeat floor (set repeats >= 2 in [baseline])";
-  }
-  results["floor"] = floor;
+  const auto& comparisons = results["comparisons"];
+  auto floor_cmps = ComparisonsOf(comparisons, base);
+  const Floor floor = Floor::Of(floor_cmps.empty() ? std::nullopt : std::optional(SummaryRow::Of(base, floor_cmps)),
+                                floor_cmps.size() + 1);
+  results["floor"] = floor.ToJson();
   // A configuration is above the floor when its median flip rate exceeds the upper end of the
   // floor's 95% interval (or, when repeats are bit-for-bit identical, when it flips at all).
-  bool exact = floor["bit_identical"].is_boolean() && floor["bit_identical"].get<bool>();
-  double floor_hi = floor["flip_rate"].is_null() || exact ? 0.0 : floor["flip_rate_ci"][1].get<double>();
-  results["summary"] = nlohmann::json::array();
+  const double floor_hi = floor.Threshold();
+  std::vector<SummaryRow> rows;
   for (const auto& c : results["configs"]) {
     if (c["status"] != "ok") continue;
-    auto cmps = ComparisonsOf(results, c["name"]);
+    auto cmps = ComparisonsOf(comparisons, c["name"]);
     if (cmps.empty()) continue;
-    auto s = SummarizeConfig(c["name"], cmps);
-    s["above_floor"] = s["median_flip_rate"].get<double>() > floor_hi;
+    SummaryRow s = SummaryRow::Of(c["name"], cmps);
+    s.above_floor = s.median_flip_rate > floor_hi;
     for (const auto& v : exp.variants)
-      if (v.name == c["name"] && v.knobs.load > 0) {
-        const std::string alone = AloneOf(exp, v);
-        s["load"] = v.knobs.load;
-        s["alone"] = alone.empty() ? nlohmann::json(nullptr) : nlohmann::json(alone);
+      if (v.name == s.config && v.knobs.load > 0) {
+        s.load = v.knobs.load;
+        s.alone = AloneOf(exp, v);
       }
-    results["summary"].push_back(s);
+    rows.push_back(std::move(s));
   }
-  if (auto rows = LoadFloor(exp, results); !rows.is_null()) results["load_floor"] = rows;
+  results["summary"] = nlohmann::json::array();
+  for (const SummaryRow& s : rows) results["summary"].push_back(s.ToJson());
+  if (auto load = LoadFloor(exp, floor, rows); !load.empty()) {
+    results["load_floor"] = nlohmann::json::array();
+    for (const LoadFloorRow& r : load) results["load_floor"].push_back(r.ToJson());
+  }
 }
 
 void AddDamage(nlohmann::json& results) {
   if (!results.contains("summary")) return;
-  for (auto& s : results["summary"]) {
-    s["damage"] = s["repair"] = s["branches_followed"] = s["damage_rate"] = nullptr;
-    if (!results.contains("branches")) continue;
-    for (const auto& b : results["branches"]) {
-      if (b["config"] != s["config"]) continue;
+  for (auto& row : results["summary"]) {
+    SummaryRow s = SummaryRow::FromJson(row);
+    s.forks_known = true;
+    s.forks.reset();
+    for (const auto& b : results.value("branches", nlohmann::json::array())) {
+      if (b["config"] != s.config) continue;
       const auto& counts = b["counts"];
-      const int64_t followed = counts.value("total", int64_t(0));
       const auto outcomes = counts.value("outcomes", nlohmann::json::object());
-      const int64_t damage = outcomes.value("damage", nlohmann::json::object()).value("total", int64_t(0));
-      s["damage"] = damage;
-      s["repair"] = outcomes.value("repair", nlohmann::json::object()).value("total", int64_t(0));
-      s["branches_followed"] = followed;
+      ForkCounts f;
+      f.followed = counts.value("total", int64_t(0));
+      f.damage = outcomes.value("damage", nlohmann::json::object()).value("total", int64_t(0));
+      f.repair = outcomes.value("repair", nlohmann::json::object()).value("total", int64_t(0));
       // The followed forks are a sample of the flips: their damage share scales the flip rate.
-      s["damage_rate"] = followed > 0 ? s["median_flip_rate"].get<double>() * double(damage) / double(followed) : 0.0;
+      f.damage_rate = f.followed > 0 ? s.median_flip_rate * double(f.damage) / double(f.followed) : 0.0;
+      s.forks = f;
     }
+    row = s.ToJson();
   }
 }
 

@@ -4,7 +4,7 @@
 
 #include "experiment/experiment.h"
 #include "experiment/steps.h"
-#include "report/report.h"
+#include "report/internal.h"
 
 using namespace flipscope;
 

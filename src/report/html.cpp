@@ -4,7 +4,7 @@
 
 #include <cctype>
 
-#include "report/report.h"
+#include "report/internal.h"
 #include "util/util.h"
 
 namespace flipscope {
@@ -131,7 +131,7 @@ std::string Headline(const json& r) {
   for (const auto& row : report::RankedConfigs(r)) {
     if (row.rank == 1 && row.summary)
       out += fmt::format("<li>Most faithful: <strong>{}</strong> (median flip rate {}).</li>", E(row.name),
-                         E(Percent(Num(*row.summary, "median_flip_rate"))));
+                         E(Percent(row.summary->median_flip_rate)));
   }
   const json& recipe = Sub(r, "recipe");
   if (!Str(recipe, "recommended").empty())

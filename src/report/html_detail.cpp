@@ -2,7 +2,7 @@
 // (both futures side by side) and the disclosure of everything a divergence claim rests on.
 #include <fmt/format.h>
 
-#include "report/report.h"
+#include "report/internal.h"
 #include "util/util.h"
 
 namespace flipscope::report {

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "report/report.h"
+#include "report/internal.h"
 #include "util/util.h"
 
 namespace flipscope::report {
@@ -195,7 +195,13 @@ std::string RenderFlipLayersChart(const json& layers, size_t i, const std::strin
                    json::array({flip}), n_layer, false);
 }
 
-std::string RenderLayersHtml(const json& layers) {
+}  // namespace flipscope::report
+
+namespace flipscope {
+
+using namespace report;  // the page is made of the report's layer charts
+
+std::string RenderLayersHtml(const nlohmann::json& layers) {
   const json& s = layers["summary"];
   const json& b = s["births"];
   std::string html =
@@ -224,4 +230,4 @@ std::string RenderLayersHtml(const json& layers) {
   return html + "</body></html>\n";
 }
 
-}  // namespace flipscope::report
+}  // namespace flipscope

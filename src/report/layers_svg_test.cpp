@@ -4,7 +4,7 @@
 
 #include <regex>
 
-#include "report/report.h"
+#include "report/internal.h"
 
 using namespace flipscope;
 using json = nlohmann::json;
@@ -67,7 +67,7 @@ TEST(LayersChart, AFlipsOwnChartAndThePage) {
   EXPECT_EQ(Paths(one, "stroke=\"#D55E00\"").size(), 3u);
   EXPECT_TRUE(Paths(one, "stroke=\"#000\"").empty());
   EXPECT_NE(one.find("position 20"), std::string::npos);
-  std::string page = report::RenderLayersHtml(l);
+  std::string page = RenderLayersHtml(l);
   size_t details = 0;
   for (size_t at = page.find("<details>"); at != std::string::npos; at = page.find("<details>", at + 1)) ++details;
   EXPECT_EQ(details, 3u);

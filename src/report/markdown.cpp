@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "report/report.h"
+#include "report/internal.h"
 #include "util/util.h"
 
 namespace flipscope {
@@ -241,14 +241,15 @@ std::string TerminalSummary(const json& r, const std::string& html_path) {
   std::string out = fmt::format("{}: {} configurations", Str(r, "name", "experiment"), RankedConfigs(r).size());
   if (Num(Sub(r, "workload"), "n_tokens")) out += ", " + Count(Num(Sub(r, "workload"), "n_tokens")) + " tokens";
   out += "\n";
-  const json& floor = Sub(r, "floor");
-  if (Sub(floor, "bit_identical") == true)
+  const std::optional<Floor> floor = ReadResults(r).floor;
+  auto count = [](std::optional<int64_t> v) { return v ? Count(double(*v)) : Count(std::nullopt); };
+  if (floor && floor->bit_identical.value_or(false))
     out += "  repeat floor: bit-for-bit identical\n";
-  else if (Num(floor, "flip_rate"))
-    out += fmt::format("  repeat floor: {} flips of {} = {}\n", Count(Num(floor, "flips")), Count(Num(floor, "probes")),
-                       Percent(Num(floor, "flip_rate")));
-  else if (floor.is_object())
-    out += "  repeat floor: none (" + Str(floor, "note", "one run of the reference") + ")\n";
+  else if (floor && floor->flip_rate)
+    out += fmt::format("  repeat floor: {} flips of {} = {}\n", count(floor->flips), count(floor->probes),
+                       Percent(floor->flip_rate));
+  else if (floor)
+    out += "  repeat floor: none (" + (floor->note.empty() ? "one run of the reference" : floor->note) + ")\n";
   for (const auto& row : LoadFloorTable(r).rows)
     if (row[0] != "0 (alone)")
       out += fmt::format("  repeat floor under load {}: {} flips of {} = {} ({})\n", row[0], row[3], row[4], row[5],
@@ -261,11 +262,10 @@ std::string TerminalSummary(const json& r, const std::string& html_path) {
       out += fmt::format("   -  {:<24} {}: {}\n", name, row.status, row.reason);
       continue;
     }
-    const json& s = *row.summary;
-    std::string above = Sub(s, "above_floor").is_boolean() ? (Sub(s, "above_floor") == true ? "yes" : "no") : "-";
-    out +=
-        fmt::format("  {:>2}  {:<24} {:>9} {:>9} {:>9} {:>11}\n", row.rank, name, Percent(Num(s, "median_flip_rate")),
-                    Small(Num(s, "kl_mean")), Count(Num(s, "confident_flips")), above);
+    const SummaryRow& s = *row.summary;
+    const std::string above = s.above_floor ? (*s.above_floor ? "yes" : "no") : "-";
+    out += fmt::format("  {:>2}  {:<24} {:>9} {:>9} {:>9} {:>11}\n", row.rank, name, Percent(s.median_flip_rate),
+                       Small(s.kl_mean), Count(double(s.confident_flips)), above);
   }
   const json& recipe = Sub(r, "recipe");
   if (!Str(recipe, "recommended").empty())

@@ -5,10 +5,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
-#include <string_view>
-#include <vector>
 
 #include "util/status.h"
 
@@ -26,144 +23,7 @@ std::string RenderCsv(const nlohmann::json& results);
 // A few lines for the terminal: ranking, floor, recommendation and where the report is.
 std::string TerminalSummary(const nlohmann::json& results, const std::string& html_path);
 
-// Building blocks shared by the renderers (and checked by the tests).
-namespace report {
-
-// Tolerant accessors: the value at key when it has the asked type, else the fallback.
-std::string Str(const nlohmann::json& j, std::string_view key, std::string_view fallback = "");
-std::optional<double> Num(const nlohmann::json& j, std::string_view key);
-// The value at key as an int (truncated, clamped to int's range), else the fallback.
-int Int(const nlohmann::json& j, std::string_view key, int fallback);
-const nlohmann::json& Sub(const nlohmann::json& j, std::string_view key);  // null when absent
-
-// Any JSON value as one line of plain text: arrays joined with ", ", objects as key=value.
-std::string InlineText(const nlohmann::json& v);
-
-// A branch group's outcome counts (counts["outcomes"]) as one line, damage and repair first with
-// their failure kinds: "damage 3 (invalid_tool_call 2, literal_mutated 1), repair 1, both_fail 5, ...";
-// "" when the counts hold no outcomes (records judged before attribution).
-std::string OutcomeCountsText(const nlohmann::json& counts);
-// The verdicts on the pairs of futures (counts without "outcomes") as one line.
-std::string VerdictCountsText(const nlohmann::json& counts);
-
-// "0.370%" for a fraction 0.0037 ("—" when absent).
-std::string Percent(std::optional<double> fraction, int decimals = 3);
-// Compact number for KL and other small quantities: "0", "1.23e-04", "0.0153" ("—" when absent).
-std::string Small(std::optional<double> v);
-// Integer with thousands separators: 40000 -> "40,000" ("—" when absent).
-std::string Count(std::optional<double> v);
-// A token's text made visible: newline -> "↵", tab -> "⇥", carriage return -> "␍".
-std::string VisibleToken(std::string_view text);
-
-// One configuration as the report shows it, merged from configs[], summary[] and recipe.
-struct ConfigRow {
-  std::string name, description, status, reason, flags;
-  const nlohmann::json* config = nullptr;   // the configs[] entry, if any
-  const nlohmann::json* summary = nullptr;  // the summary[] entry, if any
-  int rank = 0;                             // 1-based among measured configs; 0 when not ranked
-  bool is_baseline = false, is_recommended = false;
-  std::optional<double> kv_bytes_per_token, kv_bytes_at_context;
-};
-// Measured configurations in ranking order (recipe.ranking: names or {"config": name} objects;
-// else median flip rate then KL mean), then the refused / failed ones in file order.
-std::vector<ConfigRow> RankedConfigs(const nlohmann::json& results);
-// The context length the report speaks of: the baseline's ctx_size, else the workload's length.
-std::optional<double> ContextLength(const nlohmann::json& results);
-
-// The value at a JSON pointer below j ("flip_rate", "flip_rate_ci/1") when it is a number.
-std::optional<double> NumAt(const nlohmann::json& j, const std::string& pointer);
-
-// Per-window value of one configuration: the median over its repeats (comparisons[]).
-struct WindowPoint {
-  int index = 0;
-  double begin = 0, end = 0;
-  double value = 0;  // median over repeats
-  int repeats = 0;
-};
-// Median over repeats of windows[].<field> for config; field is a pointer as for NumAt.
-std::vector<WindowPoint> WindowSeries(const nlohmann::json& results, const std::string& config,
-                                      const std::string& field);
-// The comparison shown for a configuration: the repeat its summary row names (median_repeat),
-// else its median repeat by overall flip rate (the lower middle for an even count, ties in
-// repeat order: the summary's rule); null when the configuration has no comparison.
-const nlohmann::json* MedianComparison(const nlohmann::json& results, const std::string& config);
-
-// "repeat 2" for a comparisons[] entry: its 0-based capture index, shown 1-based.
-std::string RepeatLabel(const nlohmann::json& comparison);
-// One sentence on the reference's repeat floor (bit-identical, a flip rate, or why there is none);
-// empty when results has no floor.
-std::string FloorSentence(const nlohmann::json& results);
-
-// A line chart drawn as inline SVG.
-struct ChartSeries {
-  std::string name;
-  std::vector<double> x, y;       // same length
-  std::vector<std::string> tips;  // hover text per point (title elements); may be empty
-};
-struct ChartBand {  // a shaded band from lo to hi over x (e.g. the repeat floor)
-  std::string name;
-  std::vector<double> x, lo, hi;
-};
-struct Chart {
-  std::string id;  // unique within the page: the prefix of the title/desc ids
-  std::string title, description, x_label, y_label;
-  bool log_y = false;
-  bool y_percent = false;  // y values are fractions, labelled as percentages
-  std::vector<ChartSeries> series;
-  std::optional<ChartBand> band;
-};
-// The chart as an <svg> element (role="img", escaped title/desc, legend, markers with tips).
-// On a log axis values <= 0 are drawn on the bottom edge as hollow markers.
-std::string RenderSvgChart(const Chart& chart);
-
-// The layers charts (flipscope layers' JSON, docs/layers.md): small multiples of the relative
-// difference against the layer, one thin line per flip and the median bold; one flip's own
-// chart; and a self-contained page with both and the birth counts.
-// id names the chart's SVG elements (unique in a page); id_prefix goes before a flip's own ids.
-std::string RenderLayersChart(const nlohmann::json& layers, const std::string& id = "layers");
-std::string RenderFlipLayersChart(const nlohmann::json& layers, size_t flip_index, const std::string& id_prefix = "");
+// The page of `flipscope layers --html`: the layers document's charts and birth counts, self-contained.
 std::string RenderLayersHtml(const nlohmann::json& layers);
-// One flip of the layers document as one line of HTML: tokens, birth, largest growth, logits' difference.
-std::string FlipLayersLine(const nlohmann::json& flip);
-// The experiment report's section for results["layers"] (the [layers] table): per configuration
-// the birth counts, the small-multiples chart and each flip's own chart; "" when there are none.
-std::string HtmlLayersSection(const nlohmann::json& results);
 
-// Plain-text tables and facts that the HTML and Markdown renderers both lay out.
-struct TextTable {
-  std::vector<std::string> header;
-  std::vector<std::vector<std::string>> rows;
-};
-// Column titles of the ranking table ("#", "Configuration", metrics...).
-std::vector<std::string> RankingHeader(const nlohmann::json& results);
-// The metric cells of a measured row, in RankingHeader order after "#" and "Configuration".
-std::vector<std::string> RankingCells(const ConfigRow& row);
-// Per-window medians over repeats of one field, one column per configuration with comparisons.
-TextTable WindowTable(const nlohmann::json& results, const std::string& field, bool percent);
-// The repeat floor alone (load 0) and under each load (results["load_floor"], docs/load.md) side
-// by side; no rows when the experiment measured no load.
-TextTable LoadFloorTable(const nlohmann::json& results);
-// Every configuration against the exact reference (results["reference"]["summary"]: median over
-// repeats, the median repeat's counts and interval) beside its figures against the baseline; no
-// rows without the reference.
-TextTable ExactTable(const nlohmann::json& results);
-// The recipe's warnings, one sentence each (a configuration fine alone that flips under load).
-std::vector<std::string> RecipeWarnings(const nlohmann::json& results);
-// One fact a divergence claim rests on (model, workload, engine, method), grouped for display.
-struct Fact {
-  std::string group, term, value;
-  bool code = false;  // a hash, path or command: shown in monospace
-};
-// Every disclosure fact that results holds; absent ones are left out.
-std::vector<Fact> Disclosure(const nlohmann::json& results);
-
-// HTML pieces shared by the page's sections (cells are HTML already escaped by the caller).
-std::string HtmlRow(const std::vector<std::string>& cells, bool header = false);
-// The sections after the charts, each a <section> with an id: flips, branches, disclosure.
-// HtmlDisclosureSection also lists every configuration's flags and captures.
-std::string HtmlFlipsSection(const nlohmann::json& results);
-std::string HtmlBranchesSection(const nlohmann::json& results);
-std::string HtmlDisclosureSection(const nlohmann::json& results);
-
-}  // namespace report
 }  // namespace flipscope

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "report/report.h"
+#include "report/internal.h"
 #include "util/util.h"
 
 namespace flipscope {

@@ -1,7 +1,5 @@
 // Report stage: Markdown/CSV content, HTML escaping and charts over a hand-shaped results
 // document (tests/data/results-sample.json); numbers checked by an independent numpy script.
-#include "report/report.h"
-
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -12,6 +10,7 @@
 #include <regex>
 #include <set>
 
+#include "report/internal.h"
 #include "util/util.h"
 
 namespace flipscope {

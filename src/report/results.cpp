@@ -7,7 +7,7 @@
 #include <limits>
 #include <map>
 
-#include "report/report.h"
+#include "report/internal.h"
 
 namespace flipscope::report {
 
@@ -189,10 +189,8 @@ std::vector<ConfigRow> RankedConfigs(const json& results) {
       r.kv_bytes_per_token = Num(c, "kv_bytes_per_token");
       if (r.kv_bytes_per_token && ctx) r.kv_bytes_at_context = *r.kv_bytes_per_token * *ctx;
     }
-  const json& summary = Sub(results, "summary");
-  if (summary.is_array())
-    for (const json& s : summary)
-      if (!Str(s, "config").empty()) row_for(Str(s, "config")).summary = &s;
+  for (SummaryRow& s : ReadResults(results).summary)
+    if (!s.config.empty()) row_for(s.config).summary = std::move(s);
   for (ConfigRow& r : rows) {
     r.is_baseline = r.name == base;
     r.is_recommended = !recommended.empty() && r.name == recommended;
@@ -210,8 +208,8 @@ std::vector<ConfigRow> RankedConfigs(const json& results) {
   auto key = [&](const ConfigRow& r) {
     bool measured = r.summary && r.status == "ok";
     auto g = given.find(r.name);
-    double rate = measured ? Num(*r.summary, "median_flip_rate").value_or(INFINITY) : INFINITY;
-    double kl = measured ? Num(*r.summary, "kl_mean").value_or(INFINITY) : INFINITY;
+    double rate = measured ? r.summary->median_flip_rate : INFINITY;
+    double kl = measured ? r.summary->kl_mean : INFINITY;
     return std::make_tuple(!measured, g == given.end() ? 1 : 0, g == given.end() ? 0 : g->second, rate, kl);
   };
   std::stable_sort(rows.begin(), rows.end(), [&](const ConfigRow& a, const ConfigRow& b) { return key(a) < key(b); });
@@ -255,16 +253,15 @@ std::vector<WindowPoint> WindowSeries(const json& results, const std::string& co
 const json* MedianComparison(const json& results, const std::string& config) {
   std::vector<const json*> cmps = ComparisonsOf(results, config);
   if (cmps.empty()) return nullptr;
-  // The repeat the summary chose (results written since it names one), else the same rule here:
-  // the lower middle by flip rate, ties in repeat order.
+  // The repeat the summary chose (results written since it names one), else the same rule.
   const json& summary = Sub(results, "summary");
   for (const json& s : summary.is_array() ? summary : json::array())
     if (Str(s, "config") == config && Sub(s, "median_repeat").is_number_integer())
       for (const json* c : cmps)
         if (Sub(*c, "repeat") == s["median_repeat"]) return c;
-  auto rate = [](const json* c) { return Num(Sub(Sub(*c, "compare"), "overall"), "flip_rate").value_or(0); };
-  std::stable_sort(cmps.begin(), cmps.end(), [&](const json* a, const json* b) { return rate(a) < rate(b); });
-  return cmps[(cmps.size() - 1) / 2];
+  std::vector<double> rates;
+  for (const json* c : cmps) rates.push_back(Num(Sub(Sub(*c, "compare"), "overall"), "flip_rate").value_or(0));
+  return cmps[MedianRepeatIndex(rates)];
 }
 
 }  // namespace flipscope::report

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <vector>
 
-#include "report/report.h"
+#include "report/internal.h"
 #include "util/util.h"
 
 namespace flipscope::report {

@@ -4,7 +4,7 @@
 
 #include <set>
 
-#include "report/report.h"
+#include "report/internal.h"
 #include "util/util.h"
 
 namespace flipscope::report {
@@ -13,12 +13,14 @@ using nlohmann::json;
 
 namespace {
 
-std::string Interval(const json& ci) {
-  if (!ci.is_array() || ci.size() != 2 || !ci[0].is_number() || !ci[1].is_number()) return "—";
-  return Percent(ci[0].get<double>(), 2) + " – " + Percent(ci[1].get<double>(), 2);
+std::string IntervalText(const std::optional<flipscope::Interval>& ci) {
+  return ci ? Percent((*ci)[0], 2) + " – " + Percent((*ci)[1], 2) : "—";
 }
 
-std::string YesNo(const json& v) { return v.is_boolean() ? (v.get<bool>() ? "yes" : "no") : "—"; }
+std::string YesNo(std::optional<bool> v) { return v ? (*v ? "yes" : "no") : "—"; }
+
+// A count that may be absent.
+std::string CountOf(std::optional<int64_t> v) { return v ? Count(double(*v)) : Count(std::nullopt); }
 
 }  // namespace
 
@@ -39,17 +41,19 @@ std::vector<std::string> RankingHeader(const json& results) {
 }
 
 std::vector<std::string> RankingCells(const ConfigRow& row) {
-  static const json kNone;
-  const json& s = row.summary ? *row.summary : kNone;
-  return {Percent(Num(s, "median_flip_rate")), Interval(Sub(s, "flip_rate_ci")),
-          Count(Num(s, "flips")) + " / " + Count(Num(s, "probes")),
-          // What following the forks found ("—" where they were not followed).
-          Num(s, "damage") ? fmt::format("{} / {} ({})", Count(Num(s, "damage")), Count(Num(s, "repair")),
-                                         Count(Num(s, "branches_followed")))
-                           : "—",
-          Count(Num(s, "confident_flips")), Small(Num(s, "kl_mean")), Small(Num(s, "kl_p99")),
-          Count(Num(s, "bit_identical")) + " of " + Count(Num(s, "bit_identical_of")), YesNo(Sub(s, "above_floor")),
-          Count(row.kv_bytes_per_token), row.kv_bytes_at_context ? HumanBytes(*row.kv_bytes_at_context) : "—"};
+  const std::string kv_at = row.kv_bytes_at_context ? HumanBytes(*row.kv_bytes_at_context) : "—";
+  if (!row.summary) return {"—", "—", "— / —", "—", "—", "—", "—", "— of —", "—", Count(row.kv_bytes_per_token), kv_at};
+  const SummaryRow& s = *row.summary;
+  const std::optional<ForkCounts>& f = s.forks;
+  return {
+      Percent(s.median_flip_rate), IntervalText(s.flip_rate_ci),
+      Count(double(s.flips)) + " / " + Count(double(s.probes)),
+      // What following the forks found ("—" where they were not followed).
+      f ? fmt::format("{} / {} ({})", Count(double(f->damage)), Count(double(f->repair)), Count(double(f->followed)))
+        : "—",
+      Count(double(s.confident_flips)), Small(s.kl_mean), Small(s.kl_p99),
+      Count(double(s.bit_identical)) + " of " + Count(double(s.bit_identical_of)), YesNo(s.above_floor),
+      Count(row.kv_bytes_per_token), kv_at};
 }
 
 TextTable WindowTable(const json& results, const std::string& field, bool percent) {
@@ -83,27 +87,24 @@ std::string RepeatLabel(const json& comparison) {
 }
 
 std::string FloorSentence(const json& r) {
-  const json& floor = Sub(r, "floor");
-  if (!floor.is_object()) return "";
-  if (Sub(floor, "bit_identical") == true)
-    return "Repeatability: the reference configuration repeated itself bit for bit (" + Count(Num(floor, "repeats")) +
+  const std::optional<Floor> floor = ReadResults(r).floor;
+  if (!floor) return "";
+  if (floor->bit_identical.value_or(false))
+    return "Repeatability: the reference configuration repeated itself bit for bit (" + Count(double(floor->repeats)) +
            " runs), so every divergence is arithmetic, not noise.";
-  if (!Num(floor, "flip_rate"))
-    return "No repeat floor: " + Str(floor, "note", "the reference configuration ran once") + ".";
-  return "Repeat floor: the reference configuration against itself gave " + Count(Num(floor, "flips")) + " flips of " +
-         Count(Num(floor, "probes")) + " probes = " + Percent(Num(floor, "flip_rate")) + " (KL mean " +
-         Small(Num(floor, "kl_mean")) + "); divergences are measured against it.";
+  if (!floor->flip_rate)
+    return "No repeat floor: " + (floor->note.empty() ? "the reference configuration ran once" : floor->note) + ".";
+  return "Repeat floor: the reference configuration against itself gave " + CountOf(floor->flips) + " flips of " +
+         CountOf(floor->probes) + " probes = " + Percent(floor->flip_rate) + " (KL mean " + Small(floor->kl_mean) +
+         "); divergences are measured against it.";
 }
 
 TextTable LoadFloorTable(const json& r) {
   TextTable t{{"Load", "Configuration", "Repeats", "Flips", "Probes", "Flip rate", "KL mean", "Bit-identical"}, {}};
-  const json& rows = Sub(r, "load_floor");
-  if (!rows.is_array()) return t;
-  for (const json& f : rows)
-    t.rows.push_back({Count(Num(f, "load")) + (Num(f, "load") == 0.0 ? " (alone)" : ""), Str(f, "config"),
-                      Count(Num(f, "repeats")), Count(Num(f, "flips")), Count(Num(f, "probes")),
-                      Num(f, "flip_rate") ? Percent(Num(f, "flip_rate")) : "—", Small(Num(f, "kl_mean")),
-                      YesNo(Sub(f, "bit_identical"))});
+  for (const LoadFloorRow& f : ReadResults(r).load_floor)
+    t.rows.push_back({Count(double(f.load)) + (f.load == 0 ? " (alone)" : ""), f.config, Count(double(f.repeats)),
+                      CountOf(f.flips), CountOf(f.probes), Percent(f.flip_rate), Small(f.kl_mean),
+                      YesNo(f.bit_identical)});
   return t;
 }
 
@@ -111,27 +112,19 @@ TextTable ExactTable(const json& r) {
   TextTable t{{"Configuration", "Repeats", "Flips vs exact", "Probes", "Flip rate vs exact", "95% CI", "KL vs exact",
                "Flip rate vs baseline", "KL vs baseline"},
               {}};
-  const json& rows = Sub(Sub(r, "reference"), "summary");
-  if (!rows.is_array()) return t;
+  const ResultsRows rows = ReadResults(r);
   const std::string base = Str(r, "baseline", "baseline");
-  for (const json& e : rows) {
-    const std::string name = Str(e, "config");
+  const bool base_floor = rows.floor && rows.floor->flip_rate;
+  for (const SummaryRow& e : rows.reference) {
     std::string vs_rate = "—", vs_kl = "—";
-    if (name == base && !Sub(Sub(r, "floor"), "flip_rate").is_number()) {
+    if (e.config == base && !base_floor) {
       vs_rate = vs_kl = "(the reference)";
-    } else {
-      for (const json& s : Sub(r, "summary"))
-        if (Str(s, "config") == name) {
-          vs_rate = Percent(Num(s, "median_flip_rate")) + (name == base ? " (repeats)" : "");
-          vs_kl = Small(Num(s, "kl_mean"));
-        }
+    } else if (const SummaryRow* s = rows.Find(e.config)) {
+      vs_rate = Percent(s->median_flip_rate) + (e.config == base ? " (repeats)" : "");
+      vs_kl = Small(s->kl_mean);
     }
-    const json& ci = Sub(e, "flip_rate_ci");
-    std::string ci_text = ci.is_array() && ci.size() == 2 && ci[0].is_number() && ci[1].is_number()
-                              ? Percent(ci[0].get<double>(), 2) + " – " + Percent(ci[1].get<double>(), 2)
-                              : "—";
-    t.rows.push_back({name, Count(Num(e, "repeats")), Count(Num(e, "flips")), Count(Num(e, "probes")),
-                      Percent(Num(e, "median_flip_rate")), ci_text, Small(Num(e, "kl_mean")), vs_rate, vs_kl});
+    t.rows.push_back({e.config, Count(double(e.repeats)), Count(double(e.flips)), Count(double(e.probes)),
+                      Percent(e.median_flip_rate), IntervalText(e.flip_rate_ci), Small(e.kl_mean), vs_rate, vs_kl});
   }
   return t;
 }

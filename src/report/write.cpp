@@ -3,7 +3,7 @@
 
 #include <filesystem>
 
-#include "report/report.h"
+#include "report/internal.h"
 #include "util/util.h"
 
 namespace flipscope {
@@ -60,32 +60,34 @@ std::string RenderCsv(const json& r) {
   out += "\r\n";
   static const json kNone;
   for (const report::ConfigRow& row : report::RankedConfigs(r)) {
-    const json& s = row.summary ? *row.summary : kNone;
-    const json& ci = report::Sub(s, "flip_rate_ci");
+    // A summary field as the document holds it (numbers at full precision), "" without a summary.
+    auto field = [&](auto get) { return row.summary ? CsvValue(json(get(*row.summary))) : std::string(); };
+    const auto& ci = row.summary ? row.summary->flip_rate_ci : std::nullopt;
     const json& cfg = row.config ? *row.config : kNone;
-    std::vector<std::string> cells = {row.rank ? std::to_string(row.rank) : "",
-                                      row.name,
-                                      row.status,
-                                      row.reason,
-                                      row.description,
-                                      row.flags,
-                                      CsvValue(report::Sub(cfg, "repeats")),
-                                      CsvValue(report::Sub(s, "median_flip_rate")),
-                                      ci.is_array() && ci.size() == 2 ? CsvValue(ci[0]) : "",
-                                      ci.is_array() && ci.size() == 2 ? CsvValue(ci[1]) : "",
-                                      CsvValue(report::Sub(s, "flips")),
-                                      CsvValue(report::Sub(s, "probes")),
-                                      CsvValue(report::Sub(s, "confident_flips")),
-                                      CsvValue(report::Sub(s, "kl_mean")),
-                                      CsvValue(report::Sub(s, "kl_p99")),
-                                      CsvValue(report::Sub(s, "kl_max")),
-                                      CsvValue(report::Sub(s, "bit_identical")),
-                                      CsvValue(report::Sub(s, "bit_identical_of")),
-                                      CsvValue(report::Sub(s, "above_floor")),
-                                      CsvNumber(row.kv_bytes_per_token),
-                                      CsvNumber(row.kv_bytes_at_context),
-                                      row.is_baseline ? "true" : "false",
-                                      row.is_recommended ? "true" : "false"};
+    std::vector<std::string> cells = {
+        row.rank ? std::to_string(row.rank) : "",
+        row.name,
+        row.status,
+        row.reason,
+        row.description,
+        row.flags,
+        CsvValue(report::Sub(cfg, "repeats")),
+        field([](const SummaryRow& s) { return s.median_flip_rate; }),
+        ci ? CsvValue(json((*ci)[0])) : "",
+        ci ? CsvValue(json((*ci)[1])) : "",
+        field([](const SummaryRow& s) { return s.flips; }),
+        field([](const SummaryRow& s) { return s.probes; }),
+        field([](const SummaryRow& s) { return s.confident_flips; }),
+        field([](const SummaryRow& s) { return s.kl_mean; }),
+        field([](const SummaryRow& s) { return s.kl_p99; }),
+        field([](const SummaryRow& s) { return s.kl_max; }),
+        field([](const SummaryRow& s) { return s.bit_identical; }),
+        field([](const SummaryRow& s) { return s.bit_identical_of; }),
+        row.summary && row.summary->above_floor ? CsvValue(json(*row.summary->above_floor)) : "",
+        CsvNumber(row.kv_bytes_per_token),
+        CsvNumber(row.kv_bytes_at_context),
+        row.is_baseline ? "true" : "false",
+        row.is_recommended ? "true" : "false"};
     std::string line;
     for (size_t i = 0; i < cells.size(); ++i) line += (i ? "," : "") + CsvField(cells[i]);
     out += line + "\r\n";

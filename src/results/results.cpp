@@ -1,0 +1,283 @@
+// The results document's typed rows: how they are computed from comparisons, written and read.
+#include "results/results.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace flipscope {
+namespace {
+
+using nlohmann::json;
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Tolerant reads: the value at key when it has the type, else the fallback / nullopt.
+const json& At(const json& j, const char* key) {
+  static const json null;
+  if (!j.is_object()) return null;
+  auto it = j.find(key);
+  return it == j.end() ? null : *it;
+}
+template <typename T>
+T Get(const json& j, const char* key, T fallback) {
+  const json& v = At(j, key);
+  if constexpr (std::is_same_v<T, bool>)
+    return v.is_boolean() ? v.get<bool>() : fallback;
+  else if constexpr (std::is_same_v<T, std::string>)
+    return v.is_string() ? v.get<std::string>() : fallback;
+  else
+    return v.is_number() ? v.get<T>() : fallback;
+}
+template <typename T>
+std::optional<T> Opt(const json& j, const char* key) {
+  const json& v = At(j, key);
+  if constexpr (std::is_same_v<T, bool>)
+    return v.is_boolean() ? std::optional<T>(v.get<bool>()) : std::nullopt;
+  else
+    return v.is_number() ? std::optional<T>(v.get<T>()) : std::nullopt;
+}
+std::optional<Interval> OptInterval(const json& j, const char* key) {
+  const json& v = At(j, key);
+  if (!v.is_array() || v.size() != 2 || !v[0].is_number() || !v[1].is_number()) return std::nullopt;
+  return Interval{v[0].get<double>(), v[1].get<double>()};
+}
+// An optional as JSON: the value, or null.
+template <typename T>
+json OrNull(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+}  // namespace
+
+ComparisonFigures ComparisonFigures::FromCompareJson(const json& compare) {
+  const json& o = At(compare, "overall");
+  const json& kl = At(o, "kl_base_cand");
+  ComparisonFigures f;
+  f.flip_rate = Get(o, "flip_rate", 0.0);
+  f.flip_rate_ci = OptInterval(o, "flip_rate_ci");
+  f.flips = Get<int64_t>(o, "flips", 0);
+  f.probes = Get<int64_t>(o, "probes", 0);
+  f.confident_flips = Get<int64_t>(o, "confident_flips", 0);
+  f.uncertain_flips = Get<int64_t>(o, "uncertain_flips", 0);
+  f.kl_mean = Get(kl, "mean", 0.0);
+  f.kl_p99 = Get(kl, "p99", 0.0);
+  f.kl_max = Get(kl, "max", 0.0);
+  f.same_top1_rate = Opt<double>(o, "same_top1_rate");
+  f.bit_identical = Get<int64_t>(compare, "bit_identical", 0);
+  f.probes_compared = Get<int64_t>(compare, "probes_compared", 0);
+  return f;
+}
+
+size_t MedianRepeatIndex(const std::vector<double>& rates) {
+  if (rates.empty()) return 0;
+  std::vector<size_t> order(rates.size());
+  std::iota(order.begin(), order.end(), size_t(0));
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return rates[a] < rates[b]; });
+  return order[(order.size() - 1) / 2];
+}
+
+SummaryRow SummaryRow::Of(const std::string& config, const std::vector<ComparisonEntry>& entries) {
+  SummaryRow s;
+  s.config = config;
+  s.repeats = int(entries.size());
+  std::vector<double> kl, p99, mx;
+  for (const ComparisonEntry& e : entries) {
+    s.flip_rates.push_back(e.figures.flip_rate);
+    kl.push_back(e.figures.kl_mean);
+    p99.push_back(e.figures.kl_p99);
+    mx.push_back(e.figures.kl_max);
+    s.bit_identical += e.figures.bit_identical;
+    s.bit_identical_of += e.figures.probes_compared;
+  }
+  s.median_flip_rate = Median(s.flip_rates);
+  s.kl_mean = Median(kl);
+  s.kl_p99 = Median(p99);
+  s.kl_max = Median(mx);
+  if (entries.empty()) return s;
+  // The median repeat carries the interval, the counts and (in the report) the flip list.
+  const ComparisonEntry& rep = entries[MedianRepeatIndex(s.flip_rates)];
+  s.median_repeat = rep.repeat;
+  s.flip_rate_ci = rep.figures.flip_rate_ci;
+  s.flips = rep.figures.flips;
+  s.probes = rep.figures.probes;
+  s.confident_flips = rep.figures.confident_flips;
+  s.uncertain_flips = rep.figures.uncertain_flips;
+  s.same_top1_rate = rep.figures.same_top1_rate;
+  return s;
+}
+
+json SummaryRow::ToJson() const {
+  json j = {{"config", config},
+            {"repeats", repeats},
+            {"median_flip_rate", median_flip_rate},
+            {"median_repeat", median_repeat},
+            {"flip_rates", flip_rates},
+            {"flip_rate_ci", OrNull(flip_rate_ci)},
+            {"flips", flips},
+            {"probes", probes},
+            {"confident_flips", confident_flips},
+            {"uncertain_flips", uncertain_flips},
+            {"kl_mean", kl_mean},
+            {"kl_p99", kl_p99},
+            {"kl_max", kl_max},
+            {"same_top1_rate", OrNull(same_top1_rate)},
+            {"bit_identical", bit_identical},
+            {"bit_identical_of", bit_identical_of}};
+  if (above_floor) j["above_floor"] = *above_floor;
+  if (load) {
+    j["load"] = *load;
+    j["alone"] = alone.empty() ? json(nullptr) : json(alone);
+  }
+  if (forks_known) {
+    j["damage"] = forks ? json(forks->damage) : json(nullptr);
+    j["repair"] = forks ? json(forks->repair) : json(nullptr);
+    j["branches_followed"] = forks ? json(forks->followed) : json(nullptr);
+    j["damage_rate"] = forks ? json(forks->damage_rate) : json(nullptr);
+  }
+  if (exact_flip_rate) j["exact_flip_rate"] = *exact_flip_rate;
+  if (exact_kl_mean) j["exact_kl_mean"] = *exact_kl_mean;
+  return j;
+}
+
+json SummaryRow::ToReferenceJson() const {
+  return {{"config", config},
+          {"repeats", repeats},
+          {"median_flip_rate", median_flip_rate},
+          {"median_repeat", median_repeat},
+          {"flip_rate_ci", OrNull(flip_rate_ci)},
+          {"flips", flips},
+          {"probes", probes},
+          {"kl_mean", kl_mean},
+          {"kl_p99", kl_p99}};
+}
+
+SummaryRow SummaryRow::FromJson(const json& j) {
+  SummaryRow s;
+  s.config = Get<std::string>(j, "config", "");
+  s.repeats = Get(j, "repeats", 0);
+  s.median_flip_rate = Get(j, "median_flip_rate", 0.0);
+  s.median_repeat = Get(j, "median_repeat", 0);
+  for (const json& r : At(j, "flip_rates").is_array() ? At(j, "flip_rates") : json::array())
+    if (r.is_number()) s.flip_rates.push_back(r.get<double>());
+  s.flip_rate_ci = OptInterval(j, "flip_rate_ci");
+  s.flips = Get<int64_t>(j, "flips", 0);
+  s.probes = Get<int64_t>(j, "probes", 0);
+  s.confident_flips = Get<int64_t>(j, "confident_flips", 0);
+  s.uncertain_flips = Get<int64_t>(j, "uncertain_flips", 0);
+  s.kl_mean = Get(j, "kl_mean", 0.0);
+  s.kl_p99 = Get(j, "kl_p99", 0.0);
+  s.kl_max = Get(j, "kl_max", 0.0);
+  s.same_top1_rate = Opt<double>(j, "same_top1_rate");
+  s.bit_identical = Get<int64_t>(j, "bit_identical", 0);
+  s.bit_identical_of = Get<int64_t>(j, "bit_identical_of", 0);
+  s.above_floor = Opt<bool>(j, "above_floor");
+  s.load = Opt<int>(j, "load");
+  s.alone = Get<std::string>(j, "alone", "");
+  s.forks_known = j.is_object() && j.contains("damage");
+  if (auto damage = Opt<int64_t>(j, "damage"))
+    s.forks = ForkCounts{*damage, Get<int64_t>(j, "repair", 0), Get<int64_t>(j, "branches_followed", 0),
+                         Get(j, "damage_rate", 0.0)};
+  s.exact_flip_rate = Opt<double>(j, "exact_flip_rate");
+  s.exact_kl_mean = Opt<double>(j, "exact_kl_mean");
+  return s;
+}
+
+Floor Floor::Of(const std::optional<SummaryRow>& s, size_t n_captures) {
+  Floor f;
+  f.repeats = int(n_captures);
+  if (!s) {
+    f.note = "the baseline ran once: no repeat floor (set repeats >= 2 in [baseline])";
+    return f;
+  }
+  f.flip_rate = s->median_flip_rate;
+  f.flip_rate_ci = s->flip_rate_ci;
+  f.flips = s->flips;
+  f.probes = s->probes;
+  f.kl_mean = s->kl_mean;
+  f.bit_identical = s->AllBitIdentical();
+  return f;
+}
+
+double Floor::Threshold() const {
+  if (!flip_rate || bit_identical.value_or(false) || !flip_rate_ci) return 0.0;
+  return (*flip_rate_ci)[1];
+}
+
+json Floor::ToJson() const {
+  json j = {{"repeats", repeats}, {"flip_rate", OrNull(flip_rate)}, {"bit_identical", OrNull(bit_identical)}};
+  if (!flip_rate) {
+    j["note"] = note;
+    return j;
+  }
+  j["flip_rate_ci"] = OrNull(flip_rate_ci);
+  j["flips"] = OrNull(flips);
+  j["probes"] = OrNull(probes);
+  j["kl_mean"] = OrNull(kl_mean);
+  return j;
+}
+
+Floor Floor::FromJson(const json& j) {
+  Floor f;
+  f.repeats = Get(j, "repeats", 0);
+  f.flip_rate = Opt<double>(j, "flip_rate");
+  f.flip_rate_ci = OptInterval(j, "flip_rate_ci");
+  f.flips = Opt<int64_t>(j, "flips");
+  f.probes = Opt<int64_t>(j, "probes");
+  f.kl_mean = Opt<double>(j, "kl_mean");
+  f.bit_identical = Opt<bool>(j, "bit_identical");
+  f.note = Get<std::string>(j, "note", "");
+  return f;
+}
+
+json LoadFloorRow::ToJson() const {
+  return {{"load", load},
+          {"config", config},
+          {"repeats", repeats},
+          {"flips", OrNull(flips)},
+          {"probes", OrNull(probes)},
+          {"flip_rate", OrNull(flip_rate)},
+          {"flip_rate_ci", OrNull(flip_rate_ci)},
+          {"kl_mean", OrNull(kl_mean)},
+          {"bit_identical", OrNull(bit_identical)}};
+}
+
+LoadFloorRow LoadFloorRow::FromJson(const json& j) {
+  LoadFloorRow r;
+  r.load = Get(j, "load", 0);
+  r.config = Get<std::string>(j, "config", "");
+  r.repeats = Get(j, "repeats", 0);
+  r.flips = Opt<int64_t>(j, "flips");
+  r.probes = Opt<int64_t>(j, "probes");
+  r.flip_rate = Opt<double>(j, "flip_rate");
+  r.flip_rate_ci = OptInterval(j, "flip_rate_ci");
+  r.kl_mean = Opt<double>(j, "kl_mean");
+  r.bit_identical = Opt<bool>(j, "bit_identical");
+  return r;
+}
+
+const SummaryRow* ResultsRows::Find(const std::string& config) const {
+  for (const SummaryRow& s : summary)
+    if (s.config == config) return &s;
+  return nullptr;
+}
+
+ResultsRows ReadResults(const json& results) {
+  ResultsRows r;
+  auto rows = [](const json& a, auto read, auto& out) {
+    if (!a.is_array()) return;
+    for (const json& e : a)
+      if (e.is_object()) out.push_back(read(e));
+  };
+  rows(At(results, "summary"), SummaryRow::FromJson, r.summary);
+  rows(At(results, "load_floor"), LoadFloorRow::FromJson, r.load_floor);
+  rows(At(At(results, "reference"), "summary"), SummaryRow::FromJson, r.reference);
+  if (At(results, "floor").is_object()) r.floor = Floor::FromJson(At(results, "floor"));
+  return r;
+}
+
+}  // namespace flipscope

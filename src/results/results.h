@@ -1,0 +1,130 @@
+// results: the typed rows of an experiment's results document (results.json; docs/report.md)
+// that the experiment stage computes and the report stage ranks and shows: each configuration's
+// summary over its repeats, the repeat floor, the load floor and the exact reference's summary.
+// The experiment writes them with ToJson; the report reads a whole document once with
+// ReadResults, which tolerates missing or mistyped parts (they come back empty, never an error).
+// Comparisons, branches and layers stay JSON sub-documents: their owners (compare, branch,
+// layers) define them.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace flipscope {
+
+using Interval = std::array<double, 2>;  // a 95% interval [lo, hi]
+
+// The figures of one comparison (compare's JSON: its "overall" block and counts) that a summary
+// is made of.
+struct ComparisonFigures {
+  double flip_rate = 0;
+  std::optional<Interval> flip_rate_ci;
+  int64_t flips = 0, probes = 0, confident_flips = 0, uncertain_flips = 0;
+  double kl_mean = 0, kl_p99 = 0, kl_max = 0;
+  std::optional<double> same_top1_rate;
+  int64_t bit_identical = 0, probes_compared = 0;
+
+  // Reads a `flipscope compare --json` document (compare's ToJson); absent figures read as 0.
+  static ComparisonFigures FromCompareJson(const nlohmann::json& compare);
+};
+
+// One entry of comparisons[]: a configuration's repeat against the reference capture.
+struct ComparisonEntry {
+  std::string config;
+  int repeat = 0;  // 0-based capture index
+  ComparisonFigures figures;
+};
+
+// The index of the median repeat of these flip rates: the lower middle by rate, ties in repeat
+// order (the one rule: the summary names it and the report shows that repeat's flips); 0 when empty.
+size_t MedianRepeatIndex(const std::vector<double>& flip_rates);
+
+// What following the forks of a configuration found (results.json summary[] damage fields).
+struct ForkCounts {
+  int64_t damage = 0, repair = 0, followed = 0;
+  double damage_rate = 0;  // the median flip rate scaled by the followed forks' damage share
+};
+
+// One configuration over its repeats (summary[], and reference.summary[] against exact).
+struct SummaryRow {
+  std::string config;
+  int repeats = 0;
+  double median_flip_rate = 0;
+  int median_repeat = 0;
+  std::vector<double> flip_rates;
+  // The median repeat's counts and interval; KL figures are medians over repeats.
+  std::optional<Interval> flip_rate_ci;
+  int64_t flips = 0, probes = 0, confident_flips = 0, uncertain_flips = 0;
+  double kl_mean = 0, kl_p99 = 0, kl_max = 0;
+  std::optional<double> same_top1_rate;
+  int64_t bit_identical = 0, bit_identical_of = 0;  // rows identical over all repeats, of rows compared
+  std::optional<bool> above_floor;                  // absent against exact
+  std::optional<int> load;                          // a loaded configuration's filler count
+  std::string alone;                                // with load: the same configuration alone ("" = none)
+  bool forks_known = false;                         // the damage fields are written (null when no forks)
+  std::optional<ForkCounts> forks;
+  std::optional<double> exact_flip_rate, exact_kl_mean;  // against the exact reference, when present
+
+  // Summary of one configuration's comparisons (in repeat order; at least one).
+  static SummaryRow Of(const std::string& config, const std::vector<ComparisonEntry>& entries);
+  // The summary[] entry.
+  nlohmann::json ToJson() const;
+  // The reference.summary[] entry (the figures against exact).
+  nlohmann::json ToReferenceJson() const;
+  // Either entry back; absent or mistyped fields keep their defaults.
+  static SummaryRow FromJson(const nlohmann::json& j);
+  // Repeats bit for bit identical at every compared row.
+  bool AllBitIdentical() const { return bit_identical == bit_identical_of; }
+};
+
+// The reference configuration against itself (results.json floor).
+struct Floor {
+  int repeats = 0;  // captures of the reference, the first included
+  std::optional<double> flip_rate;
+  std::optional<Interval> flip_rate_ci;
+  std::optional<int64_t> flips, probes;
+  std::optional<double> kl_mean;
+  std::optional<bool> bit_identical;
+  std::string note;  // why there is no floor
+
+  // The floor from the reference's repeats (none: a floor of one run, with the note).
+  static Floor Of(const std::optional<SummaryRow>& repeats_vs_first, size_t n_captures);
+  // The flip rate a configuration must exceed to be above the floor: the interval's upper end;
+  // 0 when the repeats were bit for bit identical or there is no floor.
+  double Threshold() const;
+  nlohmann::json ToJson() const;
+  static Floor FromJson(const nlohmann::json& j);
+};
+
+// One row of results.json load_floor: the floor alone (load 0) or under a load.
+struct LoadFloorRow {
+  int load = 0;
+  std::string config;
+  int repeats = 0;
+  std::optional<int64_t> flips, probes;
+  std::optional<double> flip_rate;
+  std::optional<Interval> flip_rate_ci;
+  std::optional<double> kl_mean;
+  std::optional<bool> bit_identical;
+
+  nlohmann::json ToJson() const;
+  static LoadFloorRow FromJson(const nlohmann::json& j);
+};
+
+// The typed parts of one results document, read once at the report's boundary.
+struct ResultsRows {
+  std::vector<SummaryRow> summary;  // summary[], in file order
+  std::optional<Floor> floor;       // floor, when present
+  std::vector<LoadFloorRow> load_floor;
+  std::vector<SummaryRow> reference;  // reference.summary[]: against exact
+  // The summary row of a configuration, or nullptr.
+  const SummaryRow* Find(const std::string& config) const;
+};
+// Reads the typed parts of a results document; never fails (what is missing stays empty).
+ResultsRows ReadResults(const nlohmann::json& results);
+
+}  // namespace flipscope

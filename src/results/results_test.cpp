@@ -1,0 +1,107 @@
+#include "results/results.h"
+
+#include <gtest/gtest.h>
+
+namespace flipscope {
+namespace {
+
+using nlohmann::json;
+
+// A comparison document as compare writes it (the fields a summary reads).
+json Compare(double rate, int64_t flips, double kl, int64_t identical) {
+  return {{"overall",
+           {{"flip_rate", rate},
+            {"flip_rate_ci", {rate / 2, rate * 2}},
+            {"flips", flips},
+            {"probes", 100},
+            {"confident_flips", flips / 2},
+            {"uncertain_flips", flips - flips / 2},
+            {"same_top1_rate", 1 - rate},
+            {"kl_base_cand", {{"mean", kl}, {"p99", 10 * kl}, {"max", 100 * kl}}}}},
+          {"bit_identical", identical},
+          {"probes_compared", 100}};
+}
+
+std::vector<ComparisonEntry> Entries(std::vector<double> rates) {
+  std::vector<ComparisonEntry> out;
+  for (size_t i = 0; i < rates.size(); ++i)
+    out.push_back(
+        {"q8", int(i),
+         ComparisonFigures::FromCompareJson(Compare(rates[i], int64_t(rates[i] * 100), 0.001 * double(i + 1), 90))});
+  return out;
+}
+
+TEST(MedianRepeatIndex, LowerMiddleByRateTiesInRepeatOrder) {
+  EXPECT_EQ(MedianRepeatIndex({}), 0u);
+  EXPECT_EQ(MedianRepeatIndex({0.3}), 0u);
+  EXPECT_EQ(MedianRepeatIndex({0.3, 0.1}), 1u);       // even: the lower middle
+  EXPECT_EQ(MedianRepeatIndex({0.2, 0.2, 0.2}), 1u);  // ties: in repeat order
+  EXPECT_EQ(MedianRepeatIndex({0.5, 0.1, 0.3, 0.2}), 3u);
+}
+
+TEST(SummaryRow, MediansOverRepeatsAndTheMedianRepeatsCounts) {
+  SummaryRow s = SummaryRow::Of("q8", Entries({0.04, 0.01, 0.03, 0.02}));
+  EXPECT_EQ(s.repeats, 4);
+  EXPECT_DOUBLE_EQ(s.median_flip_rate, 0.025);  // the mean of the two middle ones
+  EXPECT_EQ(s.median_repeat, 3);                // 0.02: the lower middle
+  EXPECT_EQ(s.flips, 2);
+  ASSERT_TRUE(s.flip_rate_ci);
+  EXPECT_DOUBLE_EQ((*s.flip_rate_ci)[1], 0.04);
+  EXPECT_DOUBLE_EQ(s.kl_mean, 0.0025);  // median of 0.001..0.004
+  EXPECT_EQ(s.bit_identical, 360);
+  EXPECT_EQ(s.bit_identical_of, 400);
+  EXPECT_FALSE(s.AllBitIdentical());
+}
+
+TEST(SummaryRow, JsonRoundTripKeepsEveryField) {
+  SummaryRow s = SummaryRow::Of("q8", Entries({0.02, 0.01}));
+  s.above_floor = true;
+  s.load = 3;
+  s.forks_known = true;
+  s.forks = ForkCounts{1, 2, 8, 0.0025};
+  s.exact_flip_rate = 0.01;
+  s.exact_kl_mean = 2e-3;
+  const json j = s.ToJson();
+  EXPECT_TRUE(j["alone"].is_null());  // loaded, with no configuration alone to compare with
+  EXPECT_EQ(SummaryRow::FromJson(j).ToJson(), j);
+  SummaryRow bare = SummaryRow::Of("x", Entries({0.0}));
+  bare.forks_known = true;  // forks not followed: the damage fields are null
+  EXPECT_TRUE(bare.ToJson()["damage"].is_null());
+  EXPECT_FALSE(bare.ToJson().contains("load"));
+  EXPECT_EQ(SummaryRow::FromJson(bare.ToJson()).ToJson(), bare.ToJson());
+  EXPECT_EQ(SummaryRow::FromJson(s.ToReferenceJson()).ToReferenceJson(), s.ToReferenceJson());
+}
+
+TEST(Floor, ThresholdIsTheIntervalsTopUnlessBitForBit) {
+  Floor none = Floor::Of(std::nullopt, 1);
+  EXPECT_EQ(none.Threshold(), 0.0);
+  EXPECT_TRUE(none.ToJson()["flip_rate"].is_null());
+  EXPECT_EQ(none.ToJson()["note"], "the baseline ran once: no repeat floor (set repeats >= 2 in [baseline])");
+  SummaryRow noisy = SummaryRow::Of("baseline", Entries({0.02}));
+  Floor f = Floor::Of(noisy, 2);
+  EXPECT_DOUBLE_EQ(f.Threshold(), 0.04);
+  EXPECT_EQ(Floor::FromJson(f.ToJson()).ToJson(), f.ToJson());
+  noisy.bit_identical = noisy.bit_identical_of;
+  EXPECT_EQ(Floor::Of(noisy, 2).Threshold(), 0.0);
+}
+
+TEST(ReadResults, ToleratesMissingAndMistypedParts) {
+  EXPECT_TRUE(ReadResults(json()).summary.empty());
+  const json doc = {{"summary", json::array({SummaryRow::Of("q8", Entries({0.01})).ToJson(), 7, "x"})},
+                    {"floor", {{"repeats", "two"}, {"flip_rate", nullptr}}},
+                    {"load_floor", json::array({{{"load", 3}, {"config", "q8-load3"}, {"flips", "many"}}})},
+                    {"reference", {{"summary", "none"}}}};
+  ResultsRows r = ReadResults(doc);
+  ASSERT_EQ(r.summary.size(), 1u);
+  ASSERT_NE(r.Find("q8"), nullptr);
+  EXPECT_EQ(r.Find("q9"), nullptr);
+  ASSERT_TRUE(r.floor);
+  EXPECT_EQ(r.floor->repeats, 0);
+  EXPECT_FALSE(r.floor->flip_rate);
+  ASSERT_EQ(r.load_floor.size(), 1u);
+  EXPECT_FALSE(r.load_floor[0].flips);
+  EXPECT_TRUE(r.reference.empty());
+}
+
+}  // namespace
+}  // namespace flipscope
