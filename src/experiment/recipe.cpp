@@ -52,7 +52,7 @@ nlohmann::json LaunchCommand(const nlohmann::json& c) {
 
 }  // namespace
 
-nlohmann::json MakeRecipe(const nlohmann::json& results, const Experiment& exp) {
+nlohmann::json MakeRecipe(const nlohmann::json& results, const Experiment& /*exp*/) {
   const auto& settings = results["settings"];
   std::optional<double> budget;
   if (!settings["memory_budget_bytes"].is_null()) budget = settings["memory_budget_bytes"].get<double>();
