@@ -1,4 +1,6 @@
-// Experiment files: TOML -> Experiment, with errors that name the file and line.
+// Experiment files: TOML -> Experiment, with errors that name the file and line. The top level,
+// [probe], [branch], [layers] and the checks across tables are here; the configuration tables
+// ([baseline], [[variant]]) are read by parse_config.cpp.
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
@@ -8,29 +10,13 @@
 #include <set>
 
 #include "experiment/experiment.h"
+#include "experiment/parse_internal.h"
 #include "util/util.h"
 
 namespace flipscope {
-namespace {
 
 namespace fs = std::filesystem;
 
-// The knob keys an experiment table accepts: those of the knob table.
-std::string KnobKeys() {
-  std::vector<std::string> keys;
-  for (const auto& k : KnobTable()) keys.emplace_back(k.key);
-  std::sort(keys.begin(), keys.end());
-  return fmt::format("{}", fmt::join(keys, ", "));
-}
-
-struct Ctx {
-  std::string file;
-  Status At(const toml::node& n, const std::string& what) const {
-    return Status::Error(fmt::format("{}:{}: {}", file, n.source().begin.line, what));
-  }
-};
-
-// ~ and ${VAR} expanded; relative paths resolved against the experiment file's folder.
 std::string ExpandPath(const std::string& raw, const std::string& base_dir) {
   std::string s;
   for (size_t i = 0; i < raw.size(); ++i) {
@@ -53,177 +39,11 @@ std::string ExpandPath(const std::string& raw, const std::string& base_dir) {
   return s;
 }
 
-nlohmann::json ToJson(const toml::node& n) {
-  if (auto v = n.as_string()) return v->get();
-  if (auto v = n.as_integer()) return v->get();
-  if (auto v = n.as_floating_point()) return v->get();
-  if (auto v = n.as_boolean()) return v->get();
-  if (auto a = n.as_array()) {
-    nlohmann::json out = nlohmann::json::array();
-    for (auto& e : *a) out.push_back(ToJson(e));
-    return out;
-  }
-  return nullptr;
-}
+namespace {
 
-constexpr const char* kServerKeys =
-    "engine, url, launch, port, health, startup_timeout, stop_timeout, env, api, logprobs, served_model_name, "
-    "timeout, retries, api_key_env";
-
-// A number of seconds > 0 from an integer or float node.
-Status Seconds(const Ctx& c, const toml::node& n, const std::string& key, double& out) {
-  auto v = n.value<double>();
-  if (!v || *v <= 0) return c.At(n, key + " must be a number of seconds > 0");
-  out = *v;
-  return Status::Ok();
-}
-
-// Reads one server key of a configuration table into out.server; *known is false for other keys.
-Status ReadServerKey(const Ctx& c, const std::string& key, const toml::node& n, ConfigSpec& out, bool* known) {
-  ServerSpec& sv = out.server;
-  *known = true;
-  auto str = [&](std::string& dst) -> Status {
-    if (!n.is_string()) return c.At(n, key + " must be a string");
-    dst = *n.value<std::string>();
-    return Status::Ok();
-  };
-  auto integer = [&](int& dst, int64_t lo, int64_t hi) -> Status {
-    auto v = n.value<int64_t>();
-    if (!n.is_integer() || !v || *v < lo || *v > hi)
-      return c.At(n, fmt::format("{} must be an integer from {} to {}", key, lo, hi));
-    dst = int(*v);
-    return Status::Ok();
-  };
-  if (key == "engine") {
-    FS_RETURN_IF_ERROR(str(out.engine));
-    if (out.engine != "llama" && out.engine != "openai") return c.At(n, "engine must be llama or openai");
-    if (out.engine == "llama") sv = ServerSpec();
-  } else if (key == "url")
-    FS_RETURN_IF_ERROR(str(sv.url));
-  else if (key == "launch")
-    FS_RETURN_IF_ERROR(str(sv.launch));
-  else if (key == "port")
-    FS_RETURN_IF_ERROR(integer(sv.port, 1, 65535));
-  else if (key == "health") {
-    FS_RETURN_IF_ERROR(str(sv.health));
-    if (sv.health.empty() || sv.health[0] != '/') return c.At(n, "health must be a path such as \"/health\"");
-  } else if (key == "startup_timeout")
-    FS_RETURN_IF_ERROR(Seconds(c, n, key, sv.startup_timeout_s));
-  else if (key == "stop_timeout")
-    FS_RETURN_IF_ERROR(Seconds(c, n, key, sv.stop_timeout_s));
-  else if (key == "timeout")
-    FS_RETURN_IF_ERROR(Seconds(c, n, key, sv.http.timeout_s));
-  else if (key == "retries")
-    FS_RETURN_IF_ERROR(integer(sv.http.retries, 0, 100));
-  else if (key == "logprobs") {
-    FS_RETURN_IF_ERROR(integer(sv.http.logprobs, -1, 1 << 20));
-    if (sv.http.logprobs == 0) return c.At(n, "logprobs must be >= 1, or -1 for the whole vocabulary (vLLM)");
-  } else if (key == "api") {
-    FS_RETURN_IF_ERROR(str(sv.http.api));
-    if (sv.http.api != "vllm" && sv.http.api != "sglang") return c.At(n, "api must be vllm or sglang");
-  } else if (key == "served_model_name")
-    FS_RETURN_IF_ERROR(str(sv.http.served_model));
-  else if (key == "api_key_env")
-    FS_RETURN_IF_ERROR(str(sv.http.api_key_env));
-  else if (key == "env") {
-    if (!n.is_table()) return c.At(n, "env must be a table, e.g. env = { VLLM_BATCH_INVARIANT = \"1\" }");
-    for (auto& [ek, ev] : *n.as_table()) {
-      if (!ev.is_string()) return c.At(ev, "env." + std::string(ek.str()) + " must be a string");
-      sv.env[std::string(ek.str())] = *ev.value<std::string>();  // on top of the baseline's
-    }
-  } else {
-    *known = false;
-  }
-  return Status::Ok();
-}
-
-// Checks a server configuration once its table is read; `t` is where it is defined.
-Status CheckServer(const Ctx& c, const toml::table& t, const ConfigSpec& s, const toml::node* own_knob,
-                   const toml::node* own_model) {
-  if (s.engine != "openai") return Status::Ok();
-  if (own_knob)
-    return c.At(*own_knob,
-                "a llama.cpp knob does not apply to a server configuration (its launch command decides the numerics)");
-  if (own_model)
-    return c.At(*own_model,
-                "a server configuration serves its own weights (name them in its launch command); the "
-                "experiment's model only tokenizes");
-  const ServerSpec& sv = s.server;
-  if (sv.url.empty() && sv.launch.empty())
-    return c.At(t, "a server configuration needs url = \"http://...\" or launch = \"command\"");
-  if (!sv.url.empty() && sv.url.rfind("http://", 0) != 0 && sv.url.rfind("https://", 0) != 0)
-    return c.At(t, "url must start with http:// or https://");
-  if (!sv.launch.empty() && sv.port == 0 && sv.url.empty() && sv.launch.find("{port}") == std::string::npos)
-    return c.At(t, "launch needs port = N, {port} in the command (a free port), or url");
-  return Status::Ok();
-}
-
-// Reads a configuration table (baseline or variant) over `base`'s knobs.
-Status ReadConfig(const Ctx& c, const toml::table& t, const ConfigSpec* base, const std::string& base_dir,
-                  ConfigSpec& out) {
-  nlohmann::json knobs = base ? base->knobs.ToJson() : Knobs().ToJson();
-  out.line = int(t.source().begin.line);
-  if (base) {
-    out.model_path = base->model_path;
-    out.repeats = 1;
-    out.engine = base->engine;
-    out.server = base->server;
-  }
-  const toml::node *own_knob = nullptr, *own_model = nullptr;
-  bool set_url = false, set_launch = false;
-  for (auto& [k, node] : t) {
-    std::string key(k.str());
-    bool server_key = false;
-    FS_RETURN_IF_ERROR(ReadServerKey(c, key, node, out, &server_key));
-    if (server_key) {
-      out.changes[key] = key == "env" ? nlohmann::json(out.server.env) : ToJson(node);
-      set_url |= key == "url";
-      set_launch |= key == "launch";
-      continue;
-    }
-    if (key == "name") {
-      if (!node.is_string()) return c.At(node, "name must be a string");
-      out.name = *node.value<std::string>();
-    } else if (key == "description") {
-      out.description = node.value_or<std::string>("");
-    } else if (key == "repeats") {
-      auto r = node.value<int64_t>();
-      if (!r || *r < 1 || *r > 100) return c.At(node, "repeats must be an integer from 1 to 100");
-      out.repeats = int(*r);
-    } else if (key == "model") {
-      if (!node.is_string()) return c.At(node, "model must be a path");
-      out.model_path = ExpandPath(*node.value<std::string>(), base_dir);
-      out.changes["model"] = out.model_path;
-      own_model = &node;
-    } else if (key == "requantize") {
-      if (!node.is_string()) return c.At(node, "requantize must be a type name such as F16 or Q8_0");
-      out.requantize = *node.value<std::string>();
-      out.changes["requantize"] = out.requantize;
-      own_model = &node;
-    } else if (FindKnob(key)) {
-      own_knob = &node;
-      knobs[key] = ToJson(node);
-      out.changes[key] = ToJson(node);
-      auto parsed = Knobs::FromJson(knobs);
-      if (!parsed.ok()) return c.At(node, parsed.status().message());
-    } else {
-      return c.At(node, fmt::format("unknown key '{}' (knobs: {}; servers: {})", key, KnobKeys(), kServerKeys));
-    }
-  }
-  auto parsed = Knobs::FromJson(knobs);
-  if (!parsed.ok()) return c.At(t, parsed.status().message());
-  out.knobs = *parsed;
-  // A URL replaces an inherited launch command and the other way round; either makes a server.
-  if (set_url && !set_launch) out.server.launch.clear();
-  if (set_launch && !set_url) out.server.url.clear();
-  if (set_url || set_launch) out.engine = "openai";
-  FS_RETURN_IF_ERROR(CheckServer(c, t, out, own_knob, own_model));
-  // A knob llama.cpp would refuse is kept: the run records it as refused with the reason.
-  return Status::Ok();
-}
-
+// Reads a value of type T into out; a node of another type is the error `what`.
 template <typename T>
-Status Get(const Ctx& c, const toml::node& n, T& out, const char* what) {
+Status Get(const ParseCtx& c, const toml::node& n, T& out, const char* what) {
   auto v = n.value<T>();
   if (!v) return c.At(n, std::string(what));
   out = *v;
@@ -231,7 +51,7 @@ Status Get(const Ctx& c, const toml::node& n, T& out, const char* what) {
 }
 
 // configs = ["name", ...]: variant names (checked against the variants once they are read).
-Status ReadNames(const Ctx& c, const toml::node& n, std::vector<std::string>& out) {
+Status ReadNames(const ParseCtx& c, const toml::node& n, std::vector<std::string>& out) {
   auto* arr = n.as_array();
   if (!arr) return c.At(n, "configs must be a list of variant names");
   for (auto& e : *arr) {
@@ -242,7 +62,7 @@ Status ReadNames(const Ctx& c, const toml::node& n, std::vector<std::string>& ou
   return Status::Ok();
 }
 
-Status ReadLayers(const Ctx& c, const toml::node& node, LayersSettings& out) {
+Status ReadLayers(const ParseCtx& c, const toml::node& node, LayersSettings& out) {
   if (!node.is_table()) return c.At(node, "[layers] must be a table");
   out.enabled = true;
   for (auto& [k, n] : *node.as_table()) {
@@ -267,7 +87,7 @@ Status ReadLayers(const Ctx& c, const toml::node& node, LayersSettings& out) {
 }  // namespace
 
 Result<Experiment> ParseExperiment(const std::string& path) {
-  Ctx c{path};
+  ParseCtx c{path};
   toml::table root;
   try {
     root = toml::parse_file(path);
