@@ -39,6 +39,18 @@ std::string ExpandPath(const std::string& raw, const std::string& base_dir) {
   return s;
 }
 
+Status ReadKeys(const ParseCtx& c, const toml::table& t, const std::string& where, const std::string& keys,
+                const KeyReader& read) {
+  for (auto& [k, node] : t) {
+    std::string key(k.str());
+    bool known = true;
+    FS_RETURN_IF_ERROR(read(key, node, &known));
+    if (!known)
+      return c.At(node, "unknown key '" + key + "'" + (where.empty() ? "" : " in " + where) + " (" + keys + ")");
+  }
+  return Status::Ok();
+}
+
 namespace {
 
 // Reads a value of type T into out; a node of another type is the error `what`.
@@ -62,159 +74,198 @@ Status ReadNames(const ParseCtx& c, const toml::node& n, std::vector<std::string
   return Status::Ok();
 }
 
-Status ReadLayers(const ParseCtx& c, const toml::node& node, LayersSettings& out) {
-  if (!node.is_table()) return c.At(node, "[layers] must be a table");
+// Reads a [section] table with ReadKeys; anything but a table is an error.
+Status ReadSection(const ParseCtx& c, const toml::node& node, const std::string& section, const std::string& keys,
+                   const KeyReader& read) {
+  if (!node.is_table()) return c.At(node, section + " must be a table");
+  return ReadKeys(c, *node.as_table(), section, keys, read);
+}
+
+// [probe]: the probe stride (>= 1), the positions probed in full, and how rows are stored.
+Status ReadProbe(const ParseCtx& c, const toml::node& node, Experiment& exp) {
+  const char* keys = "stride, full, store";
+  return ReadSection(c, node, "[probe]", keys, [&](const std::string& key, const toml::node& n, bool* known) {
+    if (key == "full") return Get(c, n, exp.plan.full, "full must be a string");
+    if (key == "stride") {
+      int64_t s = 0;
+      FS_RETURN_IF_ERROR(Get(c, n, s, "stride must be an integer"));
+      if (s < 1) return c.At(n, "stride must be >= 1");
+      exp.plan.stride = int(s);
+    } else if (key == "store") {
+      std::string s;
+      FS_RETURN_IF_ERROR(Get(c, n, s, "store must be f32 or bf16"));
+      auto st = ParseStore(s);
+      if (!st.ok()) return c.At(n, st.status().message());
+      exp.store = *st;
+    } else {
+      *known = false;
+    }
+    return Status::Ok();
+  });
+}
+
+// [branch]: following the forks at flips (on once the table is there, unless enabled = false).
+Status ReadBranch(const ParseCtx& c, const toml::node& node, BranchSettings& out) {
   out.enabled = true;
-  for (auto& [k, n] : *node.as_table()) {
-    std::string key(k.str());
+  const char* keys = "enabled, configs, max_tokens, max_call_tokens, max_branches, reconverge";
+  return ReadSection(c, node, "[branch]", keys, [&](const std::string& key, const toml::node& n, bool* known) {
+    if (key == "enabled") return Get(c, n, out.enabled, "enabled must be true or false");
+    if (key == "configs") return ReadNames(c, n, out.configs);
+    int* count = key == "max_tokens"        ? &out.max_tokens
+                 : key == "max_call_tokens" ? &out.max_call_tokens
+                 : key == "max_branches"    ? &out.max_branches
+                 : key == "reconverge"      ? &out.reconverge
+                                            : nullptr;
+    *known = count != nullptr;
+    if (!count) return Status::Ok();
     int64_t v = 0;
-    if (key == "enabled")
-      FS_RETURN_IF_ERROR(Get(c, n, out.enabled, "enabled must be true or false"));
-    else if (key == "exact")
-      FS_RETURN_IF_ERROR(Get(c, n, out.exact, "exact must be true or false"));
-    else if (key == "configs")
-      FS_RETURN_IF_ERROR(ReadNames(c, n, out.configs));
-    else if (key == "max_flips") {
-      FS_RETURN_IF_ERROR(Get(c, n, v, "max_flips must be an integer"));
-      if (v < 0) return c.At(n, "max_flips must be >= 0 (0: every flip)");
-      out.max_flips = int(v);
-    } else
-      return c.At(n, "unknown key '" + key + "' in [layers] (enabled, configs, max_flips, exact)");
+    FS_RETURN_IF_ERROR(Get(c, n, v, "must be an integer"));
+    // max_call_tokens 0 turns the extension off; the others count at least one.
+    const int64_t least = key == "max_call_tokens" ? 0 : 1;
+    if (v < least) return c.At(n, fmt::format("{} must be >= {}", key, least));
+    *count = int(v);
+    return Status::Ok();
+  });
+}
+
+// [layers]: where the flips are born, layer by layer (on once the table is there, unless
+// enabled = false).
+Status ReadLayers(const ParseCtx& c, const toml::node& node, LayersSettings& out) {
+  out.enabled = true;
+  const char* keys = "enabled, configs, max_flips, exact";
+  return ReadSection(c, node, "[layers]", keys, [&](const std::string& key, const toml::node& n, bool* known) {
+    if (key == "enabled") return Get(c, n, out.enabled, "enabled must be true or false");
+    if (key == "exact") return Get(c, n, out.exact, "exact must be true or false");
+    if (key == "configs") return ReadNames(c, n, out.configs);
+    *known = key == "max_flips";
+    if (!*known) return Status::Ok();
+    int64_t v = 0;
+    FS_RETURN_IF_ERROR(Get(c, n, v, "max_flips must be an integer"));
+    if (v < 0) return c.At(n, "max_flips must be >= 0 (0: every flip)");
+    out.max_flips = int(v);
+    return Status::Ok();
+  });
+}
+
+// Reads one top-level setting (name, model, workload, chat_template, format, window, reference,
+// confident, memory) into exp, paths relative to dir; *known is false for other keys.
+Status ReadSetting(const ParseCtx& c, const std::string& key, const toml::node& node, const std::string& dir,
+                   Experiment& exp, bool* known) {
+  std::string& chat_template = exp.workload_options.chat_template;
+  if (key == "name") return Get(c, node, exp.name, "name must be a string");
+  if (key == "format") return Get(c, node, exp.workload_options.format, "format must be a string");
+  if (key == "model") {
+    FS_RETURN_IF_ERROR(Get(c, node, exp.model, "model must be a path"));
+    exp.model = ExpandPath(exp.model, dir);
+  } else if (key == "workload") {
+    FS_RETURN_IF_ERROR(Get(c, node, exp.workload, "workload must be a path"));
+    exp.workload = ExpandPath(exp.workload, dir);
+  } else if (key == "chat_template") {
+    FS_RETURN_IF_ERROR(Get(c, node, chat_template, "chat_template must be a string"));
+    // A built-in name such as "gemma" stays as it is; one with / or . is a file.
+    if (chat_template.find('/') != std::string::npos || chat_template.find('.') != std::string::npos)
+      chat_template = ExpandPath(chat_template, dir);
+  } else if (key == "window") {
+    int64_t w = 0;
+    FS_RETURN_IF_ERROR(Get(c, node, w, "window must be an integer"));
+    if (w < 1) return c.At(node, "window must be >= 1");
+    exp.window = int(w);
+  } else if (key == "reference") {
+    FS_RETURN_IF_ERROR(Get(c, node, exp.reference, "reference must be \"exact\""));
+    if (exp.reference != "exact")
+      return c.At(node, "reference must be \"exact\" (the FP64 exact engine, docs/exact.md)");
+  } else if (key == "confident") {
+    FS_RETURN_IF_ERROR(Get(c, node, exp.confident, "confident must be a probability"));
+    if (exp.confident <= 0 || exp.confident > 1) return c.At(node, "confident must be in (0, 1]");
+  } else if (key == "memory") {
+    std::string m;
+    FS_RETURN_IF_ERROR(Get(c, node, m, "memory must be a size such as \"8GiB\""));
+    auto b = ParseBytes(m);
+    if (!b.ok()) return c.At(node, b.status().message());
+    exp.memory_budget = *b;
+  } else {
+    *known = false;
   }
   return Status::Ok();
+}
+
+// Reads the top level in file order: the settings, [probe], [branch] and [layers]. [baseline]
+// and [[variant]] are only checked for their shape: they are read once the model is known.
+Status ReadTopLevel(const ParseCtx& c, const toml::table& root, const std::string& dir, Experiment& exp) {
+  const char* keys =
+      "name, model, workload, chat_template, format, window, confident, memory, reference, [probe], [baseline], "
+      "[[variant]], [branch], [layers]";
+  return ReadKeys(c, root, "", keys, [&](const std::string& key, const toml::node& node, bool* known) {
+    if (key == "probe") return ReadProbe(c, node, exp);
+    if (key == "branch") return ReadBranch(c, node, exp.branch);
+    if (key == "layers") return ReadLayers(c, node, exp.layers);
+    if (key == "baseline" && !node.is_table()) return c.At(node, "[baseline] must be a table");
+    if (key == "variant" && !node.is_array_of_tables()) return c.At(node, "variants are written [[variant]]");
+    if (key == "baseline" || key == "variant") return Status::Ok();
+    return ReadSetting(c, key, node, dir, exp, known);
+  });
+}
+
+// Reads [baseline] over the experiment's model, then each [[variant]] over the baseline; a
+// variant needs a name no other configuration has, and a change.
+Status ReadConfigs(const ParseCtx& c, const toml::table& root, const std::string& dir, Experiment& exp) {
+  exp.baseline.name = "baseline";
+  exp.baseline.model_path = exp.model;
+  if (auto* t = root["baseline"].as_table()) FS_RETURN_IF_ERROR(ReadConfig(c, *t, nullptr, dir, exp.baseline));
+  if (exp.baseline.name.empty()) exp.baseline.name = "baseline";
+  std::set<std::string> names = {exp.baseline.name};
+  auto* variants = root["variant"].as_array();
+  if (!variants) return Status::Ok();
+  for (auto& v : *variants) {
+    ConfigSpec spec;
+    FS_RETURN_IF_ERROR(ReadConfig(c, *v.as_table(), &exp.baseline, dir, spec));
+    if (spec.name.empty()) return c.At(v, "a variant needs a name");
+    if (!names.insert(spec.name).second) return c.At(v, "duplicate configuration name '" + spec.name + "'");
+    if (spec.changes.empty()) return c.At(v, "variant '" + spec.name + "' changes nothing from the baseline");
+    exp.variants.push_back(std::move(spec));
+  }
+  return Status::Ok();
+}
+
+// Checks the names across tables once all are read: none clashes with the reference's, and the
+// configs of [branch] and [layers] name variants.
+Status CheckNames(const Experiment& exp) {
+  auto is_variant = [&](const std::string& name) {
+    return std::any_of(exp.variants.begin(), exp.variants.end(), [&](const ConfigSpec& v) { return v.name == name; });
+  };
+  if (exp.reference == "exact" && (exp.baseline.name == "exact" || is_variant("exact")))
+    return Status::Error(exp.path + ": a configuration named 'exact' clashes with reference = \"exact\" (rename it)");
+  for (const auto& [table, names] : {std::pair{"[branch]", &exp.branch.configs}, {"[layers]", &exp.layers.configs}})
+    for (const auto& name : *names)
+      if (!is_variant(name))
+        return Status::Error(exp.path + ": " + table + " configs names '" + name + "', which is not a variant");
+  return Status::Ok();
+}
+
+// Reads the file as TOML; a syntax error names the file and line, a missing file says so.
+Result<toml::table> ReadToml(const std::string& path) {
+  try {
+    return toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    if (!fs::exists(path)) return Status::Error(path + ": no such file");
+    return Status::Error(fmt::format("{}:{}: {}", path, e.source().begin.line, e.description()));
+  }
 }
 
 }  // namespace
 
 Result<Experiment> ParseExperiment(const std::string& path) {
-  ParseCtx c{path};
-  toml::table root;
-  try {
-    root = toml::parse_file(path);
-  } catch (const toml::parse_error& e) {
-    if (!fs::exists(path)) return Status::Error(path + ": no such file");
-    return Status::Error(fmt::format("{}:{}: {}", path, e.source().begin.line, e.description()));
-  }
+  FS_ASSIGN_OR_RETURN(toml::table root, ReadToml(path));
+  const ParseCtx c{path};
+  const std::string dir = fs::path(path).parent_path().string();
   Experiment exp;
   exp.path = path;
-  std::string dir = fs::path(path).parent_path().string();
   exp.name = fs::path(path).stem().string();
-  const toml::table* baseline = nullptr;
-  for (auto& [k, node] : root) {
-    std::string key(k.str());
-    if (key == "name")
-      FS_RETURN_IF_ERROR(Get(c, node, exp.name, "name must be a string"));
-    else if (key == "model") {
-      FS_RETURN_IF_ERROR(Get(c, node, exp.model, "model must be a path"));
-      exp.model = ExpandPath(exp.model, dir);
-    } else if (key == "workload") {
-      FS_RETURN_IF_ERROR(Get(c, node, exp.workload, "workload must be a path"));
-      exp.workload = ExpandPath(exp.workload, dir);
-    } else if (key == "chat_template") {
-      FS_RETURN_IF_ERROR(Get(c, node, exp.workload_options.chat_template, "chat_template must be a string"));
-      if (exp.workload_options.chat_template.find('/') != std::string::npos ||
-          exp.workload_options.chat_template.find('.') != std::string::npos)
-        exp.workload_options.chat_template = ExpandPath(exp.workload_options.chat_template, dir);
-    } else if (key == "format")
-      FS_RETURN_IF_ERROR(Get(c, node, exp.workload_options.format, "format must be a string"));
-    else if (key == "window") {
-      int64_t w = 0;
-      FS_RETURN_IF_ERROR(Get(c, node, w, "window must be an integer"));
-      if (w < 1) return c.At(node, "window must be >= 1");
-      exp.window = int(w);
-    } else if (key == "reference") {
-      FS_RETURN_IF_ERROR(Get(c, node, exp.reference, "reference must be \"exact\""));
-      if (exp.reference != "exact")
-        return c.At(node, "reference must be \"exact\" (the FP64 exact engine, docs/exact.md)");
-    } else if (key == "confident") {
-      FS_RETURN_IF_ERROR(Get(c, node, exp.confident, "confident must be a probability"));
-      if (exp.confident <= 0 || exp.confident > 1) return c.At(node, "confident must be in (0, 1]");
-    } else if (key == "memory") {
-      std::string m;
-      FS_RETURN_IF_ERROR(Get(c, node, m, "memory must be a size such as \"8GiB\""));
-      auto b = ParseBytes(m);
-      if (!b.ok()) return c.At(node, b.status().message());
-      exp.memory_budget = *b;
-    } else if (key == "probe") {
-      if (!node.is_table()) return c.At(node, "[probe] must be a table");
-      for (auto& [pk, pn] : *node.as_table()) {
-        std::string p(pk.str());
-        if (p == "stride") {
-          int64_t s = 0;
-          FS_RETURN_IF_ERROR(Get(c, pn, s, "stride must be an integer"));
-          if (s < 1) return c.At(pn, "stride must be >= 1");
-          exp.plan.stride = int(s);
-        } else if (p == "full")
-          FS_RETURN_IF_ERROR(Get(c, pn, exp.plan.full, "full must be a string"));
-        else if (p == "store") {
-          std::string s;
-          FS_RETURN_IF_ERROR(Get(c, pn, s, "store must be f32 or bf16"));
-          auto st = ParseStore(s);
-          if (!st.ok()) return c.At(pn, st.status().message());
-          exp.store = *st;
-        } else
-          return c.At(pn, "unknown key '" + p + "' in [probe] (stride, full, store)");
-      }
-    } else if (key == "baseline") {
-      if (!node.is_table()) return c.At(node, "[baseline] must be a table");
-      baseline = node.as_table();
-    } else if (key == "variant") {
-      if (!node.is_array_of_tables()) return c.At(node, "variants are written [[variant]]");
-    } else if (key == "branch") {
-      if (!node.is_table()) return c.At(node, "[branch] must be a table");
-      exp.branch.enabled = true;
-      for (auto& [bk, bn] : *node.as_table()) {
-        std::string b(bk.str());
-        int64_t v = 0;
-        if (b == "enabled")
-          FS_RETURN_IF_ERROR(Get(c, bn, exp.branch.enabled, "enabled must be true or false"));
-        else if (b == "configs")
-          FS_RETURN_IF_ERROR(ReadNames(c, bn, exp.branch.configs));
-        else if (b == "max_tokens" || b == "max_call_tokens" || b == "max_branches" || b == "reconverge") {
-          FS_RETURN_IF_ERROR(Get(c, bn, v, "must be an integer"));
-          // max_call_tokens 0 turns the extension off; the others count at least one.
-          if (v < (b == "max_call_tokens" ? 0 : 1))
-            return c.At(bn, b + (b == "max_call_tokens" ? " must be >= 0" : " must be >= 1"));
-          (b == "max_tokens"        ? exp.branch.max_tokens
-           : b == "max_call_tokens" ? exp.branch.max_call_tokens
-           : b == "max_branches"    ? exp.branch.max_branches
-                                    : exp.branch.reconverge) = int(v);
-        } else
-          return c.At(bn,
-                      "unknown key '" + b +
-                          "' in [branch] (enabled, configs, max_tokens, max_call_tokens, max_branches, reconverge)");
-      }
-    } else if (key == "layers") {
-      FS_RETURN_IF_ERROR(ReadLayers(c, node, exp.layers));
-    } else {
-      return c.At(node, "unknown key '" + key +
-                            "' (name, model, workload, chat_template, format, window, confident, memory, reference, "
-                            "[probe], [baseline], [[variant]], [branch], [layers])");
-    }
-  }
+  FS_RETURN_IF_ERROR(ReadTopLevel(c, root, dir, exp));
   if (exp.model.empty()) return Status::Error(path + ": no model given (model = \"path/to/model.gguf\")");
   if (exp.workload.empty()) return Status::Error(path + ": no workload given (workload = \"path\")");
-  exp.baseline.name = "baseline";
-  exp.baseline.model_path = exp.model;
-  if (baseline) FS_RETURN_IF_ERROR(ReadConfig(c, *baseline, nullptr, dir, exp.baseline));
-  if (exp.baseline.name.empty()) exp.baseline.name = "baseline";
-  std::set<std::string> names = {exp.baseline.name};
-  if (auto arr = root["variant"].as_array()) {
-    for (auto& v : *arr) {
-      ConfigSpec spec;
-      FS_RETURN_IF_ERROR(ReadConfig(c, *v.as_table(), &exp.baseline, dir, spec));
-      if (spec.name.empty()) return c.At(v, "a variant needs a name");
-      if (!names.insert(spec.name).second) return c.At(v, "duplicate configuration name '" + spec.name + "'");
-      if (spec.changes.empty()) return c.At(v, "variant '" + spec.name + "' changes nothing from the baseline");
-      exp.variants.push_back(std::move(spec));
-    }
-  }
-  if (exp.reference == "exact" && names.count("exact"))
-    return Status::Error(path + ": a configuration named 'exact' clashes with reference = \"exact\" (rename it)");
-  for (const auto& [table, names] : {std::pair{"[branch]", &exp.branch.configs}, {"[layers]", &exp.layers.configs}})
-    for (const auto& name : *names)
-      if (std::none_of(exp.variants.begin(), exp.variants.end(), [&](const ConfigSpec& v) { return v.name == name; }))
-        return Status::Error(path + ": " + table + " configs names '" + name + "', which is not a variant");
+  FS_RETURN_IF_ERROR(ReadConfigs(c, root, dir, exp));
+  FS_RETURN_IF_ERROR(CheckNames(exp));
   return exp;
 }
 

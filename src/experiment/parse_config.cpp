@@ -179,20 +179,15 @@ Status ReadConfig(const ParseCtx& c, const toml::table& t, const ConfigSpec* bas
     out.server = base->server;
   }
   ConfigSeen seen;
-  for (auto& [k, node] : t) {
-    std::string key(k.str());
-    bool known = false;
-    FS_RETURN_IF_ERROR(ReadServerKey(c, key, node, out, &known));
-    if (!known) {
-      FS_RETURN_IF_ERROR(ReadConfigKey(c, key, node, base_dir, knobs, out, seen, &known));
-      if (!known)
-        return c.At(node, fmt::format("unknown key '{}' (knobs: {}; servers: {})", key, KnobKeys(), kServerKeys));
-      continue;
-    }
+  const std::string keys = fmt::format("knobs: {}; servers: {}", KnobKeys(), kServerKeys);
+  FS_RETURN_IF_ERROR(ReadKeys(c, t, "", keys, [&](const std::string& key, const toml::node& node, bool* known) {
+    FS_RETURN_IF_ERROR(ReadServerKey(c, key, node, out, known));
+    if (!*known) return ReadConfigKey(c, key, node, base_dir, knobs, out, seen, known);
     out.changes[key] = key == "env" ? nlohmann::json(out.server.env) : ToJson(node);
     seen.url |= key == "url";
     seen.launch |= key == "launch";
-  }
+    return Status::Ok();
+  }));
   auto parsed = Knobs::FromJson(knobs);
   if (!parsed.ok()) return c.At(t, parsed.status().message());
   out.knobs = *parsed;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include <functional>
 #include <string>
 
 #include "experiment/experiment.h"
@@ -19,6 +20,15 @@ struct ParseCtx {
     return Status::Error(fmt::format("{}:{}: {}", file, n.source().begin.line, what));
   }
 };
+
+// Reads one key of a table; sets *known = false for a key the table does not have.
+using KeyReader = std::function<Status(const std::string& key, const toml::node& node, bool* known)>;
+
+// Reads `t` key by key in file order, so the first error in the file is the one reported. A key
+// `read` does not know is "unknown key 'k' in <where> (<keys>)", without " in <where>" when
+// `where` is empty (the top level, a configuration table).
+Status ReadKeys(const ParseCtx& c, const toml::table& t, const std::string& where, const std::string& keys,
+                const KeyReader& read);
 
 // ~ and ${VAR} expanded; relative paths resolved against base_dir (the experiment file's folder).
 std::string ExpandPath(const std::string& raw, const std::string& base_dir);
