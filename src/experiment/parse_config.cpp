@@ -18,6 +18,7 @@ std::string KnobKeys() {
   return fmt::format("{}", fmt::join(keys, ", "));
 }
 
+// A TOML value as written, as JSON: what Knobs::FromJson reads and results.json shows as changes.
 nlohmann::json ToJson(const toml::node& n) {
   if (auto v = n.as_string()) return v->get();
   if (auto v = n.as_integer()) return v->get();
