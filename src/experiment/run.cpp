@@ -236,34 +236,56 @@ nlohmann::json ManifestFacts(const nlohmann::json& manifest) {
           {"run", {{"workload", workload}, {"probe_plan", field("probe_plan", nullptr)}, {"environment", engine}}}};
 }
 
-Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& opts) {
-  std::error_code ec;
-  fs::create_directories(fs::path(opts.outdir) / "captures", ec);
-  if (ec) return Status::Error(opts.outdir + ": cannot create the results folder: " + ec.message());
-  FS_ASSIGN_OR_RETURN(ModelInfo model, ReadModelInfo(exp.model));
-  Runner runner{exp, opts, {}};
-  nlohmann::json results = {{"flipscope_version", FLIPSCOPE_VERSION},
-                            {"created", UtcNowIso()},
-                            {"name", exp.name},
-                            {"experiment_file", exp.path},
-                            {"model", model.ToJson()},
-                            {"baseline", exp.baseline.name},
-                            {"settings",
-                             {{"window", exp.window},
-                              {"confident", exp.confident},
-                              {"memory_budget_bytes", opts.memory_budget  ? nlohmann::json(*opts.memory_budget)
-                                                      : exp.memory_budget ? nlohmann::json(*exp.memory_budget)
-                                                                          : nlohmann::json(nullptr)}}}};
+namespace {
 
-  // 1. Captures: the baseline's first repeat (without it nothing can be compared), the variants,
-  // then the baseline's other repeats (its second follows the variants' forks from its side).
+// results.json's head: what ran, on which model, with which settings (--memory over the file's).
+nlohmann::json ResultsHead(const Experiment& exp, const RunOptions& opts, const ModelInfo& model) {
+  return {{"flipscope_version", FLIPSCOPE_VERSION},
+          {"created", UtcNowIso()},
+          {"name", exp.name},
+          {"experiment_file", exp.path},
+          {"model", model.ToJson()},
+          {"baseline", exp.baseline.name},
+          {"settings",
+           {{"window", exp.window},
+            {"confident", exp.confident},
+            {"memory_budget_bytes", opts.memory_budget  ? nlohmann::json(*opts.memory_budget)
+                                    : exp.memory_budget ? nlohmann::json(*exp.memory_budget)
+                                                        : nlohmann::json(nullptr)}}}};
+}
+
+// The error that ends the run when a capture it cannot go on without failed: a server
+// configuration's failure as it is, else "<what> could not be captured" with the entry's reason.
+Status CaptureFailed(const Runner& runner, const Experiment& exp, const std::string& what,
+                     const nlohmann::json& entry) {
+  if (!runner.fatal.ok()) return runner.fatal;
+  return Status::Error(exp.path + ": " + what + " could not be captured: " + entry.value("reason", std::string("?")));
+}
+
+// 1b. The exact reference into results["reference"]: the FP64 engine over the same tokens and
+// probes, captured once.
+Status CaptureReference(Runner& runner, const Experiment& exp, nlohmann::json& results) {
+  ConfigSpec ref;
+  ref.name = "exact";
+  ref.description = "the FP64 exact engine: the weights' true function (docs/exact.md)";
+  ref.model_path = exp.model;
+  ref.engine = "exact";
+  ref.knobs.n_threads = exp.baseline.knobs.n_threads;
+  nlohmann::json entry;
+  if (!runner.CaptureConfig(ref, 0, 1, entry)) return CaptureFailed(runner, exp, "the exact reference", entry);
+  results["reference"] = entry;
+  return Status::Ok();
+}
+
+// 1. Captures into results["configs"] (the baseline, then the variants in file order): the
+// baseline's first repeat (without it nothing can be compared), the variants, then the
+// baseline's other repeats (its second follows the variants' forks from its side), then the
+// exact reference when there is one. A refused or failed variant is recorded and the run goes on.
+Status CaptureAll(Runner& runner, const Experiment& exp, const ModelInfo& model, nlohmann::json& results) {
   results["configs"] = nlohmann::json::array();
-  nlohmann::json base_entry_json;
-  if (!runner.CaptureConfig(exp.baseline, 0, 1, base_entry_json)) {
-    if (!runner.fatal.ok()) return runner.fatal;
-    return Status::Error(exp.path +
-                         ": the baseline could not be captured: " + base_entry_json.value("reason", std::string("?")));
-  }
+  nlohmann::json base_entry;
+  if (!runner.CaptureConfig(exp.baseline, 0, 1, base_entry))
+    return CaptureFailed(runner, exp, "the baseline", base_entry);
   // A server decides its own KV cache, which the knobs do not describe: its KV bytes are unknown.
   auto kv_bytes = [&](const ConfigSpec& c) {
     return c.engine == "openai" ? nlohmann::json(nullptr) : nlohmann::json(KvBytesPerToken(model, c.knobs));
@@ -278,32 +300,28 @@ Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& op
   }
   // The baseline's second call also runs when it has one repeat: a server baseline decodes its
   // futures at the variants' flips then.
-  if (!runner.CaptureConfig(exp.baseline, 1, exp.baseline.repeats, base_entry_json)) {
-    if (!runner.fatal.ok()) return runner.fatal;
-    return Status::Error(exp.path + ": the baseline's repeats could not be captured: " +
-                         base_entry_json.value("reason", std::string("?")));
-  }
-  base_entry_json["kv_bytes_per_token"] = kv_bytes(exp.baseline);
-  // 1b. The exact reference: the FP64 engine over the same tokens and probes, captured once.
-  if (exp.reference == "exact") {
-    ConfigSpec ref;
-    ref.name = "exact";
-    ref.description = "the FP64 exact engine: the weights' true function (docs/exact.md)";
-    ref.model_path = exp.model;
-    ref.engine = "exact";
-    ref.knobs.n_threads = exp.baseline.knobs.n_threads;
-    nlohmann::json entry;
-    if (!runner.CaptureConfig(ref, 0, 1, entry))
-      return Status::Error(exp.path +
-                           ": the exact reference could not be captured: " + entry.value("reason", std::string("?")));
-    results["reference"] = entry;
-  }
-  results["configs"].push_back(base_entry_json);
+  if (!runner.CaptureConfig(exp.baseline, 1, exp.baseline.repeats, base_entry))
+    return CaptureFailed(runner, exp, "the baseline's repeats", base_entry);
+  base_entry["kv_bytes_per_token"] = kv_bytes(exp.baseline);
+  if (exp.reference == "exact") FS_RETURN_IF_ERROR(CaptureReference(runner, exp, results));
+  results["configs"].push_back(base_entry);
   for (auto& e : variant_entries) results["configs"].push_back(e);
-  const auto& base_entry = results["configs"][0];
-  std::string base0 = base_entry["captures"][0];
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& opts) {
+  std::error_code ec;
+  fs::create_directories(fs::path(opts.outdir) / "captures", ec);
+  if (ec) return Status::Error(opts.outdir + ": cannot create the results folder: " + ec.message());
+  FS_ASSIGN_OR_RETURN(ModelInfo model, ReadModelInfo(exp.model));
+  Runner runner{exp, opts, {}};
+  nlohmann::json results = ResultsHead(exp, opts, model);
+  FS_RETURN_IF_ERROR(CaptureAll(runner, exp, model, results));
   {
-    auto r = CaptureReader::Open(base0);
+    // The run's facts (workload, probe plan, environment) are the baseline's first capture's.
+    auto r = CaptureReader::Open(results["configs"][0]["captures"][0].get<std::string>());
     if (!r.ok()) return r.status();
     results.update(ManifestFacts((*r)->manifest())["run"]);
   }

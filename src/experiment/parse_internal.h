@@ -1,0 +1,41 @@
+// Experiment-file parsing's internals (not part of the stage's interface), shared by parse.cpp
+// (the top level, [probe], [branch], [layers], the checks across tables) and parse_config.cpp
+// (the configuration tables, [baseline] and [[variant]]).
+#pragma once
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include <functional>
+#include <string>
+
+#include "experiment/experiment.h"
+
+namespace flipscope {
+
+// The file being parsed: every error names it and the line of the node at fault.
+struct ParseCtx {
+  std::string file;
+  Status At(const toml::node& n, const std::string& what) const {
+    return Status::Error(fmt::format("{}:{}: {}", file, n.source().begin.line, what));
+  }
+};
+
+// Reads one key of a table; sets *known = false for a key the table does not have.
+using KeyReader = std::function<Status(const std::string& key, const toml::node& node, bool* known)>;
+
+// Reads `t` key by key in file order, so the first error in the file is the one reported. A key
+// `read` does not know is "unknown key 'k' in <where> (<keys>)", without " in <where>" when
+// `where` is empty (the top level, a configuration table).
+Status ReadKeys(const ParseCtx& c, const toml::table& t, const std::string& where, const std::string& keys,
+                const KeyReader& read);
+
+// ~ and ${VAR} expanded; relative paths resolved against base_dir (the experiment file's folder).
+std::string ExpandPath(const std::string& raw, const std::string& base_dir);
+
+// Reads a configuration table into out: the baseline when base is null, else a variant over
+// base's model, engine, server and knobs (repeats back to 1).
+Status ReadConfig(const ParseCtx& c, const toml::table& t, const ConfigSpec* base, const std::string& base_dir,
+                  ConfigSpec& out);
+
+}  // namespace flipscope
