@@ -51,6 +51,9 @@ struct BranchRequest {
   // Per side (base, cand): futures decoded already; a side they cover entirely (every branch
   // point, the same first token, at least max_tokens long or ended) needs no pass of its own.
   std::optional<DecodedFutures> decoded[2];
+  // Model file -> SHA-256, kept by a caller that branches several pairs of one model (an
+  // experiment's variants against its baseline) so each file is hashed once; null: per call.
+  std::map<std::string, std::string>* model_hashes = nullptr;
 };
 
 // Re-creates both captures' engines from their manifests (model file checked by SHA-256),

@@ -30,8 +30,8 @@ inline std::string Session(int target_tokens) {
   return out;
 }
 
-inline Result<nlohmann::json> Capture(const std::string& model, const std::string& workload, const std::string& kv,
-                                      const std::string& out) {
+inline CaptureRequest Request(const std::string& model, const std::string& workload, const std::string& kv,
+                              const std::string& out) {
   CaptureRequest req;
   req.model_path = model;
   req.workload_path = workload;
@@ -42,7 +42,7 @@ inline Result<nlohmann::json> Capture(const std::string& model, const std::strin
   req.plan.stride = 16;
   req.plan.full = "tool_calls";
   req.progress = false;
-  return RunCapture(req);
+  return req;
 }
 
 // f16 against q4_0 over a session of target_tokens; at least min_rows_checked rows are re-checked.
@@ -53,8 +53,11 @@ inline void NetopsBranchCase(int target_tokens, int64_t min_rows_checked) {
   BranchRequest req;
   req.base_path = fixtures::TempPath(fmt::format("smol-branch-f16-{}.safetensors", target_tokens));
   req.cand_path = fixtures::TempPath(fmt::format("smol-branch-q4-{}.safetensors", target_tokens));
+  // Both captures share one source: the model is hashed and the session rendered once.
+  auto source = PrepareCapture(Request(model, session, "f16", req.base_path));
+  ASSERT_TRUE(source.ok()) << source.status().message();
   for (auto [kv, path] : {std::pair{"f16", req.base_path}, {"q4_0", req.cand_path}}) {
-    auto m = Capture(model, session, kv, path);
+    auto m = RunCapture(Request(model, session, kv, path), *source);
     ASSERT_TRUE(m.ok()) << m.status().message();
   }
   req.options.max_tokens = 32;

@@ -247,17 +247,97 @@ Status ReadTranscript(const CaptureReader& cap, const std::string& model_path, T
 
 }  // namespace branch
 
+namespace {
+
+// Both captures, each with its model file checked, fed the same transcript.
+Status OpenSides(const BranchRequest& req, std::map<std::string, std::string>* hashes, Side (&sides)[2]) {
+  sides[0].name = "base";
+  sides[1].name = "cand";
+  FS_RETURN_IF_ERROR(OpenSide(req.base_path, hashes, &sides[0]));
+  FS_RETURN_IF_ERROR(OpenSide(req.cand_path, hashes, &sides[1]));
+  return CheckSameTranscript(sides[0], sides[1]);
+}
+
+// A side's own pass on a fresh engine of its configuration (two sequences: the transcript and
+// the fork), since no capture decoded its futures already.
+Status FreshPass(const Transcript& t, const std::vector<Point>& points, const branch::CallBudget& budget,
+                 const BranchOptions& o, Side* s, std::vector<std::string>* warnings) {
+  auto engine = LlamaEngine::Create(s->model_path, s->knobs, 2);
+  if (!engine.ok()) return engine.status().Prefixed(s->cap->path());
+  if (!(*engine)->CanFork() && o.allow_fork)
+    warnings->push_back(s->model_path +
+                        ": the model's memory (recurrent or hybrid) cannot be forked; every branch "
+                        "re-prefills its prefix instead (slower, same futures)");
+  SideInputs in;
+  in.tokens = t.tokens;
+  in.probes = s->cap->positions();
+  in.probe_digests = s->cap->digest();
+  in.points = PointPositions(points);
+  in.firsts = s->firsts;
+  in.max_tokens = o.max_tokens;
+  in.extend = [&budget](int32_t position, std::span<const int32_t> future) { return budget.Extend(position, future); };
+  in.allow_fork = o.allow_fork;
+  if (o.progress) in.progress_label = std::string("branch ") + s->name;
+  auto pass = RunSide(**engine, in);
+  if (!pass.ok()) return pass.status().Prefixed(s->cap->path());
+  s->pass = std::move(*pass);
+  return Status::Ok();
+}
+
+// A side's futures: those decoded during a capture when they cover every point, else its own
+// pass (which a server's capture cannot have here: its server is not running).
+Status PassSide(const std::optional<DecodedFutures>& decoded, const Transcript& t, const std::vector<Point>& points,
+                const branch::CallBudget& budget, const BranchOptions& o, Side* s, std::vector<std::string>* warnings) {
+  if (decoded) {
+    auto known = SideFromDecoded(*decoded, PointPositions(points), s->firsts, o.max_tokens, o.max_call_tokens);
+    if (known) {
+      s->pass = std::move(*known);
+      return Status::Ok();
+    }
+    if (s->served_flags.empty())
+      warnings->push_back(
+          fmt::format("{}: the futures decoded during {} do not cover every branch point; its pass "
+                      "is run again",
+                      s->cap->path(), decoded->source));
+  }
+  if (!s->served_flags.empty())
+    return Status::Error(s->cap->path() +
+                         ": captured from a server, whose futures are decoded over HTTP while it "
+                         "runs: follow its forks with flipscope run and [branch] (docs/experiment.md)");
+  return FreshPass(t, points, budget, o, s, warnings);
+}
+
+// The output's "config" (docs/branch.md): both sides, the options, what was found and warned.
+json ConfigJson(const Side (&sides)[2], const BranchOptions& o, const Transcript& t, int64_t available,
+                size_t n_branches, const std::vector<std::string>& warnings, double seconds) {
+  json tool_names = json::array();
+  for (const ToolSpec& ts : t.tools) tool_names.push_back(ts.name);
+  return {{"base", SideJson(sides[0])},
+          {"cand", SideJson(sides[1])},
+          {"at", o.at},
+          {"ranges", o.ranges},
+          {"max_tokens", o.max_tokens},
+          {"max_call_tokens", o.max_call_tokens},
+          {"max_branches", o.max_branches},
+          {"reconverge", o.reconverge},
+          {"n_tokens", t.tokens.size()},
+          {"branch_points", available},
+          {"n_branches", n_branches},
+          {"envelope", {{"open", t.envelope.open}, {"close", t.envelope.close}}},
+          {"tools", t.tools.empty() ? json(nullptr) : tool_names},
+          {"warnings", warnings},
+          {"seconds", seconds}};
+}
+
+}  // namespace
+
 Result<json> RunBranches(const BranchRequest& req) {
   const double t0 = NowSeconds();
   const BranchOptions& o = req.options;
   FS_RETURN_IF_ERROR(ValidateOptions(o));
-  std::map<std::string, std::string> hashes;  // model path -> sha256, so a shared model is hashed once
+  std::map<std::string, std::string> own_hashes;  // model path -> sha256, so a shared model is hashed once
   Side sides[2];
-  sides[0].name = "base";
-  sides[1].name = "cand";
-  FS_RETURN_IF_ERROR(OpenSide(req.base_path, &hashes, &sides[0]));
-  FS_RETURN_IF_ERROR(OpenSide(req.cand_path, &hashes, &sides[1]));
-  FS_RETURN_IF_ERROR(CheckSameTranscript(sides[0], sides[1]));
+  FS_RETURN_IF_ERROR(OpenSides(req, req.model_hashes ? req.model_hashes : &own_hashes, sides));
 
   std::vector<std::string> warnings;
   Transcript t;
@@ -269,67 +349,12 @@ Result<json> RunBranches(const BranchRequest& req) {
     sides[0].firsts.push_back(p.base_token);
     sides[1].firsts.push_back(p.cand_token);
   }
+  for (int si = 0; si < 2 && !points.empty(); ++si)  // no points: nothing to decode
+    FS_RETURN_IF_ERROR(PassSide(req.decoded[si], t, points, budget, o, &sides[si], &warnings));
 
-  for (int si = 0; si < 2; ++si) {
-    Side& s = sides[si];
-    if (points.empty()) break;  // nothing to decode
-    if (req.decoded[si]) {
-      auto known = SideFromDecoded(*req.decoded[si], PointPositions(points), s.firsts, o.max_tokens, o.max_call_tokens);
-      if (known) {
-        s.pass = std::move(*known);
-        continue;
-      }
-      if (s.served_flags.empty())
-        warnings.push_back(
-            fmt::format("{}: the futures decoded during {} do not cover every branch point; its pass "
-                        "is run again",
-                        s.cap->path(), req.decoded[si]->source));
-    }
-    if (!s.served_flags.empty())
-      return Status::Error(s.cap->path() +
-                           ": captured from a server, whose futures are decoded over HTTP while it "
-                           "runs: follow its forks with flipscope run and [branch] (docs/experiment.md)");
-    auto engine = LlamaEngine::Create(s.model_path, s.knobs, 2);
-    if (!engine.ok()) return engine.status().Prefixed(s.cap->path());
-    if (!(*engine)->CanFork() && o.allow_fork)
-      warnings.push_back(s.model_path +
-                         ": the model's memory (recurrent or hybrid) cannot be forked; every branch "
-                         "re-prefills its prefix instead (slower, same futures)");
-    SideInputs in;
-    in.tokens = t.tokens;
-    in.probes = s.cap->positions();
-    in.probe_digests = s.cap->digest();
-    for (const Point& p : points) in.points.push_back(p.position);
-    in.firsts = s.firsts;
-    in.max_tokens = o.max_tokens;
-    in.extend = [&budget](int32_t position, std::span<const int32_t> future) {
-      return budget.Extend(position, future);
-    };
-    in.allow_fork = o.allow_fork;
-    if (o.progress) in.progress_label = std::string("branch ") + s.name;
-    auto pass = RunSide(**engine, in);
-    if (!pass.ok()) return pass.status().Prefixed(s.cap->path());
-    s.pass = std::move(*pass);
-  }
   json records =
       points.empty() ? json::array() : branch::BuildRecords(t, points, sides[0].pass, sides[1].pass, o, budget);
-  json tool_names = json::array();
-  for (const ToolSpec& ts : t.tools) tool_names.push_back(ts.name);
-  json config = {{"base", SideJson(sides[0])},
-                 {"cand", SideJson(sides[1])},
-                 {"at", o.at},
-                 {"ranges", o.ranges},
-                 {"max_tokens", o.max_tokens},
-                 {"max_call_tokens", o.max_call_tokens},
-                 {"max_branches", o.max_branches},
-                 {"reconverge", o.reconverge},
-                 {"n_tokens", t.tokens.size()},
-                 {"branch_points", available},
-                 {"n_branches", points.size()},
-                 {"envelope", {{"open", t.envelope.open}, {"close", t.envelope.close}}},
-                 {"tools", t.tools.empty() ? json(nullptr) : tool_names},
-                 {"warnings", warnings},
-                 {"seconds", NowSeconds() - t0}};
+  json config = ConfigJson(sides, o, t, available, points.size(), warnings, NowSeconds() - t0);
   return json{{"config", config}, {"records", records}, {"counts", CountVerdicts(records)}};
 }
 

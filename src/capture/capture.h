@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/checkpoint.h"
 #include "engine/engine.h"
 #include "util/status.h"
 #include "workload/workload.h"
@@ -151,6 +152,29 @@ struct CaptureRequest {
 // server over HTTP: a truncated capture) and writes the capture atomically. Returns the final manifest. On error
 // nothing is left at out_path.
 Result<nlohmann::json> RunCapture(const CaptureRequest& req);
+
+// What every capture of one model file over one workload shares: hashing a multi-gigabyte model
+// and rendering a long session cost seconds, so a caller that captures several times (repeats,
+// configurations of one model file, the floor under load) prepares this once and passes it in.
+struct CaptureSource {
+  ModelInfo model;  // the model file's facts, its path and SHA-256 among them
+  std::string workload_path;
+  WorkloadOptions workload_options;
+  Workload workload;  // rendered and tokenized with the model's vocabulary
+  std::string workload_sha256;
+  // Under load: req.load_text rendered and tokenized like the workload, with the manifest's
+  // entries for them; load_sources stays null when the request it was prepared from ran alone.
+  std::vector<std::string> load_text;
+  std::vector<FillerSource> load_pool;
+  nlohmann::json load_sources;
+};
+// Reads req's model file and workload (and its load texts when req.knobs.load > 0); errors are
+// RunCapture's.
+Result<CaptureSource> PrepareCapture(const CaptureRequest& req);
+// RunCapture over a prepared source, which must be of req's model file, workload and workload
+// options (load texts it lacks are read for this capture). Its manifest and rows are those of
+// RunCapture(req).
+Result<nlohmann::json> RunCapture(const CaptureRequest& req, const CaptureSource& source);
 
 // The manifest's "request": everything that decides the capture's content, as asked (knobs
 // unresolved). A run reuses an existing capture only when its request is equal.

@@ -70,7 +70,9 @@ struct MadeEngine {
   std::unique_ptr<Engine> engine;
   LlamaEngine* llama = nullptr;  // the same engine when it is llama.cpp's (it can fork)
   std::string tokenizer_sha256;
-  int32_t topk = 0;  // > 0: the engine gives truncated rows
+  int32_t topk = 0;             // > 0: the engine gives truncated rows
+  nlohmann::json load_sources;  // the fillers' sources under load (null: none asked for)
+  double load_s = 0;            // making the engine and its load pool
 };
 
 Result<MadeEngine> MakeEngine(const CaptureRequest& req, const ModelInfo& model, int32_t n_tokens) {
@@ -132,42 +134,73 @@ Result<std::vector<FillerSource>> LoadPool(const CaptureRequest& req, nlohmann::
   return pool;
 }
 
-}  // namespace
-
-Result<nlohmann::json> RunCapture(const CaptureRequest& req) {
-  double t0 = NowSeconds();
-  FS_RETURN_IF_ERROR(req.knobs.Validate());
-  FS_ASSIGN_OR_RETURN(ModelInfo model, ReadModelInfo(req.model_path));
-  FS_ASSIGN_OR_RETURN(Workload w, LoadWorkload(req.workload_path, req.model_path, req.workload));
-  const int32_t n = int32_t(w.tokens.size());
-  FS_ASSIGN_OR_RETURN(std::vector<int32_t> probes, PlanProbes(req.plan, n, w.spans));
-  if (req.engine == "openai" && req.store != StoreDtype::kF32)
-    return Status::Error("--store bf16 applies to full logits; a server's top-k log-probabilities are stored as f32");
-  double t_load0 = NowSeconds();
-  FS_ASSIGN_OR_RETURN(MadeEngine made, MakeEngine(req, model, n));
-  Engine* engine = made.engine.get();
-  if (req.forks.plan && !made.llama) return Status::Error("following forks needs the llama engine");
-  nlohmann::json load_sources;
-  if (req.knobs.load > 0) {
-    FS_ASSIGN_OR_RETURN(auto pool, LoadPool(req, load_sources));
-    if (!pool.empty()) engine->SetLoadPool(std::move(pool));
+// The source a capture reads; the fillers' sources only when asked for (a request that runs
+// alone must not fail on a load text it never reads).
+Result<CaptureSource> Prepare(const CaptureRequest& req, bool with_load) {
+  CaptureSource s;
+  FS_ASSIGN_OR_RETURN(s.model, ReadModelInfo(req.model_path));
+  FS_ASSIGN_OR_RETURN(s.workload, LoadWorkload(req.workload_path, req.model_path, req.workload));
+  FS_ASSIGN_OR_RETURN(s.workload_sha256, Sha256File(req.workload_path));
+  s.workload_path = req.workload_path;
+  s.workload_options = req.workload;
+  if (with_load) {
+    s.load_text = req.load_text;
+    FS_ASSIGN_OR_RETURN(s.load_pool, LoadPool(req, s.load_sources));
   }
-  double t_load = NowSeconds() - t_load0;
+  return s;
+}
 
-  nlohmann::json workload = w.info;
-  workload["spans"] = SpansToJson(w.spans);
-  workload["tools"] = w.tools;  // the branch stage judges tool calls against these
+// A source serves only requests of its own files: anything else would record one model's hash
+// beside another model's rows.
+Status CheckSource(const CaptureRequest& req, const CaptureSource& src) {
+  if (req.model_path == src.model.path && req.workload_path == src.workload_path &&
+      req.workload.format == src.workload_options.format &&
+      req.workload.chat_template == src.workload_options.chat_template)
+    return Status::Ok();
+  return Status::InvalidArgument(fmt::format("{}: the capture source was prepared for {} over {}, not {} over {}",
+                                             req.out_path, src.model.path, src.workload_path, req.model_path,
+                                             req.workload_path));
+}
+
+// The engine with its load pool in place; the pool comes from the source when it was prepared
+// from the same load texts, else it is read now.
+Result<MadeEngine> OpenEngine(const CaptureRequest& req, const CaptureSource& src) {
+  const double t0 = NowSeconds();
+  FS_ASSIGN_OR_RETURN(MadeEngine made, MakeEngine(req, src.model, int32_t(src.workload.tokens.size())));
+  if (req.forks.plan && !made.llama) return Status::Error("following forks needs the llama engine");
+  if (req.knobs.load > 0) {
+    std::vector<FillerSource> pool;
+    if (!src.load_sources.is_null() && src.load_text == req.load_text) {
+      pool = src.load_pool;
+      made.load_sources = src.load_sources;
+    } else {
+      FS_ASSIGN_OR_RETURN(pool, LoadPool(req, made.load_sources));
+    }
+    if (!pool.empty()) made.engine->SetLoadPool(std::move(pool));
+  }
+  made.load_s = NowSeconds() - t0;
+  return made;
+}
+
+// The manifest the writer starts with: everything that decides or describes the rows; what is
+// known only after them (timings, the load record) is added by AddRunRecord.
+nlohmann::json StartManifest(const CaptureRequest& req, const CaptureSource& src, const MadeEngine& made,
+                             size_t n_probes) {
+  const Engine& engine = *made.engine;
+  nlohmann::json workload = src.workload.info;
+  workload["spans"] = SpansToJson(src.workload.spans);
+  workload["tools"] = src.workload.tools;  // the branch stage judges tool calls against these
   nlohmann::json manifest = {
       {"format", "flipscope.capture"},
       {"format_version", 1},
       {"tool", {{"name", "flipscope"}, {"version", FLIPSCOPE_VERSION}}},
       {"created", UtcNowIso()},
-      {"model", model.ToJson()},
+      {"model", src.model.ToJson()},
       {"tokenizer_sha256", made.tokenizer_sha256},
       {"workload", workload},
-      {"engine", engine->Describe()},
-      {"knobs", engine->Describe()["knobs"]},
-      {"probe_plan", {{"stride", req.plan.stride}, {"full", req.plan.full}, {"n_probes", probes.size()}}},
+      {"engine", engine.Describe()},
+      {"knobs", engine.Describe()["knobs"]},
+      {"probe_plan", {{"stride", req.plan.stride}, {"full", req.plan.full}, {"n_probes", n_probes}}},
       {"store", StoreName(req.store)},
       {"truncated", made.topk > 0},
       {"topk", made.topk},
@@ -178,52 +211,101 @@ Result<nlohmann::json> RunCapture(const CaptureRequest& req) {
         {"note",
          "rows hold the server's top-k log-probabilities only: flips are exact (argmax = its top-1 id); "
          "KL is a tail-bucket estimate (a lower bound), see docs/engines.md"}};
-  FS_ASSIGN_OR_RETURN(std::string workload_sha, Sha256File(req.workload_path));
-  manifest["request"] = CaptureRequestJson(req, model.sha256, workload_sha);
-  CaptureLayout layout;
-  layout.tokens = w.tokens;
-  layout.positions = probes;
-  layout.n_vocab = made.topk > 0 ? 0 : engine->n_vocab();
-  layout.topk = made.topk;
-  layout.store = req.store;
-  FS_ASSIGN_OR_RETURN(auto writer, CaptureWriter::Create(req.out_path, layout, manifest));
+  manifest["request"] = CaptureRequestJson(req, src.model.sha256, src.workload_sha256);
+  return manifest;
+}
 
-  Progress bar("capture", uint64_t(n), "tok");
-  double t_run0 = NowSeconds();
+// How the rows were made: prefill time without the forks' decoding, so that tokens/s stays the
+// prefill's own rate.
+struct RowsRun {
+  double prefill_s = 0;
+  int64_t n_forks = 0;
+  double fork_s = 0;
+};
+
+// Feeds every token and hands each probe row to the writer, following the planned forks when
+// the request has them; errors of the llama engine name the model file.
+Result<RowsRun> WriteRows(const CaptureRequest& req, const std::vector<int32_t>& tokens,
+                          const std::vector<int32_t>& probes, const MadeEngine& made, CaptureWriter& writer) {
+  Progress bar("capture", uint64_t(tokens.size()), "tok");
+  const double t0 = NowSeconds();
   RowSink write = [&](const Row& r) {
-    return made.topk > 0 ? writer->WriteTopK(r.index, r.topk_ids, r.topk_logprobs, r.argmax)
-                         : writer->WriteRow(r.index, r.logits);
+    return made.topk > 0 ? writer.WriteTopK(r.index, r.topk_ids, r.topk_logprobs, r.argmax)
+                         : writer.WriteRow(r.index, r.logits);
   };
   ProgressFn on_tokens = [&](int64_t done) {
     if (req.progress) bar.Update(uint64_t(done));
   };
-  int64_t n_forks = 0;
-  double fork_s = 0;
-  Status st = req.forks.plan ? made.llama->PrefillWithPlannedForks(
-                                   w.tokens, probes, write, req.forks.plan, req.forks.max_tokens,
-                                   [&](const ForkRequest& fr, const Future& f) {
-                                     ++n_forks;
-                                     fork_s += f.seconds;
-                                     return req.forks.sink(fr, f);
-                                   },
-                                   on_tokens, req.forks.extend)
-                             : engine->Prefill(w.tokens, probes, write, on_tokens);
+  RowsRun run;
+  auto on_fork = [&](const ForkRequest& fr, const Future& f) {
+    ++run.n_forks;
+    run.fork_s += f.seconds;
+    return req.forks.sink(fr, f);
+  };
+  Status st = req.forks.plan
+                  ? made.llama->PrefillWithPlannedForks(tokens, probes, write, req.forks.plan, req.forks.max_tokens,
+                                                        on_fork, on_tokens, req.forks.extend)
+                  : made.engine->Prefill(tokens, probes, write, on_tokens);
   bar.Finish();
   if (!st.ok()) return req.engine == "llama" ? st.Prefixed(req.model_path) : st;
-  double t_run = NowSeconds() - t_run0;
-  // Fork decoding is timed apart so that tokens/s stays the prefill's own rate.
-  t_run -= fork_s;
-  manifest["timings"] = {{"load_s", t_load}, {"prefill_s", t_run},      {"tokens_per_s", t_run > 0 ? n / t_run : 0.0},
-                         {"forks", n_forks}, {"fork_decode_s", fork_s}, {"total_s", NowSeconds() - t0}};
-  if (nlohmann::json load = engine->LoadRecord(); !load.is_null()) {
-    load["sources"] = load_sources.empty()
+  run.prefill_s = NowSeconds() - t0 - run.fork_s;
+  return run;
+}
+
+// What is known once the rows are in: the timings (total since t0) and the engine's load record.
+void AddRunRecord(const CaptureRequest& req, const MadeEngine& made, const RowsRun& run, int32_t n, double t0,
+                  nlohmann::json& manifest) {
+  const double t_run = run.prefill_s;
+  manifest["timings"] = {
+      {"load_s", made.load_s}, {"prefill_s", t_run},          {"tokens_per_s", t_run > 0 ? n / t_run : 0.0},
+      {"forks", run.n_forks},  {"fork_decode_s", run.fork_s}, {"total_s", NowSeconds() - t0}};
+  if (nlohmann::json load = made.engine->LoadRecord(); !load.is_null()) {
+    load["sources"] = made.load_sources.empty()
                           ? nlohmann::json::array({{{"name", "workload"}, {"path", req.workload_path}}})
-                          : load_sources;
+                          : made.load_sources;
     manifest["load"] = load;
   }
+}
+
+// The capture over a source; t0 is when the caller's capture began (the manifest's total_s).
+Result<nlohmann::json> CaptureFrom(const CaptureRequest& req, const CaptureSource& src, double t0) {
+  FS_RETURN_IF_ERROR(req.knobs.Validate());
+  FS_RETURN_IF_ERROR(CheckSource(req, src));
+  const Workload& w = src.workload;
+  const int32_t n = int32_t(w.tokens.size());
+  FS_ASSIGN_OR_RETURN(std::vector<int32_t> probes, PlanProbes(req.plan, n, w.spans));
+  if (req.engine == "openai" && req.store != StoreDtype::kF32)
+    return Status::Error("--store bf16 applies to full logits; a server's top-k log-probabilities are stored as f32");
+  FS_ASSIGN_OR_RETURN(MadeEngine made, OpenEngine(req, src));
+  nlohmann::json manifest = StartManifest(req, src, made, probes.size());
+  CaptureLayout layout;
+  layout.tokens = w.tokens;
+  layout.positions = probes;
+  layout.n_vocab = made.topk > 0 ? 0 : made.engine->n_vocab();
+  layout.topk = made.topk;
+  layout.store = req.store;
+  FS_ASSIGN_OR_RETURN(auto writer, CaptureWriter::Create(req.out_path, layout, manifest));
+  FS_ASSIGN_OR_RETURN(RowsRun run, WriteRows(req, w.tokens, probes, made, *writer));
+  AddRunRecord(req, made, run, n, t0, manifest);
   writer->SetManifest(manifest);
   FS_RETURN_IF_ERROR(writer->Commit());
   return manifest;
+}
+
+}  // namespace
+
+Result<CaptureSource> PrepareCapture(const CaptureRequest& req) { return Prepare(req, req.knobs.load > 0); }
+
+Result<nlohmann::json> RunCapture(const CaptureRequest& req, const CaptureSource& source) {
+  return CaptureFrom(req, source, NowSeconds());
+}
+
+Result<nlohmann::json> RunCapture(const CaptureRequest& req) {
+  const double t0 = NowSeconds();
+  FS_RETURN_IF_ERROR(req.knobs.Validate());
+  // Without the fillers' sources: OpenEngine reads them after the engine, as a single capture always has.
+  FS_ASSIGN_OR_RETURN(CaptureSource src, Prepare(req, false));
+  return CaptureFrom(req, src, t0);
 }
 
 }  // namespace flipscope

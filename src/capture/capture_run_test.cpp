@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "capture/capture.h"
 #include "testing/tiny_model.h"
@@ -116,4 +118,66 @@ TEST(RunCapture, BadInputsLeaveNoFile) {
     EXPECT_FALSE(fs::exists(r.out_path)) << c.what;
   }
   for (auto& e : fs::directory_iterator(f.dir)) EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos);
+}
+
+namespace {
+// The manifest without the fields that record when and how long: all a prepared source may change.
+nlohmann::json Untimed(nlohmann::json m) {
+  m.erase("created");
+  m.erase("timings");
+  return m;
+}
+}  // namespace
+
+TEST(RunCapture, APreparedSourceGivesTheSameCaptureEveryTime) {
+  Files f = Make("source");
+  CaptureRequest plain = Request(f, "plain.safetensors");
+  auto a = RunCapture(plain);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  auto source = PrepareCapture(plain);
+  ASSERT_TRUE(source.ok()) << source.status().message();
+  EXPECT_EQ(source->model.sha256, *Sha256File(f.model));
+  for (const char* out : {"s1.safetensors", "s2.safetensors"}) {
+    CaptureRequest req = Request(f, out);
+    auto b = RunCapture(req, *source);
+    ASSERT_TRUE(b.ok()) << b.status().message();
+    auto ra = CaptureReader::Open(plain.out_path);
+    auto rb = CaptureReader::Open(req.out_path);
+    ASSERT_TRUE(ra.ok() && rb.ok());
+    EXPECT_TRUE(std::ranges::equal((*ra)->tokens(), (*rb)->tokens()));
+    EXPECT_TRUE(std::ranges::equal((*ra)->positions(), (*rb)->positions()));
+    EXPECT_TRUE(std::ranges::equal((*ra)->digest(), (*rb)->digest()));
+    EXPECT_EQ(Untimed((*ra)->manifest()), Untimed((*rb)->manifest())) << out;
+    EXPECT_EQ(Untimed(*a), Untimed(*b));
+  }
+  // Other knobs over the same source: a configuration of its own, the shared facts kept.
+  CaptureRequest q8 = Request(f, "q8.safetensors");
+  q8.knobs.flash_attn = "on";
+  q8.knobs.cache_type_k = q8.knobs.cache_type_v = "q8_0";
+  auto c = RunCapture(q8, *source);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ((*c)["request"]["model_sha256"], (*a)["request"]["model_sha256"]);
+  EXPECT_EQ((*c)["knobs"]["cache_type_k"], "q8_0");
+}
+
+TEST(RunCapture, APreparedSourceServesOnlyItsOwnFiles) {
+  Files f = Make("source-other");
+  auto source = PrepareCapture(Request(f, "x.safetensors"));
+  ASSERT_TRUE(source.ok()) << source.status().message();
+  std::string other = f.dir + "/other.txt";
+  std::ofstream(other) << "another workload entirely, long enough to probe a few positions.";
+  std::vector<std::function<void(CaptureRequest&)>> edits = {
+      [&](CaptureRequest& r) { r.workload_path = other; },
+      [&](CaptureRequest& r) { r.model_path = f.dir + "/copy.gguf"; },
+      [&](CaptureRequest& r) { r.workload.format = "text"; },
+  };
+  for (size_t i = 0; i < edits.size(); ++i) {
+    CaptureRequest r = Request(f, "mismatch.safetensors");
+    edits[i](r);
+    auto m = RunCapture(r, *source);
+    ASSERT_FALSE(m.ok()) << i;
+    EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument) << i;
+    EXPECT_NE(m.status().message().find("prepared for"), std::string::npos) << m.status().message();
+    EXPECT_FALSE(fs::exists(r.out_path)) << i;
+  }
 }

@@ -40,7 +40,10 @@ Result<nlohmann::json> RunLoadFloor(const CaptureRequest& req, int repeats) {
   if (repeats < 1) return Status::InvalidArgument("--load-repeats must be >= 1");
   CaptureRequest alone = req;
   alone.knobs.load = 0;
-  FS_RETURN_IF_ERROR(RunCapture(alone).status());
+  FS_RETURN_IF_ERROR(alone.knobs.Validate());  // a bad knob is reported before any file is read
+  // One source for all 1 + R captures: the model is hashed and the workload rendered once.
+  FS_ASSIGN_OR_RETURN(CaptureSource source, PrepareCapture(req));
+  FS_RETURN_IF_ERROR(RunCapture(alone, source).status());
   nlohmann::json out = {{"alone", req.out_path},
                         {"load", req.knobs.load},
                         {"load_seed", req.knobs.load_seed},
@@ -49,7 +52,7 @@ Result<nlohmann::json> RunLoadFloor(const CaptureRequest& req, int repeats) {
   for (int r = 1; r <= repeats; ++r) {
     CaptureRequest loaded = req;
     loaded.out_path = LoadRepeatPath(req.out_path, r);
-    FS_RETURN_IF_ERROR(RunCapture(loaded).status());
+    FS_RETURN_IF_ERROR(RunCapture(loaded, source).status());
     FS_ASSIGN_OR_RETURN(nlohmann::json cmp, CompareToAlone(req.out_path, loaded.out_path));
     identical += cmp["bit_identical"].get<bool>();
     out["repeats"].push_back(cmp);

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "branch/branch.h"
 #include "experiment/steps.h"
@@ -16,6 +17,7 @@ bool Branched(const Experiment& exp, const std::string& name) {
 Status BranchAll(const Experiment& exp, nlohmann::json& results, const RunOptions& opts) {
   results["branches"] = nlohmann::json::array();
   const std::string base = results["configs"][0]["captures"][0];
+  std::map<std::string, std::string> model_hashes;  // every variant's pair shares the baseline's model
   for (const auto& c : results["configs"]) {
     if (c["status"] != "ok" || c["name"] == results["baseline"]) continue;
     if (!Branched(exp, c["name"].get<std::string>())) continue;
@@ -33,6 +35,7 @@ Status BranchAll(const Experiment& exp, nlohmann::json& results, const RunOption
     req.options.max_branches = exp.branch.max_branches;
     req.options.reconverge = exp.branch.reconverge;
     req.options.progress = opts.progress;
+    req.model_hashes = &model_hashes;
     // The futures the captures decoded: the variant's own first repeat, the baseline's second.
     req.decoded[1] = ReadDecoded(req.cand_path, base);
     const auto& base_caps = results["configs"][0]["captures"];

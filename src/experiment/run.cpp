@@ -48,6 +48,17 @@ struct Runner {
     return h;
   }
 
+  // Every repeat and configuration of one model file shares its hash and the rendered workload.
+  std::map<std::string, CaptureSource> sources;  // model path -> its prepared source
+  Result<nlohmann::json> Capture(const CaptureRequest& req) {
+    auto it = sources.find(req.model_path);
+    if (it == sources.end()) {
+      FS_ASSIGN_OR_RETURN(CaptureSource s, PrepareCapture(req));
+      it = sources.emplace(req.model_path, std::move(s)).first;
+    }
+    return RunCapture(req, it->second);
+  }
+
   // A capture at `out` whose recorded request equals this one is reused.
   bool Reusable(const std::string& out, const nlohmann::json& request) {
     if (!fs::exists(out)) return false;
@@ -137,7 +148,7 @@ struct Runner {
                    : c.engine == "exact" ? fmt::format("--engine exact -t {}", c.knobs.n_threads)
                                          : c.knobs.ToFlags(),
                    req.forks.plan ? ", following forks" : "");
-        auto m = RunCapture(req);
+        auto m = Capture(req);
         // A server that dies or stalls mid-run stops the run; a re-run resumes from the captures made.
         if (!m.ok() && served) return Fatal(c, m.status());
         if (!m.ok()) return refuse(m.status().code() == StatusCode::kRefused ? "refused" : "failed", m.status());
