@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/checkpoint.h"
+#include "checkpoint/model_info.h"
 #include "engine/engine.h"
 #include "util/status.h"
 #include "workload/workload.h"

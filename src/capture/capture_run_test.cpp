@@ -152,7 +152,7 @@ TEST(RunCapture, APreparedSourceGivesTheSameCaptureEveryTime) {
   }
   // Other knobs over the same source: a configuration of its own, the shared facts kept.
   CaptureRequest q8 = Request(f, "q8.safetensors");
-  q8.knobs.flash_attn = "on";
+  q8.knobs.flash_attn = FlashAttn::kOn;
   q8.knobs.cache_type_k = q8.knobs.cache_type_v = "q8_0";
   auto c = RunCapture(q8, *source);
   ASSERT_TRUE(c.ok()) << c.status().message();

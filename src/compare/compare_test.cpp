@@ -72,7 +72,9 @@ void ExpectMatchesReference(const Comparison& c, const json& ref) {
     // Divergences are never negative, and those of bit-identical rows are exactly 0.
     for (double v : {p.kl_base_cand, p.kl_cand_base, p.js}) {
       EXPECT_GE(v, 0.0) << at;
-      if (p.identical) EXPECT_EQ(v, 0.0) << at;
+      if (p.identical) {
+        EXPECT_EQ(v, 0.0) << at;
+      }
     }
     ExpectClose(p.top5, r["top5"], 0, 0, at + " top5");
     ExpectClose(p.top10, r["top10"], 0, 0, at + " top10");

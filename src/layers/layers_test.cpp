@@ -86,7 +86,9 @@ void ExpectBornAt(const nlohmann::json& out, int layer, const std::string& block
     EXPECT_EQ(f["embedding"]["rel"], 0.0);
     for (int l = 0; l < layer; ++l) EXPECT_EQ(f["layers"][size_t(l)]["layer_out"]["rel"], 0.0) << l;
     const auto& at = f["layers"][size_t(layer)];
-    if (block == "mlp") EXPECT_EQ(at["attn_resid"]["rel"], 0.0);
+    if (block == "mlp") {
+      EXPECT_EQ(at["attn_resid"]["rel"], 0.0);
+    }
     EXPECT_GT(at[block == "mlp" ? "mlp_out" : "attn_out"]["rel"].get<double>(), 1e-3);
     EXPECT_GT(f["logits"]["rel"].get<double>(), 0.0);
   }
