@@ -18,6 +18,7 @@
 
 #include "engine/engine.h"
 #include "util/status.h"
+#include "util/util.h"
 
 namespace flipscope {
 
@@ -30,7 +31,7 @@ struct BranchOptions {
   int max_branches = 0;    // 0 = all; else the first N branch points by position
   int reconverge = 8;      // K: agreement run for reconvergence, and the longest benign detour
   bool allow_fork = true;  // false: re-prefill every branch (the slow baseline, for benchmarks)
-  bool progress = true;    // progress bar (on a terminal only)
+  Log log;                 // status lines and progress bars (bars on a terminal only)
 };
 
 // Futures one side already decoded while it was captured (the experiment runner forks during
@@ -65,18 +66,6 @@ Result<nlohmann::json> RunBranches(const BranchRequest& req);
 // max_tokens a future inside a tool call decodes on until the call closes, runs clearly past the
 // transcript's call, or reaches max_call_tokens.
 Result<ExtendFn> CallExtension(const std::string& capture_path, int max_tokens, int max_call_tokens);
-
-// A flip between two captures: a position both probe where their greedy tokens differ.
-struct Flip {
-  int32_t position = 0;
-  int32_t base_token = 0, cand_token = 0;
-};
-// Every flip of two captures' probes (positions and argmax as stored), by position. The first
-// max_branches of these are the branch points of every fork follower (`flipscope branch`, an
-// experiment's forks over HTTP, and the forks followed while capturing, which take the same
-// first flips as the rows arrive in position order).
-std::vector<Flip> Flips(std::span<const int32_t> base_positions, std::span<const int32_t> base_argmax,
-                        std::span<const int32_t> cand_positions, std::span<const int32_t> cand_argmax);
 
 // Counts per verdict over records, every verdict present (zeros included) plus "total", and
 // "outcomes": {"damage": {"total", per failure kind}, "repair": {...}, "both_fail",

@@ -41,7 +41,7 @@ inline CaptureRequest Request(const std::string& model, const std::string& workl
   req.knobs.n_threads = 1;  // shared test machines: one thread avoids OpenMP spinning under load
   req.plan.stride = 16;
   req.plan.full = "tool_calls";
-  req.progress = false;
+  req.log.bars = false;
   return req;
 }
 
@@ -63,7 +63,7 @@ inline void NetopsBranchCase(int target_tokens, int64_t min_rows_checked) {
   req.options.max_tokens = 32;
   req.options.max_call_tokens = 64;  // an open call may run on, but not for minutes on one thread
   req.options.max_branches = 12;
-  req.options.progress = false;
+  req.options.log.bars = false;
   auto out = RunBranches(req);
   ASSERT_TRUE(out.ok()) << out.status().message();
   const auto& cfg = (*out)["config"];

@@ -56,40 +56,7 @@ Status OpenSide(const std::string& path, std::map<std::string, std::string>* has
   return Status::Ok();
 }
 
-Status CheckSameTranscript(const Side& b, const Side& c) {
-  auto tb = b.cap->tokens(), tc = c.cap->tokens();
-  auto [ib, ic] = std::mismatch(tb.begin(), tb.end(), tc.begin(), tc.end());
-  if (ib != tb.end() || ic != tc.end())
-    return Status::Error(
-        fmt::format("{}: fed different tokens than {} (first difference at position {}); branch "
-                    "compares captures of one workload",
-                    c.cap->path(), b.cap->path(), ib - tb.begin()));
-  if (branch::VocabSize(*b.cap) != branch::VocabSize(*c.cap))
-    return Status::Error(fmt::format("{}: vocabulary of {} tokens, {} has {}", c.cap->path(), branch::VocabSize(*c.cap),
-                                     b.cap->path(), branch::VocabSize(*b.cap)));
-  const json& mb = b.cap->manifest();
-  const json& mc = c.cap->manifest();
-  if (mb.contains("tokenizer_sha256") && mc.contains("tokenizer_sha256") &&
-      mb["tokenizer_sha256"] != mc["tokenizer_sha256"])
-    return Status::Error(c.cap->path() + ": its tokenizer differs from " + b.cap->path() + "'s");
-  return Status::Ok();
-}
-
 }  // namespace
-
-std::vector<Flip> Flips(std::span<const int32_t> pb, std::span<const int32_t> ab, std::span<const int32_t> pc,
-                        std::span<const int32_t> ac) {
-  std::vector<Flip> out;
-  for (size_t i = 0, j = 0; i < pb.size() && j < pc.size();) {
-    if (pb[i] != pc[j]) {
-      pb[i] < pc[j] ? ++i : ++j;
-      continue;
-    }
-    if (ab[i] != ac[j]) out.push_back({pb[i], ab[i], ac[j]});
-    ++i, ++j;
-  }
-  return out;
-}
 
 namespace {
 
@@ -110,20 +77,14 @@ Result<std::vector<Point>> PlanPoints(const Side& b, const Side& c, const Branch
   if (o.at == "flips")
     for (const Flip& f : Flips(pb, ab, pc, ac)) points.push_back({f.position, f.base_token, f.cand_token});
   int64_t probed_in_range = 0;
-  for (size_t i = 0, j = 0; o.at == "ranges" && i < pb.size() && j < pc.size();) {
-    if (pb[i] < pc[j]) {
-      ++i;
-      continue;
-    }
-    if (pc[j] < pb[i]) {
-      ++j;
-      continue;
-    }
-    if (in_range[size_t(pb[i])]) {
+  if (o.at == "ranges") {
+    const ProbePairs pairs = PairProbes(pb, pc);
+    for (size_t k = 0; k < pairs.base.size(); ++k) {
+      const size_t i = size_t(pairs.base[k]), j = size_t(pairs.cand[k]);
+      if (!in_range[size_t(pb[i])]) continue;
       ++probed_in_range;
       points.push_back({pb[i], ab[i], ac[j]});
     }
-    ++i, ++j;
   }
   if (o.at == "ranges") {
     int64_t wanted = std::count(in_range.begin(), in_range.end(), true);
@@ -218,14 +179,6 @@ std::vector<int32_t> PointPositions(const std::vector<Point>& points) {
 
 namespace branch {
 
-int32_t VocabSize(const CaptureReader& cap) {
-  if (cap.n_vocab() > 0) return cap.n_vocab();
-  const json model = cap.manifest().value("model", json::object());
-  return model.is_object() && model.contains("n_vocab") && model["n_vocab"].is_number_integer()
-             ? model["n_vocab"].get<int32_t>()
-             : 0;
-}
-
 Status ReadTranscript(const CaptureReader& cap, const std::string& model_path, Transcript* t,
                       std::vector<std::string>* warnings) {
   auto tok = cap.tokens();
@@ -255,7 +208,7 @@ Status OpenSides(const BranchRequest& req, std::map<std::string, std::string>* h
   sides[1].name = "cand";
   FS_RETURN_IF_ERROR(OpenSide(req.base_path, hashes, &sides[0]));
   FS_RETURN_IF_ERROR(OpenSide(req.cand_path, hashes, &sides[1]));
-  return CheckSameTranscript(sides[0], sides[1]);
+  return CheckSameWorkload(*sides[0].cap, *sides[1].cap);
 }
 
 // A side's own pass on a fresh engine of its configuration (two sequences: the transcript and
@@ -277,7 +230,7 @@ Status FreshPass(const Transcript& t, const std::vector<Point>& points, const br
   in.max_tokens = o.max_tokens;
   in.extend = [&budget](int32_t position, std::span<const int32_t> future) { return budget.Extend(position, future); };
   in.allow_fork = o.allow_fork;
-  if (o.progress) in.progress_label = std::string("branch ") + s->name;
+  if (o.log.bars) in.progress_label = std::string("branch ") + s->name;
   auto pass = RunSide(**engine, in);
   if (!pass.ok()) return pass.status().Prefixed(s->cap->path());
   s->pass = std::move(*pass);

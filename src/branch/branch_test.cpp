@@ -83,7 +83,7 @@ BranchRequest Request(int max_tokens = 10) {
   r.base_path = Captures().base;
   r.cand_path = Captures().cand;
   r.options.max_tokens = max_tokens;
-  r.options.progress = false;
+  r.options.log.bars = false;
   return r;
 }
 
@@ -215,7 +215,7 @@ TEST(RunBranches, RefusesCapturesOfDifferentTokensAndBadOptions) {
   auto out = RunBranches(r);
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.status().message().find(other + ": fed different tokens than " + Captures().base +
-                                        " (first difference at position 1)"),
+                                        " (first difference at position 1: "),
             std::string::npos)
       << out.status().message();
   r = Request();

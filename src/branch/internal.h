@@ -37,7 +37,6 @@ struct Transcript {
 };
 
 // A capture's vocabulary size: its rows' width, or for a truncated capture the model's (manifest).
-int32_t VocabSize(const CaptureReader& cap);
 
 // The transcript of a capture: its tokens, spans, vocabulary texts, tools and tool-call markers
 // (the workload file is read again for tools an older manifest lacks); problems that leave tool

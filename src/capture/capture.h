@@ -14,6 +14,7 @@
 #include "checkpoint/model_info.h"
 #include "engine/engine.h"
 #include "util/status.h"
+#include "util/util.h"
 #include "workload/workload.h"
 
 namespace flipscope {
@@ -104,6 +105,55 @@ class CaptureReader {
   }
 };
 
+// ---- Two captures side by side (compare, branch, layers) ----------------------------------------
+
+// The vocabulary size of a capture: its rows' width, else its manifest's model.n_vocab; 0 unknown.
+int32_t VocabSize(const CaptureReader& cap);
+// Whether two captures scored one workload: the same token ids, the same vocabulary size (where
+// both are known) and the same tokenizer (where both manifests record it). Errors name both
+// files and the first differing position or the sizes.
+Status CheckSameWorkload(const CaptureReader& base, const CaptureReader& cand);
+
+// The rows of the probe positions both captures hold, in position order: base[k] and cand[k]
+// are the row indices of the k-th shared position (the one walk over two position lists).
+struct ProbePairs {
+  std::vector<int64_t> base, cand;
+};
+ProbePairs PairProbes(std::span<const int32_t> base_positions, std::span<const int32_t> cand_positions);
+
+// A flip between two captures: a position both probe where their greedy tokens differ.
+struct Flip {
+  int32_t position = 0;
+  int32_t base_token = 0, cand_token = 0;
+};
+// Every flip of two captures' probes (positions and argmax as stored), by position. The first N
+// of these are the branch points of every fork follower (`flipscope branch`, an experiment's
+// forks over HTTP and while capturing, which take the same first flips as the rows arrive) and
+// the flips `flipscope layers` explains.
+std::vector<Flip> Flips(std::span<const int32_t> base_positions, std::span<const int32_t> base_argmax,
+                        std::span<const int32_t> cand_positions, std::span<const int32_t> cand_argmax);
+
+// The first-N rule of every fork follower, for flips met one at a time in position order (forks
+// planned while the rows arrive): Take says whether a shared probe is a flip among the first max
+// (0 = no limit). Fed every shared probe in order, it takes the first max entries of Flips().
+class FirstFlips {
+ public:
+  explicit FirstFlips(int max) : max_(max) {}
+  bool Take(int32_t base_token, int32_t cand_token) {
+    if (base_token == cand_token || (max_ > 0 && taken_ >= max_)) return false;
+    ++taken_;
+    return true;
+  }
+
+ private:
+  int max_;
+  int taken_ = 0;
+};
+// The first max (0 = all) of Flips(), by the same rule; *available counts them all.
+std::vector<Flip> FirstNFlips(std::span<const int32_t> base_positions, std::span<const int32_t> base_argmax,
+                              std::span<const int32_t> cand_positions, std::span<const int32_t> cand_argmax, int max,
+                              int64_t* available);
+
 }  // namespace flipscope
 
 // ---- Probe plan and the capture stage --------------------------------------------------------
@@ -141,8 +191,8 @@ struct CaptureRequest {
   HttpOptions http;              // openai only; the model file then only tokenizes
   ProbePlan plan;
   StoreDtype store = StoreDtype::kF32;
-  bool progress = true;  // show the progress bar (on a terminal only)
-  CaptureForks forks;    // not part of the request's identity: forks do not change the rows
+  Log log;             // status lines and progress bars (bars on a terminal only)
+  CaptureForks forks;  // not part of the request's identity: forks do not change the rows
   // Under load (knobs.load > 0): transcripts or text the fillers are cut from, each rendered and
   // tokenized like the workload; empty = the workload itself.
   std::vector<std::string> load_text;

@@ -21,7 +21,7 @@ std::string StoreName(StoreDtype d) { return d == StoreDtype::kBF16 ? "bf16" : "
 Result<StoreDtype> ParseStore(const std::string& name) {
   if (name == "f32") return StoreDtype::kF32;
   if (name == "bf16") return StoreDtype::kBF16;
-  return Status::Error("--store must be f32 or bf16, not '" + name + "'");
+  return Status::Error("store must be f32 or bf16, not '" + name + "'");
 }
 
 nlohmann::json ProbePlan::ToJson() const { return {{"stride", stride}, {"full", full}}; }
@@ -234,7 +234,7 @@ Result<RowsRun> WriteRows(const CaptureRequest& req, const std::vector<int32_t>&
                          : writer.WriteRow(r.index, r.logits);
   };
   ProgressFn on_tokens = [&](int64_t done) {
-    if (req.progress) bar.Update(uint64_t(done));
+    if (req.log.bars) bar.Update(uint64_t(done));
   };
   RowsRun run;
   auto on_fork = [&](const ForkRequest& fr, const Future& f) {

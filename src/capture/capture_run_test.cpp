@@ -35,7 +35,7 @@ CaptureRequest Request(const Files& f, const std::string& out) {
   r.out_path = f.dir + "/" + out;
   r.knobs.n_threads = 1;
   r.plan.stride = 8;
-  r.progress = false;
+  r.log.bars = false;
   return r;
 }
 }  // namespace

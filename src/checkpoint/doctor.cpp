@@ -83,13 +83,13 @@ struct Ctx {
   // The token a special marker parses to, or -1 when the vocabulary lacks it as one token.
   llama_token SpecialToken(const std::string& text) const {
     auto t = common_tokenize(vocab, text, false, true);
-    return t.size() == 1 && common_token_to_piece(vocab, t[0], true) == text ? t[0] : -1;
+    return t.size() == 1 && TokenPiece(vocab, t[0]) == text ? t[0] : -1;
   }
   // "id 'piece'" with control characters escaped, so a finding stays on one line.
   std::string Text(llama_token t) const {
     if (t < 0) return "none";
     std::string piece;
-    for (char ch : common_token_to_piece(vocab, t, true))
+    for (char ch : TokenPiece(vocab, t))
       piece += ch == '\n' ? "\\n" : ch == '\t' ? "\\t" : ch == '\r' ? "\\r" : std::string(1, ch);
     return fmt::format("{} '{}'", t, piece);
   }
@@ -177,7 +177,7 @@ void CheckTools(const Ctx& c, const common_chat_templates* t) {
 void CheckBos(const Ctx& c, const common_chat_templates* t, const std::string& src) {
   const llama_token bos = llama_vocab_bos(c.vocab);
   const bool add_bos = llama_vocab_get_add_bos(c.vocab);
-  const std::string bos_text = bos >= 0 ? common_token_to_piece(c.vocab, bos, true) : "";
+  const std::string bos_text = bos >= 0 ? TokenPiece(c.vocab, bos) : "";
   const bool emits =
       src.find("bos_token") != std::string::npos || (!bos_text.empty() && src.find(bos_text) != std::string::npos);
   if (bos < 0 && emits)

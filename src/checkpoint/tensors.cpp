@@ -1,6 +1,8 @@
 // `tensors`: pairs the tensors of two checkpoints by name (across GGUF / safetensors through
 // llama.cpp's naming, or a user map), hashes both sides, and for pairs whose bytes differ
 // decodes both to F32 in chunks and accumulates the difference in FP64.
+#include "checkpoint/tensors.h"
+
 #include <fmt/format.h>
 #include <ggml.h>
 #include <xxhash.h>
@@ -15,7 +17,6 @@
 #include <optional>
 #include <thread>
 
-#include "checkpoint/tensors.h"
 #include "runtime/runtime.h"
 #include "util/util.h"
 
@@ -338,8 +339,8 @@ Result<TensorsReport> DiffCheckpoints(const std::string& path_a, const std::stri
   FS_ASSIGN_OR_RETURN(std::vector<Job> jobs, PairTensors(ca, cb, opts.map_path));
   const int threads = opts.threads > 0 ? opts.threads : int(std::max(1u, std::thread::hardware_concurrency()));
 
-  HashPairs(jobs, ca, cb, threads, opts.progress);
-  CompareDifferent(jobs, ca, cb, threads, opts.progress);
+  HashPairs(jobs, ca, cb, threads, opts.log.bars);
+  CompareDifferent(jobs, ca, cb, threads, opts.log.bars);
 
   TensorsReport r;
   r.path_a = ca.path, r.path_b = cb.path, r.format_a = ca.format, r.format_b = cb.format;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "util/status.h"
+#include "util/util.h"
 
 namespace flipscope {
 
@@ -93,8 +94,8 @@ std::string TensorComponent(const std::string& name);
 struct TensorsOptions {
   // JSON object {"name in A": "name in B", ...}; pairs listed there bypass the automatic naming.
   std::string map_path;
-  int threads = 0;       // worker threads; 0 = all hardware threads
-  bool progress = true;  // progress bars (on a terminal only)
+  int threads = 0;  // worker threads; 0 = all hardware threads
+  Log log;          // status lines and progress bars (bars on a terminal only)
 };
 
 enum class TensorState {

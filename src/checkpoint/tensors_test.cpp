@@ -94,11 +94,11 @@ TEST(Tensors, MissingExtraAndUserMap) {
   EXPECT_EQ(GroupOf(mapped, "overall").extra, 0);
 
   std::ofstream(map) << R"({"blk.1.ffn_norm.weight": "no.such.tensor"})";
-  auto bad = DiffCheckpoints(a, b, {map, 1, false});
+  auto bad = DiffCheckpoints(a, b, {map, 1, Log::Quiet()});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("'no.such.tensor' is not a tensor of"), std::string::npos);
   std::ofstream(map) << "[1, 2]";
-  EXPECT_FALSE(DiffCheckpoints(a, b, {map, 1, false}).ok());
+  EXPECT_FALSE(DiffCheckpoints(a, b, {map, 1, Log::Quiet()}).ok());
 }
 
 TEST(Tensors, ShapeMismatchIsListedNotCompared) {
@@ -121,7 +121,7 @@ TEST(Tensors, ThreadCountDoesNotChangeResults) {
   fixtures::TinyModelOptions q;
   q.matrix_type = "q8_0";
   std::string a = Tiny("t-th-a.gguf"), b = Tiny("t-th-b.gguf", q);
-  auto one = DiffCheckpoints(a, b, {"", 1, false}), many = DiffCheckpoints(a, b, {"", 7, false});
+  auto one = DiffCheckpoints(a, b, {"", 1, Log::Quiet()}), many = DiffCheckpoints(a, b, {"", 7, Log::Quiet()});
   ASSERT_TRUE(one.ok() && many.ok());
   EXPECT_EQ(one->ToJson()["tensors"], many->ToJson()["tensors"]);
 }
@@ -135,7 +135,7 @@ TEST(Tensors, BadFilesGiveOneClearError) {
   std::string cut = fixtures::TempPath("t-cut.gguf");
   for (size_t keep : {bytes.size() - 10, size_t(600), size_t(3)}) {
     std::ofstream(cut, std::ios::binary).write(bytes.data(), std::streamsize(keep));
-    auto r = DiffCheckpoints(good, cut, {"", 0, false});
+    auto r = DiffCheckpoints(good, cut, {"", 0, Log::Quiet()});
     ASSERT_FALSE(r.ok()) << keep;
     EXPECT_EQ(r.status().message().rfind(cut, 0), 0u) << r.status().message();
   }

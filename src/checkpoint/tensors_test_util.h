@@ -39,7 +39,7 @@ inline std::string Ref(const std::string& script) {
 
 // DiffCheckpoints without progress bars, optionally with a name map; failures fail the test.
 inline TensorsReport Diff(const std::string& a, const std::string& b, const std::string& map = "") {
-  auto r = DiffCheckpoints(a, b, {map, 0, false});
+  auto r = DiffCheckpoints(a, b, {map, 0, Log::Quiet()});
   EXPECT_TRUE(r.ok()) << r.status().message();
   return r.ok() ? *r : TensorsReport{};
 }

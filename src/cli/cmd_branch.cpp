@@ -72,7 +72,7 @@ Action DefineBranch(CLI::App* cmd) {
     if (!parent.empty() && !std::filesystem::is_directory(parent))
       return Fail(Status::Error(o->out + ": the folder " + parent.string() + " does not exist"));
     o->req.options.allow_fork = !o->no_fork;
-    o->req.options.progress = !o->quiet;
+    o->req.options.log.bars = !o->quiet;
     auto out = RunBranches(o->req);
     if (!out.ok()) return Fail(out.status());
     for (const auto& w : (*out)["config"]["warnings"])

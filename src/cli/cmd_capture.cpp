@@ -103,7 +103,7 @@ Action DefineCapture(CLI::App* cmd) {
     if (!store.ok()) return Fail(store.status());
     o->req.store = *store;
     if (Status st = ApplyKnobFlags(cmd, o->knob_texts, o->req.knobs); !st.ok()) return Fail(st);
-    o->req.progress = !o->quiet;
+    o->req.log.bars = !o->quiet;
     if (o->req.engine == "openai" && o->req.http.url.empty()) return Fail(Status::Error("--engine openai needs --url"));
     if (o->req.engine != "openai" && !o->req.http.url.empty())
       return Fail(Status::Error("--url needs --engine openai"));

@@ -49,7 +49,7 @@ int Run(const Opts& o) {
   auto base = CaptureReader::Open(o.files[0]);
   if (!base.ok()) return Fail(base.status());
   CompareOptions options = o.compare;
-  options.progress = !o.quiet;
+  options.log.bars = !o.quiet;
   if (!o.no_text) options.detokenize = ModelDetokenizer((*base)->manifest());
 
   std::vector<Comparison> results;

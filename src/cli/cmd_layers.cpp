@@ -67,7 +67,7 @@ Action DefineLayers(CLI::App* cmd) {
     for (const std::string* p : {&o->out, &o->html})
       if (!p->empty())
         if (Status st = CheckFolder(*p); !st.ok()) return Fail(st);
-    o->req.options.progress = !o->quiet;
+    o->req.options.log.bars = !o->quiet;
     auto out = RunLayers(o->req);
     if (!out.ok()) return Fail(out.status());
     Status st = WriteFileAtomic(o->out, out->dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");

@@ -25,7 +25,7 @@ Action DefineRun(CLI::App* cmd) {
     if (!exp.ok()) return Fail(exp.status());
     RunOptions ro;
     ro.outdir = o->outdir;
-    ro.progress = !o->quiet;
+    ro.log.bars = !o->quiet;
     if (!o->memory.empty()) {
       auto b = ParseBytes(o->memory);
       if (!b.ok()) return Fail(b.status().Prefixed("--memory"));

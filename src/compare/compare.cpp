@@ -20,42 +20,6 @@ using compare::ProbeMetrics;
 using compare::RowSummary;
 using compare::RowView;
 
-Status CheckComparable(const CaptureReader& a, const CaptureReader& b) {
-  auto ta = a.tokens(), tb = b.tokens();
-  if (ta.size() != tb.size())
-    return Status::Error(
-        fmt::format("{} and {} hold different tokens ({} vs {} tokens): only captures of the same "
-                    "workload can be compared",
-                    a.path(), b.path(), ta.size(), tb.size()));
-  auto [ia, ib] = std::mismatch(ta.begin(), ta.end(), tb.begin());
-  if (ia != ta.end())
-    return Status::Error(
-        fmt::format("{} and {} hold different tokens (first difference at position {}: {} vs {}): "
-                    "only captures of the same workload can be compared",
-                    a.path(), b.path(), ia - ta.begin(), *ia, *ib));
-  if (a.n_vocab() > 0 && b.n_vocab() > 0 && a.n_vocab() != b.n_vocab())
-    return Status::Error(fmt::format("{} and {} have different vocabularies ({} vs {} entries)", a.path(), b.path(),
-                                     a.n_vocab(), b.n_vocab()));
-  return Status::Ok();
-}
-
-// Row indices of the probe positions both captures hold, in position order.
-struct Pairing {
-  std::vector<int64_t> base, cand;
-};
-Pairing PairProbes(std::span<const int32_t> pb, std::span<const int32_t> pc) {
-  Pairing p;
-  for (size_t i = 0, j = 0; i < pb.size() && j < pc.size();) {
-    if (pb[i] < pc[j])
-      ++i;
-    else if (pc[j] < pb[i])
-      ++j;
-    else
-      p.base.push_back(int64_t(i++)), p.cand.push_back(int64_t(j++));
-  }
-  return p;
-}
-
 // One side of the pair, read into a worker's buffers.
 struct SideRow {
   std::vector<float> logits;
@@ -139,7 +103,7 @@ Status MeasureProbe(const CaptureReader& base, const CaptureReader& cand, int64_
 
 // Runs MeasureProbe over every pair on worker threads. Workers claim chunks in index order, so
 // when rows fail the error reported is always the one of the lowest probe index.
-Status MeasureAll(const CaptureReader& base, const CaptureReader& cand, const Pairing& pairs,
+Status MeasureAll(const CaptureReader& base, const CaptureReader& cand, const ProbePairs& pairs,
                   const CompareOptions& options, std::vector<ProbeMetrics>& out, int& threads_used) {
   const int64_t n = int64_t(pairs.base.size());
   out.assign(size_t(n), ProbeMetrics{});
@@ -153,7 +117,7 @@ Status MeasureAll(const CaptureReader& base, const CaptureReader& cand, const Pa
   int64_t error_index = n;
   Status error;
   Progress progress("compare", uint64_t(n), "probes");
-  if (!options.progress) progress.Finish();
+  if (!options.log.bars) progress.Finish();
   auto work = [&](bool report) {
     Worker w;
     for (;;) {
@@ -248,8 +212,8 @@ std::string KernelPathOf(const nlohmann::json& manifest) {
 
 Result<Comparison> Compare(const CaptureReader& base, const CaptureReader& cand, const CompareOptions& options) {
   if (options.window <= 0) return Status::Error(fmt::format("window must be positive (got {})", options.window));
-  FS_RETURN_IF_ERROR(CheckComparable(base, cand));
-  const Pairing pairs = PairProbes(base.positions(), cand.positions());
+  FS_RETURN_IF_ERROR(CheckSameWorkload(base, cand));
+  const ProbePairs pairs = PairProbes(base.positions(), cand.positions());
   if (pairs.base.empty())
     return Status::Error(fmt::format("{} and {} hold no probe position in common", base.path(), cand.path()));
   Comparison c;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "util/status.h"
+#include "util/util.h"
 #include "workload/workload.h"
 
 namespace flipscope {
@@ -36,7 +37,7 @@ struct CompareOptions {
   int threads = 0;         // worker threads; 0 = std::thread::hardware_concurrency()
   int context_chars = 60;  // preceding text shown with each flip (needs detokenize)
   Detokenizer detokenize;  // optional
-  bool progress = true;    // progress bar on stderr (only when it is a terminal)
+  Log log;                 // status lines and progress bars (bars on a terminal only)
 };
 
 // ---- Building blocks: pure functions over rows and values (namespace compare) ----------------

@@ -133,7 +133,7 @@ Comparison CheckPair(const std::string& base, const std::string& cand, int64_t w
   CompareOptions o;
   o.window = window;
   o.threads = 3;
-  o.progress = false;
+  o.log.bars = false;
   auto c = CompareFiles(base, cand, o);
   EXPECT_TRUE(c.ok()) << c.status().message();
   if (!c.ok()) return {};
@@ -251,7 +251,7 @@ TEST(Compare, RefusesDifferentTokensAndVocabularies) {
 TEST(Compare, FlipDetailsWithADetokenizer) {
   CompareOptions o;
   o.window = 64;
-  o.progress = false;
+  o.log.bars = false;
   o.context_chars = 12;
   o.detokenize = [](int32_t id) { return id % 7 == 0 ? std::string("é") : "t" + std::to_string(id) + " "; };
   auto c = CompareFiles(Capture("f32-base", Side::kBase, StoreDtype::kF32),
@@ -292,7 +292,7 @@ TEST(Compare, CliGatesAndFormats) {
   // --json is the library's ToJson; --csv has one row per window plus the overall row.
   CompareOptions o;
   o.window = 64;
-  o.progress = false;
+  o.log.bars = false;
   auto c = CompareFiles(base, cand, o);
   ASSERT_TRUE(c.ok());
   json cli = json::parse(RunCommand(fmt::format("{} compare {} {} --window 64 --json -q --no-text", exe, base, cand)));

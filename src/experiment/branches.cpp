@@ -34,14 +34,14 @@ Status BranchAll(const Experiment& exp, nlohmann::json& results, const RunOption
     req.options.max_call_tokens = exp.branch.max_call_tokens;
     req.options.max_branches = exp.branch.max_branches;
     req.options.reconverge = exp.branch.reconverge;
-    req.options.progress = opts.progress;
+    req.options.log = opts.log;
     req.model_hashes = &model_hashes;
     // The futures the captures decoded: the variant's own first repeat, the baseline's second.
     req.decoded[1] = ReadDecoded(req.cand_path, base);
     const auto& base_caps = results["configs"][0]["captures"];
     if (base_caps.size() > 1) req.decoded[0] = ReadDecoded(base_caps[1].get<std::string>(), base);
     if (!req.decoded[0]) req.decoded[0] = ReadDecoded(base, base);  // a server baseline of one repeat
-    fmt::print(stderr, "  following the forks of {}\n", c["name"].get<std::string>());
+    opts.log.Info(fmt::format("  following the forks of {}", c["name"].get<std::string>()));
     auto b = RunBranches(req);
     if (!b.ok()) return b.status().Prefixed("branches of " + c["name"].get<std::string>());
     nlohmann::json entry = *b;

@@ -12,6 +12,7 @@
 #include "capture/capture.h"
 #include "engine/engine.h"
 #include "util/status.h"
+#include "util/util.h"
 
 namespace flipscope {
 
@@ -82,7 +83,7 @@ Result<Experiment> ParseExperiment(const std::string& path);
 struct RunOptions {
   std::string outdir;
   std::optional<uint64_t> memory_budget;  // --memory overrides the file's
-  bool progress = true;
+  Log log;  // status lines and progress bars (util.h); the default: stderr, bars on a terminal
 };
 
 // Runs the experiment: captures every configuration and repeat (reusing a capture whose

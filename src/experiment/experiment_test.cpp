@@ -20,7 +20,7 @@ namespace {
 // The experiment at path, parsed, and in ro the options of a quiet run into its folder's out/.
 Result<Experiment> ParseForRun(const std::string& path, RunOptions& ro) {
   ro.outdir = (fs::path(path).parent_path() / "out").string();
-  ro.progress = false;
+  ro.log.bars = false;
   return ParseExperiment(path);
 }
 }  // namespace
@@ -123,7 +123,7 @@ TEST(RunExperiment, ForksFollowedDuringCapturesMatchTheBranchStage) {
   req.cand_path = cand;
   req.options.max_tokens = 6;
   req.options.max_branches = 5;
-  req.options.progress = false;
+  req.options.log.bars = false;
   auto own = RunBranches(req);
   ASSERT_TRUE(own.ok()) << own.status().message();
   EXPECT_TRUE((*own)["config"]["cand"]["decoded_during_capture"].is_null());

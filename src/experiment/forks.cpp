@@ -46,16 +46,13 @@ Result<CaptureForks> VariantForks(const std::string& base0, const BranchSettings
   FS_ASSIGN_OR_RETURN(auto base, ReadBaseRows(base0));
   out->max_tokens = s.max_tokens;
   out->max_call_tokens = s.max_call_tokens;
-  auto taken = std::make_shared<int>(0);
+  auto rule = std::make_shared<FirstFlips>(s.max_branches);  // the branch stage's first-N rule
   CaptureForks f;
   f.max_tokens = s.max_tokens;
   FS_ASSIGN_OR_RETURN(f.extend, CallExtension(base0, s.max_tokens, s.max_call_tokens));
-  f.plan = [base, taken, limit = s.max_branches](const Row& r) -> int32_t {
-    int64_t i = BaseIndex(*base, r);
-    if (i < 0 || base->argmax[size_t(i)] == r.argmax) return -1;
-    if (limit > 0 && *taken >= limit) return -1;  // the first max_branches flips, as the branch stage takes them
-    ++*taken;
-    return r.argmax;
+  f.plan = [base, rule](const Row& r) -> int32_t {
+    const int64_t i = BaseIndex(*base, r);
+    return i >= 0 && rule->Take(base->argmax[size_t(i)], r.argmax) ? r.argmax : -1;
   };
   f.sink = [out](const ForkRequest& fr, const Future& fut) {
     out->at[fr.position] = fut;

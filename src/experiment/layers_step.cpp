@@ -73,11 +73,11 @@ Status LayersAll(const Experiment& exp, nlohmann::json& results, const RunOption
     const std::string kept_path = (dir / (name + ".json")).string();
     std::optional<nlohmann::json> got = Kept(kept_path, base, cand, exp.layers);
     if (!got) {
-      fmt::print(stderr, "  recomputing the flips of {} layer by layer\n", name);
+      opts.log.Info(fmt::format("  recomputing the flips of {} layer by layer", name));
       LayersRequest req{base, cand, {}};
       req.options.max_flips = exp.layers.max_flips;
       req.options.exact = exp.layers.exact;
-      req.options.progress = opts.progress;
+      req.options.log = opts.log;
       auto r = RunLayers(req);
       if (!r.ok()) {  // e.g. rows that do not reproduce on this machine: said, not fatal
         entry["error"] = r.status().message();

@@ -24,7 +24,7 @@ TEST(ExperimentLayers, VariantsFlipsAreRecomputedKeptAndReported) {
   ASSERT_TRUE(e.ok()) << e.status().message();
   RunOptions ro;
   ro.outdir = (fs::path(p).parent_path() / "out").string();
-  ro.progress = false;
+  ro.log.bars = false;
   auto r = RunExperiment(*e, ro);
   ASSERT_TRUE(r.ok()) << r.status().message();
   const auto& layers = (*r)["layers"];

@@ -37,7 +37,7 @@ TEST(ExperimentLoad, TheFloorAloneAndUnderLoadSideBySide) {
   EXPECT_EQ(AloneOf(*e, e->variants[1]), "");
   RunOptions ro;
   ro.outdir = (fs::path(p).parent_path() / "out").string();
-  ro.progress = false;
+  ro.log.bars = false;
   auto r = RunExperiment(*e, ro);
   ASSERT_TRUE(r.ok()) << r.status().message();
   const auto& lf = (*r)["load_floor"];

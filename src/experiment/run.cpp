@@ -105,14 +105,14 @@ struct Runner {
     auto refuse = [&](const std::string& status, const Status& why) {
       entry["status"] = status;
       entry["reason"] = why.message();
-      fmt::print(stderr, "  {}: {}: {}\n", c.name, status, why.message());
+      opts.log.Info(fmt::format("  {}: {}: {}", c.name, status, why.message()));
       return false;
     };
     const bool served = c.engine == "openai";
     if (Status v = c.knobs.Validate(); !served && !v.ok()) return refuse("refused", v);
     // A server configuration's server runs while its captures (and futures) are made, then stops.
     std::unique_ptr<ServerSession> server;
-    if (served) server = std::make_unique<ServerSession>(c, ServerLogPath(c));
+    if (served) server = std::make_unique<ServerSession>(c, ServerLogPath(c), opts.log);
     auto model = ConfigModel(c, opts.outdir);
     if (!model.ok()) return refuse("failed", model.status());
     entry["model_path"] = *model;
@@ -128,7 +128,7 @@ struct Runner {
       req.knobs = served ? Knobs() : c.knobs;  // a server's own flags decide its numerics
       req.plan = exp.plan;
       req.store = exp.store;
-      req.progress = opts.progress;
+      req.log = opts.log;
       req.out_path = CapturePath(c, r);
       req.engine = c.engine;
       if (served) req.http = server->Asked();
@@ -143,11 +143,11 @@ struct Runner {
         }
         auto decoded = std::make_shared<DecodedFutures>();
         if (auto forks = c.engine != "llama" ? std::nullopt : ForksFor(c, r, decoded)) req.forks = *forks;
-        fmt::print(stderr, "  capturing {} (repeat {} of {}): {}{}\n", c.name, r + 1, c.repeats,
-                   served                ? req.http.ToFlags()
-                   : c.engine == "exact" ? fmt::format("--engine exact -t {}", c.knobs.n_threads)
-                                         : c.knobs.ToFlags(),
-                   req.forks.plan ? ", following forks" : "");
+        opts.log.Info(fmt::format("  capturing {} (repeat {} of {}): {}{}", c.name, r + 1, c.repeats,
+                                  served                ? req.http.ToFlags()
+                                  : c.engine == "exact" ? fmt::format("--engine exact -t {}", c.knobs.n_threads)
+                                                        : c.knobs.ToFlags(),
+                                  req.forks.plan ? ", following forks" : ""));
         auto m = Capture(req);
         // A server that dies or stalls mid-run stops the run; a re-run resumes from the captures made.
         if (!m.ok() && served) return Fatal(c, m.status());
@@ -155,7 +155,7 @@ struct Runner {
         if (req.forks.plan) {
           decoded->source = req.out_path;
           if (Status st = WriteDecoded(req.out_path, base0, *decoded); !st.ok())
-            fmt::print(stderr, "  {}: the decoded futures were not kept ({})\n", c.name, st.message());
+            opts.log.Info(fmt::format("  {}: the decoded futures were not kept ({})", c.name, st.message()));
         }
         if (r == 0 && &c == &exp.baseline) base0 = req.out_path;
       } else if (r == 0 && &c == &exp.baseline) {
@@ -215,9 +215,9 @@ struct Runner {
     }
     FS_ASSIGN_OR_RETURN(HttpOptions up, server.Up());
     FS_ASSIGN_OR_RETURN(ForkFirst first, FirstTokens(capture, is_base ? base0 : ""));
-    fmt::print(stderr, "  following {} forks of {} over HTTP\n", points.size(), c.name);
+    opts.log.Info(fmt::format("  following {} forks of {} over HTTP", points.size(), c.name));
     DecodedFutures d;
-    return DecodeOverHttp(up, capture, base0, points, first, exp.branch, opts.progress, &d);
+    return DecodeOverHttp(up, capture, base0, points, first, exp.branch, opts.log, &d);
   }
 
   std::string base0;  // the baseline's first capture, once made
@@ -340,10 +340,10 @@ Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& op
   }
 
   // 2. Comparisons: the baseline's repeats give the floor; every variant repeat against baseline r0.
-  FS_RETURN_IF_ERROR(CompareAll(exp, results));
+  FS_RETURN_IF_ERROR(CompareAll(exp, results, opts.log));
   // 3. Summary and floor; with the exact reference, every capture against it too.
   Summarize(exp, results);
-  if (results.contains("reference")) FS_RETURN_IF_ERROR(CompareWithReference(exp, results));
+  if (results.contains("reference")) FS_RETURN_IF_ERROR(CompareWithReference(exp, results, opts.log));
   // 4. Follow the forks of each variant that flips; the damage they find joins the summary.
   if (exp.branch.enabled) FS_RETURN_IF_ERROR(BranchAll(exp, results, opts));
   AddDamage(results);

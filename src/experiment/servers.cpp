@@ -11,7 +11,8 @@
 
 namespace flipscope {
 
-ServerSession::ServerSession(const ConfigSpec& c, std::string log_path) : spec_(c.server), log_(std::move(log_path)) {
+ServerSession::ServerSession(const ConfigSpec& c, std::string log_path, Log log)
+    : spec_(c.server), log_(std::move(log_path)), status_(std::move(log)) {
   opts_ = spec_.http;
   opts_.url = spec_.url;
   if (!spec_.launch.empty())
@@ -36,9 +37,9 @@ Result<HttpOptions> ServerSession::Up() {
   lo.startup_timeout_s = spec_.startup_timeout_s;
   lo.stop_timeout_s = spec_.stop_timeout_s;
   lo.log_path = log_;
-  fmt::print(stderr, "  starting the server: {}\n", lo.command);
+  status_.Info(fmt::format("  starting the server: {}", lo.command));
   FS_ASSIGN_OR_RETURN(process_, ServerProcess::Start(lo));
-  fmt::print(stderr, "  the server answered {} after {:.1f} s\n", lo.url + lo.health, process_->startup_seconds());
+  status_.Info(fmt::format("  the server answered {} after {:.1f} s", lo.url + lo.health, process_->startup_seconds()));
   opts_.url = lo.url;
   opts_.launched = {{"command", lo.command},
                     {"url", lo.url},
@@ -80,7 +81,7 @@ Result<Future> HttpFuture(HttpEngine& engine, std::span<const int32_t> tokens, i
 
 Status DecodeOverHttp(const HttpOptions& opts, const std::string& capture, const std::string& base0,
                       const std::vector<int32_t>& points, const ForkFirst& first_at, const BranchSettings& s,
-                      bool progress, DecodedFutures* out) {
+                      const Log& log, DecodedFutures* out) {
   FS_ASSIGN_OR_RETURN(auto cap, CaptureReader::Open(capture));
   const int32_t n_vocab = cap->manifest().value("model", nlohmann::json::object()).value("n_vocab", 0);
   FS_ASSIGN_OR_RETURN(auto engine, HttpEngine::Create(opts, n_vocab));
@@ -95,7 +96,7 @@ Status DecodeOverHttp(const HttpOptions& opts, const std::string& capture, const
     if (!f.ok()) return f.status().Prefixed(fmt::format("the future at position {}", points[i]));
     out->at[points[i]] = std::move(*f);
     out->reproduced[points[i]] = t.reproduced;
-    if (progress) bar.Update(i + 1);
+    if (log.bars) bar.Update(i + 1);
   }
   bar.Finish();
   return WriteDecoded(capture, base0, *out);

@@ -21,7 +21,7 @@ double KvBytesPerToken(const ModelInfo& model, const Knobs& knobs);
 // probe_plan, environment}}; absent keys come out null (timings: an empty object).
 nlohmann::json ManifestFacts(const nlohmann::json& manifest);
 // Fills results["comparisons"]: baseline repeats vs baseline r0, every variant repeat vs baseline r0.
-Status CompareAll(const Experiment& exp, nlohmann::json& results);
+Status CompareAll(const Experiment& exp, nlohmann::json& results, const Log& log);
 // The configuration a loaded one (load > 0) is the same as when run alone: the baseline or a
 // variant with the same model and knobs at load 0; "" when there is none or c runs alone.
 std::string AloneOf(const Experiment& exp, const ConfigSpec& c);
@@ -33,7 +33,7 @@ void Summarize(const Experiment& exp, nlohmann::json& results);
 // with it (reference.comparisons, the exact capture as base), the median over repeats per
 // configuration (reference.summary, the baseline included), and each results["summary"] row's
 // exact_flip_rate and exact_kl_mean.
-Status CompareWithReference(const Experiment& exp, nlohmann::json& results);
+Status CompareWithReference(const Experiment& exp, nlohmann::json& results, const Log& log);
 // Adds to each results["summary"] row what following its forks found (results["branches"]):
 // "damage", "repair", "branches_followed" and "damage_rate" (median flip rate x damage / branches
 // followed: damaging flips per probe); null where its forks were not followed.
@@ -71,7 +71,7 @@ std::optional<DecodedFutures> ReadDecoded(const std::string& capture, const std:
 // they are.
 class ServerSession {
  public:
-  ServerSession(const ConfigSpec& c, std::string log_path);
+  ServerSession(const ConfigSpec& c, std::string log_path, Log log);
   ~ServerSession();
   // The options a capture's request is identified by (a launched server's URL is not yet known).
   const HttpOptions& Asked() const { return opts_; }
@@ -81,6 +81,7 @@ class ServerSession {
  private:
   ServerSpec spec_;
   std::string log_;
+  Log status_;  // where the start and the answer are reported
   HttpOptions opts_;
   std::unique_ptr<ServerProcess> process_;
 };
@@ -102,6 +103,6 @@ Result<std::vector<int32_t>> FlipPoints(const std::string& base0, const std::str
 // token, temperature 0) and keeps them beside capture (WriteDecoded).
 Status DecodeOverHttp(const HttpOptions& opts, const std::string& capture, const std::string& base0,
                       const std::vector<int32_t>& points, const ForkFirst& first_at, const BranchSettings& s,
-                      bool progress, DecodedFutures* out);
+                      const Log& log, DecodedFutures* out);
 
 }  // namespace flipscope

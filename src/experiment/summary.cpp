@@ -34,13 +34,13 @@ CompareOptions OptionsOf(const Experiment& exp, const nlohmann::json& results) {
   CompareOptions co;
   co.window = exp.window;
   co.confident = exp.confident;
-  co.progress = false;
+  co.log.bars = false;
   if (auto detok = LoadDetokenizer(results["configs"][0]["model_path"].get<std::string>()); detok.ok())
     co.detokenize = *detok;
   return co;
 }
 
-Status CompareAll(const Experiment& exp, nlohmann::json& results) {
+Status CompareAll(const Experiment& exp, nlohmann::json& results, const Log& log) {
   results["comparisons"] = nlohmann::json::array();
   const auto& configs = results["configs"];
   std::string base0 = configs[0]["captures"][0];
@@ -50,7 +50,7 @@ Status CompareAll(const Experiment& exp, nlohmann::json& results) {
     const auto& caps = c["captures"];
     bool is_base = c["name"] == results["baseline"];
     for (size_t r = is_base ? 1 : 0; r < caps.size(); ++r) {
-      fmt::print(stderr, "  comparing {} (repeat {}) with the baseline\n", c["name"].get<std::string>(), r + 1);
+      log.Info(fmt::format("  comparing {} (repeat {}) with the baseline", c["name"].get<std::string>(), r + 1));
       auto cmp = CompareFiles(base0, caps[r].get<std::string>(), co);
       if (!cmp.ok()) return cmp.status();
       results["comparisons"].push_back({{"config", c["name"]}, {"repeat", r}, {"compare", ToJson(*cmp)}});
@@ -59,7 +59,7 @@ Status CompareAll(const Experiment& exp, nlohmann::json& results) {
   return Status::Ok();
 }
 
-Status CompareWithReference(const Experiment& exp, nlohmann::json& results) {
+Status CompareWithReference(const Experiment& exp, nlohmann::json& results, const Log& log) {
   auto& ref = results["reference"];
   const std::string exact = ref["captures"][0];
   const CompareOptions co = OptionsOf(exp, results);
@@ -67,7 +67,7 @@ Status CompareWithReference(const Experiment& exp, nlohmann::json& results) {
   for (const auto& c : results["configs"]) {
     if (c["status"] != "ok") continue;
     for (size_t r = 0; r < c["captures"].size(); ++r) {
-      fmt::print(stderr, "  comparing {} (repeat {}) with the exact reference\n", c["name"].get<std::string>(), r + 1);
+      log.Info(fmt::format("  comparing {} (repeat {}) with the exact reference", c["name"].get<std::string>(), r + 1));
       auto cmp = CompareFiles(exact, c["captures"][r].get<std::string>(), co);
       if (!cmp.ok()) return cmp.status().Prefixed("against the exact reference");
       against["comparisons"].push_back({{"config", c["name"]}, {"repeat", r}, {"compare", ToJson(*cmp)}});

@@ -11,9 +11,6 @@
 
 namespace flipscope::layers {
 
-struct Flip {
-  int32_t position = 0, base_token = 0, cand_token = 0;
-};
 // Probes of both captures whose stored argmax differ, ascending; the first max_flips (0 = all);
 // *available counts them all.
 std::vector<Flip> FindFlips(const CaptureReader& base, const CaptureReader& cand, int max_flips, int64_t* available);

@@ -12,14 +12,15 @@
 #include <vector>
 
 #include "util/status.h"
+#include "util/util.h"
 
 namespace flipscope {
 
 struct LayersOptions {
-  int max_flips = 0;     // 0 = every flip; else the first N by position
-  double jump = 4;       // a birth: the residual difference exceeds jump x the largest one before it
-  double floor = 1e-5;   // and is at least this (relative differences below it are F32 rounding)
-  bool progress = true;  // progress bar (on a terminal only)
+  int max_flips = 0;    // 0 = every flip; else the first N by position
+  double jump = 4;      // a birth: the residual difference exceeds jump x the largest one before it
+  double floor = 1e-5;  // and is at least this (relative differences below it are F32 rounding)
+  Log log;              // status lines and progress bars (bars on a terminal only)
   // Also compare each side with the FP64 exact engine (the base's model file) at every point.
   bool exact = false;
 };

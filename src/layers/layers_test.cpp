@@ -59,7 +59,7 @@ std::string Capture(const std::string& dir, const std::string& model, const std:
   r.knobs.n_ubatch = 16;
   r.knobs.n_ctx = 512;
   r.plan.stride = 3;
-  r.progress = false;
+  r.log.bars = false;
   auto m = RunCapture(r);
   EXPECT_TRUE(m.ok()) << m.status().message();
   return r.out_path;
@@ -67,7 +67,7 @@ std::string Capture(const std::string& dir, const std::string& model, const std:
 
 nlohmann::json Layers(const std::string& base, const std::string& cand) {
   LayersRequest req{base, cand, {}};
-  req.options.progress = false;
+  req.options.log.bars = false;
   auto out = RunLayers(req);
   EXPECT_TRUE(out.ok()) << out.status().message();
   return out.ok() ? *out : nlohmann::json();
@@ -172,7 +172,7 @@ TEST(RunLayers, ACaptureThatDoesNotReproduceIsRefused) {
   }
   ASSERT_TRUE((*w)->Commit().ok());
   LayersRequest req{base, d + "/forged.safetensors", {}};
-  req.options.progress = false;
+  req.options.log.bars = false;
   auto out = RunLayers(req);
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.status().message().find("differs from the capture's"), std::string::npos) << out.status().message();
@@ -268,7 +268,7 @@ TEST(RunLayers, EachSideAgainstTheExactReference) {
   ASSERT_TRUE(fixtures::WriteTinyModel(d + "/base.gguf", Tiny()).ok());
   ASSERT_TRUE(fixtures::WriteTinyModel(d + "/cand.gguf", Tiny("blk.2.ffn_down.weight")).ok());
   LayersRequest req{Capture(d, d + "/base.gguf", "base", "f32"), Capture(d, d + "/cand.gguf", "cand", "f32"), {}};
-  req.options.progress = false;
+  req.options.log.bars = false;
   req.options.exact = true;
   auto out = RunLayers(req);
   ASSERT_TRUE(out.ok()) << out.status().message();

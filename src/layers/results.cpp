@@ -70,20 +70,7 @@ Result<int64_t> RowOf(const TappedTensor& v, int32_t pos, std::span<const int32_
 }
 
 std::vector<Flip> FindFlips(const CaptureReader& b, const CaptureReader& c, int max_flips, int64_t* available) {
-  auto pb = b.positions(), pc = c.positions();
-  auto ab = b.argmax(), ac = c.argmax();
-  std::vector<Flip> flips;
-  for (size_t i = 0, j = 0; i < pb.size() && j < pc.size();) {
-    if (pb[i] != pc[j]) {
-      (pb[i] < pc[j] ? i : j)++;
-      continue;
-    }
-    if (ab[i] != ac[j]) flips.push_back({pb[i], ab[i], ac[j]});
-    ++i, ++j;
-  }
-  *available = int64_t(flips.size());
-  if (max_flips > 0 && flips.size() > size_t(max_flips)) flips.resize(size_t(max_flips));
-  return flips;
+  return FirstNFlips(b.positions(), b.argmax(), c.positions(), c.argmax(), max_flips, available);
 }
 
 Collector::Collector(size_t n_flips, int n_points)

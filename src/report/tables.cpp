@@ -138,40 +138,71 @@ std::vector<std::string> RecipeWarnings(const json& r) {
   return out;
 }
 
-std::vector<Fact> Disclosure(const json& r) {
+namespace {
+
+// The reference configuration's configs[] entry, or nullptr.
+const json* BaseConfig(const json& r) {
   const std::string base = Str(r, "baseline", "baseline");
-  const json* base_cfg = nullptr;
   const json& configs = Sub(r, "configs");
   if (configs.is_array())
     for (const json& c : configs)
-      if (Str(c, "name") == base) base_cfg = &c;
-  const json& engine =
-      base_cfg && Sub(*base_cfg, "engine").is_object() ? Sub(*base_cfg, "engine") : Sub(r, "environment");
-  const json& model = Sub(r, "model");
-  const json& wl = Sub(r, "workload");
-  const json& tpl = Sub(wl, "template");
-  const json& plan = Sub(r, "probe_plan");
-  const json& settings = Sub(r, "settings");
+      if (Str(c, "name") == base) return &c;
+  return nullptr;
+}
 
-  // KL direction, truncation and skipped probes over every comparison.
-  std::string kl_dir, kl_estimate;
-  int truncated = 0, n_cmp = 0;
-  double skipped = 0;
-  const json& cmps = Sub(r, "comparisons");
-  if (cmps.is_array())
-    for (const json& c : cmps) {
-      const json& cj = Sub(c, "compare");
-      ++n_cmp;
-      if (kl_dir.empty()) kl_dir = Str(cj, "kl_direction");
-      if (kl_estimate.empty() && Sub(cj, "truncated") == true) kl_estimate = Str(cj, "kl_estimate");
-      if (Sub(cj, "truncated") == true) ++truncated;
-      skipped += Num(cj, "probes_skipped_base").value_or(0) + Num(cj, "probes_skipped_cand").value_or(0);
-    }
+// The engine block the reference ran with (its capture's), else the run's environment.
+const json& BaseEngine(const json& r) {
+  const json* c = BaseConfig(r);
+  return c && Sub(*c, "engine").is_object() ? Sub(*c, "engine") : Sub(r, "environment");
+}
+
+std::string DevicesText(const json& engine) {
   std::string devices;
   if (Sub(engine, "devices").is_array())
     for (const json& d : Sub(engine, "devices"))
       devices += fmt::format("{}{} — {} ({})", devices.empty() ? "" : "; ", Str(d, "name"), Str(d, "description"),
                              Num(d, "memory_total") ? HumanBytes(*Num(d, "memory_total")) : "?");
+  return devices;
+}
+
+// A configuration whose CPU kernel path differs from the reference's (another ISA, repacked or
+// AMX weights) is named: that difference is part of what its numbers measure.
+std::string OtherKernelPaths(const json& r, const std::string& base_path) {
+  if (base_path.empty()) return "";
+  std::string other;
+  const json& configs = Sub(r, "configs");
+  for (const json& c : configs.is_array() ? configs : json::array()) {
+    const std::string path = Str(Sub(Sub(c, "engine"), "kernel_path"), "summary");
+    if (!path.empty() && path != base_path)
+      other += fmt::format("{}{}: {}", other.empty() ? "" : "; ", Str(c, "name"), path);
+  }
+  return other.empty() ? "none: every configuration ran the reference's" : other;
+}
+
+std::vector<Fact> RuntimeFacts(const json& r) {
+  const std::string g = "Reference and runtime";
+  const json* base_cfg = BaseConfig(r);
+  const json& engine = BaseEngine(r);
+  const std::string base_path = Str(Sub(engine, "kernel_path"), "summary");
+  return {{g, "Reference configuration", Str(r, "baseline", "baseline"), false},
+          {g, "Reference flags", base_cfg ? Str(*base_cfg, "flags") : "", true},
+          {g, "Reference knobs", base_cfg ? InlineText(Sub(*base_cfg, "knobs")) : "", true},
+          {g, "Engine", Str(engine, "engine"), false},
+          {g, "llama.cpp", Str(engine, "llama_cpp"), true},
+          {g, "ggml", Str(engine, "ggml"), true},
+          {g, "Backends", InlineText(Sub(engine, "backends")), false},
+          {g, "Devices", DevicesText(engine), false},
+          {g, "System info", Str(engine, "system_info"), true},
+          {g, "CPU kernel path", base_path, true},
+          {g, "llama.cpp build", Str(Sub(engine, "kernel_path"), "llama_build"), true},
+          {g, "Other kernel paths", OtherKernelPaths(r, base_path), true}};
+}
+
+std::vector<Fact> ModelFacts(const json& r) {
+  const std::string g = "Model and workload";
+  const json& model = Sub(r, "model");
+  const json& wl = Sub(r, "workload");
+  const json& tpl = Sub(wl, "template");
   auto count_or_empty = [](std::optional<double> v) { return v ? Count(v) : std::string(); };
   std::string layers;
   if (Num(model, "n_layer"))
@@ -179,74 +210,80 @@ std::vector<Fact> Disclosure(const json& r) {
         Count(Num(model, "n_layer")) + " / " + Count(Num(model, "n_ctx_train")) + " / " + Count(Num(model, "n_vocab"));
   std::string tpl_text = Str(tpl, "name");
   if (!Str(tpl, "source").empty()) tpl_text += (tpl_text.empty() ? "" : " from ") + Str(tpl, "source");
+  return {{g, "Model", Str(model, "name"), false},
+          {g, "Model file", Str(model, "path"), true},
+          {g, "Model sha256", Str(model, "sha256"), true},
+          {g, "Architecture", Str(model, "architecture"), false},
+          {g, "Parameters", count_or_empty(Num(model, "n_params")), false},
+          {g, "Layers / training context / vocabulary", layers, false},
+          {g, "Weight types", InlineText(Sub(model, "quant_types")), false},
+          {g, "Workload", Str(wl, "path"), true},
+          {g, "Workload format", Str(wl, "format"), false},
+          {g, "Workload sha256", Str(wl, "sha256"), true},
+          {g, "Workload tokens", count_or_empty(Num(wl, "n_tokens")), false},
+          {g, "Chat template", tpl_text, false},
+          {g, "Chat template sha256", Str(tpl, "sha256"), true},
+          {g, "Tool-call form", Str(wl, "tool_call_form"), false},
+          {g, "Tool-result form", Str(wl, "tool_result_form"), false},
+          {g, "Rendered text sha256", Str(wl, "text_sha256"), true}};
+}
+
+// KL direction, truncation and skipped probes over every comparison.
+struct ComparisonsMethod {
+  std::string kl_dir, kl_estimate;
+  int truncated = 0, n = 0;
+  double skipped = 0;
+};
+ComparisonsMethod MethodOf(const json& cmps) {
+  ComparisonsMethod m;
+  for (const json& c : cmps.is_array() ? cmps : json::array()) {
+    const json& cj = Sub(c, "compare");
+    ++m.n;
+    if (m.kl_dir.empty()) m.kl_dir = Str(cj, "kl_direction");
+    if (m.kl_estimate.empty() && Sub(cj, "truncated") == true) m.kl_estimate = Str(cj, "kl_estimate");
+    if (Sub(cj, "truncated") == true) ++m.truncated;
+    m.skipped += Num(cj, "probes_skipped_base").value_or(0) + Num(cj, "probes_skipped_cand").value_or(0);
+  }
+  return m;
+}
+
+std::vector<Fact> MethodFacts(const json& r) {
+  const std::string g = "Method";
+  const json& plan = Sub(r, "probe_plan");
+  const json& settings = Sub(r, "settings");
+  const ComparisonsMethod m = MethodOf(Sub(r, "comparisons"));
   std::string plan_text;
   if (plan.is_object())
     plan_text = fmt::format("every {} tokens; 100% inside: {}; {} probes", Count(Num(plan, "stride")),
                             InlineText(Sub(plan, "full")).empty() ? "nothing" : InlineText(Sub(plan, "full")),
                             Count(Num(plan, "n_probes")));
-
-  // A configuration whose CPU kernel path differs from the reference's (another ISA, repacked or
-  // AMX weights) is named: that difference is part of what its numbers measure.
-  const std::string base_path = Str(Sub(engine, "kernel_path"), "summary");
-  std::string other_paths;
-  if (configs.is_array() && !base_path.empty())
-    for (const json& c : configs) {
-      const std::string path = Str(Sub(Sub(c, "engine"), "kernel_path"), "summary");
-      if (!path.empty() && path != base_path)
-        other_paths += fmt::format("{}{}: {}", other_paths.empty() ? "" : "; ", Str(c, "name"), path);
-    }
-  const std::string run = "Reference and runtime", mw = "Model and workload", method = "Method";
-  std::vector<Fact> facts = {
-      {run, "Reference configuration", base, false},
-      {run, "Reference flags", base_cfg ? Str(*base_cfg, "flags") : "", true},
-      {run, "Reference knobs", base_cfg ? InlineText(Sub(*base_cfg, "knobs")) : "", true},
-      {run, "Engine", Str(engine, "engine"), false},
-      {run, "llama.cpp", Str(engine, "llama_cpp"), true},
-      {run, "ggml", Str(engine, "ggml"), true},
-      {run, "Backends", InlineText(Sub(engine, "backends")), false},
-      {run, "Devices", devices, false},
-      {run, "System info", Str(engine, "system_info"), true},
-      {run, "CPU kernel path", base_path, true},
-      {run, "llama.cpp build", Str(Sub(engine, "kernel_path"), "llama_build"), true},
-      {run, "Other kernel paths",
-       base_path.empty() ? "" : (other_paths.empty() ? "none: every configuration ran the reference's" : other_paths),
-       true},
-      {mw, "Model", Str(model, "name"), false},
-      {mw, "Model file", Str(model, "path"), true},
-      {mw, "Model sha256", Str(model, "sha256"), true},
-      {mw, "Architecture", Str(model, "architecture"), false},
-      {mw, "Parameters", count_or_empty(Num(model, "n_params")), false},
-      {mw, "Layers / training context / vocabulary", layers, false},
-      {mw, "Weight types", InlineText(Sub(model, "quant_types")), false},
-      {mw, "Workload", Str(wl, "path"), true},
-      {mw, "Workload format", Str(wl, "format"), false},
-      {mw, "Workload sha256", Str(wl, "sha256"), true},
-      {mw, "Workload tokens", count_or_empty(Num(wl, "n_tokens")), false},
-      {mw, "Chat template", tpl_text, false},
-      {mw, "Chat template sha256", Str(tpl, "sha256"), true},
-      {mw, "Tool-call form", Str(wl, "tool_call_form"), false},
-      {mw, "Tool-result form", Str(wl, "tool_result_form"), false},
-      {mw, "Rendered text sha256", Str(wl, "text_sha256"), true},
-      {method, "Context length", ContextLength(r) ? Count(ContextLength(r)) + " tokens" : "", false},
-      {method, "Sampled positions", plan_text, false},
-      {method, "Window", Num(settings, "window") ? Count(Num(settings, "window")) + " tokens" : "", false},
-      {method, "Confident flip", "reference top-1 probability ≥ " + Small(Num(settings, "confident").value_or(0.9)),
+  return {
+      {g, "Context length", ContextLength(r) ? Count(ContextLength(r)) + " tokens" : "", false},
+      {g, "Sampled positions", plan_text, false},
+      {g, "Window", Num(settings, "window") ? Count(Num(settings, "window")) + " tokens" : "", false},
+      {g, "Confident flip", "reference top-1 probability ≥ " + Small(Num(settings, "confident").value_or(0.9)), false},
+      {g, "KL direction", (m.kl_dir.empty() ? "KL(base||cand)" : m.kl_dir) + "; base is the reference", false},
+      {g, "Truncation",
+       m.truncated ? fmt::format("top-k (truncated) in {} of {} comparisons", m.truncated, m.n)
+                   : "none: full-vocabulary logits in every comparison",
        false},
-      {method, "KL direction", (kl_dir.empty() ? "KL(base||cand)" : kl_dir) + "; base is the reference", false},
-      {method, "Truncation",
-       truncated ? fmt::format("top-k (truncated) in {} of {} comparisons", truncated, n_cmp)
-                 : "none: full-vocabulary logits in every comparison",
-       false},
-      {method, "KL of truncated captures", kl_estimate, false},
-      {method, "Skipped probes", skipped > 0 ? Count(skipped) : "none", false},
-      {method, "Aggregation",
+      {g, "KL of truncated captures", m.kl_estimate, false},
+      {g, "Skipped probes", m.skipped > 0 ? Count(m.skipped) : "none", false},
+      {g, "Aggregation",
        "median over repeats; every repeat of every configuration is compared with the reference's first capture, "
        "and the reference's own repeats give the floor",
        false},
-      {method, "Experiment file", Str(r, "experiment_file"), true},
-      {method, "Results written by", "flipscope " + Str(r, "flipscope_version", "?") + " at " + Str(r, "created", "?"),
-       false},
-  };
+      {g, "Experiment file", Str(r, "experiment_file"), true},
+      {g, "Results written by", "flipscope " + Str(r, "flipscope_version", "?") + " at " + Str(r, "created", "?"),
+       false}};
+}
+
+}  // namespace
+
+std::vector<Fact> Disclosure(const json& r) {
+  std::vector<Fact> facts = RuntimeFacts(r);
+  for (auto part : {ModelFacts, MethodFacts})
+    for (Fact& f : part(r)) facts.push_back(std::move(f));
   std::erase_if(facts, [](const Fact& f) { return f.value.empty(); });
   return facts;
 }

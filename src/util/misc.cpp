@@ -14,6 +14,8 @@ double NowSeconds() {
   return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
 
+void StderrLine(std::string_view line) { fmt::print(stderr, "{}\n", line); }
+
 Progress::Progress(std::string label, uint64_t total, std::string unit)
     : label_(std::move(label)),
       unit_(std::move(unit)),

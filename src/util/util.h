@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,6 +61,22 @@ class AtomicFile {
  private:
   int fd_ = -1;
   std::string path_, tmp_;
+};
+
+// Writes one status line to stderr (the default Log's line sink).
+void StderrLine(std::string_view line);
+
+// Where a library call reports what it is doing, passed in the call's options (as LevelDB's
+// info_log): its status lines ("capturing q8 (repeat 1 of 2)") and whether it draws progress
+// bars. The default writes lines to stderr and draws bars on a terminal only; Quiet() says nothing.
+struct Log {
+  std::function<void(std::string_view)> line = StderrLine;  // null: lines are dropped
+  bool bars = true;
+  // Reports one status line.
+  void Info(std::string_view text) const {
+    if (line) line(text);
+  }
+  static Log Quiet() { return {nullptr, false}; }
 };
 
 // A progress bar on stderr with items/s and ETA; silent unless stderr is a terminal.
