@@ -80,11 +80,11 @@ Result<MadeEngine> MakeEngine(const CaptureRequest& req, const ModelInfo& model,
   if (req.engine == "llama") {
     if (req.knobs.n_ctx > 0 && n_tokens > req.knobs.n_ctx)
       return Status::Error(
-          fmt::format("{}: {} tokens do not fit the context of {} (-c)", req.workload_path, n_tokens, req.knobs.n_ctx));
+          fmt::format("{}: {} tokens do not fit the context of {} (ctx_size, -c)", req.workload_path, n_tokens, req.knobs.n_ctx));
     if (req.knobs.n_ctx == 0 && n_tokens > model.n_ctx_train)
       return Status::Error(
-          fmt::format("{}: {} tokens are longer than the model's training context of {}; set -c to "
-                      "run past it",
+          fmt::format("{}: {} tokens are longer than the model's training context of {}; set ctx_size (-c) "
+                      "to run past it",
                       req.workload_path, n_tokens, model.n_ctx_train));
     FS_ASSIGN_OR_RETURN(auto llama, LlamaEngine::Create(req.model_path, req.knobs, req.forks.plan ? 2 : 1));
     m.tokenizer_sha256 = TokenizerHash(llama->n_vocab(), [&](int32_t t) { return llama->TokenText(t); });

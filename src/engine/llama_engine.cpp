@@ -249,7 +249,7 @@ Status LlamaEngine::Impl::Run(std::span<const int32_t> tokens, std::span<const i
                               const AnyForkSink& fork_sink, const ProgressFn& progress, const ExtendFn& extend) {
   if (int64_t(tokens.size()) > knobs.n_ctx)
     return Status::Error(
-        fmt::format("the workload has {} tokens, more than the context of {} (-c)", tokens.size(), knobs.n_ctx));
+        fmt::format("the workload has {} tokens, more than the context of {} (ctx_size, -c)", tokens.size(), knobs.n_ctx));
   if ((!forks.empty() || plan) && n_seq_max < ForkSeq() + 1) return Status::Error("forking needs n_seq_max >= 2");
   llama_memory_t mem = llama_get_memory(ctx);
   llama_memory_clear(mem, true);
