@@ -15,7 +15,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // A summary row as Summarize writes it, with the fields the recipe reads.
-nlohmann::json SummaryRow(const std::string& name, double rate, bool above) {
+nlohmann::json SummaryJson(const std::string& name, double rate, bool above) {
   return {{"config", name},       {"median_flip_rate", rate},      {"kl_mean", rate},
           {"above_floor", above}, {"flips", int64_t(rate * 1000)}, {"probes", 1000}};
 }
@@ -79,9 +79,9 @@ TEST(ExperimentLoad, TheRecipeWarnsWhenAConfigurationFineAloneFlipsUnderLoad) {
     row["alone"] = alone;
     return row;
   };
-  results["summary"] = {SummaryRow("baseline", 0, false), loaded(SummaryRow("load-3", 0.004, true), "baseline"),
-                        SummaryRow("q8", 0, false),       loaded(SummaryRow("q8-load", 0.002, true), "q8"),
-                        SummaryRow("q4", 0.05, true),     loaded(SummaryRow("q4-load", 0.06, true), "q4")};
+  results["summary"] = {SummaryJson("baseline", 0, false), loaded(SummaryJson("load-3", 0.004, true), "baseline"),
+                        SummaryJson("q8", 0, false),       loaded(SummaryJson("q8-load", 0.002, true), "q8"),
+                        SummaryJson("q4", 0.05, true),     loaded(SummaryJson("q4-load", 0.06, true), "q4")};
   ModelInfo model;
   model.n_ctx_train = 1024;
   model.n_layer = model.n_head_kv = 1;

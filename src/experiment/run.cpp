@@ -340,9 +340,10 @@ Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& op
   }
 
   // 2. Comparisons: the baseline's repeats give the floor; every variant repeat against baseline r0.
-  FS_RETURN_IF_ERROR(CompareAll(exp, results, opts.log));
+  std::vector<ComparisonEntry> comparisons;
+  FS_RETURN_IF_ERROR(CompareAll(exp, results, opts.log, &comparisons));
   // 3. Summary and floor; with the exact reference, every capture against it too.
-  Summarize(exp, results);
+  Summarize(exp, results, comparisons);
   if (results.contains("reference")) FS_RETURN_IF_ERROR(CompareWithReference(exp, results, opts.log));
   // 4. Follow the forks of each variant that flips; the damage they find joins the summary.
   if (exp.branch.enabled) FS_RETURN_IF_ERROR(BranchAll(exp, results, opts));

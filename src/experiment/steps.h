@@ -11,6 +11,7 @@
 #include "branch/branch.h"
 #include "checkpoint/model_info.h"
 #include "experiment/experiment.h"
+#include "results/results.h"
 
 namespace flipscope {
 
@@ -20,15 +21,17 @@ double KvBytesPerToken(const ModelInfo& model, const Knobs& knobs);
 // {"config": {knobs, flags (null when absent), engine, timings}, "run": {workload without spans,
 // probe_plan, environment}}; absent keys come out null (timings: an empty object).
 nlohmann::json ManifestFacts(const nlohmann::json& manifest);
-// Fills results["comparisons"]: baseline repeats vs baseline r0, every variant repeat vs baseline r0.
-Status CompareAll(const Experiment& exp, nlohmann::json& results, const Log& log);
+// Fills results["comparisons"]: baseline repeats vs baseline r0, every variant repeat vs baseline r0;
+// *entries gets the same comparisons' figures, typed, in the same order (for Summarize).
+Status CompareAll(const Experiment& exp, nlohmann::json& results, const Log& log,
+                  std::vector<ComparisonEntry>* entries);
 // The configuration a loaded one (load > 0) is the same as when run alone: the baseline or a
 // variant with the same model and knobs at load 0; "" when there is none or c runs alone.
 std::string AloneOf(const Experiment& exp, const ConfigSpec& c);
 // Fills results["summary"] (median over repeats per configuration) and results["floor"]; a
 // loaded configuration's row names its load and alone counterpart, and results["load_floor"]
 // holds the floor alone beside the baseline's floor under each load.
-void Summarize(const Experiment& exp, nlohmann::json& results);
+void Summarize(const Experiment& exp, nlohmann::json& results, const std::vector<ComparisonEntry>& comparisons);
 // With results["reference"] (the exact capture's entry): every configuration's captures compared
 // with it (reference.comparisons, the exact capture as base), the median over repeats per
 // configuration (reference.summary, the baseline included), and each results["summary"] row's

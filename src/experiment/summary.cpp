@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "compare/compare.h"
 #include "engine/engine.h"
@@ -11,13 +12,25 @@
 namespace flipscope {
 namespace {
 
-// A configuration's comparisons (comparisons[] entries: config, repeat, compare), in results order.
-std::vector<ComparisonEntry> ComparisonsOf(const nlohmann::json& comparisons, const std::string& name) {
+// A configuration's comparisons, in the order they were made.
+std::vector<ComparisonEntry> ComparisonsOf(const std::vector<ComparisonEntry>& all, const std::string& name) {
   std::vector<ComparisonEntry> out;
-  for (const auto& c : comparisons)
-    if (c["config"] == name)
-      out.push_back({name, c["repeat"].get<int>(), ComparisonFigures::FromCompareJson(c["compare"])});
+  for (const ComparisonEntry& e : all)
+    if (e.config == name) out.push_back(e);
   return out;
+}
+
+// The figures a summary is made of, straight from the comparison (not read back from its JSON).
+ComparisonEntry EntryOf(const std::string& config, size_t repeat, const Comparison& c) {
+  const OverallStats& o = c.overall;
+  ComparisonFigures f;
+  f.flip_rate = o.flip_rate;
+  f.flip_rate_ci = Interval{o.flip_rate_ci.first, o.flip_rate_ci.second};
+  f.flips = o.flips, f.probes = o.probes, f.confident_flips = o.confident_flips, f.uncertain_flips = o.uncertain_flips;
+  f.kl_mean = o.kl_base_cand.mean, f.kl_p99 = o.kl_base_cand.p99, f.kl_max = o.kl_base_cand.max;
+  if (std::isfinite(o.same_top1_rate)) f.same_top1_rate = o.same_top1_rate;
+  f.bit_identical = c.bit_identical, f.probes_compared = c.probes_compared;
+  return {config, int(repeat), f};
 }
 
 }  // namespace
@@ -40,7 +53,8 @@ CompareOptions OptionsOf(const Experiment& exp, const nlohmann::json& results) {
   return co;
 }
 
-Status CompareAll(const Experiment& exp, nlohmann::json& results, const Log& log) {
+Status CompareAll(const Experiment& exp, nlohmann::json& results, const Log& log,
+                  std::vector<ComparisonEntry>* entries) {
   results["comparisons"] = nlohmann::json::array();
   const auto& configs = results["configs"];
   std::string base0 = configs[0]["captures"][0];
@@ -54,6 +68,7 @@ Status CompareAll(const Experiment& exp, nlohmann::json& results, const Log& log
       auto cmp = CompareFiles(base0, caps[r].get<std::string>(), co);
       if (!cmp.ok()) return cmp.status();
       results["comparisons"].push_back({{"config", c["name"]}, {"repeat", r}, {"compare", ToJson(*cmp)}});
+      entries->push_back(EntryOf(c["name"], r, *cmp));
     }
   }
   return Status::Ok();
@@ -64,6 +79,7 @@ Status CompareWithReference(const Experiment& exp, nlohmann::json& results, cons
   const std::string exact = ref["captures"][0];
   const CompareOptions co = OptionsOf(exp, results);
   nlohmann::json against = {{"comparisons", nlohmann::json::array()}};
+  std::vector<ComparisonEntry> entries_vs_exact;
   for (const auto& c : results["configs"]) {
     if (c["status"] != "ok") continue;
     for (size_t r = 0; r < c["captures"].size(); ++r) {
@@ -71,12 +87,13 @@ Status CompareWithReference(const Experiment& exp, nlohmann::json& results, cons
       auto cmp = CompareFiles(exact, c["captures"][r].get<std::string>(), co);
       if (!cmp.ok()) return cmp.status().Prefixed("against the exact reference");
       against["comparisons"].push_back({{"config", c["name"]}, {"repeat", r}, {"compare", ToJson(*cmp)}});
+      entries_vs_exact.push_back(EntryOf(c["name"], r, *cmp));
     }
   }
   ref["comparisons"] = against["comparisons"];
   ref["summary"] = nlohmann::json::array();
   for (const auto& c : results["configs"]) {
-    auto entries = ComparisonsOf(against["comparisons"], c["name"]);
+    auto entries = ComparisonsOf(entries_vs_exact, c["name"]);
     if (entries.empty()) continue;
     const SummaryRow s = SummaryRow::Of(c["name"], entries);
     ref["summary"].push_back(s.ToReferenceJson());
@@ -124,9 +141,8 @@ std::vector<LoadFloorRow> LoadFloor(const Experiment& exp, const Floor& floor, c
 
 }  // namespace
 
-void Summarize(const Experiment& exp, nlohmann::json& results) {
+void Summarize(const Experiment& exp, nlohmann::json& results, const std::vector<ComparisonEntry>& comparisons) {
   const std::string base = results["baseline"];
-  const auto& comparisons = results["comparisons"];
   auto floor_cmps = ComparisonsOf(comparisons, base);
   const Floor floor = Floor::Of(floor_cmps.empty() ? std::nullopt : std::optional(SummaryRow::Of(base, floor_cmps)),
                                 floor_cmps.size() + 1);

@@ -46,7 +46,11 @@ TEST(Summarize, TheSummaryAndTheReportShowTheSameMedianRepeat) {
                             {"comparisons",
                              {Comparison("baseline", 1, 0), Comparison("even", 0, 4), Comparison("even", 1, 2),
                               Comparison("odd", 0, 5), Comparison("odd", 1, 1), Comparison("odd", 2, 3)}}};
-  Summarize(exp, results);
+  std::vector<ComparisonEntry> entries;  // what CompareAll hands over with the same comparisons
+  for (const auto& c : results["comparisons"])
+    entries.push_back(
+        {c["config"].get<std::string>(), c["repeat"].get<int>(), ComparisonFigures::FromCompareJson(c["compare"])});
+  Summarize(exp, results, entries);
   // even: rates 4% and 2%, median 3%, both repeats equally close; the lower middle is repeat 1.
   const auto& even = results["summary"][1];
   ASSERT_EQ(even["config"], "even");
