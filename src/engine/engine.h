@@ -55,6 +55,18 @@ struct Knobs {
   std::string ToFlags() const;
 };
 
+// A setting llama.cpp ran with another value than the one asked for (an auto value resolved, a
+// size clamped or rounded), and the rule that decided it. Manifests hold the effective values as
+// "knobs" and these under the engine's "resolved": key -> {requested, effective, reason}.
+struct KnobResolution {
+  std::string key;           // KnobTable() key, e.g. "flash_attn"
+  nlohmann::json requested;  // as asked: "auto", 0
+  nlohmann::json effective;  // as it ran: "on", 8192
+  std::string reason;        // the rule, e.g. "quantized V cache (-ctv q8_0) requires it"
+};
+// The manifest block of resolutions: key -> {requested, effective, reason}.
+nlohmann::json ResolutionsToJson(const std::vector<KnobResolution>& resolutions);
+
 // One numerics knob: its key in JSON and experiment files, its flags, its help and how to read
 // and write it. The table drives Knobs' JSON, flags, the CLI's options and experiment keys.
 struct KnobInfo {

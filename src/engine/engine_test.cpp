@@ -163,9 +163,8 @@ TEST(LlamaEngine, PrefillGivesProbeRowsInOrder) {
   EXPECT_EQ(d["knobs"]["ctx_size"], 256);
 }
 
-// -fa auto is resolved from llama.cpp's log wording ("Flash Attention enabled" / "... not
-// supported"). The CPU backend supports flash attention, so auto must resolve to on and give
-// fa-on's rows bit for bit; a change of wording would resolve it to off and fail here.
+// -fa auto is resolved by llama.cpp's rules and its device probe (ResolveKnobs). The CPU backend
+// supports flash attention, so auto must be recorded as on and give fa-on's rows bit for bit.
 TEST(LlamaEngine, FlashAttentionAutoResolvesToOnOnTheCpu) {
   Knobs a = CpuKnobs(), on = CpuKnobs(), off = CpuKnobs();
   a.flash_attn = FlashAttn::kAuto;

@@ -168,19 +168,7 @@ Result<std::unique_ptr<LlamaEngine>> LlamaEngine::Create(const std::string& path
     return Status::Refused(path + ": llama.cpp refused the configuration " + k.ToFlags() +
                            (why.empty() ? "" : " (" + why + ")"));
   }
-  // libllama resolves -fa auto inside llama_init_from_model and reports the outcome only in its
-  // log ("Flash Attention enabled" / "... not supported"); llama.h has no getter for it. The
-  // manifest must say which kernel ran, so the wording is read here, and
-  // LlamaEngine.FlashAttentionAutoResolvesToOnOnTheCpu fails if it changes.
-  if (k.flash_attn == FlashAttn::kAuto) {
-    bool disabled = log.find("Flash Attention not supported") != std::string::npos;
-    bool enabled = log.find("Flash Attention enabled") != std::string::npos;
-    k.flash_attn = enabled && !disabled ? FlashAttn::kOn : FlashAttn::kOff;
-  }
-  k.n_ctx = int(llama_n_ctx(impl->ctx));
-  k.n_ubatch = int(llama_n_ubatch(impl->ctx));
-  if (k.load == 0) k.n_batch = int(llama_n_batch(impl->ctx));
-  if (Backends().size() == 1) k.n_gpu_layers = 0;  // CPU only: nothing is offloaded
+  FS_RETURN_IF_ERROR(ResolveKnobs(*impl, knobs_in, cp, log));
   TakeLlamaLogTail();
   return std::unique_ptr<LlamaEngine>(new LlamaEngine(std::move(impl)));
 }
@@ -388,6 +376,7 @@ nlohmann::json LlamaEngine::Describe() const {
           {"system_info", llama_print_system_info()},
           {"model_desc", desc},
           {"knobs", impl_->knobs.ToJson()},
+          {"resolved", ResolutionsToJson(impl_->resolutions)},
           {"kernel_path", KernelPath(impl_->weight_buffers)},
           {"flags", impl_->knobs.ToFlags()},
           {"kv_unified", true},

@@ -21,7 +21,8 @@ struct LlamaEngine::Impl {
   llama_model* model = nullptr;
   llama_context* ctx = nullptr;
   const llama_vocab* vocab = nullptr;
-  Knobs knobs;                    // resolved
+  Knobs knobs;                    // effective: what llama.cpp ran (ResolveKnobs)
+  std::vector<KnobResolution> resolutions;  // where that differs from the request, and why
   nlohmann::json weight_buffers;  // buffer type -> MiB of the model's weights (the kernel path)
   std::string model_path;
   int n_seq_max = 1;
@@ -96,5 +97,33 @@ class FillerLoad {
   static constexpr size_t kMaxRecorded = 200;
   int64_t n_jobs_ = 0, n_steps_ = 0;
 };
+
+// ---- Resolution (resolve.cpp): the effective value of every setting llama.cpp decides itself ----
+
+// What decided the flash-attention kernel, and the value (nullopt: the device probe decides).
+struct FlashAttnRule {
+  std::optional<FlashAttn> value;
+  std::string reason;
+};
+// The facts llama_init_from_model's flash-attention rules look at.
+struct FlashAttnFacts {
+  std::string arch;  // general.architecture
+  SplitMode split_mode = SplitMode::kLayer;
+  bool v_quantized = false;
+  std::string cache_type_v;
+};
+// llama_init_from_model's rules, in its order: an architecture that forces it off, -sm tensor and
+// a quantized V cache that force auto on; an explicit value stands; else nullopt (the probe).
+FlashAttnRule FlashAttnByRule(FlashAttn requested, const FlashAttnFacts& facts);
+// The device probe's verdict as llama.cpp logs it; nullopt when the log says neither.
+std::optional<FlashAttnRule> FlashAttnFromProbeLog(const std::string& log);
+// The verdict by behaviour: a few tokens through small contexts made with cp's settings and -fa
+// auto, on and off, compared bit for bit; an error when auto matches neither.
+Result<FlashAttnRule> FlashAttnByBehaviour(llama_model* model, const llama_context_params& cp);
+// Sets e.knobs to the effective values of its freshly created context (asked: the request; cp:
+// the context's parameters; init_log: llama.cpp's log of llama_init_from_model) and records in
+// e.resolutions every one that differs, with its rule.
+Status ResolveKnobs(LlamaEngine::Impl& e, const Knobs& asked, const llama_context_params& cp,
+                    const std::string& init_log);
 
 }  // namespace flipscope
