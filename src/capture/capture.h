@@ -198,6 +198,10 @@ struct CaptureRequest {
   std::vector<std::string> load_text;
 };
 
+// Ok when every knob set away from its default is one the request's engine uses (llama: all;
+// exact: threads; openai: load, load_seed); else an error naming the others.
+Status CheckKnobsApply(const std::string& engine, const Knobs& knobs);
+
 // Renders and tokenizes the workload, runs it teacher-forced through the engine (llama.cpp, or a
 // server over HTTP: a truncated capture) and writes the capture atomically. Returns the final manifest. On error
 // nothing is left at out_path.

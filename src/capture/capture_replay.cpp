@@ -38,8 +38,16 @@ Result<CaptureReplay> ReplayOf(const CaptureReader& cap, const std::string& stag
     return Status::Error(path + ": a truncated (top-k) capture cannot be re-run; " + stage +
                          " needs a capture of the llama engine");
   const json engine = m.value("engine", json::object());
-  if (engine.is_object() && engine.value("engine", std::string("llama")) != "llama")
-    return Status::Error(path + ": captured by the '" + engine.value("engine", std::string()) + "' engine; " + stage +
+  // Older exact captures name their engine under "name" only.
+  const std::string name =
+      engine.is_object() ? engine.value("engine", engine.value("name", std::string("llama"))) : std::string("llama");
+  if (name == "exact")
+    return Status::Error(path + ": an exact (FP64) capture cannot be re-run by " + stage +
+                         ": the exact engine computes teacher-forced rows only, it cannot decode a future or "
+                         "expose llama.cpp's graph; capture the workload with --engine llama for " + stage +
+                         ", and compare that capture against this one");
+  if (name != "llama")
+    return Status::Error(path + ": captured by the '" + name + "' engine; " + stage +
                          " re-runs the llama engine only");
   FS_ASSIGN_OR_RETURN(CaptureReplay r, ModelOf(cap, hashes));
   if (!m.contains("knobs")) return Status::Error(path + ": the manifest has no knobs");

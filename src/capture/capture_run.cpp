@@ -36,11 +36,36 @@ Result<std::vector<int32_t>> PlanProbes(const ProbePlan& plan, int32_t n, const 
   return std::vector<int32_t>(pos.begin(), pos.end());
 }
 
+// The knobs an engine uses: llama.cpp all of them; the exact engine only the thread count (it
+// computes in FP64 without llama.cpp's kernels); a server only the load (its own flags decide the
+// rest). Anything else set is refused, so a manifest never lists a setting that did nothing.
+Status CheckKnobsApply(const std::string& engine, const Knobs& knobs) {
+  if (engine == "llama") return Status::Ok();
+  const std::set<std::string> used = engine == "exact" ? std::set<std::string>{"threads"}
+                                                       : std::set<std::string>{"load", "load_seed"};
+  static const Knobs defaults;
+  std::vector<std::string> ignored;
+  for (const auto& k : KnobTable()) {
+    if (used.count(k.key) || k.get(knobs) == k.get(defaults)) continue;
+    std::string flag = *k.llama_flag ? k.llama_flag : std::string(k.long_flag);
+    flag = flag.substr(0, flag.find(','));
+    ignored.push_back(flag + " " + (k.get(knobs).is_string() ? k.get(knobs).get<std::string>() : k.get(knobs).dump()));
+  }
+  if (ignored.empty()) return Status::Ok();
+  return Status::InvalidArgument(fmt::format(
+      "--engine {} does not use {} ({}); {}", engine, ignored.size() == 1 ? "this knob" : "these knobs",
+      fmt::join(ignored, ", "),
+      engine == "exact" ? "the exact engine computes in FP64 without llama.cpp's kernels and takes only -t"
+                        : "a server's numerics are its own launch flags (--server-note records them); only --load applies"));
+}
+
 nlohmann::json CaptureRequestJson(const CaptureRequest& req, const std::string& model_sha256,
                                   const std::string& workload_sha256) {
   nlohmann::json j = {{"model_sha256", model_sha256},  {"workload_sha256", workload_sha256},
                       {"format", req.workload.format}, {"chat_template", req.workload.chat_template},
-                      {"knobs", req.knobs.ToJson()},   {"probe_plan", req.plan.ToJson()},
+                      {"knobs", req.engine == "exact" ? nlohmann::json{{"threads", req.knobs.n_threads}}
+                                                      : req.knobs.ToJson()},
+                      {"probe_plan", req.plan.ToJson()},
                       {"store", StoreName(req.store)}, {"tool_version", FLIPSCOPE_VERSION}};
   if (req.engine != "llama") j["engine"] = req.engine;
   if (!req.load_text.empty()) j["load_text"] = req.load_text;
@@ -269,6 +294,7 @@ void AddRunRecord(const CaptureRequest& req, const MadeEngine& made, const RowsR
 
 // The capture over a source; t0 is when the caller's capture began (the manifest's total_s).
 Result<nlohmann::json> CaptureFrom(const CaptureRequest& req, const CaptureSource& src, double t0) {
+  FS_RETURN_IF_ERROR(CheckKnobsApply(req.engine, req.knobs));
   FS_RETURN_IF_ERROR(req.knobs.Validate());
   FS_RETURN_IF_ERROR(CheckSource(req, src));
   const Workload& w = src.workload;
@@ -302,6 +328,7 @@ Result<nlohmann::json> RunCapture(const CaptureRequest& req, const CaptureSource
 
 Result<nlohmann::json> RunCapture(const CaptureRequest& req) {
   const double t0 = NowSeconds();
+  FS_RETURN_IF_ERROR(CheckKnobsApply(req.engine, req.knobs));
   FS_RETURN_IF_ERROR(req.knobs.Validate());
   // Without the fillers' sources: OpenEngine reads them after the engine, as a single capture always has.
   FS_ASSIGN_OR_RETURN(CaptureSource src, Prepare(req, false));

@@ -16,7 +16,31 @@ int32_t VocabSize(const CaptureReader& cap) {
              : 0;
 }
 
+namespace {
+// "SmolLM2 135M Instruct (llama, 49152 tokens)": how a capture's manifest names its model.
+std::string ModelLabel(const CaptureReader& cap) {
+  const nlohmann::json m = cap.manifest().value("model", nlohmann::json::object());
+  auto text = [&](const char* key) {
+    return m.is_object() && m.contains(key) && m[key].is_string() ? m[key].get<std::string>() : std::string();
+  };
+  std::string name = text("name").empty() ? text("path") : text("name");
+  return fmt::format("{} ({}, {} tokens)", name.empty() ? "?" : name, text("architecture").empty() ? "?" : text("architecture"),
+                     VocabSize(cap));
+}
+}  // namespace
+
 Status CheckSameWorkload(const CaptureReader& a, const CaptureReader& b) {
+  // The tokenizer first: captures of two models differ at token 0 for that reason alone.
+  const int32_t va = VocabSize(a), vb = VocabSize(b);
+  const nlohmann::json& ma = a.manifest();
+  const nlohmann::json& mb = b.manifest();
+  const bool other_tokenizer = ma.contains("tokenizer_sha256") && mb.contains("tokenizer_sha256") &&
+                               ma["tokenizer_sha256"] != mb["tokenizer_sha256"];
+  if ((va > 0 && vb > 0 && va != vb) || other_tokenizer)
+    return Status::Error(fmt::format(
+        "{} and {} are captures of models with different tokenizers: {} vs {}; only captures of one tokenizer "
+        "over one workload can be compared",
+        a.path(), b.path(), ModelLabel(a), ModelLabel(b)));
   auto ta = a.tokens(), tb = b.tokens();
   auto [ia, ib] = std::mismatch(ta.begin(), ta.end(), tb.begin(), tb.end());
   if (ia != ta.end() || ib != tb.end()) {
@@ -28,15 +52,6 @@ Status CheckSameWorkload(const CaptureReader& a, const CaptureReader& b) {
         "can be compared",
         b.path(), a.path(), at, which));
   }
-  const int32_t va = VocabSize(a), vb = VocabSize(b);
-  if (va > 0 && vb > 0 && va != vb)
-    return Status::Error(
-        fmt::format("{} and {} have different vocabularies ({} vs {} entries)", a.path(), b.path(), va, vb));
-  const nlohmann::json& ma = a.manifest();
-  const nlohmann::json& mb = b.manifest();
-  if (ma.contains("tokenizer_sha256") && mb.contains("tokenizer_sha256") &&
-      ma["tokenizer_sha256"] != mb["tokenizer_sha256"])
-    return Status::Error(b.path() + ": its tokenizer differs from " + a.path() + "'s");
   return Status::Ok();
 }
 

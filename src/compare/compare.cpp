@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <initializer_list>
 #include <mutex>
 #include <thread>
 
@@ -198,10 +199,10 @@ uint64_t RowBytes(const CaptureReader& r) {
   return uint64_t(r.n_vocab()) * (r.store() == StoreDtype::kBF16 ? 2 : 4);
 }
 
-// engine.kernel_path.summary of a manifest, or "".
-std::string KernelPathOf(const nlohmann::json& manifest) {
+// The string at a path of keys in a manifest, or "" (e.g. engine.kernel_path.summary).
+std::string ManifestText(const nlohmann::json& manifest, std::initializer_list<const char*> keys) {
   const nlohmann::json* p = &manifest;
-  for (const char* key : {"engine", "kernel_path", "summary"}) {
+  for (const char* key : keys) {
     if (!p->is_object() || !p->contains(key)) return "";
     p = &(*p)[key];
   }
@@ -225,8 +226,10 @@ Result<Comparison> Compare(const CaptureReader& base, const CaptureReader& cand,
   c.cand_topk = cand.truncated() ? cand.topk() : 0;
   c.truncated = base.truncated() || cand.truncated();
   c.window = options.window;
-  c.base_kernel_path = KernelPathOf(base.manifest());
-  c.cand_kernel_path = KernelPathOf(cand.manifest());
+  c.base_kernel_path = ManifestText(base.manifest(), {"engine", "kernel_path", "summary"});
+  c.cand_kernel_path = ManifestText(cand.manifest(), {"engine", "kernel_path", "summary"});
+  c.base_flags = ManifestText(base.manifest(), {"engine", "flags"});
+  c.cand_flags = ManifestText(cand.manifest(), {"engine", "flags"});
   c.kernel_paths_differ =
       !c.base_kernel_path.empty() && !c.cand_kernel_path.empty() && c.base_kernel_path != c.cand_kernel_path;
   c.probes_compared = int64_t(pairs.base.size());

@@ -191,6 +191,9 @@ struct Comparison {
   // the numbers like a knob does, so compare names it when they differ.
   std::string base_kernel_path, cand_kernel_path;
   bool kernel_paths_differ = false;
+  // The settings each capture ran with, as flags (the manifests' engine.flags: effective values,
+  // e.g. "-fa on" where "-fa auto" was asked; "" when a capture does not record them).
+  std::string base_flags, cand_flags;
   OverallStats overall;
   std::vector<WindowStats> windows;
   std::vector<FlipRecord> flips;

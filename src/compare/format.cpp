@@ -112,6 +112,9 @@ std::vector<std::string> Summary(const Comparison& c) {
   std::vector<std::string> lines;
   lines.push_back(fmt::format("base {} ({}), candidate {} ({})", c.base_path, StoreText(c.base_store, c.base_topk),
                               c.cand_path, StoreText(c.cand_store, c.cand_topk)));
+  if (!c.base_flags.empty() || !c.cand_flags.empty())
+    lines.push_back(fmt::format("ran with: base {}; candidate {}", c.base_flags.empty() ? "?" : c.base_flags,
+                                c.cand_flags.empty() ? "?" : c.cand_flags));
   if (c.kernel_paths_differ)
     lines.push_back(fmt::format("kernel paths differ: base {}; candidate {}", c.base_kernel_path, c.cand_kernel_path));
   lines.push_back(fmt::format("probes: {} compared ({} skipped in base, {} in candidate)", c.probes_compared,
@@ -217,6 +220,9 @@ json ToJson(const Comparison& c) {
       {"kl_estimate", c.truncated ? "tail bucket: ids both captures know, plus one bucket for the rest (a lower bound)"
                                   : "exact: full vocabulary"},
       {"truncated", c.truncated},
+      {"flags",
+       {{"base", c.base_flags.empty() ? json(nullptr) : json(c.base_flags)},
+        {"cand", c.cand_flags.empty() ? json(nullptr) : json(c.cand_flags)}}},
       {"kernel_path",
        {{"base", c.base_kernel_path.empty() ? json(nullptr) : json(c.base_kernel_path)},
         {"cand", c.cand_kernel_path.empty() ? json(nullptr) : json(c.cand_kernel_path)},

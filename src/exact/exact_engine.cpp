@@ -105,7 +105,8 @@ nlohmann::json ExactEngine::Describe() const {
     check[type] = {{"elements", t.elements}, {"checked", t.checked}, {"inexact", t.inexact}};
     all_exact = all_exact && t.checked && t.inexact == 0;
   }
-  return {{"name", "exact"},
+  return {{"engine", "exact"},
+          {"name", "exact"},
           {"version", FLIPSCOPE_VERSION},
           {"precision", "fp64"},
           {"architecture", m.hp.arch},
@@ -118,7 +119,7 @@ nlohmann::json ExactEngine::Describe() const {
           {"attention", {{"query_block", impl_->opts.query_block}, {"softmax", "FP64, max-subtracted"}}},
           {"load_s", impl_->load_s},
           {"flags", "--engine exact"},
-          {"knobs", {{"n_threads", impl_->threads}}}};
+          {"knobs", {{"threads", impl_->threads}}}};
 }
 
 Result<nlohmann::json> CheckDequantization(const std::string& model_path) {
