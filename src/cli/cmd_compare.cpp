@@ -2,6 +2,7 @@
 // Exit codes: 0 ok, 1 error, 3 a --fail-above / --max-kl gate was exceeded (docs/compare.md).
 #include <fmt/format.h>
 
+#include <cmath>
 #include <filesystem>
 #include <memory>
 
@@ -91,17 +92,17 @@ Action DefineCompare(CLI::App* cmd) {
       ->expected(2, -1);
   cmd->add_option("--window", o->compare.window, "Window size in tokens (window i = positions [i*W, (i+1)*W))")
       ->default_val(8192)
-      ->check(CLI::PositiveNumber);
+      ->check(WholeAtLeast(1));
   cmd->add_option("--confident", o->compare.confident, "A flip is confident when the base top-1 probability >= P")
       ->default_val(0.9)
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(NumberIn(0.0, 1.0));
   cmd->add_option("--threads", o->compare.threads, "Worker threads; 0 = all hardware threads")->default_val(0);
   cmd->add_flag("--json", o->json, "Print the JSON contract (one object per candidate; an array for several)");
   cmd->add_flag("--csv", o->csv, "Print CSV: one row per window and an 'all' row per candidate");
   cmd->add_flag("--md", o->md, "Print Markdown tables");
   cmd->add_option("--fail-above", o->fail_above, "Exit 3 when a candidate's flip rate exceeds RATE (0.005 or 0.5%)");
   cmd->add_option("--max-kl", o->max_kl, "Exit 3 when a candidate's mean KL(base||cand) exceeds X")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NumberIn(0.0, INFINITY));
   cmd->add_flag("--no-text", o->no_text, "Do not load the model's vocabulary: flips show token ids only");
   cmd->add_flag("-q,--quiet", o->quiet, "No progress bar");
   return [o] { return Run(*o); };

@@ -5,6 +5,8 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "util/status.h"
 
@@ -14,6 +16,13 @@ namespace flipscope::cli {
 int Fail(const Status& status);
 // 0 on success, else Fail(status).
 int Done(const Status& status);
+
+// Validators whose failure says what is accepted: a whole number >= min; a number in [lo, hi].
+CLI::Validator WholeAtLeast(long long min);
+CLI::Validator NumberIn(double lo, double hi);
+// One line for a command-line error: the flag as the user spelt it (-fa, not --flash-attn), what
+// is wrong and what it accepts (args: the command line as parsed, for the subcommand's name).
+std::string ArgumentErrorLine(const CLI::App& app, const std::vector<std::string>& args, const CLI::ParseError& e);
 
 // What a subcommand does once its flags are parsed; returns the process exit code.
 using Action = std::function<int()>;

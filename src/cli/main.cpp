@@ -95,10 +95,14 @@ int main(int argc, char** argv) {
     CLI::App* sub = app.add_subcommand(c.name, c.help);
     actions.emplace_back(sub, c.define(sub));
   }
+  const std::vector<std::string> args = LlamaStyleArgs(argc, argv);
   try {
-    app.parse(LlamaStyleArgs(argc, argv));
-  } catch (const CLI::ParseError& e) {
+    std::vector<std::string> consumed = args;  // CLI11 takes the arguments out of the vector it parses
+    app.parse(consumed);
+  } catch (const CLI::Success& e) {  // --help: CLI11 prints it
     return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return Fail(flipscope::Status::InvalidArgument(ArgumentErrorLine(app, args, e)));
   }
   if (version) {
     PrintVersion();

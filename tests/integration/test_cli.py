@@ -164,6 +164,87 @@ class Capture(unittest.TestCase):
         self.assertEqual([f for f in os.listdir(TMP) if ".tmp" in f], [])
 
 
+class EffectiveSettings(unittest.TestCase):
+    """The manifest, the terminal line and the flags say what ran, not what was asked."""
+
+    def test_fa_auto_with_a_quantized_v_cache_is_recorded_as_on(self):
+        text = os.path.join(TMP, "fa-auto.txt")
+        with open(text, "w") as f:
+            f.write("Restart nginx on web-03 and check port 8443 before the db-east-02 failover.\n" * 6)
+        caps = {}
+        for name, fa in (("auto", []), ("on", ["-fa", "on"])):
+            caps[name] = os.path.join(TMP, f"gemma-q8-fa-{name}.safetensors")
+            p = run("capture", "-m", GEMMA, "--chat-template", "gemma", "-w", text, "-o", caps[name], "-t", "2",
+                    "--stride", "4", "-ctk", "q8_0", "-ctv", "q8_0", "-q", *fa)
+        m = manifest(caps["auto"])
+        self.assertEqual(m["knobs"]["flash_attn"], "on")
+        self.assertEqual(m["request"]["knobs"]["flash_attn"], "auto")
+        fa = m["engine"]["resolved"]["flash_attn"]
+        self.assertEqual((fa["requested"], fa["effective"]), ("auto", "on"))
+        self.assertIn("quantized V cache", fa["reason"])
+        self.assertIn("-fa on", m["engine"]["flags"])
+        a, b = load_file(caps["auto"]), load_file(caps["on"])
+        self.assertTrue(np.array_equal(a["digest"], b["digest"]))  # the kernel recorded is the one that ran
+        self.assertTrue(np.array_equal(a["logits"], b["logits"]))
+
+    def test_exact_engine_refuses_knobs_it_does_not_use(self):
+        text = os.path.join(TMP, "exact-knobs.txt")
+        with open(text, "w") as f:
+            f.write("ping 10.20.3.17 then ssh admin@lab-core01 -p 2222\n" * 3)
+        out = os.path.join(TMP, "exact-knobs.safetensors")
+        for extra in (["-ctk", "q4_0", "-ctv", "q4_0", "-ub", "32"], ["-ctk", "q4_0", "-ctv", "q4_0", "-fa", "off"]):
+            p = run("capture", "--engine", "exact", "-m", SMOL, "-w", text, "-o", out, *extra, check=False)
+            self.assertEqual(p.returncode, 1, p.stderr)
+            line = one_error_line(self, p.stderr)
+            self.assertIn("--engine exact does not use these knobs", line)
+            for flag in extra[::2]:
+                self.assertIn(flag + " ", line)
+            self.assertNotIn("needs flash attention", line)
+            self.assertFalse(os.path.exists(out))
+        run("capture", "--engine", "exact", "-m", SMOL, "-w", text, "-o", out, "-t", "2", "--stride", "8", "-q")
+        m = manifest(out)
+        self.assertEqual(m["request"]["knobs"], {"threads": 2})
+        self.assertEqual(m["knobs"], {"threads": 2})
+        llama = os.path.join(TMP, "exact-knobs-llama.safetensors")
+        run("capture", "-m", SMOL, "-w", text, "-o", llama, "-t", "2", "--stride", "8", "-q")
+        for stage in ("branch", "layers"):
+            p = run(stage, llama, out, "-o", os.path.join(TMP, f"exact-{stage}.json"), check=False)
+            self.assertEqual(p.returncode, 1, p.stderr)
+            line = one_error_line(self, p.stderr)
+            self.assertIn("an exact (FP64) capture cannot be re-run by " + stage, line)
+            self.assertIn("--engine llama", line)
+
+
+class ArgumentErrors(unittest.TestCase):
+    """Every argument error: one line naming the flag and what it accepts, exit 1."""
+
+    def test_bad_command_lines(self):
+        w, o = os.path.join(TMP, "none.json"), os.path.join(TMP, "none.safetensors")
+        cases = [
+            (["compare", "a.safetensors", "b.safetensors", "--window", "0"],
+             "--window must be a whole number >= 1, not '0'"),
+            (["compare", "a.safetensors", "b.safetensors", "--window", "abc"],
+             "--window must be a whole number >= 1, not 'abc'"),
+            (["compare", "a.safetensors", "b.safetensors", "--confident", "2"],
+             "--confident must be a number from 0 to 1, not '2'"),
+            (["compare", "a.safetensors", "b.safetensors", "--max-kl", "-1"], "--max-kl must be a number >= 0"),
+            (["compare", "a.safetensors"], "<captures> needs at least 2 values"),
+            (["capture", "-m", SMOL, "-w", w, "-o", o, "-fa"], "-fa needs a value (Flash attention: on, off or auto)"),
+            (["capture", "-m", SMOL, "-w", w, "-o", o, "-fa", "sometimes"], "-fa: "),
+            (["capture", "-m", SMOL, "-w", w, "-o", o, "--stride", "abc"], "--stride cannot read 'abc' (a whole number"),
+            (["capture", "-m", SMOL, "-w", w, "-o", o, "-t", "x"], "-t: 'x' is not an integer"),
+            (["capture", "-w", w, "-o", o], "-m is required (GGUF model file"),
+            (["branch", "a.safetensors", "-o", o], "<cand> is required"),
+            (["capture", "-m", SMOL, "-w", w, "-o", o, "--bogus"], "--bogus"),
+            (["frobnicate"], "frobnicate"),
+        ]
+        for args, expect in cases:
+            p = run(*args, check=False)
+            self.assertEqual(p.returncode, 1, (args, p.stderr))
+            self.assertIn(expect, one_error_line(self, p.stderr), args)
+        self.assertEqual(run("compare", "--help").returncode, 0)
+
+
 class Report(unittest.TestCase):
     def test_report_renders_a_results_file_again(self):
         out = os.path.join(TMP, "report-again")
