@@ -171,6 +171,14 @@ struct Runner {
     auto first = CaptureReader::Open(entry["captures"][0].get<std::string>());
     if (!first.ok()) return refuse("failed", first.status());
     entry.update(ManifestFacts((*first)->manifest())["config"]);
+    // What llama.cpp decided itself (-fa auto, clamped sizes): the flags above were the request.
+    // A variant's lines only where they differ from the baseline's, which are printed first.
+    if (r_begin == 0) {
+      const bool is_base = &c == &exp.baseline;
+      std::vector<std::string> notes = ResolvedNotes(entry["engine"], is_base ? std::vector<std::string>{} : base_notes);
+      for (const std::string& note : notes) opts.log.Info("  " + c.name + ": " + note);
+      if (is_base) base_notes = std::move(notes);
+    }
     if (entry["flags"].is_null()) entry["flags"] = c.knobs.ToFlags();
     entry["status"] = "ok";
     entry["model_file_size"] = fs::file_size(*model);
@@ -221,6 +229,7 @@ struct Runner {
   }
 
   std::string base0;  // the baseline's first capture, once made
+  std::vector<std::string> base_notes;  // what llama.cpp decided for the baseline (ResolvedNotes)
   Status fatal;       // a server configuration's failure, which ends the run
 };
 

@@ -179,6 +179,25 @@ std::string OtherKernelPaths(const json& r, const std::string& base_path) {
   return other.empty() ? "none: every configuration ran the reference's" : other;
 }
 
+// Per configuration, the settings llama.cpp decided itself (-fa auto resolved, sizes clamped):
+// its flags and knobs are those effective values, this says what was asked and why they differ.
+std::string DecidedByLlama(const json& r) {
+  // The reference's lines once; another configuration's only where they differ from them.
+  const json* base = BaseConfig(r);
+  const std::vector<std::string> base_notes = base ? ResolvedNotes(Sub(*base, "engine")) : std::vector<std::string>{};
+  std::string out;
+  if (base && !base_notes.empty())
+    out = fmt::format("{}: {}", Str(*base, "name"), fmt::join(base_notes, "; "));
+  const json& configs = Sub(r, "configs");
+  for (const json& c : configs.is_array() ? configs : json::array()) {
+    if (&c == base) continue;
+    std::vector<std::string> notes = ResolvedNotes(Sub(c, "engine"), base_notes);
+    if (!notes.empty()) out += fmt::format("{}{}: {}", out.empty() ? "" : " · ", Str(c, "name"), fmt::join(notes, "; "));
+  }
+  return out.empty() ? "nothing: every configuration ran its settings as requested"
+                     : out + (base ? " (other configurations: as the reference)" : "");
+}
+
 std::vector<Fact> RuntimeFacts(const json& r) {
   const std::string g = "Reference and runtime";
   const json* base_cfg = BaseConfig(r);
@@ -187,6 +206,7 @@ std::vector<Fact> RuntimeFacts(const json& r) {
   return {{g, "Reference configuration", Str(r, "baseline", "baseline"), false},
           {g, "Reference flags", base_cfg ? Str(*base_cfg, "flags") : "", true},
           {g, "Reference knobs", base_cfg ? InlineText(Sub(*base_cfg, "knobs")) : "", true},
+          {g, "Settings llama.cpp decided", DecidedByLlama(r), false},
           {g, "Engine", Str(engine, "engine"), false},
           {g, "llama.cpp", Str(engine, "llama_cpp"), true},
           {g, "ggml", Str(engine, "ggml"), true},
