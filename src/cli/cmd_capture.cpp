@@ -5,6 +5,7 @@
 
 #include "capture/capture.h"
 #include "cli/commands.h"
+#include "results/results.h"
 #include "util/util.h"
 
 namespace flipscope::cli {
@@ -115,6 +116,8 @@ Action DefineCapture(CLI::App* cmd) {
     fmt::print(stderr, "wrote {}: {} tokens, {} probes, {:.1f} tok/s, {}\n", o->req.out_path,
                (*m)["workload"].value("n_tokens", 0), (*m)["probe_plan"]["n_probes"].get<int64_t>(),
                t["tokens_per_s"].get<double>(), (*m)["engine"]["flags"].get<std::string>());
+    // The flags above are what ran; where llama.cpp decided a setting itself, say what and why.
+    for (const std::string& note : ResolvedNotes((*m)["engine"])) fmt::print(stderr, "  {}\n", note);
     return 0;
   };
 }

@@ -29,6 +29,7 @@ TEST(RunExperiment, LabelsFollowTheEffectiveSettings) {
   ASSERT_EQ((*r)["configs"].size(), 3u);
   for (const auto& c : (*r)["configs"]) {
     ASSERT_EQ(c["status"], "ok") << c.dump();
+    EXPECT_FALSE(c.contains("contradictions")) << c["contradictions"].dump();
     const auto& resolved = c["engine"]["resolved"];
     for (const auto& [key, asked] : c["changes"].items()) {
       if (!FindKnob(key)) continue;

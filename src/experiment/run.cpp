@@ -172,6 +172,16 @@ struct Runner {
     if (!first.ok()) return refuse("failed", first.status());
     entry.update(ManifestFacts((*first)->manifest())["config"]);
     // What llama.cpp decided itself (-fa auto, clamped sizes): the flags above were the request.
+    // A knob the file set must have run as written, or engine.resolved must say why not: a
+    // configuration's name and changes may never describe a kernel that did not run.
+    const nlohmann::json& ran = entry["knobs"];
+    for (const auto& [key, asked] : c.changes.items())
+      if (FindKnob(key) && ran.is_object() && ran.contains(key) && ran[key] != asked &&
+          !entry["engine"].value("resolved", nlohmann::json::object()).contains(key)) {
+        entry["contradictions"].push_back({{"knob", key}, {"asked", asked}, {"ran", ran[key]}});
+        opts.log.Info(fmt::format("  {}: warning: {} was set to {} but the capture records {} with no reason", c.name,
+                                  key, asked.dump(), ran[key].dump()));
+      }
     // A variant's lines only where they differ from the baseline's, which are printed first.
     if (r_begin == 0) {
       const bool is_base = &c == &exp.baseline;
