@@ -133,6 +133,7 @@ std::string Branches(const json& r) {
   std::string out = "## Following the fork\n\n";
   for (const json& g : groups) {
     out += "### " + MdText(Str(g, "config", "?")) + "\n\n";
+    if (Sub(g, "counts").is_object()) out += MdText(ForkedText(Sub(g, "counts"))) + "\n\n";
     if (!OutcomeCountsText(Sub(g, "counts")).empty())
       out += "What the change did: " + MdText(OutcomeCountsText(Sub(g, "counts"))) + "\n\n";
     if (Sub(g, "counts").is_object()) out += "Verdicts: " + MdText(VerdictCountsText(Sub(g, "counts"))) + "\n\n";
@@ -266,6 +267,16 @@ std::string TerminalSummary(const json& r, const std::string& html_path) {
     const std::string above = s.above_floor ? (*s.above_floor ? "yes" : "no") : "-";
     out += fmt::format("  {:>2}  {:<24} {:>9} {:>9} {:>9} {:>11}\n", row.rank, name, Percent(s.median_flip_rate),
                        Small(s.kl_mean), Count(double(s.confident_flips)), above);
+  }
+  // What following the forks found, with the flips where the model only reads kept apart.
+  for (const ConfigRow& row : RankedConfigs(r)) {
+    if (!row.summary || !row.summary->forks) continue;
+    const ForkCounts& f = *row.summary->forks;
+    out += fmt::format("  forks of {}: {} damage, {} repair in {}{} followed", row.name, f.damage, f.repair, f.followed,
+                       f.forkable > f.followed ? fmt::format(" of {}", f.forkable) : "");
+    if (f.teacher_forced_only > 0)
+      out += fmt::format("; {} flips teacher-forced only (the model reads there), not forked", f.teacher_forced_only);
+    out += "\n";
   }
   const json& recipe = Sub(r, "recipe");
   if (!Str(recipe, "recommended").empty())

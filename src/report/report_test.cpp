@@ -344,7 +344,6 @@ TEST(ReportFormat, NumbersAndTokens) {
   EXPECT_EQ(report::Small(0.01534), "0.01534");
   EXPECT_EQ(report::Count(1234567.0), "1,234,567");
   EXPECT_EQ(report::Count(999.0), "999");
-  EXPECT_EQ(report::VisibleToken("a\n\tb"), "a↵⇥b");
 }
 
 TEST(ReportSvg, LogAxisKeepsZerosOnTheEdgeAndEscapesText) {
