@@ -38,9 +38,11 @@ size_t LongestBacktickRun(std::string_view s) {
   return best;
 }
 
-// An inline code span holding s exactly (whitespace made visible); in a table, pipes are escaped.
+// An inline code span holding s on one line (line breaks and tabs made visible: ↵, ⇥, ␍); in a
+// table, pipes are escaped. A token goes through MdToken instead, which shows its spaces too.
 std::string MdCode(std::string_view s, bool in_table = true) {
-  std::string body = VisibleToken(s);
+  std::string body;
+  for (char c : s) body += c == '\n' ? "↵" : c == '\t' ? "⇥" : c == '\r' ? "␍" : std::string(1, c);
   if (body.empty()) return "*(empty)*";
   if (in_table) {
     std::string escaped;
@@ -50,6 +52,9 @@ std::string MdCode(std::string_view s, bool in_table = true) {
   std::string fence(LongestBacktickRun(body) + 1, '`');
   return fence + " " + body + " " + fence;  // CommonMark strips one padding space on each side
 }
+
+// A token's text as a code span, made visible (VisibleToken: a space-only token shows).
+std::string MdToken(std::string_view s, bool in_table = true) { return MdCode(VisibleToken(s), in_table); }
 
 // A fenced code block holding s exactly.
 std::string MdBlock(std::string_view s) {
@@ -118,7 +123,7 @@ std::string Flips(const json& r) {
       const json& f = flips[i];
       auto prob = [&](const char* key) { return Num(f, key) ? fmt::format(" {:.3f}", *Num(f, key)) : ""; };
       out += MdRow({Count(Num(f, "position")), MdText(Str(f, "span")), MdText(Str(f, "class")),
-                    MdCode(Str(f, "base_text")) + prob("base_prob"), MdCode(Str(f, "cand_text")) + prob("cand_prob"),
+                    MdToken(Str(f, "base_text")) + prob("base_prob"), MdToken(Str(f, "cand_text")) + prob("cand_prob"),
                     Small(Num(f, "kl")), MdCode(Str(f, "context"))});
     }
     if (n > kMaxFlipsListed) out += fmt::format("\n{} more flips are listed in results.json.\n", n - kMaxFlipsListed);
@@ -144,8 +149,8 @@ std::string Branches(const json& r) {
                          MdText(Str(b, "verdict", "unjudged")));
       if (!Str(b, "outcome_reason").empty()) out += MdText(Str(b, "outcome_reason")) + "\n\n";
       if (!Str(b, "reason").empty()) out += MdText(Str(b, "reason")) + "\n\n";
-      out += "Reference picked " + MdCode(Str(b, "base_text"), false) + ", candidate picked " +
-             MdCode(Str(b, "cand_text"), false) + ".\n\nShared prefix (tail):\n\n" + MdBlock(Str(b, "prefix_tail"));
+      out += "Reference picked " + MdToken(Str(b, "base_text"), false) + ", candidate picked " +
+             MdToken(Str(b, "cand_text"), false) + ".\n\nShared prefix (tail):\n\n" + MdBlock(Str(b, "prefix_tail"));
       out += "Reference configuration's future:\n\n" + MdBlock(Str(Sub(b, "base_future"), "text"));
       out += "Candidate's future:\n\n" + MdBlock(Str(Sub(b, "cand_future"), "text"));
       if (Sub(b, "reference").is_object())
