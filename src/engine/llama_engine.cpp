@@ -336,12 +336,8 @@ Result<Future> LlamaEngine::Impl::Greedy(int seq, int32_t pos, int32_t first, fl
   for (int i = 0; max_tokens > 0; ++i) {
     f.tokens.push_back(tok);
     f.probs.push_back(prob);
-    if (llama_vocab_is_eog(vocab, tok)) {
-      f.stop = FutureStop::kEnd;
-      break;
-    }
-    if (pos + i + 1 >= knobs.n_ctx) {
-      f.stop = FutureStop::kContext;
+    if (const bool eog = llama_vocab_is_eog(vocab, tok); eog || pos + i + 1 >= knobs.n_ctx) {
+      f.stop = eog ? FutureStop::kEnd : FutureStop::kContext;
       break;
     }
     if (i + 1 >= max_tokens && !(extend && extend(pos - 1, f.tokens))) break;  // kBudget
