@@ -73,6 +73,7 @@ nlohmann::json SideJson(const SideJudgement& s, const FutureText& f) {
           {"literal_mutation", mutation},
           {"follows_reference", s.follows_reference},
           {"ended", f.ended},
+          {"stop", f.stop.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.stop)},
           {"call_cap_hit", f.cap_hit}};
 }
 

@@ -30,6 +30,9 @@ struct BranchOptions {
       256;                 // hard cap on a future whose tool call is still open (0: calls get no more than max_tokens)
   int max_branches = 0;    // 0 = all; else the first N branch points by position
   int reconverge = 8;      // K: agreement run for reconvergence, and the longest benign detour
+  // "assistant": fork only where a deployed model writes the next token (assistant messages and
+  // their tool calls); the others are counted as teacher-forced only. "all": everywhere.
+  std::string fork_where = "assistant";
   bool allow_fork = true;  // false: re-prefill every branch (the slow baseline, for benchmarks)
   Log log;                 // status lines and progress bars (bars on a terminal only)
 };
@@ -69,7 +72,8 @@ Result<ExtendFn> CallExtension(const std::string& capture_path, int max_tokens, 
 
 // Counts per verdict over records, every verdict present (zeros included) plus "total", and
 // "outcomes": {"damage": {"total", per failure kind}, "repair": {...}, "both_fail",
-// "different_but_fine", "benign"} counted from each record's "outcome".
+// "different_but_fine", "benign"} counted from each record's "outcome". (RunBranches adds
+// "branch_points" and "teacher_forced_only", which records cannot tell.)
 nlohmann::json CountVerdicts(const nlohmann::json& records);
 // Terminal lines summarising counts: the damage and repair the change did, then the verdicts.
 std::string SummaryText(const nlohmann::json& counts);
@@ -91,15 +95,17 @@ struct SideInputs {
 struct SidePass {
   std::vector<std::vector<int32_t>> tokens;       // per point: the future, first token included
   std::vector<std::vector<float>> probs;          // per point: each chosen token's probability
+  std::vector<FutureStop> stops;                  // per point: why its future stopped
   std::vector<bool> reproduced;                   // per point: the recomputed row has the capture's digest
   int64_t rows_checked = 0, rows_reproduced = 0;  // over every probe (when digests are given)
   bool forked = true;                             // false: re-prefilled per branch
   double seconds = 0;
   std::string decoded_during;  // non-empty: futures taken from this capture's own pass
 };
-// A side's pass made of futures decoded during a capture, when they cover every point with the
-// same first tokens under the same call cap and a budget of at least max_tokens (cut to it; with
-// a call cap, exactly max_tokens, since an extended future cannot be cut back); nullopt otherwise.
+// A side's pass made of futures decoded during a capture, taken as they are, when they cover every
+// point with the same first tokens under the same max_tokens and max_call_tokens (a future is
+// never cut back: where it would have stopped depends on the rule it was decoded under); nullopt
+// otherwise.
 std::optional<SidePass> SideFromDecoded(const DecodedFutures& d, const std::vector<int32_t>& points,
                                         const std::vector<int32_t>& firsts, int max_tokens, int max_call_tokens);
 // Runs one side on an engine created with n_seq_max = 2; errors name the bad point.

@@ -23,6 +23,8 @@ Status ValidateOptions(const BranchOptions& o) {
   if (o.max_call_tokens < 0) return Status::Error("--max-call-tokens must be >= 0");
   if (o.max_branches < 0) return Status::Error("--max-branches must be >= 0");
   if (o.reconverge < 1) return Status::Error("--reconverge must be >= 1");
+  if (o.fork_where != "assistant" && o.fork_where != "all")
+    return Status::Error("--fork-where must be assistant or all, not '" + o.fork_where + "'");
   return Status::Ok();
 }
 
@@ -61,9 +63,11 @@ Status OpenSide(const std::string& path, std::map<std::string, std::string>* has
 namespace {
 
 // The branch points: probes of both captures where the stored argmax differ (flips), or every
-// probe of both inside the ranges; *available counts them before --max-branches.
+// probe of both inside the ranges, each where fork_where allows; *available counts them before
+// --max-branches, *elsewhere gets the others (teacher-forced only: the model reads them).
 Result<std::vector<Point>> PlanPoints(const Side& b, const Side& c, const BranchOptions& o, const Transcript& t,
-                                      int64_t* available, std::vector<std::string>* warnings) {
+                                      int64_t* available, std::vector<int32_t>* elsewhere,
+                                      std::vector<std::string>* warnings) {
   std::vector<bool> in_range;
   if (o.at == "ranges") {
     // The same rule as capture's full rows (SelectPositions): a spec means the same positions in both.
@@ -71,29 +75,39 @@ Result<std::vector<Point>> PlanPoints(const Side& b, const Side& c, const Branch
     in_range.assign(t.tokens.size(), false);
     for (int32_t p : selected) in_range[size_t(p)] = true;
   }
+  FS_ASSIGN_OR_RETURN(ForkFilter where, ForkWhere(*b.cap, o.fork_where));
   auto pb = b.cap->positions(), pc = c.cap->positions();
   auto ab = b.cap->argmax(), ac = c.cap->argmax();
   std::vector<Point> points;
-  if (o.at == "flips")
-    for (const Flip& f : Flips(pb, ab, pc, ac)) points.push_back({f.position, f.base_token, f.cand_token});
-  int64_t probed_in_range = 0;
-  if (o.at == "ranges") {
-    const ProbePairs pairs = PairProbes(pb, pc);
-    for (size_t k = 0; k < pairs.base.size(); ++k) {
-      const size_t i = size_t(pairs.base[k]), j = size_t(pairs.cand[k]);
-      if (!in_range[size_t(pb[i])]) continue;
-      ++probed_in_range;
-      points.push_back({pb[i], ab[i], ac[j]});
+  if (o.at == "flips") {
+    // The first-N rule of every fork follower (the experiment's forks take the same points).
+    FirstFlips rule(o.max_branches, where);
+    for (const Flip& f : Flips(pb, ab, pc, ac)) {
+      if (rule.Take(f.position, f.base_token, f.cand_token))
+        points.push_back({f.position, f.base_token, f.cand_token});
+      else if (where && !where(f.position))
+        elsewhere->push_back(f.position);
     }
+    *available = rule.forkable();
+    return points;
   }
-  if (o.at == "ranges") {
-    int64_t wanted = std::count(in_range.begin(), in_range.end(), true);
-    if (wanted > probed_in_range)
-      warnings->push_back(
-          fmt::format("{} of the {} positions in --ranges {} are not probed by both captures and are "
-                      "skipped (capture them with --full)",
-                      wanted - probed_in_range, wanted, o.ranges));
+  int64_t probed_in_range = 0;
+  const ProbePairs pairs = PairProbes(pb, pc);
+  for (size_t k = 0; k < pairs.base.size(); ++k) {
+    const size_t i = size_t(pairs.base[k]), j = size_t(pairs.cand[k]);
+    if (!in_range[size_t(pb[i])]) continue;
+    ++probed_in_range;
+    if (where && !where(pb[i]))
+      elsewhere->push_back(pb[i]);
+    else
+      points.push_back({pb[i], ab[i], ac[j]});
   }
+  int64_t wanted = std::count(in_range.begin(), in_range.end(), true);
+  if (wanted > probed_in_range)
+    warnings->push_back(
+        fmt::format("{} of the {} positions in --ranges {} are not probed by both captures and are "
+                    "skipped (capture them with --full)",
+                    wanted - probed_in_range, wanted, o.ranges));
   *available = int64_t(points.size());
   if (o.max_branches > 0 && points.size() > size_t(o.max_branches)) points.resize(size_t(o.max_branches));
   return points;
@@ -262,9 +276,15 @@ Status PassSide(const std::optional<DecodedFutures>& decoded, const Transcript& 
 
 // The output's "config" (docs/branch.md): both sides, the options, what was found and warned.
 json ConfigJson(const Side (&sides)[2], const BranchOptions& o, const Transcript& t, int64_t available,
-                size_t n_branches, const std::vector<std::string>& warnings, double seconds) {
+                const std::vector<int32_t>& elsewhere, size_t n_branches, const std::vector<std::string>& warnings,
+                double seconds) {
   json tool_names = json::array();
   for (const ToolSpec& ts : t.tools) tool_names.push_back(ts.name);
+  json teacher_forced = json::array();
+  for (int32_t p : elsewhere) {
+    const std::string span = SpanLabelAt(t.spans, p + 1);
+    teacher_forced.push_back({{"position", p}, {"span", span.empty() ? json(nullptr) : json(span)}});
+  }
   return {{"base", SideJson(sides[0])},
           {"cand", SideJson(sides[1])},
           {"at", o.at},
@@ -273,9 +293,11 @@ json ConfigJson(const Side (&sides)[2], const BranchOptions& o, const Transcript
           {"max_call_tokens", o.max_call_tokens},
           {"max_branches", o.max_branches},
           {"reconverge", o.reconverge},
+          {"fork_where", o.fork_where},
           {"n_tokens", t.tokens.size()},
           {"branch_points", available},
           {"n_branches", n_branches},
+          {"teacher_forced_only", teacher_forced},
           {"envelope", {{"open", t.envelope.open}, {"close", t.envelope.close}}},
           {"tools", t.tools.empty() ? json(nullptr) : tool_names},
           {"warnings", warnings},
@@ -297,7 +319,9 @@ Result<json> RunBranches(const BranchRequest& req) {
   FS_RETURN_IF_ERROR(branch::ReadTranscript(*sides[0].cap, sides[0].model_path, &t, &warnings));
   const branch::CallBudget budget(t, o.max_tokens, o.max_call_tokens);
   int64_t available = 0;
-  FS_ASSIGN_OR_RETURN(std::vector<Point> points, PlanPoints(sides[0], sides[1], o, t, &available, &warnings));
+  std::vector<int32_t> elsewhere;
+  FS_ASSIGN_OR_RETURN(std::vector<Point> points,
+                      PlanPoints(sides[0], sides[1], o, t, &available, &elsewhere, &warnings));
   for (const Point& p : points) {
     sides[0].firsts.push_back(p.base_token);
     sides[1].firsts.push_back(p.cand_token);
@@ -307,8 +331,11 @@ Result<json> RunBranches(const BranchRequest& req) {
 
   json records =
       points.empty() ? json::array() : branch::BuildRecords(t, points, sides[0].pass, sides[1].pass, o, budget);
-  json config = ConfigJson(sides, o, t, available, points.size(), warnings, NowSeconds() - t0);
-  return json{{"config", config}, {"records", records}, {"counts", CountVerdicts(records)}};
+  json config = ConfigJson(sides, o, t, available, elsewhere, points.size(), warnings, NowSeconds() - t0);
+  json counts = CountVerdicts(records);
+  counts["branch_points"] = available;                    // before --max-branches
+  counts["teacher_forced_only"] = int64_t(elsewhere.size());  // never forked, never damage or repair
+  return json{{"config", config}, {"records", records}, {"counts", counts}};
 }
 
 }  // namespace flipscope

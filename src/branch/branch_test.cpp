@@ -2,6 +2,7 @@
 // greedy token at some probes; both futures are decoded there and checked independently.
 #include "branch/branch.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -44,8 +45,9 @@ Knobs CpuKnobs(const std::string& kv) {
 }
 
 // Writes a capture the way the capture stage does: a plain teacher-forced prefill, F32 rows.
+// `spans`: the workload's spans for the manifest (none: a plain-text workload).
 void WriteCapture(const std::string& path, const std::string& model, const Knobs& k, const std::vector<int32_t>& tokens,
-                  int stride) {
+                  int stride, const nlohmann::json& spans = nullptr) {
   auto e = LlamaEngine::Create(model, k);
   ASSERT_TRUE(e.ok()) << e.status().message();
   CaptureLayout layout;
@@ -57,6 +59,7 @@ void WriteCapture(const std::string& path, const std::string& model, const Knobs
       {"engine", (*e)->Describe()},
       {"knobs", (*e)->Describe()["knobs"]},
       {"workload", {{"tool_call_form", "<tool_call> in content"}, {"tools", nlohmann::json::array()}}}};
+  if (!spans.is_null()) manifest["workload"]["spans"] = spans;
   auto w = CaptureWriter::Create(path, layout, manifest);
   ASSERT_TRUE(w.ok()) << w.status().message();
   Status st = (*e)->Prefill(
@@ -88,11 +91,12 @@ BranchRequest Request(int max_tokens = 10) {
 }
 
 // Runs the independent numpy check over the captures and the output; returns its exit status and output.
-int PythonCheck(const nlohmann::json& out, std::string* said) {
-  std::string json_path = fixtures::TempPath("branch-out.json"), log = fixtures::TempPath("branch-check.log");
+int PythonCheck(const nlohmann::json& out, std::string* said, const Pair& captures = Captures()) {
+  // Beside the captures: tests over other captures run their checks at the same time.
+  std::string json_path = captures.base + ".check.json", log = captures.base + ".check.log";
   std::ofstream(json_path) << out.dump(1);
   std::string cmd = std::string(FLIPSCOPE_PYTHON) + " " + FLIPSCOPE_SOURCE_DIR + "/tests/ref/branch_check.py " +
-                    Captures().base + " " + Captures().cand + " " + json_path + " > " + log + " 2>&1";
+                    captures.base + " " + captures.cand + " " + json_path + " > " + log + " 2>&1";
   int rc = std::system(cmd.c_str());
   *said = *ReadFile(log);
   return rc;
@@ -113,6 +117,53 @@ TEST(RunBranches, FlipsOfAQuantizedKvCacheCheckedIndependently) {
   for (const auto& r : records) EXPECT_TRUE(r["reproduced"].get<bool>()) << r["position"];
   std::string said;
   EXPECT_EQ(PythonCheck(*out, &said), 0) << said;
+}
+
+// Forks only where the model writes: a user message then an assistant one; flips predicting a
+// user token are teacher-forced only, counted apart, and never use up --max-branches.
+TEST(RunBranches, ForksOnlyWhereTheModelWritesTheNextToken) {
+  const nlohmann::json spans = {
+      {{"kind", "message"}, {"begin", 0}, {"end", 120}, {"index", 1}, {"role", "user"}, {"label", "message #1 user"}},
+      {{"kind", "message"}, {"begin", 120}, {"end", 240}, {"index", 2}, {"role", "assistant"},
+       {"label", "message #2 assistant"}}};
+  const Pair chat{fixtures::TempPath("branch-chat-base.safetensors"), fixtures::TempPath("branch-chat-cand.safetensors")};
+  WriteCapture(chat.base, TinyModel(), CpuKnobs("f16"), Tokens(240), 2, spans);
+  WriteCapture(chat.cand, TinyModel(), CpuKnobs("q4_0"), Tokens(240), 2, spans);
+  BranchRequest r = Request();
+  r.base_path = chat.base;
+  r.cand_path = chat.cand;
+  r.options.fork_where = "all";
+  auto all = RunBranches(r);
+  ASSERT_TRUE(all.ok()) << all.status().message();
+  std::vector<int> reads, writes;  // flip positions whose next token is the user's / the assistant's
+  for (const auto& rec : (*all)["records"]) (rec["position"].get<int>() + 1 < 120 ? reads : writes).push_back(rec["position"]);
+  ASSERT_FALSE(reads.empty()) << "the tiny model must flip in the user's message for this test to mean anything";
+  ASSERT_GE(writes.size(), 2u) << "and twice in the assistant's";
+  EXPECT_EQ((*all)["counts"]["teacher_forced_only"], 0);
+
+  r.options.fork_where = "assistant";
+  r.options.max_branches = int(writes.size()) - 1;  // the first N of the forkable flips, not of all flips
+  auto out = RunBranches(r);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  std::vector<int> forked, read;
+  for (const auto& rec : (*out)["records"]) forked.push_back(rec["position"]);
+  for (const auto& e : (*out)["config"]["teacher_forced_only"]) read.push_back(e["position"]);
+  EXPECT_EQ(forked, std::vector<int>(writes.begin(), writes.end() - 1));
+  EXPECT_EQ(read, reads);
+  EXPECT_EQ((*out)["config"]["teacher_forced_only"][0]["span"], "message #1 user");
+  EXPECT_EQ((*out)["counts"]["teacher_forced_only"], reads.size());
+  EXPECT_EQ((*out)["counts"]["branch_points"], writes.size());
+  EXPECT_EQ((*out)["counts"]["total"], writes.size() - 1);
+  const std::string text = SummaryText((*out)["counts"]);
+  EXPECT_NE(text.find(fmt::format("{} branches: the first {} of {} branch points", writes.size() - 1,
+                                  writes.size() - 1, writes.size())),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(fmt::format("{:>6} teacher-forced only", reads.size())), std::string::npos) << text;
+  std::string said;
+  EXPECT_EQ(PythonCheck(*out, &said, chat), 0) << said;
+  r.options.fork_where = "tools";
+  EXPECT_EQ(RunBranches(r).status().message(), "--fork-where must be assistant or all, not 'tools'");
 }
 
 // `flipscope branch` writes the records the library returns (the run is deterministic), says how

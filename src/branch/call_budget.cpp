@@ -9,7 +9,7 @@ namespace flipscope {
 namespace branch {
 
 CallBudget::CallBudget(const Transcript& t, int max_tokens, int max_call_tokens)
-    : t_(t), max_tokens_(max_tokens), cap_(std::max(max_tokens, max_call_tokens)) {}
+    : t_(t), cap_(std::max(max_tokens, max_call_tokens)) {}
 
 bool CallBudget::CallOpen(int32_t position, std::span<const int32_t> future) const {
   const size_t next = size_t(position) + 1;
@@ -31,17 +31,11 @@ bool CallBudget::Extend(int32_t position, std::span<const int32_t> future) const
   return int(future.size()) < cap_ && CallOpen(position, future);
 }
 
-void CallBudget::Classify(int32_t position, std::span<const int32_t> future, FutureText* f) const {
-  const int n = int(future.size());
-  f->cap_hit = false;
-  if (n < max_tokens_) {
-    f->ended = true;  // it stopped before any budget did
-    return;
-  }
-  // Past the budget, a future whose call is still open stopped by itself unless the cap cut it.
-  const bool open = CallOpen(position, future);
-  f->cap_hit = open && n >= cap_;
-  f->ended = open && n < cap_;
+void CallBudget::Classify(int32_t position, std::span<const int32_t> future, FutureStop stop, FutureText* f) const {
+  f->ended = stop == FutureStop::kEnd;
+  // A future the budget stopped at the cap with its call still open was cut there, not closed.
+  f->cap_hit = stop == FutureStop::kBudget && int(future.size()) >= cap_ && CallOpen(position, future);
+  f->stop = f->cap_hit ? "call_cap" : FutureStopName(stop);
 }
 
 }  // namespace branch

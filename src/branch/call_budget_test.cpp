@@ -42,17 +42,35 @@ TEST(CallBudget, ExtendsAnOpenCallUntilItClosesRunsPastOrHitsTheCap) {
   const CallBudget tight(t, 2, 6);
   EXPECT_FALSE(tight.Extend(0, capped));
   FutureText f;
-  tight.Classify(0, capped, &f);
+  tight.Classify(0, capped, FutureStop::kBudget, &f);
   EXPECT_TRUE(f.cap_hit);
   EXPECT_FALSE(f.ended);
-  // An open call that stopped before the cap stopped by itself (end of generation).
-  tight.Classify(0, open, &f);
+  EXPECT_EQ(f.stop, "call_cap");
+}
+
+// Only the decoder knows why a future stopped: its length says nothing (a future the budget cut
+// while the call was open, e.g. one decoded without the extension, is not one that ended).
+TEST(CallBudget, EndedOnlyByAnEndOfGenerationTokenNeverByTheBudget) {
+  const Transcript t = Session();
+  const CallBudget budget(t, 2, 6);
+  FutureText f;
+  const std::vector<int32_t> open = {kOpen, kName};
+  budget.Classify(0, open, FutureStop::kBudget, &f);
+  EXPECT_FALSE(f.ended) << "an open call at the budget was cut, not ended";
+  EXPECT_FALSE(f.cap_hit) << "below the cap";
+  EXPECT_EQ(f.stop, "budget");
+  budget.Classify(0, open, FutureStop::kEnd, &f);
   EXPECT_TRUE(f.ended);
-  EXPECT_FALSE(f.cap_hit);
-  // Shorter than the budget: ended; at the budget outside a call: cut by the budget.
-  tight.Classify(0, std::vector<int32_t>{kHi}, &f);
+  EXPECT_EQ(f.stop, "end_of_generation");
+  // Shorter than the budget but cut by the context: not ended either.
+  budget.Classify(0, std::vector<int32_t>{kHi}, FutureStop::kContext, &f);
+  EXPECT_FALSE(f.ended);
+  EXPECT_EQ(f.stop, "context");
+  budget.Classify(0, std::vector<int32_t>{kHi}, FutureStop::kEnd, &f);
   EXPECT_TRUE(f.ended);
-  tight.Classify(0, std::vector<int32_t>{kHi, kHi}, &f);
+  // At the budget outside a call: cut by the budget, no cap.
+  budget.Classify(0, std::vector<int32_t>{kHi, kHi}, FutureStop::kBudget, &f);
   EXPECT_FALSE(f.ended);
   EXPECT_FALSE(f.cap_hit);
+  EXPECT_EQ(f.stop, "budget");
 }

@@ -53,15 +53,17 @@ class CallBudget {
   CallBudget(const Transcript& t, int max_tokens, int max_call_tokens);
   // Whether the future at `position` (its tokens so far, the budget used up) decodes one more.
   bool Extend(int32_t position, std::span<const int32_t> future) const;
-  // How a decoded future stopped: sets f->ended (by itself, not by the budget) and f->cap_hit.
-  void Classify(int32_t position, std::span<const int32_t> future, FutureText* f) const;
+  // How a decoded future stopped, from the decoder's own account (`stop`): sets f->ended (an
+  // end-of-generation token, never the budget), f->cap_hit (the cap cut it inside an open call)
+  // and f->stop_name.
+  void Classify(int32_t position, std::span<const int32_t> future, FutureStop stop, FutureText* f) const;
   int cap() const { return cap_; }
 
  private:
   // Whether the future's call is still open and within the transcript call's length.
   bool CallOpen(int32_t position, std::span<const int32_t> future) const;
   const Transcript& t_;
-  int max_tokens_, cap_;
+  int cap_;  // max(max_tokens, max_call_tokens): no future decodes past it
 };
 
 // The judged record of every point (docs/branch.md), in point order.

@@ -40,9 +40,9 @@ FutureText ToText(const Transcript& t, const std::vector<int32_t>& tokens, bool 
 
 // A decoded future as text, with how it stopped (by itself, at the budget, at the call cap).
 FutureText DecodedText(const Transcript& t, const CallBudget& budget, int32_t position,
-                       const std::vector<int32_t>& tokens) {
+                       const std::vector<int32_t>& tokens, FutureStop stop) {
   FutureText f = ToText(t, tokens, false);
-  budget.Classify(position, tokens, &f);
+  budget.Classify(position, tokens, stop, &f);
   return f;
 }
 
@@ -118,8 +118,8 @@ nlohmann::json BuildRecords(const Transcript& t, const std::vector<Point>& point
   for (size_t i = 0; i < points.size(); ++i) {
     const Point& pt = points[i];
     const int32_t next = pt.position + 1;  // the first token of every future's place
-    FutureText bf = DecodedText(t, budget, pt.position, base.tokens[i]);
-    FutureText cf = DecodedText(t, budget, pt.position, cand.tokens[i]);
+    FutureText bf = DecodedText(t, budget, pt.position, base.tokens[i], base.stops[i]);
+    FutureText cf = DecodedText(t, budget, pt.position, cand.tokens[i], cand.stops[i]);
     // The reference as long as the longer future (a call let finish is judged against the whole
     // of the transcript's call).
     const int ref_len = std::max({o.max_tokens, int(bf.pieces.size()), int(cf.pieces.size())});
@@ -243,7 +243,15 @@ std::string SummaryText(const nlohmann::json& counts) {
       {Verdict::kDivergent, "divergent branches (different, well-formed text)"},
       {Verdict::kBenign, "benign branches (the same text, or agreeing again quickly)"},
   };
-  std::string out = fmt::format("{} branches\n", counts.value("total", int64_t(0)));
+  const int64_t total = counts.value("total", int64_t(0)), points = counts.value("branch_points", total);
+  // A subset says what it is a subset of.
+  std::string out = points > total ? fmt::format("{} branches: the first {} of {} branch points\n", total, total, points)
+                                   : fmt::format("{} branches\n", total);
+  if (const int64_t read = counts.value("teacher_forced_only", int64_t(0)); read > 0)
+    out += fmt::format(
+        "  {:>6} teacher-forced only: where the model reads the next token (system or user text, tool "
+        "results), not forked, neither damage nor repair  [teacher_forced_only]\n",
+        read);
   const nlohmann::json outcomes = counts.value("outcomes", nlohmann::json::object());
   // What the change did, each future judged on its own: the damage and repair by failure kind.
   auto kinds = [](const nlohmann::json& by_kind) {

@@ -27,6 +27,7 @@ Result<SidePass> RunSide(LlamaEngine& engine, const SideInputs& in) {
   SidePass out;
   out.tokens.resize(n_points);
   out.probs.resize(n_points);
+  out.stops.resize(n_points);
   out.reproduced.assign(n_points, false);
   out.forked = in.allow_fork && engine.CanFork();
   const double t0 = NowSeconds();
@@ -42,6 +43,7 @@ Result<SidePass> RunSide(LlamaEngine& engine, const SideInputs& in) {
   auto keep = [&](size_t i, const Future& f) {
     out.tokens[i] = f.tokens;
     out.probs[i] = f.probs;
+    out.stops[i] = f.stop;
     return Status::Ok();
   };
   const bool bar_on = !in.progress_label.empty();
@@ -73,10 +75,10 @@ Result<SidePass> RunSide(LlamaEngine& engine, const SideInputs& in) {
 
 std::optional<SidePass> SideFromDecoded(const DecodedFutures& d, const std::vector<int32_t>& points,
                                         const std::vector<int32_t>& firsts, int max_tokens, int max_call_tokens) {
-  // Futures of a longer plain budget can be cut back; extended ones only reused as they are.
-  const bool extended = max_call_tokens > max_tokens || d.max_call_tokens > d.max_tokens;
-  if (extended ? d.max_tokens != max_tokens || d.max_call_tokens != max_call_tokens : d.max_tokens < max_tokens)
-    return std::nullopt;
+  // The same rule, or the futures are not those this run would decode: cutting a future back to
+  // a smaller budget would drop the tokens its call extension decoded, and then nobody could tell
+  // a cut call from an ended one.
+  if (d.max_tokens != max_tokens || d.max_call_tokens != max_call_tokens) return std::nullopt;
   SidePass out;
   out.decoded_during = d.source;
   for (size_t i = 0; i < points.size(); ++i) {
@@ -84,9 +86,9 @@ std::optional<SidePass> SideFromDecoded(const DecodedFutures& d, const std::vect
     if (it == d.at.end() || it->second.tokens.empty() || it->second.tokens[0] != firsts[i]) return std::nullopt;
     const Future& f = it->second;
     if (f.probs.size() != f.tokens.size()) return std::nullopt;
-    size_t keep = std::min(f.tokens.size(), size_t(max_tokens));
-    out.tokens.emplace_back(f.tokens.begin(), f.tokens.begin() + long(keep));
-    out.probs.emplace_back(f.probs.begin(), f.probs.begin() + long(keep));
+    out.tokens.push_back(f.tokens);
+    out.probs.push_back(f.probs);
+    out.stops.push_back(f.stop);
     auto r = d.reproduced.find(points[i]);
     out.reproduced.push_back(r != d.reproduced.end() && r->second);
     out.seconds += f.seconds;

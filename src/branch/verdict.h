@@ -26,8 +26,9 @@ std::span<const Verdict> AllVerdicts();
 // A decoded continuation, one text piece per token.
 struct FutureText {
   std::vector<std::string> pieces;
-  bool ended = false;    // stopped at end of generation (or of the context), not at the token budget
+  bool ended = false;    // stopped at an end-of-generation token (never by a budget or the context)
   bool cap_hit = false;  // cut by the hard cap inside an unclosed tool call (--max-call-tokens)
+  std::string stop{};    // how it stopped: "end_of_generation", "budget", "call_cap", "context" ("" unknown)
   // The pieces concatenated.
   std::string Text() const;
 };

@@ -4,11 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "checkpoint/model_info.h"
@@ -133,21 +135,39 @@ struct Flip {
 std::vector<Flip> Flips(std::span<const int32_t> base_positions, std::span<const int32_t> base_argmax,
                         std::span<const int32_t> cand_positions, std::span<const int32_t> cand_argmax);
 
+// Which positions a fork follower may fork at (true: fork there); null: every position.
+using ForkFilter = std::function<bool(int32_t position)>;
+// The fork filter of `fork_where` over a capture's workload: "assistant" forks only where a
+// deployed model writes the next token (ModelWrites(spans, p + 1): assistant messages and their
+// tool calls), "all" everywhere (null). Errors name an unknown value or unreadable spans.
+Result<ForkFilter> ForkWhere(const CaptureReader& cap, std::string_view fork_where);
+
 // The first-N rule of every fork follower, for flips met one at a time in position order (forks
-// planned while the rows arrive): Take says whether a shared probe is a flip among the first max
-// (0 = no limit). Fed every shared probe in order, it takes the first max entries of Flips().
+// planned while the rows arrive): Take says whether a shared probe is a flip to fork, one where
+// `where` allows forks among the first max such (0 = no limit). Flips where it does not are
+// counted (elsewhere()) and never use up max. Fed every shared probe in order, it takes the
+// first max entries of Flips() that `where` allows.
 class FirstFlips {
  public:
-  explicit FirstFlips(int max) : max_(max) {}
-  bool Take(int32_t base_token, int32_t cand_token) {
-    if (base_token == cand_token || (max_ > 0 && taken_ >= max_)) return false;
+  explicit FirstFlips(int max, ForkFilter where = nullptr) : max_(max), where_(std::move(where)) {}
+  bool Take(int32_t position, int32_t base_token, int32_t cand_token) {
+    if (base_token == cand_token) return false;
+    if (where_ && !where_(position)) {
+      ++elsewhere_;
+      return false;
+    }
+    ++forkable_;
+    if (max_ > 0 && taken_ >= max_) return false;
     ++taken_;
     return true;
   }
+  int64_t forkable() const { return forkable_; }    // flips where forks are allowed, taken or not
+  int64_t elsewhere() const { return elsewhere_; }  // flips where they are not
 
  private:
   int max_;
-  int taken_ = 0;
+  ForkFilter where_;
+  int64_t taken_ = 0, forkable_ = 0, elsewhere_ = 0;
 };
 // The first max (0 = all) of Flips(), by the same rule; *available counts them all.
 std::vector<Flip> FirstNFlips(std::span<const int32_t> base_positions, std::span<const int32_t> base_argmax,

@@ -85,8 +85,22 @@ std::vector<Flip> FirstNFlips(std::span<const int32_t> pb, std::span<const int32
   *available = int64_t(all.size());
   FirstFlips rule(max);
   for (const Flip& f : all)
-    if (rule.Take(f.base_token, f.cand_token)) out.push_back(f);
+    if (rule.Take(f.position, f.base_token, f.cand_token)) out.push_back(f);
   return out;
+}
+
+Result<ForkFilter> ForkWhere(const CaptureReader& cap, std::string_view fork_where) {
+  if (fork_where == "all") return ForkFilter();
+  if (fork_where != "assistant")
+    return Status::Error(fmt::format("fork_where must be assistant or all, not '{}'", fork_where));
+  const nlohmann::json w = cap.manifest().value("workload", nlohmann::json::object());
+  std::vector<Span> spans;
+  if (w.is_object() && w.contains("spans")) {
+    auto read = SpansFromJson(w["spans"]);
+    if (!read.ok()) return read.status().Prefixed(cap.path() + ": manifest spans");
+    spans = std::move(*read);
+  }
+  return ForkFilter([spans = std::move(spans)](int32_t p) { return ModelWrites(spans, p + 1); });
 }
 
 }  // namespace flipscope

@@ -1,5 +1,5 @@
 // `flipscope branch BASE CAND -o BRANCHES.json [--at flips|ranges] [--ranges A-B,...|tool_calls]
-//  [--max-tokens N] [--max-call-tokens N] [--max-branches N] [--reconverge K]`
+//  [--max-tokens N] [--max-call-tokens N] [--max-branches N] [--reconverge K] [--fork-where assistant|all]`
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -18,10 +18,13 @@ constexpr size_t kShownRecords = 12;
 
 void PrintSummary(const nlohmann::json& out, const std::string& path) {
   const auto& cfg = out["config"];
-  fmt::print("{} branch points ({} at {}), {} followed for {} tokens; fork: base {}, cand {}\n",
+  const bool everywhere = cfg["fork_where"] == "all";
+  fmt::print("{} branch points ({} at {}{}), {} of {} followed for {} tokens; fork: base {}, cand {}\n",
              cfg["branch_points"].get<int64_t>(), cfg["at"].get<std::string>(),
-             cfg["at"] == "ranges" ? cfg["ranges"].get<std::string>() : "flips", cfg["n_branches"].get<int64_t>(),
-             cfg["max_tokens"].get<int>(), cfg["base"]["forked"].get<bool>() ? "yes" : "re-prefill",
+             cfg["at"] == "ranges" ? cfg["ranges"].get<std::string>() : "flips",
+             everywhere ? "" : ", where the model writes", cfg["n_branches"].get<int64_t>(),
+             cfg["branch_points"].get<int64_t>(), cfg["max_tokens"].get<int>(),
+             cfg["base"]["forked"].get<bool>() ? "yes" : "re-prefill",
              cfg["cand"]["forked"].get<bool>() ? "yes" : "re-prefill");
   fmt::print("{}", SummaryText(out["counts"]));
   size_t shown = 0, not_reproduced = 0;
@@ -63,6 +66,10 @@ Action DefineBranch(CLI::App* cmd) {
   cmd->add_option("--reconverge", o->req.options.reconverge,
                   "K: futures agreeing again for K tokens within K tokens of the fork are benign")
       ->default_val(8);
+  cmd->add_option("--fork-where", o->req.options.fork_where,
+                  "Fork only where the model writes the next token (assistant: assistant messages and their "
+                  "tool calls) or everywhere (all); the others count as teacher-forced only")
+      ->default_val("assistant");
   cmd->add_flag("--no-fork", o->no_fork,
                 "Re-prefill every branch instead of forking the cache (slower; for comparison)");
   cmd->add_flag("-q,--quiet", o->quiet, "No progress bar");

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "compare/compare.h"
+#include "util/util.h"
 
 namespace flipscope {
 namespace {
@@ -36,10 +37,15 @@ std::string Sci(double v) {
 std::string Prob(double p) { return std::isnan(p) ? "?" : fmt::format("{:.3f}", p); }
 std::string CiText(std::pair<double, double> ci) { return fmt::format("[{}, {}]", Pct(ci.first), Pct(ci.second)); }
 
-// A token's text with control characters made visible, quoted; its id when there is no text.
+// A token's text made visible (VisibleToken), quoted; its id when there is no text.
 std::string TokenText(int32_t id, const std::string& text, bool have_text) {
   if (!have_text) return fmt::format("#{}", id);
-  std::string out = "'";
+  return "'" + VisibleToken(text) + "'";
+}
+// A context's text on one line: line breaks and control characters escaped, spaces kept (it is
+// running text, not a token whose edges matter).
+std::string Visible(const std::string& text) {
+  std::string out;
   for (char ch : text) {
     if (ch == '\n')
       out += "\\n";
@@ -52,11 +58,7 @@ std::string TokenText(int32_t id, const std::string& text, bool have_text) {
     else
       out += ch;
   }
-  return out + "'";
-}
-std::string Visible(const std::string& text) {
-  std::string t = TokenText(0, text, true);
-  return t.substr(1, t.size() - 2);
+  return out;
 }
 
 using Rows = std::vector<std::vector<std::string>>;

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -132,11 +133,24 @@ struct Row {
 using RowSink = std::function<Status(const Row&)>;
 using ProgressFn = std::function<void(int64_t done_tokens)>;
 
+// Why a decoded future stopped. Only kEnd means the model finished: a future cut by its
+// budget or by the context says nothing about what it would have written next.
+enum class FutureStop {
+  kBudget,   // the token budget ran out (max_tokens, or as far as the extension let it run)
+  kEnd,      // an end-of-generation token (the model closed its turn; a server's own stop)
+  kContext,  // the context is full
+};
+// The JSON name: "budget", "end_of_generation", "context".
+const char* FutureStopName(FutureStop s);
+// The stop of a JSON name; nullopt for anything else.
+std::optional<FutureStop> FutureStopFromName(std::string_view name);
+
 // A future decoded from a fork point.
 struct Future {
   std::vector<int32_t> tokens;
   std::vector<float> probs;  // the probability of each chosen token
   double seconds = 0;        // decoding time
+  FutureStop stop = FutureStop::kBudget;
 };
 
 class Engine {

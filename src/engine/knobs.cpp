@@ -36,6 +36,12 @@ struct Names<Repack> {
   static constexpr std::pair<Repack, const char*> v[] = {{Repack::kOn, "on"}, {Repack::kOff, "off"}};
 };
 
+template <>
+struct Names<FutureStop> {
+  static constexpr std::pair<FutureStop, const char*> v[] = {
+      {FutureStop::kBudget, "budget"}, {FutureStop::kEnd, "end_of_generation"}, {FutureStop::kContext, "context"}};
+};
+
 template <typename E>
 std::string_view NameOf(E value) {
   for (auto& [e, name] : Names<E>::v)
@@ -104,6 +110,14 @@ constexpr int kMaxLoad = 64;
 std::string_view ToString(FlashAttn v) { return NameOf(v); }
 std::string_view ToString(SplitMode v) { return NameOf(v); }
 std::string_view ToString(Repack v) { return NameOf(v); }
+
+const char* FutureStopName(FutureStop s) { return NameOf(s).data(); }
+
+std::optional<FutureStop> FutureStopFromName(std::string_view name) {
+  for (auto& [e, n] : Names<FutureStop>::v)
+    if (name == n) return e;
+  return std::nullopt;
+}
 
 const std::vector<KnobInfo>& KnobTable() {
   static const std::vector<KnobInfo> table = {

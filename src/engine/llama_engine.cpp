@@ -324,8 +324,11 @@ Result<Future> LlamaEngine::Impl::Greedy(int seq, int32_t pos, int32_t first, fl
   for (int i = 0; max_tokens > 0; ++i) {
     f.tokens.push_back(tok);
     f.probs.push_back(prob);
-    if (llama_vocab_is_eog(vocab, tok) || pos + i + 1 >= knobs.n_ctx) break;
-    if (i + 1 >= max_tokens && !(extend && extend(pos - 1, f.tokens))) break;
+    if (const bool eog = llama_vocab_is_eog(vocab, tok); eog || pos + i + 1 >= knobs.n_ctx) {
+      f.stop = eog ? FutureStop::kEnd : FutureStop::kContext;
+      break;
+    }
+    if (i + 1 >= max_tokens && !(extend && extend(pos - 1, f.tokens))) break;  // kBudget
     int32_t one[1] = {tok};
     FS_RETURN_IF_ERROR(DecodeChunk(one, pos + i, seq, [](int32_t) { return true; }));
     const float* lg = llama_get_logits_ith(ctx, 0);

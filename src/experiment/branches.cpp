@@ -34,6 +34,7 @@ Status BranchAll(const Experiment& exp, nlohmann::json& results, const RunOption
     req.options.max_call_tokens = exp.branch.max_call_tokens;
     req.options.max_branches = exp.branch.max_branches;
     req.options.reconverge = exp.branch.reconverge;
+    req.options.fork_where = exp.branch.fork_where;
     req.options.log = opts.log;
     req.model_hashes = &model_hashes;
     // The futures the captures decoded: the variant's own first repeat, the baseline's second.

@@ -47,7 +47,8 @@ struct BranchSettings {
   int max_call_tokens = 256;  // cap on a future whose tool call is still open
   int max_branches = 16;      // per configuration, the most confident flips first
   int reconverge = 8;
-  std::vector<std::string> configs;  // variants whose forks are followed; empty = every variant that flips
+  std::string fork_where = "assistant";  // "assistant": fork only where the model writes; "all": every flip
+  std::vector<std::string> configs;      // variants whose forks are followed; empty = every variant that flips
 };
 
 // [layers]: where each flip of a variant against the baseline is born (the layers stage).

@@ -46,13 +46,16 @@ Result<CaptureForks> VariantForks(const std::string& base0, const BranchSettings
   FS_ASSIGN_OR_RETURN(auto base, ReadBaseRows(base0));
   out->max_tokens = s.max_tokens;
   out->max_call_tokens = s.max_call_tokens;
-  auto rule = std::make_shared<FirstFlips>(s.max_branches);  // the branch stage's first-N rule
+  FS_ASSIGN_OR_RETURN(auto base_cap, CaptureReader::Open(base0));
+  FS_ASSIGN_OR_RETURN(ForkFilter where, ForkWhere(*base_cap, s.fork_where));
+  // The branch stage's first-N rule, counting only the flips where forks are allowed.
+  auto rule = std::make_shared<FirstFlips>(s.max_branches, std::move(where));
   CaptureForks f;
   f.max_tokens = s.max_tokens;
   FS_ASSIGN_OR_RETURN(f.extend, CallExtension(base0, s.max_tokens, s.max_call_tokens));
   f.plan = [base, rule](const Row& r) -> int32_t {
     const int64_t i = BaseIndex(*base, r);
-    return i >= 0 && rule->Take(base->argmax[size_t(i)], r.argmax) ? r.argmax : -1;
+    return i >= 0 && rule->Take(r.position, base->argmax[size_t(i)], r.argmax) ? r.argmax : -1;
   };
   f.sink = [out](const ForkRequest& fr, const Future& fut) {
     out->at[fr.position] = fut;
@@ -95,6 +98,7 @@ Status WriteDecoded(const std::string& capture, const std::string& base0, const 
                        {"tokens", f.tokens},
                        {"probs", f.probs},
                        {"seconds", f.seconds},
+                       {"stop", FutureStopName(f.stop)},
                        {"reproduced", rep != d.reproduced.end() && rep->second}});
   }
   json doc = {{"format", "flipscope.forks"},
@@ -131,6 +135,10 @@ std::optional<DecodedFutures> ReadDecoded(const std::string& capture, const std:
       fut.tokens = f.at("tokens").get<std::vector<int32_t>>();
       fut.probs = f.at("probs").get<std::vector<float>>();
       fut.seconds = f.at("seconds").get<double>();
+      // Older sidecars lack how each future stopped, which the judge needs: not reused.
+      auto stop = FutureStopFromName(f.at("stop").get<std::string>());
+      if (!stop) return std::nullopt;
+      fut.stop = *stop;
       d.at[pos] = std::move(fut);
       d.reproduced[pos] = f.at("reproduced").get<bool>();
     }

@@ -215,7 +215,7 @@ struct Runner {
     std::vector<int32_t> points;
     if (!is_base && r_begin == 0 && Branched(exp, c.name)) {
       capture = CapturePath(c, 0);
-      FS_ASSIGN_OR_RETURN(points, FlipPoints(base0, capture, exp.branch.max_branches));
+      FS_ASSIGN_OR_RETURN(points, FlipPoints(base0, capture, exp.branch));
     } else if (is_base && r_begin >= 1) {
       capture = CapturePath(c, r_end > 1 ? 1 : 0);
       std::set<int32_t> all;

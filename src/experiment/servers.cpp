@@ -62,6 +62,7 @@ Result<Future> HttpFuture(HttpEngine& engine, std::span<const int32_t> tokens, i
   Future f;
   f.tokens = {first};
   f.probs = {first_prob};
+  bool server_stopped = false;  // it wrote fewer tokens than asked for: its own stop (end of turn)
   if (cap > 1) {
     std::vector<int32_t> prompt(tokens.begin(), tokens.begin() + p + 1);
     prompt.push_back(first);
@@ -69,9 +70,12 @@ Result<Future> HttpFuture(HttpEngine& engine, std::span<const int32_t> tokens, i
     f.tokens.insert(f.tokens.end(), g.tokens.begin(), g.tokens.end());
     f.probs.insert(f.probs.end(), g.probs.begin(), g.probs.end());
     f.seconds = g.seconds;
+    server_stopped = int(g.tokens.size()) < cap - 1;
   }
   size_t keep = std::min(f.tokens.size(), size_t(s.max_tokens));
   while (keep < f.tokens.size() && extend && extend(p, std::span<const int32_t>(f.tokens).first(keep))) ++keep;
+  // Ended only where the server stopped by itself and nothing of its text was cut here.
+  f.stop = server_stopped && keep == f.tokens.size() ? FutureStop::kEnd : FutureStop::kBudget;
   f.tokens.resize(keep);
   f.probs.resize(keep);
   return f;
@@ -102,12 +106,14 @@ Status DecodeOverHttp(const HttpOptions& opts, const std::string& capture, const
   return WriteDecoded(capture, base0, *out);
 }
 
-Result<std::vector<int32_t>> FlipPoints(const std::string& base0, const std::string& capture, int max_branches) {
+Result<std::vector<int32_t>> FlipPoints(const std::string& base0, const std::string& capture, const BranchSettings& s) {
   FS_ASSIGN_OR_RETURN(auto b, CaptureReader::Open(base0));
   FS_ASSIGN_OR_RETURN(auto c, CaptureReader::Open(capture));
+  FS_ASSIGN_OR_RETURN(ForkFilter where, ForkWhere(*b, s.fork_where));
+  FirstFlips rule(s.max_branches, std::move(where));
   std::vector<int32_t> out;
   for (const Flip& f : Flips(b->positions(), b->argmax(), c->positions(), c->argmax()))
-    if (max_branches <= 0 || int(out.size()) < max_branches) out.push_back(f.position);
+    if (rule.Take(f.position, f.base_token, f.cand_token)) out.push_back(f.position);
   return out;
 }
 

@@ -38,8 +38,9 @@ void Summarize(const Experiment& exp, nlohmann::json& results, const std::vector
 // exact_flip_rate and exact_kl_mean.
 Status CompareWithReference(const Experiment& exp, nlohmann::json& results, const Log& log);
 // Adds to each results["summary"] row what following its forks found (results["branches"]):
-// "damage", "repair", "branches_followed" and "damage_rate" (median flip rate x damage / branches
-// followed: damaging flips per probe); null where its forks were not followed.
+// "damage", "repair", "branches_followed", "forkable_flips", "teacher_forced_only" and
+// "damage_rate" (median flip rate x damage / branches followed x the share of flips where the
+// model writes: damaging flips per probe); null where its forks were not followed.
 void AddDamage(nlohmann::json& results);
 // Fills results["branches"] for each variant whose first repeat flips, using the futures the
 // captures decoded (sidecars) where they cover the branch points.
@@ -100,8 +101,9 @@ using ForkFirst = std::function<ForkToken(int32_t position)>;
 // First tokens from a server's capture: reference's argmax and top-1 probability at each point
 // (reference empty: the capture's own); reproduced = the capture's row digest equals reference's.
 Result<ForkFirst> FirstTokens(const std::string& capture, const std::string& reference);
-// The first max_branches (0: all) positions probed by both captures where their argmax differ.
-Result<std::vector<int32_t>> FlipPoints(const std::string& base0, const std::string& capture, int max_branches);
+// The first max_branches (0: all) positions probed by both captures where their argmax differ,
+// among those fork_where allows (the branch stage's rule).
+Result<std::vector<int32_t>> FlipPoints(const std::string& base0, const std::string& capture, const BranchSettings& s);
 // Decodes a future at every point over HTTP (prompt: tokens up to the point plus the first
 // token, temperature 0) and keeps them beside capture (WriteDecoded).
 Status DecodeOverHttp(const HttpOptions& opts, const std::string& capture, const std::string& base0,

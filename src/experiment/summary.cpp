@@ -186,8 +186,14 @@ void AddDamage(nlohmann::json& results) {
       f.followed = counts.value("total", int64_t(0));
       f.damage = outcomes.value("damage", nlohmann::json::object()).value("total", int64_t(0));
       f.repair = outcomes.value("repair", nlohmann::json::object()).value("total", int64_t(0));
-      // The followed forks are a sample of the flips: their damage share scales the flip rate.
-      f.damage_rate = f.followed > 0 ? s.median_flip_rate * double(f.damage) / double(f.followed) : 0.0;
+      f.teacher_forced_only = counts.value("teacher_forced_only", int64_t(0));
+      f.forkable = counts.value("branch_points", f.followed);
+      // The followed forks are a sample of the flips where the model writes, and only those can
+      // do damage: their damage share scales the flip rate's share of such flips.
+      const int64_t flips = f.forkable + f.teacher_forced_only;
+      f.damage_rate = f.followed > 0 && flips > 0 ? s.median_flip_rate * double(f.damage) / double(f.followed) *
+                                                        double(f.forkable) / double(flips)
+                                                  : 0.0;
       s.forks = f;
     }
     row = s.ToJson();

@@ -147,7 +147,8 @@ std::string RankingSection(const json& r) {
       "<p>Configurations against the reference, most faithful first: median over repeats of the top-1 flip "
       "rate (95% Wilson interval of the median repeat), then KL(base‖cand); where the forks were followed, first "
       "the damage they found (forks where the candidate broke what the reference's future got right, against "
-      "repairs, of the forks followed). Configurations that were not "
+      "repairs, of the forks followed; flips where the model only reads the next token, in tool results, system "
+      "or user text, are teacher-forced only: not forked, and never damage). Configurations that were not "
       "measured are listed last with the reason.</p>";
   std::vector<std::string> header;
   for (const std::string& h : report::RankingHeader(r)) header.push_back(E(h));

@@ -70,7 +70,9 @@ std::string FutureTokens(const json& fut, int first_diff) {
     if (ids.is_array() && i < ids.size() && ids[i].is_number()) tip += fmt::format(" · id {}", ids[i].get<int64_t>());
     if (probs.is_array() && i < probs.size() && probs[i].is_number())
       tip += fmt::format(" · p={:.3f}", probs[i].get<double>());
-    std::string text = E(pieces[i].is_string() ? pieces[i].get<std::string>() : "");
+    const std::string piece = pieces[i].is_string() ? pieces[i].get<std::string>() : "";
+    tip += " · " + VisibleToken(piece);
+    std::string text = E(piece);
     std::string span = fmt::format(R"(<span class="tok" title="{}">{}</span>)", E(tip), text);
     out += int(i) == first_diff ? "<mark class=\"diff\" title=\"first difference\">" + span + "</mark>" : span;
   }
@@ -161,6 +163,7 @@ std::string HtmlBranchesSection(const json& r) {
     const std::string config = Str(g, "config", "?");
     out += "<h3>" + E(config) + "</h3>";
     const json& counts = Sub(g, "counts");
+    if (counts.is_object()) out += "<p>" + E(ForkedText(counts)) + "</p>";
     if (Sub(counts, "outcomes").is_object()) {
       out += "<p>What the change did:";
       for (auto it = counts["outcomes"].begin(); it != counts["outcomes"].end(); ++it)
@@ -171,7 +174,7 @@ std::string HtmlBranchesSection(const json& r) {
     if (counts.is_object() && !counts.empty()) {
       out += "<p>Verdicts:";
       for (auto it = counts.begin(); it != counts.end(); ++it)
-        if (it.key() != "outcomes")
+        if (it.key() != "outcomes" && it.key() != "branch_points" && it.key() != "teacher_forced_only")
           out += fmt::format(" <span class=\"badge {}\">{}: {}</span>", it.key() == "benign" ? "rec" : "neutral",
                              E(it.key()), E(InlineText(*it)));
       out += "</p>";

@@ -30,6 +30,8 @@ std::string InlineText(const nlohmann::json& v);
 // "" when the counts hold no outcomes (records judged before attribution).
 std::string OutcomeCountsText(const nlohmann::json& counts);
 // The verdicts on the pairs of futures (counts without "outcomes") as one line.
+// "Followed 12 of 17 branch points. 14 teacher-forced only: ..." from a branch group's counts.
+std::string ForkedText(const nlohmann::json& counts);
 std::string VerdictCountsText(const nlohmann::json& counts);
 
 // "0.370%" for a fraction 0.0037 ("—" when absent).
@@ -38,8 +40,8 @@ std::string Percent(std::optional<double> fraction, int decimals = 3);
 std::string Small(std::optional<double> v);
 // Integer with thousands separators: 40000 -> "40,000" ("—" when absent).
 std::string Count(std::optional<double> v);
-// A token's text made visible: newline -> "↵", tab -> "⇥", carriage return -> "␍".
-std::string VisibleToken(std::string_view text);
+// "6 of 14 flips" where a layers document looked into a subset of a pair's flips, else "14 flips".
+std::string FlipsOf(const nlohmann::json& layers);
 
 // One configuration as the report shows it, merged from configs[], summary[] and recipe.
 struct ConfigRow {

@@ -128,6 +128,13 @@ std::string Label(const json& layers) {
 
 }  // namespace
 
+std::string FlipsOf(const json& layers) {
+  const json& cfg = Sub(layers, "config");
+  const int shown = Int(cfg, "flips_compared", int(Sub(layers, "flips").size()));
+  const int available = Int(cfg, "flips_available", shown);
+  return available > shown ? fmt::format("{} of {} flips", shown, available) : fmt::format("{} flips", shown);
+}
+
 std::string FlipLayersLine(const json& f) {
   const json& birth = f["birth"];
   std::string born = birth.is_object()
@@ -162,9 +169,9 @@ std::string HtmlLayersSection(const json& r) {
     const json& s = Sub(l, "summary");
     const json& b = Sub(s, "births");
     out += fmt::format(
-        "<h3>{}</h3><p>{} flips: born in attention {}, in the MLP {}, at the embedding {}, no jump {}; "
+        "<h3>{}</h3><p>{}: born in attention {}, in the MLP {}, at the embedding {}, no jump {}; "
         "median relative difference of the logits {}.</p>",
-        HtmlEscape(name), Int(s, "flips", 0), Int(b, "attention", 0), Int(b, "mlp", 0), Int(b, "embedding", 0),
+        HtmlEscape(name), FlipsOf(l), Int(b, "attention", 0), Int(b, "mlp", 0), Int(b, "embedding", 0),
         Int(b, "none", 0), Small(Num(s, "median_logits_rel")));
     const std::string id = "layers-" + std::to_string(&e - &all[0]);
     out += RenderLayersChart(l, id);
@@ -180,10 +187,10 @@ std::string RenderLayersChart(const json& layers, const std::string& id) {
   const json& flips = layers["flips"];
   size_t n_layer = size_t(layers["config"].value("n_layer", 0));
   std::string desc = fmt::format(
-      "{}: {} flips; per layer the norm of the difference over the norm, log scale; one "
+      "{}: {}; per layer the norm of the difference over the norm, log scale; one "
       "thin line per flip, the median bold",
-      Label(layers), flips.size());
-  std::string title = fmt::format("{} flips: one thin line each, the median bold", flips.size());
+      Label(layers), FlipsOf(layers));
+  std::string title = fmt::format("{}: one thin line each, the median bold", FlipsOf(layers));
   return Multiples(id, title, desc, flips, n_layer, true);
 }
 
@@ -209,8 +216,8 @@ std::string RenderLayersHtml(const nlohmann::json& layers) {
       "body{font-family:system-ui,sans-serif;max-width:900px;margin:2em auto;color:#111}"
       "svg{width:100%;height:auto}td,th{padding:2px 10px;text-align:right}</style></head><body>";
   html += "<h1>Where the flips are born</h1><p>" + HtmlEscape(Label(layers)) + "</p>";
-  html += fmt::format("<p>{} flips; born in attention {}, in the MLP {}, at the embedding {}, no jump {}.</p>",
-                      s.value("flips", 0), b.value("attention", 0), b.value("mlp", 0), b.value("embedding", 0),
+  html += fmt::format("<p>{}; born in attention {}, in the MLP {}, at the embedding {}, no jump {}.</p>",
+                      FlipsOf(layers), b.value("attention", 0), b.value("mlp", 0), b.value("embedding", 0),
                       b.value("none", 0));
   const json& j = s["largest_jumps"];
   html += fmt::format(

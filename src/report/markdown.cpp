@@ -38,9 +38,11 @@ size_t LongestBacktickRun(std::string_view s) {
   return best;
 }
 
-// An inline code span holding s exactly (whitespace made visible); in a table, pipes are escaped.
+// An inline code span holding s on one line (line breaks and tabs made visible: ↵, ⇥, ␍); in a
+// table, pipes are escaped. A token goes through MdToken instead, which shows its spaces too.
 std::string MdCode(std::string_view s, bool in_table = true) {
-  std::string body = VisibleToken(s);
+  std::string body;
+  for (char c : s) body += c == '\n' ? "↵" : c == '\t' ? "⇥" : c == '\r' ? "␍" : std::string(1, c);
   if (body.empty()) return "*(empty)*";
   if (in_table) {
     std::string escaped;
@@ -50,6 +52,9 @@ std::string MdCode(std::string_view s, bool in_table = true) {
   std::string fence(LongestBacktickRun(body) + 1, '`');
   return fence + " " + body + " " + fence;  // CommonMark strips one padding space on each side
 }
+
+// A token's text as a code span, made visible (VisibleToken: a space-only token shows).
+std::string MdToken(std::string_view s, bool in_table = true) { return MdCode(VisibleToken(s), in_table); }
 
 // A fenced code block holding s exactly.
 std::string MdBlock(std::string_view s) {
@@ -118,7 +123,7 @@ std::string Flips(const json& r) {
       const json& f = flips[i];
       auto prob = [&](const char* key) { return Num(f, key) ? fmt::format(" {:.3f}", *Num(f, key)) : ""; };
       out += MdRow({Count(Num(f, "position")), MdText(Str(f, "span")), MdText(Str(f, "class")),
-                    MdCode(Str(f, "base_text")) + prob("base_prob"), MdCode(Str(f, "cand_text")) + prob("cand_prob"),
+                    MdToken(Str(f, "base_text")) + prob("base_prob"), MdToken(Str(f, "cand_text")) + prob("cand_prob"),
                     Small(Num(f, "kl")), MdCode(Str(f, "context"))});
     }
     if (n > kMaxFlipsListed) out += fmt::format("\n{} more flips are listed in results.json.\n", n - kMaxFlipsListed);
@@ -133,6 +138,7 @@ std::string Branches(const json& r) {
   std::string out = "## Following the fork\n\n";
   for (const json& g : groups) {
     out += "### " + MdText(Str(g, "config", "?")) + "\n\n";
+    if (Sub(g, "counts").is_object()) out += MdText(ForkedText(Sub(g, "counts"))) + "\n\n";
     if (!OutcomeCountsText(Sub(g, "counts")).empty())
       out += "What the change did: " + MdText(OutcomeCountsText(Sub(g, "counts"))) + "\n\n";
     if (Sub(g, "counts").is_object()) out += "Verdicts: " + MdText(VerdictCountsText(Sub(g, "counts"))) + "\n\n";
@@ -143,8 +149,8 @@ std::string Branches(const json& r) {
                          MdText(Str(b, "verdict", "unjudged")));
       if (!Str(b, "outcome_reason").empty()) out += MdText(Str(b, "outcome_reason")) + "\n\n";
       if (!Str(b, "reason").empty()) out += MdText(Str(b, "reason")) + "\n\n";
-      out += "Reference picked " + MdCode(Str(b, "base_text"), false) + ", candidate picked " +
-             MdCode(Str(b, "cand_text"), false) + ".\n\nShared prefix (tail):\n\n" + MdBlock(Str(b, "prefix_tail"));
+      out += "Reference picked " + MdToken(Str(b, "base_text"), false) + ", candidate picked " +
+             MdToken(Str(b, "cand_text"), false) + ".\n\nShared prefix (tail):\n\n" + MdBlock(Str(b, "prefix_tail"));
       out += "Reference configuration's future:\n\n" + MdBlock(Str(Sub(b, "base_future"), "text"));
       out += "Candidate's future:\n\n" + MdBlock(Str(Sub(b, "cand_future"), "text"));
       if (Sub(b, "reference").is_object())
@@ -266,6 +272,16 @@ std::string TerminalSummary(const json& r, const std::string& html_path) {
     const std::string above = s.above_floor ? (*s.above_floor ? "yes" : "no") : "-";
     out += fmt::format("  {:>2}  {:<24} {:>9} {:>9} {:>9} {:>11}\n", row.rank, name, Percent(s.median_flip_rate),
                        Small(s.kl_mean), Count(double(s.confident_flips)), above);
+  }
+  // What following the forks found, with the flips where the model only reads kept apart.
+  for (const ConfigRow& row : RankedConfigs(r)) {
+    if (!row.summary || !row.summary->forks) continue;
+    const ForkCounts& f = *row.summary->forks;
+    out += fmt::format("  forks of {}: {} damage, {} repair in {}{} followed", row.name, f.damage, f.repair, f.followed,
+                       f.forkable > f.followed ? fmt::format(" of {}", f.forkable) : "");
+    if (f.teacher_forced_only > 0)
+      out += fmt::format("; {} flips teacher-forced only (the model reads there), not forked", f.teacher_forced_only);
+    out += "\n";
   }
   const json& recipe = Sub(r, "recipe");
   if (!Str(recipe, "recommended").empty())

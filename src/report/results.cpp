@@ -104,9 +104,23 @@ std::string OutcomeCountsText(const json& counts) {
   return out;
 }
 
+std::string ForkedText(const json& counts) {
+  const int64_t total = int64_t(Num(counts, "total").value_or(0));
+  const int64_t points = int64_t(Num(counts, "branch_points").value_or(double(total)));
+  const int64_t read = int64_t(Num(counts, "teacher_forced_only").value_or(0));
+  std::string out = points > total ? fmt::format("Followed {} of {} branch points.", total, points)
+                                   : fmt::format("Followed {} branch points.", total);
+  if (read > 0)
+    out += fmt::format(
+        " {} teacher-forced only: flips where the model reads the next token (tool results, system or user "
+        "text), not forked, never damage or repair.",
+        read);
+  return out;
+}
+
 std::string VerdictCountsText(const json& counts) {
   json flat = counts.is_object() ? counts : json::object();
-  flat.erase("outcomes");
+  for (const char* k : {"outcomes", "branch_points", "teacher_forced_only"}) flat.erase(k);
   return InlineText(flat);
 }
 
@@ -132,21 +146,6 @@ std::string Count(std::optional<double> v) {
     out += digits[i];
   }
   return (*v < 0 ? "-" : "") + out;
-}
-
-std::string VisibleToken(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '\n')
-      out += "↵";
-    else if (c == '\t')
-      out += "⇥";
-    else if (c == '\r')
-      out += "␍";
-    else
-      out += c;
-  }
-  return out;
 }
 
 std::optional<double> ContextLength(const json& results) {

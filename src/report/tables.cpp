@@ -40,6 +40,18 @@ std::vector<std::string> RankingHeader(const json& results) {
           "KV memory at " + Count(ContextLength(results)) + " tokens"};
 }
 
+// "damage / repair (followed of forkable flips; N teacher-forced only)": the forks' findings,
+// of how many, and the flips that could do no damage because the model only reads there.
+namespace {
+std::string ForksCell(const ForkCounts& f) {
+  std::string of = f.forkable > f.followed
+                       ? fmt::format("{} of {} forks", Count(double(f.followed)), Count(double(f.forkable)))
+                       : fmt::format("{} forks", Count(double(f.followed)));
+  if (f.teacher_forced_only > 0) of += fmt::format("; {} teacher-forced only", Count(double(f.teacher_forced_only)));
+  return fmt::format("{} / {} ({})", Count(double(f.damage)), Count(double(f.repair)), of);
+}
+}  // namespace
+
 std::vector<std::string> RankingCells(const ConfigRow& row) {
   const std::string kv_at = row.kv_bytes_at_context ? HumanBytes(*row.kv_bytes_at_context) : "—";
   if (!row.summary) return {"—", "—", "— / —", "—", "—", "—", "—", "— of —", "—", Count(row.kv_bytes_per_token), kv_at};
@@ -49,8 +61,7 @@ std::vector<std::string> RankingCells(const ConfigRow& row) {
       Percent(s.median_flip_rate), IntervalText(s.flip_rate_ci),
       Count(double(s.flips)) + " / " + Count(double(s.probes)),
       // What following the forks found ("—" where they were not followed).
-      f ? fmt::format("{} / {} ({})", Count(double(f->damage)), Count(double(f->repair)), Count(double(f->followed)))
-        : "—",
+      f ? ForksCell(*f) : "—",
       Count(double(s.confident_flips)), Small(s.kl_mean), Small(s.kl_p99),
       Count(double(s.bit_identical)) + " of " + Count(double(s.bit_identical_of)), YesNo(s.above_floor),
       Count(row.kv_bytes_per_token), kv_at};

@@ -138,6 +138,8 @@ json SummaryRow::ToJson() const {
     j["repair"] = forks ? json(forks->repair) : json(nullptr);
     j["branches_followed"] = forks ? json(forks->followed) : json(nullptr);
     j["damage_rate"] = forks ? json(forks->damage_rate) : json(nullptr);
+    j["forkable_flips"] = forks ? json(forks->forkable) : json(nullptr);
+    j["teacher_forced_only"] = forks ? json(forks->teacher_forced_only) : json(nullptr);
   }
   if (exact_flip_rate) j["exact_flip_rate"] = *exact_flip_rate;
   if (exact_kl_mean) j["exact_kl_mean"] = *exact_kl_mean;
@@ -179,9 +181,12 @@ SummaryRow SummaryRow::FromJson(const json& j) {
   s.load = Opt<int>(j, "load");
   s.alone = Get<std::string>(j, "alone", "");
   s.forks_known = j.is_object() && j.contains("damage");
-  if (auto damage = Opt<int64_t>(j, "damage"))
+  if (auto damage = Opt<int64_t>(j, "damage")) {
     s.forks = ForkCounts{*damage, Get<int64_t>(j, "repair", 0), Get<int64_t>(j, "branches_followed", 0),
                          Get(j, "damage_rate", 0.0)};
+    s.forks->teacher_forced_only = Get<int64_t>(j, "teacher_forced_only", 0);
+    s.forks->forkable = Get<int64_t>(j, "forkable_flips", s.forks->followed);  // older results: followed
+  }
   s.exact_flip_rate = Opt<double>(j, "exact_flip_rate");
   s.exact_kl_mean = Opt<double>(j, "exact_kl_mean");
   return s;

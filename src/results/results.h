@@ -47,6 +47,9 @@ size_t MedianRepeatIndex(const std::vector<double>& flip_rates);
 struct ForkCounts {
   int64_t damage = 0, repair = 0, followed = 0;
   double damage_rate = 0;  // the median flip rate scaled by the followed forks' damage share
+  // Flips where the model reads the next token (tool results, system, user): never forked, never
+  // damage; and the flips where it writes, followed or not (followed is the first N of these).
+  int64_t teacher_forced_only = 0, forkable = 0;
 };
 
 // One configuration over its repeats (summary[], and reference.summary[] against exact).

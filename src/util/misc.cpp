@@ -89,6 +89,26 @@ Result<uint64_t> ParseBytes(std::string_view text) {
   return uint64_t(v * mult);
 }
 
+std::string VisibleToken(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == ' ')
+      out += "␠";
+    else if (c == '\n')
+      out += "↵";
+    else if (c == '\t')
+      out += "⇥";
+    else if (c == '\r')
+      out += "␍";
+    else if (u < 0x20 || u == 0x7f)
+      out += fmt::format("\\x{:02x}", u);
+    else
+      out += c;
+  }
+  return out;
+}
+
 std::string HtmlEscape(std::string_view text) {
   std::string out;
   out.reserve(text.size());

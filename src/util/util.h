@@ -104,6 +104,10 @@ std::string HumanBytes(double bytes);
 Result<uint64_t> ParseBytes(std::string_view text);
 // Escapes text for HTML element content and attribute values.
 std::string HtmlEscape(std::string_view text);
+// A token's text with whitespace and control characters made visible, for every page and terminal
+// line that prints a token: space "␠", newline "↵", tab "⇥", carriage return "␍", any other
+// control character (and DEL) as "\xNN"; other bytes (UTF-8 included) unchanged.
+std::string VisibleToken(std::string_view text);
 // The current UTC time as ISO 8601.
 std::string UtcNowIso();
 

@@ -95,3 +95,14 @@ TEST(ParseBytes, Units) {
   EXPECT_EQ(*ParseBytes("100"), 100u);
   EXPECT_FALSE(ParseBytes("8 parsecs").ok());
 }
+
+TEST(VisibleToken, WhitespaceAndControlCharactersShow) {
+  EXPECT_EQ(VisibleToken(" src"), "␠src");
+  EXPECT_EQ(VisibleToken("a\n\tb\r"), "a↵⇥b␍");
+  EXPECT_EQ(VisibleToken("  "), "␠␠");
+  EXPECT_EQ(VisibleToken(std::string("\x1b[0m\x7f", 5)), "\\x1b[0m\\x7f");
+  EXPECT_EQ(VisibleToken(std::string("a\0b", 3)), "a\\x00b");
+  EXPECT_EQ(VisibleToken("<|im_end|>"), "<|im_end|>");
+  EXPECT_EQ(VisibleToken("é→"), "é→") << "UTF-8 is left as it is";
+  EXPECT_EQ(VisibleToken(""), "");
+}

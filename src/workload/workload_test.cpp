@@ -341,5 +341,30 @@ TEST(Workload, SpanHelpers) {
   EXPECT_FALSE(SpansFromJson(nlohmann::json::parse(R"([{"kind": "message"}])")).ok());
 }
 
+// Where a deployed model writes: assistant text and tool calls; not system, user or tool-result
+// text, nor the template's text between messages; a workload without messages everywhere.
+TEST(Workload, ModelWritesOnlyAssistantMessagesAndTheirToolCalls) {
+  std::vector<Span> spans = {{"message", 1, 10, 1, "system", "message #1 system", ""},
+                             {"message", 10, 20, 2, "user", "message #2 user", ""},
+                             {"message", 20, 60, 3, "assistant", "message #3 assistant", ""},
+                             {"tool_call", 30, 40, 1, "assistant", "tool call #1 run_command", "run_command"},
+                             {"literal", 32, 34, 3, "assistant", "5432", "port"},
+                             {"tool_result", 45, 55, 1, "tool", "tool result #1 run_command", "run_command"},
+                             {"literal", 50, 52, 3, "assistant", "10.0.0.1", "ipv4"},
+                             {"message", 60, 70, 4, "tool", "message #4 tool", ""}};
+  EXPECT_FALSE(ModelWrites(spans, 0)) << "before the first message: the template's";
+  EXPECT_FALSE(ModelWrites(spans, 5)) << "system";
+  EXPECT_FALSE(ModelWrites(spans, 15)) << "user";
+  EXPECT_TRUE(ModelWrites(spans, 20)) << "assistant text";
+  EXPECT_TRUE(ModelWrites(spans, 33)) << "a literal inside a tool call";
+  EXPECT_TRUE(ModelWrites(spans, 42)) << "assistant text after the call";
+  EXPECT_FALSE(ModelWrites(spans, 51)) << "a literal inside a tool result, inside the assistant's message";
+  EXPECT_FALSE(ModelWrites(spans, 65)) << "a tool message";
+  EXPECT_FALSE(ModelWrites(spans, 70)) << "past the last message";
+  const std::vector<Span> plain = {{"literal", 3, 5, 0, "", "5432", "port"}};
+  EXPECT_TRUE(ModelWrites(plain, 4)) << "plain text has no messages: written everywhere";
+  EXPECT_TRUE(ModelWrites({}, 4));
+}
+
 }  // namespace
 }  // namespace flipscope

@@ -4,8 +4,9 @@
 usage: branch_check.py BASE.safetensors CAND.safetensors BRANCHES.json
 
 BRANCHES.json is RunBranches' output ({"config", "records", "counts"}). Checks, with --at flips:
-the branch points are exactly the probes of both captures whose stored argmax differ (the first
-max_branches of them); each side's first token is its own capture's argmax there, and that
+the branch points are exactly the probes of both captures whose stored argmax differ and, with
+fork_where "assistant", whose next token the model writes by the manifest's spans (the first
+max_branches of them; the others are config.teacher_forced_only); each side's first token is its own capture's argmax there, and that
 token's probability is the softmax of the capture's stored F32 row (where the record says the row
 was reproduced); the reference is tokens[p+1 : p+1+L] with L the longer future's length (at least
 max_tokens); futures are at most max_tokens long (max_call_tokens when a tool call was let
@@ -16,6 +17,7 @@ import json
 import sys
 
 import numpy as np
+from safetensors import safe_open
 from safetensors.numpy import load_file
 
 VERDICTS = ["invalid_tool_call", "literal_mutated", "wrong_command", "divergent", "benign"]
@@ -32,6 +34,31 @@ def softmax_prob(row, token):
     m = row.max()
     e = np.exp(row - m)
     return e[token] / e.sum()
+
+
+def model_writes(spans, pos):
+    """Whether token pos lies in an assistant message or a tool call, not a tool result (the
+    innermost message/tool span; plain text without message spans is written everywhere)."""
+    spans = [s for s in spans if s["kind"] != "literal"]
+    if not any(s["kind"] == "message" for s in spans):
+        return True
+    holding = [s for s in spans if s["begin"] <= pos < s["end"]]
+    if not holding:
+        return False
+    # Shortest first; on equal lengths a tool call/result is inside its message.
+    inner = min(holding, key=lambda s: (s["end"] - s["begin"], s["kind"] == "message"))
+    if inner["kind"] == "tool_call":
+        return True
+    if inner["kind"] == "tool_result":
+        return False
+    return inner.get("role") == "assistant"
+
+
+def spans_of(path):
+    with safe_open(path, framework="np") as f:
+        meta = f.metadata() or {}
+    manifest = json.loads(meta.get("flipscope.manifest", "{}"))
+    return manifest.get("workload", {}).get("spans", [])
 
 
 def common_prefix(a: bytes, b: bytes) -> int:
@@ -56,6 +83,13 @@ def main():
     common, ib, ic = np.intersect1d(pb, pc, return_indices=True)
     flips = common[base["argmax"][ib] != cand["argmax"][ic]]
     if cfg["at"] == "flips":
+        if cfg.get("fork_where", "all") == "assistant":
+            spans = spans_of(sys.argv[1])
+            read = [int(p) for p in flips if not model_writes(spans, int(p) + 1)]
+            got_read = [e["position"] for e in cfg["teacher_forced_only"]]
+            check(got_read == read, f"teacher_forced_only {got_read[:8]}... != {read[:8]}...")
+            check(counts.get("teacher_forced_only") == len(read), "counts.teacher_forced_only != its list")
+            flips = np.array([p for p in flips if model_writes(spans, int(p) + 1)], dtype=flips.dtype)
         check(cfg["branch_points"] == len(flips), f"branch_points {cfg['branch_points']} != {len(flips)} flips")
         want = flips[: cfg["max_branches"]] if cfg["max_branches"] > 0 else flips
         got = [r["position"] for r in records]

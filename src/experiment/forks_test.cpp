@@ -1,0 +1,104 @@
+// The forks followed during `flipscope run`'s captures are judged exactly as `flipscope branch`
+// judges the same two captures: one decode, one budget rule, one notion of "ended". On real
+// models (SmolLM2 and Gemma 3) over a netops session with tool calls, with a token budget short
+// enough that futures inside tool calls are let run past it.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "branch/branch.h"
+#include "experiment/experiment.h"
+#include "testing/tiny_model.h"
+#include "util/util.h"
+
+namespace flipscope {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+constexpr int kMaxTokens = 8, kMaxCallTokens = 32, kMaxBranches = 10;
+
+// Runs a baseline (repeated, so its second repeat forks) against a 4-bit KV cache with [branch],
+// then `flipscope branch` over the same two captures, and requires equal records and counts.
+void RunEqualsBranch(const std::string& name, const std::string& model, const std::string& chat_template) {
+  ASSERT_FALSE(model.empty()) << name << " is not in the model cache (scripts/fetch-models.sh)";
+  const fs::path dir = fixtures::TempPath("forks-" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string session = (dir / "session.json").string();
+  const std::string gen = fmt::format("{} {}/examples/gen_session.py --seed 4 --target-tokens 1800 -o {}",
+                                      FLIPSCOPE_PYTHON, FLIPSCOPE_SOURCE_DIR, session);
+  ASSERT_EQ(std::system(gen.c_str()), 0) << gen;
+  std::ofstream(dir / "exp.toml") << fmt::format(
+      "model = \"{}\"\nworkload = \"session.json\"\n{}window = 1024\n"
+      "[probe]\nstride = 16\nfull = \"tool_calls\"\n"
+      "[baseline]\nthreads = 1\nflash_attn = \"on\"\nrepeats = 2\n"
+      "[[variant]]\nname = \"kv-q4_0\"\ncache_type_k = \"q4_0\"\ncache_type_v = \"q4_0\"\n"
+      "[branch]\nmax_tokens = {}\nmax_call_tokens = {}\nmax_branches = {}\n",
+      model, chat_template.empty() ? "" : "chat_template = \"" + chat_template + "\"\n", kMaxTokens, kMaxCallTokens, kMaxBranches);
+  auto exp = ParseExperiment((dir / "exp.toml").string());
+  ASSERT_TRUE(exp.ok()) << exp.status().message();
+  RunOptions ro;
+  ro.outdir = (dir / "out").string();
+  ro.log = Log::Quiet();
+  auto r = RunExperiment(*exp, ro);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ((*r)["branches"].size(), 1u) << name << ": the 4-bit KV cache must flip for this test to mean anything";
+  const json& run = (*r)["branches"][0];
+  // The run's futures are the captures' own, not a pass of the branch stage.
+  const std::string base0 = (*r)["configs"][0]["captures"][0], cand = (*r)["configs"][1]["captures"][0];
+  EXPECT_EQ(run["branch_config"]["cand"]["decoded_during_capture"], cand);
+  EXPECT_EQ(run["branch_config"]["base"]["decoded_during_capture"], (*r)["configs"][0]["captures"][1]);
+
+  BranchRequest req;
+  req.base_path = base0;
+  req.cand_path = cand;
+  req.options.max_tokens = kMaxTokens;
+  req.options.max_call_tokens = kMaxCallTokens;
+  req.options.max_branches = kMaxBranches;
+  req.options.log = Log::Quiet();
+  auto own = RunBranches(req);
+  ASSERT_TRUE(own.ok()) << own.status().message();
+  EXPECT_TRUE((*own)["config"]["cand"]["decoded_during_capture"].is_null());
+  const json& a = run["records"];
+  const json& b = (*own)["records"];
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_GT(a.size(), 0u);
+  // Field for field (records hold no timings; those are in "config"), then whole.
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].size(), b[i].size()) << name << " position " << b[i]["position"];
+    for (auto it = b[i].begin(); it != b[i].end(); ++it)
+      EXPECT_EQ(a[i].value(it.key(), json()), *it) << name << " position " << b[i]["position"] << ": " << it.key();
+  }
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(run["counts"], (*own)["counts"]);
+  EXPECT_EQ(run["branch_config"]["teacher_forced_only"], (*own)["config"]["teacher_forced_only"]);
+
+  // What makes the comparison mean something: a fork inside a tool call, and a future there that
+  // the call extension let run past the token budget.
+  int in_call = 0, extended = 0;
+  for (const json& rec : b) {
+    const bool call = rec["span"].is_string() && rec["span"].get<std::string>().rfind("tool call", 0) == 0;
+    in_call += call;
+    for (const char* side : {"base_future", "cand_future"})
+      extended += int(rec[side]["tokens"].size()) > kMaxTokens;
+  }
+  EXPECT_GT(in_call, 0) << name << ": no fork inside a tool call";
+  EXPECT_GT(extended, 0) << name << ": no future was let run past the budget";
+  std::printf("%s: %zu forks (%d inside tool calls, %d futures extended), %s teacher-forced only\n%s", name.c_str(),
+              b.size(), in_call, extended, (*own)["counts"]["teacher_forced_only"].dump().c_str(),
+              SummaryText((*own)["counts"]).c_str());
+}
+
+TEST(ForksDuringCaptures, RecordsEqualTheBranchStageOnSmolLM2) { RunEqualsBranch("smollm2", fixtures::SmolLM2Path(), ""); }
+
+TEST(ForksDuringCaptures, RecordsEqualTheBranchStageOnGemma3) {
+  RunEqualsBranch("gemma3", fixtures::Gemma3Path(), "gemma");
+}
+
+}  // namespace
+}  // namespace flipscope
