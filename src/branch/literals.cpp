@@ -81,13 +81,13 @@ bool IsPrefixOfKnown(std::string_view w, const KnownLiterals& known) {
                      [&](const std::string& lit) { return lit.size() > w.size() && lit.compare(0, w.size(), w) == 0; });
 }
 
-// Whether what follows an exact copy of a literal, at byte `at` of the word, is another word
-// glued on by a separator ("10.20.0.0/20" then ".ArgumentParser"), not more of the literal's own
-// characters: a separator followed by a letter. Digits after a separator ("10.20.30.4" then ".5")
-// or characters right after the copy ("5432" then "1", "10.20.30.4" then "1") change the literal.
-bool GluedWord(std::string_view w, size_t at) {
-  return at + 1 < w.size() && std::string_view(".:/@-_").find(w[at]) != std::string_view::npos &&
-         std::isalpha(static_cast<unsigned char>(w[at + 1]));
+// Whether what follows an exact copy of a literal, at byte `at` of the word, is text appended
+// after it rather than a change of its own characters: it starts with a separator
+// ("10.20.0.0/20" then ".ArgumentParser", "/etc/netplan" then "/60-static.yaml", "db-east-02"
+// then ".0.0.0"). Characters right after the copy continue its last part and change the literal
+// ("5432" then "1", "10.20.30.4" then "1").
+bool AppendedAfterCopy(std::string_view w, size_t at) {
+  return at + 1 < w.size() && std::string_view(".:/@-_").find(w[at]) != std::string_view::npos;
 }
 
 }  // namespace
@@ -160,7 +160,7 @@ std::optional<LiteralMutation> FindLiteralMutation(std::string_view text, size_t
     size_t head = 0, tail = 0;
     const std::string* by_head = CopySource(w.text, known, &head);
     const std::string* by_tail = HeadDroppedSource(w.text, known, &tail);
-    if (by_head && head == by_head->size() && head >= tail && GluedWord(w.text, head)) continue;
+    if (by_head && head == by_head->size() && head >= tail && AppendedAfterCopy(w.text, head)) continue;
     if (by_head || by_tail) return LiteralMutation{tail > head ? *by_tail : *by_head, w.text};
   }
   return std::nullopt;

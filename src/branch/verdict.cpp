@@ -27,6 +27,19 @@ bool PiecesEqual(const FutureText& a, int i, const FutureText& b, int j, int n) 
   return true;
 }
 
+// Whether a and b agree for a run from i and j: at least k equal pieces in a row holding at least
+// 2k bytes. The byte floor keeps a tokenizer that writes one digit per token (Gemma's) from
+// calling a shared 8-digit address a shared passage.
+bool AgreeingRun(const FutureText& a, int i, const FutureText& b, int j, int k) {
+  const size_t na = a.pieces.size(), nb = b.pieces.size();
+  size_t t = 0, bytes = 0;
+  while (size_t(i) + t < na && size_t(j) + t < nb && a.pieces[size_t(i) + t] == b.pieces[size_t(j) + t]) {
+    bytes += a.pieces[size_t(i) + t].size();
+    if (++t >= size_t(k) && bytes >= 2 * size_t(k)) return true;
+  }
+  return false;
+}
+
 // A short, printable excerpt for reasons: up to n bytes from offset, newlines shown as \n.
 std::string Excerpt(std::string_view s, size_t offset, size_t n = 32) {
   std::string out;
@@ -141,7 +154,7 @@ std::optional<Reconvergence> FindReconvergence(const FutureText& a, const Future
     for (int da = std::max(0, total - k); da <= std::min(k, total); ++da) {
       const int i = ia + da, j = ib + (total - da);
       if (i > na || j > nb) continue;
-      bool run = i + k <= na && j + k <= nb && PiecesEqual(a, i, b, j, k);
+      bool run = AgreeingRun(a, i, b, j, k);
       // Both stopped at end of generation with the same last words: agreement to the end.
       bool tails = a.ended && b.ended && i < na && na - i == nb - j && PiecesEqual(a, i, b, j, na - i);
       if (run || tails) return Reconvergence{i, j, da, total - da};

@@ -93,8 +93,8 @@ struct LiteralMutation {
 // nor exempt (`exempt(word)` true: e.g. a word of the reference continuation, of the other
 // future, or of the whole transcript). A last word cut by the token
 // budget (`cut`) counts only once it has diverged. Words made of known literals joined by
-// ':', '/' or '@' (host:port) are not mutations, nor is an exact copy with another word glued on
-// by a separator (10.20.0.0/20.ArgumentParser): the literal's own characters are intact.
+// ':', '/' or '@' (host:port) are not mutations, nor is an exact copy with text appended after a
+// separator (10.20.0.0/20.ArgumentParser, /etc/netplan/x.yaml): the literal's own characters are intact.
 std::optional<LiteralMutation> FindLiteralMutation(std::string_view text, size_t from, bool cut,
                                                    const KnownLiterals& known, const WordFilter& exempt);
 
@@ -134,9 +134,9 @@ bool SameText(const FutureText& a, const FutureText& b);
 
 // Where two texts (two futures, or a future and the transcript) agree again after they first
 // differ at tokens ia of a and ib of b (the tokens holding the first differing byte): the token
-// indices i >= ia, j >= ib with k equal pieces a[i..i+k) == b[j..j+k) (or equal tails to the end
-// when both ended), each detour (i - ia, j - ib) at most k tokens; the smallest total detour,
-// then the smaller detour of a. Nullopt: they do not agree again within k tokens.
+// indices i >= ia, j >= ib from which a run of equal pieces holds at least k pieces and 2k bytes
+// (or equal tails to the end when both ended), each detour (i - ia, j - ib) at most k tokens; the
+// smallest total detour, then the smaller detour of a. Nullopt: they do not agree again so.
 struct Reconvergence {
   int base_at = 0, cand_at = 0;
   int base_detour = 0, cand_detour = 0;  // tokens from the first differing token to the match

@@ -99,6 +99,10 @@ TEST(Reconvergence, BoundsTheSkippedTranscriptToo) {
   SideJudgement s = JudgeSide(ctx, future, F(later));
   EXPECT_FALSE(s.follows_reference) << s.reason;
   EXPECT_FALSE(s.rejoins.has_value());
+  // A run of one-digit tokens is a shared number, not a shared passage: 8 tokens but 8 bytes.
+  auto d1 = F({" route", " 1", "0", ".", "2", "0", ".", "3", ".", "1", "7", ":", "5", "4"});
+  auto d2 = F({" host", " 1", "0", ".", "2", "0", ".", "3", ".", "1", "7", ".", "j", "s"});
+  EXPECT_FALSE(FindReconvergence(d1, d2, 8).has_value());
   // The shortest detour wins: the earliest place both agree again.
   auto a = F({"x", "a", "b", "c", "a", "b", "c"}), b = F({"y", "z", "a", "b", "c", "a", "b", "c"});
   r = FindReconvergence(a, b, 3);
@@ -382,6 +386,11 @@ TEST(LiteralMutated, OnlyTheLiteralsOwnCharacters) {
   j = Judge(ctx, F({" net", " 10", ".20", ".0", ".0", "/20", " ok"}), F({" net", " 10", ".20", ".0", ".0", "/24", " ok"}),
             F({" x"}));
   EXPECT_EQ(j.reason, "cand copies 10.20.0.0/20 as \"10.20.0.0/24\"");
+  // Text appended after an exact copy by a separator: a file under a directory the context names.
+  ctx = Context(kSession + "grep -rn 10.20.3.17 /etc/netplan/ /etc/docker/daemon.json\n");
+  j = Judge(ctx, F({"/etc", "/net", "plan", "/60", "-static", "-routes", ".yaml", ":7"}),
+            F({"/etc", "/net", "plan", "/60", "-static", "-daemon", ".json", ":7"}), F({" x"}));
+  EXPECT_NE(j.verdict, Verdict::kLiteralMutated) << j.reason;
   // A port the transcript uses as such is one literal wherever it appears: 5432 of "5432/tcp".
   KnownLiterals known;
   known.AddText("ufw allow 5432/tcp and psql -p 5432");
