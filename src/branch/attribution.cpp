@@ -43,7 +43,7 @@ const char* OutcomeName(Outcome o) {
 
 std::span<const Outcome> AllOutcomes() { return kOutcomes; }
 
-Attribution Attribute(const SideJudgement& base, const SideJudgement& cand, const Judgement& pair, int k) {
+Attribution Attribute(const SideJudgement& base, const SideJudgement& cand, const Judgement& pair, int /*k*/) {
   const bool base_fails = base.failure != Failure::kNone, cand_fails = cand.failure != Failure::kNone;
   const std::string both = fmt::format("base: {}; cand: {}", base.reason, cand.reason);
   // The same text (or a budget-cut prefix of it): whatever it holds, the fork changed nothing.
@@ -51,8 +51,8 @@ Attribution Attribute(const SideJudgement& base, const SideJudgement& cand, cons
   if (base_fails && cand_fails) return {Outcome::kBothFail, cand.failure, both};
   if (cand_fails) return {Outcome::kDamage, cand.failure, "cand " + cand.reason + " (base " + base.reason + ")"};
   if (base_fails) return {Outcome::kRepair, base.failure, "base " + base.reason + " (cand " + cand.reason + ")"};
-  const auto& r = pair.reconverge;
-  if (r && std::max(r->base_detour, r->cand_detour) <= k)
+  // FindReconvergence bounds both detours by k: a reconvergence is benign, none is not.
+  if (const auto& r = pair.reconverge)
     return {Outcome::kBenign, Failure::kNone,
             fmt::format("the futures agree again after {} / {} tokens", r->base_detour, r->cand_detour)};
   return {Outcome::kDifferentButFine, Failure::kNone, both};
@@ -72,6 +72,8 @@ nlohmann::json SideJson(const SideJudgement& s, const FutureText& f) {
           {"tool_call", call},
           {"literal_mutation", mutation},
           {"follows_reference", s.follows_reference},
+          {"rejoins_at", s.rejoins ? nlohmann::json{{"future", s.rejoins->base_at}, {"transcript", s.rejoins->cand_at}}
+                                   : nlohmann::json(nullptr)},
           {"ended", f.ended},
           {"stop", f.stop.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.stop)},
           {"call_cap_hit", f.cap_hit}};

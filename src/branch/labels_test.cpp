@@ -1,9 +1,11 @@
 // The judge against labels a reader gave real fork records (tests/data/fork-labels.json, made by
-// tests/data/make-fork-labels.py from SmolLM2 and Gemma 3 runs): every record's outcome and
-// failure kind must be the reader's.
+// tests/data/make-fork-labels.py from SmolLM2 and Gemma 3 runs over three sessions): every
+// record's outcome and failure kind must be the reader's, and every record must say "agrees
+// again" the same way in all its fields.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -50,6 +52,56 @@ JudgeContext ContextAt(const Source& s, size_t prefix_bytes) {
   return ctx;
 }
 
+// Whether a and b hold the same pieces from i and j on: at least k of them holding at least 2k
+// bytes, or both to their ends.
+bool Aligned(const FutureText& a, int i, const FutureText& b, int j, int k) {
+  const int na = int(a.pieces.size()), nb = int(b.pieces.size());
+  if (a.ended && b.ended && na - i == nb - j && std::equal(a.pieces.begin() + i, a.pieces.end(), b.pieces.begin() + j))
+    return true;
+  int t = 0;
+  size_t bytes = 0;
+  while (i + t < na && j + t < nb && a.pieces[size_t(i + t)] == b.pieces[size_t(j + t)])
+    bytes += a.pieces[size_t(i + t++)].size();
+  return t >= k && bytes >= 2 * size_t(k);
+}
+
+// The reconvergence rule as stated, checked on a found reconvergence: aligned for K pieces and 2K
+// bytes (or to both ends), each detour at most K tokens from the token holding the first
+// differing byte.
+void ExpectAlignedWithinK(const FutureText& a, const FutureText& b, const Reconvergence& r, int k,
+                          const std::string& where) {
+  EXPECT_TRUE(Aligned(a, r.base_at, b, r.cand_at, k)) << where;
+  EXPECT_LE(r.base_detour, k) << where;
+  EXPECT_LE(r.cand_detour, k) << where;
+  const size_t fd = CommonPrefix(a.Text(), b.Text());
+  size_t at = 0;
+  for (int t = 0; t < r.base_at - r.base_detour; ++t) at += a.pieces[size_t(t)].size();
+  EXPECT_LE(at, fd) << where << ": the base detour starts at the token holding the first difference";
+  EXPECT_GT(at + a.pieces[size_t(r.base_at - r.base_detour)].size(), fd) << where;
+}
+
+// "Agrees again" means one thing in every field of a record: the pair's verdict and outcome say
+// the futures agree again exactly when reconverge_*_at is set, and a side follows the transcript
+// exactly when it writes the transcript's text or rejoins_at is set.
+void ExpectConsistent(const JudgeContext& ctx, const FutureText& base, const FutureText& cand, const FutureText& ref,
+                      const Judgement& pair, const SideJudgement (&sides)[2], const Attribution& a,
+                      const std::string& where) {
+  const bool same = !pair.first_difference.has_value();
+  const bool agree = same || pair.reconverge.has_value();
+  EXPECT_FALSE(pair.verdict == Verdict::kDivergent && agree) << where;
+  EXPECT_FALSE(pair.verdict == Verdict::kBenign && !agree) << where;
+  EXPECT_FALSE(a.outcome == Outcome::kDifferentButFine && agree) << where;
+  EXPECT_FALSE(a.outcome == Outcome::kBenign && !agree) << where;
+  if (pair.reconverge) ExpectAlignedWithinK(base, cand, *pair.reconverge, ctx.reconverge, where + " (pair)");
+  const FutureText* futures[2] = {&base, &cand};
+  for (int s = 0; s < 2; ++s) {
+    EXPECT_EQ(sides[s].follows_reference, sides[s].writes_reference || sides[s].rejoins.has_value()) << where;
+    if (sides[s].rejoins) ExpectAlignedWithinK(*futures[s], ref, *sides[s].rejoins, ctx.reconverge, where + " (side)");
+    const nlohmann::json j = SideJson(sides[s], *futures[s]);
+    EXPECT_EQ(j.at("rejoins_at").is_null(), !sides[s].rejoins.has_value()) << where;
+  }
+}
+
 TEST(ForkLabels, JudgeAgreesWithEveryLabel) {
   auto text = ReadFile(std::string(FLIPSCOPE_SOURCE_DIR) + "/tests/data/fork-labels.json");
   ASSERT_TRUE(text.ok()) << text.status().message();
@@ -69,7 +121,7 @@ TEST(ForkLabels, JudgeAgreesWithEveryLabel) {
     models.insert(s.at("model").get<std::string>());
   }
   const json& records = doc.at("records");
-  EXPECT_GE(records.size(), 40u);
+  EXPECT_GE(records.size(), 90u);
   EXPECT_GE(models.size(), 2u) << "records from both models";
   std::map<std::string, int> seen;  // outcomes the labels cover
   for (const json& r : records) {
@@ -78,7 +130,10 @@ TEST(ForkLabels, JudgeAgreesWithEveryLabel) {
     const FutureText base = ReadFuture(r.at("base")), cand = ReadFuture(r.at("cand")),
                      ref = ReadFuture(r.at("reference"));
     const Judgement pair = Judge(ctx, base, cand, ref);
-    const Attribution a = Attribute(JudgeSide(ctx, base, ref), JudgeSide(ctx, cand, ref), pair, ctx.reconverge);
+    const SideJudgement sides[2] = {JudgeSide(ctx, base, ref), JudgeSide(ctx, cand, ref)};
+    const Attribution a = Attribute(sides[0], sides[1], pair, ctx.reconverge);
+    ExpectConsistent(ctx, base, cand, ref, pair, sides, a,
+                     fmt::format("{} position {}", r.at("source").get<std::string>(), r.at("position").get<int>()));
     const json& label = r.at("label");
     const std::string want_kind = label.at("kind").is_null() ? "none" : label.at("kind").get<std::string>();
     ++seen[label.at("outcome").get<std::string>()];

@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "branch/verdict.h"
+#include "workload/workload.h"
 
 namespace flipscope {
 namespace {
@@ -80,6 +81,15 @@ bool IsPrefixOfKnown(std::string_view w, const KnownLiterals& known) {
                      [&](const std::string& lit) { return lit.size() > w.size() && lit.compare(0, w.size(), w) == 0; });
 }
 
+// Whether what follows an exact copy of a literal, at byte `at` of the word, is text appended
+// after it rather than a change of its own characters: it starts with a separator
+// ("10.20.0.0/20" then ".ArgumentParser", "/etc/netplan" then "/60-static.yaml", "db-east-02"
+// then ".0.0.0"). Characters right after the copy continue its last part and change the literal
+// ("5432" then "1", "10.20.30.4" then "1").
+bool AppendedAfterCopy(std::string_view w, size_t at) {
+  return at + 1 < w.size() && std::string_view(".:/@-_").find(w[at]) != std::string_view::npos;
+}
+
 }  // namespace
 
 bool IsWordChar(char c) {
@@ -116,12 +126,11 @@ bool IsLiteralLike(std::string_view w) {
 }
 
 void KnownLiterals::AddText(std::string_view text) {
-  for (Word& w : SplitWords(text)) {
-    if (IsLiteralLike(w.text))
-      AddLiteral(w.text);
-    else
-      words_.insert(std::move(w.text));
-  }
+  for (Word& w : SplitWords(text)) words_.insert(std::move(w.text));
+  // Copy sources are what the transcript uses as literals, by the workload's own rules (the same
+  // that mark its literal spans): a plain hyphenated word (user-defined) or a count in prose is
+  // not one, however literal-like it looks.
+  for (const Literal& l : FindLiterals(text)) AddLiteral(l.text);
 }
 
 void KnownLiterals::AddLiteral(const std::string& literal) {
@@ -151,6 +160,7 @@ std::optional<LiteralMutation> FindLiteralMutation(std::string_view text, size_t
     size_t head = 0, tail = 0;
     const std::string* by_head = CopySource(w.text, known, &head);
     const std::string* by_tail = HeadDroppedSource(w.text, known, &tail);
+    if (by_head && head == by_head->size() && head >= tail && AppendedAfterCopy(w.text, head)) continue;
     if (by_head || by_tail) return LiteralMutation{tail > head ? *by_tail : *by_head, w.text};
   }
   return std::nullopt;

@@ -27,6 +27,19 @@ bool PiecesEqual(const FutureText& a, int i, const FutureText& b, int j, int n) 
   return true;
 }
 
+// Whether a and b agree for a run from i and j: at least k equal pieces in a row holding at least
+// 2k bytes. The byte floor keeps a tokenizer that writes one digit per token (Gemma's) from
+// calling a shared 8-digit address a shared passage.
+bool AgreeingRun(const FutureText& a, int i, const FutureText& b, int j, int k) {
+  const size_t na = a.pieces.size(), nb = b.pieces.size();
+  size_t t = 0, bytes = 0;
+  while (size_t(i) + t < na && size_t(j) + t < nb && a.pieces[size_t(i) + t] == b.pieces[size_t(j) + t]) {
+    bytes += a.pieces[size_t(i) + t].size();
+    if (++t >= size_t(k) && bytes >= 2 * size_t(k)) return true;
+  }
+  return false;
+}
+
 // A short, printable excerpt for reasons: up to n bytes from offset, newlines shown as \n.
 std::string Excerpt(std::string_view s, size_t offset, size_t n = 32) {
   std::string out;
@@ -134,12 +147,17 @@ std::optional<Reconvergence> FindReconvergence(const FutureText& a, const Future
   size_t fd = CommonPrefix(a.Text(), b.Text());
   const int ia = PieceAt(a.pieces, fd), ib = PieceAt(b.pieces, fd);
   const int na = int(a.pieces.size()), nb = int(b.pieces.size());
-  for (int i = ia; i < na; ++i) {
-    for (int j = ib; j < nb; ++j) {
-      bool run = i + k <= na && j + k <= nb && PiecesEqual(a, i, b, j, k);
+  // Both detours at most k tokens: a text that agrees again only after skipping (or adding) more
+  // than k tokens, or whose matching run lies elsewhere in the other text, has not reconverged.
+  // The shortest total detour wins, then the shorter one of a.
+  for (int total = 0; total <= 2 * k; ++total) {
+    for (int da = std::max(0, total - k); da <= std::min(k, total); ++da) {
+      const int i = ia + da, j = ib + (total - da);
+      if (i > na || j > nb) continue;
+      bool run = AgreeingRun(a, i, b, j, k);
       // Both stopped at end of generation with the same last words: agreement to the end.
-      bool tails = a.ended && b.ended && na - i == nb - j && PiecesEqual(a, i, b, j, na - i);
-      if (run || tails) return Reconvergence{i, j, i - ia, j - ib};
+      bool tails = a.ended && b.ended && i < na && na - i == nb - j && PiecesEqual(a, i, b, j, na - i);
+      if (run || tails) return Reconvergence{i, j, da, total - da};
     }
   }
   return std::nullopt;
@@ -242,15 +260,11 @@ Judgement Judge(const JudgeContext& ctx, const FutureText& base, const FutureTex
   }
   if (!wrong.empty()) return verdict(Verdict::kWrongCommand, wrong);
 
-  // 4. Reconverged quickly (benign) or not (divergent).
-  if (j.reconverge && std::max(j.reconverge->base_detour, j.reconverge->cand_detour) <= ctx.reconverge)
+  // 4. Reconverged (benign: FindReconvergence bounds the detours) or not (divergent).
+  if (j.reconverge)
     return verdict(Verdict::kBenign, {fmt::format("the futures agree again after {} / {} tokens",
                                                   j.reconverge->base_detour, j.reconverge->cand_detour)});
-  std::string how = j.reconverge ? fmt::format(", agreeing again only after {} / {} tokens", j.reconverge->base_detour,
-                                               j.reconverge->cand_detour)
-                                 : "";
-  return verdict(Verdict::kDivergent,
-                 {fmt::format("base writes \"{}\", cand \"{}\"{}", Excerpt(ta, fd), Excerpt(tc, fd), how)});
+  return verdict(Verdict::kDivergent, {fmt::format("base writes \"{}\", cand \"{}\"", Excerpt(ta, fd), Excerpt(tc, fd))});
 }
 
 SideJudgement JudgeSide(const JudgeContext& ctx, const FutureText& future, const FutureText& reference) {
@@ -258,11 +272,11 @@ SideJudgement JudgeSide(const JudgeContext& ctx, const FutureText& future, const
   const ReferenceFacts ref = ReadReference(ctx, reference);
   const std::string text = future.Text();
   const size_t from = CommonPrefix(text, ref.text);  // where the future leaves the transcript
-  auto rejoins = FindReconvergence(future, reference, ctx.reconverge);
   // A future that ends its turn where the transcript's text goes on with the next one (a tool's
   // output, the user) wrote the transcript's text as far as it goes.
-  s.follows_reference =
-      from == text.size() || SameText(future, reference) || (rejoins && rejoins->base_detour <= ctx.reconverge);
+  s.writes_reference = from == text.size() || SameText(future, reference);
+  if (!s.writes_reference) s.rejoins = FindReconvergence(future, reference, ctx.reconverge);
+  s.follows_reference = s.writes_reference || s.rejoins.has_value();
 
   CallText c;
   CallCheck ck = CheckFutureCall(ctx, ref, future, text, &c);
@@ -294,8 +308,11 @@ SideJudgement JudgeSide(const JudgeContext& ctx, const FutureText& future, const
     s.reason = fmt::format("makes no tool call where the transcript calls {}", (*ref.check.call)["name"].dump());
   } else if (s.call_matches == true) {
     s.reason = "makes the transcript's call";
-  } else if (s.follows_reference) {
-    s.reason = from >= text.size() ? "writes the transcript's text" : "agrees with the transcript again";
+  } else if (s.writes_reference) {
+    s.reason = "writes the transcript's text";
+  } else if (s.rejoins) {
+    s.reason = fmt::format("agrees with the transcript again from its token {} (the transcript's token {})",
+                           s.rejoins->base_at, s.rejoins->cand_at);
   } else {
     s.reason =
         fmt::format("writes \"{}\" where the transcript has \"{}\"", Excerpt(text, from), Excerpt(ref.text, from));

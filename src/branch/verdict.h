@@ -50,10 +50,11 @@ struct ToolSpec {
 Result<std::vector<ToolSpec>> ParseToolSpecs(const nlohmann::json& tools);
 
 // Literals the context holds: every word of the context (exact matches are never mutations) and
-// the literal-like ones (numbers, addresses, interface and host names) that a copy can mangle.
+// its literals (addresses, ports, interfaces, host names, paths, identifiers, numbers: what the
+// workload's FindLiterals marks) that a copy can mangle.
 class KnownLiterals {
  public:
-  // Adds every word of text; the literal-like ones become copy sources.
+  // Adds every word of text as known; the literals FindLiterals finds in it become copy sources.
   void AddText(std::string_view text);
   // Adds one literal (e.g. a workload span's label) as a copy source; its parts before a ':' '/'
   // or '@' (10.20.225.0 of 10.20.225.0/24) become known words.
@@ -93,7 +94,8 @@ struct LiteralMutation {
 // nor exempt (`exempt(word)` true: e.g. a word of the reference continuation, of the other
 // future, or of the whole transcript). A last word cut by the token
 // budget (`cut`) counts only once it has diverged. Words made of known literals joined by
-// ':', '/' or '@' (host:port) are not mutations.
+// ':', '/' or '@' (host:port) are not mutations, nor is an exact copy with text appended after a
+// separator (10.20.0.0/20.ArgumentParser, /etc/netplan/x.yaml): the literal's own characters are intact.
 std::optional<LiteralMutation> FindLiteralMutation(std::string_view text, size_t from, bool cut,
                                                    const KnownLiterals& known, const WordFilter& exempt);
 
@@ -131,8 +133,11 @@ size_t CommonPrefix(std::string_view a, std::string_view b);
 // shorter was cut by the token budget.
 bool SameText(const FutureText& a, const FutureText& b);
 
-// Where two futures agree again after they first differ: the first base token index i (and
-// cand index j) with k equal pieces a[i..i+k) == b[j..j+k), or equal tails when both ended.
+// Where two texts (two futures, or a future and the transcript) agree again after they first
+// differ at tokens ia of a and ib of b (the tokens holding the first differing byte): the token
+// indices i >= ia, j >= ib from which a run of equal pieces holds at least k pieces and 2k bytes
+// (or equal tails to the end when both ended), each detour (i - ia, j - ib) at most k tokens; the
+// smallest total detour, then the smaller detour of a. Nullopt: they do not agree again so.
 struct Reconvergence {
   int base_at = 0, cand_at = 0;
   int base_detour = 0, cand_detour = 0;  // tokens from the first differing token to the match
@@ -180,13 +185,17 @@ struct SideJudgement {
   std::optional<bool> call_matches;    // against the transcript's call; unset when either is incomplete
   bool call_missing = false;           // the transcript calls right at the point, the future writes no call
   std::optional<LiteralMutation> mutation;
-  bool follows_reference = false;  // the same text as the transcript, or agreeing with it again within K tokens
+  bool writes_reference = false;  // the transcript's text as far as the future goes (or the same text)
+  // Where the future agrees with the transcript again (base_*: the future, cand_*: the
+  // transcript), by FindReconvergence; unset when it writes the transcript's text or never does.
+  std::optional<Reconvergence> rejoins;
+  bool follows_reference = false;  // writes_reference || rejoins: the one rule, nothing looser
 };
 // Judges a future against the transcript's continuation alone: its call (valid, or with its
 // reason; against the transcript's call), literals it mangles, whether it rejoins the transcript.
 SideJudgement JudgeSide(const JudgeContext& ctx, const FutureText& future, const FutureText& reference);
 // The JSON of a side judgement: {"failure", "reason", "tool_call": {...} | null, "literal_mutation",
-// "follows_reference"}.
+// "follows_reference", "rejoins_at": {"future", "transcript"} | null, "ended", "call_cap_hit"}.
 nlohmann::json SideJson(const SideJudgement& s, const FutureText& f);
 
 // The outcome of a branch, from the two judgements: what the change (base -> cand) did.
@@ -202,7 +211,7 @@ struct Attribution {
 };
 // Damage: base fine, cand fails; repair: the other way round; both fail; neither fails and the
 // futures differ for good (different but fine) or write the same / agree again within K tokens
-// (benign, `pair` being the pair's judgement).
+// (benign: `pair.reconverge`, which FindReconvergence already bounds by K; `k` is kept for callers).
 Attribution Attribute(const SideJudgement& base, const SideJudgement& cand, const Judgement& pair, int k);
 
 }  // namespace flipscope

@@ -74,6 +74,69 @@ TEST(Reconvergence, InsertionAndDetours) {
   EXPECT_EQ(*j.first_difference, 1u);  // text-aligned: both futures start with " "
 }
 
+// Agreeing again means aligned runs at the matching place: the transcript's run starts at most K
+// tokens after its own first differing token, as the future's does. Text found further on does
+// not count.
+TEST(Reconvergence, BoundsTheSkippedTranscriptToo) {
+  // The future drops an address of 4 tokens, then writes what the transcript writes after it.
+  auto ref = F({" via", " 10", ".20", ".3", ".17", " dev", " ens", "3", " proto", " static", " metric", " 100"});
+  auto skip = F({" via", " dev", " ens", "3", " proto", " static", " metric", " 100"});
+  auto r = FindReconvergence(skip, ref, 4);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->base_at, 1);
+  EXPECT_EQ(r->cand_at, 5);
+  EXPECT_EQ(r->cand_detour, 4);
+  // With K = 3 the same skip is too long: 4 tokens of the transcript left out.
+  EXPECT_FALSE(FindReconvergence(skip, ref, 3).has_value());
+  // The future writes a string that the transcript holds only ~20 tokens later: no agreement.
+  std::vector<std::string> later = {" 172", ".17", ".0", ".1", "\n"};
+  for (int i = 0; i < 16; ++i) later.push_back(" x" + std::to_string(i));
+  for (const char* p : {" 10", ".20", ".3", ".17", "\n", "172", ".17", ".0", ".0", "/16", " dev", " docker", "0"})
+    later.push_back(p);
+  auto future = F({" 10", ".20", ".3", ".17", "\n", "172", ".17", ".0", ".0", "/16", " dev", " docker", "0"});
+  EXPECT_FALSE(FindReconvergence(future, F(later), 8).has_value());
+  auto ctx = Context(kSession);
+  SideJudgement s = JudgeSide(ctx, future, F(later));
+  EXPECT_FALSE(s.follows_reference) << s.reason;
+  EXPECT_FALSE(s.rejoins.has_value());
+  // A run of one-digit tokens is a shared number, not a shared passage: 8 tokens but 8 bytes.
+  auto d1 = F({" route", " 1", "0", ".", "2", "0", ".", "3", ".", "1", "7", ":", "5", "4"});
+  auto d2 = F({" host", " 1", "0", ".", "2", "0", ".", "3", ".", "1", "7", ".", "j", "s"});
+  EXPECT_FALSE(FindReconvergence(d1, d2, 8).has_value());
+  // The shortest detour wins: the earliest place both agree again.
+  auto a = F({"x", "a", "b", "c", "a", "b", "c"}), b = F({"y", "z", "a", "b", "c", "a", "b", "c"});
+  r = FindReconvergence(a, b, 3);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->base_at, 1);
+  EXPECT_EQ(r->cand_at, 2);
+}
+
+// A future that agrees with the transcript again says where, and its reason says so; the pair's
+// verdict is divergent exactly when the futures have no reconvergence.
+TEST(Reconvergence, SideAndPairSayTheSameThing) {
+  auto ctx = Context(kSession);
+  ctx.reconverge = 4;
+  auto ref = F({" The", " port", " is", " open", " on", " db", "01", " now", "."});
+  auto fut = F({" The", " socket", " is", " open", " on", " db", "01", " now", "."});
+  SideJudgement s = JudgeSide(ctx, fut, ref);
+  ASSERT_TRUE(s.rejoins.has_value());
+  EXPECT_TRUE(s.follows_reference);
+  EXPECT_EQ(s.reason, "agrees with the transcript again from its token 2 (the transcript's token 2)");
+  EXPECT_EQ(SideJson(s, fut)["rejoins_at"], (nlohmann::json{{"future", 2}, {"transcript", 2}}));
+  // The transcript's own text, ended where the transcript goes on: follows without a rejoin.
+  s = JudgeSide(ctx, F({" The", " port"}, true), ref);
+  EXPECT_TRUE(s.follows_reference);
+  EXPECT_TRUE(s.writes_reference);
+  EXPECT_TRUE(SideJson(s, F({" The", " port"}, true))["rejoins_at"].is_null());
+  // Prose that shares a K-run only far away is divergent, and says nothing about agreeing again.
+  auto far = F({" I", " will", " look", " first", " at", " the", " logs", " and", " then", " The", " port", " is",
+                " open"});
+  auto j = Judge(ctx, ref, far, ref);
+  EXPECT_EQ(j.verdict, Verdict::kDivergent) << j.reason;
+  EXPECT_FALSE(j.reconverge.has_value());
+  EXPECT_EQ(j.reason.find("agree"), std::string::npos) << j.reason;
+}
+
 TEST(Words, SplitAndLiteralLike) {
   auto w = SplitWords("on GigabitEthernet0/0/1.201, port 5432. Host db01.lab.example.net: up");
   std::vector<std::string> texts;
@@ -299,6 +362,39 @@ TEST(ToolSpecs, ParsesOpenAiAndBareFormsAndRejectsBadOnes) {
   EXPECT_EQ(ParseToolSpecs(nlohmann::json::parse(R"([{"parameters": {}}])")).status().message(),
             "tools[0] has no function name");
   EXPECT_FALSE(ParseToolSpecs(nlohmann::json::parse(R"({"name": "x"})")).ok());
+}
+
+// A mutation changes the literal's own characters: text glued after an exact copy, an ordinary
+// hyphenated word, or a count the transcript never uses as a literal is none.
+TEST(LiteralMutated, OnlyTheLiteralsOwnCharacters) {
+  auto ctx = Context(kSession + "The firewall allows 5432/tcp from 10.20.0.0/20. The orders database has "
+                                "user-defined types; the import processed 123 rows.\n");
+  // 10.20.0.0/20 copied exactly, then ".ArgumentParser" glued on by the tokenizer's word.
+  auto j = Judge(ctx, F({" subnet", " 10", ".20", ".0", ".0", "/20", ".Argument", "Parser", "("}),
+                 F({" subnet", " 10", ".20", ".0", ".0", "/20", " is", " right"}), F({" x"}));
+  EXPECT_NE(j.verdict, Verdict::kLiteralMutated) << j.reason;
+  // A plain hyphenated word is no literal, so "user-defined-types" mangles nothing.
+  j = Judge(ctx, F({" two", " user", "-defined", "-types", ":"}), F({" two", " user", "-defined", " types", ":"}),
+            F({" x"}));
+  EXPECT_NE(j.verdict, Verdict::kLiteralMutated) << j.reason;
+  // 123 is a count in prose, not a literal: "12345" copies nothing.
+  j = Judge(ctx, F({" id", " 123", "45", " ok"}), F({" id", " 9", " ok"}), F({" x"}));
+  EXPECT_NE(j.verdict, Verdict::kLiteralMutated) << j.reason;
+  // The same shapes on real literals are mutations: digits after a copy change the literal.
+  j = Judge(ctx, F({" port", " 5432", " ok"}), F({" port", " 5432", "1", " ok"}), F({" x"}));
+  EXPECT_EQ(j.reason, "cand copies 5432 as \"54321\"");
+  j = Judge(ctx, F({" net", " 10", ".20", ".0", ".0", "/20", " ok"}), F({" net", " 10", ".20", ".0", ".0", "/24", " ok"}),
+            F({" x"}));
+  EXPECT_EQ(j.reason, "cand copies 10.20.0.0/20 as \"10.20.0.0/24\"");
+  // Text appended after an exact copy by a separator: a file under a directory the context names.
+  ctx = Context(kSession + "grep -rn 10.20.3.17 /etc/netplan/ /etc/docker/daemon.json\n");
+  j = Judge(ctx, F({"/etc", "/net", "plan", "/60", "-static", "-routes", ".yaml", ":7"}),
+            F({"/etc", "/net", "plan", "/60", "-static", "-daemon", ".json", ":7"}), F({" x"}));
+  EXPECT_NE(j.verdict, Verdict::kLiteralMutated) << j.reason;
+  // A port the transcript uses as such is one literal wherever it appears: 5432 of "5432/tcp".
+  KnownLiterals known;
+  known.AddText("ufw allow 5432/tcp and psql -p 5432");
+  EXPECT_EQ(known.sources(), std::vector<std::string>{"5432"});
 }
 
 TEST(LiteralMutated, ThePartBeforeAJoinerIsKnown) {

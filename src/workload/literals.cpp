@@ -1,10 +1,14 @@
 // Literal detection: the values an agent copies from tool output into its next command (IPs,
-// MACs, interface names, hostnames, ports, numbers). A hand-written scanner rather than
-// std::regex: one linear pass over transcripts of hundreds of kilobytes, and exact control over
-// where a literal may start and end.
+// MACs, interface names, hostnames, paths, identifiers, ports, numbers). A hand-written scanner
+// rather than std::regex: one linear pass over transcripts of hundreds of kilobytes, and exact
+// control over where a literal may start and end. A literal has one type wherever it appears
+// (5432 is a port in `ss` output, in "5432/tcp" and in "psql -p 5432" alike): see Unify.
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cstring>
+#include <map>
+#include <set>
 
 #include "workload/workload.h"
 
@@ -28,13 +32,14 @@ class Scanner {
       if (t_[i] == ':' && PortAfterColon(i, &end)) {
         Emit("port", i + 1, end);
       } else if (WordStart(i) && Match(i, &end, &type)) {
-        Emit(type, KeywordSkip(i, type), end);
+        Emit(type, KeywordSkip(i, end, type), end);
       } else {
         ++i;
         continue;
       }
       i = end;
     }
+    Unify();
     return std::move(out_);
   }
 
@@ -59,26 +64,76 @@ class Scanner {
 
   void Emit(const std::string& type, size_t b, size_t e) {
     out_.push_back({type, std::string(t_.substr(b, e - b)), b, e});
-    last_addr_end_ = (type == "ipv4" || type == "hostname" || type == "ipv6") ? e : size_t(-1);
+    last_addr_end_ = (type == "ipv4" || type == "hostname" || type == "ipv6" || type == "identifier") ? e : size_t(-1);
   }
 
-  // "port 5432" / "port=5432" / "port: 5432" report only the digits.
-  size_t KeywordSkip(size_t i, const std::string& type) const {
-    if (type != "port") return i;
-    size_t j = i + 4;
-    while (!Digit(At(j))) ++j;
+  // "port 5432", "eq 123", "-p 5432", "vlan 206", "dot1Q 206" report only the digits: the run of
+  // digits the match ends with.
+  size_t KeywordSkip(size_t i, size_t end, const std::string& type) const {
+    if ((type != "port" && type != "number") || Digit(At(i))) return i;
+    size_t j = end;
+    while (j > i && Digit(t_[j - 1])) --j;
     return j;
+  }
+
+  // Whether a character may stand right before a literal that is not part of a longer word:
+  // not a word character, nor a separator that would make it a component ("206" in 10.20.206.0).
+  bool FreeBefore(size_t i) const {
+    if (i == 0) return true;
+    char c = t_[i - 1];
+    return !(Alnum(c) || c == '_' || c == '.' || c == ':' || c == '/' || c == '-' || c == '@');
+  }
+
+  // One type per literal text, and every standalone occurrence of it marked. A text the scanner
+  // typed more specifically anywhere (a port, an interface) has that type everywhere it appears,
+  // and an occurrence the scanner did not see as a literal by itself (a three-digit VLAN id in
+  // prose, a port after "-p") is marked wherever the same text stands alone.
+  void Unify() {
+    std::map<std::string, std::string, std::less<>> type;
+    for (const Literal& l : out_) {
+      auto [it, fresh] = type.emplace(l.text, l.type);
+      if (!fresh && it->second == "number") it->second = l.type;  // any typed use beats "number"
+    }
+    std::vector<char> covered(t_.size(), 0);
+    std::set<size_t> lengths;
+    for (Literal& l : out_) {
+      l.type = type.at(l.text);
+      std::fill(covered.begin() + long(l.begin), covered.begin() + long(l.end), 1);
+      lengths.insert(l.text.size());
+    }
+    std::vector<Literal> more;
+    for (size_t i = 0; i < t_.size(); ++i) {
+      const char c = t_[i];
+      if (covered[i] || !(Alnum(c) || c == '/' || c == '~' || c == '.') || !FreeBefore(i)) continue;
+      for (auto n = lengths.rbegin(); n != lengths.rend(); ++n) {  // the longest text first
+        if (i + *n > t_.size() || !Ends(i + *n)) continue;
+        auto it = type.find(t_.substr(i, *n));
+        if (it == type.end()) continue;
+        size_t e = i + *n;
+        if (std::find(covered.begin() + long(i), covered.begin() + long(e), 1) != covered.begin() + long(e)) continue;
+        more.push_back({it->second, it->first, i, e});
+        i = e - 1;
+        break;
+      }
+    }
+    if (more.empty()) return;
+    out_.insert(out_.end(), more.begin(), more.end());
+    std::sort(out_.begin(), out_.end(), [](const Literal& a, const Literal& b) { return a.begin < b.begin; });
   }
 
   bool Match(size_t i, size_t* end, std::string* type) const {
     using Fn = bool (Scanner::*)(size_t, size_t*) const;
-    static constexpr std::array<std::pair<const char*, Fn>, 7> kOrder = {{{"mac", &Scanner::Mac},
-                                                                          {"ipv4", &Scanner::Ipv4},
-                                                                          {"ipv6", &Scanner::Ipv6},
-                                                                          {"interface", &Scanner::Interface},
-                                                                          {"hostname", &Scanner::Hostname},
-                                                                          {"port", &Scanner::PortKeyword},
-                                                                          {"number", &Scanner::Number}}};
+    static constexpr std::array<std::pair<const char*, Fn>, 11> kOrder = {{{"mac", &Scanner::Mac},
+                                                                           {"ipv4", &Scanner::Ipv4},
+                                                                           {"ipv6", &Scanner::Ipv6},
+                                                                           {"interface", &Scanner::Interface},
+                                                                           {"hostname", &Scanner::Hostname},
+                                                                           {"path", &Scanner::Path},
+                                                                           {"identifier", &Scanner::Identifier},
+                                                                           {"port", &Scanner::PortKeyword},
+                                                                           {"port", &Scanner::PortWithProtocol},
+                                                                           {"number", &Scanner::VlanId},
+                                                                           {"number", &Scanner::Number}}};
     for (const auto& [name, fn] : kOrder) {
       if ((this->*fn)(i, end)) {
         *type = name;
@@ -177,7 +232,9 @@ class Scanner {
                                             "Mgmt",
                                             "Eth"};
     static constexpr const char* kShort[] = {"Gi", "Te", "Fa",  "Fo",  "Hu",  "Tw", "Et",  "Po",   "Lo",  "Tu",
-                                             "Vl", "BE", "ge-", "xe-", "et-", "ae", "eth", "bond", "vlan"};
+                                             "Vl", "BE", "ge-", "xe-", "et-", "ae", "eth", "bond", "vlan",
+                                             // Linux: docker0, virbr0, veth1, wlan0, ens3, eno1, br0
+                                             "docker", "virbr", "veth", "wlan", "ens", "eno", "br"};
     size_t plen = 0;
     for (const char* p : kLong) {
       size_t n = std::strlen(p);
@@ -222,16 +279,95 @@ class Scanner {
     return labels >= 2 && known && Ends(j, true) ? (*end = j, true) : false;
   }
 
-  // "port 5432", "port=5432", "port: 5432" (the keyword is not part of the literal).
-  bool PortKeyword(size_t i, size_t* end) const {
-    if (t_.size() - i < 5 || strncasecmp(t_.data() + i, "port", 4) != 0) return false;
-    size_t j = i + 4;
+  // The length of keyword k at i (case-insensitive) followed by ':', '=' and/or a space, then a
+  // digit; 0 when there is none. "port 5432", "port=5432", "eq 123", "-p 5432", "vlan 206".
+  size_t KeywordBefore(size_t i, const char* k) const {
+    size_t n = std::strlen(k);
+    if (t_.size() - i <= n || strncasecmp(t_.data() + i, k, n) != 0) return 0;
+    size_t j = i + n;
     if (At(j) == ':' || At(j) == '=') ++j;
-    if (At(j) == ' ') ++j;
-    if (j == i + 4) return false;
+    while (At(j) == ' ') ++j;
+    return j > i + n && Digit(At(j)) ? j - i : 0;
+  }
+
+  // A port number (1-5 digits, at most 65535) at j; sets *end.
+  bool PortDigits(size_t j, size_t* end) const {
     size_t n = Run(j, Digit, 6);
     if (n == 0 || n > 5 || std::stoi(std::string(t_.substr(j, n))) > 65535 || !Ends(j + n)) return false;
     return *end = j + n, true;
+  }
+
+  // A port after its keyword: "port 5432" / "port=5432" / "port: 5432", an ACL's "eq 123", a
+  // client's "-p 5432" (the keyword is not part of the literal).
+  bool PortKeyword(size_t i, size_t* end) const {
+    for (const char* k : {"port", "eq", "-p"})
+      if (size_t n = KeywordBefore(i, k); n > 0) return PortDigits(i + n, end);
+    return false;
+  }
+
+  // "5432/tcp", "123/udp": a port named with its protocol (the digits are the literal).
+  bool PortWithProtocol(size_t i, size_t* end) const {
+    size_t n = Run(i, Digit, 6);
+    if (n == 0 || At(i + n) != '/') return false;
+    std::string_view proto = t_.substr(i + n + 1, 3);
+    if (proto.size() < 3 || !(strncasecmp(proto.data(), "tcp", 3) == 0 || strncasecmp(proto.data(), "udp", 3) == 0))
+      return false;
+    if (Alnum(At(i + n + 4)) || !PortDigits(i, end)) return false;
+    *end = i + n;
+    return true;
+  }
+
+  // A VLAN id after its keyword ("vlan 206", "VLANs: 206", "dot1Q 206"): a number the transcript
+  // uses as a literal however short.
+  bool VlanId(size_t i, size_t* end) const {
+    for (const char* k : {"vlans", "vlan", "dot1q"}) {
+      size_t n = KeywordBefore(i, k);
+      if (n == 0) continue;
+      size_t d = Run(i + n, Digit, 5);
+      if (d == 0 || d > 4 || !Ends(i + n + d)) return false;
+      return *end = i + n + d, true;
+    }
+    return false;
+  }
+
+  // An absolute, home or relative path of two components or more: /etc/postgresql/14/main,
+  // ~/.ssh/config, ./run.sh/x. A trailing '.' (end of a sentence) is not part of it.
+  bool Path(size_t i, size_t* end) const {
+    size_t j = i;
+    if ((At(j) == '~' || At(j) == '.') && At(j + 1) == '/') ++j;
+    int parts = 0;
+    auto path_char = [](char c) { return Alnum(c) || c == '.' || c == '_' || c == '-'; };
+    while (At(j) == '/') {
+      size_t n = 0;
+      while (j + 1 + n < t_.size() && path_char(t_[j + 1 + n])) ++n;
+      if (n == 0) break;
+      j += 1 + n;
+      ++parts;
+    }
+    while (j > i && At(j - 1) == '.') --j;
+    return parts >= 2 && Ends(j) ? (*end = j, true) : false;
+  }
+
+  // A name of letters and digits joined by '-' or '_' that holds both (lab-sw01, db-east-02,
+  // q4_0): a device, host or object the transcript names. Plain hyphenated words (user-defined)
+  // and glued words (sw01, ipv4, sha256) are not identifiers.
+  bool Identifier(size_t i, size_t* end) const {
+    size_t j = i;
+    int parts = 0;
+    bool letter = false, digit = false;
+    while (true) {
+      size_t n = Run(j, Alnum);
+      if (n == 0) return false;
+      for (size_t k = j; k < j + n; ++k) (Digit(t_[k]) ? digit : letter) = true;
+      j += n;
+      ++parts;
+      if ((At(j) == '-' || At(j) == '_') && Alnum(At(j + 1))) {
+        ++j;
+        continue;
+      }
+      break;
+    }
+    return parts >= 2 && letter && digit && j - i >= 4 && Ends(j, true) ? (*end = j, true) : false;
   }
 
   // ":5432" after an address or a name (not after a bare number: 12:30 is a time).
@@ -243,10 +379,12 @@ class Scanner {
     return *end = i + 1 + n, true;
   }
 
-  // 3+ digit integers (with a decimal fraction if one follows).
+  // 4+ digit integers (with a decimal fraction if one follows). Shorter numbers are counts and
+  // sizes in prose ("123 rows"), too short to tell a copy from a coincidence; a short one the
+  // transcript uses as a port or a VLAN id is a literal there, and by Unify wherever it stands alone.
   bool Number(size_t i, size_t* end) const {
     size_t n = Run(i, Digit);
-    if (n < 3 || (i > 0 && t_[i - 1] == '.' && Digit(At(i - 2)))) return false;
+    if (n < 4 || (i > 0 && t_[i - 1] == '.' && Digit(At(i - 2)))) return false;
     size_t j = i + n;
     if (At(j) == '.' && Digit(At(j + 1))) j += 1 + Run(j + 1, Digit);
     return Ends(j) ? (*end = j, true) : false;

@@ -44,13 +44,43 @@ TEST(Literals, Interfaces) {
 TEST(Literals, HostnamesPortsNumbers) {
   EXPECT_EQ(Found("ssh lab-sw01.example.net then db01.fra.example.net:5432"),
             (V{"hostname:lab-sw01.example.net", "hostname:db01.fra.example.net", "port:5432"}));
-  EXPECT_EQ(Found("tcp 10.25.248.238:5432 from lab-jump01"), (V{"ipv4:10.25.248.238", "port:5432"}));
+  EXPECT_EQ(Found("tcp 10.25.248.238:5432 from lab-jump01"),
+            (V{"ipv4:10.25.248.238", "port:5432", "identifier:lab-jump01"}));
   EXPECT_EQ(Found("listening on port 5432, PORT=8080, port: 22"), (V{"port:5432", "port:8080", "port:22"}));
   EXPECT_EQ(Found("localhost:6379"), (V{"port:6379"}));
   EXPECT_EQ(Found("VLAN 201 has 1843 matches, 12:30:45 is a time, 42 is short"), (V{"number:201", "number:1843"}));
   EXPECT_EQ(Found("rate 10.5 and 1234.56 bits"), (V{"number:1234.56"}));
+  // A three-digit count in prose is not a literal; a VLAN id or a port of three digits is.
+  EXPECT_EQ(Found("processed 123 rows in 250 ms"), V{});
+  EXPECT_EQ(Found("VLANs: 206 and 225, dot1Q 230"), (V{"number:206", "number:230"}));
   // Files and identifiers are not hostnames; digits glued to letters are not numbers.
   EXPECT_EQ(Found("config.json os.path sw01 abc123def"), V{});
+}
+
+TEST(Literals, PathsAndIdentifiers) {
+  EXPECT_EQ(Found("edit /etc/postgresql/14/main/pg_hba.conf and ~/.ssh/config."),
+            (V{"path:/etc/postgresql/14/main/pg_hba.conf", "path:~/.ssh/config"}));
+  EXPECT_EQ(Found("ssh db-east-02 then lab-sw01(config-if)# with -ctk q4_0"),
+            (V{"identifier:db-east-02", "identifier:lab-sw01", "identifier:q4_0"}));
+  // Plain hyphenated words, one-component paths and markup are not literals.
+  EXPECT_EQ(Found("user-defined types, read-only, </tool_call> and/or /tmp"), V{});
+  EXPECT_EQ(Found("172.17.0.0/16 dev docker0 proto kernel"), (V{"ipv4:172.17.0.0/16", "interface:docker0"}));
+}
+
+// A literal has one type wherever it appears: the port of `ss` output is a port in "5432/tcp",
+// after "-p" and standing alone in prose too.
+TEST(Literals, OneTypeWhereverItAppears) {
+  EXPECT_EQ(Found("LISTEN 0 244 10.20.3.17:5432 users:((\"postgres\")) then ufw allow 5432/tcp; psql -p 5432; "
+                  "5432 is open"),
+            (V{"ipv4:10.20.3.17", "port:5432", "port:5432", "port:5432", "port:5432"}));
+  // Without the ss line, "5432/tcp" and "-p 5432" are ports by themselves, and so is the prose one.
+  EXPECT_EQ(Found("ufw allow 5432/tcp; psql -p 5432 and 5432"), (V{"port:5432", "port:5432", "port:5432"}));
+  // A short number the transcript uses as a port is a literal wherever it stands alone, but not
+  // inside another literal.
+  EXPECT_EQ(Found("permit udp any host 10.25.248.214 eq 123; NTP is 123 here, not 10.20.123.4"),
+            (V{"ipv4:10.25.248.214", "port:123", "port:123", "ipv4:10.20.123.4"}));
+  // A number (4+ digits) is a port everywhere once it is a port somewhere, whichever comes first.
+  EXPECT_EQ(Found("5432 rows then host:5432"), (V{"port:5432", "port:5432"}));
 }
 
 TEST(Literals, EmptyAndEdges) {

@@ -24,7 +24,9 @@ struct Span {
   int index = 0;        // 1-based: message # (message, literal), tool call # (tool_call, tool_result)
   std::string role;     // role of the (first) message the span lies in, as written in the transcript
   std::string label;    // e.g. "message #4 assistant", "tool call #3 run_command", or a literal's text
-  std::string subkind;  // literal: ipv4|ipv6|mac|interface|hostname|port|number; tool_call/_result: function
+  // literal: ipv4|ipv6|mac|interface|hostname|path|identifier|port|number (one per text, wherever
+  // it appears); tool_call/_result: function
+  std::string subkind;
 };
 
 // A loaded workload: the exact tokens fed to every configuration, and what they mean.
@@ -79,8 +81,10 @@ struct Literal {
   size_t begin = 0;
   size_t end = 0;
 };
-// Finds IPv4/IPv6 addresses (with /prefix), MACs, interface names, hostnames, ports (after ':'
-// or "port ") and plain numbers of 3+ digits, non-overlapping, in text order.
+// Finds IPv4/IPv6 addresses (with /prefix), MACs, interface names, hostnames, paths, identifiers
+// (lab-sw01), ports (after ':', "port", "eq", "-p", or before "/tcp"), VLAN ids and numbers of 4+
+// digits, non-overlapping, in text order; a text has one type wherever it appears, and every
+// standalone occurrence of a literal's text is marked.
 std::vector<Literal> FindLiterals(std::string_view text);
 
 // Names of llama.cpp's built-in (non-Jinja) chat templates accepted by --chat-template NAME.

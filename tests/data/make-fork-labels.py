@@ -8,7 +8,11 @@ transcript's continuation and the byte offset of the branch point. The labels co
 fork-labels.tsv (source, position, outcome, failure kind, reason), written by hand after reading
 each record; a record without a label is left out.
 
-    make-fork-labels.py --source NAME CAPTURE BRANCHES.json [--source ...] -o fork-labels.json
+    make-fork-labels.py --source NAME CAPTURE BRANCHES.json [--source ...] [--keep OLD.json] -o fork-labels.json
+
+--keep starts from an earlier fork-labels.json (its sources and labelled records, which need their
+captures no more), so that a new source can be added without the old captures at hand; a source
+named again is rebuilt.
 
 The transcript's text is detokenized here from the GGUF vocabulary (byte-level BPE or
 SentencePiece) and checked against every record's reference text, which flipscope wrote.
@@ -19,7 +23,7 @@ import json
 import os
 
 import gguf
-from safetensors.numpy import load_file
+from safetensors import safe_open
 
 
 def byte_decoder():
@@ -55,7 +59,8 @@ def vocab_bytes(model_path):
 
 def source_entry(capture, branches):
     meta = open_meta(capture)
-    tokens = load_file(capture)["tokens"].tolist()
+    with safe_open(capture, "numpy") as f:  # one tensor only: numpy cannot hold BF16 logits
+        tokens = f.get_tensor("tokens").tolist()
     pieces = vocab_bytes_cache(None, capture)
     offsets, text = [], b""
     for t in tokens:
@@ -92,6 +97,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--source", nargs=3, action="append", metavar=("NAME", "CAPTURE", "BRANCHES"), required=True)
     ap.add_argument("--labels", default=os.path.join(os.path.dirname(__file__), "fork-labels.tsv"))
+    ap.add_argument("--keep", help="an earlier fork-labels.json whose sources and records are kept")
     ap.add_argument("-o", "--output", required=True)
     a = ap.parse_args()
     labels = {}
@@ -100,6 +106,12 @@ def main():
             src, pos, outcome, kind, reason = row
             labels[(src, int(pos))] = {"outcome": outcome, "kind": kind or None, "reason": reason}
     doc = {"sources": {}, "records": []}
+    if a.keep:
+        with open(a.keep) as f:
+            doc = json.load(f)
+        rebuilt = {name for name, _, _ in a.source}
+        doc["sources"] = {k: v for k, v in doc["sources"].items() if k not in rebuilt}
+        doc["records"] = [r for r in doc["records"] if r["source"] not in rebuilt]
     for name, capture, path in a.source:
         with open(path) as f:
             branches = json.load(f)
