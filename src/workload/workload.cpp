@@ -194,4 +194,22 @@ std::string SpanLabelAt(const std::vector<Span>& spans, int32_t pos) {
   return s->kind == "literal" ? "literal " + s->subkind + " " + s->label : s->label;
 }
 
+bool ModelWrites(const std::vector<Span>& spans, int32_t pos) {
+  bool messages = false;
+  const Span* inner = nullptr;  // the innermost message, tool call or tool result holding pos
+  for (const Span& s : spans) {
+    if (s.kind == "literal") continue;  // a literal is written or read as its message is
+    messages |= s.kind == "message";
+    if (pos < s.begin || pos >= s.end) continue;
+    if (!inner || s.end - s.begin < inner->end - inner->begin ||
+        (s.end - s.begin == inner->end - inner->begin && inner->kind == "message"))
+      inner = &s;
+  }
+  if (!messages) return true;
+  if (!inner) return false;  // between messages: the template's own text
+  if (inner->kind == "tool_call") return true;
+  if (inner->kind == "tool_result") return false;
+  return inner->role == "assistant";
+}
+
 }  // namespace flipscope

@@ -59,6 +59,10 @@ Result<std::vector<Span>> SpansFromJson(const nlohmann::json& j);
 const Span* InnermostSpan(const std::vector<Span>& spans, int32_t pos);
 // The label of InnermostSpan (a literal's is "literal <type> <text>"), or "" when none.
 std::string SpanLabelAt(const std::vector<Span>& spans, int32_t pos);
+// Whether a deployed model writes token pos: it lies in a tool call, or in an assistant message
+// outside its tool results (system and user text and tool results are read, not written). A
+// workload without message spans (plain text, token ids) counts as written everywhere.
+bool ModelWrites(const std::vector<Span>& spans, int32_t pos);
 
 // The positions a position spec selects, sorted and unique: comma-separated inclusive ranges
 // "A-B" and/or "tool_calls" (every position whose logits predict a token of a tool call),
