@@ -222,6 +222,11 @@ struct CaptureRequest {
 // exact: threads; openai: load, load_seed); else an error naming the others.
 Status CheckKnobsApply(const std::string& engine, const Knobs& knobs);
 
+// Under --replay served: per token of w, whether a deployed model wrote it (ModelWrites), for
+// LlamaEngine::SetWritten. An error naming workload_path when w has no messages (plain text,
+// token ids: no roles, so no assistant turns to serve).
+Result<std::vector<uint8_t>> ServedWritten(const Workload& w, const std::string& workload_path);
+
 // Renders and tokenizes the workload, runs it teacher-forced through the engine (llama.cpp, or a
 // server over HTTP: a truncated capture) and writes the capture atomically. Returns the final manifest. On error
 // nothing is left at out_path.

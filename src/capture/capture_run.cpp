@@ -41,6 +41,11 @@ Result<std::vector<int32_t>> PlanProbes(const ProbePlan& plan, int32_t n, const 
 // rest). Anything else set is refused, so a manifest never lists a setting that did nothing.
 Status CheckKnobsApply(const std::string& engine, const Knobs& knobs) {
   if (engine == "llama") return Status::Ok();
+  if (knobs.replay == Replay::kServed)
+    return Status::InvalidArgument(fmt::format(
+        "--replay served needs --engine llama: {} computes the whole transcript in one teacher-forced pass "
+        "(docs/served.md)",
+        engine == "exact" ? "the exact engine" : "a server's capture"));
   const std::set<std::string> used = engine == "exact" ? std::set<std::string>{"threads"}
                                                        : std::set<std::string>{"load", "load_seed"};
   static const Knobs defaults;
@@ -68,6 +73,9 @@ nlohmann::json CaptureRequestJson(const CaptureRequest& req, const std::string& 
                       {"probe_plan", req.plan.ToJson()},
                       {"store", StoreName(req.store)}, {"tool_version", FLIPSCOPE_VERSION}};
   if (req.engine != "llama") j["engine"] = req.engine;
+  // Every capture before the replay knob was a prefill: a prefill request keeps that identity, so
+  // the captures of an earlier run are still reused.
+  if (req.knobs.replay == Replay::kPrefill && j["knobs"].contains("replay")) j["knobs"].erase("replay");
   if (!req.load_text.empty()) j["load_text"] = req.load_text;
   if (req.engine == "openai") {
     HttpOptions h = req.http;
@@ -78,6 +86,18 @@ nlohmann::json CaptureRequestJson(const CaptureRequest& req, const std::string& 
   }
   return j;
 }
+
+Result<std::vector<uint8_t>> ServedWritten(const Workload& w, const std::string& workload_path) {
+  const bool chat = std::any_of(w.spans.begin(), w.spans.end(), [](const Span& s) { return s.kind == "message"; });
+  if (!chat)
+    return Status::InvalidArgument(fmt::format(
+        "{}: --replay served needs a chat workload: a {} workload has no roles, so no assistant turns to serve",
+        workload_path, w.info.value("format", "") == "tokens" ? "token-id" : "plain-text"));
+  std::vector<uint8_t> written(w.tokens.size());
+  for (size_t p = 0; p < written.size(); ++p) written[p] = ModelWrites(w.spans, int32_t(p)) ? 1 : 0;
+  return written;
+}
+
 namespace {
 
 // Hash of the vocabulary as rendered: two captures with equal hashes tokenize alike.
@@ -284,6 +304,15 @@ void AddRunRecord(const CaptureRequest& req, const MadeEngine& made, const RowsR
   manifest["timings"] = {
       {"load_s", made.load_s}, {"prefill_s", t_run},          {"tokens_per_s", t_run > 0 ? n / t_run : 0.0},
       {"forks", run.n_forks},  {"fork_decode_s", run.fork_s}, {"total_s", NowSeconds() - t0}};
+  if (made.llama && !made.llama->ServedRecord().is_null()) {
+    nlohmann::json served = made.llama->ServedRecord();
+    served["rule"] =
+        "position p fed alone (one llama_decode call) when the model wrote tokens p and p+1; every other run of "
+        "positions prefilled in -b chunks from its start";
+    if (served["written_tokens"] == 0)
+      served["note"] = "the workload has no assistant message: nothing was decoded, served replay equals prefill";
+    manifest["served"] = served;
+  }
   if (nlohmann::json load = made.engine->LoadRecord(); !load.is_null()) {
     load["sources"] = made.load_sources.empty()
                           ? nlohmann::json::array({{{"name", "workload"}, {"path", req.workload_path}}})
@@ -302,7 +331,16 @@ Result<nlohmann::json> CaptureFrom(const CaptureRequest& req, const CaptureSourc
   FS_ASSIGN_OR_RETURN(std::vector<int32_t> probes, PlanProbes(req.plan, n, w.spans));
   if (req.engine == "openai" && req.store != StoreDtype::kF32)
     return Status::Error("--store bf16 applies to full logits; a server's top-k log-probabilities are stored as f32");
+  std::vector<uint8_t> written;  // served replay: which tokens the model wrote
+  if (req.knobs.replay == Replay::kServed) {
+    FS_ASSIGN_OR_RETURN(written, ServedWritten(w, req.workload_path));
+    if (std::find(written.begin(), written.end(), 1) == written.end())
+      req.log.Info(fmt::format("warning: {}: no assistant message: --replay served equals prefill here (nothing the "
+                               "model wrote to decode)",
+                               req.workload_path));
+  }
   FS_ASSIGN_OR_RETURN(MadeEngine made, OpenEngine(req, src));
+  if (!written.empty()) made.llama->SetWritten(std::move(written));
   nlohmann::json manifest = StartManifest(req, src, made, probes.size());
   CaptureLayout layout;
   layout.tokens = w.tokens;

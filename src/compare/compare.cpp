@@ -230,6 +230,10 @@ Result<Comparison> Compare(const CaptureReader& base, const CaptureReader& cand,
   c.cand_kernel_path = ManifestText(cand.manifest(), {"engine", "kernel_path", "summary"});
   c.base_flags = ManifestText(base.manifest(), {"engine", "flags"});
   c.cand_flags = ManifestText(cand.manifest(), {"engine", "flags"});
+  c.base_replay = ManifestText(base.manifest(), {"knobs", "replay"});
+  c.cand_replay = ManifestText(cand.manifest(), {"knobs", "replay"});
+  if (c.base_replay.empty()) c.base_replay = "prefill";
+  if (c.cand_replay.empty()) c.cand_replay = "prefill";
   c.kernel_paths_differ =
       !c.base_kernel_path.empty() && !c.cand_kernel_path.empty() && c.base_kernel_path != c.cand_kernel_path;
   c.probes_compared = int64_t(pairs.base.size());

@@ -194,6 +194,9 @@ struct Comparison {
   // The settings each capture ran with, as flags (the manifests' engine.flags: effective values,
   // e.g. "-fa on" where "-fa auto" was asked; "" when a capture does not record them).
   std::string base_flags, cand_flags;
+  // How each capture computed the transcript: "prefill" or "served" (the manifests' knobs.replay;
+  // a capture that does not record one was a prefill, the only replay before served existed).
+  std::string base_replay, cand_replay;
   OverallStats overall;
   std::vector<WindowStats> windows;
   std::vector<FlipRecord> flips;

@@ -226,6 +226,22 @@ TEST(Compare, RepeatIsBitIdentical) {
   EXPECT_EQ(ToJson(c)["all_bit_identical"], true);
 }
 
+// Which computation each side measured: the replay from the manifests' knobs, a capture without
+// one counted as a prefill (the only replay there was), shown on the terminal and in the JSON.
+TEST(Compare, SaysWhichReplayEachSideUsed) {
+  CaptureSpec served;
+  served.replay = "served";
+  auto c = CheckPair(Capture("f32-base", Side::kBase, StoreDtype::kF32),
+                     Capture("f32-cand-served", Side::kCand, StoreDtype::kF32, served));
+  EXPECT_EQ(c.base_replay, "prefill");
+  EXPECT_EQ(c.cand_replay, "served");
+  EXPECT_NE(RenderCompareTable({c}).find("ran with: base ? replay prefill; candidate -fa on replay served"),
+            std::string::npos)
+      << RenderCompareTable({c});
+  EXPECT_EQ(ToJson(c)["replay"], (nlohmann::json{{"base", "prefill"}, {"cand", "served"}}));
+  EXPECT_EQ(ToJson(c)["flags"]["cand"], "-fa on");
+}
+
 TEST(Compare, RefusesDifferentTokensAndVocabularies) {
   std::string base = Capture("f32-base", Side::kBase, StoreDtype::kF32);
   CaptureSpec other;

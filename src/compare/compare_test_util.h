@@ -28,6 +28,7 @@ struct CaptureSpec {
   int n_tokens = 700;
   int n_vocab = 1003;  // not a multiple of the vector width: tails are exercised
   int token_offset = 0;
+  std::string replay;  // the manifest's knobs.replay and engine.flags; "" = neither recorded
 };
 
 inline std::vector<int32_t> TokensFor(const CaptureSpec& s) {
@@ -69,7 +70,7 @@ inline std::vector<float> RowFor(int32_t position, Side side, int n_vocab) {
 // Spans over the whole workload, nested: two messages, a tool call inside the first, a literal
 // inside the tool call, and an unlabelled tool result.
 inline nlohmann::json ManifestFor(const CaptureSpec& s) {
-  return {
+  nlohmann::json m = {
       {"workload",
        {{"spans",
          {{{"kind", "message"}, {"begin", 0}, {"end", 350}, {"index", 1}, {"label", "message #1 user"}},
@@ -77,6 +78,11 @@ inline nlohmann::json ManifestFor(const CaptureSpec& s) {
           {{"kind", "tool_call"}, {"begin", 100}, {"end", 160}, {"index", 3}, {"label", "tool call #3"}},
           {{"kind", "literal"}, {"begin", 120}, {"end", 140}, {"index", 1}, {"subkind", "port"}, {"label", "5432"}},
           {{"kind", "tool_result"}, {"begin", 160}, {"end", 200}, {"index", 3}}}}}}};
+  if (!s.replay.empty()) {
+    m["knobs"] = {{"replay", s.replay}};
+    m["engine"] = {{"engine", "llama"}, {"flags", "-fa on"}};
+  }
+  return m;
 }
 
 // The log-softmax of a row (FP64) and its ids by descending value, ties to the lowest id.

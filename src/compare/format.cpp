@@ -114,9 +114,12 @@ std::vector<std::string> Summary(const Comparison& c) {
   std::vector<std::string> lines;
   lines.push_back(fmt::format("base {} ({}), candidate {} ({})", c.base_path, StoreText(c.base_store, c.base_topk),
                               c.cand_path, StoreText(c.cand_store, c.cand_topk)));
-  if (!c.base_flags.empty() || !c.cand_flags.empty())
-    lines.push_back(fmt::format("ran with: base {}; candidate {}", c.base_flags.empty() ? "?" : c.base_flags,
-                                c.cand_flags.empty() ? "?" : c.cand_flags));
+  // The replay is not a llama.cpp flag but decides which computation is measured: always shown.
+  auto ran = [](const std::string& flags, const std::string& replay) {
+    return (flags.empty() ? "?" : flags) + " replay " + replay;
+  };
+  lines.push_back(fmt::format("ran with: base {}; candidate {}", ran(c.base_flags, c.base_replay),
+                              ran(c.cand_flags, c.cand_replay)));
   if (c.kernel_paths_differ)
     lines.push_back(fmt::format("kernel paths differ: base {}; candidate {}", c.base_kernel_path, c.cand_kernel_path));
   lines.push_back(fmt::format("probes: {} compared ({} skipped in base, {} in candidate)", c.probes_compared,
@@ -225,6 +228,7 @@ json ToJson(const Comparison& c) {
       {"flags",
        {{"base", c.base_flags.empty() ? json(nullptr) : json(c.base_flags)},
         {"cand", c.cand_flags.empty() ? json(nullptr) : json(c.cand_flags)}}},
+      {"replay", {{"base", c.base_replay}, {"cand", c.cand_replay}}},
       {"kernel_path",
        {{"base", c.base_kernel_path.empty() ? json(nullptr) : json(c.base_kernel_path)},
         {"cand", c.cand_kernel_path.empty() ? json(nullptr) : json(c.cand_kernel_path)},

@@ -23,10 +23,15 @@ namespace flipscope {
 enum class FlashAttn { kAuto, kOn, kOff };              // -fa auto|on|off
 enum class SplitMode { kNone, kLayer, kRow, kTensor };  // -sm none|layer|row|tensor
 enum class Repack { kOn, kOff };                        // --repack on|off (llama.cpp: -nr for off)
+// How the transcript is computed (not a llama.cpp setting; docs/served.md): prefill feeds every
+// token in -b chunks; served feeds what the model wrote one token per llama_decode call, as a
+// deployed agent loop decoded it, and prefills what it read.
+enum class Replay { kPrefill, kServed };  // --replay prefill|served
 // The spelling of a value in flags and JSON: "auto", "layer", "off"...
 std::string_view ToString(FlashAttn v);
 std::string_view ToString(SplitMode v);
 std::string_view ToString(Repack v);
+std::string_view ToString(Replay v);
 
 // Numerics knobs, named as llama.cpp names them. Defaults are llama.cpp's own. KnobTable() is
 // the one list of their keys, flags and help; a new knob is a member here and an entry there.
@@ -45,6 +50,7 @@ struct Knobs {
   Repack repack = Repack::kOn;               // --repack (-nr for off): weights in ggml's extra CPU buffer types
   int load = 0;                              // --load N: N filler sequences share the batches (docs/load.md)
   int load_seed = 0;                         // --load-seed: which fillers, their lengths and timing
+  Replay replay = Replay::kPrefill;          // --replay: prefill, or served (docs/served.md)
 
   // The knobs as a JSON object (keys are the long llama.cpp names).
   nlohmann::json ToJson() const;
@@ -244,6 +250,15 @@ class LlamaEngine : public Engine {
   std::string TokenText(int32_t token) const;
   void SetLoadPool(std::vector<FillerSource> pool) override;
   nlohmann::json LoadRecord() const override;
+  // Under --replay served: per token of the next passes, whether a deployed model wrote it
+  // (ModelWrites of the workload's spans). Position p is then fed alone, at its position, when
+  // the model wrote tokens p and p+1 (its logits predict a written token from a written one: the
+  // decode path); the rest is prefilled in -b chunks from each segment's start. A served pass
+  // without them fails.
+  void SetWritten(std::vector<uint8_t> written);
+  // What the last served pass ran (tokens fed singly, llama_decode calls, prefill segments and
+  // chunks, written tokens, the decode steps' time); null after a prefill.
+  nlohmann::json ServedRecord() const;
   struct Impl;
 
  private:

@@ -78,7 +78,7 @@ TEST(Knobs, TableDrivesJsonFlagsAndText) {
       {"flash_attn", "off"}, {"cache_type_k", "q8_0"}, {"cache_type_v", "q4_0"}, {"batch_size", "64"},
       {"ubatch_size", "32"}, {"ctx_size", "256"},      {"threads", "3"},         {"n_gpu_layers", "7"},
       {"split_mode", "row"}, {"tensor_split", "3,1"},  {"device", "CPU"},        {"repack", "off"},
-      {"load", "3"},         {"load_seed", "9"}};
+      {"load", "3"},         {"load_seed", "9"},       {"replay", "served"}};
   ASSERT_EQ(std::size(texts), KnobTable().size());
   for (auto [key, text] : texts) {
     const KnobInfo* info = FindKnob(key);
@@ -89,7 +89,8 @@ TEST(Knobs, TableDrivesJsonFlagsAndText) {
   EXPECT_EQ(k.tensor_split, (std::vector<float>{3, 1}));
   EXPECT_EQ(k.repack, Repack::kOff);
   EXPECT_EQ(k.load, 3);
-  // The load is a measuring condition: no llama.cpp flag reproduces it.
+  EXPECT_EQ(k.replay, Replay::kServed);
+  // The load and the replay are measuring conditions: no llama.cpp flag reproduces them.
   EXPECT_EQ(k.ToFlags(), "-fa off -ctk q8_0 -ctv q4_0 -b 64 -ub 32 -c 256 -t 3 -ngl 7 -sm row -ts 3,1 -dev CPU -nr");
   EXPECT_EQ(Knobs().ToFlags(), "-fa auto -ctk f16 -ctv f16 -b 2048 -ub 512");
   auto back = Knobs::FromJson(k.ToJson());

@@ -42,6 +42,11 @@ struct Names<FutureStop> {
       {FutureStop::kBudget, "budget"}, {FutureStop::kEnd, "end_of_generation"}, {FutureStop::kContext, "context"}};
 };
 
+template <>
+struct Names<Replay> {
+  static constexpr std::pair<Replay, const char*> v[] = {{Replay::kPrefill, "prefill"}, {Replay::kServed, "served"}};
+};
+
 template <typename E>
 std::string_view NameOf(E value) {
   for (auto& [e, name] : Names<E>::v)
@@ -110,6 +115,7 @@ constexpr int kMaxLoad = 64;
 std::string_view ToString(FlashAttn v) { return NameOf(v); }
 std::string_view ToString(SplitMode v) { return NameOf(v); }
 std::string_view ToString(Repack v) { return NameOf(v); }
+std::string_view ToString(Replay v) { return NameOf(v); }
 
 const char* FutureStopName(FutureStop s) { return NameOf(s).data(); }
 
@@ -149,6 +155,10 @@ const std::vector<KnobInfo>& KnobTable() {
        false, Get<&Knobs::load>, Set<&Knobs::load>},
       {"load_seed", "--load-seed", "", "Seed of the fillers' choice, lengths and timing under --load", false,
        Get<&Knobs::load_seed>, Set<&Knobs::load_seed>},
+      {"replay", "--replay", "",
+       "How the transcript is computed: prefill (all in -b chunks) or served (what the model wrote decoded one "
+       "token per step, the rest prefilled; docs/served.md)",
+       false, Get<&Knobs::replay>, Set<&Knobs::replay>},
   };
   return table;
 }
@@ -246,6 +256,9 @@ Status Knobs::Validate() const {
   if (load < 0 || load > kMaxLoad)
     return Status::InvalidArgument(fmt::format("load (--load) must be from 0 to {}", kMaxLoad));
   if (load_seed < 0) return Status::InvalidArgument("load_seed (--load-seed) must be >= 0");
+  if (replay == Replay::kServed && load > 0)
+    return Status::InvalidArgument("--replay served does not run under load (--load) yet: the fillers' batches are "
+                                   "planned for prefill chunks");
   return Status::Ok();
 }
 
@@ -258,6 +271,9 @@ std::string Knobs::ToFlags() const {
     // The load is a measuring condition, not a setting of llama.cpp: a launch command has no
     // flag for it (the manifest's knobs and "load" block record it).
     if (std::string(k.key).rfind("load", 0) == 0) continue;
+    // Neither is the replay: it decides how flipscope feeds the tokens (the manifest's knobs and
+    // "served" block record it), which a server does by itself.
+    if (std::string(k.key) == "replay") continue;
     if (std::string(k.key) == "repack") {  // llama.cpp's spelling is a switch
       s += " -nr";
       continue;

@@ -263,10 +263,14 @@ Status LlamaEngine::Impl::Run(std::span<const int32_t> tokens, std::span<const i
     load.emplace(*this, std::move(pool), cells);
     FS_RETURN_IF_ERROR(load->Start());
   }
+  FS_ASSIGN_OR_RETURN(const std::vector<ReplayChunk> chunks, Chunks(n));
+  served_record = nullptr;
+  double decode_s = 0;  // served: the decode steps, each from its llama_decode to its row handed over
   size_t next_probe = 0, next_fork = 0, n_planned = 0;
   int64_t probe_index = 0;
-  for (int32_t begin = 0; begin < n; begin += knobs.n_batch) {
-    int32_t end = std::min(n, begin + knobs.n_batch);
+  for (const ReplayChunk& c : chunks) {
+    const int32_t begin = c.begin, end = c.end;
+    const double t_chunk = c.single ? NowSeconds() : 0;
     auto want = [&](int32_t p) { return out_flag[size_t(p)] != 0; };
     auto chunk = tokens.subspan(size_t(begin), size_t(end - begin));
     int32_t at = 0;  // batch index of the chunk's first token (after the decoding fillers')
@@ -299,6 +303,7 @@ Status LlamaEngine::Impl::Run(std::span<const int32_t> tokens, std::span<const i
       for (; next_fork < forks.size() && forks[next_fork].position == p; ++next_fork)
         chunk_forks.push_back({next_fork, forks[next_fork], ProbOf(row, forks[next_fork].first)});
     }
+    if (c.single) decode_s += NowSeconds() - t_chunk;
     // The same chunks as a plain prefill, so the teacher-forced rows keep their numerics; each
     // fork copies the cache cells of [0, p] to sequence 1, decodes there and drops them.
     for (const Pending& f : chunk_forks) {
@@ -312,6 +317,12 @@ Status LlamaEngine::Impl::Run(std::span<const int32_t> tokens, std::span<const i
     if (progress) progress(end);
   }
   if (load) load_record = load->Finish();
+  if (knobs.replay == Replay::kServed) {
+    served_record = ServedPlanJson(chunks, n, written);
+    const int64_t steps = served_record["fed_singly"];
+    served_record["decode_s"] = decode_s;
+    served_record["decode_tokens_per_s"] = decode_s > 0 ? double(steps) / decode_s : 0.0;
+  }
   return Status::Ok();
 }
 
@@ -345,11 +356,10 @@ Result<Future> LlamaEngine::DecodeFresh(std::span<const int32_t> prefix, int32_t
   llama_memory_t mem = llama_get_memory(impl_->ctx);
   llama_memory_clear(mem, true);
   const int32_t n = int32_t(prefix.size());
-  for (int32_t begin = 0; begin < n; begin += impl_->knobs.n_batch) {
-    int32_t end = std::min(n, begin + impl_->knobs.n_batch);
-    FS_RETURN_IF_ERROR(impl_->DecodeChunk(prefix.subspan(size_t(begin), size_t(end - begin)), begin, 0,
+  FS_ASSIGN_OR_RETURN(const std::vector<ReplayChunk> chunks, impl_->Chunks(n));  // the capture's own calls
+  for (const ReplayChunk& c : chunks)
+    FS_RETURN_IF_ERROR(impl_->DecodeChunk(prefix.subspan(size_t(c.begin), size_t(c.end - c.begin)), c.begin, 0,
                                           [&](int32_t p) { return p == n - 1; }));
-  }
   const float* lg = llama_get_logits_ith(impl_->ctx, -1);
   float first_prob = ProbOf(std::span<const float>(lg, size_t(n_vocab())), first);
   return impl_->Greedy(0, n, first, first_prob, max_tokens, extend);

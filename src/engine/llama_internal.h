@@ -17,6 +17,20 @@ namespace flipscope {
 
 class FillerLoad;
 
+// One llama_decode call of a teacher-forced pass: tokens [begin, end) of sequence 0.
+struct ReplayChunk {
+  int32_t begin = 0, end = 0;
+  bool single = false;  // a served decode step: one written token fed alone
+};
+// The calls of a pass over tokens [0, n). Prefill (written empty): [0, n) in n_batch chunks.
+// Served (written holds at least n flags): position p alone when written[p] and written[p + 1]
+// (a flag past the end counts as not written); each maximal run of the other positions, a prefill
+// segment, in n_batch chunks starting at the segment's start, as a server continues a cached prompt.
+std::vector<ReplayChunk> PlanReplay(int32_t n, int n_batch, std::span<const uint8_t> written);
+// Counts of a served plan for the manifest: fed_singly, decode_calls, prefill_segments,
+// prefill_chunks, written_tokens (of [0, n)), written_runs.
+nlohmann::json ServedPlanJson(std::span<const ReplayChunk> chunks, int32_t n, std::span<const uint8_t> written);
+
 struct LlamaEngine::Impl {
   llama_model* model = nullptr;
   llama_context* ctx = nullptr;
@@ -29,6 +43,8 @@ struct LlamaEngine::Impl {
   int n_batch_ctx = 0;                  // the context's logical batch: -b, plus room for the fillers
   std::vector<FillerSource> load_pool;  // empty: the fillers are cut from the prefilled tokens
   nlohmann::json load_record;           // what the last loaded prefill ran; null when alone
+  std::vector<uint8_t> written;         // served replay: per token, whether the model wrote it
+  nlohmann::json served_record;         // what the last served pass ran; null after a prefill
   // The graph tap (empty: none) and where the current ubatch lies, for the rows it hands over.
   // Only an unloaded prefill taps: a loaded batch holds other sequences' tokens (Create refuses both).
   TensorTap tap;
@@ -38,6 +54,9 @@ struct LlamaEngine::Impl {
     if (ctx) llama_free(ctx);
     if (model) llama_model_free(model);
   }
+  // The llama_decode calls of a pass over n tokens under the replay knob; an error when a served
+  // pass has no written flags for them (SetWritten).
+  Result<std::vector<ReplayChunk>> Chunks(int32_t n) const;
   // llama.cpp's graph callback: asked about every node (ask), then given each wanted one computed.
   bool OnTensor(ggml_tensor* t, bool ask);
   // The sequence a fork decodes in: the one after the fillers' (1 alone).
