@@ -219,8 +219,9 @@ struct CaptureRequest {
 };
 
 // Ok when every knob set away from its default is one the request's engine uses (llama: all;
-// exact: threads; openai: load, load_seed); else an error naming the others.
-Status CheckKnobsApply(const std::string& engine, const Knobs& knobs);
+// exact: threads; openai: load, load_seed) and the values pass Knobs::Validate(); else an error
+// naming the knobs that do not apply, or the bad value.
+Status CheckKnobs(const std::string& engine, const Knobs& knobs);
 
 // Under --replay served: per token of w, whether a deployed model wrote it (ModelWrites), for
 // LlamaEngine::SetWritten. An error naming workload_path when w has no messages (plain text,

@@ -38,9 +38,10 @@ Result<std::vector<int32_t>> PlanProbes(const ProbePlan& plan, int32_t n, const 
 
 // The knobs an engine uses: llama.cpp all of them; the exact engine only the thread count (it
 // computes in FP64 without llama.cpp's kernels); a server only the load (its own flags decide the
-// rest). Anything else set is refused, so a manifest never lists a setting that did nothing.
-Status CheckKnobsApply(const std::string& engine, const Knobs& knobs) {
-  if (engine == "llama") return Status::Ok();
+// rest). Anything else set is refused, so a manifest never lists a setting that did nothing; then
+// the values and combinations themselves (Knobs::Validate).
+Status CheckKnobs(const std::string& engine, const Knobs& knobs) {
+  if (engine == "llama") return knobs.Validate();
   if (knobs.replay == Replay::kServed)
     return Status::InvalidArgument(fmt::format(
         "--replay served needs --engine llama: {} computes the whole transcript in one teacher-forced pass "
@@ -56,7 +57,7 @@ Status CheckKnobsApply(const std::string& engine, const Knobs& knobs) {
     flag = flag.substr(0, flag.find(','));
     ignored.push_back(flag + " " + (k.get(knobs).is_string() ? k.get(knobs).get<std::string>() : k.get(knobs).dump()));
   }
-  if (ignored.empty()) return Status::Ok();
+  if (ignored.empty()) return knobs.Validate();
   return Status::InvalidArgument(fmt::format(
       "--engine {} does not use {} ({}); {}", engine, ignored.size() == 1 ? "this knob" : "these knobs",
       fmt::join(ignored, ", "),
@@ -323,8 +324,7 @@ void AddRunRecord(const CaptureRequest& req, const MadeEngine& made, const RowsR
 
 // The capture over a source; t0 is when the caller's capture began (the manifest's total_s).
 Result<nlohmann::json> CaptureFrom(const CaptureRequest& req, const CaptureSource& src, double t0) {
-  FS_RETURN_IF_ERROR(CheckKnobsApply(req.engine, req.knobs));
-  FS_RETURN_IF_ERROR(req.knobs.Validate());
+  FS_RETURN_IF_ERROR(CheckKnobs(req.engine, req.knobs));
   FS_RETURN_IF_ERROR(CheckSource(req, src));
   const Workload& w = src.workload;
   const int32_t n = int32_t(w.tokens.size());
@@ -366,8 +366,7 @@ Result<nlohmann::json> RunCapture(const CaptureRequest& req, const CaptureSource
 
 Result<nlohmann::json> RunCapture(const CaptureRequest& req) {
   const double t0 = NowSeconds();
-  FS_RETURN_IF_ERROR(CheckKnobsApply(req.engine, req.knobs));
-  FS_RETURN_IF_ERROR(req.knobs.Validate());
+  FS_RETURN_IF_ERROR(CheckKnobs(req.engine, req.knobs));
   // Without the fillers' sources: OpenEngine reads them after the engine, as a single capture always has.
   FS_ASSIGN_OR_RETURN(CaptureSource src, Prepare(req, false));
   return CaptureFrom(req, src, t0);

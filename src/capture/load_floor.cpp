@@ -40,7 +40,7 @@ Result<nlohmann::json> RunLoadFloor(const CaptureRequest& req, int repeats) {
   if (repeats < 1) return Status::InvalidArgument("--load-repeats must be >= 1");
   CaptureRequest alone = req;
   alone.knobs.load = 0;
-  FS_RETURN_IF_ERROR(alone.knobs.Validate());  // a bad knob is reported before any file is read
+  FS_RETURN_IF_ERROR(CheckKnobs(alone.engine, alone.knobs));  // a bad knob is reported before any file is read
   // One source for all 1 + R captures: the model is hashed and the workload rendered once.
   FS_ASSIGN_OR_RETURN(CaptureSource source, PrepareCapture(req));
   FS_RETURN_IF_ERROR(RunCapture(alone, source).status());

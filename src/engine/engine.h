@@ -379,6 +379,9 @@ nlohmann::json Devices();
 // weights (weight_buffers: type -> MiB), the extra ones among them (repacking, AMX), and a
 // one-line "summary" that two captures share exactly when they ran the same path.
 nlohmann::json KernelPath(const nlohmann::json& weight_buffers);
+// The buffer types among weight_buffers that are ggml's extra CPU types (CPU_REPACK, AMX...):
+// neither plain host memory nor a device's own buffer.
+std::vector<std::string> ExtraBufferTypes(const nlohmann::json& weight_buffers);
 // The "<type> model buffer size = <n> MiB" lines of llama.cpp's model-load log, as type -> MiB.
 nlohmann::json WeightBuffers(const std::string& load_log);
 

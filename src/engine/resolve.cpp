@@ -145,7 +145,7 @@ Status ResolveKnobs(LlamaEngine::Impl& e, const Knobs& asked, const llama_contex
     k.n_gpu_layers = 0;
     record("n_gpu_layers", asked.n_gpu_layers, "this build has no GPU backend: every layer runs on the CPU");
   }
-  if (asked.repack == Repack::kOn && KernelPath(e.weight_buffers)["extra_buffer_types"].empty()) {
+  if (asked.repack == Repack::kOn && ExtraBufferTypes(e.weight_buffers).empty()) {
     k.repack = Repack::kOff;
     record("repack", ToString(asked.repack),
            "no weight of this model went into a repacked buffer type here (its types have no repacked layout "

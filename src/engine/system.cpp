@@ -61,15 +61,20 @@ nlohmann::json WeightBuffers(const std::string& load_log) {
   return out;
 }
 
-nlohmann::json KernelPath(const nlohmann::json& weight_buffers) {
-  std::vector<std::string> features = CpuFeatures(), extra, held;
+std::vector<std::string> ExtraBufferTypes(const nlohmann::json& weight_buffers) {
+  std::vector<std::string> extra;
   for (auto& [type, mib] : weight_buffers.items()) {
-    held.push_back(type);
     // CPU and CPU_Mapped are plain host memory (the ordinary kernels); a GPU device's buffer is
     // named after it. The rest are ggml's extra CPU buffer types: CPU_REPACK, AMX, KleidiAI...
     bool plain = type == "CPU" || type == "CPU_Mapped" || ggml_backend_dev_by_name(type.c_str()) != nullptr;
     if (!plain) extra.push_back(type);
   }
+  return extra;
+}
+
+nlohmann::json KernelPath(const nlohmann::json& weight_buffers) {
+  std::vector<std::string> features = CpuFeatures(), extra = ExtraBufferTypes(weight_buffers), held;
+  for (auto& [type, mib] : weight_buffers.items()) held.push_back(type);
   return {{"cpu_features", features},
           {"llama_build", FLIPSCOPE_LLAMA_BUILD_OPTIONS},
           {"weight_buffers", weight_buffers},
