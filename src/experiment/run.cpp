@@ -346,7 +346,7 @@ Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& op
   fs::create_directories(fs::path(opts.outdir) / "captures", ec);
   if (ec) return Status::Error(opts.outdir + ": cannot create the results folder: " + ec.message());
   FS_ASSIGN_OR_RETURN(ModelInfo model, ReadModelInfo(exp.model));
-  Runner runner{exp, opts, {}, {}, {}, {}};
+  Runner runner{exp, opts, {}, {}, {}, {}, {}};
   // ReadModelInfo hashed the baseline's model already: its captures need not hash it again.
   if (!model.sha256.empty()) runner.sha_cache[exp.model] = model.sha256;
   nlohmann::json results = ResultsHead(exp, opts, model);
