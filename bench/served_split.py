@@ -9,13 +9,39 @@ manifest spans with the rule of ModelWrites (src/workload/workload.cpp), written
   tool calls     - token p+1 lies in a tool call (a subset of what the model wrote)
   prefilled      - every other probe (prefilled in both captures)
 Per group: probes, flips (argmax differs), KL(prefill||served) mean in FP64, rows bit-identical
-(equal digests). Needs numpy and safetensors (the project's venv)."""
+(equal digests). Needs numpy only: the files are memory-mapped and the rows read in chunks, so
+F32, F16 and BF16 captures of long sessions fit in memory."""
 import json
+import struct
 import sys
 
 import numpy as np
-from safetensors import safe_open
-from safetensors.numpy import load_file
+
+DTYPES = {"F32": np.float32, "F16": np.float16, "BF16": np.uint16, "U8": np.uint8, "I32": np.int32,
+          "U32": np.uint32, "I64": np.int64, "U64": np.uint64}
+
+
+def read(path):
+    """A safetensors file's tensors, memory-mapped (BF16 as raw uint16), and its metadata."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+    meta = header.pop("__metadata__", {})
+    mm = np.memmap(path, np.uint8, "r")
+    out = {}
+    for name, t in header.items():
+        b, e = t["data_offsets"]
+        a = mm[8 + n + b:8 + n + e].view(DTYPES[t["dtype"]]).reshape(t["shape"])
+        out[name] = (a, t["dtype"])
+    return out, meta
+
+
+def rows_f64(t, lo, hi):
+    a, dtype = t
+    x = a[lo:hi]
+    if dtype == "BF16":
+        x = (x.astype(np.uint32) << 16).view(np.float32)
+    return x.astype(np.float64)
 
 
 def model_writes(spans, pos, has_messages):
@@ -38,14 +64,15 @@ def model_writes(spans, pos, has_messages):
 
 
 def log_softmax(x):
-    x = x.astype(np.float64)
     m = x.max(axis=1, keepdims=True)
     return x - m - np.log(np.exp(x - m).sum(axis=1, keepdims=True))
 
 
 def main():
-    a, b = load_file(sys.argv[1]), load_file(sys.argv[2])
-    man = json.loads(safe_open(sys.argv[2], "np").metadata()["flipscope.manifest"])
+    a, _ = read(sys.argv[1])
+    b, meta = read(sys.argv[2])
+    man = json.loads(meta["flipscope.manifest"])
+    a, b, la, lb = {k: v[0] for k, v in a.items()}, {k: v[0] for k, v in b.items()}, a["logits"], b["logits"]
     assert (a["tokens"] == b["tokens"]).all() and (a["positions"] == b["positions"]).all()
     spans = man["workload"]["spans"]
     has_messages = any(s["kind"] == "message" for s in spans)
@@ -60,8 +87,10 @@ def main():
     call = calls[pos + 1]
     flip = a["argmax"] != b["argmax"]
     same = a["digest"] == b["digest"]
-    lp, lq = log_softmax(a["logits"]), log_softmax(b["logits"])
-    kl = (np.exp(lp) * (lp - lq)).sum(axis=1)
+    kl = np.empty(len(pos))
+    for lo in range(0, len(pos), 256):
+        lp, lq = log_softmax(rows_f64(la, lo, lo + 256)), log_softmax(rows_f64(lb, lo, lo + 256))
+        kl[lo:lo + 256] = (np.exp(lp) * (lp - lq)).sum(axis=1)
     groups = [("all", np.ones(len(pos), bool)), ("decode steps", step), ("tool calls", call), ("prefilled", ~step)]
     print(f"{'group':<14}{'probes':>8}{'flips':>7}{'flip %':>9}{'KL mean':>12}{'identical':>11}")
     for name, g in groups:

@@ -5,6 +5,9 @@
 #                                         next calls carry loads while it builds; writes build.done
 #   bench/gpu/remote.sh stage             keep the model parts this call carried (.gpu/pNN)
 #   bench/gpu/remote.sh run TOML NAME     stage, join the model, run the experiment into $OUT/NAME
+#   bench/gpu/remote.sh pairs A B CONFIG...  compare each configuration's first capture of the
+#                                         experiments run as A and B (prefill against served:
+#                                         compare --json and bench/served_split.py) into $OUT/pairs
 # State lives in /root/flipscope-gpu while the machine stays warm between calls (30 s), so the
 # loads are carried by calls made one right after another. `run` also generates the 32K-token
 # session (FLIPSCOPE_GPU_WORKLOAD) for experiments that use it.
@@ -49,5 +52,14 @@ case "$1" in
     "$work/flipscope" run "$2" -o "$work/out-$3" 2>&1 | tee "$OUT/$3/run.log"
     cp "$work/out-$3"/{results.json,report.html,report.md} "$OUT/$3/"
     ;;
-  *) echo "usage: remote.sh build | build-bg | stage | run TOML NAME" >&2; exit 2 ;;
+  pairs)
+    export LD_LIBRARY_PATH="$(cat "$work/build-dir")/bin:$work/lib" FLIPSCOPE_NO_PROGRESS=1
+    a=$2 b=$3 && shift 3 && mkdir -p "$OUT/pairs"
+    for c in "$@"; do
+      pa="$work/out-$a/captures/$c-r0.safetensors" pb="$work/out-$b/captures/$c-r0.safetensors"
+      "$work/flipscope" compare "$pa" "$pb" --window 4096 --json > "$OUT/pairs/$c.json"
+      { echo "== $c: $a against $b"; python3 bench/served_split.py "$pa" "$pb"; } | tee -a "$OUT/pairs/split.txt"
+    done
+    ;;
+  *) echo "usage: remote.sh build | build-bg | stage | run TOML NAME | pairs A B CONFIG..." >&2; exit 2 ;;
 esac

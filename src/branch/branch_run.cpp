@@ -231,6 +231,16 @@ Status FreshPass(const Transcript& t, const std::vector<Point>& points, const br
                  const BranchOptions& o, Side* s, std::vector<std::string>* warnings) {
   auto engine = LlamaEngine::Create(s->model_path, s->knobs, 2);
   if (!engine.ok()) return engine.status().Prefixed(s->cap->path());
+  if (s->knobs.replay == Replay::kServed) {
+    // The capture's own schedule: what the model wrote is fed one token per decode step again,
+    // so the rows are checked against the served ones and the forks start from the served cache.
+    if (!(*engine)->CanFork())
+      return Status::Error(s->cap->path() + ": a served-replay capture of a model whose memory cannot be forked "
+                           "cannot be followed: each branch would re-prefill its prefix, which is not served");
+    std::vector<uint8_t> written(t.tokens.size());
+    for (size_t p = 0; p < written.size(); ++p) written[p] = ModelWrites(t.spans, int32_t(p)) ? 1 : 0;
+    (*engine)->SetWritten(std::move(written));
+  }
   if (!(*engine)->CanFork() && o.allow_fork)
     warnings->push_back(s->model_path +
                         ": the model's memory (recurrent or hybrid) cannot be forked; every branch "

@@ -60,6 +60,13 @@ void WriteCapture(const std::string& path, const std::string& model, const Knobs
       {"knobs", (*e)->Describe()["knobs"]},
       {"workload", {{"tool_call_form", "<tool_call> in content"}, {"tools", nlohmann::json::array()}}}};
   if (!spans.is_null()) manifest["workload"]["spans"] = spans;
+  if (k.replay == Replay::kServed) {  // the capture stage's schedule: what the model wrote is fed singly
+    auto sp = SpansFromJson(spans);
+    ASSERT_TRUE(sp.ok()) << sp.status().message();
+    std::vector<uint8_t> written(tokens.size());
+    for (size_t p = 0; p < written.size(); ++p) written[p] = ModelWrites(*sp, int32_t(p)) ? 1 : 0;
+    (*e)->SetWritten(std::move(written));
+  }
   auto w = CaptureWriter::Create(path, layout, manifest);
   ASSERT_TRUE(w.ok()) << w.status().message();
   Status st = (*e)->Prefill(
@@ -164,6 +171,42 @@ TEST(RunBranches, ForksOnlyWhereTheModelWritesTheNextToken) {
   EXPECT_EQ(PythonCheck(*out, &said, chat), 0) << said;
   r.options.fork_where = "tools";
   EXPECT_EQ(RunBranches(r).status().message(), "--fork-where must be assistant or all, not 'tools'");
+}
+
+// A served capture is followed on its own schedule: the fresh pass feeds what the model wrote
+// one token per decode step again, so its rows are the served capture's bit for bit (a prefill
+// pass would not reproduce them) and the forks start from the served cache.
+TEST(RunBranches, FollowsAServedCaptureOnItsOwnSchedule) {
+  const nlohmann::json spans = {
+      {{"kind", "message"}, {"begin", 0}, {"end", 120}, {"index", 1}, {"role", "user"}, {"label", "message #1 user"}},
+      {{"kind", "message"}, {"begin", 120}, {"end", 240}, {"index", 2}, {"role", "assistant"},
+       {"label", "message #2 assistant"}}};
+  const std::string base = fixtures::TempPath("branch-served-base.safetensors"),
+                    prefill = fixtures::TempPath("branch-served-prefill.safetensors"),
+                    served = fixtures::TempPath("branch-served-cand.safetensors");
+  Knobs k = CpuKnobs("q4_0");
+  WriteCapture(base, TinyModel(), CpuKnobs("f16"), Tokens(240), 2, spans);
+  WriteCapture(prefill, TinyModel(), k, Tokens(240), 2, spans);
+  k.replay = Replay::kServed;
+  WriteCapture(served, TinyModel(), k, Tokens(240), 2, spans);
+  auto a = CaptureReader::Open(prefill), b = CaptureReader::Open(served);
+  ASSERT_TRUE(a.ok() && b.ok());
+  const auto da = (*a)->digest(), db = (*b)->digest();
+  ASSERT_FALSE(std::equal(da.begin(), da.end(), db.begin(), db.end()))
+      << "served and prefill rows must differ for this test to tell the schedules apart";
+
+  BranchRequest r = Request();
+  r.base_path = base;
+  r.cand_path = served;
+  r.options.fork_where = "all";
+  auto out = RunBranches(r);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  const auto& cand = (*out)["config"]["cand"];
+  EXPECT_GT(cand["rows_checked"].get<int>(), 0);
+  EXPECT_EQ(cand["rows_reproduced"], cand["rows_checked"]);
+  EXPECT_EQ(cand["knobs"]["replay"], "served");
+  ASSERT_FALSE((*out)["records"].empty());
+  EXPECT_EQ(cand["branches_reproduced"], (*out)["records"].size());
 }
 
 // `flipscope branch` writes the records the library returns (the run is deterministic), says how

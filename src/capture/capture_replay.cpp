@@ -53,12 +53,7 @@ Result<CaptureReplay> ReplayOf(const CaptureReader& cap, const std::string& stag
   if (!m.contains("knobs")) return Status::Error(path + ": the manifest has no knobs");
   auto knobs = Knobs::FromJson(m["knobs"]);
   if (!knobs.ok()) return knobs.status().Prefixed(path + ": manifest knobs");
-  r.knobs = *knobs;
-  // Re-running one needs the served schedule (which tokens the model wrote), which the stages
-  // that re-run captures do not pass to the engine yet: refused rather than recomputed as prefill.
-  if (r.knobs.replay == Replay::kServed)
-    return Status::Error(path + ": a served-replay capture (--replay served) cannot be re-run by " + stage +
-                         " yet; flipscope run follows its forks during the capture");
+  r.knobs = *knobs;  // knobs.replay says how to feed it: a stage that cannot serve refuses served ones
   return r;
 }
 

@@ -137,6 +137,11 @@ Result<json> RunLayers(const LayersRequest& req) {
   for (int i = 0; i < 2; ++i) {
     FS_ASSIGN_OR_RETURN(sides[i].cap, CaptureReader::Open(*paths[i]));
     FS_ASSIGN_OR_RETURN(sides[i].replay, ReplayOf(*sides[i].cap, "layers", &hashes));
+    // The layer taps run one prefill pass; the served schedule (which tokens were decode steps)
+    // is not passed to it, so a served capture is refused rather than recomputed as a prefill.
+    if (sides[i].replay.knobs.replay == Replay::kServed)
+      return Status::Error(*paths[i] + ": a served-replay capture (--replay served) cannot be re-run by layers yet; "
+                           "capture the pair with --replay prefill to see where in the network they part");
   }
   FS_RETURN_IF_ERROR(CheckSameWorkloadAndArchitecture(*sides[0].cap, *sides[1].cap));
   const json model = sides[0].cap->manifest()["model"];
