@@ -20,6 +20,12 @@ unpack_a() {
   cp .gpu/a/flipscope "$work/" && cp .gpu/a/lib/* "$work/lib/" && cp .gpu/a/model.* "$work/"
 }
 
+# A call after build-bg waits for the background build (at most 8 minutes).
+wait_build() {
+  for _ in $(seq 96); do [ -f "$work/build.done" ] || [ ! -f "$work/build.done.log" ] && break; sleep 5; done
+  [ -f "$work/build-dir" ] && [ -s "$work/build-dir" ] || { cat "$work/build.done.log" >&2; exit 1; }
+}
+
 case "$1" in
   build-bg)
     unpack_a
@@ -41,6 +47,7 @@ case "$1" in
     ;;
   run)
     cp .gpu/p*/model.part-* "$work/" 2>/dev/null || true
+    wait_build
     [ -f "$work/model.gguf" ] || cat "$work"/model.part-* > "$work/model.gguf"
     [ "$(sha256sum "$work/model.gguf" | cut -d' ' -f1)" = "$(cat "$work/model.sha256")" ] ||
       { echo "model parts do not join to the packed model" >&2; exit 1; }
