@@ -5,6 +5,8 @@
 #                                         next calls carry loads while it builds; writes build.done
 #   bench/gpu/remote.sh stage             keep the model parts this call carried (.gpu/pNN)
 #   bench/gpu/remote.sh run TOML NAME     stage, join the model, run the experiment into $OUT/NAME
+#   bench/gpu/remote.sh served-bench WORKLOAD [ARGS]  bench/served_bench on the packed model
+#                                         (packed by hand into .gpu/c, carried with a stage call)
 #   bench/gpu/remote.sh pairs A B CONFIG...  compare each configuration's first capture of the
 #                                         experiments run as A and B (prefill against served:
 #                                         compare --json and bench/served_split.py) into $OUT/pairs
@@ -26,6 +28,16 @@ wait_build() {
   [ -f "$work/build-dir" ] && [ -s "$work/build-dir" ] || { cat "$work/build.done.log" >&2; exit 1; }
 }
 
+# Joins the staged model parts once and checks them against the packed model's SHA-256.
+join_model() {
+  cp .gpu/p*/model.part-* "$work/" 2>/dev/null || true
+  wait_build
+  [ -f "$work/model.gguf" ] || cat "$work"/model.part-* > "$work/model.gguf"
+  [ "$(sha256sum "$work/model.gguf" | cut -d' ' -f1)" = "$(cat "$work/model.sha256")" ] ||
+    { echo "model parts do not join to the packed model" >&2; exit 1; }
+  export LD_LIBRARY_PATH="$(cat "$work/build-dir")/bin:$work/lib"
+}
+
 case "$1" in
   build-bg)
     unpack_a
@@ -43,15 +55,11 @@ case "$1" in
     ;;
   stage)
     cp .gpu/p*/model.part-* "$work/" 2>/dev/null || true
+    [ -f .gpu/c/served_bench ] && cp .gpu/c/served_bench "$work/"
     ls "$work"/model.part-*
     ;;
   run)
-    cp .gpu/p*/model.part-* "$work/" 2>/dev/null || true
-    wait_build
-    [ -f "$work/model.gguf" ] || cat "$work"/model.part-* > "$work/model.gguf"
-    [ "$(sha256sum "$work/model.gguf" | cut -d' ' -f1)" = "$(cat "$work/model.sha256")" ] ||
-      { echo "model parts do not join to the packed model" >&2; exit 1; }
-    export LD_LIBRARY_PATH="$(cat "$work/build-dir")/bin:$work/lib"
+    join_model
     python3 examples/gen_session.py --seed 2 --target-tokens 32000 -o "$work/netops-32k.json"
     export FLIPSCOPE_GPU_MODEL="$work/model.gguf" FLIPSCOPE_GPU_WORKLOAD="$work/netops-32k.json" FLIPSCOPE_NO_PROGRESS=1
     "$work/flipscope" --version
@@ -64,9 +72,13 @@ case "$1" in
     a=$2 b=$3 && shift 3 && mkdir -p "$OUT/pairs"
     for c in "$@"; do
       pa="$work/out-$a/captures/$c-r0.safetensors" pb="$work/out-$b/captures/$c-r0.safetensors"
-      "$work/flipscope" compare "$pa" "$pb" --window 4096 --json > "$OUT/pairs/$c.json"
+      "$work/flipscope" compare "$pa" "$pb" --window "${PAIRS_WINDOW:-4096}" --json > "$OUT/pairs/$c.json"
       { echo "== $c: $a against $b"; python3 bench/served_split.py "$pa" "$pb"; } | tee -a "$OUT/pairs/split.txt"
     done
     ;;
-  *) echo "usage: remote.sh build | build-bg | stage | run TOML NAME | pairs A B CONFIG..." >&2; exit 2 ;;
+  served-bench)
+    join_model
+    shift && "$work/served_bench" "$work/model.gguf" "$@" 2>&1 | tee "$OUT/served-bench.txt"
+    ;;
+  *) echo "usage: remote.sh build | build-bg | stage | run TOML NAME | pairs A B CONFIG... | served-bench WORKLOAD [ARGS]" >&2; exit 2 ;;
 esac
