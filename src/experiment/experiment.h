@@ -70,6 +70,9 @@ struct Experiment {
   // "exact": the FP64 exact engine captures the workload once, and every configuration (the
   // baseline's repeats too) is also compared with it (docs/exact.md); "" = none.
   std::string reference;
+  // replay = "both": every llama.cpp configuration is also captured under served replay and
+  // compared like with like (docs/served.md, "In experiments"); the served twins are ServedTwin's.
+  bool replay_both = false;
   std::optional<uint64_t> memory_budget;
   ConfigSpec baseline;
   std::vector<ConfigSpec> variants;
@@ -92,6 +95,11 @@ struct RunOptions {
 // OUTDIR/results.json, results.csv, report.md and report.html. Returns results.json's content.
 // A configuration llama.cpp refuses is recorded as refused with the reason; the run goes on.
 Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& opts);
+
+// The experiment's served twin under replay = "both": the baseline and every variant that can
+// run served (llama.cpp, alone) under ServedName with replay served; no forks, layers or exact
+// reference. Each configuration left out is appended to *skipped as {"config", "reason"}.
+Experiment ServedTwin(const Experiment& exp, nlohmann::json* skipped);
 
 struct ModelInfo;
 // The recipe from a results document (its configs, summary and reference) and the baseline's

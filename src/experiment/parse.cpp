@@ -154,7 +154,7 @@ Status ReadLayers(const ParseCtx& c, const toml::node& node, LayersSettings& out
 }
 
 // Reads one top-level setting (name, model, workload, chat_template, format, window, reference,
-// confident, memory) into exp, paths relative to dir; *known is false for other keys.
+// replay, confident, memory) into exp, paths relative to dir; *known is false for other keys.
 Status ReadSetting(const ParseCtx& c, const std::string& key, const toml::node& node, const std::string& dir,
                    Experiment& exp, bool* known) {
   std::string& chat_template = exp.workload_options.chat_template;
@@ -180,6 +180,14 @@ Status ReadSetting(const ParseCtx& c, const std::string& key, const toml::node& 
     FS_RETURN_IF_ERROR(Get(c, node, exp.reference, "reference must be \"exact\""));
     if (exp.reference != "exact")
       return c.At(node, "reference must be \"exact\" (the FP64 exact engine, docs/exact.md)");
+  } else if (key == "replay") {
+    std::string r;
+    FS_RETURN_IF_ERROR(Get(c, node, r, "replay must be \"both\""));
+    // One replay for every configuration is the baseline's knob (variants inherit it).
+    if (r != "both")
+      return c.At(node, "replay at the top must be \"both\" (every configuration captured under prefill and "
+                        "served replay); one replay for all is [baseline] replay = \"" + r + "\"");
+    exp.replay_both = true;
   } else if (key == "confident") {
     FS_RETURN_IF_ERROR(Get(c, node, exp.confident, "confident must be a probability"));
     if (exp.confident <= 0 || exp.confident > 1) return c.At(node, "confident must be in (0, 1]");
@@ -199,7 +207,8 @@ Status ReadSetting(const ParseCtx& c, const std::string& key, const toml::node& 
 // and [[variant]] are only checked for their shape: they are read once the model is known.
 Status ReadTopLevel(const ParseCtx& c, const toml::table& root, const std::string& dir, Experiment& exp) {
   const char* keys =
-      "name, model, workload, chat_template, format, window, confident, memory, reference, [probe], [baseline], "
+      "name, model, workload, chat_template, format, window, confident, memory, reference, replay, [probe], "
+      "[baseline], "
       "[[variant]], [branch], [layers]";
   return ReadKeys(c, root, "", keys, [&](const std::string& key, const toml::node& node, bool* known) {
     if (key == "probe") return ReadProbe(c, node, exp);
@@ -248,6 +257,28 @@ Status CheckNames(const Experiment& exp) {
   return Status::Ok();
 }
 
+// A served capture is compared only with a served one: under replay = "both" no configuration
+// sets its own replay, and otherwise a variant whose replay differs from the baseline's changes
+// nothing else (it then measures the baseline's prefill-vs-served distance).
+Status CheckReplay(const Experiment& exp) {
+  auto at = [&](const ConfigSpec& s, const std::string& what) {
+    return Status::Error(fmt::format("{}:{}: {}", exp.path, s.line, what));
+  };
+  if (exp.replay_both && exp.baseline.engine != "llama")
+    return at(exp.baseline, "replay = \"both\" needs a llama.cpp baseline: served replay is not done over HTTP");
+  std::vector<const ConfigSpec*> all = {&exp.baseline};
+  for (const ConfigSpec& v : exp.variants) all.push_back(&v);
+  for (const ConfigSpec* s : all) {
+    if (!s->changes.contains("replay")) continue;
+    if (exp.replay_both)
+      return at(*s, "'" + s->name + "' sets replay, which replay = \"both\" at the top sets for every configuration");
+    if (s != &exp.baseline && s->knobs.replay != exp.baseline.knobs.replay && s->changes.size() > 1)
+      return at(*s, "variant '" + s->name + "' changes replay and other settings: its flips would mix both; "
+                    "replay = \"both\" at the top measures every configuration under each replay");
+  }
+  return Status::Ok();
+}
+
 // Reads the file as TOML; a syntax error names the file and line, a missing file says so.
 Result<toml::table> ReadToml(const std::string& path) {
   try {
@@ -272,6 +303,7 @@ Result<Experiment> ParseExperiment(const std::string& path) {
   if (exp.workload.empty()) return Status::Error(path + ": no workload given (workload = \"path\")");
   FS_RETURN_IF_ERROR(ReadConfigs(c, root, dir, exp));
   FS_RETURN_IF_ERROR(CheckNames(exp));
+  FS_RETURN_IF_ERROR(CheckReplay(exp));
   return exp;
 }
 

@@ -67,7 +67,11 @@ struct RecipeRow {
   // ranks above a measured one with the same flips.
   double damage_key = 0;
   double exact_rate = INFINITY, exact_kl = INFINITY;  // distance to the exact reference, when present
-  bool Above() const { return summary && summary->above_floor.value_or(false); }
+  const SummaryRow* served = nullptr;  // its served twin's row (replay = "both"): ranks in its place
+  bool Above() const {
+    const SummaryRow* s = served ? served : summary;
+    return s && s->above_floor.value_or(false);
+  }
   int Load() const { return summary ? summary->load.value_or(0) : 0; }
   bool Damaged() const { return summary && summary->forks && summary->forks->damage > 0; }
 };
@@ -92,6 +96,8 @@ std::vector<RecipeRow> Rows(const json& results, const ResultsRows& typed) {
   auto add = [&](const json& c, const SummaryRow* s) {
     RecipeRow r{
         c["name"], &c, s, s ? s->median_flip_rate : 0.0, s ? s->kl_mean : 0.0, Kv(c), c.value("model_file_size", 0.0)};
+    // Measured under served replay too: its served figures rank it (what a deployment computed).
+    if ((r.served = typed.FindServed(r.name))) r.rate = r.served->median_flip_rate, r.kl = r.served->kl_mean;
     r.damage_key = s && s->forks ? s->forks->damage_rate : r.rate;
     for (const SummaryRow& e : typed.reference)
       if (e.config == r.name) r.exact_rate = e.median_flip_rate, r.exact_kl = e.kl_mean;
@@ -119,7 +125,28 @@ void Rank(std::vector<RecipeRow>& rows) {
   });
 }
 
-json RankingJson(const std::vector<RecipeRow>& rows, const Budget& budget) {
+// The replay a configuration's captures ran (its knobs; a capture without one was a prefill).
+std::string ReplayOf(const json& config) {
+  const json& knobs = config.value("knobs", json());
+  return knobs.is_object() && knobs.value("replay", json()).is_string() ? knobs["replay"].get<std::string>()
+                                                                        : "prefill";
+}
+
+// How often a configuration's forks started from the token its capture's row chose, as the
+// generation reproduced it (branch records' "reproduced"): {"reproduced", "of"}; null without forks.
+json Reproduced(const json& results, const std::string& config) {
+  for (const auto& b : results.value("branches", json::array())) {
+    if (!b.is_object() || b.value("config", std::string()) != config) continue;
+    int64_t yes = 0, of = 0;
+    for (const auto& r : b.value("records", json::array()))
+      if (r.is_object() && r.contains("reproduced") && r["reproduced"].is_boolean())
+        ++of, yes += r["reproduced"].get<bool>();
+    return {{"reproduced", yes}, {"of", of}};
+  }
+  return nullptr;
+}
+
+json RankingJson(const json& results, const std::vector<RecipeRow>& rows, const Budget& budget) {
   auto finite = [](double v) { return std::isfinite(v) ? json(v) : json(); };
   json ranking = json::array();
   for (const RecipeRow& r : rows) {
@@ -130,6 +157,7 @@ json RankingJson(const std::vector<RecipeRow>& rows, const Budget& budget) {
       damage = f.damage, repair = f.repair, followed = f.followed, damage_rate = f.damage_rate;
     }
     ranking.push_back({{"config", r.name},
+                       {"replay", r.served ? "served" : ReplayOf(*r.config)},
                        {"median_flip_rate", r.rate},
                        {"damage", damage},
                        {"repair", repair},
@@ -141,7 +169,8 @@ json RankingJson(const std::vector<RecipeRow>& rows, const Budget& budget) {
                        {"kv_bytes_per_token", r.kv < 0 ? json(nullptr) : json(r.kv)},
                        {"weights_bytes", r.weights},
                        {"context_at_budget", budget.ContextAt(r.weights, r.kv)},
-                       {"above_floor", r.Above()}});
+                       {"above_floor", r.Above()},
+                       {"forks_reproduced", Reproduced(results, r.name)}});
   }
   return ranking;
 }
@@ -204,8 +233,11 @@ json MakeRecipe(const json& results, const ModelInfo& model) {
   }
   return {{"recommended", best.name},
           {"warnings", LoadWarnings(typed, results["baseline"])},
-          {"reason", Reason(best, baseline)},
-          {"ranking", RankingJson(rows, budget)},
+          {"reason", Reason(best, baseline) + (best.served ? " (measured under served replay)" : "")},
+          {"ranked_by", std::any_of(rows.begin(), rows.end(), [](const RecipeRow& r) { return r.served; })
+                            ? "served replay where it was measured (replay = \"both\"), else prefill"
+                            : ReplayOf(results["configs"][0]) + " replay"},
+          {"ranking", RankingJson(results, rows, budget)},
           {"kv_types", KvTypes(model, budget, best.weights)},
           {"memory_budget_bytes", budget.bytes ? json(*budget.bytes) : json(nullptr)},
           {"context", c},

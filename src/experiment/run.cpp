@@ -339,6 +339,21 @@ Status CaptureAll(Runner& runner, const Experiment& exp, const ModelInfo& model,
   return Status::Ok();
 }
 
+// 4c. replay = "both": the served twins captured, compared with the served baseline and
+// summarized like the prefill configurations (results["served"]), then each configuration's
+// prefill-vs-served distance and the ranking under each replay.
+Status RunServed(Runner& prefill, const Experiment& exp, const ModelInfo& model, nlohmann::json& results) {
+  nlohmann::json served = {{"baseline", ServedName(exp.baseline.name)}, {"skipped", nlohmann::json::array()}};
+  const Experiment sv = ServedTwin(exp, &served["skipped"]);
+  Runner runner{sv, prefill.opts, prefill.sha_cache, {}, {}, {}, {}};
+  FS_RETURN_IF_ERROR(CaptureAll(runner, sv, model, served));
+  std::vector<ComparisonEntry> comparisons;
+  FS_RETURN_IF_ERROR(CompareAll(sv, served, prefill.opts.log, &comparisons));
+  Summarize(sv, served, comparisons);
+  results["served"] = std::move(served);
+  return ReplayDistances(exp, results, prefill.opts.log);
+}
+
 }  // namespace
 
 Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& opts) {
@@ -369,7 +384,8 @@ Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& op
   AddDamage(results);
   // 4b. Where the flips of each [layers] variant are born, layer by layer.
   if (exp.layers.enabled) FS_RETURN_IF_ERROR(LayersAll(exp, results, opts));
-  // 5. The recipe, ranking by damage and flip rate.
+  if (exp.replay_both) FS_RETURN_IF_ERROR(RunServed(runner, exp, model, results));
+  // 5. The recipe, ranking by damage and flip rate (under served replay where it was measured).
   results["recipe"] = MakeRecipe(results, model);
   // 6. Results and report.
   FS_RETURN_IF_ERROR(WriteFileAtomic((fs::path(opts.outdir) / "results.json").string(),

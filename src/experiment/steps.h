@@ -28,6 +28,9 @@ Status CompareAll(const Experiment& exp, nlohmann::json& results, const Log& log
 // The configuration a loaded one (load > 0) is the same as when run alone: the baseline or a
 // variant with the same model and knobs at load 0; "" when there is none or c runs alone.
 std::string AloneOf(const Experiment& exp, const ConfigSpec& c);
+struct CompareOptions;
+// Comparison options of the experiment (window, confident flips, the baseline's token text).
+CompareOptions OptionsOf(const Experiment& exp, const nlohmann::json& results);
 // Fills results["summary"] (median over repeats per configuration) and results["floor"]; a
 // loaded configuration's row names its load and alone counterpart, and results["load_floor"]
 // holds the floor alone beside the baseline's floor under each load.
@@ -67,6 +70,12 @@ Result<CaptureForks> BaselineForks(const std::string& base0, const std::set<int3
 Status WriteDecoded(const std::string& capture, const std::string& base0, const DecodedFutures& d);
 // The futures kept beside a capture; nullopt when absent, unreadable, or older than either capture.
 std::optional<DecodedFutures> ReadDecoded(const std::string& capture, const std::string& base0);
+
+// replay = "both", once results["served"] holds the served twins' configs: each configuration's
+// first prefill capture (base) against its twin's (served.distance: figures, per-window, and
+// the probes where the model wrote, inside tool calls, and elsewhere) and the ranking under
+// each replay (served.ranking).
+Status ReplayDistances(const Experiment& exp, nlohmann::json& results, const Log& log);
 
 // ---- Server configurations (servers.cpp) ----
 

@@ -125,6 +125,20 @@ std::string ExactSection(const json& r) {
          TableHtml(t) + ChartFigure(shadow, "exact-flip-chart", "flip_rate", true, true) + "</section>";
 }
 
+// replay = "both": each configuration's prefill-vs-served distance and the ranking under each.
+std::string ServedSection(const json& r) {
+  const std::string sentence = report::ReplaySentence(r);
+  if (sentence.empty()) return "";
+  return "<section id=\"served\"><h2>Prefill against served replay</h2><p>" + E(sentence) +
+         "</p><h3>Each configuration, prefill against served</h3><p>Its first prefill capture against its first "
+         "served one. &ldquo;Model wrote&rdquo;: probes whose predicted token the model wrote (decode steps under "
+         "served replay), of them those inside tool calls; &ldquo;elsewhere&rdquo;: tokens it read.</p>" +
+         TableHtml(report::ReplayDistanceTable(r)) + "<h3>Flip rate per window, prefill against served</h3>" +
+         TableHtml(report::ReplayWindowTable(r)) +
+         "<h3>Ranking under each replay</h3><p>Each replay's configurations against its own baseline.</p>" +
+         TableHtml(report::ReplayRankingTable(r)) + "</section>";
+}
+
 std::string Headline(const json& r) {
   std::string out = "<section id=\"headline\"><h2>Summary</h2><ul>";
   if (!report::FloorSentence(r).empty()) out += "<li>" + E(report::FloorSentence(r)) + "</li>";
@@ -157,6 +171,7 @@ std::string RankingSection(const json& r) {
   std::string refused;
   for (const auto& row : report::RankedConfigs(r)) {
     std::string name = "<strong>" + E(row.name) + "</strong>";
+    name += Badge("neutral", row.replay + " replay");
     if (row.is_baseline) name += Badge("ref", "reference");
     if (row.is_recommended) name += Badge("rec", "recommended");
     if (!row.description.empty()) name += "<br><small>" + E(row.description) + "</small>";
@@ -236,6 +251,7 @@ std::string RecipeSection(const json& r) {
   if (!Str(recipe, "recommended").empty())
     out += fmt::format("<p>Recommended configuration: <strong>{}</strong> — {}</p>", E(Str(recipe, "recommended")),
                        E(Str(recipe, "reason")));
+  if (const std::string by = report::RecipeRankedBy(r); !by.empty()) out += "<p>" + E(by) + "</p>";
   for (const char* key : {"server_command", "cli_command"})
     if (!Str(recipe, key).empty())
       out += fmt::format("<h3>{}</h3><pre><code>{}</code></pre>", key[0] == 's' ? "llama-server" : "llama-cli",
@@ -289,6 +305,7 @@ std::string RenderHtml(const json& r) {
   for (const auto& [id, title] : std::vector<std::pair<std::string, std::string>>{{"headline", "Summary"},
                                                                                   {"ranking", "Ranking"},
                                                                                   {"exact", "Exact"},
+                                                                                  {"served", "Served"},
                                                                                   {"charts", "Charts"},
                                                                                   {"flips", "Flips"},
                                                                                   {"branches", "Branches"},
@@ -296,10 +313,10 @@ std::string RenderHtml(const json& r) {
                                                                                   {"recipe", "Recipe"},
                                                                                   {"disclosure", "Disclosure"}})
     if ((id != "recipe" || Sub(r, "recipe").is_object()) && (id != "layers" || !Sub(r, "layers").empty()) &&
-        (id != "exact" || Sub(r, "reference").is_object()))
+        (id != "exact" || Sub(r, "reference").is_object()) && (id != "served" || Sub(r, "served").is_object()))
       out += fmt::format("<li><a href=\"#{}\">{}</a></li>", id, title);
   out += "</ul></nav></header><main>";
-  out += Headline(r) + RankingSection(r) + ExactSection(r);
+  out += Headline(r) + RankingSection(r) + ExactSection(r) + ServedSection(r);
   out += "<section id=\"charts\"><h2>Divergence along the workload</h2>";
   out += ChartFigure(r, "flip-chart", "flip_rate", true) + ChartFigure(r, "kl-chart", "kl_mean", false);
   out += "</section>";

@@ -46,6 +46,7 @@ std::string FlipsOf(const nlohmann::json& layers);
 // One configuration as the report shows it, merged from configs[], summary[] and recipe.
 struct ConfigRow {
   std::string name, description, status, reason, flags;
+  std::string replay = "prefill";  // what its captures ran (configs[].knobs.replay)
   const nlohmann::json* config = nullptr;  // the configs[] entry, if any
   std::optional<SummaryRow> summary;       // the summary[] entry, if any
   int rank = 0;                            // 1-based among measured configs; 0 when not ranked
@@ -134,6 +135,22 @@ TextTable LoadFloorTable(const nlohmann::json& results);
 // repeats, the median repeat's counts and interval) beside its figures against the baseline; no
 // rows without the reference.
 TextTable ExactTable(const nlohmann::json& results);
+// replay = "both" (results["served"], docs/served.md). The replay a configs[] entry ran
+// ("prefill" when its knobs do not say).
+std::string ReplayOf(const nlohmann::json& config);
+// What the served part measured, how it compares, whether the ranking changed, and what was
+// not captured served; "" without a served part.
+std::string ReplaySentence(const nlohmann::json& results);
+// Per configuration its prefill capture against its served one: flips, KL, bit-identical rows,
+// and the flips where the model wrote the predicted token, inside tool calls, and elsewhere.
+TextTable ReplayDistanceTable(const nlohmann::json& results);
+// The same distance's flip rate per window, one column per configuration.
+TextTable ReplayWindowTable(const nlohmann::json& results);
+// Each configuration's place and figures under prefill replay and under served replay.
+TextTable ReplayRankingTable(const nlohmann::json& results);
+// How the recipe ranked (recipe.ranked_by) and, per configuration whose forks were followed,
+// how many of its forks started from the token generation reproduced; "" when it says neither.
+std::string RecipeRankedBy(const nlohmann::json& results);
 // The recipe's warnings, one sentence each (a configuration fine alone that flips under load).
 std::vector<std::string> RecipeWarnings(const nlohmann::json& results);
 // One fact a divergence claim rests on (model, workload, engine, method), grouped for display.

@@ -87,7 +87,8 @@ std::string Ranking(const json& r) {
   std::string refused;
   for (const ConfigRow& row : RankedConfigs(r)) {
     std::string name =
-        row.name + (row.is_baseline ? " (reference)" : "") + (row.is_recommended ? " (recommended)" : "");
+        row.name + " (" + row.replay + " replay)" + (row.is_baseline ? " (reference)" : "") +
+        (row.is_recommended ? " (recommended)" : "");
     if (row.rank == 0) {
       refused +=
           fmt::format("- **{}** — {}: {}\n", MdText(row.name), MdText(row.status == "ok" ? "not measured" : row.status),
@@ -166,6 +167,7 @@ std::string Recipe(const json& r) {
   std::string out = "## Recipe\n\n";
   if (!Str(recipe, "recommended").empty())
     out += "Recommended: **" + MdText(Str(recipe, "recommended")) + "** — " + MdText(Str(recipe, "reason")) + "\n\n";
+  if (const std::string by = RecipeRankedBy(r); !by.empty()) out += MdText(by) + "\n\n";
   for (const std::string& w : RecipeWarnings(r)) out += "**Warning:** " + MdText(w) + "\n\n";
   if (!Str(recipe, "server_command").empty()) out += "llama-server:\n\n" + MdBlock(Str(recipe, "server_command"));
   if (!Str(recipe, "cli_command").empty()) out += "llama-cli:\n\n" + MdBlock(Str(recipe, "cli_command"));
@@ -238,6 +240,13 @@ std::string RenderMarkdown(const json& r) {
         "## Against the exact reference\n\nEvery capture compared with the FP64 exact engine's capture of the same "
         "tokens (docs/exact.md), beside its distance to the baseline. Median over repeats.\n\n" +
         MdTable(t);
+  if (const std::string sentence = ReplaySentence(r); !sentence.empty())
+    out += "## Prefill against served replay\n\n" + MdText(sentence) +
+           "\n\nEach configuration's first prefill capture against its first served one (model wrote: probes whose "
+           "predicted token the model wrote; elsewhere: tokens it read).\n\n" +
+           MdTable(ReplayDistanceTable(r)) + "Flip rate per window, prefill against served:\n\n" +
+           MdTable(ReplayWindowTable(r)) + "Ranking under each replay (each against its own baseline):\n\n" +
+           MdTable(ReplayRankingTable(r));
   out += "## Flip rate per window\n\nMedian over repeats.\n\n" + MdTable(WindowTable(r, "flip_rate", true));
   out += "## KL(base||cand) mean per window\n\nMedian over repeats.\n\n" + MdTable(WindowTable(r, "kl_mean", false));
   return out + Flips(r) + Branches(r) + Layers(r) + Recipe(r) + DisclosureList(r);
@@ -263,7 +272,8 @@ std::string TerminalSummary(const json& r, const std::string& html_path) {
   out += fmt::format("  {:>2}  {:<24} {:>9} {:>9} {:>9} {:>11}\n", "#", "configuration", "flip rate", "KL mean",
                      "confident", "above floor");
   for (const ConfigRow& row : RankedConfigs(r)) {
-    std::string name = row.name + (row.is_baseline ? " (reference)" : "") + (row.is_recommended ? " *" : "");
+    std::string name = row.name + (row.replay != "prefill" ? " [" + row.replay + "]" : "") +
+                       (row.is_baseline ? " (reference)" : "") + (row.is_recommended ? " *" : "");
     if (row.rank == 0) {
       out += fmt::format("   -  {:<24} {}: {}\n", name, row.status, row.reason);
       continue;
@@ -283,6 +293,12 @@ std::string TerminalSummary(const json& r, const std::string& html_path) {
       out += fmt::format("; {} flips teacher-forced only (the model reads there), not forked", f.teacher_forced_only);
     out += "\n";
   }
+  for (const auto& row : ReplayDistanceTable(r).rows)
+    out += fmt::format("  prefill vs served, {}: {} flips ({}), {} bit-identical; model wrote {}\n", row[0], row[1],
+                       row[2], row[6], row[7]);
+  if (const ResultsRows rows = ReadResults(r); rows.replay_ranking)
+    out += rows.replay_ranking->changed ? "  the ranking changes under served replay\n"
+                                        : "  the ranking does not change under served replay\n";
   const json& recipe = Sub(r, "recipe");
   if (!Str(recipe, "recommended").empty())
     out += "  recommended (*): " + Str(recipe, "recommended") + " — " + Str(recipe, "reason") + "\n";

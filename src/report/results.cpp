@@ -185,6 +185,7 @@ std::vector<ConfigRow> RankedConfigs(const json& results) {
       r.status = Str(c, "status", "ok");
       r.reason = Str(c, "reason");
       r.flags = Str(c, "flags");
+      r.replay = ReplayOf(c);
       r.kv_bytes_per_token = Num(c, "kv_bytes_per_token");
       if (r.kv_bytes_per_token && ctx) r.kv_bytes_at_context = *r.kv_bytes_per_token * *ctx;
     }

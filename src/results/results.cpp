@@ -271,6 +271,83 @@ const SummaryRow* ResultsRows::Find(const std::string& config) const {
   return nullptr;
 }
 
+std::string ServedName(const std::string& config) { return config + "@served"; }
+
+json ReplayGroup::ToJson() const {
+  return {{"group", name},       {"probes", probes},   {"flips", flips},
+          {"flip_rate", flip_rate}, {"kl_mean", kl_mean}, {"bit_identical", bit_identical}};
+}
+
+ReplayGroup ReplayGroup::FromJson(const json& j) {
+  ReplayGroup g;
+  g.name = Get<std::string>(j, "group", "");
+  g.probes = Get<int64_t>(j, "probes", 0);
+  g.flips = Get<int64_t>(j, "flips", 0);
+  g.flip_rate = Get(j, "flip_rate", 0.0);
+  g.kl_mean = Get(j, "kl_mean", 0.0);
+  g.bit_identical = Get<int64_t>(j, "bit_identical", 0);
+  return g;
+}
+
+json ReplayDistance::ToJson() const {
+  const ComparisonFigures& f = figures;
+  json groups_json = json::array();
+  for (const ReplayGroup& g : groups) groups_json.push_back(g.ToJson());
+  return {{"config", config},
+          {"flips", f.flips},
+          {"probes", f.probes},
+          {"flip_rate", f.flip_rate},
+          {"flip_rate_ci", OrNull(f.flip_rate_ci)},
+          {"confident_flips", f.confident_flips},
+          {"kl_mean", f.kl_mean},
+          {"kl_p99", f.kl_p99},
+          {"kl_max", f.kl_max},
+          {"bit_identical", f.bit_identical},
+          {"probes_compared", f.probes_compared},
+          {"groups", groups_json}};
+}
+
+ReplayDistance ReplayDistance::FromJson(const json& j) {
+  ReplayDistance d;
+  d.config = Get<std::string>(j, "config", "");
+  ComparisonFigures& f = d.figures;
+  f.flips = Get<int64_t>(j, "flips", 0);
+  f.probes = Get<int64_t>(j, "probes", 0);
+  f.flip_rate = Get(j, "flip_rate", 0.0);
+  f.flip_rate_ci = OptInterval(j, "flip_rate_ci");
+  f.confident_flips = Get<int64_t>(j, "confident_flips", 0);
+  f.kl_mean = Get(j, "kl_mean", 0.0);
+  f.kl_p99 = Get(j, "kl_p99", 0.0);
+  f.kl_max = Get(j, "kl_max", 0.0);
+  f.bit_identical = Get<int64_t>(j, "bit_identical", 0);
+  f.probes_compared = Get<int64_t>(j, "probes_compared", 0);
+  const json& groups = At(j, "groups");
+  if (groups.is_array())
+    for (const json& g : groups)
+      if (g.is_object()) d.groups.push_back(ReplayGroup::FromJson(g));
+  return d;
+}
+
+json ReplayRanking::ToJson() const { return {{"prefill", prefill}, {"served", served}, {"changed", changed}}; }
+
+ReplayRanking ReplayRanking::FromJson(const json& j) {
+  ReplayRanking r;
+  for (const char* key : {"prefill", "served"}) {
+    const json& names = At(j, key);
+    if (!names.is_array()) continue;
+    for (const json& n : names)
+      if (n.is_string()) (std::string(key) == "prefill" ? r.prefill : r.served).push_back(n.get<std::string>());
+  }
+  r.changed = Get(j, "changed", false);
+  return r;
+}
+
+const SummaryRow* ResultsRows::FindServed(const std::string& config) const {
+  for (const SummaryRow& s : served)
+    if (s.config == ServedName(config)) return &s;
+  return nullptr;
+}
+
 ResultsRows ReadResults(const json& results) {
   ResultsRows r;
   auto rows = [](const json& a, auto read, auto& out) {
@@ -282,6 +359,11 @@ ResultsRows ReadResults(const json& results) {
   rows(At(results, "load_floor"), LoadFloorRow::FromJson, r.load_floor);
   rows(At(At(results, "reference"), "summary"), SummaryRow::FromJson, r.reference);
   if (At(results, "floor").is_object()) r.floor = Floor::FromJson(At(results, "floor"));
+  const json& served = At(results, "served");
+  rows(At(served, "summary"), SummaryRow::FromJson, r.served);
+  rows(At(served, "distance"), ReplayDistance::FromJson, r.replay_distance);
+  if (At(served, "floor").is_object()) r.served_floor = Floor::FromJson(At(served, "floor"));
+  if (At(served, "ranking").is_object()) r.replay_ranking = ReplayRanking::FromJson(At(served, "ranking"));
   return r;
 }
 

@@ -118,14 +118,59 @@ struct LoadFloorRow {
   static LoadFloorRow FromJson(const nlohmann::json& j);
 };
 
+// The name of a configuration's served twin under replay = "both" ("q8" -> "q8@served").
+std::string ServedName(const std::string& config);
+
+// One group of the probes of a prefill-vs-served distance (results.json served.distance[].groups[]).
+struct ReplayGroup {
+  // "written": the model wrote the predicted token (ModelWrites at p + 1); "tool_calls": of
+  // those, the ones inside a tool call; "elsewhere": the model read it (prefilled either way).
+  std::string name;
+  int64_t probes = 0, flips = 0, bit_identical = 0;
+  double flip_rate = 0, kl_mean = 0;
+
+  nlohmann::json ToJson() const;
+  static ReplayGroup FromJson(const nlohmann::json& j);
+};
+
+// A configuration captured under both replays: its prefill capture (base) against its served
+// one, first repeats (results.json served.distance[]; per-window figures stay compare's JSON
+// under "windows").
+struct ReplayDistance {
+  std::string config;         // the prefill configuration's name
+  ComparisonFigures figures;  // flips, rate, interval, KL, bit-identical rows of the whole capture
+  std::vector<ReplayGroup> groups;
+
+  nlohmann::json ToJson() const;
+  static ReplayDistance FromJson(const nlohmann::json& j);
+};
+
+// The configurations in ranking order under each replay (by median flip rate, then KL mean,
+// each against its own replay's baseline), and whether the orders differ (served.ranking).
+struct ReplayRanking {
+  std::vector<std::string> prefill, served;  // prefill names both
+  bool changed = false;
+
+  nlohmann::json ToJson() const;
+  static ReplayRanking FromJson(const nlohmann::json& j);
+};
+
 // The typed parts of one results document, read once at the report's boundary.
 struct ResultsRows {
   std::vector<SummaryRow> summary;  // summary[], in file order
   std::optional<Floor> floor;       // floor, when present
   std::vector<LoadFloorRow> load_floor;
   std::vector<SummaryRow> reference;  // reference.summary[]: against exact
+  // replay = "both": served.summary[] (served twins against the served baseline), its floor,
+  // each configuration's prefill-vs-served distance and the ranking under each replay.
+  std::vector<SummaryRow> served;
+  std::optional<Floor> served_floor;
+  std::vector<ReplayDistance> replay_distance;
+  std::optional<ReplayRanking> replay_ranking;
   // The summary row of a configuration, or nullptr.
   const SummaryRow* Find(const std::string& config) const;
+  // The served twin's summary row of a (prefill) configuration, or nullptr.
+  const SummaryRow* FindServed(const std::string& config) const;
 };
 // Reads the typed parts of a results document; never fails (what is missing stays empty).
 ResultsRows ReadResults(const nlohmann::json& results);

@@ -105,3 +105,55 @@ TEST(ReadResults, ToleratesMissingAndMistypedParts) {
 
 }  // namespace
 }  // namespace flipscope
+
+namespace flipscope {
+namespace {
+
+TEST(ReplayRows, WrittenAndReadBackAndToleratedWhenMistyped) {
+  ReplayDistance d;
+  d.config = "q8";
+  d.figures = ComparisonFigures::FromCompareJson(Compare(0.02, 2, 0.003, 7));
+  d.groups = {{"written", 60, 2, 0, 2.0 / 60, 0.004}, {"tool_calls", 40, 1, 0, 0.025, 0.005}, {"elsewhere", 40, 0, 7, 0, 0.001}};
+  ReplayRanking k{{"baseline", "q8", "q4"}, {"baseline", "q4", "q8"}, true};
+  json doc = {{"summary", json::array()},
+              {"served",
+               {{"summary", {SummaryRow::Of("q8@served", Entries({0.03})).ToJson()}},
+                {"floor", Floor::Of(std::nullopt, 1).ToJson()},
+                {"distance", {d.ToJson(), "not an object"}},
+                {"ranking", k.ToJson()}}}};
+  const ResultsRows rows = ReadResults(json::parse(doc.dump()));
+  ASSERT_EQ(rows.replay_distance.size(), 1u);
+  const ReplayDistance& back = rows.replay_distance[0];
+  EXPECT_EQ(back.config, "q8");
+  EXPECT_EQ(back.figures.flips, 2);
+  EXPECT_EQ(back.figures.probes, 100);
+  EXPECT_EQ(back.figures.bit_identical, 7);
+  EXPECT_DOUBLE_EQ(back.figures.kl_mean, 0.003);
+  ASSERT_TRUE(back.figures.flip_rate_ci);
+  EXPECT_DOUBLE_EQ((*back.figures.flip_rate_ci)[1], 0.04);
+  ASSERT_EQ(back.groups.size(), 3u);
+  EXPECT_EQ(back.groups[2].name, "elsewhere");
+  EXPECT_EQ(back.groups[2].bit_identical, 7);
+  EXPECT_DOUBLE_EQ(back.groups[0].flip_rate, 2.0 / 60);
+  ASSERT_TRUE(rows.replay_ranking);
+  EXPECT_EQ(rows.replay_ranking->served, k.served);
+  EXPECT_TRUE(rows.replay_ranking->changed);
+  EXPECT_TRUE(rows.served_floor);
+  ASSERT_NE(rows.FindServed("q8"), nullptr);
+  EXPECT_DOUBLE_EQ(rows.FindServed("q8")->median_flip_rate, 0.03);
+  EXPECT_EQ(rows.FindServed("q4"), nullptr);
+  EXPECT_EQ(rows.Find("q8"), nullptr) << "served rows are not prefill rows";
+
+  json bad = {{"served", {{"distance", {{{"config", 3}, {"groups", "x"}, {"flips", "two"}}}}, {"ranking", {{"prefill", 1}}}}}};
+  const ResultsRows tolerant = ReadResults(bad);
+  ASSERT_EQ(tolerant.replay_distance.size(), 1u);
+  EXPECT_EQ(tolerant.replay_distance[0].config, "");
+  EXPECT_EQ(tolerant.replay_distance[0].figures.flips, 0);
+  EXPECT_TRUE(tolerant.replay_distance[0].groups.empty());
+  ASSERT_TRUE(tolerant.replay_ranking);
+  EXPECT_TRUE(tolerant.replay_ranking->prefill.empty());
+  EXPECT_TRUE(ReadResults(json{{"served", 7}}).replay_distance.empty());
+}
+
+}  // namespace
+}  // namespace flipscope

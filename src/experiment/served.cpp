@@ -1,0 +1,117 @@
+// replay = "both": every configuration's served twin, each configuration's prefill-vs-served
+// distance (overall, per window, where the model wrote against where it read) and the ranking
+// under each replay.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <tuple>
+
+#include "capture/capture.h"
+#include "compare/compare.h"
+#include "experiment/steps.h"
+#include "workload/workload.h"
+
+namespace flipscope {
+
+using nlohmann::json;
+
+Experiment ServedTwin(const Experiment& exp, json* skipped) {
+  Experiment sv = exp;
+  sv.replay_both = false;
+  sv.reference.clear();
+  sv.branch.enabled = false;
+  sv.layers.enabled = false;
+  sv.baseline.name = ServedName(exp.baseline.name);
+  sv.baseline.knobs.replay = Replay::kServed;
+  sv.variants.clear();
+  for (const ConfigSpec& v : exp.variants) {
+    const char* why = v.engine != "llama" ? "a server configuration: served replay is not done over HTTP yet"
+                      : v.knobs.load > 0  ? "runs under load: served replay does not run under --load yet"
+                                          : nullptr;
+    if (why) {
+      skipped->push_back({{"config", v.name}, {"reason", why}});
+      continue;
+    }
+    ConfigSpec t = v;
+    t.name = ServedName(v.name);
+    t.knobs.replay = Replay::kServed;
+    sv.variants.push_back(std::move(t));
+  }
+  return sv;
+}
+
+namespace {
+
+// The probes of a comparison split by who produced the predicted token p + 1: the model
+// ("written", and of those the tool calls) or the transcript ("elsewhere").
+std::vector<ReplayGroup> Groups(const Comparison& cmp, const std::vector<Span>& spans) {
+  std::vector<ReplayGroup> g = {{"written"}, {"tool_calls"}, {"elsewhere"}};
+  auto in_call = [&](int32_t pos) {
+    return std::any_of(spans.begin(), spans.end(),
+                       [&](const Span& s) { return s.kind == "tool_call" && pos >= s.begin && pos < s.end; });
+  };
+  for (const compare::ProbeMetrics& m : cmp.probes) {
+    const bool wrote = ModelWrites(spans, m.position + 1);
+    for (ReplayGroup* e : {wrote ? &g[0] : &g[2], wrote && in_call(m.position + 1) ? &g[1] : nullptr}) {
+      if (!e) continue;
+      e->probes++, e->flips += m.flip, e->bit_identical += m.identical;
+      e->kl_mean += m.kl_base_cand;
+    }
+  }
+  for (ReplayGroup& e : g)
+    if (e.probes > 0) e.flip_rate = double(e.flips) / double(e.probes), e.kl_mean /= double(e.probes);
+  return g;
+}
+
+// Configurations ordered by median flip rate, then KL mean (the baseline, without a summary
+// row when it ran once, at 0), under each replay; only those measured under both.
+ReplayRanking RankBoth(const json& results) {
+  const ResultsRows rows = ReadResults(results);
+  using Key = std::tuple<double, double, std::string>;
+  std::vector<Key> prefill, served;
+  for (const auto& c : results["configs"]) {
+    const std::string name = c["name"];
+    const SummaryRow* p = rows.Find(name);
+    const SummaryRow* s = rows.FindServed(name);
+    const bool base = name == results["baseline"];
+    if (!(p || base) || !(s || base)) continue;
+    prefill.emplace_back(p ? p->median_flip_rate : 0.0, p ? p->kl_mean : 0.0, name);
+    served.emplace_back(s ? s->median_flip_rate : 0.0, s ? s->kl_mean : 0.0, name);
+  }
+  std::stable_sort(prefill.begin(), prefill.end());
+  std::stable_sort(served.begin(), served.end());
+  ReplayRanking r;
+  for (const Key& k : prefill) r.prefill.push_back(std::get<2>(k));
+  for (const Key& k : served) r.served.push_back(std::get<2>(k));
+  r.changed = r.prefill != r.served;
+  return r;
+}
+
+}  // namespace
+
+Status ReplayDistances(const Experiment& exp, json& results, const Log& log) {
+  json& served = results["served"];
+  const CompareOptions co = OptionsOf(exp, results);
+  served["distance"] = json::array();
+  for (const auto& c : results["configs"]) {
+    if (c["status"] != "ok") continue;
+    const std::string name = c["name"];
+    auto twin = std::find_if(served["configs"].begin(), served["configs"].end(),
+                             [&](const json& t) { return t["name"] == ServedName(name) && t["status"] == "ok"; });
+    if (twin == served["configs"].end()) continue;
+    log.Info(fmt::format("  comparing {} under prefill and served replay", name));
+    FS_ASSIGN_OR_RETURN(auto base, CaptureReader::Open(c["captures"][0].get<std::string>()));
+    FS_ASSIGN_OR_RETURN(auto cand, CaptureReader::Open((*twin)["captures"][0].get<std::string>()));
+    FS_ASSIGN_OR_RETURN(Comparison cmp, Compare(*base, *cand, co));
+    const json cmp_json = ToJson(cmp);
+    ReplayDistance d{name, ComparisonFigures::FromCompareJson(cmp_json),
+                     Groups(cmp, compare::ManifestSpans(base->manifest()))};
+    json entry = d.ToJson();
+    entry["windows"] = cmp_json.value("windows", json::array());
+    served["distance"].push_back(std::move(entry));
+  }
+  served["ranking"] = RankBoth(results).ToJson();
+  return Status::Ok();
+}
+
+}  // namespace flipscope

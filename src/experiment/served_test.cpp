@@ -1,0 +1,147 @@
+// replay = "both": every configuration captured under prefill and served replay, compared like
+// with like, each configuration's prefill-vs-served distance, the ranking under each replay,
+// the recipe ranked by served replay, and the report's section.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "capture/capture.h"
+#include "compare/compare.h"
+#include "experiment/experiment.h"
+#include "testing/tiny_model.h"
+#include "util/util.h"
+
+using namespace flipscope;
+namespace fs = std::filesystem;
+
+namespace {
+
+// system, user, an assistant turn with a tool call, its result, and two more assistant turns.
+const char* kChat = R"({"messages": [
+  {"role": "system", "content": "Be brief."},
+  {"role": "user", "content": "Port of db1?"},
+  {"role": "assistant", "content": "Checking.", "tool_calls": [
+    {"id": "c1", "type": "function", "function": {"name": "check_port", "arguments": {"host": "db1"}}}]},
+  {"role": "tool", "tool_call_id": "c1", "content": "5432 open"},
+  {"role": "assistant", "content": "It is 5432."},
+  {"role": "user", "content": "Thanks."},
+  {"role": "assistant", "content": "Welcome."}]})";
+
+// A folder with the tiny model, the chat above and exp.toml (model, workload, body); its path.
+std::string MakeChatExperiment(const std::string& name, const std::string& body) {
+  fs::path dir = fixtures::TempPath("exp-served-" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  EXPECT_TRUE(fixtures::WriteTinyModel((dir / "tiny.gguf").string()).ok());
+  std::ofstream(dir / "chat.json") << kChat;
+  std::ofstream(dir / "exp.toml") << "model = \"tiny.gguf\"\nworkload = \"chat.json\"\nwindow = 64\n" << body;
+  return (dir / "exp.toml").string();
+}
+
+std::string ParseError(const std::string& path) {
+  auto e = ParseExperiment(path);
+  return e.ok() ? "" : e.status().message();
+}
+
+const nlohmann::json* Named(const nlohmann::json& array, const std::string& key, const std::string& name) {
+  for (const auto& e : array)
+    if (e.value(key, std::string()) == name) return &e;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST(ServedExperiment, ReplayMixesAreRefusedInOneLine) {
+  const std::string head = "[baseline]\nthreads = 1\n[[variant]]\nname = \"v\"\n";
+  auto both = MakeChatExperiment("both-own", "replay = \"both\"\n" + head + "replay = \"served\"\n");
+  EXPECT_NE(ParseError(both).find("exp.toml:"), std::string::npos) << ParseError(both);
+  EXPECT_NE(ParseError(both).find("'v' sets replay, which replay = \"both\""), std::string::npos)
+      << ParseError(both);
+  auto mixed = MakeChatExperiment("mixed", head + "replay = \"served\"\ncache_type_k = \"q8_0\"\n");
+  EXPECT_NE(ParseError(mixed).find("variant 'v' changes replay and other settings"), std::string::npos)
+      << ParseError(mixed);
+  auto top = MakeChatExperiment("top", "replay = \"served\"\n" + head + "cache_type_k = \"q8_0\"\n");
+  EXPECT_NE(ParseError(top).find("[baseline] replay = \"served\""), std::string::npos) << ParseError(top);
+  // Replay alone is one change: the baseline's prefill-vs-served distance.
+  auto alone = MakeChatExperiment("alone", head + "replay = \"served\"\n");
+  EXPECT_EQ(ParseError(alone), "");
+}
+
+TEST(ServedExperiment, BothReplaysComparedLikeWithLike) {
+  auto p = MakeChatExperiment(
+      "run",
+      "replay = \"both\"\n[probe]\nstride = 1\n[baseline]\nthreads = 1\nflash_attn = \"on\"\nctx_size = 512\n"
+      "batch_size = 16\nubatch_size = 8\nrepeats = 2\n"
+      "[[variant]]\nname = \"kv-q4_0\"\ncache_type_k = \"q4_0\"\ncache_type_v = \"q4_0\"\n"
+      "[[variant]]\nname = \"loaded\"\nload = 1\n");
+  auto e = ParseExperiment(p);
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  RunOptions ro;
+  ro.outdir = (fs::path(p).parent_path() / "out").string();
+  ro.log = Log::Quiet();
+  auto r = RunExperiment(*e, ro);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const auto& served = (*r)["served"];
+  // The served twins: every configuration but the loaded one, each run served.
+  EXPECT_EQ(served["baseline"], "baseline@served");
+  ASSERT_EQ(served["configs"].size(), 2u) << served["configs"].dump();
+  for (const auto& c : served["configs"]) EXPECT_EQ(c["knobs"]["replay"], "served") << c["name"];
+  for (const auto& c : (*r)["configs"]) EXPECT_EQ(c["knobs"]["replay"], "prefill") << c["name"];
+  ASSERT_NE(Named(served["skipped"], "config", "loaded"), nullptr);
+  // Like with like: the served variant against the served baseline's first capture.
+  ASSERT_NE(Named(served["comparisons"], "config", "kv-q4_0@served"), nullptr);
+  for (const auto& c : served["comparisons"]) EXPECT_NE(c["config"].get<std::string>().find("@served"), std::string::npos);
+  ASSERT_NE(Named(served["summary"], "config", "kv-q4_0@served"), nullptr);
+  EXPECT_TRUE(served["floor"].is_object());
+
+  // Each configuration's distance: its prefill capture against its served one.
+  ASSERT_EQ(served["distance"].size(), 2u) << served["distance"].dump();
+  for (const std::string name : {"baseline", "kv-q4_0"}) {
+    const auto* d = Named(served["distance"], "config", name);
+    ASSERT_NE(d, nullptr) << name;
+    const auto* pre = Named((*r)["configs"], "name", name);
+    const auto* srv = Named(served["configs"], "name", name + "@served");
+    CompareOptions co;
+    co.log = Log::Quiet();
+    auto direct = CompareFiles((*pre)["captures"][0], (*srv)["captures"][0], co);
+    ASSERT_TRUE(direct.ok()) << direct.status().message();
+    EXPECT_EQ((*d)["flips"], direct->overall.flips) << name;
+    EXPECT_EQ((*d)["probes"], direct->overall.probes) << name;
+    EXPECT_EQ((*d)["bit_identical"], direct->bit_identical) << name;
+    EXPECT_DOUBLE_EQ((*d)["kl_mean"].get<double>(), direct->overall.kl_base_cand.mean) << name;
+    // The model wrote a third or so of this chat: decode steps, whose rows differ from prefill's.
+    const auto* wrote = Named((*d)["groups"], "group", "written");
+    const auto* calls = Named((*d)["groups"], "group", "tool_calls");
+    const auto* read = Named((*d)["groups"], "group", "elsewhere");
+    ASSERT_TRUE(wrote && calls && read);
+    EXPECT_EQ((*wrote)["probes"].get<int64_t>() + (*read)["probes"].get<int64_t>(), (*d)["probes"].get<int64_t>());
+    EXPECT_GT((*calls)["probes"].get<int64_t>(), 0);
+    EXPECT_LE((*calls)["probes"].get<int64_t>(), (*wrote)["probes"].get<int64_t>());
+    EXPECT_LT((*wrote)["bit_identical"].get<int64_t>(), (*wrote)["probes"].get<int64_t>()) << name;
+    EXPECT_GT((*d)["windows"].size(), 0u);
+  }
+  // The ranking under each replay, and whether it changed.
+  const auto& ranking = served["ranking"];
+  // Those measured under both replays: not the loaded variant.
+  EXPECT_EQ(ranking["prefill"].size(), 2u) << ranking.dump();
+  EXPECT_EQ(ranking["served"].size(), 2u) << ranking.dump();
+  EXPECT_EQ(ranking["changed"], ranking["prefill"] != ranking["served"]);
+  // The recipe ranks the configurations measured served by their served figures, and says so.
+  const auto& recipe = (*r)["recipe"];
+  EXPECT_NE(recipe["ranked_by"].get<std::string>().find("served replay"), std::string::npos);
+  const auto* q4 = Named(recipe["ranking"], "config", "kv-q4_0");
+  ASSERT_NE(q4, nullptr);
+  EXPECT_EQ((*q4)["replay"], "served");
+  EXPECT_EQ((*q4)["median_flip_rate"], (*Named(served["summary"], "config", "kv-q4_0@served"))["median_flip_rate"]);
+  EXPECT_EQ((*Named(recipe["ranking"], "config", "loaded"))["replay"], "prefill");
+  // The report's section and labels.
+  auto md = ReadFile((fs::path(ro.outdir) / "report.md").string());
+  ASSERT_TRUE(md.ok());
+  EXPECT_NE(md->find("## Prefill against served replay"), std::string::npos);
+  EXPECT_NE(md->find("| kv-q4\\_0 (prefill replay) |"), std::string::npos);
+  auto html = ReadFile((fs::path(ro.outdir) / "report.html").string());
+  ASSERT_TRUE(html.ok());
+  EXPECT_NE(html->find("<section id=\"served\">"), std::string::npos);
+}

@@ -1,0 +1,127 @@
+// The report's "Prefill against served" part (replay = "both", docs/served.md): each
+// configuration's distance between its two replays, per window and by who wrote the predicted
+// token, and the ranking under each replay.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "report/internal.h"
+#include "util/util.h"
+
+namespace flipscope::report {
+
+using nlohmann::json;
+
+namespace {
+
+// "3 / 120 (2.500%)": a group's flips of its probes and their rate; "—" without probes.
+std::string GroupCell(const ReplayDistance& d, const std::string& name) {
+  for (const ReplayGroup& g : d.groups)
+    if (g.name == name && g.probes > 0)
+      return fmt::format("{} / {} ({})", Count(double(g.flips)), Count(double(g.probes)), Percent(g.flip_rate));
+  return "—";
+}
+
+// 1-based place of name in order, as text; "—" when absent.
+std::string Place(const std::vector<std::string>& order, const std::string& name) {
+  auto it = std::find(order.begin(), order.end(), name);
+  return it == order.end() ? "—" : std::to_string(it - order.begin() + 1);
+}
+
+}  // namespace
+
+std::string ReplayOf(const json& config) {
+  const std::string r = Str(Sub(config, "knobs"), "replay");
+  return r.empty() ? "prefill" : r;
+}
+
+std::string ReplaySentence(const json& r) {
+  const ResultsRows rows = ReadResults(r);
+  if (rows.replay_distance.empty() && rows.served.empty()) return "";
+  std::string out =
+      "Every configuration was captured twice: prefilled in chunks (prefill replay), and as a deployment computed "
+      "it, what the model wrote decoded one token per step (served replay, docs/served.md). Each replay is "
+      "compared like with like: a served capture only with the served baseline (" +
+      Str(Sub(r, "served"), "baseline", "?") + ").";
+  if (rows.replay_ranking)
+    out += rows.replay_ranking->changed ? " The ranking of configurations changes under served replay."
+                                        : " The ranking of configurations does not change under served replay.";
+  for (const json& s : Sub(Sub(r, "served"), "skipped"))
+    out += " " + Str(s, "config") + " was not captured served: " + Str(s, "reason") + ".";
+  return out;
+}
+
+TextTable ReplayDistanceTable(const json& r) {
+  TextTable t{{"Configuration", "Flips / probes", "Flip rate", "95% CI", "KL mean", "KL p99", "Bit-identical rows",
+               "Model wrote", "Tool calls", "Elsewhere"},
+              {}};
+  for (const ReplayDistance& d : ReadResults(r).replay_distance) {
+    const ComparisonFigures& f = d.figures;
+    const std::string ci =
+        f.flip_rate_ci ? Percent((*f.flip_rate_ci)[0], 2) + " – " + Percent((*f.flip_rate_ci)[1], 2) : "—";
+    t.rows.push_back({d.config, Count(double(f.flips)) + " / " + Count(double(f.probes)), Percent(f.flip_rate), ci,
+                      Small(f.kl_mean), Small(f.kl_p99),
+                      Count(double(f.bit_identical)) + " of " + Count(double(f.probes_compared)),
+                      GroupCell(d, "written"), GroupCell(d, "tool_calls"), GroupCell(d, "elsewhere")});
+  }
+  return t;
+}
+
+TextTable ReplayWindowTable(const json& r) {
+  TextTable t{{"Window (tokens)"}, {}};
+  const json& distance = Sub(Sub(r, "served"), "distance");
+  if (!distance.is_array()) return t;
+  std::vector<const json*> columns;
+  for (const json& d : distance)
+    if (Sub(d, "windows").is_array()) t.header.push_back(Str(d, "config")), columns.push_back(&d);
+  if (columns.empty()) return t;
+  for (const json& w : Sub(*columns[0], "windows")) {
+    const int index = Int(w, "index", -1);
+    std::vector<std::string> cells{fmt::format("{} ({}–{})", index, Count(Num(w, "begin")), Count(Num(w, "end")))};
+    for (const json* d : columns) {
+      std::string v = "—";
+      for (const json& o : Sub(*d, "windows"))
+        if (Int(o, "index", -2) == index)
+          v = fmt::format("{} ({} / {})", Percent(Num(o, "flip_rate")), Count(Num(o, "flips")), Count(Num(o, "probes")));
+      cells.push_back(v);
+    }
+    t.rows.push_back(std::move(cells));
+  }
+  return t;
+}
+
+TextTable ReplayRankingTable(const json& r) {
+  TextTable t{{"Configuration", "Rank (prefill)", "Rank (served)", "Flip rate (prefill)", "Flip rate (served)",
+               "KL mean (served)", "Above served floor"},
+              {}};
+  const ResultsRows rows = ReadResults(r);
+  if (!rows.replay_ranking) return t;
+  for (const std::string& name : rows.replay_ranking->prefill) {
+    const SummaryRow* p = rows.Find(name);
+    const SummaryRow* s = rows.FindServed(name);
+    const std::string above = s && s->above_floor ? (*s->above_floor ? "yes" : "no") : "—";
+    t.rows.push_back({name, Place(rows.replay_ranking->prefill, name), Place(rows.replay_ranking->served, name),
+                      p ? Percent(p->median_flip_rate) : "(baseline)", s ? Percent(s->median_flip_rate) : "(baseline)",
+                      s ? Small(s->kl_mean) : "—", above});
+  }
+  return t;
+}
+
+std::string RecipeRankedBy(const json& r) {
+  const json& recipe = Sub(r, "recipe");
+  std::string out = Str(recipe, "ranked_by").empty() ? "" : "Ranked by " + Str(recipe, "ranked_by") + ".";
+  std::string forks;
+  for (const json& row : Sub(recipe, "ranking")) {
+    const json& f = Sub(row, "forks_reproduced");
+    if (!Num(f, "of")) continue;
+    forks += fmt::format("{}{} {} of {}", forks.empty() ? "" : ", ", Str(row, "config"), Count(Num(f, "reproduced")),
+                         Count(Num(f, "of")));
+  }
+  if (!forks.empty())
+    out += (out.empty() ? "" : " ") + std::string("Forks whose capture's token generation reproduced (the other "
+                                                  "check that a capture matches generation): ") +
+           forks + ".";
+  return out;
+}
+
+}  // namespace flipscope::report

@@ -1,0 +1,101 @@
+// The report's "Prefill against served replay" part, each configuration's replay in its label,
+// and the recipe's ranking basis with the forks' reproduced counts.
+#include <gtest/gtest.h>
+
+#include "report/internal.h"
+#include "report/report.h"
+
+namespace flipscope {
+namespace {
+
+using nlohmann::json;
+
+json Row(const std::string& config, double rate, int64_t flips, bool above) {
+  return {{"config", config}, {"repeats", 1},       {"median_flip_rate", rate}, {"flips", flips},
+          {"probes", 200},    {"kl_mean", rate / 10}, {"above_floor", above},     {"bit_identical", 0},
+          {"bit_identical_of", 200}};
+}
+
+json Document(bool changed) {
+  json windows = {{{"index", 0}, {"begin", 0}, {"end", 64}, {"probes", 60}, {"flips", 1}, {"flip_rate", 1.0 / 60}},
+                  {{"index", 1}, {"begin", 64}, {"end", 128}, {"probes", 140}, {"flips", 2}, {"flip_rate", 2.0 / 140}}};
+  json distance = {{"config", "kv-q8"},
+                   {"flips", 3},
+                   {"probes", 200},
+                   {"flip_rate", 0.015},
+                   {"flip_rate_ci", {0.005, 0.043}},
+                   {"kl_mean", 0.0021},
+                   {"kl_p99", 0.03},
+                   {"bit_identical", 17},
+                   {"probes_compared", 200},
+                   {"groups",
+                    {{{"group", "written"}, {"probes", 120}, {"flips", 3}, {"flip_rate", 0.025}},
+                     {{"group", "tool_calls"}, {"probes", 80}, {"flips", 2}, {"flip_rate", 0.025}},
+                     {{"group", "elsewhere"}, {"probes", 80}, {"flips", 0}, {"flip_rate", 0.0}}}},
+                   {"windows", windows}};
+  return {{"name", "served"},
+          {"baseline", "baseline"},
+          {"configs",
+           {{{"name", "baseline"}, {"status", "ok"}, {"knobs", {{"replay", "prefill"}}}},
+            {{"name", "kv-q8"}, {"status", "ok"}, {"knobs", {{"replay", "prefill"}}}},
+            {{"name", "kv-q4"}, {"status", "ok"}, {"knobs", {{"replay", "prefill"}}}}}},
+          {"summary", {Row("kv-q8", 0.01, 2, true), Row("kv-q4", 0.02, 4, true)}},
+          {"served",
+           {{"baseline", "baseline@served"},
+            {"summary", {Row("kv-q8@served", changed ? 0.03 : 0.005, 6, true), Row("kv-q4@served", 0.02, 4, false)}},
+            {"distance", {distance}},
+            {"skipped", {{{"config", "loaded"}, {"reason", "runs under load"}}}},
+            {"ranking",
+             {{"prefill", {"baseline", "kv-q8", "kv-q4"}},
+              {"served", changed ? json{"baseline", "kv-q4", "kv-q8"} : json{"baseline", "kv-q8", "kv-q4"}},
+              {"changed", changed}}}}},
+          {"recipe",
+           {{"recommended", "kv-q4"},
+            {"ranked_by", "served replay where it was measured"},
+            {"ranking",
+             {{{"config", "baseline"}, {"forks_reproduced", nullptr}},
+              {{"config", "kv-q4"}, {"replay", "served"}, {"forks_reproduced", {{"reproduced", 5}, {"of", 6}}}}}}}}};
+}
+
+TEST(ReportServed, SectionShowsTheDistanceWindowsAndRankingUnderEachReplay) {
+  const json doc = Document(true);
+  const std::string md = RenderMarkdown(doc);
+  EXPECT_NE(md.find("## Prefill against served replay"), std::string::npos) << md;
+  EXPECT_NE(md.find("The ranking of configurations changes under served replay."), std::string::npos);
+  EXPECT_NE(md.find("loaded was not captured served: runs under load."), std::string::npos);
+  // The distance row: flips of probes, bit-identical rows, and the groups.
+  EXPECT_NE(md.find("| kv-q8 | 3 / 200 | 1.500% |"), std::string::npos) << md;
+  EXPECT_NE(md.find("17 of 200"), std::string::npos);
+  EXPECT_NE(md.find("3 / 120 (2.500%) | 2 / 80 (2.500%) | 0 / 80 (0.000%)"), std::string::npos) << md;
+  EXPECT_NE(md.find("1.429% (2 / 140)"), std::string::npos) << "the second window";
+  // Ranks: kv-q8 is second under prefill and third under served.
+  EXPECT_NE(md.find("| kv-q8 | 2 | 3 | 1.000% | 3.000% |"), std::string::npos) << md;
+  // Every configuration's label names its replay; the recipe says what it ranked by.
+  EXPECT_NE(md.find("kv-q4 (prefill replay)"), std::string::npos);
+  EXPECT_NE(md.find("Ranked by served replay where it was measured."), std::string::npos);
+  EXPECT_NE(md.find("kv-q4 5 of 6"), std::string::npos);
+  const std::string html = RenderHtml(doc);
+  EXPECT_NE(html.find("<section id=\"served\"><h2>Prefill against served replay</h2>"), std::string::npos);
+  EXPECT_NE(html.find("<a href=\"#served\">"), std::string::npos);
+  EXPECT_NE(html.find("prefill replay</span>"), std::string::npos);
+  const std::string term = TerminalSummary(doc, "");
+  EXPECT_NE(term.find("prefill vs served, kv-q8: 3 / 200 flips (1.500%), 17 of 200 bit-identical"), std::string::npos)
+      << term;
+  EXPECT_NE(term.find("the ranking changes under served replay"), std::string::npos);
+  EXPECT_NE(RenderMarkdown(Document(false)).find("does not change under served replay"), std::string::npos);
+}
+
+TEST(ReportServed, NoServedPartNoSection) {
+  json doc = Document(false);
+  doc.erase("served");
+  EXPECT_EQ(RenderMarkdown(doc).find("Prefill against served"), std::string::npos);
+  const std::string html = RenderHtml(doc);
+  EXPECT_EQ(html.find("id=\"served\""), std::string::npos);
+  EXPECT_EQ(html.find("href=\"#served\""), std::string::npos);
+  doc["served"] = "garbage";
+  EXPECT_EQ(report::ReplaySentence(doc), "");
+  EXPECT_TRUE(report::ReplayDistanceTable(doc).rows.empty());
+}
+
+}  // namespace
+}  // namespace flipscope
