@@ -371,6 +371,11 @@ Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& op
   if (exp.layers.enabled) FS_RETURN_IF_ERROR(LayersAll(exp, results, opts));
   // 5. The recipe, ranking by damage and flip rate.
   results["recipe"] = MakeRecipe(results, model);
+  if (opts.verify_recipe) {
+    VerifyOptions vo;
+    vo.log_path = (fs::path(opts.outdir) / "captures" / "recipe.server.log").string();
+    results["recipe"]["verification"] = VerifyRecipe(results, vo, opts.log);
+  }
   // 6. Results and report.
   FS_RETURN_IF_ERROR(WriteFileAtomic((fs::path(opts.outdir) / "results.json").string(),
                                      results.dump(1, ' ', false, nlohmann::json::error_handler_t::replace)));
