@@ -92,16 +92,17 @@ std::optional<DecodedFutures> ReadDecoded(const std::string& capture, const std:
 struct VerifyOptions {
   int max_probes = 32;            // the capture's probes checked, evenly spaced (each one request)
   int top_k = 5;                  // log-probabilities compared per probe
-  double tolerance = 0.01;        // largest |served - captured| top log-probability that matches
+  double tolerance = 0.01;        // |served - captured| top log-probability counted as within
   double startup_timeout_s = 300;
   double request_timeout_s = 300;
   std::string log_path;           // llama-server's output
 };
 // Starts results["recipe"]["server_command"] as printed (llama-server of this build, a free port)
 // and checks at up to max_probes of the recommended configuration's first capture's probes that
-// the served greedy token equals the capture's and the top-k log-probabilities are within the
-// tolerance. Returns recipe.verification: {"status": "matched"|"differs"|"unverified", "command",
-// "probes_checked", "matched", "mismatches" [{position, why}], "max_logprob_diff", ...}, or for
+// the served greedy token equals the capture's, and how far the top-k log-probabilities are from
+// the capture's. Returns recipe.verification: {"status": "matched"|"differs"|"unverified", "command",
+// "probes_checked", "matched", "mismatches" [{position, why}], "logprobs_compared",
+// "logprobs_within_tolerance", "max_logprob_diff", ...}, or for
 // "unverified" a one-line "error" (a refused flag is named). Never throws; the server is stopped.
 nlohmann::json VerifyRecipe(const nlohmann::json& results, const VerifyOptions& opts, const Log& log);
 

@@ -27,6 +27,10 @@ TEST(VerifyRecipe, TheRecommendedCommandServesTheCapturedTokens) {
   EXPECT_NE(cmd.find(" -np 1 "), std::string::npos) << cmd;
   EXPECT_NE(cmd.find("-t 1"), std::string::npos) << cmd;
   ExpectMatched(res);
+  // The tiny model's rows come out of the same kernels: the log-probabilities agree to float rounding.
+  const auto& v0 = res["recipe"]["verification"];
+  EXPECT_GT(v0["logprobs_compared"].get<int>(), 0);
+  EXPECT_EQ(v0["logprobs_within_tolerance"], v0["logprobs_compared"]);
   // The report says so.
   std::ifstream md(fs::path(p).parent_path() / "out" / "report.md");
   std::string text((std::istreambuf_iterator<char>(md)), {});

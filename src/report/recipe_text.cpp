@@ -41,13 +41,10 @@ std::string RecipeVerificationLine(const nlohmann::json& recipe) {
       "the greedy token equal{}",
       matched, checked, checked, Count(Num(v, "probes_total")),
       Int(v, "logprobs_compared", 0) > 0
-          ? fmt::format(", and at {} of them the top {} log-probabilities within {:.2g} of the capture's (tolerance "
-                        "{:.2g}){}",
-                        Int(v, "logprobs_compared", 0), Int(v, "top_k", 0), Num(v, "max_logprob_diff").value_or(0),
-                        Num(v, "tolerance").value_or(0),
-                        Int(v, "logprobs_compared", 0) < checked
-                            ? "; llama-server returns none for a token that is an incomplete UTF-8 character"
-                            : "")
+          ? fmt::format("; the top {} log-probabilities within {:.2g} of the capture's at {} of the {} probes where "
+                        "llama-server returned them, at most {:.2g} apart",
+                        Int(v, "top_k", 0), Num(v, "tolerance").value_or(0), Int(v, "logprobs_within_tolerance", 0),
+                        Int(v, "logprobs_compared", 0), Num(v, "max_logprob_diff").value_or(0))
           : "");
   out += ")";
   if (status != "matched") {
