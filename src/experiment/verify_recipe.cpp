@@ -81,6 +81,45 @@ Result<std::vector<double>> CapturedLogprobs(const CaptureReader& cap, int64_t i
   return out;
 }
 
+// Sends the capture's sampled probes to a running llama-server and compares its answers:
+// recipe.verification without "command", "llama_server" and "seconds"; errors say which request failed.
+Result<json> CheckProbes(const HttpOptions& http, const CaptureReader& c, const VerifyOptions& o) {
+  json checked = json::array(), mismatches = json::array();
+  double max_diff = 0;
+  int with_logprobs = 0;  // probes whose log-probabilities the server returned
+  int within = 0;         // ... and were within the tolerance of the capture's
+  for (int64_t i : SampleRows(int64_t(c.positions().size()), o.max_probes)) {
+    const int32_t p = c.positions()[size_t(i)];
+    FS_ASSIGN_OR_RETURN(ServedChoice served,
+                        LlamaServerChoice(http, c.tokens().subspan(0, size_t(p) + 1), o.top_k, c.n_vocab()));
+    FS_ASSIGN_OR_RETURN(std::vector<double> captured, CapturedLogprobs(c, i, served.ids));
+    double diff = 0;
+    for (size_t j = 0; j < served.ids.size(); ++j)
+      if (!std::isnan(captured[j])) diff = std::max(diff, std::abs(served.logprobs[j] - captured[j]));
+    max_diff = std::max(max_diff, diff);
+    with_logprobs += served.ids.empty() ? 0 : 1;
+    within += !served.ids.empty() && diff <= o.tolerance ? 1 : 0;
+    const int32_t want = c.argmax()[size_t(i)];
+    // The greedy token decides a match; the log-probabilities are reported beside it, because the
+    // server batches the prompt differently from the capture (docs/experiment.md, --verify-recipe).
+    if (served.token != want)
+      mismatches.push_back({{"position", p}, {"why", fmt::format("served token {}, captured {}", served.token, want)}});
+    checked.push_back(p);
+  }
+  const int n = int(checked.size());
+  return json{{"status", mismatches.empty() ? "matched" : "differs"},
+              {"probes_total", c.positions().size()},
+              {"probes_checked", n},
+              {"positions", checked},
+              {"matched", n - int(mismatches.size())},
+              {"mismatches", mismatches},
+              {"top_k", o.top_k},
+              {"logprobs_compared", with_logprobs},
+              {"logprobs_within_tolerance", within},
+              {"max_logprob_diff", max_diff},
+              {"tolerance", o.tolerance}};
+}
+
 json Unverified(const std::string& command, const std::string& why) {
   return {{"status", "unverified"}, {"command", command}, {"error", why}};
 }
@@ -120,45 +159,10 @@ json VerifyRecipe(const json& results, const VerifyOptions& o, const Log& log) {
   HttpOptions http;
   http.url = launch.url;
   http.timeout_s = o.request_timeout_s;
-  json checked = json::array(), mismatches = json::array();
-  const CaptureReader& c = **cap;
-  double max_diff = 0;
-  int with_logprobs = 0;  // probes whose log-probabilities the server returned
-  int within = 0;         // ... and were within the tolerance of the capture's
-  for (int64_t i : SampleRows(int64_t(c.positions().size()), o.max_probes)) {
-    const int32_t p = c.positions()[size_t(i)];
-    auto served = LlamaServerChoice(http, c.tokens().subspan(0, size_t(p) + 1), o.top_k, c.n_vocab());
-    if (!served.ok()) return Unverified(command, served.status().message());
-    auto captured = CapturedLogprobs(c, i, served->ids);
-    if (!captured.ok()) return Unverified(command, captured.status().message());
-    double diff = 0;
-    for (size_t j = 0; j < served->ids.size(); ++j)
-      if (!std::isnan((*captured)[j])) diff = std::max(diff, std::abs(served->logprobs[j] - (*captured)[j]));
-    max_diff = std::max(max_diff, diff);
-    with_logprobs += served->ids.empty() ? 0 : 1;
-    within += !served->ids.empty() && diff <= o.tolerance ? 1 : 0;
-    const int32_t want = c.argmax()[size_t(i)];
-    // The greedy token decides a match; the log-probabilities are reported beside it, because the
-    // server batches the prompt differently from the capture (docs/experiment.md, --verify-recipe).
-    if (served->token != want)
-      mismatches.push_back({{"position", p}, {"why", fmt::format("served token {}, captured {}", served->token, want)}});
-    checked.push_back(p);
-  }
-  const int n = int(checked.size()), matched = n - int(mismatches.size());
-  return {{"status", mismatches.empty() ? "matched" : "differs"},
-          {"command", command},
-          {"llama_server", *server},
-          {"probes_total", c.positions().size()},
-          {"probes_checked", n},
-          {"positions", checked},
-          {"matched", matched},
-          {"mismatches", mismatches},
-          {"top_k", o.top_k},
-          {"logprobs_compared", with_logprobs},
-          {"logprobs_within_tolerance", within},
-          {"max_logprob_diff", max_diff},
-          {"tolerance", o.tolerance},
-          {"seconds", NowSeconds() - t0}};
+  auto v = CheckProbes(http, **cap, o);
+  if (!v.ok()) return Unverified(command, v.status().message());
+  v->update({{"command", command}, {"llama_server", *server}, {"seconds", NowSeconds() - t0}});
+  return *v;
 }
 
 }  // namespace flipscope
