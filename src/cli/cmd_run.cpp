@@ -18,7 +18,7 @@ Action DefineRun(CLI::App* cmd) {
   auto o = std::make_shared<Opts>();
   cmd->add_option("experiment", o->file, "Experiment file (TOML)")->required();
   cmd->add_option("-o,--output", o->outdir, "Results folder")->required();
-  cmd->add_option("--memory", o->memory, "Memory budget for the recipe, e.g. 8GiB");
+  cmd->add_option("--memory", o->memory, "Memory budget for the recipe (weights and KV cache together), e.g. 8GiB");
   cmd->add_flag("-q,--quiet", o->quiet, "No progress bars");
   cmd->add_flag("--verify-recipe", o->verify_recipe,
                 "Start the recommended llama-server command and check its greedy tokens against the capture");
