@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# build-llama.sh SRC_DIR [cpu|cuda] : builds libllama, llama-common and the two llama.cpp tools
-# flipscope uses (llama-perplexity, llama-quantize) once per (source, variant, CPU options, host CPU)
-# and reuses the build. Prints the build directory.
+# build-llama.sh SRC_DIR [cpu|cuda] : builds libllama, llama-common and the llama.cpp tools flipscope
+# uses (llama-perplexity, llama-quantize, and llama-server, which `flipscope run --verify-recipe`
+# starts) once per (source, variant, CPU options, host CPU) and reuses the build. Prints the build
+# directory.
 #
 # CPU code path (docs/building.md):
 #   FLIPSCOPE_LLAMA_CPU=native   (default) -march=native for this machine, with AMX masked out:
@@ -39,7 +40,8 @@ options="cpu=$cpu_mode amx=$amx"
 key=$(printf '%s|%s|%s|%s|%s' "$src" "$commit" "$variant" "$options" "$host" | sha256sum | cut -c1-12)
 out="$FLIPSCOPE_CACHE/llama/build-$variant-$key"
 stamp="$out/.flipscope-built"
-if [ -f "$stamp" ]; then printf '%s\n' "$out"; exit 0; fi
+# A build made before llama-server was among the tools gets it added (the libraries stay as built).
+if [ -f "$stamp" ] && [ -x "$out/bin/llama-server" ]; then printf '%s\n' "$out"; exit 0; fi
 extra=()
 case "$variant" in
   cpu) ;;
@@ -54,9 +56,9 @@ fi
 log "building llama.cpp ($variant, ${commit:0:12}, $options) in $out; this takes about 10 minutes on 2 cores, once"
 cmake -S "$src" -B "$out" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
   -DLLAMA_BUILD_COMMIT="${commit:0:12}" -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
-  -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_OPENSSL=OFF \
+  -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_OPENSSL=OFF \
   -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF "${cpu_flags[@]}" "${launcher[@]}" "${extra[@]}" >&2
-cmake --build "$out" --target llama llama-common llama-perplexity llama-quantize -j"$(nproc)" >&2
+cmake --build "$out" --target llama llama-common llama-perplexity llama-quantize llama-server -j"$(nproc)" >&2
 # A build whose CPU library still carries AMX code against the request would fault on some VMs.
 if [ "$amx" = OFF ] && [ "$variant" = cpu ] && command -v objdump >/dev/null \
    && objdump -d "$out/bin/libggml-cpu.so" | grep -q -m1 'tileloadd'; then

@@ -63,11 +63,9 @@ std::string GetStr(const gguf_context* g, const std::string& key) {
   return gguf_get_val_str(g, id);
 }
 
-// Layer kinds of sliding-window architectures whose pattern llama.cpp fixes per architecture.
-std::string LayerPattern(const gguf_context* g, const std::string& arch, int n_layer, bool hybrid) {
-  if (hybrid) return "hybrid: recurrent and attention layers";
-  int64_t swa = GetInt(g, arch + ".attention.sliding_window", 0);
-  if (swa <= 0) return "";
+// The period of a sliding-window pattern (period - 1 local layers, then 1 global), which llama.cpp
+// fixes per architecture where the file does not say; 0 without a window.
+int64_t SwaPeriod(const gguf_context* g, const std::string& arch) {
   int64_t period = GetInt(g, arch + ".attention.sliding_window_pattern", 0);
   if (period <= 0) {
     if (arch == "gemma3")
@@ -77,10 +75,27 @@ std::string LayerPattern(const gguf_context* g, const std::string& arch, int n_l
     else if (arch == "cohere2")
       period = 4;
   }
+  return period;
+}
+
+// Layer kinds of sliding-window architectures whose pattern llama.cpp fixes per architecture.
+std::string LayerPattern(const gguf_context* g, const std::string& arch, int n_layer, bool hybrid) {
+  if (hybrid) return "hybrid: recurrent and attention layers";
+  int64_t swa = GetInt(g, arch + ".attention.sliding_window", 0);
+  if (swa <= 0) return "";
+  int64_t period = SwaPeriod(g, arch);
   if (period <= 1) return fmt::format("sliding window {} on every layer", swa);
   int64_t global = n_layer / period;
   return fmt::format("{} local (SWA {}) : 1 global, repeating; {} global of {} layers", period - 1, swa, global,
                      n_layer);
+}
+
+// How many layers use the sliding window (llama.cpp's set_swa_pattern: the last of each period is
+// global); 0 for a hybrid model, whose recurrent layers this does not describe.
+int SwaLayers(const gguf_context* g, const std::string& arch, int n_layer, bool hybrid) {
+  if (hybrid || GetInt(g, arch + ".attention.sliding_window", 0) <= 0) return 0;
+  int64_t period = SwaPeriod(g, arch);
+  return period <= 1 ? n_layer : n_layer - int(n_layer / period);
 }
 
 }  // namespace
@@ -164,6 +179,8 @@ Result<ModelInfo> ReadModelInfo(const std::string& path) {
   m.eot = llama_vocab_eot(v);
   m.add_bos = llama_vocab_get_add_bos(v);
   m.layer_pattern = LayerPattern(g.get(), a, m.n_layer, llama_model_is_hybrid(model.get()));
+  m.n_layer_swa = SwaLayers(g.get(), a, m.n_layer, llama_model_is_hybrid(model.get()));
+  m.n_swa = m.n_layer_swa > 0 ? GetInt(g.get(), a + ".attention.sliding_window", 0) : 0;
   const char* tmpl = llama_model_chat_template(model.get(), nullptr);
   if (tmpl) {
     m.has_chat_template = true;
@@ -196,6 +213,8 @@ nlohmann::json ModelInfo::ToJson() const {
           {"head_dim_k", head_dim_k},
           {"head_dim_v", head_dim_v},
           {"kv_elements_per_token", kv_elements_per_token},
+          {"sliding_window", n_swa},
+          {"sliding_window_layers", n_layer_swa},
           {"n_vocab", n_vocab},
           {"tokenizer", tokenizer},
           {"pre_tokenizer", pre_tokenizer},

@@ -31,6 +31,10 @@ struct ModelInfo {
   bool template_supports_tools = false, template_supports_tool_calls = false;
   // KV-cache elements per token (K + V, all layers, full-attention layers at full context).
   int64_t kv_elements_per_token = 0;
+  // Sliding-window attention: the window and how many layers use it (llama.cpp gives those
+  // layers a smaller KV cache); 0 and 0 for a model without it.
+  int64_t n_swa = 0;
+  int n_layer_swa = 0;
 
   nlohmann::json ToJson() const;
   // A human-readable table.

@@ -13,19 +13,22 @@ namespace flipscope::cli {
 Action DefineRun(CLI::App* cmd) {
   struct Opts {
     std::string file, outdir, memory;
-    bool quiet = false;
+    bool quiet = false, verify_recipe = false;
   };
   auto o = std::make_shared<Opts>();
   cmd->add_option("experiment", o->file, "Experiment file (TOML)")->required();
   cmd->add_option("-o,--output", o->outdir, "Results folder")->required();
-  cmd->add_option("--memory", o->memory, "Memory budget for the recipe, e.g. 8GiB");
+  cmd->add_option("--memory", o->memory, "Memory budget for the recipe (weights and KV cache together), e.g. 8GiB");
   cmd->add_flag("-q,--quiet", o->quiet, "No progress bars");
+  cmd->add_flag("--verify-recipe", o->verify_recipe,
+                "Start the recommended llama-server command and check its greedy tokens against the capture");
   return [o]() -> int {
     auto exp = ParseExperiment(o->file);
     if (!exp.ok()) return Fail(exp.status());
     RunOptions ro;
     ro.outdir = o->outdir;
     ro.log.bars = !o->quiet;
+    ro.verify_recipe = o->verify_recipe;
     if (!o->memory.empty()) {
       auto b = ParseBytes(o->memory);
       if (!b.ok()) return Fail(b.status().Prefixed("--memory"));
@@ -37,6 +40,10 @@ Action DefineRun(CLI::App* cmd) {
     std::string html = (std::filesystem::path(o->outdir) / "report.html").string();
     fmt::print("{}", TerminalSummary(*results, html));
     fmt::print("finished in {:.0f} s\n", NowSeconds() - t0);
+    // A recipe that was asked to be proven and was not fails the run (its report is written).
+    const nlohmann::json& v = (*results)["recipe"].value("verification", nlohmann::json());
+    if (v.is_object() && v.value("status", "") != "matched")
+      return Fail(Status::Error("--verify-recipe: " + RecipeVerificationText((*results)["recipe"])));
     return 0;
   };
 }

@@ -324,6 +324,20 @@ class HttpEngine : public Engine {
   std::unique_ptr<Impl> impl_;
 };
 
+// llama-server's greedy choice after a prompt, and the top log-probabilities of the raw (pre-
+// sampling) distribution it chose from, most probable first (none when the chosen token's piece is
+// an incomplete UTF-8 character: llama-server leaves them out then).
+struct ServedChoice {
+  int32_t token = -1;
+  std::vector<int32_t> ids;
+  std::vector<double> logprobs;
+};
+// POST opts.url/completion to llama-server with the prompt as token ids, n_predict 1, n_probs k,
+// post_sampling_probs false, return_tokens and temperature 0, keeping its prompt cache (so prompts that extend
+// the previous one cost only their new tokens); errors name the URL or the field that is wrong.
+Result<ServedChoice> LlamaServerChoice(const HttpOptions& opts, std::span<const int32_t> prompt, int k,
+                                       int32_t n_vocab);
+
 // How to start a server and know it is up (docs/engines.md, "Servers flipscope starts").
 struct LaunchOptions {
   std::string command;                     // run as /bin/sh -c COMMAND in a process group of its own

@@ -81,4 +81,9 @@ Result<Future> ParseVllmCompletion(const nlohmann::json& body, int32_t n_vocab);
 // SGLang /generate with return_logprob: meta_info.output_token_logprobs = [[logprob, id, text], ...].
 Result<Future> ParseSglangCompletion(const nlohmann::json& body, int32_t n_vocab);
 
+// llama-server /completion with return_tokens, n_probs > 0 and post_sampling_probs false: the token
+// it chose (tokens[0], or completion_probabilities[0].id) and its top_logprobs ([{"id", "logprob"},
+// ...]; empty when the server left them out, as it does for an incomplete UTF-8 piece). Errors name the field that is missing or wrong; ids outside n_vocab (when > 0) are errors.
+Result<ServedChoice> ParseLlamaServerCompletion(const nlohmann::json& body, int32_t n_vocab);
+
 }  // namespace flipscope::http

@@ -87,6 +87,9 @@ Result<Experiment> ParseExperiment(const std::string& path);
 struct RunOptions {
   std::string outdir;
   std::optional<uint64_t> memory_budget;  // --memory overrides the file's
+  // --verify-recipe: serve the recommended llama-server command and check it against the capture
+  // (recipe.verification in results.json).
+  bool verify_recipe = false;
   Log log;  // status lines and progress bars (util.h); the default: stderr, bars on a terminal
 };
 

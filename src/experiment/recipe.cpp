@@ -46,16 +46,6 @@ json LaunchCommand(const json& c) {
   return j->is_string() ? *j : json(nullptr);
 }
 
-// The flags to serve a configuration with: its resolved knobs without the context it was
-// captured at (the recipe states the context to serve); the recorded flags when no knobs are.
-std::string ServeFlags(const json& c) {
-  if (auto k = Knobs::FromJson(c.value("knobs", json())); k.ok()) {
-    k->n_ctx = 0;
-    return k->ToFlags();
-  }
-  return c.value("flags", std::string());
-}
-
 // One configuration as the recipe weighs it.
 struct RecipeRow {
   std::string name;
@@ -68,6 +58,8 @@ struct RecipeRow {
   double damage_key = 0;
   double exact_rate = INFINITY, exact_kl = INFINITY;  // distance to the exact reference, when present
   const SummaryRow* served = nullptr;  // its served twin's row (replay = "both"): ranks in its place
+  std::optional<Knobs> knobs = std::nullopt;          // as captured (a llama configuration)
+  bool swa_full = false;                              // its command keeps every sliding-window cell
   bool Above() const {
     const SummaryRow* s = served ? served : summary;
     return s && s->above_floor.value_or(false);
@@ -76,22 +68,23 @@ struct RecipeRow {
   bool Damaged() const { return summary && summary->forks && summary->forks->damage > 0; }
 };
 
-// The memory budget and what context it leaves for a configuration.
+// The memory budget (weights and KV cache together) and what context it leaves for a configuration.
 struct Budget {
   std::optional<double> bytes;
-  int64_t n_ctx_train = 0;
-  // (budget - weights) / KV bytes per token, capped at the training context; null without a budget.
-  json ContextAt(double weights, double kv_per_token) const {
-    if (!bytes || kv_per_token <= 0) return nullptr;
+  const ModelInfo* model = nullptr;
+  // The largest context whose KV cache, as llama.cpp allocates it, fits in the budget once the
+  // weights are subtracted, capped at the training context; null without a budget or knobs.
+  json ContextAt(double weights, const std::optional<Knobs>& knobs, bool swa_full) const {
+    if (!bytes || !knobs) return nullptr;
     const double left = *bytes - weights;
     if (left <= 0) return 0;
-    return std::min<int64_t>(int64_t(left / kv_per_token), n_ctx_train);
+    return ContextFitting(*model, *knobs, left, swa_full);
   }
 };
 
 // Every measured configuration, and the baseline even when it ran once; with the exact
 // reference their distance to it.
-std::vector<RecipeRow> Rows(const json& results, const ResultsRows& typed) {
+std::vector<RecipeRow> Rows(const json& results, const ResultsRows& typed, const ModelInfo& model) {
   std::vector<RecipeRow> rows;
   auto add = [&](const json& c, const SummaryRow* s) {
     RecipeRow r{
@@ -99,6 +92,8 @@ std::vector<RecipeRow> Rows(const json& results, const ResultsRows& typed) {
     // Measured under served replay too: its served figures rank it (what a deployment computed).
     if ((r.served = typed.FindServed(r.name))) r.rate = r.served->median_flip_rate, r.kl = r.served->kl_mean;
     r.damage_key = s && s->forks ? s->forks->damage_rate : r.rate;
+    if (auto k = Knobs::FromJson(c.value("knobs", json())); k.ok() && r.kv >= 0) r.knobs = *k;
+    r.swa_full = CapturedSwaFull(c, model);
     for (const SummaryRow& e : typed.reference)
       if (e.config == r.name) r.exact_rate = e.median_flip_rate, r.exact_kl = e.kl_mean;
     rows.push_back(r);
@@ -168,7 +163,7 @@ json RankingJson(const json& results, const std::vector<RecipeRow>& rows, const 
                        {"exact_kl_mean", finite(r.exact_kl)},
                        {"kv_bytes_per_token", r.kv < 0 ? json(nullptr) : json(r.kv)},
                        {"weights_bytes", r.weights},
-                       {"context_at_budget", budget.ContextAt(r.weights, r.kv)},
+                       {"context_at_budget", budget.ContextAt(r.weights, r.knobs, r.swa_full)},
                        {"above_floor", r.Above()},
                        {"forks_reproduced", Reproduced(results, r.name)}});
   }
@@ -178,9 +173,13 @@ json RankingJson(const json& results, const std::vector<RecipeRow>& rows, const 
 // The configuration indistinguishable from the baseline (not above the floor) that needs the
 // least memory and whose followed forks found no damage; the first ranked when none qualifies.
 // A server's KV memory is its own affair (unknown here): it is recommended only when nothing else is.
-const RecipeRow& Recommend(const std::vector<RecipeRow>& rows, int64_t n_ctx_train) {
+const RecipeRow& Recommend(const std::vector<RecipeRow>& rows, const ModelInfo& model) {
   const RecipeRow* best = nullptr;
-  auto memory = [&](const RecipeRow& r) { return r.kv * double(n_ctx_train) + r.weights; };
+  auto memory = [&](const RecipeRow& r) {
+    const double kv = r.knobs ? KvCacheMemory(model, *r.knobs, model.n_ctx_train, r.swa_full).bytes
+                              : r.kv * double(model.n_ctx_train);
+    return kv + r.weights;
+  };
   for (const RecipeRow& r : rows) {
     if (r.Load() > 0 || r.Above() || r.kv < 0 || r.Damaged()) continue;
     if (!best || memory(r) < memory(*best)) best = &r;
@@ -199,14 +198,17 @@ std::string Reason(const RecipeRow& best, const std::string& baseline) {
       100 * best.rate, HumanBytes(best.kv));
 }
 
-// Every KV cache type's bytes per token for this model, and the context each leaves.
-json KvTypes(const ModelInfo& model, const Budget& budget, double weights) {
+// Every KV cache type's bytes per token (of full-attention layers) for this model, its KV cache
+// at the recommended context with the recommended -ub and --swa-full, and the context each leaves.
+json KvTypes(const ModelInfo& model, const Budget& budget, const RecipeRow& best, int64_t n_ctx) {
   json out = json::array();
   for (const auto& t : KvCacheTypes()) {
-    Knobs k;
+    Knobs k = best.knobs.value_or(Knobs());
     k.cache_type_k = k.cache_type_v = t;
-    const double per = KvBytesPerToken(model, k);
-    out.push_back({{"type", t}, {"bytes_per_token", per}, {"context_at_budget", budget.ContextAt(weights, per)}});
+    out.push_back({{"type", t},
+                   {"bytes_per_token", KvBytesPerToken(model, k)},
+                   {"bytes_at_context", KvCacheMemory(model, k, n_ctx, best.swa_full).bytes},
+                   {"context_at_budget", budget.ContextAt(best.weights, k, best.swa_full)}});
   }
   return out;
 }
@@ -215,21 +217,27 @@ json KvTypes(const ModelInfo& model, const Budget& budget, double weights) {
 
 json MakeRecipe(const json& results, const ModelInfo& model) {
   const json& budget_json = results["settings"]["memory_budget_bytes"];
-  const Budget budget{budget_json.is_number() ? std::optional(budget_json.get<double>()) : std::nullopt,
-                      model.n_ctx_train};
+  const Budget budget{budget_json.is_number() ? std::optional(budget_json.get<double>()) : std::nullopt, &model};
   const ResultsRows typed = ReadResults(results);
-  std::vector<RecipeRow> rows = Rows(results, typed);
+  std::vector<RecipeRow> rows = Rows(results, typed, model);
   Rank(rows);
   const std::string baseline = results["configs"][0]["name"];
-  const RecipeRow& best = Recommend(rows, model.n_ctx_train);
-  const json ctx = budget.ContextAt(best.weights, best.kv);
+  const RecipeRow& best = Recommend(rows, model);
+  const json ctx = budget.ContextAt(best.weights, best.knobs, best.swa_full);
   const int64_t c = ctx.is_number() ? ctx.get<int64_t>() : model.n_ctx_train;
-  const std::string flags = ServeFlags(*best.config), path = (*best.config)["model_path"];
-  std::string server_command = fmt::format("llama-server -m {} -c {} {}", path, c, flags);
-  std::string cli_command = fmt::format("llama-cli -m {} -c {} {}", path, c, flags);
+  std::string server_command = LlamaCommand("llama-server", *best.config, results, model, c);
+  std::string cli_command = LlamaCommand("llama-cli", *best.config, results, model, c);
+  json kv_cache = nullptr;  // what the command allocates, and without --swa-full where that differs
+  if (best.knobs)
+    kv_cache = {{"bytes", KvCacheMemory(model, *best.knobs, c, best.swa_full).bytes},
+                {"swa_full", best.swa_full},
+                {"bytes_without_swa_full", KvCacheMemory(model, *best.knobs, c, false).bytes}};
   if (best.kv < 0) {
     const json launch = LaunchCommand(*best.config);
-    server_command = cli_command = launch.is_string() ? launch.get<std::string>() : flags;
+    const json flags = best.config->contains("flags") ? (*best.config)["flags"] : json();
+    server_command = cli_command = launch.is_string() ? launch.get<std::string>()
+                                   : flags.is_string() ? flags.get<std::string>()
+                                                       : "";
   }
   return {{"recommended", best.name},
           {"warnings", LoadWarnings(typed, results["baseline"])},
@@ -238,7 +246,9 @@ json MakeRecipe(const json& results, const ModelInfo& model) {
                             ? "served replay where it was measured (replay = \"both\"), else prefill"
                             : ReplayOf(results["configs"][0]) + " replay"},
           {"ranking", RankingJson(results, rows, budget)},
-          {"kv_types", KvTypes(model, budget, best.weights)},
+          {"kv_types", KvTypes(model, budget, best, c)},
+          {"kv_cache", kv_cache},
+          {"weights_bytes", best.weights},
           {"memory_budget_bytes", budget.bytes ? json(*budget.bytes) : json(nullptr)},
           {"context", c},
           {"server_command", server_command},

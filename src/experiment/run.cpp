@@ -387,6 +387,11 @@ Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& op
   if (exp.replay_both) FS_RETURN_IF_ERROR(RunServed(runner, exp, model, results));
   // 5. The recipe, ranking by damage and flip rate (under served replay where it was measured).
   results["recipe"] = MakeRecipe(results, model);
+  if (opts.verify_recipe) {
+    VerifyOptions vo;
+    vo.log_path = (fs::path(opts.outdir) / "captures" / "recipe.server.log").string();
+    results["recipe"]["verification"] = VerifyRecipe(results, vo, opts.log);
+  }
   // 6. Results and report.
   FS_RETURN_IF_ERROR(WriteFileAtomic((fs::path(opts.outdir) / "results.json").string(),
                                      results.dump(1, ' ', false, nlohmann::json::error_handler_t::replace)));

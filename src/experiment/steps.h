@@ -17,6 +17,25 @@ namespace flipscope {
 
 // KV-cache bytes per token of context for a model shape and the knobs' K/V cache types.
 double KvBytesPerToken(const ModelInfo& model, const Knobs& knobs);
+// The KV cache llama.cpp allocates for one sequence (kv_memory.cpp has the rule).
+struct KvMemory {
+  double bytes = 0;
+  int64_t cells = 0;      // of each full-attention layer: the context padded to 256
+  int64_t cells_swa = 0;  // of each sliding-window layer (0 without any)
+};
+// The KV cache of `model` at n_ctx tokens of context with the knobs' cache types and -ub, swa_full
+// as llama.cpp's --swa-full.
+KvMemory KvCacheMemory(const ModelInfo& model, const Knobs& knobs, int64_t n_ctx, bool swa_full);
+// The largest context (at most the training context) whose KV cache fits in `bytes`; 0 when none does.
+int64_t ContextFitting(const ModelInfo& model, const Knobs& knobs, double bytes, bool swa_full);
+// Whether a configuration's capture kept every sliding-window cell (its manifest's engine.swa_full)
+// on a model that has sliding-window layers: then its command needs --swa-full.
+bool CapturedSwaFull(const nlohmann::json& config, const ModelInfo& model);
+// `tool` ("llama-server" or "llama-cli") serving a llama configuration (its results.json configs[]
+// entry) at n_ctx: the model, -c, one sequence (server), every knob's flag, --swa-full as captured
+// and the chat template the workload used (results["workload"]["template"]); words shell-quoted.
+std::string LlamaCommand(const std::string& tool, const nlohmann::json& config, const nlohmann::json& results,
+                         const ModelInfo& model, int64_t n_ctx);
 // What results.json takes from a capture's manifest, never throwing on a foreign or edited one:
 // {"config": {knobs, flags (null when absent), engine, timings}, "run": {workload without spans,
 // probe_plan, environment}}; absent keys come out null (timings: an empty object).
@@ -76,6 +95,25 @@ std::optional<DecodedFutures> ReadDecoded(const std::string& capture, const std:
 // the probes where the model wrote, inside tool calls, and elsewhere) and the ranking under
 // each replay (served.ranking).
 Status ReplayDistances(const Experiment& exp, nlohmann::json& results, const Log& log);
+
+// ---- The recipe's launch command, served (verify_recipe.cpp) ----
+
+struct VerifyOptions {
+  int max_probes = 32;            // the capture's probes checked, evenly spaced (each one request)
+  int top_k = 5;                  // log-probabilities compared per probe
+  double tolerance = 0.01;        // |served - captured| top log-probability counted as within
+  double startup_timeout_s = 300;
+  double request_timeout_s = 300;
+  std::string log_path;           // llama-server's output
+};
+// Starts results["recipe"]["server_command"] as printed (llama-server of this build, a free port)
+// and checks at up to max_probes of the recommended configuration's first capture's probes that
+// the served greedy token equals the capture's, and how far the top-k log-probabilities are from
+// the capture's. Returns recipe.verification: {"status": "matched"|"differs"|"unverified", "command",
+// "probes_checked", "matched", "mismatches" [{position, why}], "logprobs_compared",
+// "logprobs_within_tolerance", "max_logprob_diff", ...}, or for
+// "unverified" a one-line "error" (a refused flag is named). Never throws; the server is stopped.
+nlohmann::json VerifyRecipe(const nlohmann::json& results, const VerifyOptions& opts, const Log& log);
 
 // ---- Server configurations (servers.cpp) ----
 

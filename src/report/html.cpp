@@ -256,16 +256,19 @@ std::string RecipeSection(const json& r) {
     if (!Str(recipe, key).empty())
       out += fmt::format("<h3>{}</h3><pre><code>{}</code></pre>", key[0] == 's' ? "llama-server" : "llama-cli",
                          E(Str(recipe, key)));
-  auto budget = Num(recipe, "memory_budget_bytes");
-  if (!budget) budget = Num(Sub(r, "settings"), "memory_budget_bytes");
+  out += "<p>" + E(report::RecipeMemoryLine(recipe)) + "</p><p id=\"recipe-verification\">" +
+         E(report::RecipeVerificationLine(recipe)) + "</p>";
   const json& kv = Sub(recipe, "kv_types");
   if (kv.is_array() && !kv.empty()) {
-    out += fmt::format("<h3>KV cache per type</h3><p>Memory budget for the KV cache: {}.</p>",
-                       budget ? E(HumanBytes(*budget)) : "not set");
+    out += fmt::format("<h3>KV cache per type</h3><p>{}.</p>", E(report::RecipeBudgetText(recipe)));
     out += "<table class=\"kv\"><thead>" +
-           report::HtmlRow({"KV type", "Bytes per token", "Context that fits the budget"}, true) + "</thead><tbody>";
+           report::HtmlRow({"KV type", "Bytes per token (full-attention layers)",
+                            E("KV cache at -c " + Count(Num(recipe, "context"))), "Context that fits the budget"},
+                           true) +
+           "</thead><tbody>";
     for (const json& t : kv)
       out += report::HtmlRow({"<code>" + E(Str(t, "type")) + "</code>", E(Count(Num(t, "bytes_per_token"))),
+                              E(HumanBytes(Num(t, "bytes_at_context").value_or(0))),
                               E(Count(Num(t, "context_at_budget")))});
     out += "</tbody></table>";
   }

@@ -153,6 +153,13 @@ TextTable ReplayRankingTable(const nlohmann::json& results);
 std::string RecipeRankedBy(const nlohmann::json& results);
 // The recipe's warnings, one sentence each (a configuration fine alone that flips under load).
 std::vector<std::string> RecipeWarnings(const nlohmann::json& results);
+// What the recipe's memory budget covers (weights and KV cache), for the KV table's caption.
+std::string RecipeBudgetText(const nlohmann::json& recipe);
+// The recommended command's KV cache as llama.cpp allocates it, one sentence; "" when unknown.
+std::string RecipeMemoryLine(const nlohmann::json& recipe);
+// Whether the recommended command was served and matched the capture (recipe.verification), one
+// sentence: "... matched N/N probes ...", where it did not, or why it is unverified.
+std::string RecipeVerificationLine(const nlohmann::json& recipe);
 // One fact a divergence claim rests on (model, workload, engine, method), grouped for display.
 struct Fact {
   std::string group, term, value;

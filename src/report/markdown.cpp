@@ -171,13 +171,16 @@ std::string Recipe(const json& r) {
   for (const std::string& w : RecipeWarnings(r)) out += "**Warning:** " + MdText(w) + "\n\n";
   if (!Str(recipe, "server_command").empty()) out += "llama-server:\n\n" + MdBlock(Str(recipe, "server_command"));
   if (!Str(recipe, "cli_command").empty()) out += "llama-cli:\n\n" + MdBlock(Str(recipe, "cli_command"));
+  out += MdText(report::RecipeMemoryLine(recipe)) + "\n\n" + MdText(report::RecipeVerificationLine(recipe)) + "\n\n";
   const json& kv = Sub(recipe, "kv_types");
   if (kv.is_array() && !kv.empty()) {
-    auto budget = Num(recipe, "memory_budget_bytes");
-    TextTable t{{"KV type", "Bytes per token", "Context that fits the budget"}, {}};
+    TextTable t{{"KV type", "Bytes per token (full-attention layers)",
+                 "KV cache at -c " + Count(Num(recipe, "context")), "Context that fits the budget"},
+                {}};
     for (const json& k : kv)
-      t.rows.push_back({Str(k, "type"), Count(Num(k, "bytes_per_token")), Count(Num(k, "context_at_budget"))});
-    out += "KV cache per type (budget " + MdText(budget ? HumanBytes(*budget) : "not set") + "):\n\n" + MdTable(t);
+      t.rows.push_back({Str(k, "type"), Count(Num(k, "bytes_per_token")), HumanBytes(Num(k, "bytes_at_context").value_or(0)),
+                        Count(Num(k, "context_at_budget"))});
+    out += "KV cache per type (" + MdText(report::RecipeBudgetText(recipe)) + "):\n\n" + MdTable(t);
   }
   return out;
 }
@@ -303,6 +306,8 @@ std::string TerminalSummary(const json& r, const std::string& html_path) {
   if (!Str(recipe, "recommended").empty())
     out += "  recommended (*): " + Str(recipe, "recommended") + " — " + Str(recipe, "reason") + "\n";
   for (const std::string& w : RecipeWarnings(r)) out += "  warning: " + w + "\n";
+  if (!Str(recipe, "server_command").empty()) out += "  launch: " + Str(recipe, "server_command") + "\n";
+  if (Sub(recipe, "verification").is_object()) out += "  " + RecipeVerificationLine(recipe) + "\n";
   if (!html_path.empty()) out += "  report: " + html_path + "\n";
   return out;
 }

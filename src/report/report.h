@@ -22,6 +22,8 @@ std::string RenderMarkdown(const nlohmann::json& results);
 std::string RenderCsv(const nlohmann::json& results);
 // A few lines for the terminal: ranking, floor, recommendation and where the report is.
 std::string TerminalSummary(const nlohmann::json& results, const std::string& html_path);
+// Whether the recipe's command was served and matched the capture (recipe.verification), one line.
+std::string RecipeVerificationText(const nlohmann::json& recipe);
 
 // The page of `flipscope layers --html`: the layers document's charts and birth counts, self-contained.
 std::string RenderLayersHtml(const nlohmann::json& layers);

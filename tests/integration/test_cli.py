@@ -61,10 +61,13 @@ class Info(unittest.TestCase):
     def test_smollm2(self):
         info = self.check_model(SMOL)
         self.assertTrue(info["chat_template"])
+        self.assertEqual((info["sliding_window"], info["sliding_window_layers"]), (0, 0))
 
     def test_gemma3(self):
         info = self.check_model(GEMMA)
         self.assertIn("SWA 512", info["layer_pattern"])
+        # 15 of 18 layers keep a 512-token window: llama.cpp gives them a smaller KV cache.
+        self.assertEqual((info["sliding_window"], info["sliding_window_layers"]), (512, 15))
 
     def test_bad_files(self):
         cut = os.path.join(TMP, "cut.gguf")

@@ -1,0 +1,72 @@
+// The recipe's launch commands for a llama configuration: every setting that changed the
+// captured numbers, so that the command serves what was measured.
+#include <fmt/format.h>
+
+#include "experiment/steps.h"
+
+namespace flipscope {
+namespace {
+
+using nlohmann::json;
+
+// A word as /bin/sh reads it: quoted when it holds anything but plain path characters.
+std::string ShellWord(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:=,+-@%") ==
+                        std::string::npos)
+    return s;
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// The flags of a configuration's knobs without the context it was captured at (the recipe
+// states the context to serve); the recorded flags when no knobs are.
+std::string KnobFlags(const json& config) {
+  if (auto k = Knobs::FromJson(config.value("knobs", json())); k.ok()) {
+    k->n_ctx = 0;
+    return k->ToFlags();
+  }
+  auto flags = config.find("flags");
+  return flags != config.end() && flags->is_string() ? flags->get<std::string>() : "";
+}
+
+// The chat template the workload was rendered with, as llama.cpp's tools take it: a built-in
+// name goes through llama.cpp's non-Jinja path (as flipscope rendered it; with Jinja on, a name
+// would be read as template source), a file by its path; the model's own needs no flag.
+std::string TemplateFlags(const json& results) {
+  const json* t = &results;
+  for (const char* key : {"workload", "template"}) {
+    if (!t->is_object() || !t->contains(key)) return "";
+    t = &(*t)[key];
+  }
+  if (!t->is_object() || !(*t)["name"].is_string()) return "";
+  const std::string source = t->value("source", ""), name = (*t)["name"];
+  if (source == "builtin") return " --no-jinja --chat-template " + ShellWord(name);
+  if (source == "file") return " --chat-template-file " + ShellWord(name);
+  return "";
+}
+
+}  // namespace
+
+bool CapturedSwaFull(const json& config, const ModelInfo& model) {
+  if (model.n_layer_swa == 0) return false;
+  const json* e = &config;
+  for (const char* key : {"engine", "swa_full"}) {
+    if (!e->is_object() || !e->contains(key)) return false;
+    e = &(*e)[key];
+  }
+  return e->is_boolean() && e->get<bool>();
+}
+
+std::string LlamaCommand(const std::string& tool, const json& config, const json& results, const ModelInfo& model,
+                         int64_t n_ctx) {
+  std::string cmd = fmt::format("{} -m {} -c {}", tool, ShellWord(config.value("model_path", "")), n_ctx);
+  // One sequence, as captured: llama-server's default (-np auto) splits the cache into 4 slots.
+  if (tool == "llama-server") cmd += " -np 1";
+  const std::string flags = KnobFlags(config);
+  if (!flags.empty()) cmd += " " + flags;
+  if (CapturedSwaFull(config, model)) cmd += " --swa-full";
+  return cmd + TemplateFlags(results);
+}
+
+}  // namespace flipscope

@@ -1,0 +1,65 @@
+// The recipe's sentences shared by the renderers: what its memory figures cover, and whether its
+// launch command was served and reproduced the capture.
+#include <fmt/format.h>
+
+#include "report/internal.h"
+#include "util/util.h"
+
+namespace flipscope::report {
+
+std::string RecipeBudgetText(const nlohmann::json& recipe) {
+  auto budget = Num(recipe, "memory_budget_bytes");
+  if (!budget) return "no memory budget set: the context is the training context";
+  return fmt::format("memory budget {} for the weights ({}) and the KV cache together; the context is the largest "
+                     "whose KV cache fits in what the weights leave",
+                     HumanBytes(*budget), HumanBytes(Num(recipe, "weights_bytes").value_or(0)));
+}
+
+std::string RecipeMemoryLine(const nlohmann::json& recipe) {
+  const nlohmann::json& kv = Sub(recipe, "kv_cache");
+  auto bytes = Num(kv, "bytes");
+  if (!bytes) return "";
+  std::string out = fmt::format("KV cache of this command at -c {}: {}, as llama.cpp allocates it (one sequence; "
+                                "sliding-window layers keep their window unless --swa-full)",
+                                Count(Num(recipe, "context")), HumanBytes(*bytes));
+  auto without = Num(kv, "bytes_without_swa_full");
+  if (Sub(kv, "swa_full") == true && without && *without != *bytes)
+    out += fmt::format("; the capture kept every sliding-window cell (--swa-full), without which it would be {}",
+                       HumanBytes(*without));
+  return out + ".";
+}
+
+std::string RecipeVerificationLine(const nlohmann::json& recipe) {
+  const nlohmann::json& v = Sub(recipe, "verification");
+  if (!v.is_object())
+    return "The recommended command has not been served (flipscope run --verify-recipe starts it and checks it).";
+  const std::string status = Str(v, "status");
+  if (status == "unverified") return "The recommended command is unverified: " + Str(v, "error") + ".";
+  const int checked = Int(v, "probes_checked", 0), matched = Int(v, "matched", 0);
+  std::string out = fmt::format(
+      "The recommended command was served by llama-server and matched {}/{} probes (a sample of {} of the capture's {}: "
+      "the greedy token equal{}",
+      matched, checked, checked, Count(Num(v, "probes_total")),
+      Int(v, "logprobs_compared", 0) > 0
+          ? fmt::format("; the top {} log-probabilities within {:.2g} of the capture's at {} of the {} probes where "
+                        "llama-server returned them, at most {:.2g} apart",
+                        Int(v, "top_k", 0), Num(v, "tolerance").value_or(0), Int(v, "logprobs_within_tolerance", 0),
+                        Int(v, "logprobs_compared", 0), Num(v, "max_logprob_diff").value_or(0))
+          : "");
+  out += ")";
+  if (status != "matched") {
+    std::string where;
+    for (const nlohmann::json& m : Sub(v, "mismatches"))
+      where += fmt::format("{}position {} ({})", where.empty() ? "" : ", ", Int(m, "position", -1), Str(m, "why"));
+    out += "; it did not at " + where;
+  }
+  return out + ".";
+}
+
+}  // namespace flipscope::report
+
+namespace flipscope {
+
+std::string RecipeVerificationText(const nlohmann::json& recipe) { return report::RecipeVerificationLine(recipe); }
+
+}  // namespace flipscope
