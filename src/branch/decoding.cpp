@@ -1,0 +1,90 @@
+// How futures are decoded: free greedy, or greedy under the tool-call grammar a llama.cpp server
+// would constrain the workload's calls with (docs/branch.md, "Decoding the futures").
+#include <memory>
+
+#include "branch/branch.h"
+#include "capture/capture.h"
+#include "util/util.h"
+#include "workload/workload.h"
+
+namespace flipscope {
+namespace {
+
+using json = nlohmann::json;
+
+// Per token position: the first position of the run of written tokens (ModelWrites) holding
+// it, or the position itself when the model does not write it. A server's sampler sees a turn's
+// tokens from the first one it generated.
+std::vector<int32_t> TurnStarts(const std::vector<Span>& spans, int32_t n) {
+  std::vector<int32_t> start(size_t(n) + 1);
+  for (int32_t q = 0; q <= n; ++q) {
+    const bool written = q < n && ModelWrites(spans, q);
+    start[size_t(q)] = written && q > 0 && ModelWrites(spans, q - 1) ? start[size_t(q - 1)] : q;
+  }
+  return start;
+}
+
+}  // namespace
+
+nlohmann::json ServedDecodingInfo() {
+  return {{"asked", "free"},
+          {"used", "free"},
+          {"why",
+           "a server's futures are plain completions of the token prompt at temperature 0 (vLLM "
+           "/v1/completions, SGLang /generate) with no tools in the request, so neither the "
+           "server's tool parser nor a grammar constrains them"}};
+}
+
+Result<ForkDecoding> ResolveDecoding(const std::string& capture_path, const std::string& decoding) {
+  if (decoding != "auto" && decoding != "grammar" && decoding != "free")
+    return Status::Error("--fork-decoding must be auto, grammar or free, not '" + decoding + "'");
+  ForkDecoding out;
+  out.info = {{"asked", decoding}, {"used", "free"}};
+  auto free_because = [&](const std::string& why) -> Result<ForkDecoding> {
+    if (decoding == "grammar") return Status::Error(capture_path + ": --fork-decoding grammar: " + why);
+    out.info["why"] = why;
+    return out;
+  };
+  if (decoding == "free") return free_because("asked");
+  FS_ASSIGN_OR_RETURN(auto cap, CaptureReader::Open(capture_path));
+  const json& m = cap->manifest();
+  const json w = m.value("workload", json::object());
+  const json tools = w.value("tools", json::array());
+  const std::string form = w.value("tool_call_form", std::string());
+  if (!tools.is_array() || tools.empty() || form.empty()) return free_because("the workload defines no tools");
+  if (m.value("engine", json::object()).value("engine", std::string("llama")) != "llama")
+    return free_because("a server's futures are its own completions (docs/branch.md)");
+  const bool renders = form == "template";
+  if (decoding == "auto" && !renders)
+    return free_because(
+        "the chat template does not render tool calls, so llama.cpp derives no grammar from it "
+        "(--fork-decoding grammar takes the <tool_call> form's)");
+  const std::string model_path = m.value("model", json::object()).value("path", std::string());
+  const std::string chat_template = m.value("request", json::object()).value("chat_template", std::string());
+  auto g = LoadToolGrammar(model_path, chat_template, tools, renders);
+  if (!g.ok()) return free_because(g.status().message());
+  std::vector<Span> spans;
+  if (w.contains("spans")) {
+    auto read = SpansFromJson(w["spans"]);
+    if (!read.ok()) return read.status().Prefixed(capture_path + ": manifest spans");
+    spans = std::move(*read);
+  }
+  auto starts = std::make_shared<std::vector<int32_t>>(TurnStarts(spans, int32_t(cap->tokens().size())));
+  DecodeGrammar dg;
+  dg.gbnf = g->gbnf;
+  dg.lazy = g->lazy;
+  dg.trigger_patterns = g->trigger_patterns;
+  dg.trigger_tokens = g->trigger_tokens;
+  dg.turn_start = [starts](int32_t p) {
+    const size_t next = size_t(p) + 1;
+    return next < starts->size() ? (*starts)[next] : p + 1;
+  };
+  out.used = "grammar";
+  out.grammar = std::move(dg);
+  out.info = {{"asked", decoding},     {"used", "grammar"},  {"source", g->source},
+              {"lazy", g->lazy},       {"triggers", g->triggers},
+              {"gbnf_sha256", Sha256Hex(g->gbnf)}};
+  return out;
+}
+
+}  // namespace flipscope
