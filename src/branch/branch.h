@@ -33,6 +33,11 @@ struct BranchOptions {
   // "assistant": fork only where a deployed model writes the next token (assistant messages and
   // their tool calls); the others are counted as teacher-forced only. "all": everywhere.
   std::string fork_where = "assistant";
+  // How the futures are decoded (docs/branch.md, "Decoding the futures"): "grammar": greedy under
+  // the tool-call grammar a llama.cpp server would build for the workload's tools; "free":
+  // unconstrained greedy; "auto": grammar where the workload's own chat template renders tool
+  // calls (llama.cpp then derives a grammar from it), else free.
+  std::string decoding = "auto";
   bool allow_fork = true;  // false: re-prefill every branch (the slow baseline, for benchmarks)
   Log log;                 // status lines and progress bars (bars on a terminal only)
 };
@@ -46,6 +51,7 @@ struct DecodedFutures {
   std::map<int32_t, bool> reproduced;
   int max_tokens = 0;       // the token budget they were decoded with
   int max_call_tokens = 0;  // and the cap on an open tool call (0: none)
+  std::string decoding = "free";  // "grammar" or "free": the decoding they were asked with (ForkDecoding::used)
   std::string source;       // the capture file that decoded them
 };
 
@@ -65,10 +71,26 @@ struct BranchRequest {
 // {"config": {..., "warnings": [...]}, "records": [...], "counts": {...}} (docs/branch.md).
 Result<nlohmann::json> RunBranches(const BranchRequest& req);
 
+// How the futures over a capture's transcript decode: `used` ("grammar" or "free"), the grammar
+// (with `used` grammar), and `info` for the output's config ({"asked", "used", "why", and for a
+// grammar "source", "lazy", "triggers", "gbnf_sha256"}).
+struct ForkDecoding {
+  std::string used = "free";
+  std::optional<DecodeGrammar> grammar;
+  nlohmann::json info;
+};
+// Resolves a decoding option ("auto", "grammar", "free") for the capture's workload, model and
+// chat template (from its manifest); an error for an unknown option, or for "grammar" where
+// llama.cpp derives no tool-call grammar (the error says why).
+Result<ForkDecoding> ResolveDecoding(const std::string& capture_path, const std::string& decoding);
+// The config's "decoding" for a server's futures: free, and why (what the request sends).
+nlohmann::json ServedDecodingInfo();
+
 // The decode-budget extension for forks over a capture's transcript ("let calls finish"): past
 // max_tokens a future inside a tool call decodes on until the call closes, runs clearly past the
-// transcript's call, or reaches max_call_tokens.
-Result<ExtendFn> CallExtension(const std::string& capture_path, int max_tokens, int max_call_tokens);
+// transcript's call (not under a grammar: constrained), or reaches max_call_tokens.
+Result<ExtendFn> CallExtension(const std::string& capture_path, int max_tokens, int max_call_tokens,
+                               bool constrained = false);
 
 // Counts per verdict over records, every verdict present (zeros included) plus "total", and
 // "outcomes": {"damage": {"total", per failure kind}, "repair": {...}, "both_fail",
@@ -89,6 +111,7 @@ struct SideInputs {
   std::vector<int32_t> firsts;              // the side's own first token at each point
   int max_tokens = 64;
   ExtendFn extend;  // may decode a future past max_tokens (CallExtension); empty: never
+  std::optional<DecodeGrammar> grammar;  // futures decode under it (ResolveDecoding); none: free
   bool allow_fork = true;
   std::string progress_label;  // progress-bar label; empty = no bar
 };
@@ -96,6 +119,8 @@ struct SidePass {
   std::vector<std::vector<int32_t>> tokens;       // per point: the future, first token included
   std::vector<std::vector<float>> probs;          // per point: each chosen token's probability
   std::vector<FutureStop> stops;                  // per point: why its future stopped
+  std::vector<std::string> decodings;             // per point: "grammar" or "free" (Future::decoding)
+  std::vector<bool> first_masked;                 // per point: the grammar replaced the side's first token
   std::vector<bool> reproduced;                   // per point: the recomputed row has the capture's digest
   int64_t rows_checked = 0, rows_reproduced = 0;  // over every probe (when digests are given)
   bool forked = true;                             // false: re-prefilled per branch
@@ -103,11 +128,12 @@ struct SidePass {
   std::string decoded_during;  // non-empty: futures taken from this capture's own pass
 };
 // A side's pass made of futures decoded during a capture, taken as they are, when they cover every
-// point with the same first tokens under the same max_tokens and max_call_tokens (a future is
-// never cut back: where it would have stopped depends on the rule it was decoded under); nullopt
-// otherwise.
+// point with the same first tokens (or the grammar's replacement) under the same max_tokens,
+// max_call_tokens and decoding (a future is never cut back: where it would have stopped depends
+// on the rule it was decoded under); nullopt otherwise.
 std::optional<SidePass> SideFromDecoded(const DecodedFutures& d, const std::vector<int32_t>& points,
-                                        const std::vector<int32_t>& firsts, int max_tokens, int max_call_tokens);
+                                        const std::vector<int32_t>& firsts, int max_tokens, int max_call_tokens,
+                                        const std::string& decoding);
 // Runs one side on an engine created with n_seq_max = 2; errors name the bad point.
 Result<SidePass> RunSide(LlamaEngine& engine, const SideInputs& in);
 

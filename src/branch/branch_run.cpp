@@ -228,7 +228,7 @@ Status OpenSides(const BranchRequest& req, std::map<std::string, std::string>* h
 // A side's own pass on a fresh engine of its configuration (two sequences: the transcript and
 // the fork), since no capture decoded its futures already.
 Status FreshPass(const Transcript& t, const std::vector<Point>& points, const branch::CallBudget& budget,
-                 const BranchOptions& o, Side* s, std::vector<std::string>* warnings) {
+                 const BranchOptions& o, const ForkDecoding& decoding, Side* s, std::vector<std::string>* warnings) {
   auto engine = LlamaEngine::Create(s->model_path, s->knobs, 2);
   if (!engine.ok()) return engine.status().Prefixed(s->cap->path());
   if (s->knobs.replay == Replay::kServed) {
@@ -254,6 +254,7 @@ Status FreshPass(const Transcript& t, const std::vector<Point>& points, const br
   in.max_tokens = o.max_tokens;
   in.extend = [&budget](int32_t position, std::span<const int32_t> future) { return budget.Extend(position, future); };
   in.allow_fork = o.allow_fork;
+  in.grammar = decoding.grammar;
   if (o.log.bars) in.progress_label = std::string("branch ") + s->name;
   auto pass = RunSide(**engine, in);
   if (!pass.ok()) return pass.status().Prefixed(s->cap->path());
@@ -264,9 +265,13 @@ Status FreshPass(const Transcript& t, const std::vector<Point>& points, const br
 // A side's futures: those decoded during a capture when they cover every point, else its own
 // pass (which a server's capture cannot have here: its server is not running).
 Status PassSide(const std::optional<DecodedFutures>& decoded, const Transcript& t, const std::vector<Point>& points,
-                const branch::CallBudget& budget, const BranchOptions& o, Side* s, std::vector<std::string>* warnings) {
+                const branch::CallBudget& budget, const BranchOptions& o, const ForkDecoding& decoding, Side* s,
+                std::vector<std::string>* warnings) {
   if (decoded) {
-    auto known = SideFromDecoded(*decoded, PointPositions(points), s->firsts, o.max_tokens, o.max_call_tokens);
+    // A server's futures are its completions, whatever this run would decode with.
+    const std::string used = s->served_flags.empty() ? decoding.used : decoded->decoding;
+    auto known =
+        SideFromDecoded(*decoded, PointPositions(points), s->firsts, o.max_tokens, o.max_call_tokens, used);
     if (known) {
       s->pass = std::move(*known);
       return Status::Ok();
@@ -281,11 +286,12 @@ Status PassSide(const std::optional<DecodedFutures>& decoded, const Transcript& 
     return Status::Error(s->cap->path() +
                          ": captured from a server, whose futures are decoded over HTTP while it "
                          "runs: follow its forks with flipscope run and [branch] (docs/experiment.md)");
-  return FreshPass(t, points, budget, o, s, warnings);
+  return FreshPass(t, points, budget, o, decoding, s, warnings);
 }
 
 // The output's "config" (docs/branch.md): both sides, the options, what was found and warned.
-json ConfigJson(const Side (&sides)[2], const BranchOptions& o, const Transcript& t, int64_t available,
+json ConfigJson(const Side (&sides)[2], const BranchOptions& o, const json& decoding, const Transcript& t,
+                int64_t available,
                 const std::vector<int32_t>& elsewhere, size_t n_branches, const std::vector<std::string>& warnings,
                 double seconds) {
   json tool_names = json::array();
@@ -304,6 +310,7 @@ json ConfigJson(const Side (&sides)[2], const BranchOptions& o, const Transcript
           {"max_branches", o.max_branches},
           {"reconverge", o.reconverge},
           {"fork_where", o.fork_where},
+          {"decoding", decoding},
           {"n_tokens", t.tokens.size()},
           {"branch_points", available},
           {"n_branches", n_branches},
@@ -324,10 +331,14 @@ Result<json> RunBranches(const BranchRequest& req) {
   Side sides[2];
   FS_RETURN_IF_ERROR(OpenSides(req, req.model_hashes ? req.model_hashes : &own_hashes, sides));
 
+  // A server's capture decodes nothing here; its futures say how the server decoded them.
+  const bool served = !sides[0].served_flags.empty() || !sides[1].served_flags.empty();
+  FS_ASSIGN_OR_RETURN(ForkDecoding decoding, ResolveDecoding(sides[0].cap->path(), served ? "free" : o.decoding));
+  if (served) decoding.info = ServedDecodingInfo();
   std::vector<std::string> warnings;
   Transcript t;
   FS_RETURN_IF_ERROR(branch::ReadTranscript(*sides[0].cap, sides[0].model_path, &t, &warnings));
-  const branch::CallBudget budget(t, o.max_tokens, o.max_call_tokens);
+  const branch::CallBudget budget(t, o.max_tokens, o.max_call_tokens, decoding.used == "grammar");
   int64_t available = 0;
   std::vector<int32_t> elsewhere;
   FS_ASSIGN_OR_RETURN(std::vector<Point> points,
@@ -337,11 +348,11 @@ Result<json> RunBranches(const BranchRequest& req) {
     sides[1].firsts.push_back(p.cand_token);
   }
   for (int si = 0; si < 2 && !points.empty(); ++si)  // no points: nothing to decode
-    FS_RETURN_IF_ERROR(PassSide(req.decoded[si], t, points, budget, o, &sides[si], &warnings));
+    FS_RETURN_IF_ERROR(PassSide(req.decoded[si], t, points, budget, o, decoding, &sides[si], &warnings));
 
   json records =
       points.empty() ? json::array() : branch::BuildRecords(t, points, sides[0].pass, sides[1].pass, o, budget);
-  json config = ConfigJson(sides, o, t, available, elsewhere, points.size(), warnings, NowSeconds() - t0);
+  json config = ConfigJson(sides, o, decoding.info, t, available, elsewhere, points.size(), warnings, NowSeconds() - t0);
   json counts = CountVerdicts(records);
   counts["branch_points"] = available;                    // before --max-branches
   counts["teacher_forced_only"] = int64_t(elsewhere.size());  // never forked, never damage or repair

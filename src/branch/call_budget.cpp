@@ -8,8 +8,8 @@
 namespace flipscope {
 namespace branch {
 
-CallBudget::CallBudget(const Transcript& t, int max_tokens, int max_call_tokens)
-    : t_(t), cap_(std::max(max_tokens, max_call_tokens)) {}
+CallBudget::CallBudget(const Transcript& t, int max_tokens, int max_call_tokens, bool constrained)
+    : t_(t), cap_(std::max(max_tokens, max_call_tokens)), constrained_(constrained) {}
 
 bool CallBudget::CallOpen(int32_t position, std::span<const int32_t> future) const {
   const size_t next = size_t(position) + 1;
@@ -19,6 +19,7 @@ bool CallBudget::CallOpen(int32_t position, std::span<const int32_t> future) con
   for (int32_t tok : future) text += t_.Piece(tok);
   const CallText c = ExtractCall(prefix, text, t_.envelope);
   if (!c.present || c.closed) return false;
+  if (c.closing || constrained_) return true;  // a few more tokens finish the marker; a grammar closes the call
   // The transcript's own call, read as far as the cap reaches: a future that is longer than the
   // whole of it and still open has run past it, and decoding on would not close it in time.
   const size_t ref_end = t_.offsets[std::min(t_.tokens.size(), next + size_t(cap_))];
@@ -40,7 +41,8 @@ void CallBudget::Classify(int32_t position, std::span<const int32_t> future, Fut
 
 }  // namespace branch
 
-Result<ExtendFn> CallExtension(const std::string& capture_path, int max_tokens, int max_call_tokens) {
+Result<ExtendFn> CallExtension(const std::string& capture_path, int max_tokens, int max_call_tokens,
+                               bool constrained) {
   FS_ASSIGN_OR_RETURN(auto cap, CaptureReader::Open(capture_path));
   const nlohmann::json model = cap->manifest().value("model", nlohmann::json::object());
   if (!model.is_object() || !model.contains("path") || !model["path"].is_string())
@@ -48,7 +50,7 @@ Result<ExtendFn> CallExtension(const std::string& capture_path, int max_tokens, 
   auto t = std::make_shared<branch::Transcript>();
   std::vector<std::string> warnings;  // the branch stage reports them; here they only disable checks
   FS_RETURN_IF_ERROR(branch::ReadTranscript(*cap, model["path"].get<std::string>(), t.get(), &warnings));
-  auto budget = std::make_shared<branch::CallBudget>(*t, max_tokens, max_call_tokens);
+  auto budget = std::make_shared<branch::CallBudget>(*t, max_tokens, max_call_tokens, constrained);
   return ExtendFn(
       [t, budget](int32_t position, std::span<const int32_t> future) { return budget->Extend(position, future); });
 }

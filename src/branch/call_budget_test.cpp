@@ -74,3 +74,28 @@ TEST(CallBudget, EndedOnlyByAnEndOfGenerationTokenNeverByTheBudget) {
   EXPECT_FALSE(f.cap_hit);
   EXPECT_EQ(f.stop, "budget");
 }
+
+// A call whose JSON is complete and whose close marker has begun ("}}</tool") is closing: judged as
+// the complete call it is, and let decode on; under a grammar a call is let run to the cap.
+TEST(CallBudget, ACallClosingOrUnderAGrammarDecodesOn) {
+  Transcript t = Session();
+  const int32_t kPartial = int32_t(t.vocab.size()), kLongArgs = kPartial + 1;
+  t.vocab.push_back("</tool");
+  t.vocab.push_back("\"arguments\": {\"command\": \"a long argument, longer than the transcript's\"}}");
+  t.Index();
+  const CallBudget budget(t, 2, 12);
+  EXPECT_TRUE(budget.Extend(0, std::vector<int32_t>{kOpen, kName, kLongArgs, kPartial})) << "closing";
+  EXPECT_FALSE(budget.Extend(0, std::vector<int32_t>{kOpen, kName, kLongArgs})) << "ran past the transcript's call";
+  const CallBudget constrained(t, 2, 12, true);
+  EXPECT_TRUE(constrained.Extend(0, std::vector<int32_t>{kOpen, kName, kLongArgs}));
+  EXPECT_FALSE(constrained.Extend(0, std::vector<int32_t>{kOpen, kName, kArgs, kClose})) << "closed";
+
+  const ToolEnvelope env{"<tool_call>", "</tool_call>"};
+  const CallText c = ExtractCall("hi", "<tool_call>{\"name\": \"check_port\", \"arguments\": {}}</tool", env);
+  EXPECT_TRUE(c.closing);
+  EXPECT_FALSE(c.closed);
+  EXPECT_TRUE(CheckCall(c, false, {}, nullptr).problem.empty()) << CheckCall(c, false, {}, nullptr).problem;
+  EXPECT_FALSE(CheckCall(c, true, {}, nullptr).problem.empty()) << "ended inside its marker: never closed";
+  // A "<" inside an unfinished string is the JSON's, not the marker's.
+  EXPECT_FALSE(ExtractCall("hi", "<tool_call>{\"name\": \"<", env).closing);
+}

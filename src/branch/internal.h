@@ -50,7 +50,9 @@ Status ReadTranscript(const CaptureReader& cap, const std::string& model_path, T
 // than the hard cap max(max_tokens, max_call_tokens).
 class CallBudget {
  public:
-  CallBudget(const Transcript& t, int max_tokens, int max_call_tokens);
+  // constrained: the futures decode under a tool-call grammar, which closes a call or lets it run
+  // to the cap; running past the transcript's call then stops nothing.
+  CallBudget(const Transcript& t, int max_tokens, int max_call_tokens, bool constrained = false);
   // Whether the future at `position` (its tokens so far, the budget used up) decodes one more.
   bool Extend(int32_t position, std::span<const int32_t> future) const;
   // How a decoded future stopped, from the decoder's own account (`stop`): sets f->ended (an
@@ -64,6 +66,7 @@ class CallBudget {
   bool CallOpen(int32_t position, std::span<const int32_t> future) const;
   const Transcript& t_;
   int cap_;  // max(max_tokens, max_call_tokens): no future decodes past it
+  bool constrained_;
 };
 
 // The judged record of every point (docs/branch.md), in point order.

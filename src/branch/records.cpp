@@ -46,8 +46,35 @@ FutureText DecodedText(const Transcript& t, const CallBudget& budget, int32_t po
   return f;
 }
 
-nlohmann::json FutureJson(const FutureText& f, const std::vector<int32_t>& tokens, const std::vector<float>& probs) {
-  return {{"text", Utf8(f.Text())}, {"tokens", tokens}, {"probs", probs}, {"pieces", Utf8(f.pieces)}};
+// A side's future in the record, with how it was decoded (docs/branch.md, "Decoding the futures").
+nlohmann::json FutureJson(const FutureText& f, const SidePass& side, size_t i) {
+  const bool known = i < side.decodings.size();  // passes made before decodings were kept: free
+  return {{"text", Utf8(f.Text())},
+          {"tokens", side.tokens[i]},
+          {"probs", side.probs[i]},
+          {"pieces", Utf8(f.pieces)},
+          {"decoding", known ? side.decodings[i] : std::string("free")},
+          {"first_masked", known && side.first_masked[i]}};
+}
+
+// Whether the model writes every token of [from, to): one turn of its own, no one else's text.
+bool WrittenThrough(const Transcript& t, int32_t from, int32_t to) {
+  for (int32_t q = from; q < to; ++q)
+    if (!ModelWrites(t.spans, q)) return false;
+  return true;
+}
+
+// The end of the reference for a future of ref_len tokens from `next`: a tool call of the turn
+// the fork is in that the window reaches into is taken whole, so a future's complete call is
+// compared with the transcript's complete call, not with its first part. A call of a later turn
+// (after the user or a tool has spoken) answers another context and is not extended to.
+int32_t ReferenceEnd(const Transcript& t, int32_t next, int ref_len) {
+  const int32_t n = int32_t(t.tokens.size());
+  int32_t end = std::min<int32_t>(n, next + ref_len);
+  for (const Span& sp : t.spans)
+    if (sp.kind == "tool_call" && sp.begin < end && sp.end > end && WrittenThrough(t, next, std::max(next, sp.begin)))
+      end = std::min(n, sp.end);
+  return end;
 }
 
 // The literals of the context, grown point by point (points ascend): every word of the text
@@ -123,7 +150,7 @@ nlohmann::json BuildRecords(const Transcript& t, const std::vector<Point>& point
     // The reference as long as the longer future (a call let finish is judged against the whole
     // of the transcript's call).
     const int ref_len = std::max({o.max_tokens, int(bf.pieces.size()), int(cf.pieces.size())});
-    const int32_t ref_end = std::min(n, next + ref_len);
+    const int32_t ref_end = ReferenceEnd(t, next, ref_len);
     std::vector<int32_t> ref_tokens(t.tokens.begin() + next, t.tokens.begin() + ref_end);
     FutureText rf = ToText(t, ref_tokens, ref_end == n);
 
@@ -160,8 +187,8 @@ nlohmann::json BuildRecords(const Transcript& t, const std::vector<Point>& point
         {"base_text", Utf8(t.Piece(pt.base_token))},
         {"cand_token", pt.cand_token},
         {"cand_text", Utf8(t.Piece(pt.cand_token))},
-        {"base_future", FutureJson(bf, base.tokens[i], base.probs[i])},
-        {"cand_future", FutureJson(cf, cand.tokens[i], cand.probs[i])},
+        {"base_future", FutureJson(bf, base, i)},
+        {"cand_future", FutureJson(cf, cand, i)},
         {"reference", {{"text", Utf8(rf.Text())}, {"tokens", ref_tokens}}},
         {"prefix_tail", Utf8(Tail(ctx.prefix, kPrefixTailBytes))},
         {"reconverge_at", j.reconverge ? nlohmann::json(j.reconverge->base_at) : nlohmann::json(nullptr)},

@@ -28,7 +28,10 @@ Result<SidePass> RunSide(LlamaEngine& engine, const SideInputs& in) {
   out.tokens.resize(n_points);
   out.probs.resize(n_points);
   out.stops.resize(n_points);
+  out.decodings.assign(n_points, "free");
+  out.first_masked.assign(n_points, false);
   out.reproduced.assign(n_points, false);
+  FS_RETURN_IF_ERROR(engine.SetGrammar(in.grammar));
   out.forked = in.allow_fork && engine.CanFork();
   const double t0 = NowSeconds();
 
@@ -44,6 +47,8 @@ Result<SidePass> RunSide(LlamaEngine& engine, const SideInputs& in) {
     out.tokens[i] = f.tokens;
     out.probs[i] = f.probs;
     out.stops[i] = f.stop;
+    out.decodings[i] = f.decoding;
+    out.first_masked[i] = f.first_masked;
     return Status::Ok();
   };
   const bool bar_on = !in.progress_label.empty();
@@ -74,21 +79,25 @@ Result<SidePass> RunSide(LlamaEngine& engine, const SideInputs& in) {
 }
 
 std::optional<SidePass> SideFromDecoded(const DecodedFutures& d, const std::vector<int32_t>& points,
-                                        const std::vector<int32_t>& firsts, int max_tokens, int max_call_tokens) {
+                                        const std::vector<int32_t>& firsts, int max_tokens, int max_call_tokens,
+                                        const std::string& decoding) {
   // The same rule, or the futures are not those this run would decode: cutting a future back to
   // a smaller budget would drop the tokens its call extension decoded, and then nobody could tell
   // a cut call from an ended one.
-  if (d.max_tokens != max_tokens || d.max_call_tokens != max_call_tokens) return std::nullopt;
+  if (d.max_tokens != max_tokens || d.max_call_tokens != max_call_tokens || d.decoding != decoding)
+    return std::nullopt;
   SidePass out;
   out.decoded_during = d.source;
   for (size_t i = 0; i < points.size(); ++i) {
     auto it = d.at.find(points[i]);
-    if (it == d.at.end() || it->second.tokens.empty() || it->second.tokens[0] != firsts[i]) return std::nullopt;
+    if (it == d.at.end() || it->second.tokens.empty()) return std::nullopt;
     const Future& f = it->second;
-    if (f.probs.size() != f.tokens.size()) return std::nullopt;
+    if ((f.tokens[0] != firsts[i] && !f.first_masked) || f.probs.size() != f.tokens.size()) return std::nullopt;
     out.tokens.push_back(f.tokens);
     out.probs.push_back(f.probs);
     out.stops.push_back(f.stop);
+    out.decodings.push_back(f.decoding);
+    out.first_masked.push_back(f.first_masked);
     auto r = d.reproduced.find(points[i]);
     out.reproduced.push_back(r != d.reproduced.end() && r->second);
     out.seconds += f.seconds;

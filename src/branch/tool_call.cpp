@@ -188,12 +188,24 @@ CallText ExtractCall(std::string_view prefix, std::string_view cont, const ToolE
   size_t close = all.find(env.close, body);
   c.closed = close != std::string::npos;
   c.body = all.substr(body, c.closed ? close - body : std::string::npos);
+  // Cut inside the close marker after a complete call: the marker's first bytes are no part of
+  // the JSON (a "<" inside an unfinished string is: the JSON must be complete without it).
+  for (size_t n = std::min(env.close.size() - 1, c.body.size()); !c.closed && n > 0; --n) {
+    if (c.body.compare(c.body.size() - n, n, env.close, 0, n) != 0) continue;
+    const std::string_view json = Trim(std::string_view(c.body).substr(0, c.body.size() - n));
+    if (nlohmann::json::accept(json)) {
+      c.body.resize(c.body.size() - n);
+      c.closing = true;
+    }
+    break;
+  }
   return c;
 }
 
 CallCheck CheckCall(const CallText& c, bool ended, const std::vector<ToolSpec>& tools, const CallText* reference) {
   if (!c.present) return {};
-  if (c.closed) return CheckClosed(Trim(c.body), tools);
+  // A call cut while writing its close marker is judged as the complete call it is.
+  if (c.closed || (c.closing && !ended)) return CheckClosed(Trim(c.body), tools);
   CallCheck r;
   std::string_view body = Trim(c.body);
   std::optional<std::string> name;

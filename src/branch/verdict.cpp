@@ -241,6 +241,9 @@ Judgement Judge(const JudgeContext& ctx, const FutureText& base, const FutureTex
     calls[s] = ck.call;
   }
   if (!problems.empty()) return verdict(Verdict::kInvalidToolCall, problems);
+  // Two complete calls that differ are two different actions, whatever JSON scaffolding
+  // (`", "arguments": {"host": "`) they share: that run of tokens is no agreement.
+  if (calls[0] && calls[1] && *calls[0] != *calls[1]) j.reconverge.reset();
 
   // 2. A literal of the context copied wrongly where the futures differ. A word both futures
   // write is not the fork's doing (e.g. both enumerate lab-sw02 after lab-sw01).

@@ -104,6 +104,9 @@ std::optional<LiteralMutation> FindLiteralMutation(std::string_view text, size_t
 struct CallText {
   bool present = false;  // inside a call at the branch point, or the continuation opens one
   bool closed = false;   // the close marker follows within the continuation
+  // Not closed, but the continuation ends inside the close marker ("}}</tool") right after a
+  // complete JSON body: cut while closing (body excludes the marker's part).
+  bool closing = false;
   std::string body;      // between the markers (up to the end of the continuation when unclosed)
 };
 // Finds the call in prefix + continuation that is open at the boundary or starts after it

@@ -199,6 +199,7 @@ struct CaptureForks {
   ForkPlanner plan;  // empty: no forks
   int max_tokens = 64;
   ExtendFn extend;  // empty: every future stops at max_tokens
+  std::optional<DecodeGrammar> grammar;  // futures decode under it (LlamaEngine::SetGrammar); none: free
   PlannedForkSink sink;
 };
 

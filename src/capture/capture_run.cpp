@@ -288,6 +288,7 @@ Result<RowsRun> WriteRows(const CaptureRequest& req, const std::vector<int32_t>&
     run.fork_s += f.seconds;
     return req.forks.sink(fr, f);
   };
+  if (req.forks.plan) FS_RETURN_IF_ERROR(made.llama->SetGrammar(req.forks.grammar));
   Status st = req.forks.plan
                   ? made.llama->PrefillWithPlannedForks(tokens, probes, write, req.forks.plan, req.forks.max_tokens,
                                                         on_fork, on_tokens, req.forks.extend)

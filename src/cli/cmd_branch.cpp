@@ -1,5 +1,6 @@
 // `flipscope branch BASE CAND -o BRANCHES.json [--at flips|ranges] [--ranges A-B,...|tool_calls]
-//  [--max-tokens N] [--max-call-tokens N] [--max-branches N] [--reconverge K] [--fork-where assistant|all]`
+//  [--max-tokens N] [--max-call-tokens N] [--max-branches N] [--reconverge K] [--fork-where assistant|all]
+//  [--fork-decoding auto|grammar|free]`
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -26,6 +27,10 @@ void PrintSummary(const nlohmann::json& out, const std::string& path) {
              cfg["branch_points"].get<int64_t>(), cfg["max_tokens"].get<int>(),
              cfg["base"]["forked"].get<bool>() ? "yes" : "re-prefill",
              cfg["cand"]["forked"].get<bool>() ? "yes" : "re-prefill");
+  const auto& dec = cfg["decoding"];
+  fmt::print("futures decoded {}{}\n", dec.value("used", std::string("free")),
+             dec.contains("why") ? " (" + dec["why"].get<std::string>() + ")"
+             : dec.contains("source") ? " (the grammar of the " + dec["source"].get<std::string>() + ")" : "");
   fmt::print("{}", SummaryText(out["counts"]));
   size_t shown = 0, not_reproduced = 0;
   for (const auto& r : out["records"]) {
@@ -70,6 +75,11 @@ Action DefineBranch(CLI::App* cmd) {
                   "Fork only where the model writes the next token (assistant: assistant messages and their "
                   "tool calls) or everywhere (all); the others count as teacher-forced only")
       ->default_val("assistant");
+  cmd->add_option("--fork-decoding", o->req.options.decoding,
+                  "How futures decode: grammar (greedy under the tool-call grammar llama-server would build for "
+                  "the workload's tools), free (unconstrained greedy), or auto (grammar where the chat template "
+                  "renders tool calls, else free)")
+      ->default_val("auto");
   cmd->add_flag("--no-fork", o->no_fork,
                 "Re-prefill every branch instead of forking the cache (slower; for comparison)");
   cmd->add_flag("-q,--quiet", o->quiet, "No progress bar");

@@ -157,6 +157,23 @@ struct Future {
   std::vector<float> probs;  // the probability of each chosen token
   double seconds = 0;        // decoding time
   FutureStop stop = FutureStop::kBudget;
+  // "grammar": decoded under the fork grammar (LlamaEngine::SetGrammar); "free": unconstrained
+  // (no grammar, or the transcript before the point already left it).
+  std::string decoding = "free";
+  bool first_masked = false;  // the grammar rejected the asked first token: tokens[0] is its best allowed one
+};
+
+// The grammar a llama.cpp server constrains generation with (the lazy tool-call grammar of its
+// chat handling, common_chat_params): GBNF with the start rule "root"; a lazy one constrains
+// nothing until a trigger (a regex over the written text, or a token) matches.
+struct DecodeGrammar {
+  std::string gbnf;
+  bool lazy = true;
+  std::vector<std::string> trigger_patterns;
+  std::vector<int32_t> trigger_tokens;
+  // For a fork at p: the position of the first token the model wrote in the turn that token p+1
+  // belongs to (the server's sampler saw tokens [turn_start, p] before the future); p + 1: none.
+  std::function<int32_t(int32_t position)> turn_start;
 };
 
 class Engine {
@@ -242,6 +259,10 @@ class LlamaEngine : public Engine {
   // baseline, and the fallback for models whose memory cannot be forked).
   Result<Future> DecodeFresh(std::span<const int32_t> prefix, int32_t first, int max_tokens,
                              const ExtendFn& extend = nullptr);
+  // Futures of the next passes decode greedily under grammar (the best token it allows at each
+  // step, the asked first token included), or free with nullopt; an error when llama.cpp cannot
+  // parse the grammar.
+  Status SetGrammar(std::optional<DecodeGrammar> grammar);
   // Whether the model's memory can be forked by copying a sequence (false for recurrent).
   bool CanFork() const;
   // Context size in tokens.

@@ -50,13 +50,13 @@ std::pair<int32_t, float> GreedyWithProb(std::span<const float> row) {
   return {best, float(1.0 / sum)};
 }
 
+}  // namespace
+
 float ProbOf(std::span<const float> row, int32_t token) {
   double mx = row[size_t(ArgmaxLowest(row))], sum = 0;
   for (float v : row) sum += std::exp(double(v) - mx);
   return float(std::exp(double(row[size_t(token)]) - mx) / sum);
 }
-
-}  // namespace
 
 static bool TapTrampoline(ggml_tensor* t, bool ask, void* user) {
   return static_cast<LlamaEngine::Impl*>(user)->OnTensor(t, ask);
@@ -279,7 +279,7 @@ Status LlamaEngine::Impl::Run(std::span<const int32_t> tokens, std::span<const i
     struct Pending {
       size_t index;
       ForkRequest req;
-      float first_prob;
+      ForkStart start;  // from the row at the point, which a fork's decode replaces
     };
     std::vector<Pending> chunk_forks;
     for (int32_t p = begin; p < end; ++p) {
@@ -297,11 +297,14 @@ Status LlamaEngine::Impl::Run(std::span<const int32_t> tokens, std::span<const i
         ++next_probe;
         if (int32_t first = plan ? plan(r) : -1; first >= 0) {
           if (first >= nv) return Status::Error(fmt::format("fork at {}: token {} outside the vocabulary", p, first));
-          chunk_forks.push_back({n_planned++, {p, first}, ProbOf(row, first)});
+          FS_ASSIGN_OR_RETURN(ForkStart start, StartFork(tokens, p, row, first));
+          chunk_forks.push_back({n_planned++, {p, first}, std::move(start)});
         }
       }
-      for (; next_fork < forks.size() && forks[next_fork].position == p; ++next_fork)
-        chunk_forks.push_back({next_fork, forks[next_fork], ProbOf(row, forks[next_fork].first)});
+      for (; next_fork < forks.size() && forks[next_fork].position == p; ++next_fork) {
+        FS_ASSIGN_OR_RETURN(ForkStart start, StartFork(tokens, p, row, forks[next_fork].first));
+        chunk_forks.push_back({next_fork, forks[next_fork], std::move(start)});
+      }
     }
     if (c.single) decode_s += NowSeconds() - t_chunk;
     // The same chunks as a plain prefill, so the teacher-forced rows keep their numerics; each
@@ -309,7 +312,7 @@ Status LlamaEngine::Impl::Run(std::span<const int32_t> tokens, std::span<const i
     for (const Pending& f : chunk_forks) {
       int32_t p = f.req.position;
       llama_memory_seq_cp(mem, 0, ForkSeq(), 0, p + 1);
-      auto fut = Greedy(ForkSeq(), p + 1, f.req.first, f.first_prob, max_tokens, extend);
+      auto fut = Greedy(ForkSeq(), p + 1, f.start, max_tokens, extend);
       llama_memory_seq_rm(mem, ForkSeq(), -1, -1);
       if (!fut.ok()) return fut.status();
       FS_RETURN_IF_ERROR(fork_sink(f.index, f.req, *fut));
@@ -326,12 +329,15 @@ Status LlamaEngine::Impl::Run(std::span<const int32_t> tokens, std::span<const i
   return Status::Ok();
 }
 
-Result<Future> LlamaEngine::Impl::Greedy(int seq, int32_t pos, int32_t first, float first_prob, int max_tokens,
+Result<Future> LlamaEngine::Impl::Greedy(int seq, int32_t pos, const ForkStart& start, int max_tokens,
                                          const ExtendFn& extend) {
   Future f;
   const double t0 = NowSeconds();
-  int32_t tok = first;
-  float prob = first_prob;
+  int32_t tok = start.first;
+  float prob = start.prob;
+  GrammarState* g = start.grammar.get();
+  f.decoding = g ? "grammar" : "free";
+  f.first_masked = start.first_masked;
   for (int i = 0; max_tokens > 0; ++i) {
     f.tokens.push_back(tok);
     f.probs.push_back(prob);
@@ -342,10 +348,15 @@ Result<Future> LlamaEngine::Impl::Greedy(int seq, int32_t pos, int32_t first, fl
     if (i + 1 >= max_tokens && !(extend && extend(pos - 1, f.tokens))) break;  // kBudget
     int32_t one[1] = {tok};
     FS_RETURN_IF_ERROR(DecodeChunk(one, pos + i, seq, [](int32_t) { return true; }));
-    const float* lg = llama_get_logits_ith(ctx, 0);
-    auto [next, p] = GreedyWithProb(std::span<const float>(lg, size_t(llama_vocab_n_tokens(vocab))));
-    tok = next;
-    prob = p;
+    const std::span<const float> row(llama_get_logits_ith(ctx, 0), size_t(llama_vocab_n_tokens(vocab)));
+    if (g) {
+      tok = g->Best(row);
+      if (tok < 0) return Status::Error(fmt::format("future at {}: the grammar allows no token", pos - 1));
+      g->Accept(tok);
+      prob = ProbOf(row, tok);
+    } else {
+      std::tie(tok, prob) = GreedyWithProb(row);
+    }
   }
   f.seconds = NowSeconds() - t0;
   return f;
@@ -361,8 +372,8 @@ Result<Future> LlamaEngine::DecodeFresh(std::span<const int32_t> prefix, int32_t
     FS_RETURN_IF_ERROR(impl_->DecodeChunk(prefix.subspan(size_t(c.begin), size_t(c.end - c.begin)), c.begin, 0,
                                           [&](int32_t p) { return p == n - 1; }));
   const float* lg = llama_get_logits_ith(impl_->ctx, -1);
-  float first_prob = ProbOf(std::span<const float>(lg, size_t(n_vocab())), first);
-  return impl_->Greedy(0, n, first, first_prob, max_tokens, extend);
+  FS_ASSIGN_OR_RETURN(ForkStart start, impl_->StartFork(prefix, n - 1, std::span<const float>(lg, size_t(n_vocab())), first));
+  return impl_->Greedy(0, n, start, max_tokens, extend);
 }
 
 Result<std::function<std::string(int32_t)>> LoadDetokenizer(const std::string& model_path) {

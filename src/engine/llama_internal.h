@@ -17,6 +17,37 @@ namespace flipscope {
 
 class FillerLoad;
 
+// The probability of token in a logits row (softmax in double).
+float ProbOf(std::span<const float> row, int32_t token);
+
+// One future's grammar sampler (llama.cpp's, lazy or not) and whether it can still go on.
+class GrammarState {
+ public:
+  // A fresh sampler of g over vocab; an error when llama.cpp cannot parse the grammar.
+  static Result<std::unique_ptr<GrammarState>> Start(const llama_vocab* vocab, const DecodeGrammar& g);
+  ~GrammarState();
+  // Feeds a token the model wrote; false once the grammar has rejected one (it is then unusable).
+  bool Accept(int32_t token);
+  // Whether the grammar allows token next (a lazy grammar not yet triggered allows every token).
+  bool Allows(int32_t token, float logit);
+  // The greedy token among those the grammar allows (ties to the lowest id); -1 when none.
+  int32_t Best(std::span<const float> row);
+
+ private:
+  explicit GrammarState(llama_sampler* s) : sampler_(s) {}
+  llama_sampler* sampler_ = nullptr;
+  bool ok_ = true;
+};
+
+// How a fork's future starts: its first token (the asked one, or under a grammar that rejects
+// it, the grammar's best), that token's probability, and the grammar state after it (null: free).
+struct ForkStart {
+  int32_t first = 0;
+  float prob = 0;
+  bool first_masked = false;
+  std::shared_ptr<GrammarState> grammar;
+};
+
 // One llama_decode call of a teacher-forced pass: tokens [begin, end) of sequence 0.
 struct ReplayChunk {
   int32_t begin = 0, end = 0;
@@ -45,6 +76,7 @@ struct LlamaEngine::Impl {
   nlohmann::json load_record;           // what the last loaded prefill ran; null when alone
   std::vector<uint8_t> written;         // served replay: per token, whether the model wrote it
   nlohmann::json served_record;         // what the last served pass ran; null after a prefill
+  std::optional<DecodeGrammar> grammar;  // futures decode under it (SetGrammar); none: free
   // The graph tap (empty: none) and where the current ubatch lies, for the rows it hands over.
   // Only an unloaded prefill taps: a loaded batch holds other sequences' tokens (Create refuses both).
   TensorTap tap;
@@ -64,8 +96,12 @@ struct LlamaEngine::Impl {
   // Decodes tokens[begin, end) in sequence seq at their positions, with outputs where flagged.
   Status DecodeChunk(std::span<const int32_t> tokens, int32_t pos0, int seq,
                      const std::function<bool(int32_t)>& want_output);
-  // Greedy decode from `first` at pos: max_tokens tokens, then more while extend(pos - 1, so far).
-  Result<Future> Greedy(int seq, int32_t pos, int32_t first, float first_prob, int max_tokens, const ExtendFn& extend);
+  // How the fork at p (tokens: the transcript, row: the logits at p) starts from `first`: under
+  // the grammar, the turn's tokens up to p are fed to it first (grammar.cpp).
+  Result<ForkStart> StartFork(std::span<const int32_t> tokens, int32_t p, std::span<const float> row, int32_t first);
+  // Greedy decode from start.first at pos: max_tokens tokens, then more while extend(pos - 1, so
+  // far); each token the best the grammar allows when start has one.
+  Result<Future> Greedy(int seq, int32_t pos, const ForkStart& start, int max_tokens, const ExtendFn& extend);
   using AnyForkSink = std::function<Status(size_t index, const ForkRequest&, const Future&)>;
   // The teacher-forced pass shared by every prefill: rows to sink, forks from the fixed list and
   // from the planner, each decoded right after its chunk.

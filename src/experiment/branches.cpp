@@ -35,6 +35,7 @@ Status BranchAll(const Experiment& exp, nlohmann::json& results, const RunOption
     req.options.max_branches = exp.branch.max_branches;
     req.options.reconverge = exp.branch.reconverge;
     req.options.fork_where = exp.branch.fork_where;
+    req.options.decoding = exp.branch.decoding;
     req.options.log = opts.log;
     req.model_hashes = &model_hashes;
     // The futures the captures decoded: the variant's own first repeat, the baseline's second.
@@ -46,6 +47,14 @@ Status BranchAll(const Experiment& exp, nlohmann::json& results, const RunOption
     auto b = RunBranches(req);
     if (!b.ok()) return b.status().Prefixed("branches of " + c["name"].get<std::string>());
     nlohmann::json entry = *b;
+    if (exp.branch.compare_free && entry["config"]["decoding"]["used"] == "grammar") {
+      // The same forks, unconstrained: what the verdicts would be without the server's grammar.
+      opts.log.Info(fmt::format("  following the forks of {} again, free", c["name"].get<std::string>()));
+      req.options.decoding = "free";
+      auto free = RunBranches(req);
+      if (!free.ok()) return free.status().Prefixed("free branches of " + c["name"].get<std::string>());
+      entry["free_counts"] = (*free)["counts"];
+    }
     entry["branch_config"] = entry.value("config", nlohmann::json());
     entry["config"] = c["name"];
     results["branches"].push_back(entry);

@@ -48,6 +48,10 @@ struct BranchSettings {
   int max_branches = 16;      // per configuration, the most confident flips first
   int reconverge = 8;
   std::string fork_where = "assistant";  // "assistant": fork only where the model writes; "all": every flip
+  std::string decoding = "auto";         // futures: "grammar", "free", or "auto" (BranchOptions::decoding)
+  // With futures under the grammar: each variant's forks followed again free, for the counts both
+  // ways (results' branches[].free_counts; a teacher-forced pass per side more).
+  bool compare_free = false;
   std::vector<std::string> configs;      // variants whose forks are followed; empty = every variant that flips
 };
 

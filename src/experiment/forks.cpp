@@ -48,11 +48,14 @@ Result<CaptureForks> VariantForks(const std::string& base0, const BranchSettings
   out->max_call_tokens = s.max_call_tokens;
   FS_ASSIGN_OR_RETURN(auto base_cap, CaptureReader::Open(base0));
   FS_ASSIGN_OR_RETURN(ForkFilter where, ForkWhere(*base_cap, s.fork_where));
+  FS_ASSIGN_OR_RETURN(ForkDecoding decoding, ResolveDecoding(base0, s.decoding));
   // The branch stage's first-N rule, counting only the flips where forks are allowed.
   auto rule = std::make_shared<FirstFlips>(s.max_branches, std::move(where));
   CaptureForks f;
   f.max_tokens = s.max_tokens;
-  FS_ASSIGN_OR_RETURN(f.extend, CallExtension(base0, s.max_tokens, s.max_call_tokens));
+  FS_ASSIGN_OR_RETURN(f.extend, CallExtension(base0, s.max_tokens, s.max_call_tokens, decoding.used == "grammar"));
+  out->decoding = decoding.used;
+  f.grammar = std::move(decoding.grammar);
   f.plan = [base, rule](const Row& r) -> int32_t {
     const int64_t i = BaseIndex(*base, r);
     return i >= 0 && rule->Take(r.position, base->argmax[size_t(i)], r.argmax) ? r.argmax : -1;
@@ -70,9 +73,13 @@ Result<CaptureForks> BaselineForks(const std::string& base0, const std::set<int3
   FS_ASSIGN_OR_RETURN(auto base, ReadBaseRows(base0));
   out->max_tokens = s.max_tokens;
   out->max_call_tokens = s.max_call_tokens;
+  // The same decoding as the variant's futures (and the branch stage's): one resolution, one rule.
+  FS_ASSIGN_OR_RETURN(ForkDecoding decoding, ResolveDecoding(base0, s.decoding));
   CaptureForks f;
   f.max_tokens = s.max_tokens;
-  FS_ASSIGN_OR_RETURN(f.extend, CallExtension(base0, s.max_tokens, s.max_call_tokens));
+  FS_ASSIGN_OR_RETURN(f.extend, CallExtension(base0, s.max_tokens, s.max_call_tokens, decoding.used == "grammar"));
+  out->decoding = decoding.used;
+  f.grammar = std::move(decoding.grammar);
   f.plan = [base, points, out](const Row& r) -> int32_t {
     int64_t i = BaseIndex(*base, r);
     if (i < 0 || !points.count(r.position)) return -1;
@@ -99,6 +106,8 @@ Status WriteDecoded(const std::string& capture, const std::string& base0, const 
                        {"probs", f.probs},
                        {"seconds", f.seconds},
                        {"stop", FutureStopName(f.stop)},
+                       {"decoding", f.decoding},
+                       {"first_masked", f.first_masked},
                        {"reproduced", rep != d.reproduced.end() && rep->second}});
   }
   json doc = {{"format", "flipscope.forks"},
@@ -108,6 +117,7 @@ Status WriteDecoded(const std::string& capture, const std::string& base0, const 
               {"base_created", base->manifest().value("created", std::string())},
               {"max_tokens", d.max_tokens},
               {"max_call_tokens", d.max_call_tokens},
+              {"decoding", d.decoding},
               {"futures", futures}};
   return WriteFileAtomic(SidecarPath(capture), doc.dump());
 }
@@ -129,6 +139,7 @@ std::optional<DecodedFutures> ReadDecoded(const std::string& capture, const std:
     d.source = capture;
     d.max_tokens = doc.at("max_tokens").get<int>();
     d.max_call_tokens = doc.value("max_call_tokens", 0);  // older sidecars: no extension
+    d.decoding = doc.value("decoding", std::string("free"));  // older sidecars: free futures
     for (const json& f : doc.at("futures")) {
       int32_t pos = f.at("position").get<int32_t>();
       Future fut;
@@ -139,6 +150,8 @@ std::optional<DecodedFutures> ReadDecoded(const std::string& capture, const std:
       auto stop = FutureStopFromName(f.at("stop").get<std::string>());
       if (!stop) return std::nullopt;
       fut.stop = *stop;
+      fut.decoding = f.value("decoding", std::string("free"));
+      fut.first_masked = f.value("first_masked", false);
       d.at[pos] = std::move(fut);
       d.reproduced[pos] = f.at("reproduced").get<bool>();
     }

@@ -1,7 +1,8 @@
 // The forks followed during `flipscope run`'s captures are judged exactly as `flipscope branch`
 // judges the same two captures: one decode, one budget rule, one notion of "ended". On real
 // models (SmolLM2 and Gemma 3) over a netops session with tool calls, with a token budget short
-// enough that futures inside tool calls are let run past it.
+// enough that futures inside tool calls are let run past it; with free futures and with futures
+// decoded under the tool-call grammar.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -24,7 +25,8 @@ constexpr int kMaxTokens = 8, kMaxCallTokens = 32, kMaxBranches = 10;
 
 // Runs a baseline (repeated, so its second repeat forks) against a 4-bit KV cache with [branch],
 // then `flipscope branch` over the same two captures, and requires equal records and counts.
-void RunEqualsBranch(const std::string& name, const std::string& model, const std::string& chat_template) {
+void RunEqualsBranch(const std::string& name, const std::string& model, const std::string& chat_template,
+                     const std::string& decoding = "auto") {
   ASSERT_FALSE(model.empty()) << name << " is not in the model cache (scripts/fetch-models.sh)";
   const fs::path dir = fixtures::TempPath("forks-" + name);
   fs::remove_all(dir);
@@ -38,8 +40,9 @@ void RunEqualsBranch(const std::string& name, const std::string& model, const st
       "[probe]\nstride = 16\nfull = \"tool_calls\"\n"
       "[baseline]\nthreads = 1\nflash_attn = \"on\"\nrepeats = 2\n"
       "[[variant]]\nname = \"kv-q4_0\"\ncache_type_k = \"q4_0\"\ncache_type_v = \"q4_0\"\n"
-      "[branch]\nmax_tokens = {}\nmax_call_tokens = {}\nmax_branches = {}\n",
-      model, chat_template.empty() ? "" : "chat_template = \"" + chat_template + "\"\n", kMaxTokens, kMaxCallTokens, kMaxBranches);
+      "[branch]\nmax_tokens = {}\nmax_call_tokens = {}\nmax_branches = {}\ndecoding = \"{}\"\n",
+      model, chat_template.empty() ? "" : "chat_template = \"" + chat_template + "\"\n", kMaxTokens, kMaxCallTokens,
+      kMaxBranches, decoding);
   auto exp = ParseExperiment((dir / "exp.toml").string());
   ASSERT_TRUE(exp.ok()) << exp.status().message();
   RunOptions ro;
@@ -60,6 +63,7 @@ void RunEqualsBranch(const std::string& name, const std::string& model, const st
   req.options.max_tokens = kMaxTokens;
   req.options.max_call_tokens = kMaxCallTokens;
   req.options.max_branches = kMaxBranches;
+  req.options.decoding = decoding;
   req.options.log = Log::Quiet();
   auto own = RunBranches(req);
   ASSERT_TRUE(own.ok()) << own.status().message();
@@ -80,15 +84,22 @@ void RunEqualsBranch(const std::string& name, const std::string& model, const st
 
   // What makes the comparison mean something: a fork inside a tool call, and a future there that
   // the call extension let run past the token budget.
-  int in_call = 0, extended = 0;
+  int in_call = 0, extended = 0, constrained = 0;
   for (const json& rec : b) {
     const bool call = rec["span"].is_string() && rec["span"].get<std::string>().rfind("tool call", 0) == 0;
     in_call += call;
-    for (const char* side : {"base_future", "cand_future"})
+    for (const char* side : {"base_future", "cand_future"}) {
       extended += int(rec[side]["tokens"].size()) > kMaxTokens;
+      constrained += rec[side]["decoding"] == "grammar";
+    }
   }
   EXPECT_GT(in_call, 0) << name << ": no fork inside a tool call";
   EXPECT_GT(extended, 0) << name << ": no future was let run past the budget";
+  // Both ways decode what was asked: every future under the grammar, or none.
+  const std::string used = decoding == "grammar" ? "grammar" : "free";
+  EXPECT_EQ((*own)["config"]["decoding"]["used"], used);
+  EXPECT_EQ(run["branch_config"]["decoding"], (*own)["config"]["decoding"]);
+  EXPECT_EQ(constrained, used == "grammar" ? int(2 * b.size()) : 0) << name;
   std::printf("%s: %zu forks (%d inside tool calls, %d futures extended), %s teacher-forced only\n%s", name.c_str(),
               b.size(), in_call, extended, (*own)["counts"]["teacher_forced_only"].dump().c_str(),
               SummaryText((*own)["counts"]).c_str());
@@ -98,6 +109,15 @@ TEST(ForksDuringCaptures, RecordsEqualTheBranchStageOnSmolLM2) { RunEqualsBranch
 
 TEST(ForksDuringCaptures, RecordsEqualTheBranchStageOnGemma3) {
   RunEqualsBranch("gemma3", fixtures::Gemma3Path(), "gemma");
+}
+
+// Under the tool-call grammar of the <tool_call> form (neither template renders calls itself).
+TEST(ForksDuringCaptures, GrammarRecordsEqualTheBranchStageOnSmolLM2) {
+  RunEqualsBranch("smollm2-grammar", fixtures::SmolLM2Path(), "", "grammar");
+}
+
+TEST(ForksDuringCaptures, GrammarRecordsEqualTheBranchStageOnGemma3) {
+  RunEqualsBranch("gemma3-grammar", fixtures::Gemma3Path(), "gemma", "grammar");
 }
 
 }  // namespace

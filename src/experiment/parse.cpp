@@ -107,14 +107,22 @@ Status ReadProbe(const ParseCtx& c, const toml::node& node, Experiment& exp) {
 // [branch]: following the forks at flips (on once the table is there, unless enabled = false).
 Status ReadBranch(const ParseCtx& c, const toml::node& node, BranchSettings& out) {
   out.enabled = true;
-  const char* keys = "enabled, configs, max_tokens, max_call_tokens, max_branches, reconverge, fork_where";
+  const char* keys =
+      "enabled, configs, max_tokens, max_call_tokens, max_branches, reconverge, fork_where, decoding, compare_free";
   return ReadSection(c, node, "[branch]", keys, [&](const std::string& key, const toml::node& n, bool* known) {
     if (key == "enabled") return Get(c, n, out.enabled, "enabled must be true or false");
+    if (key == "compare_free") return Get(c, n, out.compare_free, "compare_free must be true or false");
     if (key == "configs") return ReadNames(c, n, out.configs);
     if (key == "fork_where") {
       FS_RETURN_IF_ERROR(Get(c, n, out.fork_where, "fork_where must be a string"));
       if (out.fork_where != "assistant" && out.fork_where != "all")
         return c.At(n, "fork_where must be \"assistant\" or \"all\", not \"" + out.fork_where + "\"");
+      return Status::Ok();
+    }
+    if (key == "decoding") {
+      FS_RETURN_IF_ERROR(Get(c, n, out.decoding, "decoding must be a string"));
+      if (out.decoding != "auto" && out.decoding != "grammar" && out.decoding != "free")
+        return c.At(n, "decoding must be \"auto\", \"grammar\" or \"free\", not \"" + out.decoding + "\"");
       return Status::Ok();
     }
     int* count = key == "max_tokens"        ? &out.max_tokens

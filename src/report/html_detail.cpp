@@ -164,6 +164,7 @@ std::string HtmlBranchesSection(const json& r) {
     out += "<h3>" + E(config) + "</h3>";
     const json& counts = Sub(g, "counts");
     if (counts.is_object()) out += "<p>" + E(ForkedText(counts)) + "</p>";
+    if (!DecodingText(g).empty()) out += "<p>" + E(DecodingText(g)) + "</p>";
     if (Sub(counts, "outcomes").is_object()) {
       out += "<p>What the change did:";
       for (auto it = counts["outcomes"].begin(); it != counts["outcomes"].end(); ++it)

@@ -32,6 +32,9 @@ std::string OutcomeCountsText(const nlohmann::json& counts);
 // The verdicts on the pairs of futures (counts without "outcomes") as one line.
 // "Followed 12 of 17 branch points. 14 teacher-forced only: ..." from a branch group's counts.
 std::string ForkedText(const nlohmann::json& counts);
+// How a branch group's futures were decoded (branch_config.decoding) and, with free_counts, what
+// the same forks decoded free gave; "" for groups that do not say.
+std::string DecodingText(const nlohmann::json& group);
 std::string VerdictCountsText(const nlohmann::json& counts);
 
 // "0.370%" for a fraction 0.0037 ("—" when absent).

@@ -140,6 +140,7 @@ std::string Branches(const json& r) {
   for (const json& g : groups) {
     out += "### " + MdText(Str(g, "config", "?")) + "\n\n";
     if (Sub(g, "counts").is_object()) out += MdText(ForkedText(Sub(g, "counts"))) + "\n\n";
+    if (!DecodingText(g).empty()) out += MdText(DecodingText(g)) + "\n\n";
     if (!OutcomeCountsText(Sub(g, "counts")).empty())
       out += "What the change did: " + MdText(OutcomeCountsText(Sub(g, "counts"))) + "\n\n";
     if (Sub(g, "counts").is_object()) out += "Verdicts: " + MdText(VerdictCountsText(Sub(g, "counts"))) + "\n\n";

@@ -225,6 +225,29 @@ TEST(Report, BranchViewerShowsBothFuturesAndTheFirstDifference) {
   EXPECT_NE(html.find("do not agree again within"), std::string::npos);
 }
 
+TEST(Report, BranchesSayHowTheFuturesWereDecodedAndWhatFreeDecodingGave) {
+  json r = Sample();
+  json& g = r["branches"][0];
+  g["branch_config"]["decoding"] = {{"asked", "grammar"}, {"used", "grammar"}, {"source", "tool_call form"}};
+  g["counts"]["invalid_tool_call"] = 0;
+  json free = g["counts"];
+  free["invalid_tool_call"] = 7;
+  free["outcomes"]["damage"] = {{"total", 3}, {"invalid_tool_call", 2}, {"literal_mutated", 1}, {"wrong_command", 0}};
+  g["free_counts"] = free;
+  const std::string line = report::DecodingText(g);
+  EXPECT_NE(line.find("under the tool-call grammar"), std::string::npos) << line;
+  EXPECT_NE(line.find("damage 3 (invalid_tool_call 2, literal_mutated 1)"), std::string::npos) << line;
+  EXPECT_NE(line.find("invalid_tool_call verdicts 7 free, 0 under the grammar"), std::string::npos) << line;
+  EXPECT_NE(RenderHtml(r).find("The same forks decoded free"), std::string::npos);
+  EXPECT_NE(RenderMarkdown(r).find("The same forks decoded free"), std::string::npos);
+  // Free futures say why; a group from before decodings were recorded says nothing.
+  g.erase("free_counts");
+  g["branch_config"]["decoding"] = {{"asked", "auto"}, {"used", "free"}, {"why", "no tools"}};
+  EXPECT_EQ(report::DecodingText(g), "Futures decoded free (unconstrained greedy): no tools.");
+  g["branch_config"].erase("decoding");
+  EXPECT_EQ(report::DecodingText(g), "");
+}
+
 TEST(Report, DisclosureAndRecipe) {
   std::string html = RenderHtml(Sample());
   for (const char* s :

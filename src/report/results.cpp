@@ -118,6 +118,25 @@ std::string ForkedText(const json& counts) {
   return out;
 }
 
+std::string DecodingText(const json& group) {
+  const json& d = Sub(Sub(group, "branch_config"), "decoding");
+  if (!d.is_object()) return "";  // branches followed before decodings were recorded: free
+  std::string out;
+  if (Str(d, "used") == "grammar")
+    out = "Futures decoded under the tool-call grammar a llama.cpp server would build (" + Str(d, "source") +
+          "): greedy among the tokens it allows, once a call starts.";
+  else
+    out = "Futures decoded free (unconstrained greedy)" + (Str(d, "why").empty() ? "" : ": " + Str(d, "why")) + ".";
+  const json& free = Sub(group, "free_counts");
+  if (free.is_object()) {
+    const json& counts = Sub(group, "counts");
+    out += fmt::format(
+        " The same forks decoded free: {}; invalid_tool_call verdicts {} free, {} under the grammar.",
+        OutcomeCountsText(free), InlineText(Sub(free, "invalid_tool_call")), InlineText(Sub(counts, "invalid_tool_call")));
+  }
+  return out;
+}
+
 std::string VerdictCountsText(const json& counts) {
   json flat = counts.is_object() ? counts : json::object();
   for (const char* k : {"outcomes", "branch_points", "teacher_forced_only"}) flat.erase(k);

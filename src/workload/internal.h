@@ -9,9 +9,11 @@
 #include <vector>
 
 #include "util/status.h"
+#include "workload/workload.h"
 
 struct llama_model;
 struct llama_vocab;
+struct common_chat_templates;
 
 namespace flipscope::workload {
 
@@ -55,6 +57,10 @@ struct RenderMessage {
   std::string tool_call_id, tool_name;
 };
 
+// The tool-call grammar of common_chat_templates_apply(tmpls, one user message, tools, tool_choice
+// auto), its triggers read as llama-server reads them (grammar.cpp); source left empty.
+Result<ToolGrammar> GrammarOf(const common_chat_templates* tmpls, const nlohmann::json& tools, const llama_vocab* vocab);
+
 // A chat template (the model's embedded one, a Jinja file, or a llama.cpp built-in by name) with
 // what it can render, found from llama.cpp's capabilities and by probing.
 class ChatTemplate {
@@ -69,6 +75,9 @@ class ChatTemplate {
   // (force_pure_content): the same template, but only for locating spans, never for the text.
   Result<std::string> Render(const std::vector<RenderMessage>& messages, const OrderedJson& tools,
                              bool fast = false) const;
+  // The tool-call grammar llama.cpp's chat handling derives from this template for tools
+  // (GrammarOf); an error for a built-in (non-Jinja) template.
+  Result<ToolGrammar> Grammar(const nlohmann::json& tools, const llama_vocab* vocab) const;
   // "tokenizer.chat_template of MODEL", "FILE" or "NAME (llama.cpp built-in)".
   const std::string& display_name() const;
   // {name, sha256, source, caps}.

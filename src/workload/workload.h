@@ -51,6 +51,24 @@ struct WorkloadOptions {
 Result<Workload> LoadWorkload(const std::string& workload_path, const std::string& model_path,
                               const WorkloadOptions& options);
 
+// The tool-call grammar a llama.cpp server would constrain generation with, for the DecodeGrammar
+// of grammar-constrained futures (docs/branch.md, "Decoding the futures").
+struct ToolGrammar {
+  std::string gbnf;  // start rule "root"
+  bool lazy = true;  // constrains from a trigger on
+  std::vector<std::string> trigger_patterns;  // regexes over the written text (words escaped)
+  std::vector<int32_t> trigger_tokens;
+  std::vector<std::string> triggers;  // the triggers as llama.cpp states them (for records)
+  // "template": the workload's own chat template renders tool calls; "tool_call form": the
+  // <tool_call> convention the workload wrote its calls in, by a template of that form.
+  std::string source;
+};
+// The grammar for tools (the workload's tool definitions) under the workload's chat template
+// option (template_renders_calls: it renders calls itself; else the <tool_call> form's template).
+// An error when llama.cpp derives none (the template has no tool format) or cannot.
+Result<ToolGrammar> LoadToolGrammar(const std::string& model_path, const std::string& chat_template,
+                                    const nlohmann::json& tools, bool template_renders_calls);
+
 // Spans as a JSON array of {"kind","begin","end","index","role","label","subkind"}.
 nlohmann::json SpansToJson(const std::vector<Span>& spans);
 // Reads spans written by SpansToJson; error on a malformed entry.

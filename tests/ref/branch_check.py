@@ -9,7 +9,7 @@ fork_where "assistant", whose next token the model writes by the manifest's span
 max_branches of them; the others are config.teacher_forced_only); each side's first token is its own capture's argmax there, and that
 token's probability is the softmax of the capture's stored F32 row (where the record says the row
 was reproduced); the reference is tokens[p+1 : p+1+L] with L the longer future's length (at least
-max_tokens); futures are at most max_tokens long (max_call_tokens when a tool call was let
+max_tokens), on to the end of a tool call of the fork's own turn that it reaches into; futures are at most max_tokens long (max_call_tokens when a tool call was let
 finish) and their pieces join to their text; first_difference_byte is the common prefix of the two
 texts; the counts match the records. Prints one line per failure and exits 1, else one "ok" line.
 """
@@ -106,15 +106,24 @@ def main():
             continue
         check(r["base_token"] == int(base["argmax"][bi]), f"{where}: base_token != base argmax")
         check(r["cand_token"] == int(cand["argmax"][ci]), f"{where}: cand_token != cand argmax")
-        # The reference is as long as the longer future, and at least max_tokens.
+        # The reference is as long as the longer future, and at least max_tokens; a tool call of
+        # the fork's own turn (every token up to it written by the model) that it reaches into is
+        # taken whole.
         ref_len = max(max_tokens, len(r["base_future"]["tokens"]), len(r["cand_future"]["tokens"]))
-        ref = [int(t) for t in tokens[p + 1 : p + 1 + ref_len]]
-        check(r["reference"]["tokens"] == ref, f"{where}: reference tokens != tokens[p+1:p+1+{ref_len}]")
+        end = min(len(tokens), p + 1 + ref_len)
+        all_spans = spans_of(sys.argv[1])
+        for s in all_spans:
+            if s["kind"] == "tool_call" and s["begin"] < end < s["end"] and \
+                    all(model_writes(all_spans, q) for q in range(p + 1, max(p + 1, s["begin"]))):
+                end = min(len(tokens), s["end"])
+        ref = [int(t) for t in tokens[p + 1 : end]]
+        check(r["reference"]["tokens"] == ref, f"{where}: reference tokens != tokens[p+1:{end}]")
         for side, cap, i in (("base", base, bi), ("cand", cand, ci)):
             f = r[side + "_future"]
             n_f = len(f["tokens"])
             check(1 <= n_f <= longest, f"{where}: {side} future has {n_f} tokens (max {longest})")
-            check(f["tokens"][0] == r[side + "_token"], f"{where}: {side} future does not start with its own choice")
+            check(f["tokens"][0] == r[side + "_token"] or f.get("first_masked", False),
+                  f"{where}: {side} future does not start with its own choice (nor says the grammar replaced it)")
             check(len(f["probs"]) == len(f["tokens"]) == len(f["pieces"]), f"{where}: {side} future lengths differ")
             if not any("\ufffd" in x for x in f["pieces"]):  # pieces of split characters are replaced
                 check("".join(f["pieces"]) == f["text"], f"{where}: {side} pieces do not join to the text")

@@ -1,0 +1,105 @@
+// How futures are decoded: free greedy, or greedy under the tool-call grammar a llama.cpp server
+// would constrain the workload's calls with (docs/branch.md, "Decoding the futures").
+#include <memory>
+
+#include "branch/branch.h"
+#include "capture/capture.h"
+#include "util/util.h"
+#include "workload/workload.h"
+
+namespace flipscope {
+namespace {
+
+using json = nlohmann::json;
+
+// Per token position: the first position of the run of written tokens (ModelWrites) holding
+// it, or the position itself when the model does not write it. A server's sampler sees a turn's
+// tokens from the first one it generated.
+std::vector<int32_t> TurnStarts(const std::vector<Span>& spans, int32_t n) {
+  std::vector<int32_t> start(size_t(n) + 1);
+  for (int32_t q = 0; q <= n; ++q) {
+    const bool written = q < n && ModelWrites(spans, q);
+    start[size_t(q)] = written && q > 0 && ModelWrites(spans, q - 1) ? start[size_t(q - 1)] : q;
+  }
+  return start;
+}
+
+// The string at j[key], or "" (absent, null, another type: manifests of other versions).
+std::string StrOf(const json& j, const char* key) {
+  if (!j.is_object()) return "";
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+const json& ObjOf(const json& j, const char* key) {
+  static const json empty = json::object();
+  if (!j.is_object()) return empty;
+  auto it = j.find(key);
+  return it != j.end() && it->is_object() ? *it : empty;
+}
+
+}  // namespace
+
+nlohmann::json ServedDecodingInfo() {
+  return {{"asked", "free"},
+          {"used", "free"},
+          {"why",
+           "a server's futures are plain completions of the token prompt at temperature 0 (vLLM "
+           "/v1/completions, SGLang /generate) with no tools in the request, so neither the "
+           "server's tool parser nor a grammar constrains them"}};
+}
+
+Result<ForkDecoding> ResolveDecoding(const std::string& capture_path, const std::string& decoding) {
+  if (decoding != "auto" && decoding != "grammar" && decoding != "free")
+    return Status::Error("--fork-decoding must be auto, grammar or free, not '" + decoding + "'");
+  ForkDecoding out;
+  out.info = {{"asked", decoding}, {"used", "free"}};
+  auto free_because = [&](const std::string& why) -> Result<ForkDecoding> {
+    if (decoding == "grammar") return Status::Error(capture_path + ": --fork-decoding grammar: " + why);
+    out.info["why"] = why;
+    return out;
+  };
+  if (decoding == "free") return free_because("asked");
+  FS_ASSIGN_OR_RETURN(auto cap, CaptureReader::Open(capture_path));
+  const json& m = cap->manifest();
+  const json& w = ObjOf(m, "workload");
+  const json tools = w.contains("tools") ? w["tools"] : json::array();
+  const std::string form = StrOf(w, "tool_call_form");
+  if (!tools.is_array() || tools.empty() || form.empty()) return free_because("the workload defines no tools");
+  const std::string engine = StrOf(ObjOf(m, "engine"), "engine");
+  if (!engine.empty() && engine != "llama")
+    return free_because("a server's futures are its own completions (docs/branch.md)");
+  const bool renders = form == "template";
+  if (decoding == "auto" && !renders)
+    return free_because(
+        "the chat template does not render tool calls, so llama.cpp derives no grammar from it "
+        "(--fork-decoding grammar takes the <tool_call> form's)");
+  const std::string model_path = StrOf(ObjOf(m, "model"), "path");
+  const std::string chat_template = StrOf(ObjOf(m, "request"), "chat_template");
+  auto g = LoadToolGrammar(model_path, chat_template, tools, renders);
+  if (!g.ok()) return free_because(g.status().message());
+  std::vector<Span> spans;
+  if (w.contains("spans")) {
+    auto read = SpansFromJson(w["spans"]);
+    if (!read.ok()) return read.status().Prefixed(capture_path + ": manifest spans");
+    spans = std::move(*read);
+  }
+  auto starts = std::make_shared<std::vector<int32_t>>(TurnStarts(spans, int32_t(cap->tokens().size())));
+  DecodeGrammar dg;
+  dg.gbnf = g->gbnf;
+  dg.lazy = g->lazy;
+  dg.trigger_patterns = g->trigger_patterns;
+  dg.trigger_tokens = g->trigger_tokens;
+  dg.turn_start = [starts](int32_t p) {
+    const size_t next = size_t(p) + 1;
+    return next < starts->size() ? (*starts)[next] : p + 1;
+  };
+  out.used = "grammar";
+  out.grammar = std::move(dg);
+  out.info = {{"asked", decoding},     {"used", "grammar"},  {"source", g->source},
+              {"lazy", g->lazy},       {"triggers", g->triggers},
+              {"gbnf_sha256", Sha256Hex(g->gbnf)}};
+  return out;
+}
+
+}  // namespace flipscope
