@@ -101,7 +101,9 @@ Status ReplayDistances(const Experiment& exp, nlohmann::json& results, const Log
 struct VerifyOptions {
   int max_probes = 32;            // the capture's probes checked, evenly spaced (each one request)
   int top_k = 5;                  // log-probabilities compared per probe
-  double tolerance = 0.01;        // |served - captured| top log-probability counted as within
+  double tolerance = 0.01;        // |served - captured| log-probability, relative to each one's top-1, counted as within
+  double near_tie = 0.1;          // a served token the capture ranks at most this many nats below its own
+                                  // top-1 is a near-tie (the prompt's batching can flip it), not a mismatch
   double startup_timeout_s = 300;
   double request_timeout_s = 300;
   std::string log_path;           // llama-server's output
@@ -110,10 +112,16 @@ struct VerifyOptions {
 // and checks at up to max_probes of the recommended configuration's first capture's probes that
 // the served greedy token equals the capture's, and how far the top-k log-probabilities are from
 // the capture's. Returns recipe.verification: {"status": "matched"|"differs"|"unverified", "command",
-// "probes_checked", "matched", "mismatches" [{position, why}], "logprobs_compared",
+// "probes_checked", "matched", "mismatches" [{position, why}], "near_ties" [{position, why}]
+// (matched: no mismatch beyond near-ties), "logprobs_compared",
 // "logprobs_within_tolerance", "max_logprob_diff", ...}, or for
 // "unverified" a one-line "error" (a refused flag is named). Never throws; the server is stopped.
 nlohmann::json VerifyRecipe(const nlohmann::json& results, const VerifyOptions& opts, const Log& log);
+
+// How a served greedy token compares with the capture's at one probe, from the capture's own
+// log-probabilities of its top-1 and of the served token (NaN: outside a truncated capture's top-k).
+enum class ServedChoiceVerdict { kSame, kNearTie, kDiffers };
+ServedChoiceVerdict JudgeServedChoice(bool same_token, double captured_top_lp, double captured_served_lp, double near_tie);
 
 // ---- Server configurations (servers.cpp) ----
 

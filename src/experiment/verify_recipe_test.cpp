@@ -3,6 +3,7 @@
 // recipe is marked unverified.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -54,6 +55,33 @@ TEST(VerifyRecipe, TheRecommendedCommandServesTheCapturedTokens) {
   EXPECT_EQ(v2["status"], "unverified");
   EXPECT_NE(v2.value("error", "").find("llama-server refuses -ctk"), std::string::npos) << v2.dump();
   EXPECT_EQ(v2.value("error", "").find('\n'), std::string::npos);
+}
+
+// A served token the capture ranks just below its own top-1 (a near-tie the prompt's batching can
+// flip) is told apart from one it ranks well below, and from one outside a truncated top-k.
+TEST(VerifyRecipe, NearTiesAreToldApartFromMismatches) {
+  using V = ServedChoiceVerdict;
+  EXPECT_EQ(JudgeServedChoice(true, -1.0, -1.0, 0.1), V::kSame);
+  EXPECT_EQ(JudgeServedChoice(false, std::log(0.313), std::log(0.310), 0.1), V::kNearTie);  // seen on Gemma 3
+  EXPECT_EQ(JudgeServedChoice(false, std::log(0.6), std::log(0.3), 0.1), V::kDiffers);
+  EXPECT_EQ(JudgeServedChoice(false, -0.5, -0.6, 0.1), V::kNearTie);
+  EXPECT_EQ(JudgeServedChoice(false, -0.5, -0.61, 0.1), V::kDiffers);
+  EXPECT_EQ(JudgeServedChoice(false, -0.5, NAN, 0.1), V::kDiffers);
+  EXPECT_EQ(JudgeServedChoice(false, std::log(0.313), std::log(0.310), 0.0), V::kDiffers);
+
+  nlohmann::json recipe = {{"verification",
+                            {{"status", "matched"},
+                             {"probes_checked", 2},
+                             {"probes_total", 10},
+                             {"matched", 1},
+                             {"mismatches", nlohmann::json::array()},
+                             {"near_tie", 0.1},
+                             {"near_ties", {{{"position", 7}, {"why", "served token 3, captured 4, 0.0096 nats below it in the capture"}}}}}}};
+  const std::string line = RecipeVerificationText(recipe);
+  EXPECT_NE(line.find("matched 1/2 probes"), std::string::npos) << line;
+  EXPECT_NE(line.find("near-ties, where the capture's top two are within 0.1 nats"), std::string::npos) << line;
+  EXPECT_NE(line.find("position 7 (served token 3, captured 4"), std::string::npos) << line;
+  EXPECT_EQ(line.find("it did not"), std::string::npos) << line;
 }
 
 }  // namespace

@@ -41,13 +41,20 @@ std::string RecipeVerificationLine(const nlohmann::json& recipe) {
       "the greedy token equal{}",
       matched, checked, checked, Count(Num(v, "probes_total")),
       Int(v, "logprobs_compared", 0) > 0
-          ? fmt::format("; the top {} log-probabilities within {:.2g} of the capture's at {} of the {} probes where "
-                        "llama-server returned them, at most {:.2g} apart",
+          ? fmt::format("; the top {} log-probabilities, each relative to its top-1, within {:.2g} of the capture's at "
+                        "{} of the {} probes where llama-server returned them, at most {:.2g} apart",
                         Int(v, "top_k", 0), Num(v, "tolerance").value_or(0), Int(v, "logprobs_within_tolerance", 0),
                         Int(v, "logprobs_compared", 0), Num(v, "max_logprob_diff").value_or(0))
           : "");
   out += ")";
-  if (status != "matched") {
+  std::string ties;
+  for (const nlohmann::json& m : Sub(v, "near_ties"))
+    ties += fmt::format("{}position {} ({})", ties.empty() ? "" : ", ", Int(m, "position", -1), Str(m, "why"));
+  if (!ties.empty())
+    out += fmt::format("; near-ties, where the capture's top two are within {:.2g} nats and the server's batching of the "
+                       "prompt can choose either: {}",
+                       Num(v, "near_tie").value_or(0), ties);
+  if (!Sub(v, "mismatches").empty()) {
     std::string where;
     for (const nlohmann::json& m : Sub(v, "mismatches"))
       where += fmt::format("{}position {} ({})", where.empty() ? "" : ", ", Int(m, "position", -1), Str(m, "why"));
