@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "runtime/runtime.h"
+#include "workload/common_log.h"
 #include "workload/internal.h"
 #include "workload/workload.h"
 
@@ -48,16 +49,6 @@ constexpr const char* kToolCallFormTemplate = R"JINJA({%- if tools %}
 {%- endfor %}
 {%- if add_generation_prompt %}{{- '<|im_start|>assistant\n' }}{%- endif %})JINJA";
 
-// llama.cpp's common library logs while it derives parsers; the library must not print.
-class QuietLog {
- public:
-  QuietLog() : saved_(common_log_get_verbosity_thold()) { common_log_set_verbosity_thold(-1); }
-  ~QuietLog() { common_log_set_verbosity_thold(saved_); }
-
- private:
-  int saved_;
-};
-
 struct ModelFree {
   void operator()(llama_model* m) const { llama_model_free(m); }
 };
@@ -82,7 +73,7 @@ Result<ToolGrammar> GrammarOf(const common_chat_templates* tmpls, const nlohmann
   }
   common_chat_params params;
   try {
-    QuietLog quiet;
+    QuietCommonLog quiet;
     params = common_chat_templates_apply(tmpls, in);
   } catch (const std::exception& e) {
     std::string what, word;
@@ -137,7 +128,7 @@ Result<ToolGrammar> LoadToolGrammar(const std::string& model_path, const std::st
   } else {
     common_chat_templates_ptr form;
     try {
-      QuietLog quiet;
+      workload::QuietCommonLog quiet;
       form = common_chat_templates_init(model.get(), kToolCallFormTemplate);
     } catch (const std::exception& e) {
       return Status::Error(std::string("the <tool_call> form's template: ") + e.what());

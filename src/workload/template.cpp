@@ -11,6 +11,7 @@
 
 #include "runtime/runtime.h"
 #include "util/util.h"
+#include "workload/common_log.h"
 #include "workload/internal.h"
 #include "workload/workload.h"
 
@@ -25,17 +26,6 @@ std::vector<std::string> BuiltinChatTemplates() {
 
 namespace workload {
 namespace {
-
-// llama.cpp's common library logs template warnings on its own logger; the library must not
-// print, so its threshold is lowered while a template is used.
-class QuietCommonLog {
- public:
-  QuietCommonLog() : saved_(common_log_get_verbosity_thold()) { common_log_set_verbosity_thold(-1); }
-  ~QuietCommonLog() { common_log_set_verbosity_thold(saved_); }
-
- private:
-  int saved_;
-};
 
 // Templates that print the date (Llama 3.x) would make the rendering depend on the day it runs;
 // a fixed date keeps a workload's tokens identical across captures.
