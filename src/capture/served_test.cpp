@@ -9,6 +9,7 @@
 
 #include "capture/capture.h"
 #include "runtime/runtime.h"
+#include "testing/chats.h"
 #include "testing/tiny_model.h"
 #include "util/util.h"
 
@@ -38,17 +39,7 @@ std::string Write(const Files& f, const std::string& name, const std::string& te
   return path;
 }
 
-// system, user, an assistant turn with a tool call, its result, a closing assistant turn, a user
-// follow-up and the answer: three runs the model wrote, between text it read.
-const char* kChat = R"({"messages": [
-  {"role": "system", "content": "Be brief."},
-  {"role": "user", "content": "Port of db1?"},
-  {"role": "assistant", "content": "Checking.", "tool_calls": [
-    {"id": "c1", "type": "function", "function": {"name": "check_port", "arguments": {"host": "db1"}}}]},
-  {"role": "tool", "tool_call_id": "c1", "content": "5432 open"},
-  {"role": "assistant", "content": "It is 5432."},
-  {"role": "user", "content": "Thanks."},
-  {"role": "assistant", "content": "Welcome."}]})";
+const char* kChat = fixtures::kToolChat;  // testing/chats.h
 
 CaptureRequest Request(const Files& f, const std::string& workload, const std::string& out, Replay replay) {
   CaptureRequest r;

@@ -10,6 +10,7 @@
 #include "capture/capture.h"
 #include "compare/compare.h"
 #include "experiment/experiment.h"
+#include "testing/chats.h"
 #include "testing/tiny_model.h"
 #include "util/util.h"
 
@@ -18,16 +19,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// system, user, an assistant turn with a tool call, its result, and two more assistant turns.
-const char* kChat = R"({"messages": [
-  {"role": "system", "content": "Be brief."},
-  {"role": "user", "content": "Port of db1?"},
-  {"role": "assistant", "content": "Checking.", "tool_calls": [
-    {"id": "c1", "type": "function", "function": {"name": "check_port", "arguments": {"host": "db1"}}}]},
-  {"role": "tool", "tool_call_id": "c1", "content": "5432 open"},
-  {"role": "assistant", "content": "It is 5432."},
-  {"role": "user", "content": "Thanks."},
-  {"role": "assistant", "content": "Welcome."}]})";
+const char* kChat = fixtures::kToolChat;  // testing/chats.h
 
 // A folder with the tiny model, the chat above and exp.toml (model, workload, body); its path.
 std::string MakeChatExperiment(const std::string& name, const std::string& body) {
