@@ -2,8 +2,8 @@
 # Packs what a bare GPU machine needs into .gpu/ (ignored), in loads of at most 64 MiB (what one
 # call carries, the working tree included): .gpu/a = the pinned llama.cpp tree (the sources a
 # CUDA build needs), the flipscope binary built here with the libraries it links that a CUDA image
-# lacks, and the model's first 40 MiB; .gpu/p01, .gpu/p02, ... = the rest of the model, 54 MiB
-# each (SmolLM2's 98 MB: one more load; Gemma 3 270M's 253 MB: four); .gpu/b = OpenBLAS and the
+# lacks, and the model's first 40 MiB; .gpu/p01, .gpu/p02, ... = the rest of the model, 48 MiB
+# each (SmolLM2's 98 MB: one more load; Gemma 3 270M's 253 MB: five); .gpu/b = OpenBLAS and the
 # gguf wheel for bench/gpu/exact-cashiers.sh. bench/gpu/remote.sh unpacks them there.
 #   bench/gpu/pack.sh [BUILD_DIR] [MODEL]
 set -euo pipefail
@@ -13,13 +13,13 @@ build=${1:-build}
 model=${2:-$MODELS_DIR/SmolLM2-135M-Instruct.Q4_1.gguf}
 rm -rf .gpu && mkdir -p .gpu/a/lib .gpu/rest
 tar -C "$LLAMA_SRC_DEFAULT" -cf - CMakeLists.txt cmake ggml src include common vendor tools licenses \
-  .flipscope-commit | gzip -6 > .gpu/a/llama-src.tar.gz
+  scripts/ui-assets.cmake .flipscope-commit | gzip -6 > .gpu/a/llama-src.tar.gz
 strip -s -o .gpu/a/flipscope "$build/bin/flipscope"  # symbols stay here: the load is 64 MiB
 # Libraries from outside llama.cpp (fmt, xxHash, toml++): the GPU image has its own C++ runtime.
 ldd "$build/bin/flipscope" | awk '/=> \/(usr\/)?lib/ {print $3}' | grep -E 'libfmt|libxxhash|libtomlplusplus' |
   xargs -I{} cp -L {} .gpu/a/lib/
 head -c 40M "$model" > .gpu/a/model.part-00
-tail -c +$((40 * 1024 * 1024 + 1)) "$model" | split -b 54M -d --numeric-suffixes=1 - .gpu/rest/model.part-
+tail -c +$((40 * 1024 * 1024 + 1)) "$model" | split -b 48M -d --numeric-suffixes=1 - .gpu/rest/model.part-
 for part in .gpu/rest/model.part-*; do
   load=.gpu/p${part##*-}
   mkdir -p "$load" && mv "$part" "$load/"
