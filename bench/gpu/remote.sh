@@ -7,6 +7,11 @@
 #   bench/gpu/remote.sh run TOML NAME     stage, join the model, run the experiment into $OUT/NAME
 #   bench/gpu/remote.sh served-bench WORKLOAD [ARGS]  bench/served_bench on the packed model
 #                                         (packed by hand into .gpu/c, carried with a stage call)
+#   bench/gpu/remote.sh run-bg TOML NAME TOKENS  the same with a TOKENS-token session, in the
+#                                         background (captures under /dev/shm when the disk is short)
+#   bench/gpu/remote.sh wait NAME         wait (at most 9 minutes) for run-bg NAME and bring back its
+#                                         results.json, report.html (gzipped when large) and log
+#   bench/gpu/remote.sh curve LENGTHS     bench/scale.py over those session lengths (docs/performance.md)
 #   bench/gpu/remote.sh pairs A B CONFIG...  compare each configuration's first capture of the
 #                                         experiments run as A and B (prefill against served:
 #                                         compare --json and bench/served_split.py) into $OUT/pairs
@@ -55,7 +60,7 @@ case "$1" in
     ;;
   stage)
     cp .gpu/p*/model.part-* "$work/" 2>/dev/null || true
-    [ -f .gpu/c/served_bench ] && cp .gpu/c/served_bench "$work/"
+    for f in .gpu/c/*; do [ -f "$f" ] && cp "$f" "$work/"; done
     ls "$work"/model.part-*
     ;;
   run)
@@ -66,6 +71,32 @@ case "$1" in
     mkdir -p "$OUT/$3"
     "$work/flipscope" run "$2" -o "$work/out-$3" 2>&1 | tee "$OUT/$3/run.log"
     cp "$work/out-$3"/{results.json,report.html,report.md} "$OUT/$3/"
+    ;;
+  run-bg)
+    join_model
+    python3 examples/gen_session.py --seed 2 --target-tokens "$4" -o "$work/netops-$4.json"
+    # A full-vocabulary capture of a 100K-token session is about 10 GiB: the results folder goes
+    # where there is room for all of the experiment's captures.
+    out="$work/out-$3" && [ "$(df --output=avail -B1G /dev/shm | tail -1)" -gt 60 ] && out="/dev/shm/out-$3"
+    echo "$out" > "$work/$3.outdir"
+    FLIPSCOPE_GPU_MODEL="$work/model.gguf" FLIPSCOPE_GPU_WORKLOAD="$work/netops-$4.json" FLIPSCOPE_NO_PROGRESS=1 \
+      setsid bash -c "$(command -v /usr/bin/time > /dev/null && echo "/usr/bin/time -v") '$work/flipscope' run '$2' -o '$out' > '$work/$3.log' 2>&1; touch '$work/$3.done'" \
+      < /dev/null > /dev/null 2>&1 &
+    echo "running $2 into $out in the background"
+    ;;
+  wait)
+    for _ in $(seq 108); do [ -f "$work/$2.done" ] && break; sleep 5; done
+    out=$(cat "$work/$2.outdir") && mkdir -p "$OUT/$2" && cp "$work/$2.log" "$OUT/$2/run.log"
+    [ -f "$work/$2.done" ] || { echo "still running"; tail -5 "$work/$2.log"; exit 1; }
+    cp "$out/results.json" "$out/report.md" "$OUT/$2/" 2>/dev/null || true
+    gzip -6 -c "$out/report.html" > "$OUT/$2/report.html.gz"
+    ls -la "$out" "$out/captures" | tee "$OUT/$2/files.txt"; df -h / /dev/shm | tee -a "$OUT/$2/files.txt"
+    ;;
+  curve)
+    join_model
+    python3 bench/scale.py --flipscope "$work/flipscope" --bare "$work/bare_prefill" -m "$work/model.gguf" \
+      --chat-template gemma --knobs "-ngl 99 -fa on -t 16" --lengths "$2" --out "$work/curve" 2>&1 | tee -a "$OUT/curve.txt"
+    cp "$work/curve/scale.jsonl" "$OUT/"
     ;;
   pairs)
     export LD_LIBRARY_PATH="$(cat "$work/build-dir")/bin:$work/lib" FLIPSCOPE_NO_PROGRESS=1
@@ -80,5 +111,5 @@ case "$1" in
     join_model
     shift && "$work/served_bench" "$work/model.gguf" "$@" 2>&1 | tee "$OUT/served-bench.txt"
     ;;
-  *) echo "usage: remote.sh build | build-bg | stage | run TOML NAME | pairs A B CONFIG... | served-bench WORKLOAD [ARGS]" >&2; exit 2 ;;
+  *) echo "usage: remote.sh build | build-bg | stage | run TOML NAME | run-bg TOML NAME TOKENS | wait NAME | curve LENGTHS | pairs A B CONFIG... | served-bench WORKLOAD [ARGS]" >&2; exit 2 ;;
 esac
