@@ -349,6 +349,8 @@ Result<nlohmann::json> CaptureServedHttp(const CaptureRequest& req, const Captur
                                      "step the server computed alone (see the served record)",
                                      req.workload_path, probes.size()));
   nlohmann::json manifest = StartManifest(req, src, made, rows->positions.size());
+  // The server's flags decide its numerics; the replay is flipscope's own, and compare reads it here.
+  manifest["knobs"]["replay"] = manifest["engine"]["knobs"]["replay"] = std::string(ToString(Replay::kServed));
   CaptureLayout layout;
   layout.tokens = w.tokens;
   layout.positions = rows->positions;
