@@ -4,8 +4,9 @@ what the model read in -b chunks from each segment's start and every decode step
 must agree. Checked here: every decode step was one computed token over its whole prefix (the
 server's timings), the proof (one-token rows bit for bit equal to the generation's where it followed
 the transcript), the same top-k ids and greedy tokens as the embedded rows, and the log-probabilities
-against the embedded logits' float32 softmax computed as llama-server computes it (expf, a running
-float sum, log), read with numpy.
+against the embedded logits read with numpy: their gaps to the top-1 equal the logits' gaps to
+float32 rounding (the normalizer, llama-server's float32 running sum over the vocabulary, cancels;
+a numpy replica of that sum is not bit-exact, its exp is not glibc's).
 """
 import os
 import socket
@@ -98,18 +99,24 @@ class LlamaServerServed(unittest.TestCase):
         logits = e["logits"][rows]
         self.assertTrue(np.array_equal(h["argmax"], e["argmax"][rows]), "the same greedy token at every kept row")
         exact = same_ids = 0
-        worst = 0.0
+        worst = worst_gap = 0.0
         for i in range(len(rows)):
             x = logits[i].astype(np.float64)
-            want_ids = np.argsort(-x, kind="stable")[:K]
-            same_ids += np.array_equal(h["topk_ids"][i][:5], want_ids[:5])
-            lp = server_logprobs(logits[i], h["topk_ids"][i])
+            ids = h["topk_ids"][i]
+            same_ids += np.array_equal(ids[:5], np.argsort(-x, kind="stable")[:5])
+            lp = server_logprobs(logits[i], ids)
             exact += np.array_equal(lp, h["topk_logprobs"][i])
             worst = max(worst, float(np.abs(lp.astype(np.float64) - h["topk_logprobs"][i]).max()))
-        print(f"\n{len(rows)} rows: top-5 ids equal in {same_ids}; log-probabilities equal to the embedded logits' "
-              f"float32 softmax bit for bit in {exact}, largest difference {worst:.3g}")
+            # The gaps to the top-1 cancel the normalizer (llama-server's float32 running sum over the
+            # vocabulary, whose own error is ~1e-4): they are the logits' gaps, to float32 rounding.
+            got = h["topk_logprobs"][i][:5].astype(np.float64)
+            worst_gap = max(worst_gap, float(np.abs((got - got[0]) - (x[ids[:5]] - x[ids[0]])).max()))
+        print(f"\n{len(rows)} rows: top-5 ids equal in {same_ids}; log-probabilities equal to numpy's float32 "
+              f"replica of llama-server's softmax bit for bit in {exact}, largest difference {worst:.3g}; "
+              f"gaps to the top-1 against the embedded logits' largest difference {worst_gap:.3g}")
         self.assertEqual(same_ids, len(rows))
-        self.assertLess(worst, 1e-5)
+        self.assertLess(worst_gap, 2e-6)
+        self.assertLess(worst, 1e-3)
 
 
 if __name__ == "__main__":
