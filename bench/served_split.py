@@ -60,7 +60,11 @@ def model_writes(spans, pos, has_messages):
         return True
     if inner["kind"] == "tool_result":
         return False
-    return inner.get("role") == "assistant"
+    if inner.get("role") != "assistant":
+        return False
+    # "generated": what the message generated, without its role header (absent in older captures).
+    b, e = inner.get("generated", [inner["begin"], inner["end"]])
+    return b <= pos < e
 
 
 def log_softmax(x):

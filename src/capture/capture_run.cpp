@@ -42,13 +42,14 @@ Result<std::vector<int32_t>> PlanProbes(const ProbePlan& plan, int32_t n, const 
 // the values and combinations themselves (Knobs::Validate).
 Status CheckKnobs(const std::string& engine, const Knobs& knobs) {
   if (engine == "llama") return knobs.Validate();
-  if (knobs.replay == Replay::kServed)
-    return Status::InvalidArgument(fmt::format(
-        "--replay served needs --engine llama: {} computes the whole transcript in one teacher-forced pass "
-        "(docs/served.md)",
-        engine == "exact" ? "the exact engine" : "a server's capture"));
+  if (knobs.replay == Replay::kServed && engine == "exact")
+    return Status::InvalidArgument(
+        "--replay served needs --engine llama or openai: the exact engine computes the whole transcript in one "
+        "teacher-forced pass (docs/served.md)");
+  if (knobs.replay == Replay::kServed && knobs.load > 0)
+    return Status::InvalidArgument("--replay served --load: the fillers are planned for one prefill request");
   const std::set<std::string> used = engine == "exact" ? std::set<std::string>{"threads"}
-                                                       : std::set<std::string>{"load", "load_seed"};
+                                                       : std::set<std::string>{"load", "load_seed", "replay"};
   static const Knobs defaults;
   std::vector<std::string> ignored;
   for (const auto& k : KnobTable()) {
@@ -115,6 +116,7 @@ std::string TokenizerHash(int32_t n_vocab, const std::function<std::string(int32
 struct MadeEngine {
   std::unique_ptr<Engine> engine;
   LlamaEngine* llama = nullptr;  // the same engine when it is llama.cpp's (it can fork)
+  HttpEngine* http = nullptr;    // the same engine when it is a server's
   std::string tokenizer_sha256;
   int32_t topk = 0;             // > 0: the engine gives truncated rows
   nlohmann::json load_sources;  // the fillers' sources under load (null: none asked for)
@@ -158,6 +160,7 @@ Result<MadeEngine> MakeEngine(const CaptureRequest& req, const ModelInfo& model,
   FS_ASSIGN_OR_RETURN(auto server, HttpEngine::Create(http, int32_t(model.n_vocab)));
   m.tokenizer_sha256 = TokenizerHash(int32_t(model.n_vocab), detok);
   m.topk = server->topk();
+  m.http = server.get();
   m.engine = std::move(server);
   return m;
 }
@@ -323,6 +326,52 @@ void AddRunRecord(const CaptureRequest& req, const MadeEngine& made, const RowsR
   }
 }
 
+// A served replay over HTTP: the rows are gathered first, because which probes the server computed
+// as served is known only from its answers; only those are written (docs/served.md, "Over HTTP").
+Result<nlohmann::json> CaptureServedHttp(const CaptureRequest& req, const CaptureSource& src, MadeEngine& made,
+                                         const std::vector<int32_t>& probes, const std::vector<uint8_t>& written,
+                                         double t0) {
+  const Workload& w = src.workload;
+  if (std::find(written.begin(), written.end(), 1) == written.end())
+    return Status::InvalidArgument(fmt::format(
+        "{}: no assistant message: nothing for the server to decode, so served equals prefill (capture it with "
+        "--replay prefill)",
+        req.workload_path));
+  Progress bar("served", uint64_t(w.tokens.size()), "tok");
+  const double t1 = NowSeconds();
+  auto rows = made.http->ServedReplay(w.tokens, probes, written, [&](int64_t done) {
+    if (req.log.bars) bar.Update(uint64_t(done));
+  });
+  bar.Finish();
+  FS_RETURN_IF_ERROR(rows.status());
+  if (rows->positions.empty())
+    return Status::Error(fmt::format("{}: --replay served over HTTP kept no probe: none of the {} probes is a decode "
+                                     "step the server computed alone (see the served record)",
+                                     req.workload_path, probes.size()));
+  nlohmann::json manifest = StartManifest(req, src, made, rows->positions.size());
+  // The server's flags decide its numerics; the replay is flipscope's own, and compare reads it here.
+  manifest["knobs"]["replay"] = manifest["engine"]["knobs"]["replay"] = std::string(ToString(Replay::kServed));
+  CaptureLayout layout;
+  layout.tokens = w.tokens;
+  layout.positions = rows->positions;
+  layout.topk = made.topk;
+  layout.store = req.store;
+  FS_ASSIGN_OR_RETURN(auto writer, CaptureWriter::Create(req.out_path, layout, manifest));
+  const size_t k = size_t(rows->k);
+  for (size_t i = 0; i < rows->positions.size(); ++i)
+    FS_RETURN_IF_ERROR(writer->WriteTopK(int64_t(i), std::span<const int32_t>(rows->ids).subspan(i * k, k),
+                                         std::span<const float>(rows->logprobs).subspan(i * k, k), rows->argmax[i]));
+  RowsRun run;
+  run.prefill_s = NowSeconds() - t1;
+  AddRunRecord(req, made, run, int32_t(w.tokens.size()), t0, manifest);
+  nlohmann::json served = made.http->ServedRecord();
+  served["planned_probes"] = probes.size();
+  manifest["served"] = served;
+  writer->SetManifest(manifest);
+  FS_RETURN_IF_ERROR(writer->Commit());
+  return manifest;
+}
+
 // The capture over a source; t0 is when the caller's capture began (the manifest's total_s).
 Result<nlohmann::json> CaptureFrom(const CaptureRequest& req, const CaptureSource& src, double t0) {
   FS_RETURN_IF_ERROR(CheckKnobs(req.engine, req.knobs));
@@ -341,6 +390,7 @@ Result<nlohmann::json> CaptureFrom(const CaptureRequest& req, const CaptureSourc
                                req.workload_path));
   }
   FS_ASSIGN_OR_RETURN(MadeEngine made, OpenEngine(req, src));
+  if (made.http && req.knobs.replay == Replay::kServed) return CaptureServedHttp(req, src, made, probes, written, t0);
   if (!written.empty()) made.llama->SetWritten(std::move(written));
   nlohmann::json manifest = StartManifest(req, src, made, probes.size());
   CaptureLayout layout;

@@ -38,7 +38,8 @@ Status ApplyKnobFlags(const CLI::App* cmd, const std::map<std::string, std::stri
 // Registers the server flags of --engine openai (docs/engines.md).
 void AddServerFlags(CLI::App* cmd, HttpOptions& h) {
   cmd->add_option("--url", h.url, "--engine openai: the server's base URL, e.g. http://gpu-host:8000");
-  cmd->add_option("--api", h.api, "--engine openai: vllm (POST /v1/completions) or sglang (POST /generate)")
+  cmd->add_option("--api", h.api, "--engine openai: vllm (POST /v1/completions), sglang (POST /generate) or llama-server "
+                  "(POST /completion; --replay served only)")
       ->default_val("vllm");
   cmd->add_option("--logprobs", h.logprobs,
                   "--engine openai: top-k log-probabilities per position (-1: vLLM's full vocabulary)")

@@ -292,7 +292,8 @@ class LlamaEngine : public Engine {
 // How to reach a server that returns prompt log-probabilities, and what to ask it for.
 struct HttpOptions {
   std::string url;           // base URL, e.g. http://gpu-host:8000 (no path)
-  std::string api = "vllm";  // "vllm": POST /v1/completions; "sglang": POST /generate
+  std::string api = "vllm";  // "vllm": POST /v1/completions; "sglang": POST /generate; "llama-server":
+                             // POST /completion (served replay only: it returns no prompt log-probabilities)
   std::string served_model;  // vLLM's request "model"; empty = the first id of GET /v1/models
   int logprobs = 20;         // k per position; -1 (vLLM) = the whole vocabulary
   std::string api_key_env;   // env var holding a Bearer key; the key itself is never recorded
@@ -313,6 +314,17 @@ struct HttpOptions {
   // The flags that reproduce these options on `flipscope capture` (no key, URL redacted).
   std::string ToFlags() const;
 };
+
+// Top-k rows at chosen positions (a served replay over HTTP keeps only the rows it can show were
+// computed as served): row i is ids / logprobs [i*k, (i+1)*k), most probable first.
+struct TopKRows {
+  int32_t k = 0;
+  std::vector<int32_t> positions, ids, argmax;
+  std::vector<float> logprobs;
+};
+// The probes a served replay over HTTP can hand over: the decode steps (the model wrote p and
+// p+1) and each message's generation prompt's last row (it did not write p but wrote p+1).
+std::vector<int32_t> ServedHttpPositions(std::span<const int32_t> probes, std::span<const uint8_t> written);
 
 // A server over HTTP. Rows are truncated: the top-k ids and log-probabilities the server returns,
 // argmax = its top-1 id. The whole token sequence is sent as one request, because every
@@ -335,6 +347,18 @@ class HttpEngine : public Engine {
   void SetLoadPool(std::vector<FillerSource> pool) override;
   // The filler requests sent during the last Prefill (load > 0), and how many overlapped it.
   nlohmann::json LoadRecord() const override;
+  // Served replay (docs/served.md, "Over HTTP"; api vllm, sglang or llama-server): for each run of
+  // written tokens, a greedy generation from its generation prompt, then one request per decode step
+  // (position p fed alone over the server's cached prefix [0, p)). Returns the rows at the probes
+  // ServedHttpPositions keeps: a decode step's row when the server reports 1 token computed over p
+  // cached; else the generation's row when it had followed the transcript up to p (a decode step
+  // too); else none (listed in ServedRecord as recomputed). Errors name the URL, or the server flag
+  // that its prefix cache or cache counts need.
+  Result<TopKRows> ServedReplay(std::span<const int32_t> tokens, std::span<const int32_t> probes,
+                                std::span<const uint8_t> written, const ProgressFn& progress);
+  // What the last ServedReplay sent and what the server reported: requests, per row its source and
+  // cached / computed counts, the rows not kept, and the proof (one-token rows against the generation's).
+  nlohmann::json ServedRecord() const;
   // Greedy continuation of prompt at temperature 0: up to max_new_tokens generated tokens (fewer
   // when the server stops at end of generation), each with its probability; errors name the URL.
   Result<Future> Complete(std::span<const int32_t> prompt, int max_new_tokens);

@@ -15,7 +15,8 @@ using json = nlohmann::json;
 Status HttpOptions::Validate() const {
   if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
     return Status::Error("--url must start with http:// or https://, not '" + RedactUrl(url) + "'");
-  if (api != "vllm" && api != "sglang") return Status::Error("--api must be vllm or sglang, not '" + api + "'");
+  if (api != "vllm" && api != "sglang" && api != "llama-server")
+    return Status::Error("--api must be vllm, sglang or llama-server, not '" + api + "'");
   if (logprobs == 0 || logprobs < -1)
     return Status::Error("--logprobs must be >= 1 (or -1 for vLLM's full vocabulary)");
   if (logprobs == -1 && api != "vllm") return Status::Error("--logprobs -1 (the full vocabulary) needs --api vllm");
@@ -32,27 +33,16 @@ std::string HttpOptions::ToFlags() const {
   return f;
 }
 
-struct HttpEngine::Impl {
-  HttpOptions opts;
-  int32_t n_vocab = 0, k = 0;
-  http::Client client;
-  json server = json::object();         // what the server reported about itself
-  int64_t context = 0;                  // the server's context limit in tokens; 0 = not reported
-  std::vector<FillerSource> load_pool;  // empty: fillers are cut from the measured tokens
-  json load_record;                     // the last Prefill's filler requests; null when alone
-  Impl(const HttpOptions& o, std::string key) : opts(o), client(o, std::move(key)) {}
 
-  // GET path as JSON; error names the URL and what is wrong.
-  Result<json> GetJson(const std::string& path) const {
-    FS_ASSIGN_OR_RETURN(http::Response r, client.Get(path));
-    if (r.status != 200)
-      return Status::Error(
-          client.Scrub(fmt::format("{}: HTTP {}: {}", client.Where(path), r.status, http::ErrorText(r.body))));
-    auto j = http::ParseLenient(r.body);
-    if (!j.ok()) return j.status().Prefixed(client.Where(path));
-    return j;
-  }
-};
+Result<json> HttpEngine::Impl::GetJson(const std::string& path) const {
+  FS_ASSIGN_OR_RETURN(http::Response r, client.Get(path));
+  if (r.status != 200)
+    return Status::Error(
+        client.Scrub(fmt::format("{}: HTTP {}: {}", client.Where(path), r.status, http::ErrorText(r.body))));
+  auto j = http::ParseLenient(r.body);
+  if (!j.ok()) return j.status().Prefixed(client.Where(path));
+  return j;
+}
 
 namespace {
 
@@ -116,6 +106,15 @@ Status DescribeSglang(HttpEngine::Impl& e) {
   return Status::Ok();
 }
 
+// llama-server: /props (required): the model file, the build, the slots and the slot context.
+Status DescribeLlamaServer(HttpEngine::Impl& e) {
+  FS_ASSIGN_OR_RETURN(json props, e.GetJson("/props"));
+  e.server["model"] = Pick(props, {"model_path", "model_alias", "total_slots"});
+  e.server["version"] = props.contains("build_info") ? props["build_info"] : json(nullptr);
+  if (props.contains("default_generation_settings")) e.context = PositiveInt(props["default_generation_settings"], "n_ctx");
+  return Status::Ok();
+}
+
 // The prompt length the server reports (vLLM usage.prompt_tokens, SGLang meta_info.prompt_tokens);
 // -1 when absent.
 int64_t ReportedPromptTokens(const json& body, bool vllm) {
@@ -145,13 +144,18 @@ Result<std::unique_ptr<HttpEngine>> HttpEngine::Create(const HttpOptions& opts, 
   auto impl = std::make_unique<Impl>(opts, key);
   impl->n_vocab = n_vocab;
   impl->k = opts.logprobs == -1 ? n_vocab : opts.logprobs;
-  FS_RETURN_IF_ERROR(opts.api == "vllm" ? DescribeVllm(*impl) : DescribeSglang(*impl));
+  FS_RETURN_IF_ERROR(opts.api == "vllm"     ? DescribeVllm(*impl)
+                     : opts.api == "sglang" ? DescribeSglang(*impl)
+                                            : DescribeLlamaServer(*impl));
   return std::unique_ptr<HttpEngine>(new HttpEngine(std::move(impl)));
 }
 
 Status HttpEngine::Prefill(std::span<const int32_t> tokens, std::span<const int32_t> probes, const RowSink& sink,
                            const ProgressFn& progress) {
   Impl& e = *impl_;
+  if (e.opts.api == "llama-server")
+    return Status::InvalidArgument("--api llama-server returns no prompt log-probabilities: it captures only with "
+                                   "--replay served");
   const bool vllm = e.opts.api == "vllm";
   const std::string path = vllm ? "/v1/completions" : "/generate";
   const int64_t n = int64_t(tokens.size());
@@ -227,6 +231,8 @@ json HttpEngine::LoadRecord() const { return impl_->load_record; }
 
 Result<Future> HttpEngine::Complete(std::span<const int32_t> prompt, int max_new_tokens) {
   Impl& e = *impl_;
+  if (e.opts.api == "llama-server")
+    return Status::InvalidArgument("--api llama-server: futures at forks go through vLLM or SGLang only");
   const bool vllm = e.opts.api == "vllm";
   const std::string path = vllm ? "/v1/completions" : "/generate";
   const std::vector<int32_t> ids(prompt.begin(), prompt.end());
@@ -257,11 +263,12 @@ Result<Future> HttpEngine::Complete(std::span<const int32_t> prompt, int max_new
 
 json HttpEngine::Describe() const {
   const Impl& e = *impl_;
+  const std::string& api = e.opts.api;
   json d = {
       {"engine", "openai"},
       {"api", e.opts.api},
       {"url", RedactUrl(e.opts.url)},
-      {"endpoint", e.opts.api == "vllm" ? "/v1/completions" : "/generate"},
+      {"endpoint", api == "vllm" ? "/v1/completions" : api == "sglang" ? "/generate" : "/completion"},
       {"served_model", e.opts.served_model},
       {"server", e.server},
       {"server_context", e.context},

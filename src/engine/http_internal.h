@@ -86,4 +86,45 @@ Result<Future> ParseSglangCompletion(const nlohmann::json& body, int32_t n_vocab
 // ...]; empty when the server left them out, as it does for an incomplete UTF-8 piece). Errors name the field that is missing or wrong; ids outside n_vocab (when > 0) are errors.
 Result<ServedChoice> ParseLlamaServerCompletion(const nlohmann::json& body, int32_t n_vocab);
 
+// ---- Served replay over HTTP (http_served.cpp, docs/served.md "Over HTTP") ----------------------
+
+// One generated token: the token chosen and the top-k of the distribution it was chosen from, most
+// probable first (ties: lower id).
+struct ServedStep {
+  int32_t token = -1;
+  std::vector<int32_t> ids;
+  std::vector<float> logprobs;
+};
+// A served-replay answer: its generated tokens, and what the server reported about the prompt:
+// its length, the tokens it reused from its prefix cache and the ones it computed; -1 = not reported.
+struct ServedAnswer {
+  std::vector<ServedStep> steps;
+  int64_t prompt_tokens = -1, cached_tokens = -1, computed_tokens = -1;
+};
+// Parses an answer of api "vllm" (/v1/completions with logprobs and return_tokens_as_token_ids),
+// "sglang" (/generate with top_logprobs_num) or "llama-server" (/completion with n_probs): at least
+// one step, k ids each inside n_vocab (when > 0), log-probabilities <= 0; computed = prompt - cached
+// where the server reports no count of its own. Errors name the field.
+Result<ServedAnswer> ParseServedAnswer(const nlohmann::json& body, const std::string& api, int32_t k, int32_t n_vocab);
+
 }  // namespace flipscope::http
+
+namespace flipscope {
+
+// The engine's state, shared by http_engine.cpp (prefill, futures) and http_served.cpp.
+struct HttpEngine::Impl {
+  HttpOptions opts;
+  int32_t n_vocab = 0, k = 0;
+  http::Client client;
+  nlohmann::json server = nlohmann::json::object();  // what the server reported about itself
+  int64_t context = 0;                  // the server's context limit in tokens; 0 = not reported
+  std::vector<FillerSource> load_pool;  // empty: fillers are cut from the measured tokens
+  nlohmann::json load_record;           // the last Prefill's filler requests; null when alone
+  nlohmann::json served_record;         // the last served replay's requests and proof; null before
+  Impl(const HttpOptions& o, std::string key) : opts(o), client(o, std::move(key)) {}
+
+  // GET path as JSON; error names the URL and what is wrong.
+  Result<nlohmann::json> GetJson(const std::string& path) const;
+};
+
+}  // namespace flipscope

@@ -273,7 +273,8 @@ Status CheckReplay(const Experiment& exp) {
     return Status::Error(fmt::format("{}:{}: {}", exp.path, s.line, what));
   };
   if (exp.replay_both && exp.baseline.engine != "llama")
-    return at(exp.baseline, "replay = \"both\" needs a llama.cpp baseline: served replay is not done over HTTP");
+    return at(exp.baseline,
+              "replay = \"both\" needs a llama.cpp baseline: experiments do not capture served twins over HTTP yet");
   std::vector<const ConfigSpec*> all = {&exp.baseline};
   for (const ConfigSpec& v : exp.variants) all.push_back(&v);
   for (const ConfigSpec* s : all) {

@@ -25,7 +25,9 @@ Experiment ServedTwin(const Experiment& exp, json* skipped) {
   sv.baseline.knobs.replay = Replay::kServed;
   sv.variants.clear();
   for (const ConfigSpec& v : exp.variants) {
-    const char* why = v.engine != "llama" ? "a server configuration: served replay is not done over HTTP yet"
+    const char* why = v.engine != "llama"
+                          ? "a server configuration: experiments do not capture served twins over HTTP yet "
+                            "(flipscope capture --replay served does)"
                       : v.knobs.load > 0  ? "runs under load: served replay does not run under --load yet"
                                           : nullptr;
     if (why) {

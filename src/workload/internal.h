@@ -123,6 +123,7 @@ struct CharSpan {
   size_t begin = 0, end = 0;
   int index = 0;
   std::string role, label, subkind;
+  size_t gen_begin = 0, gen_end = 0;  // an assistant message: the characters the model generated (empty: unknown)
 };
 
 struct Rendered {

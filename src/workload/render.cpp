@@ -323,6 +323,32 @@ Located LocateMessages(Renderer& r, const std::vector<Planned>& plan, const std:
   return {std::move(loc), std::move(ranges)};
 }
 
+// The characters of assistant message out.spans[at] that the model generated: from the first
+// character of its content or of its first tool call (the spans after it) to the end of the last
+// one. The role header before them was the generation prompt; what follows them is the end-of-turn
+// marker (its first token is the model's last) and the template's own text. Left unknown when
+// neither content nor a call is found inside the message.
+void MarkGenerated(Rendered& out, size_t at, const std::string& content) {
+  CharSpan& m = out.spans[at];
+  size_t b = std::string::npos, e = 0;
+  const size_t lead = content.find_first_not_of(" \t\r\n");
+  if (lead != std::string::npos) {
+    // Templates often trim the content: look for it without its surrounding whitespace.
+    const std::string core = content.substr(lead, content.find_last_not_of(" \t\r\n") + 1 - lead);
+    const size_t found = out.text.find(core, m.begin);
+    if (found != std::string::npos && found + core.size() <= m.end) b = found, e = found + core.size();
+  }
+  for (size_t i = at + 1; i < out.spans.size(); ++i) {
+    const CharSpan& c = out.spans[i];
+    if (c.kind != "tool_call" || (c.begin == m.begin && c.end == m.end)) continue;  // a call not found
+    b = std::min(b, c.begin);
+    e = std::max(e, c.end);
+  }
+  if (b == std::string::npos || e <= b) return;
+  m.gen_begin = b;
+  m.gen_end = e;
+}
+
 // Appends the message, tool-call and tool-result spans of every planned message to out.spans.
 void AppendSpans(const Transcript& t, const std::vector<Planned>& plan, const Located& where, Renderer& r,
                  Rendered& out) {
@@ -348,6 +374,7 @@ void AppendSpans(const Transcript& t, const std::vector<Planned>& plan, const Lo
     int first = carried.front();
     std::string role = first > 0 ? t.messages[size_t(first - 1)].role : p.msg.role;
     out.spans.push_back({"message", mb, me, first, role, label, ""});
+    const size_t message_span = out.spans.size() - 1;
     carried.clear();
 
     size_t cursor = mb;
@@ -365,6 +392,7 @@ void AppendSpans(const Transcript& t, const std::vector<Planned>& plan, const Lo
                            fmt::format("{} #{} {}", what, m->index, m->name), m->name});
     }
     marks.clear();
+    if (role == "assistant") MarkGenerated(out, message_span, p.msg.content);
   }
 }
 

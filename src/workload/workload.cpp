@@ -119,6 +119,12 @@ Result<Workload> LoadWorkload(const std::string& workload_path, const std::strin
   for (const auto& s : spans) {
     auto [b, e] = workload::TokenRange(tok.offsets, s.begin, s.end);
     w.spans.push_back({s.kind, b, e, s.index, s.role, s.label, s.subkind});
+    if (s.gen_end > s.gen_begin) {
+      // The generated tokens, and the end-of-turn token right after them when the message holds one.
+      auto [gb, ge] = workload::TokenRange(tok.offsets, s.gen_begin, s.gen_end);
+      w.spans.back().gen_begin = gb;
+      w.spans.back().gen_end = std::min(e, s.gen_end < s.end ? ge + 1 : ge);
+    }
   }
   std::stable_sort(w.spans.begin(), w.spans.end(), [](const Span& a, const Span& b) {
     if (a.begin != b.begin) return a.begin < b.begin;
@@ -161,6 +167,8 @@ nlohmann::json SpansToJson(const std::vector<Span>& spans) {
                  {"role", s.role},
                  {"label", s.label},
                  {"subkind", s.subkind}});
+  for (size_t i = 0; i < spans.size(); ++i)
+    if (spans[i].gen_begin >= 0) a[i]["generated"] = {spans[i].gen_begin, spans[i].gen_end};
   return a;
 }
 
@@ -173,6 +181,15 @@ Result<std::vector<Span>> SpansFromJson(const nlohmann::json& j) {
       return Status::Error(fmt::format("spans: entry {} needs kind, begin and end", out.size()));
     out.push_back({e["kind"].get<std::string>(), e["begin"].get<int32_t>(), e["end"].get<int32_t>(),
                    e.value("index", 0), e.value("role", ""), e.value("label", ""), e.value("subkind", "")});
+    // "generated" is absent in captures written before the split: the whole message counts then.
+    if (e.contains("generated")) {
+      const auto& g = e["generated"];
+      if (!g.is_array() || g.size() != 2 || !g[0].is_number_integer() || !g[1].is_number_integer() ||
+          g[0].get<int64_t>() < out.back().begin || g[1].get<int64_t>() > out.back().end || g[0] > g[1])
+        return Status::Error(fmt::format("spans: entry {}: generated must be [begin, end] inside the span", out.size() - 1));
+      out.back().gen_begin = g[0].get<int32_t>();
+      out.back().gen_end = g[1].get<int32_t>();
+    }
   }
   return out;
 }
@@ -209,7 +226,10 @@ bool ModelWrites(const std::vector<Span>& spans, int32_t pos) {
   if (!inner) return false;  // between messages: the template's own text
   if (inner->kind == "tool_call") return true;
   if (inner->kind == "tool_result") return false;
-  return inner->role == "assistant";
+  if (inner->role != "assistant") return false;
+  // The role header (the generation prompt) and the template's text after the end-of-turn token
+  // were not generated; without the split (older captures) the whole message counts.
+  return inner->gen_begin < 0 || (pos >= inner->gen_begin && pos < inner->gen_end);
 }
 
 }  // namespace flipscope

@@ -27,6 +27,11 @@ struct Span {
   // literal: ipv4|ipv6|mac|interface|hostname|path|identifier|port|number (one per text, wherever
   // it appears); tool_call/_result: function
   std::string subkind;
+  // An assistant message only: the tokens the model generated, [gen_begin, gen_end): its content
+  // and tool calls and the end-of-turn token after them, without the role header the template
+  // wrote before them (the generation prompt) and the template's text after the end of turn.
+  // -1 when unknown (other messages, a capture written before the split): the whole span counts.
+  int32_t gen_begin = -1, gen_end = -1;
 };
 
 // A loaded workload: the exact tokens fed to every configuration, and what they mean.
@@ -79,8 +84,9 @@ Result<std::vector<Span>> SpansFromJson(const nlohmann::json& j);
 const Span* InnermostSpan(const std::vector<Span>& spans, int32_t pos);
 // The label of InnermostSpan (a literal's is "literal <type> <text>"), or "" when none.
 std::string SpanLabelAt(const std::vector<Span>& spans, int32_t pos);
-// Whether a deployed model writes token pos: it lies in a tool call, or in an assistant message
-// outside its tool results (system and user text and tool results are read, not written). A
+// Whether a deployed model writes token pos: it lies in a tool call, or in what an assistant
+// message generated (Span::gen_begin/gen_end: its content, calls and end-of-turn token, not its
+// role header; system and user text and tool results are read, not written). A
 // workload without message spans (plain text, token ids) counts as written everywhere.
 bool ModelWrites(const std::vector<Span>& spans, int32_t pos);
 

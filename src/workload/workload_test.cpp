@@ -343,6 +343,63 @@ TEST(Workload, SpanHelpers) {
 
 // Where a deployed model writes: assistant text and tool calls; not system, user or tool-result
 // text, nor the template's text between messages; a workload without messages everywhere.
+TEST(Workload, AssistantSpansMarkWhatTheModelGenerated) {
+  auto w = Load(Write("gen.json", ChatJson(Messages())), TinyModel());
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  Vocab v(TinyModel());
+  auto messages = Kind(*w, "message");
+  ASSERT_EQ(messages.size(), 6u);
+  const char* first_words[] = {"Checking", "It"};
+  int k = 0;
+  for (size_t i : {size_t(2), size_t(5)}) {
+    const Span& m = *messages[i];
+    ASSERT_GT(m.gen_begin, m.begin) << m.label;
+    ASSERT_LT(m.gen_begin, m.gen_end);
+    ASSERT_LE(m.gen_end, m.end);
+    const std::string header = v.Decode(w->tokens, m.begin, m.gen_begin);
+    const std::string generated = v.Decode(w->tokens, m.gen_begin, m.gen_end);
+    const std::string after = v.Decode(w->tokens, m.gen_end, m.end);
+    EXPECT_NE(header.find("<|im_start|>"), std::string::npos) << header;
+    EXPECT_NE(header.find("assistant"), std::string::npos) << header;
+    EXPECT_NE(generated.find(first_words[k++]), std::string::npos) << generated;
+    EXPECT_EQ(generated.find("assistant"), std::string::npos) << "the role header is not generated: " << generated;
+    EXPECT_TRUE(EndsWith(generated, "<|im_end|>")) << "the end-of-turn token is the model's last: " << generated;
+    EXPECT_EQ(after.find("<|im_end|>"), std::string::npos) << after;
+    EXPECT_FALSE(ModelWrites(w->spans, m.begin)) << "<|im_start|>";
+    EXPECT_FALSE(ModelWrites(w->spans, m.gen_begin - 1)) << "the header's last token";
+    EXPECT_TRUE(ModelWrites(w->spans, m.gen_begin));
+    EXPECT_TRUE(ModelWrites(w->spans, m.gen_end - 1)) << "<|im_end|>";
+    if (m.gen_end < m.end) {
+      EXPECT_FALSE(ModelWrites(w->spans, m.gen_end)) << "the newline after <|im_end|>";
+    }
+  }
+  for (size_t i : {size_t(0), size_t(1), size_t(3), size_t(4)}) EXPECT_EQ(messages[i]->gen_begin, -1);
+  for (const Span* c : Kind(*w, "tool_call")) {
+    EXPECT_GE(c->begin, messages[2]->gen_begin) << "calls lie inside what the model generated";
+    EXPECT_LE(c->end, messages[2]->gen_end);
+  }
+
+  // The spans round-trip through a manifest; spans written before the split (no "generated")
+  // count the whole assistant message, as they always did; a bad range is refused.
+  auto back = SpansFromJson(SpansToJson(w->spans));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  for (size_t i = 0; i < back->size(); ++i) {
+    EXPECT_EQ((*back)[i].gen_begin, w->spans[i].gen_begin);
+    EXPECT_EQ((*back)[i].gen_end, w->spans[i].gen_end);
+  }
+  nlohmann::json old = SpansToJson(w->spans);
+  for (auto& e : old) e.erase("generated");
+  auto before = SpansFromJson(old);
+  ASSERT_TRUE(before.ok());
+  EXPECT_TRUE(ModelWrites(*before, messages[2]->begin)) << "no split known: the header counts as written";
+  nlohmann::json bad = SpansToJson(w->spans);
+  for (auto& e : bad)
+    if (e.contains("generated")) e["generated"] = {e["end"].get<int>(), e["end"].get<int>() + 5};
+  auto refused = SpansFromJson(bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("generated must be [begin, end] inside the span"), std::string::npos);
+}
+
 TEST(Workload, ModelWritesOnlyAssistantMessagesAndTheirToolCalls) {
   std::vector<Span> spans = {{"message", 1, 10, 1, "system", "message #1 system", ""},
                              {"message", 10, 20, 2, "user", "message #2 user", ""},

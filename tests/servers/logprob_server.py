@@ -30,11 +30,22 @@ reason "stop"), each with the capture's log-probability of it at that position. 
 with logprobs.tokens = "token_id:N" (return_tokens_as_token_ids), SGLang with
 meta_info.output_token_logprobs. --request-log FILE appends every POST body as one JSON line.
 
+Prefix caching (served replay, docs/served.md "Over HTTP"): --prefix-caching B keeps every
+prompt and generation it has answered, as blocks of B tokens (vLLM's full-block rule: a prompt
+reuses the longest run of whole blocks that an earlier sequence shares with it, never its last
+token); answers then report the reused count: SGLang's meta_info.cached_tokens always, vLLM's
+usage.prompt_tokens_details.cached_tokens with --prompt-tokens-details (vLLM's
+--enable-prompt-tokens-details). Without --prefix-caching nothing is reused (cached 0).
+Generations answer the top --logprobs K of each step (vLLM top_logprobs, SGLang output_top_logprobs);
+--generate-max M stops every generation after M tokens. /_stats also counts "served" (one-token
+requests), "generations" and "cached" (the cached tokens reported, summed).
+
 Faults (--fault): "5xx:N" the first N POSTs answer 503 (the body echoes the Authorization header,
 as a careless proxy might); "slow:S:N" the first N POSTs wait S seconds; "malformed" POSTs answer
 a cut JSON body; "wrong_count" prompt_logprobs / input_top_logprobs lack their last entry;
 "batch_variant" a prompt-logprobs request that runs while a filler is in flight has the top two ids
 of every 5th position swapped (a server whose kernels depend on the batch).
+"cache_miss:N" the N-th one-token request reuses nothing (it reports 0 cached, as after an eviction).
 "die:N" the process kills itself (SIGKILL) on its N-th POST. --ignore-term ignores SIGTERM (only
 SIGKILL stops it). Prints "PORT <n>" and "PID <n>" once listening.
 """
@@ -110,7 +121,8 @@ class Handler(BaseHTTPRequestHandler):
         o, m = self.server.opts, self.server.model
         if self.path == "/_stats":
             return self.send(200, {"posts": self.server.posts, "fillers": self.server.fillers_started,
-                                   "loaded": self.server.loaded})
+                                   "loaded": self.server.loaded, "served": self.server.served,
+                                   "generations": self.server.generations, "cached": self.server.cached})
         if not self.authorized():
             return
         if self.path == "/v1/models":
@@ -229,31 +241,67 @@ class Handler(BaseHTTPRequestHandler):
             "usage": {"prompt_tokens": len(ids), "completion_tokens": n_gen}})
 
 
+    def reuse(self, ids):
+        """Prompt tokens reused from the prefix cache (whole blocks shared with an earlier sequence,
+        never the last token), and the sequence remembered; 0 without --prefix-caching."""
+        o, b = self.server.opts, self.server.opts.prefix_caching
+        if b <= 0:
+            return 0
+        with self.server.lock:
+            best = max((len(os.path.commonprefix([seq, ids])) for seq in self.server.sequences), default=0)
+        return min(best, len(ids) - 1) // b * b
+
+    def remember(self, seq):
+        if self.server.opts.prefix_caching > 0:
+            with self.server.lock:
+                # The last few sequences: a served replay extends the previous one each time.
+                self.server.sequences = self.server.sequences[-7:] + [list(seq)]
+
     def generate(self, req, ids, n_new, sglang):
-        """The greedy future of a (fork) prompt: the capture's tokens after it, with their log-probabilities."""
-        m = self.server.model
+        """The greedy future of a (fork) prompt: the capture's tokens after it, with their log-probabilities
+        and the top K of each step (K = logprobs / top_logprobs_num)."""
+        o, m = self.server.opts, self.server.model
         if ids[:-1] != m.tokens[:len(ids) - 1]:
             return self.send(400, {"object": "error", "message": "prompt (but its last token) is not a prefix of the served capture"})
         temperature = req["sampling_params"]["temperature"] if sglang else req["temperature"]
         if temperature != 0:
             return self.send(400, {"object": "error", "message": "this server decodes greedily only (temperature 0)"})
-        gen = list(range(len(ids), min(len(ids) + n_new, len(m.tokens))))
+        n_out = min(n_new, o.generate_max) if o.generate_max > 0 else n_new
+        gen = list(range(len(ids), min(len(ids) + n_out, len(m.tokens))))
         out = [(m.tokens[q], float(np.float32(m.lp[q - 1, m.tokens[q]]))) for q in gen]
+        k = req.get("top_logprobs_num", 0) if sglang else (req.get("logprobs") or 0)
+        tops = [m.entry(q, k) if k > 0 else [] for q in gen]
         finish = "length" if len(out) == n_new else "stop"
+        kind, *arg = o.fault.split(":") if o.fault else [""]
+        cached = self.reuse(ids)
+        with self.server.lock:
+            one = n_new == 1 and k > 0
+            self.server.served += one
+            self.server.generations += not one
+            if kind == "cache_miss" and one and self.server.served == int(arg[0]):
+                cached = 0
+            self.server.cached += cached
+        self.remember(ids + [t for t, _ in out])
         if sglang:
             body = {"text": "", "meta_info": {"id": "0", "prompt_tokens": len(ids), "completion_tokens": len(out),
-                                              "finish_reason": {"type": finish},
-                                              "output_token_logprobs": [[lp, t, None] for t, lp in out]}}
+                                              "cached_tokens": cached, "finish_reason": {"type": finish},
+                                              "output_token_logprobs": [[lp, t, None] for t, lp in out],
+                                              "output_top_logprobs": [[[lp, v, None] for v, lp in e] for e in tops]}}
         else:
             if not req.get("return_tokens_as_token_ids") or req.get("logprobs") is None:
                 return self.send(400, {"object": "error", "message": "ask for logprobs with return_tokens_as_token_ids"})
+            usage = {"prompt_tokens": len(ids), "completion_tokens": len(out), "total_tokens": len(ids) + len(out)}
+            if o.prompt_tokens_details:
+                usage["prompt_tokens_details"] = {"cached_tokens": cached}
             body = {"id": "cmpl-test", "object": "text_completion", "model": req.get("model"), "choices": [{
                 "index": 0, "text": "".join(f"<{t}>" for t, _ in out), "finish_reason": finish, "stop_reason": None,
                 "logprobs": {"text_offset": [3 * i for i in range(len(out))],
                              "token_logprobs": [lp for _, lp in out],
                              "tokens": [f"token_id:{t}" for t, _ in out],
-                             "top_logprobs": [{f"token_id:{t}": lp} for t, lp in out]}}],
-                "usage": {"prompt_tokens": len(ids), "completion_tokens": len(out), "total_tokens": len(ids) + len(out)}}
+                             # vLLM lists the chosen token beside the top K
+                             "top_logprobs": [{**{f"token_id:{v}": lp for v, lp in e}, f"token_id:{t}": lp0}
+                                              for e, (t, lp0) in zip(tops, out)]}}],
+                "usage": usage}
         self.send(200, body)
 
 
@@ -268,6 +316,9 @@ def main():
     ap.add_argument("--filler-ms", type=float, default=100)
     ap.add_argument("--request-log", default="")
     ap.add_argument("--ignore-term", action="store_true")
+    ap.add_argument("--prefix-caching", type=int, default=0, metavar="BLOCK")
+    ap.add_argument("--prompt-tokens-details", action="store_true")
+    ap.add_argument("--generate-max", type=int, default=0)
     opts = ap.parse_args()
     if opts.ignore_term:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -276,6 +327,8 @@ def main():
     server.daemon_threads = True
     server.opts, server.model, server.posts, server.lock = opts, model, 0, threading.Lock()
     server.in_flight = server.fillers_started = server.loaded = 0
+    server.served = server.generations = server.cached = 0
+    server.sequences = []
     print(f"PORT {server.server_address[1]}", flush=True)
     print(f"PID {os.getpid()}", flush=True)
     server.serve_forever()
