@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "capture/manifest.h"
 #include "checkpoint/model_info.h"
 #include "engine/engine.h"
 #include "util/status.h"
@@ -73,7 +74,8 @@ class CaptureReader {
   static Result<std::unique_ptr<CaptureReader>> Open(const std::string& path);
   virtual ~CaptureReader() = default;
   virtual const std::string& path() const = 0;
-  virtual const nlohmann::json& manifest() const = 0;
+  // The manifest, parsed once when the file is opened.
+  virtual const CaptureManifest& manifest() const = 0;
   virtual std::span<const int32_t> tokens() const = 0;
   virtual std::span<const int32_t> positions() const = 0;
   virtual std::span<const int32_t> argmax() const = 0;
@@ -230,9 +232,10 @@ Status CheckKnobs(const std::string& engine, const Knobs& knobs);
 Result<std::vector<uint8_t>> ServedWritten(const Workload& w, const std::string& workload_path);
 
 // Renders and tokenizes the workload, runs it teacher-forced through the engine (llama.cpp, or a
-// server over HTTP: a truncated capture) and writes the capture atomically. Returns the final manifest. On error
+// server over HTTP: a truncated capture) and writes the capture atomically. Returns the final manifest
+// as a reader of the file sees it (CaptureManifest::FromJson of what was written). On error
 // nothing is left at out_path.
-Result<nlohmann::json> RunCapture(const CaptureRequest& req);
+Result<CaptureManifest> RunCapture(const CaptureRequest& req);
 
 // What every capture of one model file over one workload shares: hashing a multi-gigabyte model
 // and rendering a long session cost seconds, so a caller that captures several times (repeats,
@@ -255,7 +258,7 @@ Result<CaptureSource> PrepareCapture(const CaptureRequest& req);
 // RunCapture over a prepared source, which must be of req's model file, workload and workload
 // options (load texts it lacks are read for this capture). Its manifest and rows are those of
 // RunCapture(req).
-Result<nlohmann::json> RunCapture(const CaptureRequest& req, const CaptureSource& source);
+Result<CaptureManifest> RunCapture(const CaptureRequest& req, const CaptureSource& source);
 
 // The manifest's "request": everything that decides the capture's content, as asked (knobs
 // unresolved). A run reuses an existing capture only when its request is equal.

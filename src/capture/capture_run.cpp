@@ -150,7 +150,6 @@ Result<MadeEngine> MakeEngine(const CaptureRequest& req, const ModelInfo& model,
     m.engine = std::move(exact);
     return m;
   }
-  if (req.engine != "openai") return Status::Error("--engine must be llama, exact or openai, not '" + req.engine + "'");
   FS_ASSIGN_OR_RETURN(auto detok, LoadDetokenizer(req.model_path));
   HttpOptions http = req.http;
   http.load = req.knobs.load;
@@ -230,35 +229,24 @@ Result<MadeEngine> OpenEngine(const CaptureRequest& req, const CaptureSource& sr
 
 // The manifest the writer starts with: everything that decides or describes the rows; what is
 // known only after them (timings, the load record) is added by AddRunRecord.
-nlohmann::json StartManifest(const CaptureRequest& req, const CaptureSource& src, const MadeEngine& made,
-                             size_t n_probes) {
-  const Engine& engine = *made.engine;
-  nlohmann::json workload = src.workload.info;
-  workload["spans"] = SpansToJson(src.workload.spans);
-  workload["tools"] = src.workload.tools;  // the branch stage judges tool calls against these
-  nlohmann::json manifest = {
-      {"format", "flipscope.capture"},
-      {"format_version", 1},
-      {"tool", {{"name", "flipscope"}, {"version", FLIPSCOPE_VERSION}}},
-      {"created", UtcNowIso()},
-      {"model", src.model.ToJson()},
-      {"tokenizer_sha256", made.tokenizer_sha256},
-      {"workload", workload},
-      {"engine", engine.Describe()},
-      {"knobs", engine.Describe()["knobs"]},
-      {"probe_plan", {{"stride", req.plan.stride}, {"full", req.plan.full}, {"n_probes", n_probes}}},
-      {"store", StoreName(req.store)},
-      {"truncated", made.topk > 0},
-      {"topk", made.topk},
-  };
-  if (made.topk > 0)
-    manifest["truncation"] = {
-        {"k", made.topk},
-        {"note",
-         "rows hold the server's top-k log-probabilities only: flips are exact (argmax = its top-1 id); "
-         "KL is a tail-bucket estimate (a lower bound), see docs/engines.md"}};
-  manifest["request"] = CaptureRequestJson(req, src.model.sha256, src.workload_sha256);
-  return manifest;
+CaptureManifest StartManifest(const CaptureRequest& req, const CaptureSource& src, const MadeEngine& made,
+                              size_t n_probes) {
+  CaptureManifest m;
+  m.tool_version = FLIPSCOPE_VERSION;
+  m.created = UtcNowIso();
+  m.model = src.model;
+  m.tokenizer_sha256 = made.tokenizer_sha256;
+  m.workload.record = src.workload.info;
+  m.workload.record["tools"] = src.workload.tools;  // the branch stage judges tool calls against these
+  m.workload.spans = src.workload.spans;
+  m.engine.record = made.engine->Describe();
+  m.knobs = m.engine.record["knobs"];
+  m.probe_plan = {{"stride", req.plan.stride}, {"full", req.plan.full}, {"n_probes", n_probes}};
+  m.store = StoreName(req.store);
+  m.truncated = made.topk > 0;
+  m.topk = made.topk;
+  m.request = CaptureRequestJson(req, src.model.sha256, src.workload_sha256);
+  return m;
 }
 
 // How the rows were made: prefill time without the forks' decoding, so that tokens/s stays the
@@ -301,9 +289,9 @@ Result<RowsRun> WriteRows(const CaptureRequest& req, const std::vector<int32_t>&
 
 // What is known once the rows are in: the timings (total since t0) and the engine's load record.
 void AddRunRecord(const CaptureRequest& req, const MadeEngine& made, const RowsRun& run, int32_t n, double t0,
-                  nlohmann::json& manifest) {
+                  CaptureManifest& manifest) {
   const double t_run = run.prefill_s;
-  manifest["timings"] = {
+  manifest.timings = {
       {"load_s", made.load_s}, {"prefill_s", t_run},          {"tokens_per_s", t_run > 0 ? n / t_run : 0.0},
       {"forks", run.n_forks},  {"fork_decode_s", run.fork_s}, {"total_s", NowSeconds() - t0}};
   if (made.llama && !made.llama->ServedRecord().is_null()) {
@@ -313,18 +301,18 @@ void AddRunRecord(const CaptureRequest& req, const MadeEngine& made, const RowsR
         "positions prefilled in -b chunks from its start";
     if (served["written_tokens"] == 0)
       served["note"] = "the workload has no assistant message: nothing was decoded, served replay equals prefill";
-    manifest["served"] = served;
+    manifest.served = served;
   }
   if (nlohmann::json load = made.engine->LoadRecord(); !load.is_null()) {
     load["sources"] = made.load_sources.empty()
                           ? nlohmann::json::array({{{"name", "workload"}, {"path", req.workload_path}}})
                           : made.load_sources;
-    manifest["load"] = load;
+    manifest.load = load;
   }
 }
 
 // The capture over a source; t0 is when the caller's capture began (the manifest's total_s).
-Result<nlohmann::json> CaptureFrom(const CaptureRequest& req, const CaptureSource& src, double t0) {
+Result<CaptureManifest> CaptureFrom(const CaptureRequest& req, const CaptureSource& src, double t0) {
   FS_RETURN_IF_ERROR(CheckKnobs(req.engine, req.knobs));
   FS_RETURN_IF_ERROR(CheckSource(req, src));
   const Workload& w = src.workload;
@@ -342,30 +330,31 @@ Result<nlohmann::json> CaptureFrom(const CaptureRequest& req, const CaptureSourc
   }
   FS_ASSIGN_OR_RETURN(MadeEngine made, OpenEngine(req, src));
   if (!written.empty()) made.llama->SetWritten(std::move(written));
-  nlohmann::json manifest = StartManifest(req, src, made, probes.size());
+  CaptureManifest manifest = StartManifest(req, src, made, probes.size());
   CaptureLayout layout;
   layout.tokens = w.tokens;
   layout.positions = probes;
   layout.n_vocab = made.topk > 0 ? 0 : made.engine->n_vocab();
   layout.topk = made.topk;
   layout.store = req.store;
-  FS_ASSIGN_OR_RETURN(auto writer, CaptureWriter::Create(req.out_path, layout, manifest));
+  FS_ASSIGN_OR_RETURN(auto writer, CaptureWriter::Create(req.out_path, layout, manifest.ToJson()));
   FS_ASSIGN_OR_RETURN(RowsRun run, WriteRows(req, w.tokens, probes, made, *writer));
   AddRunRecord(req, made, run, n, t0, manifest);
-  writer->SetManifest(manifest);
+  const nlohmann::json final_manifest = manifest.ToJson();
+  writer->SetManifest(final_manifest);
   FS_RETURN_IF_ERROR(writer->Commit());
-  return manifest;
+  return CaptureManifest::FromJson(final_manifest);  // as a reader of the file sees it
 }
 
 }  // namespace
 
 Result<CaptureSource> PrepareCapture(const CaptureRequest& req) { return Prepare(req, req.knobs.load > 0); }
 
-Result<nlohmann::json> RunCapture(const CaptureRequest& req, const CaptureSource& source) {
+Result<CaptureManifest> RunCapture(const CaptureRequest& req, const CaptureSource& source) {
   return CaptureFrom(req, source, NowSeconds());
 }
 
-Result<nlohmann::json> RunCapture(const CaptureRequest& req) {
+Result<CaptureManifest> RunCapture(const CaptureRequest& req) {
   const double t0 = NowSeconds();
   FS_RETURN_IF_ERROR(CheckKnobs(req.engine, req.knobs));
   // Without the fillers' sources: OpenEngine reads them after the engine, as a single capture always has.

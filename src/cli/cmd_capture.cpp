@@ -80,7 +80,7 @@ Action DefineCapture(CLI::App* cmd) {
   auto o = std::make_shared<Opts>();
   cmd->add_option("-m,--model", o->req.model_path, "GGUF model file (with --engine openai: its tokenizer only)")
       ->required();
-  cmd->add_option("--engine", o->req.engine,
+  cmd->add_option("--engine", o->engine,
                   "llama (linked llama.cpp), exact (the FP64 reference, docs/exact.md) or openai (a vLLM / SGLang "
                   "server, --url)")
       ->default_val("llama");
@@ -114,10 +114,10 @@ Action DefineCapture(CLI::App* cmd) {
     if (!m.ok()) return Fail(m.status());
     const auto& t = (*m)["timings"];
     fmt::print(stderr, "wrote {}: {} tokens, {} probes, {:.1f} tok/s, {}\n", o->req.out_path,
-               (*m)["workload"].value("n_tokens", 0), (*m)["probe_plan"]["n_probes"].get<int64_t>(),
-               t["tokens_per_s"].get<double>(), (*m)["engine"]["flags"].get<std::string>());
+               m->workload.record.value("n_tokens", 0), m->probe_plan["n_probes"].get<int64_t>(),
+               m->timings["tokens_per_s"].get<double>(), m->engine.flags);
     // The flags above are what ran; where llama.cpp decided a setting itself, say what and why.
-    for (const std::string& note : ResolvedNotes((*m)["engine"])) fmt::print(stderr, "  {}\n", note);
+    for (const std::string& note : ResolvedNotes(m->engine.record)) fmt::print(stderr, "  {}\n", note);
     return 0;
   };
 }

@@ -16,12 +16,11 @@ namespace {
 
 constexpr int kGateExit = 3;
 
-// Token text from the model file named in the base manifest ("model.path"), loaded vocab-only;
+// Token text from the model file named in the base manifest (its model's path), loaded vocab-only;
 // an empty detokenizer when the file is not there (flips then carry ids only).
-Detokenizer ModelDetokenizer(const nlohmann::json& manifest) {
-  const auto* model = manifest.contains("model") && manifest["model"].is_object() ? &manifest["model"] : nullptr;
-  if (model == nullptr || !model->contains("path") || !(*model)["path"].is_string()) return {};
-  const std::string path = (*model)["path"];
+Detokenizer ModelDetokenizer(const CaptureManifest& manifest) {
+  const std::string& path = manifest.model.path;
+  if (path.empty()) return {};
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) return {};
   auto detok = LoadDetokenizer(path);

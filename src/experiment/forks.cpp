@@ -29,7 +29,7 @@ Result<std::shared_ptr<BaseRows>> ReadBaseRows(const std::string& base0) {
   b->positions.assign(r->positions().begin(), r->positions().end());
   b->argmax.assign(r->argmax().begin(), r->argmax().end());
   b->digest.assign(r->digest().begin(), r->digest().end());
-  b->created = r->manifest().value("created", std::string());
+  b->created = r->manifest().created;
   return b;
 }
 
@@ -112,9 +112,9 @@ Status WriteDecoded(const std::string& capture, const std::string& base0, const 
   }
   json doc = {{"format", "flipscope.forks"},
               {"capture", capture},
-              {"capture_created", cap->manifest().value("created", std::string())},
+              {"capture_created", cap->manifest().created},
               {"base", base0},
-              {"base_created", base->manifest().value("created", std::string())},
+              {"base_created", base->manifest().created},
               {"max_tokens", d.max_tokens},
               {"max_call_tokens", d.max_call_tokens},
               {"decoding", d.decoding},
@@ -131,9 +131,8 @@ std::optional<DecodedFutures> ReadDecoded(const std::string& capture, const std:
   try {
     json doc = json::parse(*text);
     // Stale when either capture was made again since.
-    if (doc.at("format") != "flipscope.forks" ||
-        doc.at("capture_created") != (*cap)->manifest().value("created", std::string()) ||
-        doc.at("base_created") != (*base)->manifest().value("created", std::string()))
+    if (doc.at("format") != "flipscope.forks" || doc.at("capture_created") != (*cap)->manifest().created ||
+        doc.at("base_created") != (*base)->manifest().created)
       return std::nullopt;
     DecodedFutures d;
     d.source = capture;

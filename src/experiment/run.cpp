@@ -50,7 +50,7 @@ struct Runner {
 
   // Every repeat and configuration of one model file shares its hash and the rendered workload.
   std::map<std::string, CaptureSource> sources;  // model path -> its prepared source
-  Result<nlohmann::json> Capture(const CaptureRequest& req) {
+  Result<CaptureManifest> Capture(const CaptureRequest& req) {
     auto it = sources.find(req.model_path);
     if (it == sources.end()) {
       FS_ASSIGN_OR_RETURN(CaptureSource s, PrepareCapture(req));
@@ -63,7 +63,7 @@ struct Runner {
   bool Reusable(const std::string& out, const nlohmann::json& request) {
     if (!fs::exists(out)) return false;
     auto r = CaptureReader::Open(out);
-    return r.ok() && (*r)->manifest().value("request", nlohmann::json()) == request;
+    return r.ok() && (*r)->manifest().request == request;
   }
 
   // Forks a capture follows while it runs (none when branch following is off for it); the
@@ -245,25 +245,15 @@ struct Runner {
 
 }  // namespace
 
-// Reads only with value() and type checks: a capture may come from another writer or be edited,
-// and a missing key or a wrong type must not throw (or index past a const object) mid-run.
-nlohmann::json ManifestFacts(const nlohmann::json& manifest) {
+nlohmann::json ManifestFacts(const CaptureManifest& m) {
   using json = nlohmann::json;
-  auto field = [&](const char* key, json fallback) {
-    auto it = manifest.find(key);
-    return it == manifest.end() ? fallback : *it;
-  };
-  json engine = field("engine", json::object());
-  json workload = field("workload", json::object());
-  if (workload.is_object()) workload.erase("spans");
-  json timings = field("timings", json::object());
-  auto flags = engine.is_object() ? engine.find("flags") : engine.end();
+  const json flags = m.engine.flags.empty() ? json(nullptr) : json(m.engine.flags);
   return {{"config",
-           {{"knobs", field("knobs", nullptr)},
-            {"flags", engine.is_object() && flags != engine.end() && flags->is_string() ? *flags : json(nullptr)},
-            {"engine", engine},
-            {"timings", timings.is_object() ? timings : json::object()}}},
-          {"run", {{"workload", workload}, {"probe_plan", field("probe_plan", nullptr)}, {"environment", engine}}}};
+           {{"knobs", m.knobs},
+            {"flags", flags},
+            {"engine", m.engine.record},
+            {"timings", m.timings.is_object() ? m.timings : json::object()}}},
+          {"run", {{"workload", m.workload.record}, {"probe_plan", m.probe_plan}, {"environment", m.engine.record}}}};
 }
 
 namespace {

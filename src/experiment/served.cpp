@@ -104,8 +104,7 @@ Status ReplayDistances(const Experiment& exp, json& results, const Log& log) {
     FS_ASSIGN_OR_RETURN(auto cand, CaptureReader::Open((*twin)["captures"][0].get<std::string>()));
     FS_ASSIGN_OR_RETURN(Comparison cmp, Compare(*base, *cand, co));
     const json cmp_json = ToJson(cmp);
-    ReplayDistance d{name, ComparisonFigures::FromCompareJson(cmp_json),
-                     Groups(cmp, compare::ManifestSpans(base->manifest()))};
+    ReplayDistance d{name, ComparisonFigures::FromCompareJson(cmp_json), Groups(cmp, base->manifest().workload.spans)};
     json entry = d.ToJson();
     entry["windows"] = cmp_json.value("windows", json::array());
     served["distance"].push_back(std::move(entry));

@@ -87,7 +87,7 @@ Status DecodeOverHttp(const HttpOptions& opts, const std::string& capture, const
                       const std::vector<int32_t>& points, const ForkFirst& first_at, const BranchSettings& s,
                       const Log& log, DecodedFutures* out) {
   FS_ASSIGN_OR_RETURN(auto cap, CaptureReader::Open(capture));
-  const int32_t n_vocab = cap->manifest().value("model", nlohmann::json::object()).value("n_vocab", 0);
+  const int32_t n_vocab = int32_t(cap->manifest().model.n_vocab);
   FS_ASSIGN_OR_RETURN(auto engine, HttpEngine::Create(opts, n_vocab));
   FS_ASSIGN_OR_RETURN(ExtendFn extend, CallExtension(base0, s.max_tokens, s.max_call_tokens));
   out->max_tokens = s.max_tokens;

@@ -36,10 +36,10 @@ bool CapturedSwaFull(const nlohmann::json& config, const ModelInfo& model);
 // and the chat template the workload used (results["workload"]["template"]); words shell-quoted.
 std::string LlamaCommand(const std::string& tool, const nlohmann::json& config, const nlohmann::json& results,
                          const ModelInfo& model, int64_t n_ctx);
-// What results.json takes from a capture's manifest, never throwing on a foreign or edited one:
-// {"config": {knobs, flags (null when absent), engine, timings}, "run": {workload without spans,
-// probe_plan, environment}}; absent keys come out null (timings: an empty object).
-nlohmann::json ManifestFacts(const nlohmann::json& manifest);
+// What results.json takes from a capture's manifest: {"config": {knobs, flags (null when absent),
+// engine, timings}, "run": {workload without spans, probe_plan, environment}}; absent blocks come
+// out null (engine, workload and timings: an empty object).
+nlohmann::json ManifestFacts(const CaptureManifest& manifest);
 // Fills results["comparisons"]: baseline repeats vs baseline r0, every variant repeat vs baseline r0;
 // *entries gets the same comparisons' figures, typed, in the same order (for Summarize).
 Status CompareAll(const Experiment& exp, nlohmann::json& results, const Log& log,
