@@ -43,7 +43,7 @@ struct Side {
 Status OpenSide(const std::string& path, std::map<std::string, std::string>* hashes, Side* s) {
   FS_ASSIGN_OR_RETURN(s->cap, CaptureReader::Open(path));
   const ManifestEngine& engine = s->cap->manifest().engine;
-  if (engine.name == "openai") {
+  if (FromName<EngineKind>(engine.name) == EngineKind::kOpenai) {
     // A server's capture: its futures are decoded over HTTP while its server runs (flipscope run).
     s->served_flags = engine.flags.empty() ? std::string("--engine openai") : engine.flags;
     FS_ASSIGN_OR_RETURN(CaptureReplay model, ModelOf(*s->cap, hashes));

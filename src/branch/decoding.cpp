@@ -52,7 +52,7 @@ Result<ForkDecoding> ResolveDecoding(const std::string& capture_path, const std:
   const json tools = w.tools.is_null() ? json::array() : w.tools;
   const std::string& form = w.tool_call_form;
   if (!tools.is_array() || tools.empty() || form.empty()) return free_because("the workload defines no tools");
-  if (!m.engine.name.empty() && m.engine.name != "llama")
+  if (!m.engine.name.empty() && FromName<EngineKind>(m.engine.name) != EngineKind::kLlama)
     return free_because("a server's futures are its own completions (docs/branch.md)");
   const bool renders = form == "template";
   if (decoding == "auto" && !renders)

@@ -16,6 +16,7 @@
 #include "capture/manifest.h"
 #include "checkpoint/model_info.h"
 #include "engine/engine.h"
+#include "util/names.h"
 #include "util/status.h"
 #include "util/util.h"
 #include "workload/workload.h"
@@ -205,13 +206,21 @@ struct CaptureForks {
   PlannedForkSink sink;
 };
 
+// The engine a capture runs: linked llama.cpp, the FP64 reference, or a server over HTTP.
+enum class EngineKind { kLlama, kExact, kOpenai };
+template <>
+struct Names<EngineKind> {
+  static constexpr std::pair<EngineKind, const char*> v[] = {
+      {EngineKind::kLlama, "llama"}, {EngineKind::kExact, "exact"}, {EngineKind::kOpenai, "openai"}};
+};
+
 // Everything one capture needs; the manifest records it with defaults resolved.
 struct CaptureRequest {
   std::string model_path, workload_path, out_path;
   WorkloadOptions workload;
-  std::string engine = "llama";  // "llama" (linked llama.cpp), "exact" (FP64 reference) or "openai" (HTTP)
-  Knobs knobs;                   // llama only
-  HttpOptions http;              // openai only; the model file then only tokenizes
+  EngineKind engine = EngineKind::kLlama;
+  Knobs knobs;       // llama only
+  HttpOptions http;  // openai only; the model file then only tokenizes
   ProbePlan plan;
   StoreDtype store = StoreDtype::kF32;
   Log log;             // status lines and progress bars (bars on a terminal only)
@@ -224,7 +233,7 @@ struct CaptureRequest {
 // Ok when every knob set away from its default is one the request's engine uses (llama: all;
 // exact: threads; openai: load, load_seed) and the values pass Knobs::Validate(); else an error
 // naming the knobs that do not apply, or the bad value.
-Status CheckKnobs(const std::string& engine, const Knobs& knobs);
+Status CheckKnobs(EngineKind engine, const Knobs& knobs);
 
 // Under --replay served: per token of w, whether a deployed model wrote it (ModelWrites), for
 // LlamaEngine::SetWritten. An error naming workload_path when w has no messages (plain text,

@@ -34,13 +34,14 @@ Result<CaptureReplay> ReplayOf(const CaptureReader& cap, const std::string& stag
   if (cap.truncated())
     return Status::Error(path + ": a truncated (top-k) capture cannot be re-run; " + stage +
                          " needs a capture of the llama engine");
-  const std::string name = m.engine.name.empty() ? std::string("llama") : m.engine.name;
-  if (name == "exact")
+  const std::string name = m.engine.name.empty() ? std::string(NameOf(EngineKind::kLlama)) : m.engine.name;
+  const std::optional<EngineKind> kind = FromName<EngineKind>(name);  // none: another writer's engine
+  if (kind == EngineKind::kExact)
     return Status::Error(path + ": an exact (FP64) capture cannot be re-run by " + stage +
                          ": the exact engine computes teacher-forced rows only, it cannot decode a future or "
                          "expose llama.cpp's graph; capture the workload with --engine llama for " + stage +
                          ", and compare that capture against this one");
-  if (name != "llama")
+  if (kind != EngineKind::kLlama)
     return Status::Error(path + ": captured by the '" + name + "' engine; " + stage +
                          " re-runs the llama engine only");
   FS_ASSIGN_OR_RETURN(CaptureReplay r, ModelOf(cap, hashes));

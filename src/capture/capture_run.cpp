@@ -40,15 +40,15 @@ Result<std::vector<int32_t>> PlanProbes(const ProbePlan& plan, int32_t n, const 
 // computes in FP64 without llama.cpp's kernels); a server only the load (its own flags decide the
 // rest). Anything else set is refused, so a manifest never lists a setting that did nothing; then
 // the values and combinations themselves (Knobs::Validate).
-Status CheckKnobs(const std::string& engine, const Knobs& knobs) {
-  if (engine == "llama") return knobs.Validate();
+Status CheckKnobs(EngineKind engine, const Knobs& knobs) {
+  if (engine == EngineKind::kLlama) return knobs.Validate();
   if (knobs.replay == Replay::kServed)
-    return Status::InvalidArgument(fmt::format(
-        "--replay served needs --engine llama: {} computes the whole transcript in one teacher-forced pass "
-        "(docs/served.md)",
-        engine == "exact" ? "the exact engine" : "a server's capture"));
-  const std::set<std::string> used = engine == "exact" ? std::set<std::string>{"threads"}
-                                                       : std::set<std::string>{"load", "load_seed"};
+    return Status::InvalidArgument(
+        fmt::format("--replay served needs --engine llama: {} computes the whole transcript in one teacher-forced pass "
+                    "(docs/served.md)",
+                    engine == EngineKind::kExact ? "the exact engine" : "a server's capture"));
+  const std::set<std::string> used =
+      engine == EngineKind::kExact ? std::set<std::string>{"threads"} : std::set<std::string>{"load", "load_seed"};
   static const Knobs defaults;
   std::vector<std::string> ignored;
   for (const auto& k : KnobTable()) {
@@ -59,26 +59,30 @@ Status CheckKnobs(const std::string& engine, const Knobs& knobs) {
   }
   if (ignored.empty()) return knobs.Validate();
   return Status::InvalidArgument(fmt::format(
-      "--engine {} does not use {} ({}); {}", engine, ignored.size() == 1 ? "this knob" : "these knobs",
+      "--engine {} does not use {} ({}); {}", NameOf(engine), ignored.size() == 1 ? "this knob" : "these knobs",
       fmt::join(ignored, ", "),
-      engine == "exact" ? "the exact engine computes in FP64 without llama.cpp's kernels and takes only -t"
-                        : "a server's numerics are its own launch flags (--server-note records them); only --load applies"));
+      engine == EngineKind::kExact
+          ? "the exact engine computes in FP64 without llama.cpp's kernels and takes only -t"
+          : "a server's numerics are its own launch flags (--server-note records them); only --load applies"));
 }
 
 nlohmann::json CaptureRequestJson(const CaptureRequest& req, const std::string& model_sha256,
                                   const std::string& workload_sha256) {
-  nlohmann::json j = {{"model_sha256", model_sha256},  {"workload_sha256", workload_sha256},
-                      {"format", req.workload.format}, {"chat_template", req.workload.chat_template},
-                      {"knobs", req.engine == "exact" ? nlohmann::json{{"threads", req.knobs.n_threads}}
-                                                      : req.knobs.ToJson()},
+  nlohmann::json j = {{"model_sha256", model_sha256},
+                      {"workload_sha256", workload_sha256},
+                      {"format", req.workload.format},
+                      {"chat_template", req.workload.chat_template},
+                      {"knobs", req.engine == EngineKind::kExact ? nlohmann::json{{"threads", req.knobs.n_threads}}
+                                                                 : req.knobs.ToJson()},
                       {"probe_plan", req.plan.ToJson()},
-                      {"store", StoreName(req.store)}, {"tool_version", FLIPSCOPE_VERSION}};
-  if (req.engine != "llama") j["engine"] = req.engine;
+                      {"store", StoreName(req.store)},
+                      {"tool_version", FLIPSCOPE_VERSION}};
+  if (req.engine != EngineKind::kLlama) j["engine"] = std::string(NameOf(req.engine));
   // Every capture before the replay knob was a prefill: a prefill request keeps that identity, so
   // the captures of an earlier run are still reused.
   if (req.knobs.replay == Replay::kPrefill && j["knobs"].contains("replay")) j["knobs"].erase("replay");
   if (!req.load_text.empty()) j["load_text"] = req.load_text;
-  if (req.engine == "openai") {
+  if (req.engine == EngineKind::kOpenai) {
     HttpOptions h = req.http;
     // A launched server's port may be chosen afresh by every run: its command identifies it instead.
     if (!h.launch.is_null()) h.url = "http://launched";
@@ -123,7 +127,7 @@ struct MadeEngine {
 
 Result<MadeEngine> MakeEngine(const CaptureRequest& req, const ModelInfo& model, int32_t n_tokens) {
   MadeEngine m;
-  if (req.engine == "llama") {
+  if (req.engine == EngineKind::kLlama) {
     if (req.knobs.n_ctx > 0 && n_tokens > req.knobs.n_ctx)
       return Status::Error(
           fmt::format("{}: {} tokens do not fit the context of {} (ctx_size, -c)", req.workload_path, n_tokens, req.knobs.n_ctx));
@@ -138,7 +142,7 @@ Result<MadeEngine> MakeEngine(const CaptureRequest& req, const ModelInfo& model,
     m.engine = std::move(llama);
     return m;
   }
-  if (req.engine == "exact") {
+  if (req.engine == EngineKind::kExact) {
     if (req.knobs.load > 0)
       return Status::InvalidArgument("--load needs --engine llama or openai (the exact engine runs alone)");
     // The FP64 reference: only the thread count of the knobs applies (it does not change the math).
@@ -282,7 +286,7 @@ Result<RowsRun> WriteRows(const CaptureRequest& req, const std::vector<int32_t>&
                                                         on_fork, on_tokens, req.forks.extend)
                   : made.engine->Prefill(tokens, probes, write, on_tokens);
   bar.Finish();
-  if (!st.ok()) return req.engine == "llama" ? st.Prefixed(req.model_path) : st;
+  if (!st.ok()) return req.engine == EngineKind::kLlama ? st.Prefixed(req.model_path) : st;
   run.prefill_s = NowSeconds() - t0 - run.fork_s;
   return run;
 }
@@ -318,7 +322,7 @@ Result<CaptureManifest> CaptureFrom(const CaptureRequest& req, const CaptureSour
   const Workload& w = src.workload;
   const int32_t n = int32_t(w.tokens.size());
   FS_ASSIGN_OR_RETURN(std::vector<int32_t> probes, PlanProbes(req.plan, n, w.spans));
-  if (req.engine == "openai" && req.store != StoreDtype::kF32)
+  if (req.engine == EngineKind::kOpenai && req.store != StoreDtype::kF32)
     return Status::Error("--store bf16 applies to full logits; a server's top-k log-probabilities are stored as f32");
   std::vector<uint8_t> written;  // served replay: which tokens the model wrote
   if (req.knobs.replay == Replay::kServed) {

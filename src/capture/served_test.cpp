@@ -195,7 +195,10 @@ TEST(ServedCapture, RefusedInOneLineLeavingNoFile) {
       {"plain text", text, [](CaptureRequest&) {}, {text, "plain-text workload", "no roles", "no assistant turns"}},
       {"token ids", ids, [](CaptureRequest&) {}, {ids, "token-id workload", "no roles"}},
       {"load", chat, [](CaptureRequest& r) { r.knobs.load = 1; }, {"--replay served", "--load"}},
-      {"exact engine", chat, [](CaptureRequest& r) { r.engine = "exact"; }, {"--replay served", "--engine llama"}},
+      {"exact engine",
+       chat,
+       [](CaptureRequest& r) { r.engine = EngineKind::kExact; },
+       {"--replay served", "--engine llama"}},
   };
   for (auto& c : cases) {
     CaptureRequest r = Request(f, c.workload, "bad.safetensors", Replay::kServed);

@@ -72,7 +72,8 @@ int LoadFloor(const CaptureRequest& req, int repeats) {
 Action DefineCapture(CLI::App* cmd) {
   struct Opts {
     CaptureRequest req;
-    std::string store = "f32";
+    std::string engine{NameOf(CaptureRequest().engine)};
+    std::string store = StoreName(CaptureRequest().store);
     std::map<std::string, std::string> knob_texts;
     bool quiet = false;
     int load_repeats = 0;
@@ -106,8 +107,12 @@ Action DefineCapture(CLI::App* cmd) {
     o->req.store = *store;
     if (Status st = ApplyKnobFlags(cmd, o->knob_texts, o->req.knobs); !st.ok()) return Fail(st);
     o->req.log.bars = !o->quiet;
-    if (o->req.engine == "openai" && o->req.http.url.empty()) return Fail(Status::Error("--engine openai needs --url"));
-    if (o->req.engine != "openai" && !o->req.http.url.empty())
+    auto engine = ParseName<EngineKind>(o->engine, "--engine");
+    if (!engine.ok()) return Fail(engine.status());
+    o->req.engine = *engine;
+    if (o->req.engine == EngineKind::kOpenai && o->req.http.url.empty())
+      return Fail(Status::Error("--engine openai needs --url"));
+    if (o->req.engine != EngineKind::kOpenai && !o->req.http.url.empty())
       return Fail(Status::Error("--url needs --engine openai"));
     if (o->load_repeats > 0) return LoadFloor(o->req, o->load_repeats);
     auto m = RunCapture(o->req);

@@ -37,7 +37,7 @@ struct ConfigSpec {
   std::string requantize;  // e.g. "F16" or "Q8_0": derive the weights from the experiment's model
   int repeats = 1;
   int line = 0;                  // where it is defined in the experiment file
-  std::string engine = "llama";  // "llama" (knobs) or "openai" (server)
+  EngineKind engine = EngineKind::kLlama;  // llama (knobs) or openai (server); exact only as the reference
   ServerSpec server;             // engine "openai" only
 };
 

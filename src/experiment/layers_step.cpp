@@ -29,7 +29,7 @@ int64_t FirstRepeatFlips(const nlohmann::json& results, const std::string& name)
 
 // Why the layers stage cannot look into this configuration ("" when it can).
 std::string Unsupported(const ConfigSpec& c) {
-  if (c.engine != "llama") return "a server configuration: its graph is not llama.cpp's to tap";
+  if (c.engine != EngineKind::kLlama) return "a server configuration: its graph is not llama.cpp's to tap";
   if (c.knobs.load > 0) return "runs under load: its batches hold other sequences' tokens";
   return "";
 }
@@ -64,7 +64,7 @@ Status LayersAll(const Experiment& exp, nlohmann::json& results, const RunOption
     const ConfigSpec* spec = SpecOf(exp, name);
     if (!spec || c["status"] != "ok" || !Layered(exp, name) || FirstRepeatFlips(results, name) == 0) continue;
     nlohmann::json entry = {{"config", name}};
-    if (std::string why = Unsupported(*spec); !why.empty() || exp.baseline.engine != "llama") {
+    if (std::string why = Unsupported(*spec); !why.empty() || exp.baseline.engine != EngineKind::kLlama) {
       entry["skipped"] = why.empty() ? "the baseline is a server configuration" : why;
       results["layers"].push_back(entry);
       continue;

@@ -272,7 +272,7 @@ Status CheckReplay(const Experiment& exp) {
   auto at = [&](const ConfigSpec& s, const std::string& what) {
     return Status::Error(fmt::format("{}:{}: {}", exp.path, s.line, what));
   };
-  if (exp.replay_both && exp.baseline.engine != "llama")
+  if (exp.replay_both && exp.baseline.engine != EngineKind::kLlama)
     return at(exp.baseline, "replay = \"both\" needs a llama.cpp baseline: served replay is not done over HTTP");
   std::vector<const ConfigSpec*> all = {&exp.baseline};
   for (const ConfigSpec& v : exp.variants) all.push_back(&v);

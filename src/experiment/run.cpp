@@ -108,7 +108,7 @@ struct Runner {
       opts.log.Info(fmt::format("  {}: {}: {}", c.name, status, why.message()));
       return false;
     };
-    const bool served = c.engine == "openai";
+    const bool served = c.engine == EngineKind::kOpenai;
     if (Status v = c.knobs.Validate(); !served && !v.ok()) return refuse("refused", v);
     // A server configuration's server runs while its captures (and futures) are made, then stops.
     std::unique_ptr<ServerSession> server;
@@ -142,10 +142,10 @@ struct Runner {
           req.http = *up;
         }
         auto decoded = std::make_shared<DecodedFutures>();
-        if (auto forks = c.engine != "llama" ? std::nullopt : ForksFor(c, r, decoded)) req.forks = *forks;
+        if (auto forks = c.engine != EngineKind::kLlama ? std::nullopt : ForksFor(c, r, decoded)) req.forks = *forks;
         opts.log.Info(fmt::format("  capturing {} (repeat {} of {}): {}{}", c.name, r + 1, c.repeats,
                                   served                ? req.http.ToFlags()
-                                  : c.engine == "exact" ? fmt::format("--engine exact -t {}", c.knobs.n_threads)
+                                  : c.engine == EngineKind::kExact ? fmt::format("--engine exact -t {}", c.knobs.n_threads)
                                                         : c.knobs.ToFlags(),
                                   req.forks.plan ? ", following forks" : ""));
         auto m = Capture(req);
@@ -289,7 +289,7 @@ Status CaptureReference(Runner& runner, const Experiment& exp, nlohmann::json& r
   ref.name = "exact";
   ref.description = "the FP64 exact engine: the weights' true function (docs/exact.md)";
   ref.model_path = exp.model;
-  ref.engine = "exact";
+  ref.engine = EngineKind::kExact;
   ref.knobs.n_threads = exp.baseline.knobs.n_threads;
   nlohmann::json entry;
   if (!runner.CaptureConfig(ref, 0, 1, entry)) return CaptureFailed(runner, exp, "the exact reference", entry);
@@ -308,7 +308,7 @@ Status CaptureAll(Runner& runner, const Experiment& exp, const ModelInfo& model,
     return CaptureFailed(runner, exp, "the baseline", base_entry);
   // A server decides its own KV cache, which the knobs do not describe: its KV bytes are unknown.
   auto kv_bytes = [&](const ConfigSpec& c) {
-    return c.engine == "openai" ? nlohmann::json(nullptr) : nlohmann::json(KvBytesPerToken(model, c.knobs));
+    return c.engine == EngineKind::kOpenai ? nlohmann::json(nullptr) : nlohmann::json(KvBytesPerToken(model, c.knobs));
   };
   std::vector<nlohmann::json> variant_entries;
   for (const auto& v : exp.variants) {

@@ -25,9 +25,9 @@ Experiment ServedTwin(const Experiment& exp, json* skipped) {
   sv.baseline.knobs.replay = Replay::kServed;
   sv.variants.clear();
   for (const ConfigSpec& v : exp.variants) {
-    const char* why = v.engine != "llama" ? "a server configuration: served replay is not done over HTTP yet"
-                      : v.knobs.load > 0  ? "runs under load: served replay does not run under --load yet"
-                                          : nullptr;
+    const char* why = v.engine != EngineKind::kLlama ? "a server configuration: served replay is not done over HTTP yet"
+                      : v.knobs.load > 0             ? "runs under load: served replay does not run under --load yet"
+                                                     : nullptr;
     if (why) {
       skipped->push_back({{"config", v.name}, {"reason", why}});
       continue;

@@ -12,6 +12,7 @@
 #include "checkpoint/model_info.h"
 #include "experiment/experiment.h"
 #include "results/results.h"
+#include "util/names.h"
 
 namespace flipscope {
 
