@@ -39,10 +39,10 @@ Status ApplyKnobFlags(const CLI::App* cmd, const std::map<std::string, std::stri
 void AddServerFlags(CLI::App* cmd, HttpOptions& h) {
   cmd->add_option("--url", h.url, "--engine openai: the server's base URL, e.g. http://gpu-host:8000");
   cmd->add_option("--api", h.api, "--engine openai: vllm (POST /v1/completions) or sglang (POST /generate)")
-      ->default_val("vllm");
+      ->capture_default_str();
   cmd->add_option("--logprobs", h.logprobs,
                   "--engine openai: top-k log-probabilities per position (-1: vLLM's full vocabulary)")
-      ->default_val(20);
+      ->capture_default_str();
   cmd->add_option("--served-model-name", h.served_model,
                   "--engine openai: the request's model (default: the server's first)");
   cmd->add_option("--api-key-env", h.api_key_env,
@@ -84,16 +84,16 @@ Action DefineCapture(CLI::App* cmd) {
   cmd->add_option("--engine", o->engine,
                   "llama (linked llama.cpp), exact (the FP64 reference, docs/exact.md) or openai (a vLLM / SGLang "
                   "server, --url)")
-      ->default_val("llama");
+      ->capture_default_str();
   cmd->add_option("-w,--workload", o->req.workload_path, "Chat JSON/JSONL, plain text or token ids")->required();
   cmd->add_option("-o,--output", o->req.out_path, "Capture file to write (.safetensors)")->required();
   cmd->add_option("--format", o->req.workload.format, "Workload format: auto, chat, jsonl, text, tokens")
-      ->default_val("auto");
+      ->capture_default_str();
   cmd->add_option("--chat-template", o->req.workload.chat_template,
                   "Jinja template FILE or llama.cpp template NAME (default: the model's embedded one)");
-  cmd->add_option("--stride", o->req.plan.stride, "Store every N-th position")->default_val(32);
+  cmd->add_option("--stride", o->req.plan.stride, "Store every N-th position")->capture_default_str();
   cmd->add_option("--full", o->req.plan.full, "Also store every position of: tool_calls and/or ranges A-B,...");
-  cmd->add_option("--store", o->store, "Stored logits dtype: f32 (native) or bf16")->default_val("f32");
+  cmd->add_option("--store", o->store, "Stored logits dtype: f32 (native) or bf16")->capture_default_str();
   cmd->add_flag("-q,--quiet", o->quiet, "No progress bar");
   cmd->add_option("--load-text", o->req.load_text,
                   "--load: transcripts or text the fillers are cut from (repeatable; default: the workload itself)");

@@ -90,12 +90,12 @@ Action DefineCompare(CLI::App* cmd) {
       ->required()
       ->expected(2, -1);
   cmd->add_option("--window", o->compare.window, "Window size in tokens (window i = positions [i*W, (i+1)*W))")
-      ->default_val(8192)
+      ->capture_default_str()
       ->check(WholeAtLeast(1));
   cmd->add_option("--confident", o->compare.confident, "A flip is confident when the base top-1 probability >= P")
-      ->default_val(0.9)
+      ->capture_default_str()
       ->check(NumberIn(0.0, 1.0));
-  cmd->add_option("--threads", o->compare.threads, "Worker threads; 0 = all hardware threads")->default_val(0);
+  cmd->add_option("--threads", o->compare.threads, "Worker threads; 0 = all hardware threads")->capture_default_str();
   cmd->add_flag("--json", o->json, "Print the JSON contract (one object per candidate; an array for several)");
   cmd->add_flag("--csv", o->csv, "Print CSV: one row per window and an 'all' row per candidate");
   cmd->add_flag("--md", o->md, "Print Markdown tables");

@@ -228,7 +228,8 @@ struct Runner {
     if (points.empty()) return Status::Ok();
     if (auto have = ReadDecoded(capture, base0)) {
       bool covered = std::all_of(points.begin(), points.end(), [&](int32_t p) { return have->at.count(p) > 0; });
-      if (covered && have->max_tokens == exp.branch.max_tokens && have->max_call_tokens == exp.branch.max_call_tokens)
+      if (covered && have->max_tokens == exp.branch.options.max_tokens &&
+          have->max_call_tokens == exp.branch.options.max_call_tokens)
         return Status::Ok();  // kept from an earlier run of the same captures
     }
     FS_ASSIGN_OR_RETURN(HttpOptions up, server.Up());
