@@ -49,14 +49,27 @@ void AddServerFlags(CLI::App* cmd, HttpOptions& h) {
                   "--engine openai: environment variable holding the API key (sent as Bearer)");
   cmd->add_option("--server-note", h.server_note,
                   "--engine openai: text recorded in the manifest, e.g. the server's flags");
-  cmd->add_option("--timeout", h.timeout_s, "--engine openai: seconds per request")->default_val(600);
-  cmd->add_option("--retries", h.retries, "--engine openai: retries after 5xx, 429 and timeouts")->default_val(4);
+  cmd->add_option("--timeout", h.timeout_s, "--engine openai: seconds per request")->capture_default_str();
+  cmd->add_option("--retries", h.retries, "--engine openai: retries after 5xx, 429 and timeouts")
+      ->capture_default_str();
+}
+
+// The capture stage's errors name the fields of its options (the server's, a device); these are
+// the flags that set them.
+Status WithCaptureFlags(const Status& st) {
+  return FieldsAsFlags(st, {{"url", "--url"},
+                            {"api", "--api"},
+                            {"logprobs", "--logprobs"},
+                            {"timeout", "--timeout"},
+                            {"retries", "--retries"},
+                            {"api_key_env", "--api-key-env"},
+                            {"device", "-dev"}});
 }
 
 // --load-repeats: the alone capture, the loaded repeats, and one line on how many match it.
 int LoadFloor(const CaptureRequest& req, int repeats) {
   auto f = RunLoadFloor(req, repeats);
-  if (!f.ok()) return Fail(f.status());
+  if (!f.ok()) return Fail(WithCaptureFlags(f.status()));
   fmt::print(stderr, "--load {}: {} of {} loaded repeats bit-identical to the alone capture {}\n", req.knobs.load,
              (*f)["bit_identical_repeats"].get<int>(), repeats, req.out_path);
   for (const auto& r : (*f)["repeats"])
@@ -116,8 +129,7 @@ Action DefineCapture(CLI::App* cmd) {
       return Fail(Status::Error("--url needs --engine openai"));
     if (o->load_repeats > 0) return LoadFloor(o->req, o->load_repeats);
     auto m = RunCapture(o->req);
-    if (!m.ok()) return Fail(m.status());
-    const auto& t = (*m)["timings"];
+    if (!m.ok()) return Fail(WithCaptureFlags(m.status()));
     fmt::print(stderr, "wrote {}: {} tokens, {} probes, {:.1f} tok/s, {}\n", o->req.out_path,
                m->workload.record.value("n_tokens", 0), m->probe_plan["n_probes"].get<int64_t>(),
                m->timings["tokens_per_s"].get<double>(), m->engine.flags);

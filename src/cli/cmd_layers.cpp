@@ -69,7 +69,9 @@ Action DefineLayers(CLI::App* cmd) {
         if (Status st = CheckFolder(*p); !st.ok()) return Fail(st);
     o->req.options.log.bars = !o->quiet;
     auto out = RunLayers(o->req);
-    if (!out.ok()) return Fail(out.status());
+    if (!out.ok())
+      return Fail(
+          FieldsAsFlags(out.status(), {{"max_flips", "--max-flips"}, {"jump", "--jump"}, {"floor", "--floor"}}));
     Status st = WriteFileAtomic(o->out, out->dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     if (st.ok() && !o->html.empty()) st = WriteFileAtomic(o->html, RenderLayersHtml(*out));
     if (!st.ok()) return Fail(st);

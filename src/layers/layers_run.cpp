@@ -125,9 +125,9 @@ json SideJson(const Side& s) {
 
 Result<json> RunLayers(const LayersRequest& req) {
   const LayersOptions& o = req.options;
-  if (o.max_flips < 0) return Status::InvalidArgument("--max-flips must be >= 0");
-  if (!(o.jump > 1)) return Status::InvalidArgument("--jump must be > 1");
-  if (!(o.floor >= 0)) return Status::InvalidArgument("--floor must be >= 0");
+  if (o.max_flips < 0) return Status::InvalidArgument("max_flips must be >= 0");
+  if (!(o.jump > 1)) return Status::InvalidArgument("jump must be > 1");
+  if (!(o.floor >= 0)) return Status::InvalidArgument("floor must be >= 0");
   Side sides[2];
   sides[0].label = "base";
   sides[1].label = "cand";
