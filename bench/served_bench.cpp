@@ -91,7 +91,7 @@ nlohmann::json Capture(CaptureRequest req, const CaptureSource& src) {
     std::exit(1);
   }
   std::filesystem::remove(req.out_path);
-  return *m;
+  return m->ToJson();
 }
 
 }  // namespace

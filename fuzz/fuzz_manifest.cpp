@@ -1,7 +1,7 @@
 // Fuzz target: the manifest JSON. The input becomes the manifest string of an otherwise valid
 // capture (what a capture written by another tool, or edited by hand, looks like); the reader
-// parses it and every stage that reads manifests consumes it: compare's spans (with a flip to
-// describe), the experiment's per-configuration facts and the knobs branch re-runs with.
+// parses it once into a CaptureManifest (spans, knobs, model facts) and the stages consume that:
+// compare's spans (with a flip to describe) and the experiment's per-configuration facts.
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -51,10 +51,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto base = CaptureReader::Open(base_path);
   fuzz::ExpectOneLineError(base.status(), base_path);
   if (!base.ok()) return 0;
-  const nlohmann::json& m = (*base)->manifest();
-  (void)compare::ManifestSpans(m);
+  // The reader parsed the manifest once (CaptureManifest::FromJson); what stages take from it:
+  const CaptureManifest& m = (*base)->manifest();
   (void)ManifestFacts(m);
-  if (m.contains("knobs")) (void)Knobs::FromJson(m["knobs"]);
+  (void)m.ToJson();
   auto cand = CaptureReader::Open(cand_path);
   if (!cand.ok()) std::abort();  // the fixed candidate is valid
   CompareOptions options;

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "branch/verdict.h"
+#include "util/names.h"
 
 namespace flipscope {
 namespace {
@@ -11,6 +12,7 @@ constexpr Outcome kOutcomes[] = {Outcome::kDamage, Outcome::kRepair, Outcome::kB
 
 }  // namespace
 
+// A failure is named as the verdict it comes from (VerdictName's table), none as "none".
 const char* FailureName(Failure f) {
   switch (f) {
     case Failure::kNone:
@@ -25,21 +27,17 @@ const char* FailureName(Failure f) {
   return "?";
 }
 
-const char* OutcomeName(Outcome o) {
-  switch (o) {
-    case Outcome::kDamage:
-      return "damage";
-    case Outcome::kRepair:
-      return "repair";
-    case Outcome::kBothFail:
-      return "both_fail";
-    case Outcome::kDifferentButFine:
-      return "different_but_fine";
-    case Outcome::kBenign:
-      return "benign";
-  }
-  return "?";
-}
+// Outcome names as branch records spell them.
+template <>
+struct Names<Outcome> {
+  static constexpr std::pair<Outcome, const char*> v[] = {{Outcome::kDamage, "damage"},
+                                                          {Outcome::kRepair, "repair"},
+                                                          {Outcome::kBothFail, "both_fail"},
+                                                          {Outcome::kDifferentButFine, "different_but_fine"},
+                                                          {Outcome::kBenign, "benign"}};
+};
+
+const char* OutcomeName(Outcome o) { return NameOf(o).data(); }
 
 std::span<const Outcome> AllOutcomes() { return kOutcomes; }
 

@@ -42,10 +42,10 @@ struct Side {
 // Opens a capture and checks its model file is the one it was captured with.
 Status OpenSide(const std::string& path, std::map<std::string, std::string>* hashes, Side* s) {
   FS_ASSIGN_OR_RETURN(s->cap, CaptureReader::Open(path));
-  const json engine = s->cap->manifest().value("engine", json::object());
-  if (engine.is_object() && engine.value("engine", std::string("llama")) == "openai") {
+  const ManifestEngine& engine = s->cap->manifest().engine;
+  if (FromName<EngineKind>(engine.name) == EngineKind::kOpenai) {
     // A server's capture: its futures are decoded over HTTP while its server runs (flipscope run).
-    s->served_flags = engine.value("flags", std::string("--engine openai"));
+    s->served_flags = engine.flags.empty() ? std::string("--engine openai") : engine.flags;
     FS_ASSIGN_OR_RETURN(CaptureReplay model, ModelOf(*s->cap, hashes));
     s->model_path = model.model_path;
     s->model_sha256 = model.model_sha256;
@@ -116,21 +116,18 @@ Result<std::vector<Point>> PlanPoints(const Side& b, const Side& c, const Branch
 // The tool definitions (for function names and required arguments) and the tool-call markers.
 void ResolveTools(const CaptureReader& cap, const std::string& model_path, Transcript* t,
                   std::vector<std::string>* warnings) {
-  const json w = cap.manifest().value("workload", json::object());
-  if (w.contains("tools")) {
-    auto tools = ParseToolSpecs(w["tools"]);
+  const CaptureManifest& m = cap.manifest();
+  const ManifestWorkload& w = m.workload;
+  if (!w.tools.is_null()) {
+    auto tools = ParseToolSpecs(w.tools);
     if (tools.ok())
       t->tools = *tools;
     else
       warnings->push_back(cap.path() + ": workload tools: " + tools.status().message() +
                           "; function names are not checked");
-  } else if (w.contains("path") && w["path"].is_string()) {
+  } else if (!w.path.empty()) {
     // Older manifests: read the tool definitions from the workload file itself.
-    const json req = cap.manifest().value("request", json::object());
-    WorkloadOptions wo;
-    wo.format = req.value("format", std::string("auto"));
-    wo.chat_template = req.value("chat_template", std::string());
-    auto loaded = LoadWorkload(w["path"].get<std::string>(), model_path, wo);
+    auto loaded = LoadWorkload(w.path, model_path, m.workload_options);
     auto tools = loaded.ok() ? ParseToolSpecs(loaded->tools) : Result<std::vector<ToolSpec>>(loaded.status());
     if (tools.ok() && loaded->tokens == t->tokens)
       t->tools = *tools;
@@ -142,7 +139,7 @@ void ResolveTools(const CaptureReader& cap, const std::string& model_path, Trans
   }
   // The envelope: the <tool_call> convention, or the template's own markers around the JSON.
   // (null for workloads without tool calls, such as plain text)
-  if (!w.contains("tool_call_form") || w["tool_call_form"] != "template") return;
+  if (w.tool_call_form != "template") return;
   for (const Span& sp : t->spans) {
     if (sp.kind != "tool_call") continue;
     std::string text =
@@ -197,12 +194,9 @@ Status ReadTranscript(const CaptureReader& cap, const std::string& model_path, T
                       std::vector<std::string>* warnings) {
   auto tok = cap.tokens();
   t->tokens.assign(tok.begin(), tok.end());
-  const json w = cap.manifest().value("workload", json::object());
-  if (w.contains("spans")) {
-    auto spans = SpansFromJson(w["spans"]);
-    if (!spans.ok()) return spans.status().Prefixed(cap.path() + ": manifest spans");
-    t->spans = *spans;
-  }
+  const ManifestWorkload& w = cap.manifest().workload;
+  if (!w.spans_status.ok()) return w.spans_status.Prefixed(cap.path() + ": manifest spans");
+  t->spans = w.spans;
   // The vocabulary's texts, read without the weights (a side may have no engine of its own).
   FS_ASSIGN_OR_RETURN(auto text_of, LoadDetokenizer(model_path));
   t->vocab.clear();

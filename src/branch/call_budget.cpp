@@ -44,12 +44,11 @@ void CallBudget::Classify(int32_t position, std::span<const int32_t> future, Fut
 Result<ExtendFn> CallExtension(const std::string& capture_path, int max_tokens, int max_call_tokens,
                                bool constrained) {
   FS_ASSIGN_OR_RETURN(auto cap, CaptureReader::Open(capture_path));
-  const nlohmann::json model = cap->manifest().value("model", nlohmann::json::object());
-  if (!model.is_object() || !model.contains("path") || !model["path"].is_string())
-    return Status::Error(capture_path + ": the manifest names no model file");
+  const std::string& model_path = cap->manifest().model.path;
+  if (model_path.empty()) return Status::Error(capture_path + ": the manifest names no model file");
   auto t = std::make_shared<branch::Transcript>();
   std::vector<std::string> warnings;  // the branch stage reports them; here they only disable checks
-  FS_RETURN_IF_ERROR(branch::ReadTranscript(*cap, model["path"].get<std::string>(), t.get(), &warnings));
+  FS_RETURN_IF_ERROR(branch::ReadTranscript(*cap, model_path, t.get(), &warnings));
   auto budget = std::make_shared<branch::CallBudget>(*t, max_tokens, max_call_tokens, constrained);
   return ExtendFn(
       [t, budget](int32_t position, std::span<const int32_t> future) { return budget->Extend(position, future); });

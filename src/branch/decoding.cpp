@@ -24,20 +24,6 @@ std::vector<int32_t> TurnStarts(const std::vector<Span>& spans, int32_t n) {
   return start;
 }
 
-// The string at j[key], or "" (absent, null, another type: manifests of other versions).
-std::string StrOf(const json& j, const char* key) {
-  if (!j.is_object()) return "";
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-const json& ObjOf(const json& j, const char* key) {
-  static const json empty = json::object();
-  if (!j.is_object()) return empty;
-  auto it = j.find(key);
-  return it != j.end() && it->is_object() ? *it : empty;
-}
-
 }  // namespace
 
 nlohmann::json ServedDecodingInfo() {
@@ -61,30 +47,23 @@ Result<ForkDecoding> ResolveDecoding(const std::string& capture_path, const std:
   };
   if (decoding == "free") return free_because("asked");
   FS_ASSIGN_OR_RETURN(auto cap, CaptureReader::Open(capture_path));
-  const json& m = cap->manifest();
-  const json& w = ObjOf(m, "workload");
-  const json tools = w.contains("tools") ? w["tools"] : json::array();
-  const std::string form = StrOf(w, "tool_call_form");
+  const CaptureManifest& m = cap->manifest();
+  const ManifestWorkload& w = m.workload;
+  const json tools = w.tools.is_null() ? json::array() : w.tools;
+  const std::string& form = w.tool_call_form;
   if (!tools.is_array() || tools.empty() || form.empty()) return free_because("the workload defines no tools");
-  const std::string engine = StrOf(ObjOf(m, "engine"), "engine");
-  if (!engine.empty() && engine != "llama")
+  if (!m.engine.name.empty() && FromName<EngineKind>(m.engine.name) != EngineKind::kLlama)
     return free_because("a server's futures are its own completions (docs/branch.md)");
   const bool renders = form == "template";
   if (decoding == "auto" && !renders)
     return free_because(
         "the chat template does not render tool calls, so llama.cpp derives no grammar from it "
         "(--fork-decoding grammar takes the <tool_call> form's)");
-  const std::string model_path = StrOf(ObjOf(m, "model"), "path");
-  const std::string chat_template = StrOf(ObjOf(m, "request"), "chat_template");
-  auto g = LoadToolGrammar(model_path, chat_template, tools, renders);
+  const std::string& model_path = m.model.path;
+  auto g = LoadToolGrammar(model_path, m.workload_options.chat_template, tools, renders);
   if (!g.ok()) return free_because(g.status().message());
-  std::vector<Span> spans;
-  if (w.contains("spans")) {
-    auto read = SpansFromJson(w["spans"]);
-    if (!read.ok()) return read.status().Prefixed(capture_path + ": manifest spans");
-    spans = std::move(*read);
-  }
-  auto starts = std::make_shared<std::vector<int32_t>>(TurnStarts(spans, int32_t(cap->tokens().size())));
+  if (!w.spans_status.ok()) return w.spans_status.Prefixed(capture_path + ": manifest spans");
+  auto starts = std::make_shared<std::vector<int32_t>>(TurnStarts(w.spans, int32_t(cap->tokens().size())));
   DecodeGrammar dg;
   dg.gbnf = g->gbnf;
   dg.lazy = g->lazy;

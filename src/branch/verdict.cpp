@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "util/names.h"
+
 namespace flipscope {
 namespace {
 
@@ -104,21 +106,17 @@ std::string DescribeCallDifference(const nlohmann::json& call, const nlohmann::j
 
 }  // namespace
 
-const char* VerdictName(Verdict v) {
-  switch (v) {
-    case Verdict::kInvalidToolCall:
-      return "invalid_tool_call";
-    case Verdict::kLiteralMutated:
-      return "literal_mutated";
-    case Verdict::kWrongCommand:
-      return "wrong_command";
-    case Verdict::kDivergent:
-      return "divergent";
-    case Verdict::kBenign:
-      return "benign";
-  }
-  return "?";
-}
+// Verdict names as branch records spell them.
+template <>
+struct Names<Verdict> {
+  static constexpr std::pair<Verdict, const char*> v[] = {{Verdict::kInvalidToolCall, "invalid_tool_call"},
+                                                          {Verdict::kLiteralMutated, "literal_mutated"},
+                                                          {Verdict::kWrongCommand, "wrong_command"},
+                                                          {Verdict::kDivergent, "divergent"},
+                                                          {Verdict::kBenign, "benign"}};
+};
+
+const char* VerdictName(Verdict v) { return NameOf(v).data(); }
 
 std::span<const Verdict> AllVerdicts() { return kAll; }
 

@@ -13,8 +13,10 @@
 #include <string_view>
 #include <vector>
 
+#include "capture/manifest.h"
 #include "checkpoint/model_info.h"
 #include "engine/engine.h"
+#include "util/names.h"
 #include "util/status.h"
 #include "util/util.h"
 #include "workload/workload.h"
@@ -73,7 +75,8 @@ class CaptureReader {
   static Result<std::unique_ptr<CaptureReader>> Open(const std::string& path);
   virtual ~CaptureReader() = default;
   virtual const std::string& path() const = 0;
-  virtual const nlohmann::json& manifest() const = 0;
+  // The manifest, parsed once when the file is opened.
+  virtual const CaptureManifest& manifest() const = 0;
   virtual std::span<const int32_t> tokens() const = 0;
   virtual std::span<const int32_t> positions() const = 0;
   virtual std::span<const int32_t> argmax() const = 0;
@@ -203,13 +206,21 @@ struct CaptureForks {
   PlannedForkSink sink;
 };
 
+// The engine a capture runs: linked llama.cpp, the FP64 reference, or a server over HTTP.
+enum class EngineKind { kLlama, kExact, kOpenai };
+template <>
+struct Names<EngineKind> {
+  static constexpr std::pair<EngineKind, const char*> v[] = {
+      {EngineKind::kLlama, "llama"}, {EngineKind::kExact, "exact"}, {EngineKind::kOpenai, "openai"}};
+};
+
 // Everything one capture needs; the manifest records it with defaults resolved.
 struct CaptureRequest {
   std::string model_path, workload_path, out_path;
   WorkloadOptions workload;
-  std::string engine = "llama";  // "llama" (linked llama.cpp), "exact" (FP64 reference) or "openai" (HTTP)
-  Knobs knobs;                   // llama only
-  HttpOptions http;              // openai only; the model file then only tokenizes
+  EngineKind engine = EngineKind::kLlama;
+  Knobs knobs;       // llama only
+  HttpOptions http;  // openai only; the model file then only tokenizes
   ProbePlan plan;
   StoreDtype store = StoreDtype::kF32;
   Log log;             // status lines and progress bars (bars on a terminal only)
@@ -222,7 +233,7 @@ struct CaptureRequest {
 // Ok when every knob set away from its default is one the request's engine uses (llama: all;
 // exact: threads; openai: load, load_seed) and the values pass Knobs::Validate(); else an error
 // naming the knobs that do not apply, or the bad value.
-Status CheckKnobs(const std::string& engine, const Knobs& knobs);
+Status CheckKnobs(EngineKind engine, const Knobs& knobs);
 
 // Under --replay served: per token of w, whether a deployed model wrote it (ModelWrites), for
 // LlamaEngine::SetWritten. An error naming workload_path when w has no messages (plain text,
@@ -230,9 +241,10 @@ Status CheckKnobs(const std::string& engine, const Knobs& knobs);
 Result<std::vector<uint8_t>> ServedWritten(const Workload& w, const std::string& workload_path);
 
 // Renders and tokenizes the workload, runs it teacher-forced through the engine (llama.cpp, or a
-// server over HTTP: a truncated capture) and writes the capture atomically. Returns the final manifest. On error
+// server over HTTP: a truncated capture) and writes the capture atomically. Returns the final manifest
+// as a reader of the file sees it (CaptureManifest::FromJson of what was written). On error
 // nothing is left at out_path.
-Result<nlohmann::json> RunCapture(const CaptureRequest& req);
+Result<CaptureManifest> RunCapture(const CaptureRequest& req);
 
 // What every capture of one model file over one workload shares: hashing a multi-gigabyte model
 // and rendering a long session cost seconds, so a caller that captures several times (repeats,
@@ -255,7 +267,7 @@ Result<CaptureSource> PrepareCapture(const CaptureRequest& req);
 // RunCapture over a prepared source, which must be of req's model file, workload and workload
 // options (load texts it lacks are read for this capture). Its manifest and rows are those of
 // RunCapture(req).
-Result<nlohmann::json> RunCapture(const CaptureRequest& req, const CaptureSource& source);
+Result<CaptureManifest> RunCapture(const CaptureRequest& req, const CaptureSource& source);
 
 // The manifest's "request": everything that decides the capture's content, as asked (knobs
 // unresolved). A run reuses an existing capture only when its request is equal.

@@ -111,7 +111,7 @@ TEST(CaptureFile, RoundTripF32OutOfOrder) {
   EXPECT_EQ(r->n_vocab(), kVocab);
   EXPECT_FALSE(r->truncated());
   EXPECT_EQ(r->store(), StoreDtype::kF32);
-  EXPECT_EQ(r->manifest()["timings"]["prefill_s"], 1.25);  // the manifest set before Commit
+  EXPECT_EQ(r->manifest().raw["timings"]["prefill_s"], 1.25);  // the manifest set before Commit
   EXPECT_EQ(r->file_size(), std::filesystem::file_size(path));
   ASSERT_EQ(r->tensors().size(), 5u);
   EXPECT_EQ(r->tensors().back().name, "logits");  // large data last
@@ -395,7 +395,7 @@ TEST(CaptureFile, ReadsCapturesWrittenByPython) {
   auto a = MustOpen(f32);
   auto b = MustOpen(bf16);
   ASSERT_TRUE(a && b);
-  EXPECT_EQ(a->manifest()["writer"], "check_capture.py");
+  EXPECT_EQ(a->manifest().raw["writer"], "check_capture.py");
   EXPECT_EQ(b->store(), StoreDtype::kBF16);
   ASSERT_EQ(a->n_vocab(), 11);
   std::vector<float> row(11), row16(11);

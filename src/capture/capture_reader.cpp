@@ -65,7 +65,7 @@ class FileReader final : public CaptureReader {
   }
 
   const std::string& path() const override { return path_; }
-  const nlohmann::json& manifest() const override { return manifest_; }
+  const CaptureManifest& manifest() const override { return manifest_; }
   std::span<const int32_t> tokens() const override { return tokens_; }
   std::span<const int32_t> positions() const override { return positions_; }
   std::span<const int32_t> argmax() const override { return argmax_; }
@@ -260,8 +260,9 @@ class FileReader final : public CaptureReader {
       return Err(fmt::format("no manifest (__metadata__ key '{}'): not a flipscope capture", kManifestKey));
     const auto& text = (*meta)[kManifestKey];
     if (!text.is_string()) return Err(fmt::format("__metadata__ '{}' is not a string", kManifestKey));
-    manifest_ = nlohmann::json::parse(text.get_ref<const std::string&>(), nullptr, false);
-    if (manifest_.is_discarded() || !manifest_.is_object()) return Err("the manifest is not a JSON object");
+    const auto manifest = nlohmann::json::parse(text.get_ref<const std::string&>(), nullptr, false);
+    if (manifest.is_discarded() || !manifest.is_object()) return Err("the manifest is not a JSON object");
+    manifest_ = CaptureManifest::FromJson(manifest);
     return Status::Ok();
   }
 
@@ -287,7 +288,7 @@ class FileReader final : public CaptureReader {
   const uint8_t* base_ = nullptr;
   uint64_t size_ = 0, data_start_ = 0;
   std::vector<CaptureTensor> tensors_;
-  nlohmann::json manifest_;
+  CaptureManifest manifest_;
   std::span<const int32_t> tokens_, positions_, argmax_, topk_ids_;
   std::span<const uint64_t> digest_;
   std::span<const float> topk_logprobs_;

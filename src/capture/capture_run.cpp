@@ -40,16 +40,16 @@ Result<std::vector<int32_t>> PlanProbes(const ProbePlan& plan, int32_t n, const 
 // computes in FP64 without llama.cpp's kernels); a server only the load (its own flags decide the
 // rest). Anything else set is refused, so a manifest never lists a setting that did nothing; then
 // the values and combinations themselves (Knobs::Validate).
-Status CheckKnobs(const std::string& engine, const Knobs& knobs) {
-  if (engine == "llama") return knobs.Validate();
-  if (knobs.replay == Replay::kServed && engine == "exact")
+Status CheckKnobs(EngineKind engine, const Knobs& knobs) {
+  if (engine == EngineKind::kLlama) return knobs.Validate();
+  if (knobs.replay == Replay::kServed && engine == EngineKind::kExact)
     return Status::InvalidArgument(
         "--replay served needs --engine llama or openai: the exact engine computes the whole transcript in one "
         "teacher-forced pass (docs/served.md)");
   if (knobs.replay == Replay::kServed && knobs.load > 0)
     return Status::InvalidArgument("--replay served --load: the fillers are planned for one prefill request");
-  const std::set<std::string> used = engine == "exact" ? std::set<std::string>{"threads"}
-                                                       : std::set<std::string>{"load", "load_seed", "replay"};
+  const std::set<std::string> used = engine == EngineKind::kExact ? std::set<std::string>{"threads"}
+                                                                  : std::set<std::string>{"load", "load_seed", "replay"};
   static const Knobs defaults;
   std::vector<std::string> ignored;
   for (const auto& k : KnobTable()) {
@@ -60,26 +60,30 @@ Status CheckKnobs(const std::string& engine, const Knobs& knobs) {
   }
   if (ignored.empty()) return knobs.Validate();
   return Status::InvalidArgument(fmt::format(
-      "--engine {} does not use {} ({}); {}", engine, ignored.size() == 1 ? "this knob" : "these knobs",
+      "--engine {} does not use {} ({}); {}", NameOf(engine), ignored.size() == 1 ? "this knob" : "these knobs",
       fmt::join(ignored, ", "),
-      engine == "exact" ? "the exact engine computes in FP64 without llama.cpp's kernels and takes only -t"
-                        : "a server's numerics are its own launch flags (--server-note records them); only --load applies"));
+      engine == EngineKind::kExact
+          ? "the exact engine computes in FP64 without llama.cpp's kernels and takes only -t"
+          : "a server's numerics are its own launch flags (--server-note records them); only --load applies"));
 }
 
 nlohmann::json CaptureRequestJson(const CaptureRequest& req, const std::string& model_sha256,
                                   const std::string& workload_sha256) {
-  nlohmann::json j = {{"model_sha256", model_sha256},  {"workload_sha256", workload_sha256},
-                      {"format", req.workload.format}, {"chat_template", req.workload.chat_template},
-                      {"knobs", req.engine == "exact" ? nlohmann::json{{"threads", req.knobs.n_threads}}
-                                                      : req.knobs.ToJson()},
+  nlohmann::json j = {{"model_sha256", model_sha256},
+                      {"workload_sha256", workload_sha256},
+                      {"format", req.workload.format},
+                      {"chat_template", req.workload.chat_template},
+                      {"knobs", req.engine == EngineKind::kExact ? nlohmann::json{{"threads", req.knobs.n_threads}}
+                                                                 : req.knobs.ToJson()},
                       {"probe_plan", req.plan.ToJson()},
-                      {"store", StoreName(req.store)}, {"tool_version", FLIPSCOPE_VERSION}};
-  if (req.engine != "llama") j["engine"] = req.engine;
+                      {"store", StoreName(req.store)},
+                      {"tool_version", FLIPSCOPE_VERSION}};
+  if (req.engine != EngineKind::kLlama) j["engine"] = std::string(NameOf(req.engine));
   // Every capture before the replay knob was a prefill: a prefill request keeps that identity, so
   // the captures of an earlier run are still reused.
   if (req.knobs.replay == Replay::kPrefill && j["knobs"].contains("replay")) j["knobs"].erase("replay");
   if (!req.load_text.empty()) j["load_text"] = req.load_text;
-  if (req.engine == "openai") {
+  if (req.engine == EngineKind::kOpenai) {
     HttpOptions h = req.http;
     // A launched server's port may be chosen afresh by every run: its command identifies it instead.
     if (!h.launch.is_null()) h.url = "http://launched";
@@ -125,7 +129,7 @@ struct MadeEngine {
 
 Result<MadeEngine> MakeEngine(const CaptureRequest& req, const ModelInfo& model, int32_t n_tokens) {
   MadeEngine m;
-  if (req.engine == "llama") {
+  if (req.engine == EngineKind::kLlama) {
     if (req.knobs.n_ctx > 0 && n_tokens > req.knobs.n_ctx)
       return Status::Error(
           fmt::format("{}: {} tokens do not fit the context of {} (ctx_size, -c)", req.workload_path, n_tokens, req.knobs.n_ctx));
@@ -140,7 +144,7 @@ Result<MadeEngine> MakeEngine(const CaptureRequest& req, const ModelInfo& model,
     m.engine = std::move(llama);
     return m;
   }
-  if (req.engine == "exact") {
+  if (req.engine == EngineKind::kExact) {
     if (req.knobs.load > 0)
       return Status::InvalidArgument("--load needs --engine llama or openai (the exact engine runs alone)");
     // The FP64 reference: only the thread count of the knobs applies (it does not change the math).
@@ -152,7 +156,6 @@ Result<MadeEngine> MakeEngine(const CaptureRequest& req, const ModelInfo& model,
     m.engine = std::move(exact);
     return m;
   }
-  if (req.engine != "openai") return Status::Error("--engine must be llama, exact or openai, not '" + req.engine + "'");
   FS_ASSIGN_OR_RETURN(auto detok, LoadDetokenizer(req.model_path));
   HttpOptions http = req.http;
   http.load = req.knobs.load;
@@ -233,35 +236,24 @@ Result<MadeEngine> OpenEngine(const CaptureRequest& req, const CaptureSource& sr
 
 // The manifest the writer starts with: everything that decides or describes the rows; what is
 // known only after them (timings, the load record) is added by AddRunRecord.
-nlohmann::json StartManifest(const CaptureRequest& req, const CaptureSource& src, const MadeEngine& made,
-                             size_t n_probes) {
-  const Engine& engine = *made.engine;
-  nlohmann::json workload = src.workload.info;
-  workload["spans"] = SpansToJson(src.workload.spans);
-  workload["tools"] = src.workload.tools;  // the branch stage judges tool calls against these
-  nlohmann::json manifest = {
-      {"format", "flipscope.capture"},
-      {"format_version", 1},
-      {"tool", {{"name", "flipscope"}, {"version", FLIPSCOPE_VERSION}}},
-      {"created", UtcNowIso()},
-      {"model", src.model.ToJson()},
-      {"tokenizer_sha256", made.tokenizer_sha256},
-      {"workload", workload},
-      {"engine", engine.Describe()},
-      {"knobs", engine.Describe()["knobs"]},
-      {"probe_plan", {{"stride", req.plan.stride}, {"full", req.plan.full}, {"n_probes", n_probes}}},
-      {"store", StoreName(req.store)},
-      {"truncated", made.topk > 0},
-      {"topk", made.topk},
-  };
-  if (made.topk > 0)
-    manifest["truncation"] = {
-        {"k", made.topk},
-        {"note",
-         "rows hold the server's top-k log-probabilities only: flips are exact (argmax = its top-1 id); "
-         "KL is a tail-bucket estimate (a lower bound), see docs/engines.md"}};
-  manifest["request"] = CaptureRequestJson(req, src.model.sha256, src.workload_sha256);
-  return manifest;
+CaptureManifest StartManifest(const CaptureRequest& req, const CaptureSource& src, const MadeEngine& made,
+                              size_t n_probes) {
+  CaptureManifest m;
+  m.tool_version = FLIPSCOPE_VERSION;
+  m.created = UtcNowIso();
+  m.model = src.model;
+  m.tokenizer_sha256 = made.tokenizer_sha256;
+  m.workload.record = src.workload.info;
+  m.workload.record["tools"] = src.workload.tools;  // the branch stage judges tool calls against these
+  m.workload.spans = src.workload.spans;
+  m.engine.record = made.engine->Describe();
+  m.knobs = m.engine.record["knobs"];
+  m.probe_plan = {{"stride", req.plan.stride}, {"full", req.plan.full}, {"n_probes", n_probes}};
+  m.store = StoreName(req.store);
+  m.truncated = made.topk > 0;
+  m.topk = made.topk;
+  m.request = CaptureRequestJson(req, src.model.sha256, src.workload_sha256);
+  return m;
 }
 
 // How the rows were made: prefill time without the forks' decoding, so that tokens/s stays the
@@ -297,16 +289,16 @@ Result<RowsRun> WriteRows(const CaptureRequest& req, const std::vector<int32_t>&
                                                         on_fork, on_tokens, req.forks.extend)
                   : made.engine->Prefill(tokens, probes, write, on_tokens);
   bar.Finish();
-  if (!st.ok()) return req.engine == "llama" ? st.Prefixed(req.model_path) : st;
+  if (!st.ok()) return req.engine == EngineKind::kLlama ? st.Prefixed(req.model_path) : st;
   run.prefill_s = NowSeconds() - t0 - run.fork_s;
   return run;
 }
 
 // What is known once the rows are in: the timings (total since t0) and the engine's load record.
 void AddRunRecord(const CaptureRequest& req, const MadeEngine& made, const RowsRun& run, int32_t n, double t0,
-                  nlohmann::json& manifest) {
+                  CaptureManifest& manifest) {
   const double t_run = run.prefill_s;
-  manifest["timings"] = {
+  manifest.timings = {
       {"load_s", made.load_s}, {"prefill_s", t_run},          {"tokens_per_s", t_run > 0 ? n / t_run : 0.0},
       {"forks", run.n_forks},  {"fork_decode_s", run.fork_s}, {"total_s", NowSeconds() - t0}};
   if (made.llama && !made.llama->ServedRecord().is_null()) {
@@ -316,19 +308,19 @@ void AddRunRecord(const CaptureRequest& req, const MadeEngine& made, const RowsR
         "positions prefilled in -b chunks from its start";
     if (served["written_tokens"] == 0)
       served["note"] = "the workload has no assistant message: nothing was decoded, served replay equals prefill";
-    manifest["served"] = served;
+    manifest.served = served;
   }
   if (nlohmann::json load = made.engine->LoadRecord(); !load.is_null()) {
     load["sources"] = made.load_sources.empty()
                           ? nlohmann::json::array({{{"name", "workload"}, {"path", req.workload_path}}})
                           : made.load_sources;
-    manifest["load"] = load;
+    manifest.load = load;
   }
 }
 
 // A served replay over HTTP: the rows are gathered first, because which probes the server computed
 // as served is known only from its answers; only those are written (docs/served.md, "Over HTTP").
-Result<nlohmann::json> CaptureServedHttp(const CaptureRequest& req, const CaptureSource& src, MadeEngine& made,
+Result<CaptureManifest> CaptureServedHttp(const CaptureRequest& req, const CaptureSource& src, MadeEngine& made,
                                          const std::vector<int32_t>& probes, const std::vector<uint8_t>& written,
                                          double t0) {
   const Workload& w = src.workload;
@@ -348,15 +340,16 @@ Result<nlohmann::json> CaptureServedHttp(const CaptureRequest& req, const Captur
     return Status::Error(fmt::format("{}: --replay served over HTTP kept no probe: none of the {} probes is a decode "
                                      "step the server computed alone (see the served record)",
                                      req.workload_path, probes.size()));
-  nlohmann::json manifest = StartManifest(req, src, made, rows->positions.size());
+  CaptureManifest manifest = StartManifest(req, src, made, rows->positions.size());
   // The server's flags decide its numerics; the replay is flipscope's own, and compare reads it here.
-  manifest["knobs"]["replay"] = manifest["engine"]["knobs"]["replay"] = std::string(ToString(Replay::kServed));
+  manifest.replay = ToString(Replay::kServed);
+  manifest.knobs["replay"] = manifest.engine.record["knobs"]["replay"] = manifest.replay;
   CaptureLayout layout;
   layout.tokens = w.tokens;
   layout.positions = rows->positions;
   layout.topk = made.topk;
   layout.store = req.store;
-  FS_ASSIGN_OR_RETURN(auto writer, CaptureWriter::Create(req.out_path, layout, manifest));
+  FS_ASSIGN_OR_RETURN(auto writer, CaptureWriter::Create(req.out_path, layout, manifest.ToJson()));
   const size_t k = size_t(rows->k);
   for (size_t i = 0; i < rows->positions.size(); ++i)
     FS_RETURN_IF_ERROR(writer->WriteTopK(int64_t(i), std::span<const int32_t>(rows->ids).subspan(i * k, k),
@@ -366,20 +359,21 @@ Result<nlohmann::json> CaptureServedHttp(const CaptureRequest& req, const Captur
   AddRunRecord(req, made, run, int32_t(w.tokens.size()), t0, manifest);
   nlohmann::json served = made.http->ServedRecord();
   served["planned_probes"] = probes.size();
-  manifest["served"] = served;
-  writer->SetManifest(manifest);
+  manifest.served = served;
+  const nlohmann::json final_manifest = manifest.ToJson();
+  writer->SetManifest(final_manifest);
   FS_RETURN_IF_ERROR(writer->Commit());
-  return manifest;
+  return CaptureManifest::FromJson(final_manifest);
 }
 
 // The capture over a source; t0 is when the caller's capture began (the manifest's total_s).
-Result<nlohmann::json> CaptureFrom(const CaptureRequest& req, const CaptureSource& src, double t0) {
+Result<CaptureManifest> CaptureFrom(const CaptureRequest& req, const CaptureSource& src, double t0) {
   FS_RETURN_IF_ERROR(CheckKnobs(req.engine, req.knobs));
   FS_RETURN_IF_ERROR(CheckSource(req, src));
   const Workload& w = src.workload;
   const int32_t n = int32_t(w.tokens.size());
   FS_ASSIGN_OR_RETURN(std::vector<int32_t> probes, PlanProbes(req.plan, n, w.spans));
-  if (req.engine == "openai" && req.store != StoreDtype::kF32)
+  if (req.engine == EngineKind::kOpenai && req.store != StoreDtype::kF32)
     return Status::Error("--store bf16 applies to full logits; a server's top-k log-probabilities are stored as f32");
   std::vector<uint8_t> written;  // served replay: which tokens the model wrote
   if (req.knobs.replay == Replay::kServed) {
@@ -392,30 +386,31 @@ Result<nlohmann::json> CaptureFrom(const CaptureRequest& req, const CaptureSourc
   FS_ASSIGN_OR_RETURN(MadeEngine made, OpenEngine(req, src));
   if (made.http && req.knobs.replay == Replay::kServed) return CaptureServedHttp(req, src, made, probes, written, t0);
   if (!written.empty()) made.llama->SetWritten(std::move(written));
-  nlohmann::json manifest = StartManifest(req, src, made, probes.size());
+  CaptureManifest manifest = StartManifest(req, src, made, probes.size());
   CaptureLayout layout;
   layout.tokens = w.tokens;
   layout.positions = probes;
   layout.n_vocab = made.topk > 0 ? 0 : made.engine->n_vocab();
   layout.topk = made.topk;
   layout.store = req.store;
-  FS_ASSIGN_OR_RETURN(auto writer, CaptureWriter::Create(req.out_path, layout, manifest));
+  FS_ASSIGN_OR_RETURN(auto writer, CaptureWriter::Create(req.out_path, layout, manifest.ToJson()));
   FS_ASSIGN_OR_RETURN(RowsRun run, WriteRows(req, w.tokens, probes, made, *writer));
   AddRunRecord(req, made, run, n, t0, manifest);
-  writer->SetManifest(manifest);
+  const nlohmann::json final_manifest = manifest.ToJson();
+  writer->SetManifest(final_manifest);
   FS_RETURN_IF_ERROR(writer->Commit());
-  return manifest;
+  return CaptureManifest::FromJson(final_manifest);  // as a reader of the file sees it
 }
 
 }  // namespace
 
 Result<CaptureSource> PrepareCapture(const CaptureRequest& req) { return Prepare(req, req.knobs.load > 0); }
 
-Result<nlohmann::json> RunCapture(const CaptureRequest& req, const CaptureSource& source) {
+Result<CaptureManifest> RunCapture(const CaptureRequest& req, const CaptureSource& source) {
   return CaptureFrom(req, source, NowSeconds());
 }
 
-Result<nlohmann::json> RunCapture(const CaptureRequest& req) {
+Result<CaptureManifest> RunCapture(const CaptureRequest& req) {
   const double t0 = NowSeconds();
   FS_RETURN_IF_ERROR(CheckKnobs(req.engine, req.knobs));
   // Without the fillers' sources: OpenEngine reads them after the engine, as a single capture always has.

@@ -78,7 +78,7 @@ TEST(RunCapture, RepeatIsBitForBitAndManifestIsComplete) {
     ASSERT_TRUE(B.ReadRow(i, y).ok());
     EXPECT_EQ(0, std::memcmp(x.data(), y.data(), x.size() * 4)) << i;
   }
-  const auto& m = A.manifest();
+  const auto& m = A.manifest().raw;
   for (const char* k : {"model", "workload", "engine", "knobs", "probe_plan", "timings", "request", "tokenizer_sha256"})
     EXPECT_TRUE(m.contains(k)) << k;
   EXPECT_EQ(m["model"]["sha256"], *Sha256File(f.model));
@@ -147,8 +147,8 @@ TEST(RunCapture, APreparedSourceGivesTheSameCaptureEveryTime) {
     EXPECT_TRUE(std::ranges::equal((*ra)->tokens(), (*rb)->tokens()));
     EXPECT_TRUE(std::ranges::equal((*ra)->positions(), (*rb)->positions()));
     EXPECT_TRUE(std::ranges::equal((*ra)->digest(), (*rb)->digest()));
-    EXPECT_EQ(Untimed((*ra)->manifest()), Untimed((*rb)->manifest())) << out;
-    EXPECT_EQ(Untimed(*a), Untimed(*b));
+    EXPECT_EQ(Untimed((*ra)->manifest().raw), Untimed((*rb)->manifest().raw)) << out;
+    EXPECT_EQ(Untimed(a->raw), Untimed(b->raw));
   }
   // Other knobs over the same source: a configuration of its own, the shared facts kept.
   CaptureRequest q8 = Request(f, "q8.safetensors");
@@ -156,8 +156,8 @@ TEST(RunCapture, APreparedSourceGivesTheSameCaptureEveryTime) {
   q8.knobs.cache_type_k = q8.knobs.cache_type_v = "q8_0";
   auto c = RunCapture(q8, *source);
   ASSERT_TRUE(c.ok()) << c.status().message();
-  EXPECT_EQ((*c)["request"]["model_sha256"], (*a)["request"]["model_sha256"]);
-  EXPECT_EQ((*c)["knobs"]["cache_type_k"], "q8_0");
+  EXPECT_EQ(c->raw["request"]["model_sha256"], a->raw["request"]["model_sha256"]);
+  EXPECT_EQ(c->raw["knobs"]["cache_type_k"], "q8_0");
 }
 
 TEST(RunCapture, APreparedSourceServesOnlyItsOwnFiles) {

@@ -10,21 +10,15 @@ namespace flipscope {
 
 int32_t VocabSize(const CaptureReader& cap) {
   if (cap.n_vocab() > 0) return cap.n_vocab();
-  const nlohmann::json model = cap.manifest().value("model", nlohmann::json::object());
-  return model.is_object() && model.contains("n_vocab") && model["n_vocab"].is_number_integer()
-             ? model["n_vocab"].get<int32_t>()
-             : 0;
+  return int32_t(cap.manifest().model.n_vocab);
 }
 
 namespace {
 // "SmolLM2 135M Instruct (llama, 49152 tokens)": how a capture's manifest names its model.
 std::string ModelLabel(const CaptureReader& cap) {
-  const nlohmann::json m = cap.manifest().value("model", nlohmann::json::object());
-  auto text = [&](const char* key) {
-    return m.is_object() && m.contains(key) && m[key].is_string() ? m[key].get<std::string>() : std::string();
-  };
-  std::string name = text("name").empty() ? text("path") : text("name");
-  return fmt::format("{} ({}, {} tokens)", name.empty() ? "?" : name, text("architecture").empty() ? "?" : text("architecture"),
+  const ModelInfo& m = cap.manifest().model;
+  const std::string& name = m.name.empty() ? m.path : m.name;
+  return fmt::format("{} ({}, {} tokens)", name.empty() ? "?" : name, m.architecture.empty() ? "?" : m.architecture,
                      VocabSize(cap));
 }
 }  // namespace
@@ -32,10 +26,9 @@ std::string ModelLabel(const CaptureReader& cap) {
 Status CheckSameWorkload(const CaptureReader& a, const CaptureReader& b) {
   // The tokenizer first: captures of two models differ at token 0 for that reason alone.
   const int32_t va = VocabSize(a), vb = VocabSize(b);
-  const nlohmann::json& ma = a.manifest();
-  const nlohmann::json& mb = b.manifest();
-  const bool other_tokenizer = ma.contains("tokenizer_sha256") && mb.contains("tokenizer_sha256") &&
-                               ma["tokenizer_sha256"] != mb["tokenizer_sha256"];
+  const std::string& ta_hash = a.manifest().tokenizer_sha256;
+  const std::string& tb_hash = b.manifest().tokenizer_sha256;
+  const bool other_tokenizer = !ta_hash.empty() && !tb_hash.empty() && ta_hash != tb_hash;
   if ((va > 0 && vb > 0 && va != vb) || other_tokenizer)
     return Status::Error(fmt::format(
         "{} and {} are captures of models with different tokenizers: {} vs {}; only captures of one tokenizer "
@@ -93,13 +86,9 @@ Result<ForkFilter> ForkWhere(const CaptureReader& cap, std::string_view fork_whe
   if (fork_where == "all") return ForkFilter();
   if (fork_where != "assistant")
     return Status::Error(fmt::format("fork_where must be assistant or all, not '{}'", fork_where));
-  const nlohmann::json w = cap.manifest().value("workload", nlohmann::json::object());
-  std::vector<Span> spans;
-  if (w.is_object() && w.contains("spans")) {
-    auto read = SpansFromJson(w["spans"]);
-    if (!read.ok()) return read.status().Prefixed(cap.path() + ": manifest spans");
-    spans = std::move(*read);
-  }
+  const ManifestWorkload& w = cap.manifest().workload;
+  if (!w.spans_status.ok()) return w.spans_status.Prefixed(cap.path() + ": manifest spans");
+  std::vector<Span> spans = w.spans;
   return ForkFilter([spans = std::move(spans)](int32_t p) { return ModelWrites(spans, p + 1); });
 }
 

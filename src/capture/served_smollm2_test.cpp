@@ -50,7 +50,7 @@ TEST(ServedCapture, SmolLM2PrefillAgainstServed) {
   const auto& S = **b;
   ASSERT_TRUE(std::ranges::equal(P.positions(), S.positions()));
 
-  auto spans = SpansFromJson((*sm)["workload"]["spans"]);
+  auto spans = SpansFromJson(sm->raw["workload"]["spans"]);
   ASSERT_TRUE(spans.ok());
   const int32_t n = int32_t(S.tokens().size());
   std::vector<bool> wrote;
@@ -67,7 +67,7 @@ TEST(ServedCapture, SmolLM2PrefillAgainstServed) {
     ++steps;
     if (first_step < 0) first_step = p;
   }
-  const auto& s = (*sm)["served"];
+  const auto& s = sm->raw["served"];
   EXPECT_EQ(s["fed_singly"], steps);
   EXPECT_EQ(s["written_tokens"], written);
   EXPECT_EQ(s["written_runs"], 4);  // the four assistant turns

@@ -125,7 +125,7 @@ TEST(ServedCapture, TinyChatEqualsAHandWrittenDecodeLoop) {
   const auto& c = **cap;
   std::vector<int32_t> tokens(c.tokens().begin(), c.tokens().end());
   ASSERT_LT(tokens.size(), 2048u);
-  auto spans = SpansFromJson((*m)["workload"]["spans"]);
+  auto spans = SpansFromJson(m->raw["workload"]["spans"]);
   ASSERT_TRUE(spans.ok());
   std::vector<bool> wrote;
   int64_t steps = 0, written = 0;
@@ -135,7 +135,7 @@ TEST(ServedCapture, TinyChatEqualsAHandWrittenDecodeLoop) {
     steps += wrote[p] && p + 1 < wrote.size() && wrote[p + 1];
   }
   ASSERT_GT(steps, 10);
-  auto rows = HandLoop(f.model, tokens, wrote, (*m)["knobs"]);
+  auto rows = HandLoop(f.model, tokens, wrote, m->raw["knobs"]);
   ASSERT_EQ(rows.size(), tokens.size());
   ASSERT_EQ(int64_t(c.positions().size()), int64_t(tokens.size()) - 1);
   std::vector<float> row(size_t(c.n_vocab()));
@@ -146,10 +146,10 @@ TEST(ServedCapture, TinyChatEqualsAHandWrittenDecodeLoop) {
   }
   // What ran, in the manifest: the replay among the knobs (not among llama.cpp's flags) and the
   // schedule's counts.
-  EXPECT_EQ((*m)["knobs"]["replay"], "served");
-  EXPECT_EQ((*m)["request"]["knobs"]["replay"], "served");
-  EXPECT_EQ((*m)["engine"]["flags"].get<std::string>().find("replay"), std::string::npos);
-  const auto& s = (*m)["served"];
+  EXPECT_EQ(m->raw["knobs"]["replay"], "served");
+  EXPECT_EQ(m->raw["request"]["knobs"]["replay"], "served");
+  EXPECT_EQ(m->raw["engine"]["flags"].get<std::string>().find("replay"), std::string::npos);
+  const auto& s = m->raw["served"];
   EXPECT_EQ(s["fed_singly"], steps);
   EXPECT_EQ(s["written_tokens"], written);
   EXPECT_EQ(s["written_runs"], 3);
@@ -171,9 +171,9 @@ TEST(ServedCapture, NoAssistantMessageEqualsPrefillAndSaysSo) {
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_NE(lines[0].find("no assistant message"), std::string::npos) << lines[0];
   EXPECT_NE(lines[0].find("equals prefill"), std::string::npos) << lines[0];
-  EXPECT_NE((*served)["served"]["note"].get<std::string>().find("equals prefill"), std::string::npos);
-  EXPECT_EQ((*served)["served"]["fed_singly"], 0);
-  EXPECT_FALSE(prefill->contains("served"));
+  EXPECT_NE(served->raw["served"]["note"].get<std::string>().find("equals prefill"), std::string::npos);
+  EXPECT_EQ(served->raw["served"]["fed_singly"], 0);
+  EXPECT_FALSE(prefill->raw.contains("served"));
   auto a = CaptureReader::Open(f.dir + "/prefill.safetensors");
   auto b = CaptureReader::Open(f.dir + "/served.safetensors");
   ASSERT_TRUE(a.ok() && b.ok());
@@ -195,7 +195,10 @@ TEST(ServedCapture, RefusedInOneLineLeavingNoFile) {
       {"plain text", text, [](CaptureRequest&) {}, {text, "plain-text workload", "no roles", "no assistant turns"}},
       {"token ids", ids, [](CaptureRequest&) {}, {ids, "token-id workload", "no roles"}},
       {"load", chat, [](CaptureRequest& r) { r.knobs.load = 1; }, {"--replay served", "--load"}},
-      {"exact engine", chat, [](CaptureRequest& r) { r.engine = "exact"; }, {"--replay served", "--engine llama"}},
+      {"exact engine",
+       chat,
+       [](CaptureRequest& r) { r.engine = EngineKind::kExact; },
+       {"--replay served", "--engine llama"}},
   };
   for (auto& c : cases) {
     CaptureRequest r = Request(f, c.workload, "bad.safetensors", Replay::kServed);

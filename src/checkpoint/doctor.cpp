@@ -7,7 +7,6 @@
 #include <common.h>
 #include <fmt/format.h>
 #include <llama.h>
-#include <log.h>
 
 #include <algorithm>
 #include <memory>
@@ -15,19 +14,10 @@
 #include "checkpoint/model_info.h"
 #include "runtime/runtime.h"
 #include "util/util.h"
+#include "workload/common_log.h"
 
 namespace flipscope {
 namespace {
-
-// llama.cpp's common library logs template warnings on its own logger; the library must not print.
-class QuietCommonLog {
- public:
-  QuietCommonLog() : saved_(common_log_get_verbosity_thold()) { common_log_set_verbosity_thold(-1); }
-  ~QuietCommonLog() { common_log_set_verbosity_thold(saved_); }
-
- private:
-  int saved_;
-};
 
 // A family of chat formats: every marker appears in the template's source; the tokens are
 // special tokens the vocabulary must have (else they are tokenized as plain text); builtin is
@@ -118,7 +108,7 @@ std::pair<std::string, std::string> Render(const common_chat_templates* t, std::
   common_chat_templates_inputs in;
   in.messages = std::move(msgs);
   in.add_generation_prompt = generation_prompt;
-  QuietCommonLog quiet;
+  workload::QuietCommonLog quiet;  // template warnings go to llama.cpp's common logger
   try {
     return {common_chat_templates_apply(t, in).prompt, ""};
   } catch (const std::exception& e) {
@@ -256,7 +246,7 @@ void CheckTemplate(const Ctx& c) {
   const std::string src = tmpl, family = ChatTemplateFamily(src);
   common_chat_templates_ptr t;
   {
-    QuietCommonLog quiet;
+    workload::QuietCommonLog quiet;
     try {
       common_chat_template parsed(src, "", "");  // init's own rethrow loses the parser's message
       t = common_chat_templates_init(c.model, "");

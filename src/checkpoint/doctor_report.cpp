@@ -4,22 +4,18 @@
 #include <algorithm>
 
 #include "checkpoint/doctor.h"
+#include "util/names.h"
 
 namespace flipscope {
 
-const char* SeverityName(Severity s) {
-  switch (s) {
-    case Severity::kOk:
-      return "ok";
-    case Severity::kInfo:
-      return "info";
-    case Severity::kWarn:
-      return "warn";
-    case Severity::kError:
-      return "error";
-  }
-  return "?";
-}
+// Severity names as reports and JSON spell them.
+template <>
+struct Names<Severity> {
+  static constexpr std::pair<Severity, const char*> v[] = {
+      {Severity::kOk, "ok"}, {Severity::kInfo, "info"}, {Severity::kWarn, "warn"}, {Severity::kError, "error"}};
+};
+
+const char* SeverityName(Severity s) { return NameOf(s).data(); }
 
 const Finding* DoctorReport::Find(const std::string& check) const {
   for (const auto& f : findings)

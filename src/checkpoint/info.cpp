@@ -230,6 +230,56 @@ nlohmann::json ModelInfo::ToJson() const {
           {"template_supports_tool_calls", template_supports_tool_calls}};
 }
 
+namespace {
+// j[key] into *out when j holds it with out's JSON type; else *out stays as it is.
+template <typename T>
+void ReadField(const nlohmann::json& j, const char* key, T* out) {
+  auto it = j.find(key);
+  if (it == j.end()) return;
+  try {
+    *out = it->get<T>();
+  } catch (const nlohmann::json::exception&) {
+    // another type: the default stands
+  }
+}
+}  // namespace
+
+ModelInfo ModelInfo::FromJson(const nlohmann::json& j) {
+  ModelInfo m;
+  if (!j.is_object()) return m;
+  ReadField(j, "path", &m.path);
+  ReadField(j, "sha256", &m.sha256);
+  ReadField(j, "file_size", &m.file_size);
+  ReadField(j, "architecture", &m.architecture);
+  ReadField(j, "name", &m.name);
+  ReadField(j, "n_params", &m.n_params);
+  ReadField(j, "n_layer", &m.n_layer);
+  ReadField(j, "layer_pattern", &m.layer_pattern);
+  ReadField(j, "n_ctx_train", &m.n_ctx_train);
+  ReadField(j, "n_embd", &m.n_embd);
+  ReadField(j, "n_head", &m.n_head);
+  ReadField(j, "n_head_kv", &m.n_head_kv);
+  ReadField(j, "head_dim_k", &m.head_dim_k);
+  ReadField(j, "head_dim_v", &m.head_dim_v);
+  ReadField(j, "kv_elements_per_token", &m.kv_elements_per_token);
+  ReadField(j, "sliding_window", &m.n_swa);
+  ReadField(j, "sliding_window_layers", &m.n_layer_swa);
+  ReadField(j, "n_vocab", &m.n_vocab);
+  ReadField(j, "tokenizer", &m.tokenizer);
+  ReadField(j, "pre_tokenizer", &m.pre_tokenizer);
+  ReadField(j, "file_type", &m.file_type);
+  ReadField(j, "quant_types", &m.quant_types);
+  ReadField(j, "bos", &m.bos);
+  ReadField(j, "eos", &m.eos);
+  ReadField(j, "eot", &m.eot);
+  ReadField(j, "add_bos", &m.add_bos);
+  ReadField(j, "chat_template", &m.has_chat_template);
+  ReadField(j, "chat_template_sha256", &m.chat_template_sha256);
+  ReadField(j, "template_supports_tools", &m.template_supports_tools);
+  ReadField(j, "template_supports_tool_calls", &m.template_supports_tool_calls);
+  return m;
+}
+
 std::string ModelInfo::ToText() const {
   std::string q;
   for (auto& [t, n] : quant_types) q += fmt::format("{}{} x{}", q.empty() ? "" : ", ", t, n);

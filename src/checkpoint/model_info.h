@@ -37,6 +37,9 @@ struct ModelInfo {
   int n_layer_swa = 0;
 
   nlohmann::json ToJson() const;
+  // Reads ToJson()'s object back; a missing key or a wrong type leaves the default (the facts
+  // recorded in a capture's manifest by any writer, or by an older flipscope).
+  static ModelInfo FromJson(const nlohmann::json& j);
   // A human-readable table.
   std::string ToText() const;
 };

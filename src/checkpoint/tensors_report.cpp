@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "checkpoint/tensors.h"
+#include "util/names.h"
 #include "util/util.h"
 
 namespace flipscope {
@@ -38,7 +39,7 @@ nlohmann::json Num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlo
 
 std::string Shape(const std::vector<int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
 
-std::string Names(const TensorDiff& d) {
+std::string TensorNames(const TensorDiff& d) {
   if (d.name_a.empty()) return d.name_b;
   if (d.name_b.empty() || d.name_b == d.name_a) return d.name_a;
   return d.name_a + " = " + d.name_b;
@@ -59,25 +60,19 @@ void Section(std::string& s, const std::string& title, std::vector<const TensorD
 
 }  // namespace
 
-const char* TensorStateName(TensorState s) {
-  switch (s) {
-    case TensorState::kIdentical:
-      return "identical";
-    case TensorState::kSameValues:
-      return "same values";
-    case TensorState::kDifferent:
-      return "different";
-    case TensorState::kBytesDiffer:
-      return "bytes differ";
-    case TensorState::kShapeMismatch:
-      return "shape mismatch";
-    case TensorState::kMissing:
-      return "missing";
-    case TensorState::kExtra:
-      return "extra";
-  }
-  return "?";
-}
+// Tensor states as the tensors table and JSON spell them.
+template <>
+struct Names<TensorState> {
+  static constexpr std::pair<TensorState, const char*> v[] = {{TensorState::kIdentical, "identical"},
+                                                              {TensorState::kSameValues, "same values"},
+                                                              {TensorState::kDifferent, "different"},
+                                                              {TensorState::kBytesDiffer, "bytes differ"},
+                                                              {TensorState::kShapeMismatch, "shape mismatch"},
+                                                              {TensorState::kMissing, "missing"},
+                                                              {TensorState::kExtra, "extra"}};
+};
+
+const char* TensorStateName(TensorState s) { return NameOf(s).data(); }
 
 std::vector<TensorsReport::Group> TensorsReport::Groups() const {
   std::vector<Group> out;
@@ -169,16 +164,17 @@ std::string TensorsReport::ToText() const {
       [](const TensorDiff& d) { return d.state == TensorState::kDifferent || d.state == TensorState::kBytesDiffer; });
   std::stable_sort(different.begin(), different.end(), [](auto* x, auto* y) { return x->rel_l2 > y->rel_l2; });
   Section(s, "different, largest relative L2 first", different, [](const TensorDiff& d) {
-    if (!d.compared) return fmt::format("{}  {} vs {}  bytes differ", Names(d), d.dtype_a, d.dtype_b);
-    return fmt::format("{}  {} vs {} {}  rel L2 {:.3e}  max |a-b| {:.3e}  cosine {:.10f}  {} elements differ", Names(d),
-                       d.dtype_a, d.dtype_b, Shape(d.shape_a), d.rel_l2, d.max_abs, d.cosine, d.n_differ);
+    if (!d.compared) return fmt::format("{}  {} vs {}  bytes differ", TensorNames(d), d.dtype_a, d.dtype_b);
+    return fmt::format("{}  {} vs {} {}  rel L2 {:.3e}  max |a-b| {:.3e}  cosine {:.10f}  {} elements differ",
+                       TensorNames(d), d.dtype_a, d.dtype_b, Shape(d.shape_a), d.rel_l2, d.max_abs, d.cosine,
+                       d.n_differ);
   });
   Section(s, "equal after decoding, stored differently",
           pick([](const TensorDiff& d) { return d.state == TensorState::kSameValues; }),
-          [](const TensorDiff& d) { return fmt::format("{}  {} vs {}", Names(d), d.dtype_a, d.dtype_b); });
+          [](const TensorDiff& d) { return fmt::format("{}  {} vs {}", TensorNames(d), d.dtype_a, d.dtype_b); });
   Section(s, "shape mismatch (not compared)",
           pick([](const TensorDiff& d) { return d.state == TensorState::kShapeMismatch; }), [](const TensorDiff& d) {
-            return fmt::format("{}  {} vs {}", Names(d), Shape(d.shape_a), Shape(d.shape_b));
+            return fmt::format("{}  {} vs {}", TensorNames(d), Shape(d.shape_a), Shape(d.shape_b));
           });
   Section(s, "missing in B", pick([](const TensorDiff& d) { return d.state == TensorState::kMissing; }),
           [](const TensorDiff& d) { return fmt::format("{}  {} {}", d.name_a, d.dtype_a, Shape(d.shape_a)); });

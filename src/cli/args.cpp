@@ -82,6 +82,20 @@ CLI::Validator WholeAtLeast(long long min) {
       fmt::format("INT >= {}", min));
 }
 
+Status FieldsAsFlags(const Status& status, std::initializer_list<std::pair<std::string_view, std::string_view>> flags) {
+  if (status.ok()) return status;
+  std::string m = status.message();
+  for (size_t at = 0; at != std::string::npos; at = m.find(": ", at), at = at == std::string::npos ? at : at + 2)
+    for (const auto& [field, flag] : flags) {
+      const size_t end = at + field.size();
+      if (m.compare(at, field.size(), field) == 0 && end < m.size() && (m[end] == ' ' || m[end] == ':')) {
+        m.replace(at, field.size(), flag);
+        break;
+      }
+    }
+  return Status::Error(m);
+}
+
 CLI::Validator NumberIn(double lo, double hi) {
   return CLI::Validator(
       [lo, hi](std::string& s) -> std::string {

@@ -59,27 +59,27 @@ Action DefineBranch(CLI::App* cmd) {
   cmd->add_option("cand", o->req.cand_path, "Candidate capture of the same workload")->required();
   cmd->add_option("-o,--output", o->out, "Branch records to write (.json)")->required();
   cmd->add_option("--at", o->req.options.at, "Branch points: flips (stored argmax differ) or ranges")
-      ->default_val("flips");
+      ->capture_default_str();
   cmd->add_option("--ranges", o->req.options.ranges, "With --at ranges: A-B,... (inclusive positions) or tool_calls");
-  cmd->add_option("--max-tokens", o->req.options.max_tokens, "Tokens decoded per future")->default_val(64);
+  cmd->add_option("--max-tokens", o->req.options.max_tokens, "Tokens decoded per future")->capture_default_str();
   cmd->add_option(
          "--max-call-tokens", o->req.options.max_call_tokens,
          "Inside a tool call, decode on until the call closes, up to this many tokens; 0 = never past --max-tokens")
-      ->default_val(256);
+      ->capture_default_str();
   cmd->add_option("--max-branches", o->req.options.max_branches, "Follow only the first N branch points; 0 = all")
-      ->default_val(0);
+      ->capture_default_str();
   cmd->add_option("--reconverge", o->req.options.reconverge,
                   "K: futures agreeing again for K tokens within K tokens of the fork are benign")
-      ->default_val(8);
+      ->capture_default_str();
   cmd->add_option("--fork-where", o->req.options.fork_where,
                   "Fork only where the model writes the next token (assistant: assistant messages and their "
                   "tool calls) or everywhere (all); the others count as teacher-forced only")
-      ->default_val("assistant");
+      ->capture_default_str();
   cmd->add_option("--fork-decoding", o->req.options.decoding,
                   "How futures decode: grammar (greedy under the tool-call grammar llama-server would build for "
                   "the workload's tools), free (unconstrained greedy), or auto (grammar where the chat template "
                   "renders tool calls, else free)")
-      ->default_val("auto");
+      ->capture_default_str();
   cmd->add_flag("--no-fork", o->no_fork,
                 "Re-prefill every branch instead of forking the cache (slower; for comparison)");
   cmd->add_flag("-q,--quiet", o->quiet, "No progress bar");

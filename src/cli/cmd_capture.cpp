@@ -40,24 +40,37 @@ void AddServerFlags(CLI::App* cmd, HttpOptions& h) {
   cmd->add_option("--url", h.url, "--engine openai: the server's base URL, e.g. http://gpu-host:8000");
   cmd->add_option("--api", h.api, "--engine openai: vllm (POST /v1/completions), sglang (POST /generate) or llama-server "
                   "(POST /completion; --replay served only)")
-      ->default_val("vllm");
+      ->capture_default_str();
   cmd->add_option("--logprobs", h.logprobs,
                   "--engine openai: top-k log-probabilities per position (-1: vLLM's full vocabulary)")
-      ->default_val(20);
+      ->capture_default_str();
   cmd->add_option("--served-model-name", h.served_model,
                   "--engine openai: the request's model (default: the server's first)");
   cmd->add_option("--api-key-env", h.api_key_env,
                   "--engine openai: environment variable holding the API key (sent as Bearer)");
   cmd->add_option("--server-note", h.server_note,
                   "--engine openai: text recorded in the manifest, e.g. the server's flags");
-  cmd->add_option("--timeout", h.timeout_s, "--engine openai: seconds per request")->default_val(600);
-  cmd->add_option("--retries", h.retries, "--engine openai: retries after 5xx, 429 and timeouts")->default_val(4);
+  cmd->add_option("--timeout", h.timeout_s, "--engine openai: seconds per request")->capture_default_str();
+  cmd->add_option("--retries", h.retries, "--engine openai: retries after 5xx, 429 and timeouts")
+      ->capture_default_str();
+}
+
+// The capture stage's errors name the fields of its options (the server's, a device); these are
+// the flags that set them.
+Status WithCaptureFlags(const Status& st) {
+  return FieldsAsFlags(st, {{"url", "--url"},
+                            {"api", "--api"},
+                            {"logprobs", "--logprobs"},
+                            {"timeout", "--timeout"},
+                            {"retries", "--retries"},
+                            {"api_key_env", "--api-key-env"},
+                            {"device", "-dev"}});
 }
 
 // --load-repeats: the alone capture, the loaded repeats, and one line on how many match it.
 int LoadFloor(const CaptureRequest& req, int repeats) {
   auto f = RunLoadFloor(req, repeats);
-  if (!f.ok()) return Fail(f.status());
+  if (!f.ok()) return Fail(WithCaptureFlags(f.status()));
   fmt::print(stderr, "--load {}: {} of {} loaded repeats bit-identical to the alone capture {}\n", req.knobs.load,
              (*f)["bit_identical_repeats"].get<int>(), repeats, req.out_path);
   for (const auto& r : (*f)["repeats"])
@@ -73,7 +86,8 @@ int LoadFloor(const CaptureRequest& req, int repeats) {
 Action DefineCapture(CLI::App* cmd) {
   struct Opts {
     CaptureRequest req;
-    std::string store = "f32";
+    std::string engine{NameOf(CaptureRequest().engine)};
+    std::string store = StoreName(CaptureRequest().store);
     std::map<std::string, std::string> knob_texts;
     bool quiet = false;
     int load_repeats = 0;
@@ -81,19 +95,19 @@ Action DefineCapture(CLI::App* cmd) {
   auto o = std::make_shared<Opts>();
   cmd->add_option("-m,--model", o->req.model_path, "GGUF model file (with --engine openai: its tokenizer only)")
       ->required();
-  cmd->add_option("--engine", o->req.engine,
+  cmd->add_option("--engine", o->engine,
                   "llama (linked llama.cpp), exact (the FP64 reference, docs/exact.md) or openai (a vLLM / SGLang "
                   "server, --url)")
-      ->default_val("llama");
+      ->capture_default_str();
   cmd->add_option("-w,--workload", o->req.workload_path, "Chat JSON/JSONL, plain text or token ids")->required();
   cmd->add_option("-o,--output", o->req.out_path, "Capture file to write (.safetensors)")->required();
   cmd->add_option("--format", o->req.workload.format, "Workload format: auto, chat, jsonl, text, tokens")
-      ->default_val("auto");
+      ->capture_default_str();
   cmd->add_option("--chat-template", o->req.workload.chat_template,
                   "Jinja template FILE or llama.cpp template NAME (default: the model's embedded one)");
-  cmd->add_option("--stride", o->req.plan.stride, "Store every N-th position")->default_val(32);
+  cmd->add_option("--stride", o->req.plan.stride, "Store every N-th position")->capture_default_str();
   cmd->add_option("--full", o->req.plan.full, "Also store every position of: tool_calls and/or ranges A-B,...");
-  cmd->add_option("--store", o->store, "Stored logits dtype: f32 (native) or bf16")->default_val("f32");
+  cmd->add_option("--store", o->store, "Stored logits dtype: f32 (native) or bf16")->capture_default_str();
   cmd->add_flag("-q,--quiet", o->quiet, "No progress bar");
   cmd->add_option("--load-text", o->req.load_text,
                   "--load: transcripts or text the fillers are cut from (repeatable; default: the workload itself)");
@@ -107,18 +121,21 @@ Action DefineCapture(CLI::App* cmd) {
     o->req.store = *store;
     if (Status st = ApplyKnobFlags(cmd, o->knob_texts, o->req.knobs); !st.ok()) return Fail(st);
     o->req.log.bars = !o->quiet;
-    if (o->req.engine == "openai" && o->req.http.url.empty()) return Fail(Status::Error("--engine openai needs --url"));
-    if (o->req.engine != "openai" && !o->req.http.url.empty())
+    auto engine = ParseName<EngineKind>(o->engine, "--engine");
+    if (!engine.ok()) return Fail(engine.status());
+    o->req.engine = *engine;
+    if (o->req.engine == EngineKind::kOpenai && o->req.http.url.empty())
+      return Fail(Status::Error("--engine openai needs --url"));
+    if (o->req.engine != EngineKind::kOpenai && !o->req.http.url.empty())
       return Fail(Status::Error("--url needs --engine openai"));
     if (o->load_repeats > 0) return LoadFloor(o->req, o->load_repeats);
     auto m = RunCapture(o->req);
-    if (!m.ok()) return Fail(m.status());
-    const auto& t = (*m)["timings"];
+    if (!m.ok()) return Fail(WithCaptureFlags(m.status()));
     fmt::print(stderr, "wrote {}: {} tokens, {} probes, {:.1f} tok/s, {}\n", o->req.out_path,
-               (*m)["workload"].value("n_tokens", 0), (*m)["probe_plan"]["n_probes"].get<int64_t>(),
-               t["tokens_per_s"].get<double>(), (*m)["engine"]["flags"].get<std::string>());
+               m->workload.record.value("n_tokens", 0), m->probe_plan["n_probes"].get<int64_t>(),
+               m->timings["tokens_per_s"].get<double>(), m->engine.flags);
     // The flags above are what ran; where llama.cpp decided a setting itself, say what and why.
-    for (const std::string& note : ResolvedNotes((*m)["engine"])) fmt::print(stderr, "  {}\n", note);
+    for (const std::string& note : ResolvedNotes(m->engine.record)) fmt::print(stderr, "  {}\n", note);
     return 0;
   };
 }

@@ -16,12 +16,11 @@ namespace {
 
 constexpr int kGateExit = 3;
 
-// Token text from the model file named in the base manifest ("model.path"), loaded vocab-only;
+// Token text from the model file named in the base manifest (its model's path), loaded vocab-only;
 // an empty detokenizer when the file is not there (flips then carry ids only).
-Detokenizer ModelDetokenizer(const nlohmann::json& manifest) {
-  const auto* model = manifest.contains("model") && manifest["model"].is_object() ? &manifest["model"] : nullptr;
-  if (model == nullptr || !model->contains("path") || !(*model)["path"].is_string()) return {};
-  const std::string path = (*model)["path"];
+Detokenizer ModelDetokenizer(const CaptureManifest& manifest) {
+  const std::string& path = manifest.model.path;
+  if (path.empty()) return {};
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) return {};
   auto detok = LoadDetokenizer(path);
@@ -91,12 +90,12 @@ Action DefineCompare(CLI::App* cmd) {
       ->required()
       ->expected(2, -1);
   cmd->add_option("--window", o->compare.window, "Window size in tokens (window i = positions [i*W, (i+1)*W))")
-      ->default_val(8192)
+      ->capture_default_str()
       ->check(WholeAtLeast(1));
   cmd->add_option("--confident", o->compare.confident, "A flip is confident when the base top-1 probability >= P")
-      ->default_val(0.9)
+      ->capture_default_str()
       ->check(NumberIn(0.0, 1.0));
-  cmd->add_option("--threads", o->compare.threads, "Worker threads; 0 = all hardware threads")->default_val(0);
+  cmd->add_option("--threads", o->compare.threads, "Worker threads; 0 = all hardware threads")->capture_default_str();
   cmd->add_flag("--json", o->json, "Print the JSON contract (one object per candidate; an array for several)");
   cmd->add_flag("--csv", o->csv, "Print CSV: one row per window and an 'all' row per candidate");
   cmd->add_flag("--md", o->md, "Print Markdown tables");

@@ -25,7 +25,7 @@ nlohmann::json Describe(const CaptureReader& r) {
           {"truncated", r.truncated()},
           {"topk", r.topk()},
           {"tensors", tensors},
-          {"manifest", r.manifest()}};
+          {"manifest", r.manifest().raw}};
 }
 
 void PrintText(const nlohmann::json& d) {

@@ -53,12 +53,12 @@ Action DefineLayers(CLI::App* cmd) {
   cmd->add_option("-o,--output", o->out, "Per-flip, per-layer differences to write (.json)")->required();
   cmd->add_option("--html", o->html, "Also write the charts and each flip's detail as one HTML page");
   cmd->add_option("--max-flips", o->req.options.max_flips, "Only the first N flips by position; 0 = all")
-      ->default_val(0);
+      ->capture_default_str();
   cmd->add_option("--jump", o->req.options.jump,
                   "A flip is born where the residual difference exceeds this many times the largest before it")
-      ->default_val(4);
+      ->capture_default_str();
   cmd->add_option("--floor", o->req.options.floor, "Relative differences below this are rounding, never a birth")
-      ->default_val(1e-5);
+      ->capture_default_str();
   cmd->add_flag("--exact", o->req.options.exact,
                 "Also compare both sides with the FP64 exact engine (the base's model file) at every point");
   cmd->add_flag("-q,--quiet", o->quiet, "No progress bar");
@@ -69,7 +69,9 @@ Action DefineLayers(CLI::App* cmd) {
         if (Status st = CheckFolder(*p); !st.ok()) return Fail(st);
     o->req.options.log.bars = !o->quiet;
     auto out = RunLayers(o->req);
-    if (!out.ok()) return Fail(out.status());
+    if (!out.ok())
+      return Fail(
+          FieldsAsFlags(out.status(), {{"max_flips", "--max-flips"}, {"jump", "--jump"}, {"floor", "--floor"}}));
     Status st = WriteFileAtomic(o->out, out->dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     if (st.ok() && !o->html.empty()) st = WriteFileAtomic(o->html, RenderLayersHtml(*out));
     if (!st.ok()) return Fail(st);

@@ -5,7 +5,10 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <initializer_list>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "util/status.h"
@@ -16,6 +19,11 @@ namespace flipscope::cli {
 int Fail(const Status& status);
 // 0 on success, else Fail(status).
 int Done(const Status& status);
+
+// Libraries name the field a bad value came from (max_flips, api); the command line says the flag
+// that sets it. The status's message with each field of `flags` that begins it, or a part of it
+// after ": ", written as its flag ("max_flips must be >= 0" -> "--max-flips must be >= 0").
+Status FieldsAsFlags(const Status& status, std::initializer_list<std::pair<std::string_view, std::string_view>> flags);
 
 // Validators whose failure says what is accepted: a whole number >= min; a number in [lo, hi].
 CLI::Validator WholeAtLeast(long long min);

@@ -199,16 +199,6 @@ uint64_t RowBytes(const CaptureReader& r) {
   return uint64_t(r.n_vocab()) * (r.store() == StoreDtype::kBF16 ? 2 : 4);
 }
 
-// The string at a path of keys in a manifest, or "" (e.g. engine.kernel_path.summary).
-std::string ManifestText(const nlohmann::json& manifest, std::initializer_list<const char*> keys) {
-  const nlohmann::json* p = &manifest;
-  for (const char* key : keys) {
-    if (!p->is_object() || !p->contains(key)) return "";
-    p = &(*p)[key];
-  }
-  return p->is_string() ? p->get<std::string>() : "";
-}
-
 }  // namespace
 
 Result<Comparison> Compare(const CaptureReader& base, const CaptureReader& cand, const CompareOptions& options) {
@@ -226,14 +216,12 @@ Result<Comparison> Compare(const CaptureReader& base, const CaptureReader& cand,
   c.cand_topk = cand.truncated() ? cand.topk() : 0;
   c.truncated = base.truncated() || cand.truncated();
   c.window = options.window;
-  c.base_kernel_path = ManifestText(base.manifest(), {"engine", "kernel_path", "summary"});
-  c.cand_kernel_path = ManifestText(cand.manifest(), {"engine", "kernel_path", "summary"});
-  c.base_flags = ManifestText(base.manifest(), {"engine", "flags"});
-  c.cand_flags = ManifestText(cand.manifest(), {"engine", "flags"});
-  c.base_replay = ManifestText(base.manifest(), {"knobs", "replay"});
-  c.cand_replay = ManifestText(cand.manifest(), {"knobs", "replay"});
-  if (c.base_replay.empty()) c.base_replay = "prefill";
-  if (c.cand_replay.empty()) c.cand_replay = "prefill";
+  c.base_kernel_path = base.manifest().engine.kernel_path;
+  c.cand_kernel_path = cand.manifest().engine.kernel_path;
+  c.base_flags = base.manifest().engine.flags;
+  c.cand_flags = cand.manifest().engine.flags;
+  c.base_replay = base.manifest().replay;
+  c.cand_replay = cand.manifest().replay;
   c.kernel_paths_differ =
       !c.base_kernel_path.empty() && !c.cand_kernel_path.empty() && c.base_kernel_path != c.cand_kernel_path;
   c.probes_compared = int64_t(pairs.base.size());
@@ -244,7 +232,7 @@ Result<Comparison> Compare(const CaptureReader& base, const CaptureReader& cand,
   c.seconds = NowSeconds() - t0;
   c.isa = compare::KernelIsa();
   c.logit_bytes = uint64_t(c.probes_compared) * (RowBytes(base) + RowBytes(cand));
-  const std::vector<Span> spans = compare::ManifestSpans(base.manifest());
+  const std::vector<Span>& spans = base.manifest().workload.spans;  // none when unreadable
   for (const auto& p : c.probes) {
     c.bit_identical += p.identical;
     if (p.flip) c.flips.push_back(DescribeFlip(base, spans, p, options));

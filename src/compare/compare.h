@@ -216,8 +216,6 @@ OverallStats ComputeOverall(std::span<const ProbeMetrics> probes, const CompareO
 // "confident", "uncertain" or "moderate" for a flip whose base top-1 probability is p.
 std::string FlipClass(double p, const CompareOptions& options);
 
-// The spans of manifest["workload"]["spans"]; none when the key is missing or malformed.
-std::vector<Span> ManifestSpans(const nlohmann::json& manifest);
 // The innermost span containing token position pos (workload's InnermostSpan) as its label
 // (SpanLabelAt, else "<kind> #<index>") and kind; {"", ""} when none.
 std::pair<std::string, std::string> SpanAt(const std::vector<Span>& spans, int32_t pos);

@@ -113,17 +113,6 @@ OverallStats ComputeOverall(std::span<const ProbeMetrics> probes, const CompareO
   return o;
 }
 
-std::vector<Span> ManifestSpans(const nlohmann::json& manifest) {
-  try {
-    const auto& w = manifest.at("workload");
-    auto spans = SpansFromJson(w.at("spans"));
-    if (spans.ok()) return std::move(spans).value();
-  } catch (const nlohmann::json::exception&) {
-    // no workload / spans key, or a malformed entry: flips then carry no span
-  }
-  return {};
-}
-
 std::pair<std::string, std::string> SpanAt(const std::vector<Span>& spans, int32_t pos) {
   const Span* s = InnermostSpan(spans, pos);
   if (s == nullptr) return {"", ""};

@@ -11,6 +11,7 @@
 #include <numeric>
 #include <random>
 
+#include "capture/manifest.h"
 #include "compare/compare.h"
 #include "testing/tiny_model.h"
 
@@ -224,6 +225,8 @@ TEST(Flips, ClassesAndSpans) {
           {{"kind", "literal"}, {"begin", 20}, {"end", 22}, {"index", 1}, {"subkind", "port"}, {"label", "5432"}},
           {{"kind", "message"}, {"begin", 20}, {"end", 22}, {"index", 9}},
           {{"kind", "tool_result"}, {"begin", 60}, {"end", 70}, {"index", 4}}}}}}};
+  // The spans as the capture reader parses them (CaptureManifest).
+  auto ManifestSpans = [](const nlohmann::json& j) { return CaptureManifest::FromJson(j).workload.spans; };
   auto spans = ManifestSpans(m);
   ASSERT_EQ(spans.size(), 5u);
   EXPECT_EQ(SpanAt(spans, 5).first, "message #2 assistant");

@@ -14,14 +14,13 @@ using json = nlohmann::json;
 
 Status HttpOptions::Validate() const {
   if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
-    return Status::Error("--url must start with http:// or https://, not '" + RedactUrl(url) + "'");
+    return Status::Error("url must start with http:// or https://, not '" + RedactUrl(url) + "'");
   if (api != "vllm" && api != "sglang" && api != "llama-server")
-    return Status::Error("--api must be vllm, sglang or llama-server, not '" + api + "'");
-  if (logprobs == 0 || logprobs < -1)
-    return Status::Error("--logprobs must be >= 1 (or -1 for vLLM's full vocabulary)");
-  if (logprobs == -1 && api != "vllm") return Status::Error("--logprobs -1 (the full vocabulary) needs --api vllm");
-  if (timeout_s <= 0) return Status::Error("--timeout must be > 0 seconds");
-  if (retries < 0) return Status::Error("--retries must be >= 0");
+    return Status::Error("api must be vllm, sglang or llama-server, not '" + api + "'");
+  if (logprobs == 0 || logprobs < -1) return Status::Error("logprobs must be >= 1 (or -1 for vLLM's full vocabulary)");
+  if (logprobs == -1 && api != "vllm") return Status::Error("logprobs: -1 (the full vocabulary) needs the api vllm");
+  if (timeout_s <= 0) return Status::Error("timeout must be > 0 seconds");
+  if (retries < 0) return Status::Error("retries must be >= 0");
   return Status::Ok();
 }
 
@@ -138,7 +137,7 @@ Result<std::unique_ptr<HttpEngine>> HttpEngine::Create(const HttpOptions& opts, 
   if (!opts.api_key_env.empty()) {
     const char* v = std::getenv(opts.api_key_env.c_str());
     if (v == nullptr || *v == '\0')
-      return Status::Error("--api-key-env " + opts.api_key_env + ": the environment variable is not set or empty");
+      return Status::Error("api_key_env " + opts.api_key_env + ": the environment variable is not set or empty");
     key = v;
   }
   auto impl = std::make_unique<Impl>(opts, key);

@@ -6,19 +6,12 @@
 #include <type_traits>
 
 #include "engine/engine.h"
+#include "util/names.h"
 
 namespace flipscope {
-namespace {
 
-// KV cache type names as llama.cpp spells them (-ctk / -ctv), with ggml's type.
-const std::pair<const char*, ggml_type> kKvTypes[] = {
-    {"f32", GGML_TYPE_F32},       {"f16", GGML_TYPE_F16},   {"bf16", GGML_TYPE_BF16},
-    {"q8_0", GGML_TYPE_Q8_0},     {"q4_0", GGML_TYPE_Q4_0}, {"q4_1", GGML_TYPE_Q4_1},
-    {"iq4_nl", GGML_TYPE_IQ4_NL}, {"q5_0", GGML_TYPE_Q5_0}, {"q5_1", GGML_TYPE_Q5_1}};
-
-// The spellings of an enum knob's values, in the order help and errors list them.
-template <typename E>
-struct Names;
+// The spellings of the enum knobs' values (and a future's stop), in the order help and errors
+// list them.
 template <>
 struct Names<FlashAttn> {
   static constexpr std::pair<FlashAttn, const char*> v[] = {
@@ -47,22 +40,13 @@ struct Names<Replay> {
   static constexpr std::pair<Replay, const char*> v[] = {{Replay::kPrefill, "prefill"}, {Replay::kServed, "served"}};
 };
 
-template <typename E>
-std::string_view NameOf(E value) {
-  for (auto& [e, name] : Names<E>::v)
-    if (e == value) return name;
-  return "?";
-}
+namespace {
 
-// "on, off or auto": what an enum knob accepts.
-template <typename E>
-std::string Choices() {
-  std::string list;
-  const size_t n = std::size(Names<E>::v);
-  for (size_t i = 0; i < n; ++i)
-    list += (i == 0 ? "" : i + 1 == n ? " or " : ", ") + std::string(Names<E>::v[i].second);
-  return list;
-}
+// KV cache type names as llama.cpp spells them (-ctk / -ctv), with ggml's type.
+const std::pair<const char*, ggml_type> kKvTypes[] = {
+    {"f32", GGML_TYPE_F32},       {"f16", GGML_TYPE_F16},   {"bf16", GGML_TYPE_BF16},
+    {"q8_0", GGML_TYPE_Q8_0},     {"q4_0", GGML_TYPE_Q4_0}, {"q4_1", GGML_TYPE_Q4_1},
+    {"iq4_nl", GGML_TYPE_IQ4_NL}, {"q5_0", GGML_TYPE_Q5_0}, {"q5_1", GGML_TYPE_Q5_1}};
 
 template <typename T>
 std::string Expected() {
@@ -89,12 +73,10 @@ Status Set(Knobs& k, const nlohmann::json& v) {
   using T = std::remove_cvref_t<decltype(k.*M)>;
   try {
     if constexpr (std::is_enum_v<T>) {
-      for (auto& [e, name] : Names<T>::v)
-        if (v.is_string() && v.get<std::string>() == name) {
-          k.*M = e;
-          return Status::Ok();
-        }
-      return Status::Error(Expected<T>());
+      const auto e = v.is_string() ? FromName<T>(v.get<std::string>()) : std::nullopt;
+      if (!e) return Status::Error(Expected<T>());
+      k.*M = *e;
+      return Status::Ok();
     } else if constexpr (std::is_same_v<T, int>) {
       if (!v.is_number_integer()) return Status::Error(Expected<T>());
     } else if constexpr (std::is_same_v<T, std::string>) {
@@ -119,11 +101,7 @@ std::string_view ToString(Replay v) { return NameOf(v); }
 
 const char* FutureStopName(FutureStop s) { return NameOf(s).data(); }
 
-std::optional<FutureStop> FutureStopFromName(std::string_view name) {
-  for (auto& [e, n] : Names<FutureStop>::v)
-    if (name == n) return e;
-  return std::nullopt;
-}
+std::optional<FutureStop> FutureStopFromName(std::string_view name) { return FromName<FutureStop>(name); }
 
 const std::vector<KnobInfo>& KnobTable() {
   static const std::vector<KnobInfo> table = {

@@ -115,7 +115,7 @@ Result<std::unique_ptr<LlamaEngine>> LlamaEngine::Create(const std::string& path
       size_t comma = k.devices.find(',', start);
       std::string name = k.devices.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
       ggml_backend_dev_t d = ggml_backend_dev_by_name(name.c_str());
-      if (!d) return Status::Error("-dev: unknown device '" + name + "'");
+      if (!d) return Status::Error("device: unknown device '" + name + "'");
       devs.push_back(d);
       if (comma == std::string::npos) break;
       start = comma + 1;

@@ -30,12 +30,7 @@ Status BranchAll(const Experiment& exp, nlohmann::json& results, const RunOption
     BranchRequest req;
     req.base_path = base;
     req.cand_path = c["captures"][0];
-    req.options.max_tokens = exp.branch.max_tokens;
-    req.options.max_call_tokens = exp.branch.max_call_tokens;
-    req.options.max_branches = exp.branch.max_branches;
-    req.options.reconverge = exp.branch.reconverge;
-    req.options.fork_where = exp.branch.fork_where;
-    req.options.decoding = exp.branch.decoding;
+    req.options = exp.branch.options;
     req.options.log = opts.log;
     req.model_hashes = &model_hashes;
     // The futures the captures decoded: the variant's own first repeat, the baseline's second.

@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "branch/branch.h"
 #include "capture/capture.h"
 #include "engine/engine.h"
+#include "layers/layers.h"
 #include "util/status.h"
 #include "util/util.h"
 
@@ -37,18 +39,19 @@ struct ConfigSpec {
   std::string requantize;  // e.g. "F16" or "Q8_0": derive the weights from the experiment's model
   int repeats = 1;
   int line = 0;                  // where it is defined in the experiment file
-  std::string engine = "llama";  // "llama" (knobs) or "openai" (server)
+  EngineKind engine = EngineKind::kLlama;  // llama (knobs) or openai (server); exact only as the reference
   ServerSpec server;             // engine "openai" only
 };
 
 struct BranchSettings {
   bool enabled = false;
-  int max_tokens = 64;
-  int max_call_tokens = 256;  // cap on a future whose tool call is still open
-  int max_branches = 16;      // per configuration, the most confident flips first
-  int reconverge = 8;
-  std::string fork_where = "assistant";  // "assistant": fork only where the model writes; "all": every flip
-  std::string decoding = "auto";         // futures: "grammar", "free", or "auto" (BranchOptions::decoding)
+  // How each variant's forks are followed (the branch stage's options, at its defaults but for
+  // max_branches: 16 per configuration, the first flips by position).
+  BranchOptions options = [] {
+    BranchOptions o;
+    o.max_branches = 16;
+    return o;
+  }();
   // With futures under the grammar: each variant's forks followed again free, for the counts both
   // ways (results' branches[].free_counts; a teacher-forced pass per side more).
   bool compare_free = false;
@@ -58,8 +61,13 @@ struct BranchSettings {
 // [layers]: where each flip of a variant against the baseline is born (the layers stage).
 struct LayersSettings {
   bool enabled = false;
-  int max_flips = 16;                // per configuration, the first N flips by position (0: all)
-  bool exact = false;                // also each side against the FP64 exact engine, layer by layer
+  // The layers stage's options, at its defaults but for max_flips: 16 per configuration, the
+  // first flips by position (0: all); exact: also each side against the FP64 exact engine.
+  LayersOptions options = [] {
+    LayersOptions o;
+    o.max_flips = 16;
+    return o;
+  }();
   std::vector<std::string> configs;  // variants to look into; empty = every llama variant that flips
 };
 

@@ -158,11 +158,11 @@ TEST(ParseExperiment, ServerConfigurations) {
       "[[variant]]\nname = \"llama\"\nengine = \"llama\"\nflash_attn = \"on\"\n");
   auto e = ParseExperiment(p);
   ASSERT_TRUE(e.ok()) << e.status().message();
-  EXPECT_EQ(e->baseline.engine, "openai");
+  EXPECT_EQ(e->baseline.engine, EngineKind::kOpenai);
   EXPECT_EQ(e->baseline.server.startup_timeout_s, 300);
   ASSERT_EQ(e->variants.size(), 3u);
   const auto& fp8 = e->variants[0];
-  EXPECT_EQ(fp8.engine, "openai");
+  EXPECT_EQ(fp8.engine, EngineKind::kOpenai);
   EXPECT_EQ(fp8.server.launch, "vllm serve m --port {port} --kv-cache-dtype fp8");
   EXPECT_EQ(fp8.server.startup_timeout_s, 300);               // inherited
   EXPECT_EQ(fp8.server.env.at("VLLM_BATCH_INVARIANT"), "1");  // the baseline's env, and its own on top
@@ -173,7 +173,7 @@ TEST(ParseExperiment, ServerConfigurations) {
   EXPECT_TRUE(remote.server.launch.empty());  // a URL replaces the inherited launch command
   EXPECT_EQ(remote.server.http.api, "sglang");
   EXPECT_EQ(remote.server.http.logprobs, 20);
-  EXPECT_EQ(e->variants[2].engine, "llama");
+  EXPECT_EQ(e->variants[2].engine, EngineKind::kLlama);
   EXPECT_TRUE(e->variants[2].server.launch.empty());
 }
 

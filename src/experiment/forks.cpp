@@ -29,7 +29,7 @@ Result<std::shared_ptr<BaseRows>> ReadBaseRows(const std::string& base0) {
   b->positions.assign(r->positions().begin(), r->positions().end());
   b->argmax.assign(r->argmax().begin(), r->argmax().end());
   b->digest.assign(r->digest().begin(), r->digest().end());
-  b->created = r->manifest().value("created", std::string());
+  b->created = r->manifest().created;
   return b;
 }
 
@@ -44,16 +44,17 @@ int64_t BaseIndex(const BaseRows& b, const Row& r) {
 Result<CaptureForks> VariantForks(const std::string& base0, const BranchSettings& s,
                                   std::shared_ptr<DecodedFutures> out) {
   FS_ASSIGN_OR_RETURN(auto base, ReadBaseRows(base0));
-  out->max_tokens = s.max_tokens;
-  out->max_call_tokens = s.max_call_tokens;
+  out->max_tokens = s.options.max_tokens;
+  out->max_call_tokens = s.options.max_call_tokens;
   FS_ASSIGN_OR_RETURN(auto base_cap, CaptureReader::Open(base0));
-  FS_ASSIGN_OR_RETURN(ForkFilter where, ForkWhere(*base_cap, s.fork_where));
-  FS_ASSIGN_OR_RETURN(ForkDecoding decoding, ResolveDecoding(base0, s.decoding));
+  FS_ASSIGN_OR_RETURN(ForkFilter where, ForkWhere(*base_cap, s.options.fork_where));
+  FS_ASSIGN_OR_RETURN(ForkDecoding decoding, ResolveDecoding(base0, s.options.decoding));
   // The branch stage's first-N rule, counting only the flips where forks are allowed.
-  auto rule = std::make_shared<FirstFlips>(s.max_branches, std::move(where));
+  auto rule = std::make_shared<FirstFlips>(s.options.max_branches, std::move(where));
   CaptureForks f;
-  f.max_tokens = s.max_tokens;
-  FS_ASSIGN_OR_RETURN(f.extend, CallExtension(base0, s.max_tokens, s.max_call_tokens, decoding.used == "grammar"));
+  f.max_tokens = s.options.max_tokens;
+  FS_ASSIGN_OR_RETURN(
+      f.extend, CallExtension(base0, s.options.max_tokens, s.options.max_call_tokens, decoding.used == "grammar"));
   out->decoding = decoding.used;
   f.grammar = std::move(decoding.grammar);
   f.plan = [base, rule](const Row& r) -> int32_t {
@@ -71,13 +72,14 @@ Result<CaptureForks> VariantForks(const std::string& base0, const BranchSettings
 Result<CaptureForks> BaselineForks(const std::string& base0, const std::set<int32_t>& points, const BranchSettings& s,
                                    std::shared_ptr<DecodedFutures> out) {
   FS_ASSIGN_OR_RETURN(auto base, ReadBaseRows(base0));
-  out->max_tokens = s.max_tokens;
-  out->max_call_tokens = s.max_call_tokens;
+  out->max_tokens = s.options.max_tokens;
+  out->max_call_tokens = s.options.max_call_tokens;
   // The same decoding as the variant's futures (and the branch stage's): one resolution, one rule.
-  FS_ASSIGN_OR_RETURN(ForkDecoding decoding, ResolveDecoding(base0, s.decoding));
+  FS_ASSIGN_OR_RETURN(ForkDecoding decoding, ResolveDecoding(base0, s.options.decoding));
   CaptureForks f;
-  f.max_tokens = s.max_tokens;
-  FS_ASSIGN_OR_RETURN(f.extend, CallExtension(base0, s.max_tokens, s.max_call_tokens, decoding.used == "grammar"));
+  f.max_tokens = s.options.max_tokens;
+  FS_ASSIGN_OR_RETURN(
+      f.extend, CallExtension(base0, s.options.max_tokens, s.options.max_call_tokens, decoding.used == "grammar"));
   out->decoding = decoding.used;
   f.grammar = std::move(decoding.grammar);
   f.plan = [base, points, out](const Row& r) -> int32_t {
@@ -112,9 +114,9 @@ Status WriteDecoded(const std::string& capture, const std::string& base0, const 
   }
   json doc = {{"format", "flipscope.forks"},
               {"capture", capture},
-              {"capture_created", cap->manifest().value("created", std::string())},
+              {"capture_created", cap->manifest().created},
               {"base", base0},
-              {"base_created", base->manifest().value("created", std::string())},
+              {"base_created", base->manifest().created},
               {"max_tokens", d.max_tokens},
               {"max_call_tokens", d.max_call_tokens},
               {"decoding", d.decoding},
@@ -131,9 +133,8 @@ std::optional<DecodedFutures> ReadDecoded(const std::string& capture, const std:
   try {
     json doc = json::parse(*text);
     // Stale when either capture was made again since.
-    if (doc.at("format") != "flipscope.forks" ||
-        doc.at("capture_created") != (*cap)->manifest().value("created", std::string()) ||
-        doc.at("base_created") != (*base)->manifest().value("created", std::string()))
+    if (doc.at("format") != "flipscope.forks" || doc.at("capture_created") != (*cap)->manifest().created ||
+        doc.at("base_created") != (*base)->manifest().created)
       return std::nullopt;
     DecodedFutures d;
     d.source = capture;

@@ -29,7 +29,7 @@ int64_t FirstRepeatFlips(const nlohmann::json& results, const std::string& name)
 
 // Why the layers stage cannot look into this configuration ("" when it can).
 std::string Unsupported(const ConfigSpec& c) {
-  if (c.engine != "llama") return "a server configuration: its graph is not llama.cpp's to tap";
+  if (c.engine != EngineKind::kLlama) return "a server configuration: its graph is not llama.cpp's to tap";
   if (c.knobs.load > 0) return "runs under load: its batches hold other sequences' tokens";
   return "";
 }
@@ -43,7 +43,8 @@ std::optional<nlohmann::json> Kept(const std::string& path, const std::string& b
   auto text = ReadFile(path);
   if (!text.ok()) return std::nullopt;
   auto j = nlohmann::json::parse(*text, nullptr, false);
-  if (!j.is_object() || j.value("max_flips", -1) != s.max_flips || j.value("exact", !s.exact) != s.exact)
+  if (!j.is_object() || j.value("max_flips", -1) != s.options.max_flips ||
+      j.value("exact", !s.options.exact) != s.options.exact)
     return std::nullopt;
   return j;
 }
@@ -64,7 +65,7 @@ Status LayersAll(const Experiment& exp, nlohmann::json& results, const RunOption
     const ConfigSpec* spec = SpecOf(exp, name);
     if (!spec || c["status"] != "ok" || !Layered(exp, name) || FirstRepeatFlips(results, name) == 0) continue;
     nlohmann::json entry = {{"config", name}};
-    if (std::string why = Unsupported(*spec); !why.empty() || exp.baseline.engine != "llama") {
+    if (std::string why = Unsupported(*spec); !why.empty() || exp.baseline.engine != EngineKind::kLlama) {
       entry["skipped"] = why.empty() ? "the baseline is a server configuration" : why;
       results["layers"].push_back(entry);
       continue;
@@ -75,8 +76,7 @@ Status LayersAll(const Experiment& exp, nlohmann::json& results, const RunOption
     if (!got) {
       opts.log.Info(fmt::format("  recomputing the flips of {} layer by layer", name));
       LayersRequest req{base, cand, {}};
-      req.options.max_flips = exp.layers.max_flips;
-      req.options.exact = exp.layers.exact;
+      req.options = exp.layers.options;
       req.options.log = opts.log;
       auto r = RunLayers(req);
       if (!r.ok()) {  // e.g. rows that do not reproduce on this machine: said, not fatal
@@ -85,8 +85,8 @@ Status LayersAll(const Experiment& exp, nlohmann::json& results, const RunOption
         continue;
       }
       got = *r;
-      (*got)["max_flips"] = exp.layers.max_flips;
-      (*got)["exact"] = exp.layers.exact;
+      (*got)["max_flips"] = exp.layers.options.max_flips;
+      (*got)["exact"] = exp.layers.options.exact;
       std::error_code ec;
       fs::create_directories(dir, ec);
       FS_RETURN_IF_ERROR(

@@ -114,21 +114,21 @@ Status ReadBranch(const ParseCtx& c, const toml::node& node, BranchSettings& out
     if (key == "compare_free") return Get(c, n, out.compare_free, "compare_free must be true or false");
     if (key == "configs") return ReadNames(c, n, out.configs);
     if (key == "fork_where") {
-      FS_RETURN_IF_ERROR(Get(c, n, out.fork_where, "fork_where must be a string"));
-      if (out.fork_where != "assistant" && out.fork_where != "all")
-        return c.At(n, "fork_where must be \"assistant\" or \"all\", not \"" + out.fork_where + "\"");
+      FS_RETURN_IF_ERROR(Get(c, n, out.options.fork_where, "fork_where must be a string"));
+      if (out.options.fork_where != "assistant" && out.options.fork_where != "all")
+        return c.At(n, "fork_where must be \"assistant\" or \"all\", not \"" + out.options.fork_where + "\"");
       return Status::Ok();
     }
     if (key == "decoding") {
-      FS_RETURN_IF_ERROR(Get(c, n, out.decoding, "decoding must be a string"));
-      if (out.decoding != "auto" && out.decoding != "grammar" && out.decoding != "free")
-        return c.At(n, "decoding must be \"auto\", \"grammar\" or \"free\", not \"" + out.decoding + "\"");
+      FS_RETURN_IF_ERROR(Get(c, n, out.options.decoding, "decoding must be a string"));
+      if (out.options.decoding != "auto" && out.options.decoding != "grammar" && out.options.decoding != "free")
+        return c.At(n, "decoding must be \"auto\", \"grammar\" or \"free\", not \"" + out.options.decoding + "\"");
       return Status::Ok();
     }
-    int* count = key == "max_tokens"        ? &out.max_tokens
-                 : key == "max_call_tokens" ? &out.max_call_tokens
-                 : key == "max_branches"    ? &out.max_branches
-                 : key == "reconverge"      ? &out.reconverge
+    int* count = key == "max_tokens"        ? &out.options.max_tokens
+                 : key == "max_call_tokens" ? &out.options.max_call_tokens
+                 : key == "max_branches"    ? &out.options.max_branches
+                 : key == "reconverge"      ? &out.options.reconverge
                                             : nullptr;
     *known = count != nullptr;
     if (!count) return Status::Ok();
@@ -149,14 +149,14 @@ Status ReadLayers(const ParseCtx& c, const toml::node& node, LayersSettings& out
   const char* keys = "enabled, configs, max_flips, exact";
   return ReadSection(c, node, "[layers]", keys, [&](const std::string& key, const toml::node& n, bool* known) {
     if (key == "enabled") return Get(c, n, out.enabled, "enabled must be true or false");
-    if (key == "exact") return Get(c, n, out.exact, "exact must be true or false");
+    if (key == "exact") return Get(c, n, out.options.exact, "exact must be true or false");
     if (key == "configs") return ReadNames(c, n, out.configs);
     *known = key == "max_flips";
     if (!*known) return Status::Ok();
     int64_t v = 0;
     FS_RETURN_IF_ERROR(Get(c, n, v, "max_flips must be an integer"));
     if (v < 0) return c.At(n, "max_flips must be >= 0 (0: every flip)");
-    out.max_flips = int(v);
+    out.options.max_flips = int(v);
     return Status::Ok();
   });
 }
@@ -272,7 +272,7 @@ Status CheckReplay(const Experiment& exp) {
   auto at = [&](const ConfigSpec& s, const std::string& what) {
     return Status::Error(fmt::format("{}:{}: {}", exp.path, s.line, what));
   };
-  if (exp.replay_both && exp.baseline.engine != "llama")
+  if (exp.replay_both && exp.baseline.engine != EngineKind::kLlama)
     return at(exp.baseline,
               "replay = \"both\" needs a llama.cpp baseline: experiments do not capture served twins over HTTP yet");
   std::vector<const ConfigSpec*> all = {&exp.baseline};

@@ -61,9 +61,12 @@ Status ReadServerKey(const ParseCtx& c, const std::string& key, const toml::node
     return Status::Ok();
   };
   if (key == "engine") {
-    FS_RETURN_IF_ERROR(str(out.engine));
-    if (out.engine != "llama" && out.engine != "openai") return c.At(n, "engine must be llama or openai");
-    if (out.engine == "llama") sv = ServerSpec();
+    std::string name;
+    FS_RETURN_IF_ERROR(str(name));
+    const auto engine = FromName<EngineKind>(name);
+    if (!engine || *engine == EngineKind::kExact) return c.At(n, "engine must be llama or openai");
+    out.engine = *engine;
+    if (out.engine == EngineKind::kLlama) sv = ServerSpec();
   } else if (key == "url")
     FS_RETURN_IF_ERROR(str(sv.url));
   else if (key == "launch")
@@ -106,7 +109,7 @@ Status ReadServerKey(const ParseCtx& c, const std::string& key, const toml::node
 // Checks a server configuration once its table is read; `t` is where it is defined.
 Status CheckServer(const ParseCtx& c, const toml::table& t, const ConfigSpec& s, const toml::node* own_knob,
                    const toml::node* own_model) {
-  if (s.engine != "openai") return Status::Ok();
+  if (s.engine != EngineKind::kOpenai) return Status::Ok();
   if (own_knob)
     return c.At(*own_knob,
                 "a llama.cpp knob does not apply to a server configuration (its launch command decides the numerics)");
@@ -195,7 +198,7 @@ Status ReadConfig(const ParseCtx& c, const toml::table& t, const ConfigSpec* bas
   // A URL replaces an inherited launch command and the other way round; either makes a server.
   if (seen.url && !seen.launch) out.server.launch.clear();
   if (seen.launch && !seen.url) out.server.url.clear();
-  if (seen.url || seen.launch) out.engine = "openai";
+  if (seen.url || seen.launch) out.engine = EngineKind::kOpenai;
   // A knob llama.cpp would refuse is kept: the run records it as refused with the reason.
   return CheckServer(c, t, out, seen.knob, seen.model);
 }

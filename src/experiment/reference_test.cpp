@@ -50,7 +50,7 @@ TEST(ExperimentReference, EveryCaptureAgainstExactRankedAndReported) {
   const std::string exact = ref["captures"][0];
   auto er = CaptureReader::Open(exact);
   ASSERT_TRUE(er.ok());
-  EXPECT_EQ((*er)->manifest()["engine"]["name"], "exact");
+  EXPECT_EQ((*er)->manifest().raw["engine"]["name"], "exact");
   // Every capture of every configuration, the baseline's two repeats included.
   ASSERT_EQ(ref["comparisons"].size(), 4u);
   for (const auto& c : ref["comparisons"]) {

@@ -50,7 +50,7 @@ struct Runner {
 
   // Every repeat and configuration of one model file shares its hash and the rendered workload.
   std::map<std::string, CaptureSource> sources;  // model path -> its prepared source
-  Result<nlohmann::json> Capture(const CaptureRequest& req) {
+  Result<CaptureManifest> Capture(const CaptureRequest& req) {
     auto it = sources.find(req.model_path);
     if (it == sources.end()) {
       FS_ASSIGN_OR_RETURN(CaptureSource s, PrepareCapture(req));
@@ -63,7 +63,7 @@ struct Runner {
   bool Reusable(const std::string& out, const nlohmann::json& request) {
     if (!fs::exists(out)) return false;
     auto r = CaptureReader::Open(out);
-    return r.ok() && (*r)->manifest().value("request", nlohmann::json()) == request;
+    return r.ok() && (*r)->manifest().request == request;
   }
 
   // Forks a capture follows while it runs (none when branch following is off for it); the
@@ -92,96 +92,37 @@ struct Runner {
   }
 
   // Captures repeats [r_begin, r_end) of one configuration into its results entry (made when
-  // null). Returns false when the configuration was refused or failed.
-  bool CaptureConfig(const ConfigSpec& c, int r_begin, int r_end, nlohmann::json& entry) {
-    if (entry.is_null())
-      entry = {{"name", c.name},
-               {"description", c.description},
-               {"changes", c.changes},
-               {"repeats", c.repeats},
-               {"captures", nlohmann::json::array()},
-               {"capture_seconds", nlohmann::json::array()},
-               {"reused", nlohmann::json::array()}};
-    auto refuse = [&](const std::string& status, const Status& why) {
-      entry["status"] = status;
+  // null), whose "status" and "reason" say how it ended. Returns that status: a refused or failed
+  // configuration is recorded and the run goes on; an error ends the run (a server
+  // configuration's failure), naming the experiment file and the configuration.
+  Result<ConfigStatus> CaptureConfig(const ConfigSpec& c, int r_begin, int r_end, nlohmann::json& entry) {
+    if (entry.is_null()) entry = NewEntry(c);
+    auto stop = [&](ConfigStatus status, const Status& why) {
+      entry["status"] = std::string(NameOf(status));
       entry["reason"] = why.message();
-      opts.log.Info(fmt::format("  {}: {}: {}", c.name, status, why.message()));
-      return false;
+      opts.log.Info(fmt::format("  {}: {}: {}", c.name, NameOf(status), why.message()));
+      return status;
     };
-    const bool served = c.engine == "openai";
-    if (Status v = c.knobs.Validate(); !served && !v.ok()) return refuse("refused", v);
+    const bool served = c.engine == EngineKind::kOpenai;
+    if (Status v = c.knobs.Validate(); !served && !v.ok()) return stop(ConfigStatus::kRefused, v);
     // A server configuration's server runs while its captures (and futures) are made, then stops.
     std::unique_ptr<ServerSession> server;
     if (served) server = std::make_unique<ServerSession>(c, ServerLogPath(c), opts.log);
     auto model = ConfigModel(c, opts.outdir);
-    if (!model.ok()) return refuse("failed", model.status());
+    if (!model.ok()) return stop(ConfigStatus::kFailed, model.status());
     entry["model_path"] = *model;
-    auto model_sha = Sha(*model);
-    auto workload_sha = Sha(exp.workload);
-    if (!model_sha.ok()) return refuse("failed", model_sha.status());
-    if (!workload_sha.ok()) return refuse("failed", workload_sha.status());
     for (int r = r_begin; r < r_end; ++r) {
-      CaptureRequest req;
-      req.model_path = *model;
-      req.workload_path = exp.workload;
-      req.workload = exp.workload_options;
-      req.knobs = served ? Knobs() : c.knobs;  // a server's own flags decide its numerics
-      req.plan = exp.plan;
-      req.store = exp.store;
-      req.log = opts.log;
-      req.out_path = CapturePath(c, r);
-      req.engine = c.engine;
-      if (served) req.http = server->Asked();
-      nlohmann::json request = CaptureRequestJson(req, *model_sha, *workload_sha);
-      bool reuse = Reusable(req.out_path, request);
-      double t0 = NowSeconds();
-      if (!reuse) {
-        if (served) {
-          auto up = server->Up();
-          if (!up.ok()) return refuse("failed", up.status());
-          req.http = *up;
-        }
-        auto decoded = std::make_shared<DecodedFutures>();
-        if (auto forks = c.engine != "llama" ? std::nullopt : ForksFor(c, r, decoded)) req.forks = *forks;
-        opts.log.Info(fmt::format("  capturing {} (repeat {} of {}): {}{}", c.name, r + 1, c.repeats,
-                                  served                ? req.http.ToFlags()
-                                  : c.engine == "exact" ? fmt::format("--engine exact -t {}", c.knobs.n_threads)
-                                                        : c.knobs.ToFlags(),
-                                  req.forks.plan ? ", following forks" : ""));
-        auto m = Capture(req);
-        // A server that dies or stalls mid-run stops the run; a re-run resumes from the captures made.
-        if (!m.ok() && served) return Fatal(c, m.status());
-        if (!m.ok()) return refuse(m.status().code() == StatusCode::kRefused ? "refused" : "failed", m.status());
-        if (req.forks.plan) {
-          decoded->source = req.out_path;
-          if (Status st = WriteDecoded(req.out_path, base0, *decoded); !st.ok())
-            opts.log.Info(fmt::format("  {}: the decoded futures were not kept ({})", c.name, st.message()));
-        }
-        if (r == 0 && &c == &exp.baseline) base0 = req.out_path;
-      } else if (r == 0 && &c == &exp.baseline) {
-        base0 = req.out_path;
-      }
-      entry["captures"].push_back(req.out_path);
-      entry["capture_seconds"].push_back(NowSeconds() - t0);
-      entry["reused"].push_back(reuse);
+      Result<ConfigStatus> one = CaptureRepeat(c, r, *model, server.get(), entry);
+      if (!one.ok()) return Fatal(c, one.status());
+      if (*one != ConfigStatus::kOk) return stop(*one, Status::Error(entry["reason"].get<std::string>()));
     }
     if (served && entry["captures"].size() > 0) {
       if (Status st = ServerFutures(c, r_begin, r_end, *server); !st.ok()) return Fatal(c, st);
     }
     auto first = CaptureReader::Open(entry["captures"][0].get<std::string>());
-    if (!first.ok()) return refuse("failed", first.status());
+    if (!first.ok()) return stop(ConfigStatus::kFailed, first.status());
     entry.update(ManifestFacts((*first)->manifest())["config"]);
-    // What llama.cpp decided itself (-fa auto, clamped sizes): the flags above were the request.
-    // A knob the file set must have run as written, or engine.resolved must say why not: a
-    // configuration's name and changes may never describe a kernel that did not run.
-    const nlohmann::json& ran = entry["knobs"];
-    for (const auto& [key, asked] : c.changes.items())
-      if (FindKnob(key) && ran.is_object() && ran.contains(key) && ran[key] != asked &&
-          !entry["engine"].value("resolved", nlohmann::json::object()).contains(key)) {
-        entry["contradictions"].push_back({{"knob", key}, {"asked", asked}, {"ran", ran[key]}});
-        opts.log.Info(fmt::format("  {}: warning: {} was set to {} but the capture records {} with no reason", c.name,
-                                  key, asked.dump(), ran[key].dump()));
-      }
+    CheckRanAsAsked(c, entry);
     // A variant's lines only where they differ from the baseline's, which are printed first.
     if (r_begin == 0) {
       const bool is_base = &c == &exp.baseline;
@@ -190,19 +131,110 @@ struct Runner {
       if (is_base) base_notes = std::move(notes);
     }
     if (entry["flags"].is_null()) entry["flags"] = c.knobs.ToFlags();
-    entry["status"] = "ok";
+    entry["status"] = std::string(NameOf(ConfigStatus::kOk));
     entry["model_file_size"] = fs::file_size(*model);
-    return true;
+    return ConfigStatus::kOk;
+  }
+
+  // A configuration's results entry before its first capture.
+  static nlohmann::json NewEntry(const ConfigSpec& c) {
+    return {{"name", c.name},
+            {"description", c.description},
+            {"changes", c.changes},
+            {"repeats", c.repeats},
+            {"captures", nlohmann::json::array()},
+            {"capture_seconds", nlohmann::json::array()},
+            {"reused", nlohmann::json::array()}};
+  }
+
+  // The request of repeat r of configuration c over model (a server configuration's asked HTTP
+  // options; its URL is set once the server is up).
+  CaptureRequest RequestFor(const ConfigSpec& c, int r, const std::string& model, ServerSession* server) const {
+    CaptureRequest req;
+    req.model_path = model;
+    req.workload_path = exp.workload;
+    req.workload = exp.workload_options;
+    req.knobs = server ? Knobs() : c.knobs;  // a server's own flags decide its numerics
+    req.plan = exp.plan;
+    req.store = exp.store;
+    req.log = opts.log;
+    req.out_path = CapturePath(c, r);
+    req.engine = c.engine;
+    if (server) req.http = server->Asked();
+    return req;
+  }
+
+  // Captures repeat r of c into entry (or reuses the capture of an equal request). Returns kOk,
+  // or kRefused / kFailed with entry["reason"] set; an error when a server configuration failed.
+  Result<ConfigStatus> CaptureRepeat(const ConfigSpec& c, int r, const std::string& model, ServerSession* server,
+                                     nlohmann::json& entry) {
+    auto fail = [&](ConfigStatus status, const Status& why) {
+      entry["reason"] = why.message();
+      return status;
+    };
+    auto model_sha = Sha(model);
+    auto workload_sha = Sha(exp.workload);
+    if (!model_sha.ok()) return fail(ConfigStatus::kFailed, model_sha.status());
+    if (!workload_sha.ok()) return fail(ConfigStatus::kFailed, workload_sha.status());
+    CaptureRequest req = RequestFor(c, r, model, server);
+    const bool reuse = Reusable(req.out_path, CaptureRequestJson(req, *model_sha, *workload_sha));
+    const double t0 = NowSeconds();
+    if (!reuse) {
+      if (server) {
+        auto up = server->Up();
+        if (!up.ok()) return fail(ConfigStatus::kFailed, up.status());
+        req.http = *up;
+      }
+      auto decoded = std::make_shared<DecodedFutures>();
+      if (auto forks = c.engine != EngineKind::kLlama ? std::nullopt : ForksFor(c, r, decoded)) req.forks = *forks;
+      opts.log.Info(fmt::format("  capturing {} (repeat {} of {}): {}{}", c.name, r + 1, c.repeats,
+                                server ? req.http.ToFlags()
+                                : c.engine == EngineKind::kExact
+                                    ? fmt::format("--engine exact -t {}", c.knobs.n_threads)
+                                    : c.knobs.ToFlags(),
+                                req.forks.plan ? ", following forks" : ""));
+      auto m = Capture(req);
+      // A server that dies or stalls mid-run stops the run; a re-run resumes from the captures made.
+      if (!m.ok() && server) return m.status();
+      if (!m.ok())
+        return fail(m.status().code() == StatusCode::kRefused ? ConfigStatus::kRefused : ConfigStatus::kFailed,
+                    m.status());
+      if (req.forks.plan) {
+        decoded->source = req.out_path;
+        if (Status st = WriteDecoded(req.out_path, base0, *decoded); !st.ok())
+          opts.log.Info(fmt::format("  {}: the decoded futures were not kept ({})", c.name, st.message()));
+      }
+    }
+    if (r == 0 && &c == &exp.baseline) base0 = req.out_path;
+    entry["captures"].push_back(req.out_path);
+    entry["capture_seconds"].push_back(NowSeconds() - t0);
+    entry["reused"].push_back(reuse);
+    return ConfigStatus::kOk;
+  }
+
+  // What llama.cpp decided itself (-fa auto, clamped sizes): the flags were the request. A knob
+  // the file set must have run as written, or engine.resolved must say why not: a configuration's
+  // name and changes may never describe a kernel that did not run. Each one that did not is
+  // listed in entry["contradictions"] and said.
+  void CheckRanAsAsked(const ConfigSpec& c, nlohmann::json& entry) const {
+    const nlohmann::json& ran = entry["knobs"];
+    for (const auto& [key, asked] : c.changes.items())
+      if (FindKnob(key) && ran.is_object() && ran.contains(key) && ran[key] != asked &&
+          !entry["engine"].value("resolved", nlohmann::json::object()).contains(key)) {
+        entry["contradictions"].push_back({{"knob", key}, {"asked", asked}, {"ran", ran[key]}});
+        opts.log.Info(fmt::format("  {}: warning: {} was set to {} but the capture records {} with no reason", c.name,
+                                  key, asked.dump(), ran[key].dump()));
+      }
   }
 
   std::string ServerLogPath(const ConfigSpec& c) const {
     return (fs::path(opts.outdir) / "captures" / (c.name + ".server.log")).string();
   }
 
-  // Ends the run at a server configuration's failure: one line naming the file and configuration.
-  bool Fatal(const ConfigSpec& c, const Status& why) {
-    fatal = Status::Error(fmt::format("{}: configuration '{}': {}", exp.path, c.name, why.message()));
-    return false;
+  // The error that ends the run at a server configuration's failure: one line naming the file
+  // and the configuration.
+  Status Fatal(const ConfigSpec& c, const Status& why) const {
+    return Status::Error(fmt::format("{}: configuration '{}': {}", exp.path, c.name, why.message()));
   }
 
   // Points where a server configuration decodes futures, from which capture, against what: a
@@ -228,7 +260,8 @@ struct Runner {
     if (points.empty()) return Status::Ok();
     if (auto have = ReadDecoded(capture, base0)) {
       bool covered = std::all_of(points.begin(), points.end(), [&](int32_t p) { return have->at.count(p) > 0; });
-      if (covered && have->max_tokens == exp.branch.max_tokens && have->max_call_tokens == exp.branch.max_call_tokens)
+      if (covered && have->max_tokens == exp.branch.options.max_tokens &&
+          have->max_call_tokens == exp.branch.options.max_call_tokens)
         return Status::Ok();  // kept from an earlier run of the same captures
     }
     FS_ASSIGN_OR_RETURN(HttpOptions up, server.Up());
@@ -240,30 +273,19 @@ struct Runner {
 
   std::string base0;  // the baseline's first capture, once made
   std::vector<std::string> base_notes;  // what llama.cpp decided for the baseline (ResolvedNotes)
-  Status fatal;       // a server configuration's failure, which ends the run
 };
 
 }  // namespace
 
-// Reads only with value() and type checks: a capture may come from another writer or be edited,
-// and a missing key or a wrong type must not throw (or index past a const object) mid-run.
-nlohmann::json ManifestFacts(const nlohmann::json& manifest) {
+nlohmann::json ManifestFacts(const CaptureManifest& m) {
   using json = nlohmann::json;
-  auto field = [&](const char* key, json fallback) {
-    auto it = manifest.find(key);
-    return it == manifest.end() ? fallback : *it;
-  };
-  json engine = field("engine", json::object());
-  json workload = field("workload", json::object());
-  if (workload.is_object()) workload.erase("spans");
-  json timings = field("timings", json::object());
-  auto flags = engine.is_object() ? engine.find("flags") : engine.end();
+  const json flags = m.engine.flags.empty() ? json(nullptr) : json(m.engine.flags);
   return {{"config",
-           {{"knobs", field("knobs", nullptr)},
-            {"flags", engine.is_object() && flags != engine.end() && flags->is_string() ? *flags : json(nullptr)},
-            {"engine", engine},
-            {"timings", timings.is_object() ? timings : json::object()}}},
-          {"run", {{"workload", workload}, {"probe_plan", field("probe_plan", nullptr)}, {"environment", engine}}}};
+           {{"knobs", m.knobs},
+            {"flags", flags},
+            {"engine", m.engine.record},
+            {"timings", m.timings.is_object() ? m.timings : json::object()}}},
+          {"run", {{"workload", m.workload.record}, {"probe_plan", m.probe_plan}, {"environment", m.engine.record}}}};
 }
 
 namespace {
@@ -284,11 +306,9 @@ nlohmann::json ResultsHead(const Experiment& exp, const RunOptions& opts, const 
                                                         : nlohmann::json(nullptr)}}}};
 }
 
-// The error that ends the run when a capture it cannot go on without failed: a server
-// configuration's failure as it is, else "<what> could not be captured" with the entry's reason.
-Status CaptureFailed(const Runner& runner, const Experiment& exp, const std::string& what,
-                     const nlohmann::json& entry) {
-  if (!runner.fatal.ok()) return runner.fatal;
+// The error that ends the run when a capture it cannot go on without was refused or failed:
+// "<what> could not be captured" with the entry's reason.
+Status CaptureFailed(const Experiment& exp, const std::string& what, const nlohmann::json& entry) {
   return Status::Error(exp.path + ": " + what + " could not be captured: " + entry.value("reason", std::string("?")));
 }
 
@@ -299,10 +319,11 @@ Status CaptureReference(Runner& runner, const Experiment& exp, nlohmann::json& r
   ref.name = "exact";
   ref.description = "the FP64 exact engine: the weights' true function (docs/exact.md)";
   ref.model_path = exp.model;
-  ref.engine = "exact";
+  ref.engine = EngineKind::kExact;
   ref.knobs.n_threads = exp.baseline.knobs.n_threads;
   nlohmann::json entry;
-  if (!runner.CaptureConfig(ref, 0, 1, entry)) return CaptureFailed(runner, exp, "the exact reference", entry);
+  FS_ASSIGN_OR_RETURN(ConfigStatus status, runner.CaptureConfig(ref, 0, 1, entry));
+  if (status != ConfigStatus::kOk) return CaptureFailed(exp, "the exact reference", entry);
   results["reference"] = entry;
   return Status::Ok();
 }
@@ -314,24 +335,23 @@ Status CaptureReference(Runner& runner, const Experiment& exp, nlohmann::json& r
 Status CaptureAll(Runner& runner, const Experiment& exp, const ModelInfo& model, nlohmann::json& results) {
   results["configs"] = nlohmann::json::array();
   nlohmann::json base_entry;
-  if (!runner.CaptureConfig(exp.baseline, 0, 1, base_entry))
-    return CaptureFailed(runner, exp, "the baseline", base_entry);
+  FS_ASSIGN_OR_RETURN(ConfigStatus base_status, runner.CaptureConfig(exp.baseline, 0, 1, base_entry));
+  if (base_status != ConfigStatus::kOk) return CaptureFailed(exp, "the baseline", base_entry);
   // A server decides its own KV cache, which the knobs do not describe: its KV bytes are unknown.
   auto kv_bytes = [&](const ConfigSpec& c) {
-    return c.engine == "openai" ? nlohmann::json(nullptr) : nlohmann::json(KvBytesPerToken(model, c.knobs));
+    return c.engine == EngineKind::kOpenai ? nlohmann::json(nullptr) : nlohmann::json(KvBytesPerToken(model, c.knobs));
   };
   std::vector<nlohmann::json> variant_entries;
   for (const auto& v : exp.variants) {
     nlohmann::json entry;
-    runner.CaptureConfig(v, 0, v.repeats, entry);
-    if (!runner.fatal.ok()) return runner.fatal;
+    FS_RETURN_IF_ERROR(runner.CaptureConfig(v, 0, v.repeats, entry).status());
     entry["kv_bytes_per_token"] = kv_bytes(v);
     variant_entries.push_back(entry);
   }
   // The baseline's second call also runs when it has one repeat: a server baseline decodes its
   // futures at the variants' flips then.
-  if (!runner.CaptureConfig(exp.baseline, 1, exp.baseline.repeats, base_entry))
-    return CaptureFailed(runner, exp, "the baseline's repeats", base_entry);
+  FS_ASSIGN_OR_RETURN(base_status, runner.CaptureConfig(exp.baseline, 1, exp.baseline.repeats, base_entry));
+  if (base_status != ConfigStatus::kOk) return CaptureFailed(exp, "the baseline's repeats", base_entry);
   base_entry["kv_bytes_per_token"] = kv_bytes(exp.baseline);
   if (exp.reference == "exact") FS_RETURN_IF_ERROR(CaptureReference(runner, exp, results));
   results["configs"].push_back(base_entry);
@@ -345,7 +365,7 @@ Status CaptureAll(Runner& runner, const Experiment& exp, const ModelInfo& model,
 Status RunServed(Runner& prefill, const Experiment& exp, const ModelInfo& model, nlohmann::json& results) {
   nlohmann::json served = {{"baseline", ServedName(exp.baseline.name)}, {"skipped", nlohmann::json::array()}};
   const Experiment sv = ServedTwin(exp, &served["skipped"]);
-  Runner runner{sv, prefill.opts, prefill.sha_cache, {}, {}, {}, {}};
+  Runner runner{sv, prefill.opts, prefill.sha_cache, {}, {}, {}};
   FS_RETURN_IF_ERROR(CaptureAll(runner, sv, model, served));
   std::vector<ComparisonEntry> comparisons;
   FS_RETURN_IF_ERROR(CompareAll(sv, served, prefill.opts.log, &comparisons));
@@ -361,7 +381,7 @@ Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& op
   fs::create_directories(fs::path(opts.outdir) / "captures", ec);
   if (ec) return Status::Error(opts.outdir + ": cannot create the results folder: " + ec.message());
   FS_ASSIGN_OR_RETURN(ModelInfo model, ReadModelInfo(exp.model));
-  Runner runner{exp, opts, {}, {}, {}, {}, {}};
+  Runner runner{exp, opts, {}, {}, {}, {}};
   // ReadModelInfo hashed the baseline's model already: its captures need not hash it again.
   if (!model.sha256.empty()) runner.sha_cache[exp.model] = model.sha256;
   nlohmann::json results = ResultsHead(exp, opts, model);

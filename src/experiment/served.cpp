@@ -25,11 +25,11 @@ Experiment ServedTwin(const Experiment& exp, json* skipped) {
   sv.baseline.knobs.replay = Replay::kServed;
   sv.variants.clear();
   for (const ConfigSpec& v : exp.variants) {
-    const char* why = v.engine != "llama"
+    const char* why = v.engine != EngineKind::kLlama
                           ? "a server configuration: experiments do not capture served twins over HTTP yet "
                             "(flipscope capture --replay served does)"
-                      : v.knobs.load > 0  ? "runs under load: served replay does not run under --load yet"
-                                          : nullptr;
+                      : v.knobs.load > 0 ? "runs under load: served replay does not run under --load yet"
+                                         : nullptr;
     if (why) {
       skipped->push_back({{"config", v.name}, {"reason", why}});
       continue;
@@ -106,8 +106,7 @@ Status ReplayDistances(const Experiment& exp, json& results, const Log& log) {
     FS_ASSIGN_OR_RETURN(auto cand, CaptureReader::Open((*twin)["captures"][0].get<std::string>()));
     FS_ASSIGN_OR_RETURN(Comparison cmp, Compare(*base, *cand, co));
     const json cmp_json = ToJson(cmp);
-    ReplayDistance d{name, ComparisonFigures::FromCompareJson(cmp_json),
-                     Groups(cmp, compare::ManifestSpans(base->manifest()))};
+    ReplayDistance d{name, ComparisonFigures::FromCompareJson(cmp_json), Groups(cmp, base->manifest().workload.spans)};
     json entry = d.ToJson();
     entry["windows"] = cmp_json.value("windows", json::array());
     served["distance"].push_back(std::move(entry));

@@ -58,7 +58,7 @@ namespace {
 // (a greedy future does not depend on where it stops).
 Result<Future> HttpFuture(HttpEngine& engine, std::span<const int32_t> tokens, int32_t p, int32_t first,
                           float first_prob, const BranchSettings& s, const ExtendFn& extend) {
-  const int cap = std::max(s.max_tokens, s.max_call_tokens);
+  const int cap = std::max(s.options.max_tokens, s.options.max_call_tokens);
   Future f;
   f.tokens = {first};
   f.probs = {first_prob};
@@ -72,7 +72,7 @@ Result<Future> HttpFuture(HttpEngine& engine, std::span<const int32_t> tokens, i
     f.seconds = g.seconds;
     server_stopped = int(g.tokens.size()) < cap - 1;
   }
-  size_t keep = std::min(f.tokens.size(), size_t(s.max_tokens));
+  size_t keep = std::min(f.tokens.size(), size_t(s.options.max_tokens));
   while (keep < f.tokens.size() && extend && extend(p, std::span<const int32_t>(f.tokens).first(keep))) ++keep;
   // Ended only where the server stopped by itself and nothing of its text was cut here.
   f.stop = server_stopped && keep == f.tokens.size() ? FutureStop::kEnd : FutureStop::kBudget;
@@ -87,11 +87,11 @@ Status DecodeOverHttp(const HttpOptions& opts, const std::string& capture, const
                       const std::vector<int32_t>& points, const ForkFirst& first_at, const BranchSettings& s,
                       const Log& log, DecodedFutures* out) {
   FS_ASSIGN_OR_RETURN(auto cap, CaptureReader::Open(capture));
-  const int32_t n_vocab = cap->manifest().value("model", nlohmann::json::object()).value("n_vocab", 0);
+  const int32_t n_vocab = int32_t(cap->manifest().model.n_vocab);
   FS_ASSIGN_OR_RETURN(auto engine, HttpEngine::Create(opts, n_vocab));
-  FS_ASSIGN_OR_RETURN(ExtendFn extend, CallExtension(base0, s.max_tokens, s.max_call_tokens));
-  out->max_tokens = s.max_tokens;
-  out->max_call_tokens = s.max_call_tokens;
+  FS_ASSIGN_OR_RETURN(ExtendFn extend, CallExtension(base0, s.options.max_tokens, s.options.max_call_tokens));
+  out->max_tokens = s.options.max_tokens;
+  out->max_call_tokens = s.options.max_call_tokens;
   out->source = capture;
   Progress bar("forks", points.size(), "fork");
   for (size_t i = 0; i < points.size(); ++i) {
@@ -109,8 +109,8 @@ Status DecodeOverHttp(const HttpOptions& opts, const std::string& capture, const
 Result<std::vector<int32_t>> FlipPoints(const std::string& base0, const std::string& capture, const BranchSettings& s) {
   FS_ASSIGN_OR_RETURN(auto b, CaptureReader::Open(base0));
   FS_ASSIGN_OR_RETURN(auto c, CaptureReader::Open(capture));
-  FS_ASSIGN_OR_RETURN(ForkFilter where, ForkWhere(*b, s.fork_where));
-  FirstFlips rule(s.max_branches, std::move(where));
+  FS_ASSIGN_OR_RETURN(ForkFilter where, ForkWhere(*b, s.options.fork_where));
+  FirstFlips rule(s.options.max_branches, std::move(where));
   std::vector<int32_t> out;
   for (const Flip& f : Flips(b->positions(), b->argmax(), c->positions(), c->argmax()))
     if (rule.Take(f.position, f.base_token, f.cand_token)) out.push_back(f.position);

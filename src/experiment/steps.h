@@ -12,8 +12,19 @@
 #include "checkpoint/model_info.h"
 #include "experiment/experiment.h"
 #include "results/results.h"
+#include "util/names.h"
 
 namespace flipscope {
+
+// How a configuration's captures ended: its results.json entry's "status". A refused one (a
+// configuration llama.cpp or the knobs' checks decline) and a failed one are recorded, with their
+// "reason", and the run goes on.
+enum class ConfigStatus { kOk, kRefused, kFailed };
+template <>
+struct Names<ConfigStatus> {
+  static constexpr std::pair<ConfigStatus, const char*> v[] = {
+      {ConfigStatus::kOk, "ok"}, {ConfigStatus::kRefused, "refused"}, {ConfigStatus::kFailed, "failed"}};
+};
 
 // KV-cache bytes per token of context for a model shape and the knobs' K/V cache types.
 double KvBytesPerToken(const ModelInfo& model, const Knobs& knobs);
@@ -36,10 +47,10 @@ bool CapturedSwaFull(const nlohmann::json& config, const ModelInfo& model);
 // and the chat template the workload used (results["workload"]["template"]); words shell-quoted.
 std::string LlamaCommand(const std::string& tool, const nlohmann::json& config, const nlohmann::json& results,
                          const ModelInfo& model, int64_t n_ctx);
-// What results.json takes from a capture's manifest, never throwing on a foreign or edited one:
-// {"config": {knobs, flags (null when absent), engine, timings}, "run": {workload without spans,
-// probe_plan, environment}}; absent keys come out null (timings: an empty object).
-nlohmann::json ManifestFacts(const nlohmann::json& manifest);
+// What results.json takes from a capture's manifest: {"config": {knobs, flags (null when absent),
+// engine, timings}, "run": {workload without spans, probe_plan, environment}}; absent blocks come
+// out null (engine, workload and timings: an empty object).
+nlohmann::json ManifestFacts(const CaptureManifest& manifest);
 // Fills results["comparisons"]: baseline repeats vs baseline r0, every variant repeat vs baseline r0;
 // *entries gets the same comparisons' figures, typed, in the same order (for Summarize).
 Status CompareAll(const Experiment& exp, nlohmann::json& results, const Log& log,

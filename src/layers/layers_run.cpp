@@ -27,9 +27,8 @@ struct Side {
 // The layers of two captures are compared only on one workload and one graph (architecture).
 Status CheckSameWorkloadAndArchitecture(const CaptureReader& b, const CaptureReader& c) {
   FS_RETURN_IF_ERROR(CheckSameWorkload(b, c));
-  const json arch_b = b.manifest().value("model", json::object()).value("architecture", json());
-  const json arch_c = c.manifest().value("model", json::object()).value("architecture", json());
-  if (arch_b != arch_c) return Status::Error(c.path() + ": a model of another architecture than " + b.path() + "'s");
+  if (b.manifest().model.architecture != c.manifest().model.architecture)
+    return Status::Error(c.path() + ": a model of another architecture than " + b.path() + "'s");
   return Status::Ok();
 }
 
@@ -126,9 +125,9 @@ json SideJson(const Side& s) {
 
 Result<json> RunLayers(const LayersRequest& req) {
   const LayersOptions& o = req.options;
-  if (o.max_flips < 0) return Status::InvalidArgument("--max-flips must be >= 0");
-  if (!(o.jump > 1)) return Status::InvalidArgument("--jump must be > 1");
-  if (!(o.floor >= 0)) return Status::InvalidArgument("--floor must be >= 0");
+  if (o.max_flips < 0) return Status::InvalidArgument("max_flips must be >= 0");
+  if (!(o.jump > 1)) return Status::InvalidArgument("jump must be > 1");
+  if (!(o.floor >= 0)) return Status::InvalidArgument("floor must be >= 0");
   Side sides[2];
   sides[0].label = "base";
   sides[1].label = "cand";
@@ -144,9 +143,9 @@ Result<json> RunLayers(const LayersRequest& req) {
                            "capture the pair with --replay prefill to see where in the network they part");
   }
   FS_RETURN_IF_ERROR(CheckSameWorkloadAndArchitecture(*sides[0].cap, *sides[1].cap));
-  const json model = sides[0].cap->manifest()["model"];
-  const std::string arch = model.value("architecture", std::string());
-  const int n_layer = model.value("n_layer", 0);
+  const ModelInfo& model = sides[0].cap->manifest().model;
+  const std::string& arch = model.architecture;
+  const int n_layer = model.n_layer;
   if (n_layer < 1) return Status::Error(req.base_path + ": the manifest gives no layer count (model.n_layer)");
   auto taps = TapsFor(arch);
   if (!taps.ok()) return taps.status().Prefixed(req.base_path);

@@ -158,7 +158,7 @@ TEST(RunLayers, ACaptureThatDoesNotReproduceIsRefused) {
   // recorded rows are not what that configuration computes.
   auto rc = CaptureReader::Open(cand);
   ASSERT_TRUE(rc.ok());
-  nlohmann::json m = (*rc)->manifest();
+  nlohmann::json m = (*rc)->manifest().raw;
   m["model"]["path"] = d + "/base.gguf";
   m["model"]["sha256"] = *Sha256File(d + "/base.gguf");
   CaptureLayout layout{std::vector<int32_t>((*rc)->tokens().begin(), (*rc)->tokens().end()),

@@ -1,4 +1,6 @@
-// QuietCommonLog: silences llama.cpp's common-library logger for a scope (workload's own use).
+// QuietCommonLog: silences llama.cpp's common-library logger for a scope: the workload's template
+// renderer and grammar, and checkpoint's doctor when it renders a template (header only, so
+// checkpoint takes no link dependency on workload).
 #pragma once
 
 #include <log.h>

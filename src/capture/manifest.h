@@ -1,0 +1,74 @@
+// The capture manifest, typed: the capture stage builds one and writes it with ToJson(); the
+// reader parses a file's manifest once with FromJson(), and every other stage reads the struct.
+// Only manifest.cpp knows the manifest's keys. File format: docs/capture-format.md.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "checkpoint/model_info.h"
+#include "engine/engine.h"
+#include "util/status.h"
+#include "workload/workload.h"
+
+namespace flipscope {
+
+// The manifest's "workload" block: the workload's record as the workload stage wrote it (source,
+// lengths, template, tools) and its spans, which are kept apart because they are read as spans.
+struct ManifestWorkload {
+  nlohmann::json record = nlohmann::json::object();  // the block without "spans", written as is
+  std::vector<Span> spans;
+  // Read only: why "spans" could not be read (ok when they were, or when there are none); stages
+  // that need spans refuse such a capture, compare describes its flips without them.
+  Status spans_status;
+  // Read only, from the record: the workload file, "template" or "<tool_call> in content" (empty
+  // when not recorded), and the tool definitions (null when not recorded).
+  std::string path, tool_call_form;
+  nlohmann::json tools;
+};
+
+// The manifest's "engine" block (Engine::Describe()) and the fields of it stages decide on.
+struct ManifestEngine {
+  nlohmann::json record = nlohmann::json::object();  // written as is
+  // Read only: the engine's name ("llama", "exact", "openai"; older exact captures say "name",
+  // empty when neither is recorded), its flags and its kernel path's summary (empty when absent).
+  std::string name, flags, kernel_path;
+};
+
+struct CaptureManifest {
+  std::string format = "flipscope.capture";
+  int format_version = 1;
+  std::string tool_version;      // the flipscope version that wrote it
+  std::string created;           // UTC, ISO 8601
+  ModelInfo model;               // read back tolerantly: absent facts stay default
+  std::string tokenizer_sha256;  // empty: not recorded
+  ManifestWorkload workload;
+  ManifestEngine engine;
+  // The resolved knobs as recorded (null when absent) and, when read, their parse: the knobs
+  // re-run a capture with (an error naming the bad key).
+  nlohmann::json knobs;
+  Result<Knobs> parsed_knobs = Status::Error("the manifest has no knobs");
+  std::string replay = "prefill";  // knobs.replay; "prefill" when not recorded
+  nlohmann::json probe_plan;       // {stride, full, n_probes}; null when absent
+  std::string store = "f32";       // the rows' storage dtype name
+  bool truncated = false;
+  int32_t topk = 0;  // > 0: a server's top-k capture; the manifest then has a "truncation" note
+  // The request (CaptureRequestJson): a capture is reused only when its request is equal.
+  nlohmann::json request;
+  // Read only, from the request: how the workload was read (format, chat template); the defaults
+  // when not recorded.
+  WorkloadOptions workload_options;
+  // Known after the rows: timings, the served-replay record, the load record (null: absent).
+  nlohmann::json timings, served, load;
+  // Read only: the manifest as stored, every key of another writer included (inspect prints it).
+  nlohmann::json raw;
+
+  // The manifest document; byte for byte what flipscope has always written for these values.
+  nlohmann::json ToJson() const;
+  // Reads any writer's manifest object: a missing key or a wrong type leaves its default.
+  static CaptureManifest FromJson(const nlohmann::json& j);
+};
+
+}  // namespace flipscope

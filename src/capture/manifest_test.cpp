@@ -1,0 +1,105 @@
+// CaptureManifest against a manifest written by flipscope 0.1.0 (tests/data/capture-manifest-v1.json:
+// SmolLM2 over a 5-message chat with one tool call, stride 4 and every tool-call position; the
+// model path shortened to models/...): read into the struct and written back byte for byte.
+#include "capture/manifest.h"
+
+#include <gtest/gtest.h>
+
+#include "util/util.h"
+
+namespace flipscope {
+namespace {
+
+std::string StoredManifest() {
+  auto text = ReadFile(std::string(FLIPSCOPE_SOURCE_DIR) + "/tests/data/capture-manifest-v1.json");
+  EXPECT_TRUE(text.ok()) << text.status().message();
+  return text.ok() ? *text : std::string();
+}
+
+// How the capture writer serializes a manifest into the file's __metadata__.
+std::string Dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+
+TEST(CaptureManifest, ReadsTheStoredManifestAndWritesItBackByteForByte) {
+  const std::string text = StoredManifest();
+  const nlohmann::json j = nlohmann::json::parse(text);
+  const CaptureManifest m = CaptureManifest::FromJson(j);
+  EXPECT_EQ(Dump(m.ToJson()), text);
+  EXPECT_EQ(m.raw, j);
+  // The fields stages decide on.
+  EXPECT_EQ(m.format, "flipscope.capture");
+  EXPECT_EQ(m.tool_version, "0.1.0");
+  EXPECT_EQ(m.model.path, "models/SmolLM2-135M-Instruct.Q4_1.gguf");
+  EXPECT_EQ(m.model.sha256, "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53");
+  EXPECT_EQ(m.model.architecture, "llama");
+  EXPECT_EQ(m.model.n_vocab, 49152);
+  EXPECT_EQ(m.model.n_layer, 30);
+  EXPECT_EQ(m.tokenizer_sha256.size(), 64u);
+  EXPECT_EQ(m.engine.name, "llama");
+  EXPECT_EQ(m.engine.flags, "-fa on -ctk f16 -ctv f16 -b 2048 -ub 512 -c 8192 -t 1 -ngl 0 -nr");
+  EXPECT_NE(m.engine.kernel_path.find("weights in CPU_Mapped"), std::string::npos) << m.engine.kernel_path;
+  ASSERT_TRUE(m.parsed_knobs.ok()) << m.parsed_knobs.status().message();
+  EXPECT_EQ(m.parsed_knobs->n_threads, 1);
+  EXPECT_EQ(m.parsed_knobs->flash_attn, FlashAttn::kOn);
+  EXPECT_EQ(m.replay, "prefill");
+  EXPECT_TRUE(m.workload.spans_status.ok());
+  EXPECT_EQ(m.workload.spans.size(), 13u);
+  EXPECT_FALSE(m.workload.record.contains("spans"));
+  EXPECT_EQ(m.workload.record["n_tokens"], 288);
+  EXPECT_EQ(m.workload.path, "chat.json");
+  EXPECT_EQ(m.workload.tool_call_form, "<tool_call> in content");
+  ASSERT_TRUE(m.workload.tools.is_array());
+  EXPECT_EQ(m.workload.tools.size(), 1u);
+  EXPECT_EQ(m.workload_options.format, "auto");
+  EXPECT_EQ(m.workload_options.chat_template, "");
+  EXPECT_EQ(m.probe_plan["n_probes"], 99);
+  EXPECT_EQ(m.store, "f32");
+  EXPECT_FALSE(m.truncated);
+  EXPECT_EQ(m.topk, 0);
+  EXPECT_TRUE(m.timings.is_object());
+  EXPECT_TRUE(m.served.is_null());
+  EXPECT_TRUE(m.load.is_null());
+}
+
+TEST(CaptureManifest, ATopKCaptureCarriesItsTruncationNote) {
+  CaptureManifest m = CaptureManifest::FromJson(nlohmann::json::parse(StoredManifest()));
+  m.truncated = true;
+  m.topk = 20;
+  const nlohmann::json j = m.ToJson();
+  EXPECT_EQ(j["truncation"]["k"], 20);
+  EXPECT_NE(j["truncation"]["note"].get<std::string>().find("tail-bucket estimate"), std::string::npos);
+  EXPECT_FALSE(j.contains("served"));
+  EXPECT_FALSE(j.contains("load"));
+}
+
+// Another writer's or an edited manifest: a missing block or one of the wrong type reads as
+// absent, never throws; unreadable spans are kept as a status for the stages that need them.
+TEST(CaptureManifest, ReadsForeignAndEditedManifestsTolerantly) {
+  const CaptureManifest empty = CaptureManifest::FromJson(nlohmann::json::object());
+  EXPECT_TRUE(empty.model.path.empty());
+  EXPECT_EQ(empty.model.n_vocab, 0);
+  EXPECT_TRUE(empty.engine.name.empty());
+  EXPECT_TRUE(empty.knobs.is_null());
+  EXPECT_FALSE(empty.parsed_knobs.ok());
+  EXPECT_EQ(empty.replay, "prefill");
+  EXPECT_TRUE(empty.workload.spans_status.ok());
+  EXPECT_TRUE(empty.workload.tools.is_null());
+  EXPECT_EQ(empty.workload_options.format, "auto");
+
+  const CaptureManifest odd = CaptureManifest::FromJson({{"model", {{"n_vocab", "many"}, {"path", 7}}},
+                                                         {"engine", {{"name", "exact"}}},
+                                                         {"workload", {{"spans", 7}, {"tools", {1}}}},
+                                                         {"knobs", {{"threads", "x"}}},
+                                                         {"timings", 3},
+                                                         {"created", 1}});
+  EXPECT_EQ(odd.model.n_vocab, 0);
+  EXPECT_TRUE(odd.model.path.empty());
+  EXPECT_EQ(odd.engine.name, "exact");  // older exact captures name their engine under "name"
+  EXPECT_FALSE(odd.workload.spans_status.ok());
+  EXPECT_TRUE(odd.workload.spans.empty());
+  EXPECT_EQ(odd.workload.tools, nlohmann::json({1}));
+  EXPECT_FALSE(odd.parsed_knobs.ok());
+  EXPECT_TRUE(odd.created.empty());
+}
+
+}  // namespace
+}  // namespace flipscope
