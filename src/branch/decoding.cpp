@@ -38,6 +38,23 @@ const json& ObjOf(const json& j, const char* key) {
   return it != j.end() && it->is_object() ? *it : empty;
 }
 
+// The workload's tools in the transcript's key order (`tools_text`, as the workload recorded it):
+// llama.cpp lays out a call's arguments in its schema's property order, and the manifest's `tools`
+// has its keys sorted. A capture without it gives the sorted tools, and `*sorted` says so.
+nlohmann::ordered_json OrderedTools(const json& w, const json& tools, bool* sorted) {
+  const std::string text = StrOf(w, "tools_text");
+  *sorted = true;
+  if (!text.empty()) {
+    try {
+      auto t = nlohmann::ordered_json::parse(text);
+      *sorted = false;
+      return t;
+    } catch (const std::exception&) {  // a damaged field: the sorted tools still give a grammar
+    }
+  }
+  return nlohmann::ordered_json::parse(tools.dump());
+}
+
 }  // namespace
 
 nlohmann::json ServedDecodingInfo() {
@@ -76,7 +93,8 @@ Result<ForkDecoding> ResolveDecoding(const std::string& capture_path, const std:
         "(--fork-decoding grammar takes the <tool_call> form's)");
   const std::string model_path = StrOf(ObjOf(m, "model"), "path");
   const std::string chat_template = StrOf(ObjOf(m, "request"), "chat_template");
-  auto g = LoadToolGrammar(model_path, chat_template, tools, renders);
+  bool sorted = false;
+  auto g = LoadToolGrammar(model_path, chat_template, OrderedTools(w, tools, &sorted), renders);
   if (!g.ok()) return free_because(g.status().message());
   std::vector<Span> spans;
   if (w.contains("spans")) {
@@ -99,6 +117,10 @@ Result<ForkDecoding> ResolveDecoding(const std::string& capture_path, const std:
   out.info = {{"asked", decoding},     {"used", "grammar"},  {"source", g->source},
               {"lazy", g->lazy},       {"triggers", g->triggers},
               {"gbnf_sha256", Sha256Hex(g->gbnf)}};
+  if (sorted)
+    out.info["key_order"] =
+        "sorted: the capture does not record the tools' own key order (tools_text), so the grammar "
+        "lays out arguments alphabetically and calls written in the schema's order leave it";
   return out;
 }
 
