@@ -62,7 +62,9 @@ nlohmann::json SideJson(const SideJudgement& s, const FutureText& f) {
     call = {{"closed", s.call_closed},
             {"problem", s.call_problem.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.call_problem)},
             {"call", s.call ? *s.call : nlohmann::json(nullptr)},
-            {"matches_reference", s.call_matches ? nlohmann::json(*s.call_matches) : nlohmann::json(nullptr)}};
+            {"matches_reference", s.call_matches        ? nlohmann::json(*s.call_matches)
+                                  : s.call_diverged.empty() ? nlohmann::json(nullptr)
+                                                            : nlohmann::json(false)}};
   nlohmann::json mutation = nullptr;
   if (s.mutation) mutation = {{"literal", s.mutation->literal}, {"copy", s.mutation->copy}};
   return {{"failure", FailureName(s.failure)},

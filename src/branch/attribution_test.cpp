@@ -83,6 +83,73 @@ TEST(Attribute, ACallTheCapCutIsNeverUnclosed) {
   EXPECT_EQ(JudgeSide(ctx, longer, kRef).failure, Failure::kInvalidToolCall);
   longer.cap_hit = true;
   SideJudgement cut = JudgeSide(ctx, longer, kRef);
-  EXPECT_EQ(cut.failure, Failure::kNone) << cut.reason;
+  EXPECT_NE(cut.failure, Failure::kInvalidToolCall) << cut.reason;
   EXPECT_NE(cut.reason.find("cut by the token cap"), std::string::npos);
+  // Not unclosed; but its host is no longer the transcript's "10.20.30.4", however it would end.
+  EXPECT_EQ(cut.failure, Failure::kWrongCommand) << cut.reason;
+  EXPECT_NE(cut.reason.find("sets \"host\" to \"10.20.30.4 10.20.30.4"), std::string::npos) << cut.reason;
+  // Cut by the cap while still writing the transcript's call: nothing to judge it by.
+  FutureText on_track = F({"<tool_call>", "{\"name\": \"check_port\", \"arguments\": {\"host\": \"10.20"});
+  on_track.cap_hit = true;
+  SideJudgement fine = JudgeSide(ctx, on_track, kRef);
+  EXPECT_EQ(fine.failure, Failure::kNone) << fine.reason;
+}
+
+// What an unfinished call has already decided, whatever it would write next.
+TEST(PartialCallDifference, DecidedBeforeTheCut) {
+  const nlohmann::json ref = {{"name", "apply_config"},
+                              {"arguments",
+                               {{"device", "lab-core01"},
+                                {"lines", {"ip access-list extended VLAN206-IN", "30 permit tcp any any eq 5432"}},
+                                {"comment", "CHG1"}}}};
+  const std::string head = R"({"name": "apply_config", "arguments": {"device": "lab-core01", "lines": [)";
+  // Still on the transcript's call (a key being written is no value yet; a value cut short).
+  for (const std::string tail : {"", "\"ip access-list", "\"ip access-list extended VLAN206-IN\", \"30 per",
+                                 "\"ip access-list extended VLAN206-IN\", \"30 permit tcp any any eq 5432\"], \"comm"})
+    EXPECT_EQ(PartialCallDifference(head + tail, ref), "") << tail;
+  EXPECT_EQ(PartialCallDifference(R"({"name": "apply_con)", ref), "");
+  EXPECT_EQ(PartialCallDifference(R"({"name": "apply_config", "argu)", ref), "");
+  // Already different: an unfinished string that left the transcript's value, a finished value,
+  // a function name, a key the transcript's call lacks, a list closed short.
+  EXPECT_NE(PartialCallDifference(head + "\"ip access-list extended VLAN206-IN (10.22.214.198) (10.22", ref)
+                .find("sets \"lines[0]\" to \"ip access-list extended VLAN206-IN (10.22.214.19...\" (unfinished) instead of "
+                      "\"ip access-list extended VLAN206-IN\""),
+            std::string::npos);
+  EXPECT_NE(PartialCallDifference(R"({"name": "apply_config", "arguments": {"device": "lab-core02", "li)", ref)
+                .find("sets \"device\" to \"lab-core02\" instead of \"lab-core01\""),
+            std::string::npos);
+  EXPECT_NE(PartialCallDifference(R"({"name": "run_command", "arguments": {"dev)", ref).find("calls \"run_command\""),
+            std::string::npos);
+  EXPECT_NE(PartialCallDifference(R"({"name": "apply_config", "arguments": {"host": "x)", ref).find("adds \"host\""),
+            std::string::npos);
+  EXPECT_NE(PartialCallDifference(head + "\"ip access-list extended VLAN206-IN\"], \"comment", ref)
+                .find("closes \"lines\" with 1 items instead of 2"),
+            std::string::npos);
+}
+
+// Gemma 3, a fresh session, KV q8_0, position 1781: the base future finishes the call's JSON, then
+// writes `, "comment": ...}` again and again; the candidate repeats two addresses inside the
+// first config line until the cap. Neither makes a call a server could run: both fail.
+TEST(Attribute, GarbageAfterTheJsonAgainstALoopTheCapCut) {
+  JudgeContext ctx;
+  ctx.prefix = R"(<start_of_turn>model
+Adding the rule.
+<tool_call>{"name": "apply_config", "arguments": {"device": "lab-core01", "lines": ["ip access-list extended VLAN206-IN)";
+  ctx.literals.AddText(ctx.prefix);
+  ctx.tools = *ParseToolSpecs(nlohmann::json::parse(R"([{"name": "apply_config", "parameters": {"required": ["device", "lines", "comment"]}}])"));
+  const FutureText ref = F({"\", \"30 permit tcp 10.22.206.0 0.0.0.255 host 10.22.214.199 eq 5432\"], ",
+                            "\"comment\": \"CHG83416 allow cache02 to db02:5432\"}}", "</tool_call>", "<end_of_turn>"});
+  FutureText base = F({"\"],", " \"comment\": \"Change record for the audit log\"},",
+                       " \"comment\": \"Change record for the audit log\"},", " \"comment\": \"Change record"});
+  base.cap_hit = true;
+  FutureText cand = F({" (10.22.214.198)", " (10.22.214.199)", " (10.22.214.198)", " (10.22.214.199)", " ("});
+  cand.cap_hit = true;
+  const SideJudgement b = JudgeSide(ctx, base, ref), c = JudgeSide(ctx, cand, ref);
+  EXPECT_EQ(b.failure, Failure::kInvalidToolCall) << b.reason;
+  EXPECT_EQ(c.failure, Failure::kWrongCommand) << c.reason;
+  EXPECT_NE(c.reason.find("\"apply_config\" sets \"lines[0]\""), std::string::npos) << c.reason;
+  EXPECT_EQ(SideJson(c, cand)["tool_call"]["matches_reference"], false);
+  const Attribution a = Attribute(b, c, Judge(ctx, base, cand, ref), ctx.reconverge);
+  EXPECT_EQ(a.outcome, Outcome::kBothFail) << a.reason;
+  EXPECT_EQ(a.kind, Failure::kWrongCommand);
 }

@@ -24,6 +24,24 @@ std::vector<int32_t> TurnStarts(const std::vector<Span>& spans, int32_t n) {
   return start;
 }
 
+// The workload's tools in the transcript's key order (`tools_text`, as the workload recorded it):
+// llama.cpp lays out a call's arguments in its schema's property order, and the manifest's `tools`
+// has its keys sorted. A capture without it gives the sorted tools, and `*sorted` says so.
+nlohmann::ordered_json OrderedTools(const ManifestWorkload& w, const json& tools, bool* sorted) {
+  const auto it = w.record.find("tools_text");
+  const std::string text = it != w.record.end() && it->is_string() ? it->get<std::string>() : "";
+  *sorted = true;
+  if (!text.empty()) {
+    try {
+      auto t = nlohmann::ordered_json::parse(text);
+      *sorted = false;
+      return t;
+    } catch (const std::exception&) {  // a damaged field: the sorted tools still give a grammar
+    }
+  }
+  return nlohmann::ordered_json::parse(tools.dump());
+}
+
 }  // namespace
 
 nlohmann::json ServedDecodingInfo() {
@@ -59,8 +77,8 @@ Result<ForkDecoding> ResolveDecoding(const std::string& capture_path, const std:
     return free_because(
         "the chat template does not render tool calls, so llama.cpp derives no grammar from it "
         "(--fork-decoding grammar takes the <tool_call> form's)");
-  const std::string& model_path = m.model.path;
-  auto g = LoadToolGrammar(model_path, m.workload_options.chat_template, tools, renders);
+  bool sorted = false;
+  auto g = LoadToolGrammar(m.model.path, m.workload_options.chat_template, OrderedTools(w, tools, &sorted), renders);
   if (!g.ok()) return free_because(g.status().message());
   if (!w.spans_status.ok()) return w.spans_status.Prefixed(capture_path + ": manifest spans");
   auto starts = std::make_shared<std::vector<int32_t>>(TurnStarts(w.spans, int32_t(cap->tokens().size())));
@@ -78,6 +96,10 @@ Result<ForkDecoding> ResolveDecoding(const std::string& capture_path, const std:
   out.info = {{"asked", decoding},     {"used", "grammar"},  {"source", g->source},
               {"lazy", g->lazy},       {"triggers", g->triggers},
               {"gbnf_sha256", Sha256Hex(g->gbnf)}};
+  if (sorted)
+    out.info["key_order"] =
+        "sorted: the capture does not record the tools' own key order (tools_text), so the grammar "
+        "lays out arguments alphabetically and calls written in the schema's order leave it";
   return out;
 }
 

@@ -192,6 +192,16 @@ CallCheck CheckFutureCall(const JudgeContext& ctx, const ReferenceFacts& ref, co
   return ck;
 }
 
+// How a future's unfinished call (cut by a budget or the cap, well-formed so far) already differs
+// from the transcript's call, "" when it does not or there is none: a wrong argument written
+// before the cut is wrong however the call would have ended.
+std::string UnfinishedCallDifference(const ReferenceFacts& ref, const CallText& c, const CallCheck& ck) {
+  if (!c.present || c.closed || ck.call || !ck.problem.empty() || !ref.check.call) return "";
+  std::string d = PartialCallDifference(c.body, *ref.check.call);
+  if (d.empty() || d.rfind("calls ", 0) == 0) return d;
+  return (*ref.check.call)["name"].dump() + " " + d;
+}
+
 // A literal of the context copied wrongly, reading words across the branch point (a literal
 // whose first digits are in the prefix is judged whole), from byte `from` of the future on.
 // A word of the reference, of `others` or of the whole transcript is right.
@@ -232,11 +242,13 @@ Judgement Judge(const JudgeContext& ctx, const FutureText& base, const FutureTex
   // 1. Tool calls that do not close, parse, or call a known function with its arguments.
   std::vector<std::string> problems;
   std::optional<nlohmann::json> calls[2];
+  std::string unfinished[2];  // an unfinished call that already differs from the transcript's
   for (int s = 0; s < 2; ++s) {
     CallText c;
     CallCheck ck = CheckFutureCall(ctx, ref, sides[s].f, sides[s].text, &c);
     if (!ck.problem.empty()) problems.push_back(std::string(sides[s].name) + ": " + ck.problem);
     calls[s] = ck.call;
+    unfinished[s] = UnfinishedCallDifference(ref, c, ck);
   }
   if (!problems.empty()) return verdict(Verdict::kInvalidToolCall, problems);
   // Two complete calls that differ are two different actions, whatever JSON scaffolding
@@ -259,6 +271,9 @@ Judgement Judge(const JudgeContext& ctx, const FutureText& base, const FutureTex
       if (calls[s] && *calls[s] != *ref.check.call)
         wrong.push_back(std::string(sides[s].name) + " " + DescribeCallDifference(*calls[s], *ref.check.call));
   }
+  for (int s = 0; s < 2; ++s)
+    if (!unfinished[s].empty() && unfinished[s] != unfinished[1 - s])
+      wrong.push_back(std::string(sides[s].name) + " " + unfinished[s] + " before its call was cut");
   if (!wrong.empty()) return verdict(Verdict::kWrongCommand, wrong);
 
   // 4. Reconverged (benign: FindReconvergence bounds the detours) or not (divergent).
@@ -286,6 +301,7 @@ SideJudgement JudgeSide(const JudgeContext& ctx, const FutureText& future, const
   s.call_problem = ck.problem;
   s.call = ck.call;
   if (s.call && ref.check.call) s.call_matches = *s.call == *ref.check.call;
+  s.call_diverged = UnfinishedCallDifference(ref, c, ck);
   // The transcript is inside its call here, or opens it within its turn's first bytes (a role
   // header such as "assistant\n"), and the future, with room to, writes no call at all: the
   // action is missing, as wrong as a different one. A call the transcript makes later is not
@@ -304,6 +320,9 @@ SideJudgement JudgeSide(const JudgeContext& ctx, const FutureText& future, const
   } else if (s.call_matches == false) {
     s.failure = Failure::kWrongCommand;
     s.reason = DescribeCallDifference(*s.call, *ref.check.call);
+  } else if (!s.call_diverged.empty()) {
+    s.failure = Failure::kWrongCommand;
+    s.reason = s.call_diverged + " before its call was cut";
   } else if (s.call_missing) {
     s.failure = Failure::kWrongCommand;
     s.reason = fmt::format("makes no tool call where the transcript calls {}", (*ref.check.call)["name"].dump());

@@ -130,6 +130,13 @@ struct CallCheck {
 };
 CallCheck CheckCall(const CallText& c, bool ended, const std::vector<ToolSpec>& tools, const CallText* reference);
 
+// For a call that is not closed (a budget or the cap cut it) but still a JSON prefix: how what it
+// has written already differs from the reference call `ref` ({"name","arguments"}) whatever it
+// would go on to write: another function name, an argument key or finished value the reference
+// does not have, a container closed with another size, or an unfinished string that is no longer
+// a prefix of the reference's value at its place. "" when it may still become the reference's call.
+std::string PartialCallDifference(std::string_view body, const nlohmann::json& ref);
+
 // Byte length of the common prefix of a and b.
 size_t CommonPrefix(std::string_view a, std::string_view b);
 // Whether two futures say the same: equal texts, or one text a prefix of the other when the
@@ -186,6 +193,7 @@ struct SideJudgement {
   std::string call_problem;            // "" when well-formed (or a problem the transcript's call has too)
   std::optional<nlohmann::json> call;  // the closed, well-formed call {"name","arguments"}
   std::optional<bool> call_matches;    // against the transcript's call; unset when either is incomplete
+  std::string call_diverged;           // an unfinished call already differs from the transcript's: how
   bool call_missing = false;           // the transcript calls right at the point, the future writes no call
   std::optional<LiteralMutation> mutation;
   bool writes_reference = false;  // the transcript's text as far as the future goes (or the same text)

@@ -58,6 +58,7 @@ details { margin: 0.4em 0; } summary { cursor: pointer; font-weight: 600; }
 .future h4 { margin: 0 0 4px; font-size: 0.9em; color: var(--muted); }
 .tok { white-space: pre-wrap; border-bottom: 1px dotted #999; }
 mark.diff { background: #ffe08a; outline: 2px solid #b8860b; }
+mark.masked { background: #dbe7ff; outline: 2px dashed #3a5fa8; }
 dl.kv { display: grid; grid-template-columns: minmax(10em, 17em) 1fr; gap: 2px 16px; }
 dl.kv dt { font-weight: 600; } dl.kv dd { margin: 0; word-break: break-word; }
 footer { color: var(--muted); font-size: 0.85em; border-top: 1px solid var(--line); margin-top: 2em;

@@ -58,8 +58,9 @@ std::string FlipRow(const json& f, const std::string& anchor) {
                                         "</mark></pre></td>");
 }
 
-// One future as token spans: hover shows index, id and probability; the first difference is marked.
-std::string FutureTokens(const json& fut, int first_diff) {
+// One future as token spans: hover shows index, id and probability; the first difference is
+// marked, and a first token the grammar put in place of the side's own choice (`first_masked`).
+std::string FutureTokens(const json& fut, int first_diff, const std::string& own_choice) {
   const json& pieces = Sub(fut, "pieces");
   const json& probs = Sub(fut, "probs");
   const json& ids = Sub(fut, "tokens");
@@ -74,6 +75,11 @@ std::string FutureTokens(const json& fut, int first_diff) {
     tip += " · " + VisibleToken(piece);
     std::string text = E(piece);
     std::string span = fmt::format(R"(<span class="tok" title="{}">{}</span>)", E(tip), text);
+    if (i == 0 && Sub(fut, "first_masked") == true)
+      span = "<mark class=\"masked\" title=\"" +
+             E("first masked: the grammar rejected this configuration's own choice " + VisibleToken(own_choice) +
+               "; the future starts from the best token it allows") +
+             "\">" + span + "</mark>";
     out += int(i) == first_diff ? "<mark class=\"diff\" title=\"first difference\">" + span + "</mark>" : span;
   }
   return out + "</pre>";
@@ -107,10 +113,23 @@ std::string BranchRecord(const std::string& config, const json& b) {
         "<p><strong>Note:</strong> a recomputed row did not match its capture's digest here, so this future "
         "may not be the captured configuration's.</p>";
   out += "<h4>Shared prefix (tail)</h4><pre class=\"prefix\">…" + E(Str(b, "prefix_tail")) + "</pre>";
-  out += "<div class=\"futures\"><div class=\"future base\"><h4>Reference configuration's future</h4>" +
-         FutureTokens(Sub(b, "base_future"), diff_base) +
-         "</div><div class=\"future cand\"><h4>Candidate's future</h4>" +
-         FutureTokens(Sub(b, "cand_future"), diff_cand) + "</div></div>";
+  for (const char* side : {"base", "cand"}) {
+    const json& fut = Sub(b, std::string(side) + "_future");
+    if (Sub(fut, "first_masked") == true)
+      out += fmt::format(
+          "<p>The tool-call grammar masked the {} choice {} here (first masked): a server constraining its calls "
+          "would not write it, so this future starts from the best token the grammar allows (marked).</p>",
+          side == std::string("base") ? "reference configuration's" : "candidate's",
+          TokenCode(Str(b, std::string(side) + "_text")));
+  }
+  auto heading = [&](const char* title, const char* side) {
+    const std::string decoding = Str(Sub(b, std::string(side) + "_future"), "decoding");
+    return "<h4>" + std::string(title) + (decoding.empty() ? "" : " <small>(" + E(decoding) + ")</small>") + "</h4>";
+  };
+  out += "<div class=\"futures\"><div class=\"future base\">" + heading("Reference configuration's future", "base") +
+         FutureTokens(Sub(b, "base_future"), diff_base, Str(b, "base_text")) + "</div><div class=\"future cand\">" +
+         heading("Candidate's future", "cand") + FutureTokens(Sub(b, "cand_future"), diff_cand, Str(b, "cand_text")) +
+         "</div></div>";
   const json& ref = Sub(b, "reference");
   if (ref.is_object()) out += "<h4>Reference continuation (the workload)</h4><pre>" + E(Str(ref, "text")) + "</pre>";
   return out + "</article>";

@@ -47,6 +47,28 @@ TEST(ReportBrowser, SampleReportRendersOfflineWithoutErrors) {
   EXPECT_GT(fs::file_size(dir / "report.png"), 20000u);
 }
 
+// A future whose first token the grammar put in place of the side's own choice is marked where
+// it is shown, titled with the choice it replaced, and laid out.
+TEST(ReportBrowser, FirstMaskedTokenIsMarked) {
+  auto text = ReadFile(std::string(FLIPSCOPE_SOURCE_DIR) + "/tests/data/results-sample.json");
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  nlohmann::json r = nlohmann::json::parse(*text);
+  nlohmann::json& rec = r["branches"][0]["records"][0];
+  ASSERT_TRUE(rec.is_object());
+  rec["cand_future"]["decoding"] = "grammar";
+  rec["cand_future"]["first_masked"] = true;
+  rec["base_future"]["decoding"] = "grammar";
+  rec["base_future"]["first_masked"] = false;
+  fs::path dir = FreshDir("masked");
+  ASSERT_TRUE(WriteReport(r, dir.string()).ok());
+  auto [rc, out] = CheckInChromium(dir / "report.html");
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("\"title\": \"first masked: the grammar rejected this configuration's own choice"), std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("\"masked_marks\": []"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"visible\": true"), std::string::npos) << out;
+}
+
 TEST(ReportBrowser, CheckerCatchesNetworkRequestsAndConsoleErrors) {
   fs::path dir = FreshDir("bad");
   ASSERT_TRUE(WriteFileAtomic((dir / "bad.html").string(),

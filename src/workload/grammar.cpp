@@ -57,7 +57,7 @@ struct ModelFree {
 
 namespace workload {
 
-Result<ToolGrammar> GrammarOf(const common_chat_templates* tmpls, const nlohmann::json& tools,
+Result<ToolGrammar> GrammarOf(const common_chat_templates* tmpls, const nlohmann::ordered_json& tools,
                               const llama_vocab* vocab) {
   common_chat_templates_inputs in;
   in.use_jinja = true;
@@ -113,7 +113,7 @@ Result<ToolGrammar> GrammarOf(const common_chat_templates* tmpls, const nlohmann
 }  // namespace workload
 
 Result<ToolGrammar> LoadToolGrammar(const std::string& model_path, const std::string& chat_template,
-                                    const nlohmann::json& tools, bool template_renders_calls) {
+                                    const nlohmann::ordered_json& tools, bool template_renders_calls) {
   EnsureLlamaInit();
   llama_model_params mp = llama_model_default_params();
   mp.vocab_only = true;

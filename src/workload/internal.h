@@ -59,7 +59,8 @@ struct RenderMessage {
 
 // The tool-call grammar of common_chat_templates_apply(tmpls, one user message, tools, tool_choice
 // auto), its triggers read as llama-server reads them (grammar.cpp); source left empty.
-Result<ToolGrammar> GrammarOf(const common_chat_templates* tmpls, const nlohmann::json& tools, const llama_vocab* vocab);
+Result<ToolGrammar> GrammarOf(const common_chat_templates* tmpls, const nlohmann::ordered_json& tools,
+                              const llama_vocab* vocab);
 
 // A chat template (the model's embedded one, a Jinja file, or a llama.cpp built-in by name) with
 // what it can render, found from llama.cpp's capabilities and by probing.
@@ -77,7 +78,7 @@ class ChatTemplate {
                              bool fast = false) const;
   // The tool-call grammar llama.cpp's chat handling derives from this template for tools
   // (GrammarOf); an error for a built-in (non-Jinja) template.
-  Result<ToolGrammar> Grammar(const nlohmann::json& tools, const llama_vocab* vocab) const;
+  Result<ToolGrammar> Grammar(const nlohmann::ordered_json& tools, const llama_vocab* vocab) const;
   // "tokenizer.chat_template of MODEL", "FILE" or "NAME (llama.cpp built-in)".
   const std::string& display_name() const;
   // {name, sha256, source, caps}.

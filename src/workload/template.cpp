@@ -156,7 +156,7 @@ Result<std::string> ChatTemplate::Render(const std::vector<RenderMessage>& messa
   }
 }
 
-Result<ToolGrammar> ChatTemplate::Grammar(const nlohmann::json& tools, const llama_vocab* vocab) const {
+Result<ToolGrammar> ChatTemplate::Grammar(const nlohmann::ordered_json& tools, const llama_vocab* vocab) const {
   // llama-server refuses tools without --jinja: a built-in formatter has no tool handling.
   if (!impl_->jinja) return Status::Error(impl_->display + " has no tool-call handling in llama.cpp (not Jinja)");
   return GrammarOf(impl_->tmpls.get(), tools, vocab);

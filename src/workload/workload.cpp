@@ -93,6 +93,9 @@ Result<Workload> LoadWorkload(const std::string& workload_path, const std::strin
     spans = std::move(rendered.spans);
     info.update(rendered.info);
     w.tools = nlohmann::json::parse(transcript->tools.dump());
+    // The manifest's JSON sorts object keys; llama.cpp lays out a tool's arguments in its schema's
+    // property order, so the tool-call grammar needs the transcript's own text of the tools.
+    if (!transcript->tools.empty()) info["tools_text"] = transcript->tools.dump();
     FS_ASSIGN_OR_RETURN(tok, workload::Tokenize(vocab, w.text, workload_path));
   } else if (format == "text") {
     w.text = std::move(raw);

@@ -68,11 +68,12 @@ struct ToolGrammar {
   // <tool_call> convention the workload wrote its calls in, by a template of that form.
   std::string source;
 };
-// The grammar for tools (the workload's tool definitions) under the workload's chat template
+// The grammar for tools (the workload's tool definitions, in the transcript's key order: llama.cpp
+// lays out an object's properties in its schema's order) under the workload's chat template
 // option (template_renders_calls: it renders calls itself; else the <tool_call> form's template).
 // An error when llama.cpp derives none (the template has no tool format) or cannot.
 Result<ToolGrammar> LoadToolGrammar(const std::string& model_path, const std::string& chat_template,
-                                    const nlohmann::json& tools, bool template_renders_calls);
+                                    const nlohmann::ordered_json& tools, bool template_renders_calls);
 
 // Spans as a JSON array of {"kind","begin","end","index","role","label","subkind"}.
 nlohmann::json SpansToJson(const std::vector<Span>& spans);

@@ -61,6 +61,28 @@ TEST(WorkloadExample, DemoSessionIsTheDefaultOneCut) {
   EXPECT_GT(same, w->tokens.size() - 8) << "the cut differs from the default session at token " << same;
 }
 
+// The tool-call grammar of the <tool_call> form lays out each call's arguments in the workload's
+// own key order (device before command), as llama-server does with a request's tools: the
+// example's calls follow it. With the keys sorted it would want command first.
+TEST(WorkloadExample, ToolGrammarFollowsTheSchemasKeyOrder) {
+  const std::string model = fixtures::SmolLM2Path();
+  ASSERT_FALSE(model.empty()) << "SmolLM2 is not in the cache (make test fetches it)";
+  auto w = LoadWorkload(kExample, model, {});
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  const auto tools = nlohmann::ordered_json::parse(w->info["tools_text"].get<std::string>());
+  auto g = LoadToolGrammar(model, "", tools, false);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_NE(g->gbnf.find("tool-run-command-schema ::= \"{\" space tool-run-command-schema-device-kv \",\" space "
+                         "tool-run-command-schema-command-kv"),
+            std::string::npos)
+      << g->gbnf;
+  auto sorted = LoadToolGrammar(model, "", nlohmann::ordered_json::parse(w->tools.dump()), false);
+  ASSERT_TRUE(sorted.ok()) << sorted.status().message();
+  EXPECT_NE(sorted->gbnf.find("tool-run-command-schema ::= \"{\" space tool-run-command-schema-command-kv"),
+            std::string::npos)
+      << sorted->gbnf;
+}
+
 TEST(WorkloadExample, SmolLM2) {
   const std::string model = fixtures::SmolLM2Path();
   ASSERT_FALSE(model.empty()) << "SmolLM2 is not in the cache (make test fetches it)";

@@ -52,6 +52,12 @@ TEST(Workload, ChatJsonRendersToolFallbacksWithChatML) {
   EXPECT_EQ(w->info["span_mapping"], "exact");
   EXPECT_EQ(w->info["n_tool_calls"], 2);
   EXPECT_EQ(w->info["sha256"], Sha256File(w->info["path"].get<std::string>()).value());
+  // The tools' own key order survives for the tool-call grammar ("device" before "command"),
+  // where the sorted JSON of `tools` loses it.
+  EXPECT_EQ(w->info["tools_text"], nlohmann::ordered_json::parse(kTools).dump());
+  const std::string text = w->info["tools_text"];
+  EXPECT_LT(text.find("\"device\""), text.find("\"command\"")) << text;
+  EXPECT_GT(w->tools.dump().find("\"device\""), w->tools.dump().find("\"command\""));
   EXPECT_EQ(w->text.rfind("<|im_start|>system\nYou are a test agent.\n\n# Tools\n", 0), 0u);
   EXPECT_NE(w->text.find("<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"run_command\", \"description\": "
                          "\"Run a show command\", \"parameters\": {\"type\": \"object\""),

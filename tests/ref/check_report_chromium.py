@@ -43,6 +43,11 @@ DOM_PROBE = r"""
     sections: Array.from(q("main section[id]")).map((s) => s.id),
     branches: q("article.branch").length,
     diff_marks: q("article.branch mark.diff").length,
+    masked_marks: Array.from(q("article.branch mark.masked")).map((m) => {
+      const r = m.getBoundingClientRect();
+      return {title: m.title, text: m.textContent, visible: r.width > 0 && r.height > 0,
+              background: getComputedStyle(m).backgroundColor};
+    }),
     scripts: q("script").length,
     external: external,
     css_urls: css_urls,
@@ -190,6 +195,9 @@ def problems_in_dom(dom):
         out.append("DOM: CSS that loads resources: %s" % "; ".join(dom["css_urls"]))
     if dom["resources"]:
         out.append("DOM: resources fetched: %s" % ", ".join(dom["resources"]))
+    for m in dom["masked_marks"]:
+        if not m["visible"] or not m["title"].startswith("first masked"):
+            out.append("DOM: a first-masked mark is hidden or untitled: %s" % m)
     if dom["scripts"] > 1:
         out.append("DOM: %d script elements, expected at most 1 (data must never become a script)" % dom["scripts"])
     return out
@@ -260,7 +268,7 @@ def main():
         cdp.settle(0.3)
         failures += problems_in_events(cdp.events, url)
         if dom:
-            print(json.dumps({k: dom[k] for k in ("title", "ranking_rows", "charts", "sections", "branches")}))
+            print(json.dumps({k: dom[k] for k in ("title", "ranking_rows", "charts", "sections", "branches", "masked_marks")}))
     except (RuntimeError, OSError) as e:  # a protocol error, a timeout, or the browser gone (broken pipe)
         failures.append("%s: %s" % (type(e).__name__, e))
         with open(log_path, "rb") as log:  # the browser's last words explain most start-up failures
