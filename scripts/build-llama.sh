@@ -10,6 +10,8 @@
 #   FLIPSCOPE_LLAMA_CPU=portable GGML_NATIVE=OFF: ggml's own default set (SSE4.2, AVX, AVX2, FMA,
 #                                F16C, BMI2), for a build carried to other x86-64 machines.
 #   FLIPSCOPE_LLAMA_AMX=ON       opt in to ggml's AMX kernels (with either of the above).
+# FLIPSCOPE_LLAMA_TARGETS=libs builds the libraries alone (libllama, ggml, llama-common): what a
+# capture worker of `flipscope history` links (scripts/build-worker.sh); a quarter fewer steps.
 # The cache key holds the source path and commit, the variant, these options and, for native
 # builds, a hash of this machine's CPU model and flags, so a build is never reused on another CPU.
 . "$(dirname "$0")/common.sh"
@@ -40,8 +42,18 @@ options="cpu=$cpu_mode amx=$amx"
 key=$(printf '%s|%s|%s|%s|%s' "$src" "$commit" "$variant" "$options" "$host" | sha256sum | cut -c1-12)
 out="$FLIPSCOPE_CACHE/llama/build-$variant-$key"
 stamp="$out/.flipscope-built"
+targets=(llama llama-common llama-perplexity llama-quantize llama-server)
+case "${FLIPSCOPE_LLAMA_TARGETS:-all}" in
+  all) ;;
+  libs) targets=(llama llama-common); stamp="$out/.flipscope-built-libs"
+        # A complete build serves a libraries-only request as well.
+        if [ -f "$out/.flipscope-built" ]; then printf '%s\n' "$out"; exit 0; fi ;;
+  *) die "FLIPSCOPE_LLAMA_TARGETS='$FLIPSCOPE_LLAMA_TARGETS': expected all or libs" ;;
+esac
 # A build made before llama-server was among the tools gets it added (the libraries stay as built).
-if [ -f "$stamp" ] && [ -x "$out/bin/llama-server" ]; then printf '%s\n' "$out"; exit 0; fi
+if [ -f "$stamp" ] && { [ "${targets[-1]}" != llama-server ] || [ -x "$out/bin/llama-server" ]; }; then
+  printf '%s\n' "$out"; exit 0
+fi
 extra=()
 case "$variant" in
   cpu) ;;
@@ -58,7 +70,7 @@ cmake -S "$src" -B "$out" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIB
   -DLLAMA_BUILD_COMMIT="${commit:0:12}" -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
   -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_OPENSSL=OFF \
   -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF "${cpu_flags[@]}" "${launcher[@]}" "${extra[@]}" >&2
-cmake --build "$out" --target llama llama-common llama-perplexity llama-quantize llama-server -j"$(nproc)" >&2
+cmake --build "$out" --target "${targets[@]}" -j"$(nproc)" >&2
 # A build whose CPU library still carries AMX code against the request would fault on some VMs.
 if [ "$amx" = OFF ] && [ "$variant" = cpu ] && command -v objdump >/dev/null \
    && objdump -d "$out/bin/libggml-cpu.so" | grep -q -m1 'tileloadd'; then

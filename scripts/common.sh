@@ -21,7 +21,8 @@ verify_sha256() {
   [ "$got" = "$2" ] || die "$1: SHA-256 $got, expected $2 (remove it to download again)"
 }
 
-# pip_download SPEC SHA256: downloads one pinned distribution into DL_DIR once and verifies it.
+# pip_download SPEC SHA256 [PIP_ARGS]: downloads one distribution into DL_DIR once and verifies it
+# (an empty SHA256 skips the check: the caller records the hash of a first download).
 pip_download() {
   local spec=$1 sha=$2 name file
   mkdir -p "$DL_DIR"
@@ -32,6 +33,6 @@ pip_download() {
     python3 -m pip download -q --no-deps ${3:-} "$spec" -d "$DL_DIR" >&2
     file=$(ls "$DL_DIR"/"$name"-"${spec##*==}"[.-]* | head -n1)
   fi
-  verify_sha256 "$file" "$sha"
+  [ -z "$sha" ] || verify_sha256 "$file" "$sha"
   printf '%s\n' "$file"
 }

@@ -141,4 +141,26 @@ std::string ArgumentErrorLine(const CLI::App& app, const std::vector<std::string
   return fmt::format("{} {} ({})", name, wrong, accepts);
 }
 
+void AddKnobFlags(CLI::App* cmd, std::map<std::string, std::string>& texts) {
+  static const Knobs defaults;
+  for (const auto& k : KnobTable()) {
+    nlohmann::json d = k.get(defaults);
+    std::string shown = d.is_string() ? d.get<std::string>() : d.dump();
+    auto* opt = cmd->add_option(k.long_flag, texts[k.key], k.help);
+    if (!(d.is_array() || (d.is_string() && d.get<std::string>().empty()))) opt->default_str(shown);
+  }
+}
+
+Status ApplyKnobFlags(const CLI::App* cmd, const std::map<std::string, std::string>& texts, Knobs& knobs) {
+  for (const auto& k : KnobTable()) {
+    std::string name = k.long_flag;
+    name = name.substr(name.find("--"));
+    if (cmd->get_option(name)->count() == 0) continue;
+    // As llama.cpp spells it (-fa), else the short form (-t), else the long one.
+    std::string shown = *k.llama_flag ? k.llama_flag : std::string(k.long_flag).substr(0, std::string(k.long_flag).find(','));
+    FS_RETURN_IF_ERROR(SetKnobFromText(knobs, k, texts.at(k.key)).Prefixed(shown));
+  }
+  return Status::Ok();
+}
+
 }  // namespace flipscope::cli

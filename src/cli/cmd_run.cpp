@@ -5,10 +5,31 @@
 
 #include "cli/commands.h"
 #include "experiment/experiment.h"
+#include "history/history.h"
 #include "report/report.h"
 #include "util/util.h"
 
 namespace flipscope::cli {
+
+namespace {
+// The history request of an experiment file with [history]: its baseline over the releases.
+HistoryRequest HistoryOf(const Experiment& exp, const std::string& outdir, bool bars) {
+  HistoryRequest r;
+  r.model_path = exp.model;
+  r.workload_path = exp.workload;
+  r.workload = exp.workload_options;
+  r.plan = exp.plan;
+  r.knobs = exp.baseline.knobs;
+  r.releases = exp.history.releases;
+  r.reference_exact = exp.reference == "exact";
+  r.window = exp.window;
+  r.confident = exp.confident;
+  r.out_dir = outdir;
+  r.worker.cpu = exp.history.cpu;
+  r.log.bars = bars;
+  return r;
+}
+}  // namespace
 
 Action DefineRun(CLI::App* cmd) {
   struct Opts {
@@ -25,6 +46,7 @@ Action DefineRun(CLI::App* cmd) {
   return [o]() -> int {
     auto exp = ParseExperiment(o->file);
     if (!exp.ok()) return Fail(exp.status());
+    if (exp->history.enabled) return RunHistoryCommand(HistoryOf(*exp, o->outdir, !o->quiet));
     RunOptions ro;
     ro.outdir = o->outdir;
     ro.log.bars = !o->quiet;

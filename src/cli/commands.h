@@ -6,12 +6,19 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <initializer_list>
+#include <map>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "engine/engine.h"
 #include "util/status.h"
+
+namespace flipscope {
+struct HistoryRequest;
+}  // namespace flipscope
 
 namespace flipscope::cli {
 
@@ -32,8 +39,24 @@ CLI::Validator NumberIn(double lo, double hi);
 // is wrong and what it accepts (args: the command line as parsed, for the subcommand's name).
 std::string ArgumentErrorLine(const CLI::App& app, const std::vector<std::string>& args, const CLI::ParseError& e);
 
+// Registers every numerics knob of KnobTable() under its flags; texts receives what was given.
+void AddKnobFlags(CLI::App* cmd, std::map<std::string, std::string>& texts);
+// Applies the knob flags that were given; the error names the flag as the user wrote it.
+Status ApplyKnobFlags(const CLI::App* cmd, const std::map<std::string, std::string>& texts, Knobs& knobs);
+
 // What a subcommand does once its flags are parsed; returns the process exit code.
 using Action = std::function<int()>;
+
+// One subcommand: its name, its --help line and what registers its flags.
+struct Command {
+  const char* name;
+  const char* help;
+  Action (*define)(CLI::App* cmd);
+};
+// Parses argv (llama.cpp's flag spellings accepted) against the commands and runs the one given;
+// --version calls version. Returns the exit code.
+int RunCommands(int argc, char** argv, CLI::App& app, std::span<const Command> commands,
+                const std::function<void()>& version);
 
 Action DefineInfo(CLI::App* cmd);
 Action DefineCapture(CLI::App* cmd);
@@ -45,5 +68,9 @@ Action DefineRun(CLI::App* cmd);
 Action DefineReport(CLI::App* cmd);
 Action DefineTensors(CLI::App* cmd);
 Action DefineDoctor(CLI::App* cmd);
+Action DefineHistory(CLI::App* cmd);
+
+// Runs a history (flipscope history, or flipscope run over a file with [history]) and prints it.
+int RunHistoryCommand(const HistoryRequest& req);
 
 }  // namespace flipscope::cli

@@ -438,6 +438,9 @@ nlohmann::json Devices();
 // weights (weight_buffers: type -> MiB), the extra ones among them (repacking, AMX), and a
 // one-line "summary" that two captures share exactly when they ran the same path.
 nlohmann::json KernelPath(const nlohmann::json& weight_buffers);
+// Where the linked llama.cpp came from: {"release": "llama-cpp-python X" or "" for a checkout of
+// one's own, "commit": the tree's llama.cpp commit, "build": its CPU build options}.
+nlohmann::json LlamaSource();
 // The buffer types among weight_buffers that are ggml's extra CPU types (CPU_REPACK, AMX...):
 // neither plain host memory nor a device's own buffer.
 std::vector<std::string> ExtraBufferTypes(const nlohmann::json& weight_buffers);

@@ -394,6 +394,7 @@ nlohmann::json LlamaEngine::Describe() const {
   llama_model_desc(impl_->model, desc, sizeof(desc));
   return {{"engine", "llama"},
           {"llama_cpp", LlamaVersion()},
+          {"llama_source", LlamaSource()},
           {"ggml", GgmlVersion()},
           {"backends", Backends()},
           {"devices", Devices()},

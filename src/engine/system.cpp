@@ -11,6 +11,12 @@
 #ifndef FLIPSCOPE_LLAMA_BUILD_OPTIONS
 #define FLIPSCOPE_LLAMA_BUILD_OPTIONS "unknown"
 #endif
+#ifndef FLIPSCOPE_LLAMA_RELEASE
+#define FLIPSCOPE_LLAMA_RELEASE ""
+#endif
+#ifndef FLIPSCOPE_LLAMA_COMMIT
+#define FLIPSCOPE_LLAMA_COMMIT "unknown"
+#endif
 
 namespace flipscope {
 
@@ -70,6 +76,12 @@ std::vector<std::string> ExtraBufferTypes(const nlohmann::json& weight_buffers) 
     if (!plain) extra.push_back(type);
   }
   return extra;
+}
+
+nlohmann::json LlamaSource() {
+  return {{"release", *FLIPSCOPE_LLAMA_RELEASE ? fmt::format("llama-cpp-python {}", FLIPSCOPE_LLAMA_RELEASE) : ""},
+          {"commit", FLIPSCOPE_LLAMA_COMMIT},
+          {"build", FLIPSCOPE_LLAMA_BUILD_OPTIONS}};
 }
 
 nlohmann::json KernelPath(const nlohmann::json& weight_buffers) {

@@ -71,6 +71,15 @@ struct LayersSettings {
   std::vector<std::string> configs;  // variants to look into; empty = every llama variant that flips
 };
 
+// [history]: the baseline's knobs over several llama-cpp-python releases, each release's
+// llama.cpp in its own capture worker (`flipscope run` hands the file to the history stage;
+// docs/history.md). The releases are checked there, against the supported range.
+struct HistorySettings {
+  bool enabled = false;
+  std::vector<std::string> releases;  // in order, as written
+  std::string cpu;                    // every release's llama.cpp CPU build: portable, native, or "" (the main build's)
+};
+
 struct Experiment {
   std::string path, name;
   std::string model, workload;
@@ -90,6 +99,7 @@ struct Experiment {
   std::vector<ConfigSpec> variants;
   BranchSettings branch;
   LayersSettings layers;
+  HistorySettings history;
 };
 
 // Parses and checks an experiment file. Unknown keys, misspelt knobs and bad values are errors

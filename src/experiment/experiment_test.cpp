@@ -201,3 +201,28 @@ TEST(ParseExperiment, ServerConfigurationErrorsNameTheLine) {
             std::string::npos);
   EXPECT_NE(err("nourl", "[baseline]\nengine = \"openai\"\n").find("needs url = "), std::string::npos);
 }
+
+TEST(ParseExperiment, HistoryTableTakesReleasesOverTheBaseline) {
+  auto p = fixtures::MakeExperiment("history", "[baseline]\nthreads = 2\n\n[history]\nreleases = [\"0.3.35\", \"0.3.36\"]\n");
+  auto e = ParseExperiment(p);
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_TRUE(e->history.enabled);
+  EXPECT_EQ(e->history.releases, (std::vector<std::string>{"0.3.35", "0.3.36"}));
+  EXPECT_EQ(e->history.cpu, "");
+  EXPECT_FALSE(ParseExperiment(fixtures::MakeExperiment("nohistory", "")).value().history.enabled);
+  // Errors name the line: too few releases, a bad cpu, an unknown key, and tables a history does not take.
+  struct Bad {
+    const char* body;
+    const char* words;
+  };
+  for (const Bad& b : {Bad{"[history]\nreleases = [\"0.3.36\"]\n", ":5: releases needs at least two"},
+                       Bad{"[history]\nreleases = \"0.3.36\"\n", ":5: releases must be a list"},
+                       Bad{"[history]\nreleases = [\"0.3.35\", \"0.3.36\"]\ncpu = \"fast\"\n", ":6: cpu must be"},
+                       Bad{"[history]\nrelease = [\"0.3.35\", \"0.3.36\"]\n", ":5: unknown key 'release' in [history]"},
+                       Bad{"[history]\nreleases = [\"0.3.35\", \"0.3.36\"]\n[[variant]]\nname = \"x\"\nthreads = 1\n",
+                           "[history] runs the [baseline]"}}) {
+    auto bad = ParseExperiment(fixtures::MakeExperiment("badhistory", b.body));
+    ASSERT_FALSE(bad.ok()) << b.body;
+    EXPECT_NE(bad.status().message().find(b.words), std::string::npos) << bad.status().message();
+  }
+}

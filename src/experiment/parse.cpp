@@ -161,6 +161,29 @@ Status ReadLayers(const ParseCtx& c, const toml::node& node, LayersSettings& out
   });
 }
 
+// [history]: releases = ["0.3.35", "0.3.36"], cpu = "portable" | "native".
+Status ReadHistory(const ParseCtx& c, const toml::node& node, HistorySettings& out) {
+  out.enabled = true;
+  return ReadSection(c, node, "[history]", "releases, cpu", [&](const std::string& key, const toml::node& n, bool* known) {
+    if (key == "cpu") {
+      FS_RETURN_IF_ERROR(Get(c, n, out.cpu, "cpu must be \"portable\" or \"native\""));
+      if (out.cpu != "portable" && out.cpu != "native") return c.At(n, "cpu must be \"portable\" or \"native\"");
+      return Status::Ok();
+    }
+    *known = key == "releases";
+    if (!*known) return Status::Ok();
+    auto* arr = n.as_array();
+    if (!arr) return c.At(n, "releases must be a list of llama-cpp-python versions, e.g. [\"0.3.35\", \"0.3.36\"]");
+    for (auto& e : *arr) {
+      auto v = e.value<std::string>();
+      if (!v) return c.At(e, "releases must be a list of llama-cpp-python versions, e.g. [\"0.3.35\", \"0.3.36\"]");
+      out.releases.push_back(*v);
+    }
+    if (out.releases.size() < 2) return c.At(n, "releases needs at least two llama-cpp-python versions");
+    return Status::Ok();
+  });
+}
+
 // Reads one top-level setting (name, model, workload, chat_template, format, window, reference,
 // replay, confident, memory) into exp, paths relative to dir; *known is false for other keys.
 Status ReadSetting(const ParseCtx& c, const std::string& key, const toml::node& node, const std::string& dir,
@@ -217,11 +240,12 @@ Status ReadTopLevel(const ParseCtx& c, const toml::table& root, const std::strin
   const char* keys =
       "name, model, workload, chat_template, format, window, confident, memory, reference, replay, [probe], "
       "[baseline], "
-      "[[variant]], [branch], [layers]";
+      "[[variant]], [branch], [layers], [history]";
   return ReadKeys(c, root, "", keys, [&](const std::string& key, const toml::node& node, bool* known) {
     if (key == "probe") return ReadProbe(c, node, exp);
     if (key == "branch") return ReadBranch(c, node, exp.branch);
     if (key == "layers") return ReadLayers(c, node, exp.layers);
+    if (key == "history") return ReadHistory(c, node, exp.history);
     if (key == "baseline" && !node.is_table()) return c.At(node, "[baseline] must be a table");
     if (key == "variant" && !node.is_array_of_tables()) return c.At(node, "variants are written [[variant]]");
     if (key == "baseline" || key == "variant") return Status::Ok();
@@ -262,6 +286,14 @@ Status CheckNames(const Experiment& exp) {
     for (const auto& name : *names)
       if (!is_variant(name))
         return Status::Error(exp.path + ": " + table + " configs names '" + name + "', which is not a variant");
+  // A history is one set of knobs (the baseline's) over several releases.
+  if (exp.history.enabled && (!exp.variants.empty() || exp.branch.enabled || exp.layers.enabled ||
+                              exp.replay_both || exp.baseline.engine != "llama" || exp.baseline.repeats != 1 ||
+                              !exp.baseline.requantize.empty()))
+    return Status::Error(exp.path +
+                         ": [history] runs the [baseline] llama.cpp knobs (one repeat, the model as it is) over its "
+                         "releases; it takes no [[variant]], [branch], [layers], replay = \"both\", repeats or "
+                         "requantize");
   return Status::Ok();
 }
 

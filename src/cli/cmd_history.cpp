@@ -1,0 +1,59 @@
+// `flipscope history -m MODEL -w WORKLOAD --releases 0.3.35,0.3.36 -o OUTDIR [--reference exact] [knobs]`
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "cli/commands.h"
+#include "history/history.h"
+
+namespace flipscope::cli {
+
+// Runs a history and prints its table and where the files are.
+int RunHistoryCommand(const HistoryRequest& req) {
+  auto doc = RunHistory(req);
+  if (!doc.ok()) return Fail(doc.status());
+  fmt::print("{}", HistoryTerminal(*doc));
+  fmt::print("wrote {}/history.json and history.md\n", req.out_dir);
+  return 0;
+}
+
+Action DefineHistory(CLI::App* cmd) {
+  struct Opts {
+    HistoryRequest req;
+    std::string reference;
+    std::map<std::string, std::string> knob_texts;
+    bool quiet = false;
+  };
+  auto o = std::make_shared<Opts>();
+  HistoryRequest& r = o->req;
+  cmd->add_option("-m,--model", r.model_path, "GGUF model file")->required();
+  cmd->add_option("-w,--workload", r.workload_path, "Chat JSON/JSONL, plain text or token ids")->required();
+  cmd->add_option("-o,--output", r.out_dir, "Folder for the captures, history.json and history.md")->required();
+  cmd->add_option("--releases", r.releases,
+                  "llama-cpp-python releases whose vendored llama.cpp is compared, in order (e.g. 0.3.35,0.3.36)")
+      ->required()
+      ->delimiter(',');
+  cmd->add_option("--reference", o->reference, "exact: also compare every release with the FP64 exact engine");
+  cmd->add_option("--format", r.workload.format, "Workload format: auto, chat, jsonl, text, tokens")->default_val("auto");
+  cmd->add_option("--chat-template", r.workload.chat_template,
+                  "Jinja template FILE or llama.cpp template NAME (default: the model's embedded one)");
+  cmd->add_option("--stride", r.plan.stride, "Store every N-th position")->default_val(32)->check(WholeAtLeast(1));
+  cmd->add_option("--full", r.plan.full, "Also store every position of: tool_calls and/or ranges A-B,...");
+  cmd->add_option("--window", r.window, "Window size in tokens")->default_val(8192)->check(WholeAtLeast(1));
+  cmd->add_option("--cpu", r.worker.cpu,
+                  "CPU code of every release's llama.cpp build: portable (ggml's x86-64 set) or native (this "
+                  "machine's); default: the one this binary's llama.cpp was built with")
+      ->check(CLI::IsMember({"portable", "native"}));
+  cmd->add_flag("-q,--quiet", o->quiet, "No progress bars");
+  AddKnobFlags(cmd, o->knob_texts);
+  return [o, cmd]() -> int {
+    if (!o->reference.empty() && o->reference != "exact")
+      return Fail(Status::InvalidArgument("--reference must be exact (the FP64 exact engine, docs/exact.md)"));
+    o->req.reference_exact = o->reference == "exact";
+    if (Status st = ApplyKnobFlags(cmd, o->knob_texts, o->req.knobs); !st.ok()) return Fail(st);
+    o->req.log.bars = !o->quiet;
+    return RunHistoryCommand(o->req);
+  };
+}
+
+}  // namespace flipscope::cli

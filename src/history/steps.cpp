@@ -1,0 +1,85 @@
+// The history's comparisons: consecutive releases, each with the first, each with exact.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "history/internal.h"
+
+namespace flipscope::history {
+
+namespace {
+// NaN as null (JSON has no NaN).
+nlohmann::json Num(double v) { return std::isnan(v) ? nlohmann::json() : nlohmann::json(v); }
+}  // namespace
+
+nlohmann::json StepJson(const std::string& kind, const std::string& base, const std::string& cand,
+                        const Comparison& c) {
+  const OverallStats& o = c.overall;
+  nlohmann::json windows = nlohmann::json::array();
+  for (const WindowStats& w : c.windows)
+    windows.push_back({{"begin", w.begin}, {"end", w.end}, {"probes", w.probes}, {"flips", w.flips},
+                       {"kl_mean", w.kl_mean}, {"kl_max", w.kl_max}});
+  nlohmann::json flips = nlohmann::json::array();
+  for (const FlipRecord& f : c.flips)
+    flips.push_back({{"position", f.position}, {"base_token", f.base_token}, {"cand_token", f.cand_token},
+                     {"base_text", f.base_text}, {"cand_text", f.cand_text}, {"base_prob", Num(f.base_prob)},
+                     {"kl", f.kl}, {"class", f.klass}});
+  return {{"kind", kind},
+          {"base", base},
+          {"cand", cand},
+          {"probes", c.probes_compared},
+          {"flips", o.flips},
+          {"flip_rate", o.flip_rate},
+          {"flip_rate_ci", {o.flip_rate_ci.first, o.flip_rate_ci.second}},
+          {"confident_flips", o.confident_flips},
+          {"bit_identical", c.bit_identical},
+          {"kl_mean", o.kl_base_cand.mean},
+          {"kl_median", o.kl_base_cand.median},
+          {"kl_p99", o.kl_base_cand.p99},
+          {"kl_max", o.kl_base_cand.max},
+          {"kernel_paths_differ", c.kernel_paths_differ},
+          {"windows", windows},
+          {"flip_list", flips}};
+}
+
+Status CompareAll(const HistoryRequest& req, nlohmann::json& doc) {
+  CompareOptions opts;
+  opts.window = req.window;
+  opts.confident = req.confident;
+  opts.log = Log::Quiet();
+  if (auto d = LoadDetokenizer(req.model_path); d.ok()) opts.detokenize = *d;
+  // kind of comparison, base and candidate entries (with "capture"), and their names.
+  auto compare = [&](const std::string& kind, const nlohmann::json& b, const nlohmann::json& c,
+                     const nlohmann::json& bn, const nlohmann::json& cn) -> Result<nlohmann::json> {
+    FS_ASSIGN_OR_RETURN(Comparison cmp, CompareFiles(b["capture"].get<std::string>(), c["capture"].get<std::string>(), opts));
+    return StepJson(kind, bn.get<std::string>(), cn.get<std::string>(), cmp);
+  };
+  const nlohmann::json& v = doc["versions"];
+  doc["steps"] = doc["from_first"] = doc["to_exact"] = nlohmann::json::array();
+  for (size_t i = 1; i < v.size(); ++i) {
+    FS_ASSIGN_OR_RETURN(auto s, compare("step", v[i - 1], v[i], v[i - 1]["release"], v[i]["release"]));
+    doc["steps"].push_back(std::move(s));
+    if (i < 2) continue;  // the second release's step is already its distance from the first
+    FS_ASSIGN_OR_RETURN(auto f, compare("from_first", v[0], v[i], v[0]["release"], v[i]["release"]));
+    doc["from_first"].push_back(std::move(f));
+  }
+  if (doc.contains("exact"))
+    for (const auto& e : v) {
+      FS_ASSIGN_OR_RETURN(auto x, compare("to_exact", doc["exact"], e, nlohmann::json("exact"), e["release"]));
+      doc["to_exact"].push_back(std::move(x));
+    }
+  // The step that changed most: the most flips, then the largest mean KL.
+  int best = -1;
+  for (size_t i = 0; i < doc["steps"].size(); ++i) {
+    const auto& s = doc["steps"][i];
+    if (best < 0) { best = int(i); continue; }
+    const auto& b = doc["steps"][best];
+    if (std::pair(s["flips"].get<int64_t>(), s["kl_mean"].get<double>()) >
+        std::pair(b["flips"].get<int64_t>(), b["kl_mean"].get<double>()))
+      best = int(i);
+  }
+  doc["changed_most"] = best;
+  return Status::Ok();
+}
+
+}  // namespace flipscope::history
