@@ -95,7 +95,7 @@ case "$1" in
   curve)
     join_model
     python3 bench/scale.py --flipscope "$work/flipscope" --bare "$work/bare_prefill" -m "$work/model.gguf" \
-      --chat-template gemma --knobs "-ngl 99 -fa on -t 16" --lengths "$2" --out "$work/curve" 2>&1 | tee -a "$OUT/curve.txt"
+      --chat-template gemma --knobs "-ngl 99 -fa on -t 16" --lengths "$2" --out "$work/curve" "${@:3}" 2>&1 | tee -a "$OUT/curve.txt"
     cp "$work/curve/scale.jsonl" "$OUT/"
     ;;
   pairs)
