@@ -283,16 +283,17 @@ json Basis(const RecipeRow& best, const std::vector<RecipeRow>& rows, const Rank
   std::string rests = s ? fmt::format("{} probes, flip rate {} (95%: {}–{})", s->probes, Pct(best.flip.value),
                                       Pct(best.flip.ci[0]), Pct(best.flip.ci[1]))
                         : "one run of the baseline (no repeat floor)";
-  std::string level = "high", why = "its figures and the ranking rest on every configuration's forks";
+  std::string level = "high", why = best.Above() ? "it is the first ranked" : "it is within the repeat floor";
   if (best.Forked()) {
     const ForkCounts& f = *best.summary->forks;
     rests += fmt::format("; {} of {} forks followed: {} damage (damage rate 95%: {}–{})", f.followed, f.forkable,
                          f.damage, Pct(best.damage->ci[0]), Pct(best.damage->ci[1]));
+    why += f.damage == 0 ? " and its followed forks found no damage" : "";
     if (f.followed < f.forkable) level = "medium", why = "only a sample of its forks was followed";
   } else if (best.rate == 0) {
     rests += "; no flips, so no forks to follow";
   }
-  if (!key.by_damage) why = "damage is not compared: not every configuration's forks were followed";
+  if (!key.by_damage) why += "; damage is not compared across configurations, since not every one's forks were followed";
   if (tied_above) level = "medium", why = "it is indistinguishable from a configuration above the repeat floor";
   if (!best.damage) level = "low", why = "its flips' futures were not followed";
   if (!s) level = "low", why = "the baseline ran once: there is no repeat floor";

@@ -162,7 +162,7 @@ std::string Headline(const json& r) {
   }
   const json& recipe = Sub(r, "recipe");
   if (!Str(recipe, "recommended").empty())
-    out += fmt::format("<li>Recommended: <strong>{}</strong> — {} {}</li>", E(Str(recipe, "recommended")),
+    out += fmt::format("<li>Recommended: <strong>{}</strong> — {}. {}</li>", E(Str(recipe, "recommended")),
                        E(Str(recipe, "reason")), E(report::RecommendationBasis(r)));
   for (const std::string& w : report::RecipeWarnings(r)) out += "<li><strong>Warning:</strong> " + E(w) + "</li>";
   return out + "</ul></section>" + LoadFloorSection(r);
@@ -189,6 +189,7 @@ std::string RankingSection(const json& r) {
     name += Badge("neutral", row.replay + " replay");
     if (row.is_baseline) name += Badge("ref", "reference");
     if (row.is_recommended) name += Badge("rec", "recommended");
+    if (row.tie_size > 1) name += Badge("neutral", "tie");
     if (!row.description.empty()) name += "<br><small>" + E(row.description) + "</small>";
     if (row.rank == 0) {
       std::string why = row.status == "ok" ? "not measured" : row.status;
@@ -204,7 +205,6 @@ std::string RankingSection(const json& r) {
                          row.tie_group);
       open_group = row.tie_group;
     }
-    if (row.tie_size > 1) name += Badge("neutral", "tie");
     std::vector<std::string> cells{E(report::RankCell(row)), name};
     for (const std::string& c : report::RankingCells(r, row)) cells.push_back(E(c));
     out += report::HtmlRow(cells);

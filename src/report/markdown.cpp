@@ -95,7 +95,7 @@ std::string Ranking(const json& r) {
                       MdText(row.reason.empty() ? "no reason given" : row.reason));
       continue;
     }
-    std::vector<std::string> cells{RankCell(row), name + (row.tie_size > 1 ? " (tie)" : "")};
+    std::vector<std::string> cells{RankCell(row), name};
     for (std::string& c : RankingCells(r, row)) cells.push_back(std::move(c));
     t.rows.push_back(std::move(cells));
   }

@@ -17,8 +17,7 @@ std::string RankingKeyText(const nlohmann::json& results) {
     return "Ordered by the recipe of the flipscope version that wrote these results; it did not record its key.";
   std::string out = "Ordered by " + key + ".";
   if (Sub(recipe, "lacking_forks").is_array() && !Sub(recipe, "lacking_forks").empty())
-    out += " Forks not followed: " + InlineText(Sub(recipe, "lacking_forks")) +
-           " (set [branch] without configs to follow every configuration that flips).";
+    out += " To compare damage, follow the forks of every configuration that flips ([branch] without configs).";
   return out;
 }
 
