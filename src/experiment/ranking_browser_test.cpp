@@ -91,6 +91,19 @@ TEST(RankingInChromium, TheOrderAndTieLabelsAreTheRecipes) {
   EXPECT_NE(page["headline"].get<std::string>().find("Most faithful, indistinguishable on this workload: threads-4"),
             std::string::npos)
       << page["headline"];
+  // The terminal summary says the same: the same order, tie groups and key.
+  const std::string term = TerminalSummary(results, "");
+  size_t at = 0;
+  for (const json& r : ranking) {
+    const int group = r["tie_group"];
+    const std::string cell = std::to_string(group) + (group_size[group] > 1 ? "=" : "") + "  " + r["config"].get<std::string>();
+    const size_t found = term.find(cell, at);
+    EXPECT_NE(found, std::string::npos) << cell << "\n" << term;
+    if (found != std::string::npos) at = found;
+  }
+  EXPECT_NE(term.find("tie group 2: kv-q8_0, fa-off: indistinguishable on this workload"), std::string::npos) << term;
+  EXPECT_NE(term.find("ranked by: " + results["recipe"]["ranking_key"].get<std::string>()), std::string::npos) << term;
+  std::printf("%s", term.c_str());
 }
 
 }  // namespace
