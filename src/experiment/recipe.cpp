@@ -52,11 +52,12 @@ struct RecipeRow {
   const json* config = nullptr;  // its configs[] entry
   const SummaryRow* summary = nullptr;
   double rate = 0, kl = 0, kv = -1, weights = 0;
-  // The damaging flips per probe that following the forks measured; where they were not
-  // followed every flip counts as possible damage, so that an unmeasured configuration never
-  // ranks above a measured one with the same flips.
-  double damage_key = 0;
-  double exact_rate = INFINITY, exact_kl = INFINITY;  // distance to the exact reference, when present
+  Estimate flip{};                       // its flip rate (served where measured) and interval
+  std::optional<Estimate> damage{};      // damaging flips per probe; null where its flips were not followed
+  std::optional<Estimate> exact{};       // distance to the exact reference, when present
+  double exact_kl = INFINITY;
+  double memory = INFINITY;              // weights + KV at the training context; +inf when unknown
+  int tie_group = 0;
   const SummaryRow* served = nullptr;  // its served twin's row (replay = "both"): ranks in its place
   std::optional<Knobs> knobs = std::nullopt;          // as captured (a llama configuration)
   bool swa_full = false;                              // its command keeps every sliding-window cell
@@ -66,6 +67,7 @@ struct RecipeRow {
   }
   int Load() const { return summary ? summary->load.value_or(0) : 0; }
   bool Damaged() const { return summary && summary->forks && summary->forks->damage > 0; }
+  bool Forked() const { return summary && summary->forks; }
 };
 
 // The memory budget (weights and KV cache together) and what context it leaves for a configuration.
@@ -82,20 +84,47 @@ struct Budget {
   }
 };
 
+// The memory a configuration needs at the training context: its weights and KV cache as
+// llama.cpp allocates it; +inf for a server (its KV memory is its own).
+double MemoryAt(const RecipeRow& r, const ModelInfo& model) {
+  if (r.kv < 0) return INFINITY;
+  const double kv = r.knobs ? KvCacheMemory(model, *r.knobs, model.n_ctx_train, r.swa_full).bytes
+                            : r.kv * double(model.n_ctx_train);
+  return kv + r.weights;
+}
+
+// A rate and its interval from a summary row (the point itself when the row has no interval).
+Estimate RateOf(const SummaryRow& s) {
+  return {s.median_flip_rate, s.flip_rate_ci.value_or(Interval{s.median_flip_rate, s.median_flip_rate})};
+}
+
+// What following the forks found as a ranked figure. A configuration that never flips, and the
+// baseline (the reference its futures are judged against), did no damage; its interval still
+// reaches as far as its flip rate's. Null for one that flips without its forks followed.
+std::optional<Estimate> DamageOf(const RecipeRow& r, bool is_baseline) {
+  if (r.Forked()) return Estimate{r.summary->forks->damage_rate, *r.summary->DamageRateCi()};
+  if (is_baseline || r.rate == 0) return Estimate{0, {0, r.flip.ci[1]}};
+  return std::nullopt;
+}
+
 // Every measured configuration, and the baseline even when it ran once; with the exact
 // reference their distance to it.
 std::vector<RecipeRow> Rows(const json& results, const ResultsRows& typed, const ModelInfo& model) {
   std::vector<RecipeRow> rows;
+  const std::string baseline = results["configs"][0]["name"];
   auto add = [&](const json& c, const SummaryRow* s) {
     RecipeRow r{
         c["name"], &c, s, s ? s->median_flip_rate : 0.0, s ? s->kl_mean : 0.0, Kv(c), c.value("model_file_size", 0.0)};
+    if (s) r.flip = RateOf(*s);
     // Measured under served replay too: its served figures rank it (what a deployment computed).
-    if ((r.served = typed.FindServed(r.name))) r.rate = r.served->median_flip_rate, r.kl = r.served->kl_mean;
-    r.damage_key = s && s->forks ? s->forks->damage_rate : r.rate;
+    if ((r.served = typed.FindServed(r.name)))
+      r.rate = r.served->median_flip_rate, r.kl = r.served->kl_mean, r.flip = RateOf(*r.served);
+    r.damage = DamageOf(r, r.name == baseline);
     if (auto k = Knobs::FromJson(c.value("knobs", json())); k.ok() && r.kv >= 0) r.knobs = *k;
     r.swa_full = CapturedSwaFull(c, model);
+    r.memory = MemoryAt(r, model);
     for (const SummaryRow& e : typed.reference)
-      if (e.config == r.name) r.exact_rate = e.median_flip_rate, r.exact_kl = e.kl_mean;
+      if (e.config == r.name) r.exact = RateOf(e), r.exact_kl = e.kl_mean;
     rows.push_back(r);
   };
   for (const SummaryRow& s : typed.summary)
@@ -107,17 +136,54 @@ std::vector<RecipeRow> Rows(const json& results, const ResultsRows& typed, const
   return rows;
 }
 
-// With the exact reference the ranking is by distance to the true function (then damage): the
-// baseline is one more cashier, and may not be the closest. Without it, by damage then fidelity.
-void Rank(std::vector<RecipeRow>& rows) {
-  const bool by_exact =
-      std::any_of(rows.begin(), rows.end(), [](const RecipeRow& r) { return std::isfinite(r.exact_rate); });
-  std::sort(rows.begin(), rows.end(), [by_exact](const RecipeRow& a, const RecipeRow& b) {
-    if (by_exact)
-      return std::tie(a.exact_rate, a.exact_kl, a.damage_key, a.kv) <
-             std::tie(b.exact_rate, b.exact_kl, b.damage_key, b.kv);
-    return std::tie(a.damage_key, a.rate, a.kl, a.kv) < std::tie(b.damage_key, b.rate, b.kl, b.kv);
-  });
+// "a, b and c".
+std::string Names(const json& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i].get<std::string>();
+  return out;
+}
+
+// How the rows were ranked: by which figures, and which configurations' forks were missing.
+struct RankingKey {
+  bool by_exact = false, by_damage = false;
+  std::vector<std::string> lacking_forks;  // configurations that flip whose forks were not followed
+  std::string Text() const {  // the key in words, as the report states it
+    std::string key = by_exact ? "distance to the exact reference (flip rate against exact)" : "";
+    if (by_damage) key += std::string(key.empty() ? "" : ", then ") + "damage rate (damaging flips per probe, from the followed forks)";
+    if (!by_exact) key += std::string(by_damage ? ", then " : "") + "flip rate against the baseline";
+    key += ", each with its 95% interval; configurations whose intervals overlap are a statistical tie, "
+           "indistinguishable on this workload, ordered by the memory each needs (least first)";
+    if (!by_damage && !lacking_forks.empty())
+      key += "; damage is not compared, since the forks of " + Names(lacking_forks) + " were not followed";
+    return key;
+  }
+};
+
+// Measured damage is compared only when every configuration that flips had its forks followed;
+// with the exact reference, distance to exact comes first (the baseline is one more cashier).
+RankingKey Rank(std::vector<RecipeRow>& rows) {
+  RankingKey key;
+  key.by_exact = std::any_of(rows.begin(), rows.end(), [](const RecipeRow& r) { return r.exact.has_value(); });
+  for (const RecipeRow& r : rows)
+    if (!r.damage) key.lacking_forks.push_back(r.name);
+  key.by_damage = key.lacking_forks.empty() &&
+                  std::any_of(rows.begin(), rows.end(), [](const RecipeRow& r) { return r.Forked(); });
+  std::vector<RankInput> in;
+  for (const RecipeRow& r : rows) {
+    RankInput i{r.name, {}, r.memory, key.by_exact ? r.exact_kl : r.kl};
+    if (key.by_exact) i.keys.push_back(r.exact.value_or(Estimate{INFINITY, {INFINITY, INFINITY}}));
+    if (key.by_damage) i.keys.push_back(*r.damage);
+    if (!key.by_exact) i.keys.push_back(r.flip);
+    in.push_back(std::move(i));
+  }
+  std::vector<RecipeRow> ranked;
+  for (const RankedRow& o : RankWithTies(in)) {
+    ranked.push_back(rows[o.index]);
+    ranked.back().tie_group = o.tie_group;
+  }
+  rows = std::move(ranked);
+  return key;
 }
 
 // The replay a configuration's captures ran (its knobs; a capture without one was a prefill).
@@ -151,16 +217,26 @@ json RankingJson(const json& results, const std::vector<RecipeRow>& rows, const 
       const ForkCounts& f = *r.summary->forks;
       damage = f.damage, repair = f.repair, followed = f.followed, damage_rate = f.damage_rate;
     }
+    json repair_rate, repair_ci;
+    if (r.Forked()) repair_rate = *r.summary->RepairRate(), repair_ci = *r.summary->RepairRateCi();
+    auto interval = [](const std::optional<Estimate>& e) { return e ? json(e->ci) : json(); };
     ranking.push_back({{"config", r.name},
+                       {"tie_group", r.tie_group},
                        {"replay", r.served ? "served" : ReplayOf(*r.config)},
                        {"median_flip_rate", r.rate},
+                       {"flip_rate_ci", r.flip.ci},
                        {"damage", damage},
                        {"repair", repair},
                        {"branches_followed", followed},
                        {"damage_rate", damage_rate},
+                       {"damage_rate_ci", r.Forked() ? interval(r.damage) : json()},
+                       {"repair_rate", repair_rate},
+                       {"repair_rate_ci", repair_ci},
                        {"kl_mean", r.kl},
-                       {"exact_flip_rate", finite(r.exact_rate)},
+                       {"exact_flip_rate", r.exact ? json(r.exact->value) : json()},
+                       {"exact_flip_rate_ci", interval(r.exact)},
                        {"exact_kl_mean", finite(r.exact_kl)},
+                       {"memory_bytes", finite(r.memory)},
                        {"kv_bytes_per_token", r.kv < 0 ? json(nullptr) : json(r.kv)},
                        {"weights_bytes", r.weights},
                        {"context_at_budget", budget.ContextAt(r.weights, r.knobs, r.swa_full)},
@@ -171,20 +247,15 @@ json RankingJson(const json& results, const std::vector<RecipeRow>& rows, const 
 }
 
 // The configuration indistinguishable from the baseline (not above the floor) that needs the
-// least memory and whose followed forks found no damage; the first ranked when none qualifies.
+// least memory and whose followed forks found no damage; nullptr when none qualifies.
 // A server's KV memory is its own affair (unknown here): it is recommended only when nothing else is.
-const RecipeRow& Recommend(const std::vector<RecipeRow>& rows, const ModelInfo& model) {
+const RecipeRow* Recommend(const std::vector<RecipeRow>& rows) {
   const RecipeRow* best = nullptr;
-  auto memory = [&](const RecipeRow& r) {
-    const double kv = r.knobs ? KvCacheMemory(model, *r.knobs, model.n_ctx_train, r.swa_full).bytes
-                              : r.kv * double(model.n_ctx_train);
-    return kv + r.weights;
-  };
   for (const RecipeRow& r : rows) {
     if (r.Load() > 0 || r.Above() || r.kv < 0 || r.Damaged()) continue;
-    if (!best || memory(r) < memory(*best)) best = &r;
+    if (!best || r.memory < best->memory) best = &r;
   }
-  return best ? *best : rows.front();
+  return best;
 }
 
 std::string Reason(const RecipeRow& best, const std::string& baseline) {
@@ -196,6 +267,41 @@ std::string Reason(const RecipeRow& best, const std::string& baseline) {
   return fmt::format(
       "its flip rate ({:.3f}%) is within the baseline's repeat floor and it needs {} per token of KV cache",
       100 * best.rate, HumanBytes(best.kv));
+}
+
+std::string Pct(double v) { return fmt::format("{:.2f}%", 100 * v); }
+
+// What the recommendation rests on (probes, forks, intervals, who it is tied with) and how sure
+// it is: "high", "medium" (forks sampled, or tied with a configuration above the floor) or "low"
+// (nothing qualified, no repeat floor, or its flips' futures unknown).
+json Basis(const RecipeRow& best, const std::vector<RecipeRow>& rows, const RankingKey& key, bool fallback) {
+  const SummaryRow* s = best.served ? best.served : best.summary;
+  json tied = json::array();
+  bool tied_above = false;
+  for (const RecipeRow& r : rows)
+    if (r.tie_group == best.tie_group && r.name != best.name) tied.push_back(r.name), tied_above |= r.Above();
+  std::string rests = s ? fmt::format("{} probes, flip rate {} (95%: {}–{})", s->probes, Pct(best.flip.value),
+                                      Pct(best.flip.ci[0]), Pct(best.flip.ci[1]))
+                        : "one run of the baseline (no repeat floor)";
+  std::string level = "high", why = best.Above() ? "it is the first ranked" : "it is within the repeat floor";
+  if (best.Forked()) {
+    const ForkCounts& f = *best.summary->forks;
+    rests += fmt::format("; {} of {} forks followed: {} damage (damage rate 95%: {}–{})", f.followed, f.forkable,
+                         f.damage, Pct(best.damage->ci[0]), Pct(best.damage->ci[1]));
+    why += f.damage == 0 ? " and its followed forks found no damage" : "";
+    if (f.followed < f.forkable) level = "medium", why = "only a sample of its forks was followed";
+  } else if (best.rate == 0) {
+    rests += "; no flips, so no forks to follow";
+  }
+  if (!key.by_damage) why += "; damage is not compared across configurations, since not every one's forks were followed";
+  if (tied_above) level = "medium", why = "it is indistinguishable from a configuration above the repeat floor";
+  if (!best.damage) level = "low", why = "its flips' futures were not followed";
+  if (!s) level = "low", why = "the baseline ran once: there is no repeat floor";
+  if (fallback) level = "low", why = "no configuration qualified; the first ranked is shown";
+  if (!tied.empty()) rests += "; indistinguishable on this workload from " + Names(tied);
+  return {{"rests_on", rests},       {"tie_group", best.tie_group}, {"tied_with", tied},
+          {"confidence", level},     {"why", why},
+          {"probes", s ? json(s->probes) : json()}};
 }
 
 // Every KV cache type's bytes per token (of full-attention layers) for this model, its KV cache
@@ -220,9 +326,10 @@ json MakeRecipe(const json& results, const ModelInfo& model) {
   const Budget budget{budget_json.is_number() ? std::optional(budget_json.get<double>()) : std::nullopt, &model};
   const ResultsRows typed = ReadResults(results);
   std::vector<RecipeRow> rows = Rows(results, typed, model);
-  Rank(rows);
+  const RankingKey key = Rank(rows);
   const std::string baseline = results["configs"][0]["name"];
-  const RecipeRow& best = Recommend(rows, model);
+  const RecipeRow* qualified = Recommend(rows);
+  const RecipeRow& best = qualified ? *qualified : rows.front();
   const json ctx = budget.ContextAt(best.weights, best.knobs, best.swa_full);
   const int64_t c = ctx.is_number() ? ctx.get<int64_t>() : model.n_ctx_train;
   std::string server_command = LlamaCommand("llama-server", *best.config, results, model, c);
@@ -245,6 +352,11 @@ json MakeRecipe(const json& results, const ModelInfo& model) {
           {"ranked_by", std::any_of(rows.begin(), rows.end(), [](const RecipeRow& r) { return r.served; })
                             ? "served replay where it was measured (replay = \"both\"), else prefill"
                             : ReplayOf(results["configs"][0]) + " replay"},
+          {"ranking_key", key.Text()},
+          {"ranking_mode", key.by_exact ? (key.by_damage ? "exact, damage" : "exact")
+                                        : (key.by_damage ? "damage, flip rate" : "flip rate")},
+          {"lacking_forks", key.lacking_forks},
+          {"basis", Basis(best, rows, key, !qualified)},
           {"ranking", RankingJson(results, rows, budget)},
           {"kv_types", KvTypes(model, budget, best, c)},
           {"kv_cache", kv_cache},

@@ -67,12 +67,22 @@ TEST(ExperimentReference, EveryCaptureAgainstExactRankedAndReported) {
         EXPECT_EQ(s["exact_flip_rate"], x["median_flip_rate"]);
       }
 
-  // The recipe's ranking follows the distance to exact (damage is not measured here).
+  // The recipe's ranking follows the distance to exact (damage is not measured here): each tie
+  // group starts no closer than the one before, and its rows' intervals overlap its first's.
+  EXPECT_EQ((*r)["recipe"]["ranking_mode"], "exact");
   double last = -1;
+  int group = 0;
+  nlohmann::json leader;
   for (const auto& row : (*r)["recipe"]["ranking"]) {
     ASSERT_TRUE(row["exact_flip_rate"].is_number()) << row.dump();
-    EXPECT_GE(row["exact_flip_rate"].get<double>(), last) << row.dump();
-    last = row["exact_flip_rate"].get<double>();
+    ASSERT_TRUE(row["exact_flip_rate_ci"].is_array()) << row.dump();
+    ASSERT_GE(row["tie_group"].get<int>(), group) << row.dump();
+    if (row["tie_group"].get<int>() > group) {
+      EXPECT_GE(row["exact_flip_rate"].get<double>(), last) << row.dump();
+      last = row["exact_flip_rate"].get<double>(), group = row["tie_group"].get<int>(), leader = row;
+    }
+    EXPECT_LE(row["exact_flip_rate_ci"][0].get<double>(), leader["exact_flip_rate_ci"][1].get<double>()) << row.dump();
+    EXPECT_LE(leader["exact_flip_rate_ci"][0].get<double>(), row["exact_flip_rate_ci"][1].get<double>()) << row.dump();
   }
 
   // A second run reuses the exact capture.

@@ -39,6 +39,8 @@ th, td { border: 1px solid var(--line); padding: 4px 8px; vertical-align: top; t
 thead th { background: var(--bg-alt); }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 tbody.not-measured td { background: #fbf3f1; }
+tbody.tie-group { border-top: 2px solid #bbb; }
+tbody.tied td { background: #f3f6fb; }
 .table-wrap { overflow-x: auto; }
 .badge { display: inline-block; border-radius: 3px; padding: 0 6px; font-size: 0.8em; font-weight: 600;
          border: 1px solid currentColor; margin-left: 4px; }
@@ -143,38 +145,52 @@ std::string ServedSection(const json& r) {
 std::string Headline(const json& r) {
   std::string out = "<section id=\"headline\"><h2>Summary</h2><ul>";
   if (!report::FloorSentence(r).empty()) out += "<li>" + E(report::FloorSentence(r)) + "</li>";
+  // The first place, or the first tie group: none of a tie is "the most faithful".
+  std::vector<std::string> first;
+  int first_group = 0;
   for (const auto& row : report::RankedConfigs(r)) {
-    if (row.rank == 1 && row.summary)
-      out += fmt::format("<li>Most faithful: <strong>{}</strong> (median flip rate {}).</li>", E(row.name),
-                         E(Percent(row.summary->median_flip_rate)));
+    if (!row.summary || row.rank == 0) continue;
+    if (first.empty()) first_group = row.tie_group;
+    if (first.empty() || (first_group > 0 && row.tie_group == first_group))
+      first.push_back("<strong>" + E(row.name) + "</strong> (" + E(Percent(row.summary->median_flip_rate)) + ")");
+  }
+  if (first.size() == 1)
+    out += "<li>Most faithful: " + first[0] + ".</li>";
+  else if (!first.empty()) {
+    std::string names;
+    for (const std::string& n : first) names += (names.empty() ? "" : ", ") + n;
+    out += "<li>Most faithful, indistinguishable on this workload: " + names + ".</li>";
   }
   const json& recipe = Sub(r, "recipe");
   if (!Str(recipe, "recommended").empty())
-    out += fmt::format("<li>Recommended: <strong>{}</strong> — {}</li>", E(Str(recipe, "recommended")),
-                       E(Str(recipe, "reason")));
+    out += fmt::format("<li>Recommended: <strong>{}</strong> — {}. {}</li>", E(Str(recipe, "recommended")),
+                       E(Str(recipe, "reason")), E(report::RecommendationBasis(r)));
   for (const std::string& w : report::RecipeWarnings(r)) out += "<li><strong>Warning:</strong> " + E(w) + "</li>";
   return out + "</ul></section>" + LoadFloorSection(r);
 }
 
 std::string RankingSection(const json& r) {
   std::string out = "<section id=\"ranking\"><h2>Ranking by fidelity</h2>";
+  out += "<p class=\"ranking-key\">" + E(report::RankingKeyText(r)) + "</p>";
   out +=
-      "<p>Configurations against the reference, most faithful first: median over repeats of the top-1 flip "
-      "rate (95% Wilson interval of the median repeat), then KL(base‖cand); where the forks were followed, first "
-      "the damage they found (forks where the candidate broke what the reference's future got right, against "
-      "repairs, of the forks followed; flips where the model only reads the next token, in tool results, system "
-      "or user text, are teacher-forced only: not forked, and never damage). Configurations that were not "
-      "measured are listed last with the reason.</p>";
+      "<p>Flip rates are medians over repeats (95% Wilson interval of the median repeat). Damage counts forks "
+      "where the candidate broke what the reference's future got right, against repairs, of the forks followed; "
+      "flips where the model only reads the next token (tool results, system or user text) are teacher-forced "
+      "only: not forked, and never damage. Rows marked <code>2=</code> share a tie group. Configurations that "
+      "were not measured are listed last with the reason.</p>";
+  for (const std::string& t : report::TieLines(r)) out += "<p class=\"tie-note\">" + E(t) + ".</p>";
   std::vector<std::string> header;
   for (const std::string& h : report::RankingHeader(r)) header.push_back(E(h));
   out +=
-      "<div class=\"table-wrap\"><table class=\"ranking\"><thead>" + report::HtmlRow(header, true) + "</thead><tbody>";
+      "<div class=\"table-wrap\"><table class=\"ranking\"><thead>" + report::HtmlRow(header, true) + "</thead>";
   std::string refused;
+  int open_group = -1;  // each tie group is its own <tbody>, so that a tie reads as one block
   for (const auto& row : report::RankedConfigs(r)) {
     std::string name = "<strong>" + E(row.name) + "</strong>";
     name += Badge("neutral", row.replay + " replay");
     if (row.is_baseline) name += Badge("ref", "reference");
     if (row.is_recommended) name += Badge("rec", "recommended");
+    if (row.tie_size > 1) name += Badge("neutral", "tie");
     if (!row.description.empty()) name += "<br><small>" + E(row.description) + "</small>";
     if (row.rank == 0) {
       std::string why = row.status == "ok" ? "not measured" : row.status;
@@ -184,11 +200,17 @@ std::string RankingSection(const json& r) {
                              E(row.reason.empty() ? "no reason given" : row.reason));
       continue;
     }
-    std::vector<std::string> cells{std::to_string(row.rank), name};
-    for (const std::string& c : report::RankingCells(row)) cells.push_back(E(c));
+    if (row.tie_group != open_group || row.tie_group == 0) {
+      out += std::string(open_group >= 0 ? "</tbody>" : "") +
+             fmt::format(R"(<tbody class="{}" data-tie-group="{}">)", row.tie_size > 1 ? "tie-group tied" : "tie-group",
+                         row.tie_group);
+      open_group = row.tie_group;
+    }
+    std::vector<std::string> cells{E(report::RankCell(row)), name};
+    for (const std::string& c : report::RankingCells(r, row)) cells.push_back(E(c));
     out += report::HtmlRow(cells);
   }
-  out += "</tbody>";
+  if (open_group >= 0) out += "</tbody>";
   if (!refused.empty()) out += "<tbody class=\"not-measured\">" + refused + "</tbody>";
   return out + "</table></div></section>";
 }
@@ -223,7 +245,10 @@ std::string ChartFigure(const json& r, const std::string& id, const std::string&
       s.y.push_back(p.value);
       s.tips.push_back(fmt::format("{} · window {} ({}–{}): {} (median of {} repeat{})", row.name, p.index,
                                    Count(p.begin), Count(p.end), flip_chart ? Percent(p.value) : Small(p.value),
-                                   p.repeats, p.repeats == 1 ? "" : "s"));
+                                   p.repeats, p.repeats == 1 ? "" : "s") +
+                       (p.merged_probes > 0 ? fmt::format(" · includes the final window's {} probes, too few to "
+                                                          "stand alone", Count(p.merged_probes))
+                                            : ""));
     }
     chart.series.push_back(std::move(s));
     if (!flip_chart || !row.is_baseline || against_exact) continue;

@@ -53,6 +53,10 @@ struct ConfigRow {
   const nlohmann::json* config = nullptr;  // the configs[] entry, if any
   std::optional<SummaryRow> summary;       // the summary[] entry, if any
   int rank = 0;                            // 1-based among measured configs; 0 when not ranked
+  // Its statistical tie group (recipe.ranking[].tie_group, 1-based; 0 when the recipe gives none)
+  // and how many configurations share it; its recipe.ranking entry (null when none).
+  int tie_group = 0, tie_size = 1;
+  const nlohmann::json* ranked = nullptr;
   bool is_baseline = false, is_recommended = false;
   std::optional<double> kv_bytes_per_token, kv_bytes_at_context;
 };
@@ -71,8 +75,11 @@ struct WindowPoint {
   double begin = 0, end = 0;
   double value = 0;  // median over repeats
   int repeats = 0;
+  double merged_probes = 0;  // > 0: the final window's probes merged into this one (too few to stand alone)
 };
-// Median over repeats of windows[].<field> for config; field is a pointer as for NumAt.
+// Median over repeats of windows[].<field> for config; field is a pointer as for NumAt. A final
+// window with fewer than a quarter of the others' median probes is merged into the one before it
+// (flips, probes, flip rate, interval and KL mean recomputed; other fields absent there).
 std::vector<WindowPoint> WindowSeries(const nlohmann::json& results, const std::string& config,
                                       const std::string& field);
 // The comparison shown for a configuration: the repeat its summary row names (median_repeat),
@@ -125,10 +132,21 @@ struct TextTable {
   std::vector<std::string> header;
   std::vector<std::vector<std::string>> rows;
 };
-// Column titles of the ranking table ("#", "Configuration", metrics...).
+// Column titles of the ranking table ("#", "Configuration", metrics...; the distance to the
+// exact reference where the results have one).
 std::vector<std::string> RankingHeader(const nlohmann::json& results);
 // The metric cells of a measured row, in RankingHeader order after "#" and "Configuration".
-std::vector<std::string> RankingCells(const ConfigRow& row);
+std::vector<std::string> RankingCells(const nlohmann::json& results, const ConfigRow& row);
+// The "#" cell: the tie group, "2=" when others share it; the plain rank without tie groups.
+std::string RankCell(const ConfigRow& row);
+// What the ranking's order rests on (recipe.ranking_key, the configurations whose forks were not
+// followed, the tie groups) in sentences; a fallback for results written before it was recorded.
+std::string RankingKeyText(const nlohmann::json& results);
+// The tie groups of more than one configuration, one line each: "kv-q8_0, fa-off: indistinguishable
+// on this workload (ordered by the memory each needs)".
+std::vector<std::string> TieLines(const nlohmann::json& results);
+// What the recommendation rests on and how sure it is (recipe.basis); "" when not recorded.
+std::string RecommendationBasis(const nlohmann::json& results);
 // Per-window medians over repeats of one field, one column per configuration with comparisons.
 TextTable WindowTable(const nlohmann::json& results, const std::string& field, bool percent);
 // The repeat floor alone (load 0) and under each load (results["load_floor"], docs/load.md) side

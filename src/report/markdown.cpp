@@ -95,14 +95,15 @@ std::string Ranking(const json& r) {
                       MdText(row.reason.empty() ? "no reason given" : row.reason));
       continue;
     }
-    std::vector<std::string> cells{std::to_string(row.rank), name};
-    for (std::string& c : RankingCells(row)) cells.push_back(std::move(c));
+    std::vector<std::string> cells{RankCell(row), name};
+    for (std::string& c : RankingCells(r, row)) cells.push_back(std::move(c));
     t.rows.push_back(std::move(cells));
   }
-  std::string out =
-      "## Ranking by fidelity\n\nMost faithful first: median over repeats of the top-1 flip rate "
-      "(95% Wilson interval of the median repeat), then KL(base||cand).\n\n" +
-      MdTable(t);
+  std::string out = "## Ranking by fidelity\n\n" + RankingKeyText(r) +
+                    " Flip rates are medians over repeats (95% Wilson interval of the median repeat); rows marked "
+                    "`2=` share a tie group.\n\n";
+  for (const std::string& line : TieLines(r)) out += "- " + line + "\n";
+  out += (TieLines(r).empty() ? "" : "\n") + MdTable(t);
   if (!refused.empty()) out += "Not measured:\n\n" + refused + "\n";
   return out;
 }
@@ -167,7 +168,8 @@ std::string Recipe(const json& r) {
   if (!recipe.is_object()) return "";
   std::string out = "## Recipe\n\n";
   if (!Str(recipe, "recommended").empty())
-    out += "Recommended: **" + MdText(Str(recipe, "recommended")) + "** — " + MdText(Str(recipe, "reason")) + "\n\n";
+    out += "Recommended: **" + MdText(Str(recipe, "recommended")) + "** — " + MdText(Str(recipe, "reason")) + "\n\n" +
+           (RecommendationBasis(r).empty() ? "" : MdText(RecommendationBasis(r)) + "\n\n");
   if (const std::string by = RecipeRankedBy(r); !by.empty()) out += MdText(by) + "\n\n";
   for (const std::string& w : RecipeWarnings(r)) out += "**Warning:** " + MdText(w) + "\n\n";
   if (!Str(recipe, "server_command").empty()) out += "llama-server:\n\n" + MdBlock(Str(recipe, "server_command"));
@@ -273,20 +275,35 @@ std::string TerminalSummary(const json& r, const std::string& html_path) {
     if (row[0] != "0 (alone)")
       out += fmt::format("  repeat floor under load {}: {} flips of {} = {} ({})\n", row[0], row[3], row[4], row[5],
                          row[1]);
-  out += fmt::format("  {:>2}  {:<24} {:>9} {:>9} {:>9} {:>11}\n", "#", "configuration", "flip rate", "KL mean",
-                     "confident", "above floor");
+  // The stated key is the real key: the distance to exact is a column where it ranks, and the
+  // damage rate where it ranks; "2=" marks a tie group.
+  const bool exact = Sub(Sub(r, "reference"), "summary").is_array();
+  const bool damage = Str(Sub(r, "recipe"), "ranking_mode").find("damage") != std::string::npos;
+  auto line = [&](const std::string& rank, const std::string& name, const std::string& ex, const std::string& dmg,
+                  const std::string& rate, const std::string& kl, const std::string& confident, const std::string& above) {
+    return fmt::format("  {:>3}  {:<24}{}{} {:>9} {:>9} {:>9} {:>11}\n", rank, name,
+                       exact ? fmt::format(" {:>9}", ex) : "", damage ? fmt::format(" {:>12}", dmg) : "", rate, kl,
+                       confident, above);
+  };
+  out += line("#", "configuration", "vs exact", "damage rate", "flip rate", "KL mean", "confident", "above floor");
   for (const ConfigRow& row : RankedConfigs(r)) {
     std::string name = row.name + (row.replay != "prefill" ? " [" + row.replay + "]" : "") +
                        (row.is_baseline ? " (reference)" : "") + (row.is_recommended ? " *" : "");
     if (row.rank == 0) {
-      out += fmt::format("   -  {:<24} {}: {}\n", name, row.status, row.reason);
+      out += fmt::format("    -  {:<24} {}: {}\n", name, row.status, row.reason);
       continue;
     }
     const SummaryRow& s = *row.summary;
     const std::string above = s.above_floor ? (*s.above_floor ? "yes" : "no") : "-";
-    out += fmt::format("  {:>2}  {:<24} {:>9} {:>9} {:>9} {:>11}\n", row.rank, name, Percent(s.median_flip_rate),
-                       Small(s.kl_mean), Count(double(s.confident_flips)), above);
+    const json* ranked = row.ranked;
+    const std::string ex = ranked ? Percent(Num(*ranked, "exact_flip_rate")) : "—";
+    const std::string dmg = ranked ? Percent(Num(*ranked, "damage_rate")) : "—";
+    const std::string unforked = s.flips == 0 || row.is_baseline ? "0" : "not followed";
+    out += line(RankCell(row), name, ex, s.forks ? dmg : unforked, Percent(s.median_flip_rate),
+                Small(s.kl_mean), Count(double(s.confident_flips)), above);
   }
+  for (const std::string& t : TieLines(r)) out += "  " + t + "\n";
+  out += "  ranked by: " + Str(Sub(r, "recipe"), "ranking_key", "(not recorded)") + "\n";
   // What following the forks found, with the flips where the model only reads kept apart.
   for (const ConfigRow& row : RankedConfigs(r)) {
     if (!row.summary || !row.summary->forks) continue;
@@ -305,7 +322,8 @@ std::string TerminalSummary(const json& r, const std::string& html_path) {
                                         : "  the ranking does not change under served replay\n";
   const json& recipe = Sub(r, "recipe");
   if (!Str(recipe, "recommended").empty())
-    out += "  recommended (*): " + Str(recipe, "recommended") + " — " + Str(recipe, "reason") + "\n";
+    out += "  recommended (*): " + Str(recipe, "recommended") + " — " + Str(recipe, "reason") + "\n" +
+           (RecommendationBasis(r).empty() ? "" : "  " + RecommendationBasis(r) + "\n");
   for (const std::string& w : RecipeWarnings(r)) out += "  warning: " + w + "\n";
   if (!Str(recipe, "server_command").empty()) out += "  launch: " + Str(recipe, "server_command") + "\n";
   if (Sub(recipe, "verification").is_object()) out += "  " + RecipeVerificationLine(recipe) + "\n";

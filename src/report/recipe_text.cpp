@@ -1,11 +1,47 @@
-// The recipe's sentences shared by the renderers: what its memory figures cover, and whether its
-// launch command was served and reproduced the capture.
+// The recipe's sentences shared by the renderers: the key its ranking used and its ties, what its
+// recommendation rests on, what its memory figures cover, and whether its launch command was
+// served and reproduced the capture.
 #include <fmt/format.h>
+
+#include <map>
 
 #include "report/internal.h"
 #include "util/util.h"
 
 namespace flipscope::report {
+
+std::string RankingKeyText(const nlohmann::json& results) {
+  const nlohmann::json& recipe = Sub(results, "recipe");
+  const std::string key = Str(recipe, "ranking_key");
+  if (key.empty())  // results written before the recipe stated its key
+    return "Ordered by the recipe of the flipscope version that wrote these results; it did not record its key.";
+  std::string out = "Ordered by " + key + ".";
+  if (Sub(recipe, "lacking_forks").is_array() && !Sub(recipe, "lacking_forks").empty())
+    out += " To compare damage, follow the forks of every configuration that flips ([branch] without configs).";
+  return out;
+}
+
+std::vector<std::string> TieLines(const nlohmann::json& results) {
+  std::map<int, std::vector<std::string>> groups;
+  for (const ConfigRow& row : RankedConfigs(results))
+    if (row.tie_size > 1) groups[row.tie_group].push_back(row.name);
+  std::vector<std::string> out;
+  for (const auto& [group, names] : groups) {
+    std::string list;
+    for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+    out.push_back(fmt::format("tie group {}: {}: indistinguishable on this workload (their 95% intervals overlap); "
+                              "listed by the memory each needs, least first",
+                              group, list));
+  }
+  return out;
+}
+
+std::string RecommendationBasis(const nlohmann::json& results) {
+  const nlohmann::json& basis = Sub(Sub(results, "recipe"), "basis");
+  if (!basis.is_object()) return "";
+  return "It rests on " + Str(basis, "rests_on") + ". Confidence: " + Str(basis, "confidence") + " (" +
+         Str(basis, "why") + ").";
+}
 
 std::string RecipeBudgetText(const nlohmann::json& recipe) {
   auto budget = Num(recipe, "memory_budget_bytes");

@@ -207,7 +207,7 @@ TEST(Report, RefusedConfigurationIsShownWithItsReason) {
   EXPECT_NE(tr.find(">refused<"), std::string::npos);
   std::string term = TerminalSummary(r, "out/report.html");
   EXPECT_NE(term.find("   -  fa-off-kv-q8_0           refused: " + RefusedReason(r)), std::string::npos) << term;
-  EXPECT_NE(term.find("   4  kv-q8_0 *                   0.944%  1.08e-03         0         yes"), std::string::npos)
+  EXPECT_NE(term.find("    4  kv-q8_0 *                   0.944%  1.08e-03         0         yes"), std::string::npos)
       << term;
   EXPECT_NE(term.find("repeat floor: 6 flips of 3,390 = 0.177%"), std::string::npos) << term;
   EXPECT_NE(term.find("report: out/report.html"), std::string::npos);

@@ -37,6 +37,39 @@ std::vector<const json*> ComparisonsOf(const json& results, const std::string& c
   return out;
 }
 
+// A comparison's windows as the report shows them: a final window holding fewer than a quarter
+// of the median probes of the others (the transcript's tail, e.g. 100 tokens after the last full
+// window) is merged into the one before it, so that its wide interval does not dominate a chart.
+// The merged window's flips, probes, flip rate, Wilson interval and probe-weighted KL mean are
+// recomputed; figures that cannot be merged (KL median, p99) are left out of it.
+json ShownWindows(const json& windows) {
+  if (!windows.is_array() || windows.size() < 2) return windows;
+  std::vector<double> probes;
+  for (size_t i = 0; i + 1 < windows.size(); ++i) probes.push_back(Num(windows[i], "probes").value_or(0));
+  const json& last = windows.back();
+  const double n_last = Num(last, "probes").value_or(0);
+  if (n_last <= 0 || n_last >= Median(probes) / 4) return windows;
+  json out = windows;
+  out.erase(out.size() - 1);
+  json& prev = out.back();
+  const double n_prev = Num(prev, "probes").value_or(0), n = n_prev + n_last;
+  const double flips = Num(prev, "flips").value_or(0) + Num(last, "flips").value_or(0);
+  const auto [lo, hi] = Wilson95(flips, n);
+  json merged = {{"index", prev.value("index", 0)},
+                 {"begin", Sub(prev, "begin")},
+                 {"end", Sub(last, "end")},
+                 {"probes", n},
+                 {"flips", flips},
+                 {"flip_rate", n > 0 ? flips / n : 0.0},
+                 {"flip_rate_ci", {lo, hi}},
+                 {"merged_probes", n_last}};
+  if (auto a = Num(prev, "kl_mean"), b = Num(last, "kl_mean"); a && b && n > 0)
+    merged["kl_mean"] = (*a * n_prev + *b * n_last) / n;
+  if (auto a = Num(prev, "kl_max"), b = Num(last, "kl_max"); a && b) merged["kl_max"] = std::max(*a, *b);
+  prev = merged;
+  return out;
+}
+
 }  // namespace
 
 const json& Sub(const json& j, std::string_view key) {
@@ -232,8 +265,15 @@ std::vector<ConfigRow> RankedConfigs(const json& results) {
     return std::make_tuple(!measured, g == given.end() ? 1 : 0, g == given.end() ? 0 : g->second, rate, kl);
   };
   std::stable_sort(rows.begin(), rows.end(), [&](const ConfigRow& a, const ConfigRow& b) { return key(a) < key(b); });
+  std::map<int, int> group_size;
+  if (ranking.is_array())
+    for (const json& n : ranking)
+      if (n.is_object())
+        for (ConfigRow& r : rows)
+          if (r.name == Str(n, "config")) r.ranked = &n, r.tie_group = Int(n, "tie_group", 0), ++group_size[r.tie_group];
   int rank = 0;
   for (ConfigRow& r : rows) {
+    if (r.tie_group > 0) r.tie_size = group_size[r.tie_group];
     if (r.summary && r.status == "ok")
       r.rank = ++rank;
     else if (r.status == "ok" && r.reason.empty())  // say why a configuration that ran has no figures
@@ -247,7 +287,7 @@ std::vector<WindowPoint> WindowSeries(const json& results, const std::string& co
   std::map<int, WindowPoint> points;
   std::map<int, std::vector<double>> values;
   for (const json* c : ComparisonsOf(results, config)) {
-    const json& windows = Sub(Sub(*c, "compare"), "windows");
+    const json windows = ShownWindows(Sub(Sub(*c, "compare"), "windows"));
     if (!windows.is_array()) continue;
     for (const json& w : windows) {
       int idx = Int(w, "index", -1);
@@ -257,6 +297,7 @@ std::vector<WindowPoint> WindowSeries(const json& results, const std::string& co
       p.index = idx;
       p.begin = Num(w, "begin").value_or(0);
       p.end = Num(w, "end").value_or(p.begin);
+      p.merged_probes = std::max(p.merged_probes, Num(w, "merged_probes").value_or(0));
       values[p.index].push_back(*v);
     }
   }

@@ -24,47 +24,74 @@ std::string CountOf(std::optional<int64_t> v) { return v ? Count(double(*v)) : C
 
 }  // namespace
 
+namespace {
+// Whether the results hold the exact reference's figures (then the table shows the distance to it).
+bool HasExact(const json& results) { return Sub(Sub(results, "reference"), "summary").is_array(); }
+}  // namespace
+
 std::vector<std::string> RankingHeader(const json& results) {
-  return {"#",
-          "Configuration",
-          "Median flip rate",
-          "95% CI",
-          "Flips / probes",
-          "Damage / repair (forks)",
-          "Confident flips",
-          "KL mean",
-          "KL p99",
-          "Bit-identical probes",
-          "Above floor",
-          "KV bytes/token",
-          "KV memory at " + Count(ContextLength(results)) + " tokens"};
+  std::vector<std::string> h{"#", "Configuration"};
+  if (HasExact(results)) h.push_back("Flip rate against exact (95% CI)");
+  for (std::string c : {"Median flip rate", "95% CI", "Flips / probes", "Damage / repair (forks); damage rate (95% CI)",
+                        "Confident flips", "KL mean", "KL p99", "Bit-identical probes", "Above floor", "KV bytes/token"})
+    h.push_back(c);
+  h.push_back("KV memory at " + Count(ContextLength(results)) + " tokens");
+  return h;
+}
+
+std::string RankCell(const ConfigRow& row) {
+  if (row.tie_group == 0) return std::to_string(row.rank);
+  return std::to_string(row.tie_group) + (row.tie_size > 1 ? "=" : "");
 }
 
 // "damage / repair (followed of forkable flips; N teacher-forced only)": the forks' findings,
 // of how many, and the flips that could do no damage because the model only reads there.
 namespace {
-std::string ForksCell(const ForkCounts& f) {
+std::string ForksCell(const SummaryRow& s) {
+  const ForkCounts& f = *s.forks;
   std::string of = f.forkable > f.followed
                        ? fmt::format("{} of {} forks", Count(double(f.followed)), Count(double(f.forkable)))
                        : fmt::format("{} forks", Count(double(f.followed)));
   if (f.teacher_forced_only > 0) of += fmt::format("; {} teacher-forced only", Count(double(f.teacher_forced_only)));
-  return fmt::format("{} / {} ({})", Count(double(f.damage)), Count(double(f.repair)), of);
+  return fmt::format("{} / {} ({}); {} ({})", Count(double(f.damage)), Count(double(f.repair)), of,
+                     Percent(f.damage_rate), IntervalText(s.DamageRateCi()));
+}
+
+// The distance to the exact reference with its interval (the recipe's figures, else reference.summary's).
+std::string ExactCell(const json& results, const ConfigRow& row) {
+  std::optional<double> rate = row.ranked ? Num(*row.ranked, "exact_flip_rate") : std::nullopt;
+  std::optional<Interval> ci;
+  if (row.ranked && Sub(*row.ranked, "exact_flip_rate_ci").is_array())
+    ci = Interval{NumAt(*row.ranked, "exact_flip_rate_ci/0").value_or(0), NumAt(*row.ranked, "exact_flip_rate_ci/1").value_or(0)};
+  if (!rate)
+    for (const SummaryRow& e : ReadResults(results).reference)
+      if (e.config == row.name) rate = e.median_flip_rate, ci = e.flip_rate_ci;
+  return rate ? Percent(*rate) + " (" + IntervalText(ci) + ")" : "—";
 }
 }  // namespace
 
-std::vector<std::string> RankingCells(const ConfigRow& row) {
+std::vector<std::string> RankingCells(const json& results, const ConfigRow& row) {
   const std::string kv_at = row.kv_bytes_at_context ? HumanBytes(*row.kv_bytes_at_context) : "—";
-  if (!row.summary) return {"—", "—", "— / —", "—", "—", "—", "—", "— of —", "—", Count(row.kv_bytes_per_token), kv_at};
+  std::vector<std::string> cells;
+  if (HasExact(results)) cells.push_back(ExactCell(results, row));
+  if (!row.summary) {
+    for (std::string c : {"—", "—", "— / —", "—", "—", "—", "—", "— of —", "—"}) cells.push_back(c);
+    cells.push_back(Count(row.kv_bytes_per_token));
+    cells.push_back(kv_at);
+    return cells;
+  }
   const SummaryRow& s = *row.summary;
   const std::optional<ForkCounts>& f = s.forks;
-  return {
+  std::vector<std::string> rest{
       Percent(s.median_flip_rate), IntervalText(s.flip_rate_ci),
       Count(double(s.flips)) + " / " + Count(double(s.probes)),
       // What following the forks found ("—" where they were not followed).
-      f ? ForksCell(*f) : "—",
+      f ? ForksCell(s) : s.median_flip_rate > 0 && !row.is_baseline ? "not followed" : "—",
       Count(double(s.confident_flips)), Small(s.kl_mean), Small(s.kl_p99),
       Count(double(s.bit_identical)) + " of " + Count(double(s.bit_identical_of)), YesNo(s.above_floor),
       Count(row.kv_bytes_per_token), kv_at};
+  cells.insert(cells.end(), rest.begin(), rest.end());
+  return cells;
 }
 
 TextTable WindowTable(const json& results, const std::string& field, bool percent) {

@@ -140,6 +140,10 @@ json SummaryRow::ToJson() const {
     j["damage_rate"] = forks ? json(forks->damage_rate) : json(nullptr);
     j["forkable_flips"] = forks ? json(forks->forkable) : json(nullptr);
     j["teacher_forced_only"] = forks ? json(forks->teacher_forced_only) : json(nullptr);
+    // Derived from the counts above (read back from them, never from these).
+    j["damage_rate_ci"] = OrNull(DamageRateCi());
+    j["repair_rate"] = forks ? json(*RepairRate()) : json(nullptr);
+    j["repair_rate_ci"] = OrNull(RepairRateCi());
   }
   if (exact_flip_rate) j["exact_flip_rate"] = *exact_flip_rate;
   if (exact_kl_mean) j["exact_kl_mean"] = *exact_kl_mean;

@@ -82,7 +82,44 @@ struct SummaryRow {
   static SummaryRow FromJson(const nlohmann::json& j);
   // Repeats bit for bit identical at every compared row.
   bool AllBitIdentical() const { return bit_identical == bit_identical_of; }
+  // 95% intervals of the damage rate and of the repair rate (damaging / repairing flips per
+  // probe): the Wilson interval of the followed forks' damage (repair) share, times the flip
+  // rate's Wilson interval, times the share of flips where the model writes; both uncertainties
+  // in one conservative interval. nullopt where the forks were not followed.
+  std::optional<Interval> DamageRateCi() const;
+  std::optional<double> RepairRate() const;
+  std::optional<Interval> RepairRateCi() const;
 };
+
+// ---- Ranking with statistical ties (recipe.ranking) ----
+
+// The 95% Wilson score interval of k successes in n trials, as compare's flip-rate intervals
+// (compare::WilsonInterval), for counts the report and the recipe derive; {0, 1} when n <= 0.
+Interval Wilson95(double k, double n);
+
+// One figure a ranking compares (lower is better): its estimate and 95% interval.
+struct Estimate {
+  double value = 0;
+  Interval ci{0, 0};
+  // Whether two figures are statistically indistinguishable: their intervals overlap.
+  bool Overlaps(const Estimate& o) const { return ci[0] <= o.ci[1] && o.ci[0] <= ci[1]; }
+};
+// A configuration as the ranking sees it.
+struct RankInput {
+  std::string config;
+  std::vector<Estimate> keys;  // in precedence order; every row has the same number
+  double memory = 0;           // bytes it needs (the tie-break: least first); +inf when unknown
+  double last = 0;             // a final, non-statistical order (e.g. KL mean), lowest first
+};
+struct RankedRow {
+  size_t index = 0;    // into the input
+  int tie_group = 0;   // 1-based; rows sharing one are indistinguishable on every key
+};
+// Orders rows by keys[0]: each group starts at the best remaining row, and takes every row whose
+// keys[0] interval overlaps it; within a group the same by keys[1], and so on. The last level's
+// groups are the statistical ties, ordered by memory (least first), then by the keys' estimates,
+// then `last`. With no keys, one group ordered by memory.
+std::vector<RankedRow> RankWithTies(const std::vector<RankInput>& rows);
 
 // The reference configuration against itself (results.json floor).
 struct Floor {

@@ -155,5 +155,46 @@ TEST(ReplayRows, WrittenAndReadBackAndToleratedWhenMistyped) {
   EXPECT_TRUE(ReadResults(json{{"served", 7}}).replay_distance.empty());
 }
 
+
+// The interval the recipe and the report derive is compare's: the same figures as Python's
+// (tests/data/make-results-sample.py wrote fa-off's 11 flips of 1,695 into the sample).
+TEST(Ranking, WilsonIntervalAgreesWithAnIndependentComputation) {
+  const Interval ci = Wilson95(11, 1695);
+  EXPECT_NEAR(ci[0], 0.0036275872633607176, 1e-15);
+  EXPECT_NEAR(ci[1], 0.01158363723703075, 1e-15);
+  EXPECT_EQ(Wilson95(0, 0), (Interval{0, 1}));
+}
+
+// The damage interval holds the damage rate, and widens with fewer forks followed.
+TEST(Ranking, DamageAndRepairIntervalsHoldTheirRates) {
+  SummaryRow s;
+  s.median_flip_rate = 58.0 / 800, s.flip_rate_ci = Wilson95(58, 800);
+  s.forks = ForkCounts{3, 1, 24, 58.0 / 800 * 3 / 24 * 54 / 58, 4, 54};
+  const Interval d = *s.DamageRateCi(), r = *s.RepairRateCi();
+  EXPECT_LT(d[0], s.forks->damage_rate);
+  EXPECT_GT(d[1], s.forks->damage_rate);
+  EXPECT_LT(r[0], *s.RepairRate());
+  EXPECT_GT(r[1], *s.RepairRate());
+  EXPECT_DOUBLE_EQ(*s.RepairRate() * 3, s.forks->damage_rate);
+  SummaryRow fewer = s;
+  fewer.forks->followed = 8, fewer.forks->damage = 1;
+  EXPECT_GT((*fewer.DamageRateCi())[1] - (*fewer.DamageRateCi())[0], d[1] - d[0]);
+  EXPECT_FALSE(SummaryRow().DamageRateCi());
+}
+
+// Ties: overlapping intervals group at each key in turn, and memory orders a tie.
+TEST(Ranking, OverlapsGroupKeyByKeyAndMemoryBreaksTies) {
+  auto e = [](double v, double lo, double hi) { return Estimate{v, {lo, hi}}; };
+  std::vector<RankInput> in{{"a", {e(0.02, 0.01, 0.03), e(0.5, 0.4, 0.6)}, 300},
+                            {"b", {e(0.01, 0.00, 0.02), e(0.5, 0.4, 0.6)}, 200},
+                            {"c", {e(0.01, 0.00, 0.02), e(0.9, 0.8, 1.0)}, 100},
+                            {"d", {e(0.10, 0.08, 0.12), e(0.1, 0.0, 0.2)}, 50}};
+  std::vector<std::pair<std::string, int>> got;
+  for (const RankedRow& r : RankWithTies(in)) got.push_back({in[r.index].config, r.tie_group});
+  // a, b, c tie on the first key; c is apart on the second; b needs less memory than a; d is last.
+  const std::vector<std::pair<std::string, int>> want{{"b", 1}, {"a", 1}, {"c", 2}, {"d", 3}};
+  EXPECT_EQ(got, want);
+}
+
 }  // namespace
 }  // namespace flipscope

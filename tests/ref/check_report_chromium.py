@@ -38,6 +38,14 @@ DOM_PROBE = r"""
   return JSON.stringify({
     title: document.title,
     ranking_rows: q("table.ranking tbody tr").length,
+    // The order as a reader sees it: each row's "#" cell, name, tie group and tie badge.
+    ranking: Array.from(q("table.ranking tbody.tie-group tr")).map((r) => ({
+      rank: r.cells[0].textContent, config: (r.cells[1].querySelector("strong") || {}).textContent,
+      group: r.parentElement.dataset.tieGroup,
+      tie: Array.from(r.cells[1].querySelectorAll(".badge")).some((b) => b.textContent === "tie")})),
+    ranking_key: (document.querySelector("p.ranking-key") || {}).textContent || "",
+    tie_notes: Array.from(q("p.tie-note")).map((p) => p.textContent),
+    headline: (document.querySelector("#headline") || {}).textContent || "",
     refused_rows: Array.from(q("table.ranking tr.refused")).map((r) => r.textContent),
     charts: charts,
     sections: Array.from(q("main section[id]")).map((s) => s.id),
@@ -268,7 +276,8 @@ def main():
         cdp.settle(0.3)
         failures += problems_in_events(cdp.events, url)
         if dom:
-            print(json.dumps({k: dom[k] for k in ("title", "ranking_rows", "charts", "sections", "branches", "masked_marks")}))
+            print(json.dumps({k: dom[k] for k in ("title", "ranking_rows", "charts", "sections", "branches", "masked_marks",
+                                                  "ranking", "ranking_key", "tie_notes", "headline")}))
     except (RuntimeError, OSError) as e:  # a protocol error, a timeout, or the browser gone (broken pipe)
         failures.append("%s: %s" % (type(e).__name__, e))
         with open(log_path, "rb") as log:  # the browser's last words explain most start-up failures

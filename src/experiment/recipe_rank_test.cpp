@@ -1,0 +1,170 @@
+// The recipe's ranking on made-up summaries: measured damage is compared only like with like,
+// overlapping intervals are statistical ties, a tie is broken by memory, and the key it states
+// is the key it used.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "checkpoint/model_info.h"
+#include "compare/compare.h"
+#include "experiment/experiment.h"
+#include "results/results.h"
+
+using namespace flipscope;
+using nlohmann::json;
+
+namespace {
+
+// A made-up configuration: its flips of `probes`, KV bytes per token, and what its forks found
+// (followed < 0: not followed).
+struct Made {
+  std::string name;
+  int64_t flips = 0, probes = 800;
+  double kv = 1000;
+  int64_t followed = -1, damage = 0, forkable = 0;
+};
+
+json SummaryOf(const Made& m, bool above) {
+  SummaryRow s;
+  s.config = m.name;
+  s.repeats = 1;
+  s.median_flip_rate = double(m.flips) / double(m.probes);
+  s.flips = m.flips, s.probes = m.probes;
+  auto [lo, hi] = compare::WilsonInterval(m.flips, m.probes);
+  s.flip_rate_ci = Interval{lo, hi};
+  s.above_floor = above;
+  s.forks_known = true;
+  if (m.followed >= 0) {
+    ForkCounts f;
+    f.followed = m.followed, f.damage = m.damage, f.forkable = m.forkable ? m.forkable : m.flips;
+    f.damage_rate = f.followed ? s.median_flip_rate * double(f.damage) / double(f.followed) : 0.0;
+    s.forks = f;
+  }
+  return s.ToJson();
+}
+
+// Results of a bit-identical baseline (0 flips) and the given variants; exact: each row's flips
+// against the exact reference (same probes).
+json ResultsOf(const std::vector<Made>& made, const std::map<std::string, int64_t>& exact = {}) {
+  json r = {{"settings", {{"memory_budget_bytes", nullptr}}}, {"baseline", made.front().name},
+            {"configs", json::array()},                       {"summary", json::array()}};
+  for (const Made& m : made) {
+    r["configs"].push_back({{"name", m.name},
+                            {"status", "ok"},
+                            {"kv_bytes_per_token", m.kv},
+                            {"model_file_size", 1000.0},
+                            {"model_path", "m.gguf"}});
+    r["summary"].push_back(SummaryOf(m, m.flips > 0 && &m != &made.front()));
+  }
+  if (!exact.empty()) {
+    r["reference"] = {{"summary", json::array()}};
+    for (const auto& [name, flips] : exact) r["reference"]["summary"].push_back(SummaryOf({name, flips}, false));
+  }
+  return r;
+}
+
+ModelInfo Model() {
+  ModelInfo m;
+  m.n_ctx_train = 1024;
+  m.n_layer = m.n_head_kv = 1;
+  m.head_dim_k = m.head_dim_v = 8;
+  return m;
+}
+
+// name -> {place (0-based), tie group} in the recipe's ranking.
+std::map<std::string, std::pair<size_t, int>> Places(const json& recipe) {
+  std::map<std::string, std::pair<size_t, int>> out;
+  for (size_t i = 0; i < recipe["ranking"].size(); ++i)
+    out[recipe["ranking"][i]["config"]] = {i, recipe["ranking"][i]["tie_group"].get<int>()};
+  return out;
+}
+
+}  // namespace
+
+// The demo's defect (#4 kv-q4_0 above fa-off): only kv-q4_0's forks were followed.
+TEST(RecipeRanking, MeasuredDamageIsNotRankedAgainstUnmeasuredFlips) {
+  const json recipe = MakeRecipe(ResultsOf({{"baseline"},
+                                            {"fa-off", 11},
+                                            {"kv-q8_0", 11, 800, 530},
+                                            {"kv-q4_0", 58, 800, 280, 24, 3, 54}}),
+                                 Model());
+  EXPECT_EQ(recipe["ranking_mode"], "flip rate");
+  EXPECT_EQ(recipe["lacking_forks"], json({"fa-off", "kv-q8_0"}));
+  EXPECT_NE(recipe["ranking_key"].get<std::string>().find("damage is not compared, since the forks of fa-off and "
+                                                          "kv-q8_0 were not followed"),
+            std::string::npos)
+      << recipe["ranking_key"];
+  auto p = Places(recipe);
+  EXPECT_LT(p["fa-off"].second, p["kv-q4_0"].second);
+  EXPECT_LT(p["kv-q8_0"].second, p["kv-q4_0"].second);
+  // The recommendation says what it rests on and how sure it is.
+  EXPECT_EQ(recipe["recommended"], "baseline");
+  EXPECT_EQ(recipe["basis"]["confidence"], "high") << recipe["basis"];
+  EXPECT_NE(recipe["basis"]["rests_on"].get<std::string>().find("800 probes"), std::string::npos);
+}
+
+// Whatever the figures, a configuration with measured damage is never placed in a better tie
+// group than one without forks that flips less.
+TEST(RecipeRanking, MeasuredDamageNeverOutranksAnUnmeasuredOneWithFewerFlips) {
+  std::mt19937 rng(30);
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<Made> made{{"baseline"}};
+    for (int i = 0; i < 5; ++i) {
+      Made m{"v" + std::to_string(i), int64_t(rng() % 60), 800, double(200 + rng() % 800)};
+      if (rng() % 2 && m.flips > 0) m.followed = 1 + rng() % m.flips, m.damage = rng() % (m.followed + 1);
+      made.push_back(m);
+    }
+    const json recipe = MakeRecipe(ResultsOf(made), Model());
+    auto p = Places(recipe);
+    for (const Made& m : made)
+      for (const Made& u : made)
+        if (m.followed >= 0 && u.followed < 0 && u.flips < m.flips)
+          EXPECT_GE(p[m.name].second, p[u.name].second) << recipe["ranking"].dump();
+  }
+}
+
+TEST(RecipeRanking, OverlappingIntervalsAreATieBrokenByMemory) {
+  // Every flipping configuration's forks followed: damage first, then flip rate.
+  const json recipe = MakeRecipe(ResultsOf({{"baseline"},
+                                            {"fa-off", 11, 800, 1000, 11, 0},
+                                            {"kv-q8_0", 14, 800, 530, 14, 0},
+                                            {"weights-q8_0", 13, 800, 1000, 13, 0},
+                                            {"kv-q4_0", 58, 800, 280, 24, 9, 54},
+                                            {"ub-256"}}),
+                                 Model());
+  EXPECT_EQ(recipe["ranking_mode"], "damage, flip rate");
+  EXPECT_TRUE(recipe["lacking_forks"].empty());
+  auto p = Places(recipe);
+  // 11, 13 and 14 flips of 800 with no damage: one group, and kv-q8_0 needs the least memory.
+  EXPECT_EQ(p["fa-off"].second, p["kv-q8_0"].second);
+  EXPECT_EQ(p["fa-off"].second, p["weights-q8_0"].second);
+  EXPECT_LT(p["kv-q8_0"].first, p["fa-off"].first);
+  // The two that never flip are a tie of their own; kv-q4_0's damage sets it apart, last.
+  EXPECT_EQ(p["baseline"].second, p["ub-256"].second);
+  EXPECT_LT(p["baseline"].second, p["fa-off"].second);
+  EXPECT_GT(p["kv-q4_0"].second, p["fa-off"].second);
+  EXPECT_EQ(p["kv-q4_0"].first, 5u);
+  // Damage and repair carry intervals as flip rates do.
+  for (const json& row : recipe["ranking"])
+    if (row["config"] == "kv-q4_0") {
+      ASSERT_TRUE(row["damage_rate_ci"].is_array()) << row;
+      EXPECT_LT(row["damage_rate_ci"][0].get<double>(), row["damage_rate"].get<double>());
+      EXPECT_GT(row["damage_rate_ci"][1].get<double>(), row["damage_rate"].get<double>());
+      EXPECT_TRUE(row["repair_rate_ci"].is_array()) << row;
+    }
+}
+
+// The exact-reference case: fa-off 9 and the baseline 10 flips of 398 against exact
+// overlap, so neither is "most faithful"; the stated key is distance to exact.
+TEST(RecipeRanking, WithTheExactReferenceTheStatedKeyIsDistanceToExact) {
+  std::vector<Made> made{{"baseline"}, {"fa-off", 16, 398, 1000, 16, 0}, {"kv-q4_0", 40, 398, 280, 16, 1, 40}};
+  made[0].probes = 398;
+  const json recipe = MakeRecipe(ResultsOf(made, {{"baseline", 10}, {"fa-off", 9}, {"kv-q4_0", 44}}), Model());
+  EXPECT_EQ(recipe["ranking_mode"], "exact, damage");
+  EXPECT_EQ(recipe["ranking_key"].get<std::string>().rfind("distance to the exact reference", 0), 0u)
+      << recipe["ranking_key"];
+  auto p = Places(recipe);
+  EXPECT_EQ(p["baseline"].second, p["fa-off"].second);
+  EXPECT_LT(p["fa-off"].second, p["kv-q4_0"].second);
+  for (const json& row : recipe["ranking"]) EXPECT_TRUE(row["exact_flip_rate_ci"].is_array()) << row;
+}
