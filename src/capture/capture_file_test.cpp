@@ -67,7 +67,7 @@ std::string WriteFull(const std::string& name, StoreDtype store) {
 }
 
 // Top-k rows: ids/logprobs per row; row 3 repeats row 0.
-std::vector<std::pair<std::vector<int32_t>, std::vector<float>>> TopKRows() {
+std::vector<std::pair<std::vector<int32_t>, std::vector<float>>> SampleTopKRows() {
   std::vector<std::pair<std::vector<int32_t>, std::vector<float>>> rows;
   for (int r = 0; r < 6; ++r) rows.push_back({{r, r + 10, r + 20, 5}, {-0.1f * float(r + 1), -1.5f, -2.0f, -7.25f}});
   rows[3] = rows[0];
@@ -78,7 +78,7 @@ std::string WriteTruncated(const std::string& name) {
   std::string path = fixtures::TempPath(name);
   auto w = CaptureWriter::Create(path, Layout(StoreDtype::kF32, 4), Manifest());
   EXPECT_TRUE(w.ok()) << w.status().message();
-  auto rows = TopKRows();
+  auto rows = SampleTopKRows();
   for (int64_t i : kOrder) {
     auto& [ids, lps] = rows[size_t(i)];
     EXPECT_TRUE((*w)->WriteTopK(i, ids, lps, ids[0]).ok());
@@ -166,7 +166,7 @@ TEST(CaptureFile, RoundTripTruncated) {
   EXPECT_TRUE(r->truncated());
   EXPECT_EQ(r->topk(), 4);
   EXPECT_EQ(r->n_vocab(), 0);
-  auto rows = TopKRows();
+  auto rows = SampleTopKRows();
   for (size_t i = 0; i < rows.size(); ++i) {
     auto ids = r->TopKIds(int64_t(i));
     auto lps = r->TopKLogprobs(int64_t(i));
