@@ -288,7 +288,7 @@ Status CheckNames(const Experiment& exp) {
         return Status::Error(exp.path + ": " + table + " configs names '" + name + "', which is not a variant");
   // A history is one set of knobs (the baseline's) over several releases.
   if (exp.history.enabled && (!exp.variants.empty() || exp.branch.enabled || exp.layers.enabled ||
-                              exp.replay_both || exp.baseline.engine != "llama" || exp.baseline.repeats != 1 ||
+                              exp.replay_both || exp.baseline.engine != EngineKind::kLlama || exp.baseline.repeats != 1 ||
                               !exp.baseline.requantize.empty()))
     return Status::Error(exp.path +
                          ": [history] runs the [baseline] llama.cpp knobs (one repeat, the model as it is) over its "
