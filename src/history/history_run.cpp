@@ -42,10 +42,10 @@ Result<ProbePlan> WorkerPlan(const ProbePlan& plan, const Workload& w) {
 namespace {
 
 // The release named in a capture's manifest ("llama-cpp-python X"), or "" when none.
-std::string ManifestRelease(const nlohmann::json& m) {
-  const nlohmann::json* e = m.contains("engine") ? &m["engine"] : nullptr;
-  if (!e || !e->contains("llama_source")) return "";
-  return (*e)["llama_source"].value("release", "");
+std::string ManifestRelease(const CaptureManifest& m) {
+  const nlohmann::json& e = m.engine.record;
+  if (!e.is_object() || !e.contains("llama_source") || !e["llama_source"].is_object()) return "";
+  return e["llama_source"].value("release", "");
 }
 
 // True when path holds a complete capture of exactly this request (and release, when given).
@@ -55,7 +55,7 @@ bool Reusable(const std::string& path, const nlohmann::json& request, const std:
   auto r = CaptureReader::Open(path);
   if (!r.ok()) return false;
   const auto& m = (*r)->manifest();
-  return m.value("request", nlohmann::json()) == request && (release.empty() || ManifestRelease(m) == release);
+  return m.request == request && (release.empty() || ManifestRelease(m) == release);
 }
 
 // The worker's capture command: the same token ids, probe positions, store and knobs for every release.
@@ -103,11 +103,12 @@ Status CaptureRelease(const HistoryRequest& hr, const CaptureRequest& req, const
     entry["capture_seconds"] = NowSeconds() - t0;
   }
   FS_ASSIGN_OR_RETURN(auto reader, CaptureReader::Open(req.out_path));
-  const auto& e = reader->manifest()["engine"];
-  entry["llama_cpp"] = e.value("llama_cpp", "");
-  entry["llama_source"] = e.value("llama_source", nlohmann::json());
-  entry["kernel_path"] = e.contains("kernel_path") ? e["kernel_path"].value("summary", "") : "";
-  entry["flags"] = e.value("flags", "");
+  const ManifestEngine& me = reader->manifest().engine;
+  const nlohmann::json& e = me.record;
+  entry["llama_cpp"] = e.is_object() ? e.value("llama_cpp", "") : "";
+  entry["llama_source"] = e.is_object() ? e.value("llama_source", nlohmann::json()) : nlohmann::json();
+  entry["kernel_path"] = me.kernel_path;
+  entry["flags"] = me.flags;
   if (ManifestRelease(reader->manifest()) != name)
     return Status::Error(fmt::format("{}: the worker wrote a capture of '{}'", req.out_path, ManifestRelease(reader->manifest())));
   return Status::Ok();
@@ -117,7 +118,7 @@ Status CaptureRelease(const HistoryRequest& hr, const CaptureRequest& req, const
 // on the llama.cpp release).
 Status CaptureExact(const HistoryRequest& hr, CaptureRequest req, const std::string& model_sha,
                     const std::string& tokens_sha, nlohmann::json& entry) {
-  req.engine = "exact";
+  req.engine = EngineKind::kExact;
   Knobs exact_knobs;
   exact_knobs.n_threads = req.knobs.n_threads;
   req.knobs = exact_knobs;
@@ -138,7 +139,7 @@ Result<nlohmann::json> RunHistory(const HistoryRequest& hr) {
   FS_ASSIGN_OR_RETURN(auto releases, ParseHistoryReleases(hr.releases));
   if (hr.knobs.replay != Replay::kPrefill)
     return Status::InvalidArgument("history replays by prefill only: every release is fed the rendered token ids");
-  FS_RETURN_IF_ERROR(CheckKnobs("llama", hr.knobs));
+  FS_RETURN_IF_ERROR(CheckKnobs(EngineKind::kLlama, hr.knobs));
   const fs::path out(hr.out_dir), caps = out / "captures", logs = out / "logs";
   std::error_code ec;
   fs::create_directories(caps, ec);
