@@ -6,18 +6,12 @@
 #include <cmath>
 
 #include "compare/compare.h"
+#include "util/wilson.h"
 
 namespace flipscope {
 namespace compare {
 
-std::pair<double, double> WilsonInterval(int64_t k, int64_t n, double z) {
-  if (n <= 0) return {0.0, 1.0};
-  const double nn = double(n), p = double(k) / nn, z2 = z * z;
-  const double denom = 1.0 + z2 / nn;
-  const double center = (p + z2 / (2.0 * nn)) / denom;
-  const double half = z / denom * std::sqrt(p * (1.0 - p) / nn + z2 / (4.0 * nn * nn));
-  return {std::max(0.0, center - half), std::min(1.0, center + half)};
-}
+std::pair<double, double> WilsonInterval(int64_t k, int64_t n, double z) { return WilsonScore(double(k), double(n), z); }
 
 double Percentile(std::span<const double> sorted, double q) {
   if (sorted.empty()) return kNaN;

@@ -33,14 +33,26 @@ std::string HttpOptions::ToFlags() const {
 }
 
 
+namespace {
+// The answer r to a request for path, as JSON.
+Result<json> AnswerJson(const http::Client& client, const std::string& path, const http::Response& r) {
+  const std::string where = client.Where(path);
+  if (r.status != 200)
+    return Status::Error(client.Scrub(fmt::format("{}: HTTP {}: {}", where, r.status, http::ErrorText(r.body))));
+  auto j = http::ParseLenient(r.body);
+  if (!j.ok()) return Status::Error(client.Scrub(where + ": " + j.status().message()));
+  return j;
+}
+}  // namespace
+
 Result<json> HttpEngine::Impl::GetJson(const std::string& path) const {
   FS_ASSIGN_OR_RETURN(http::Response r, client.Get(path));
-  if (r.status != 200)
-    return Status::Error(
-        client.Scrub(fmt::format("{}: HTTP {}: {}", client.Where(path), r.status, http::ErrorText(r.body))));
-  auto j = http::ParseLenient(r.body);
-  if (!j.ok()) return j.status().Prefixed(client.Where(path));
-  return j;
+  return AnswerJson(client, path, r);
+}
+
+Result<json> HttpEngine::Impl::PostJson(const std::string& path, const json& body) const {
+  FS_ASSIGN_OR_RETURN(http::Response r, client.Post(path, body.dump()));
+  return AnswerJson(client, path, r);
 }
 
 namespace {
@@ -245,13 +257,9 @@ Result<Future> HttpEngine::Complete(std::span<const int32_t> prompt, int max_new
            {"top_logprobs_num", 0},  {"return_text_in_logprobs", false}};
   }
   const double t0 = NowSeconds();
-  FS_ASSIGN_OR_RETURN(http::Response r, e.client.Post(path, req.dump()));
+  FS_ASSIGN_OR_RETURN(json body, e.PostJson(path, req));
   const std::string where = e.client.Where(path);
-  if (r.status != 200)
-    return Status::Error(e.client.Scrub(fmt::format("{}: HTTP {}: {}", where, r.status, http::ErrorText(r.body))));
-  auto body = http::ParseLenient(r.body);
-  if (!body.ok()) return Status::Error(e.client.Scrub(where + ": " + body.status().message()));
-  auto f = vllm ? http::ParseVllmCompletion(*body, e.n_vocab) : http::ParseSglangCompletion(*body, e.n_vocab);
+  auto f = vllm ? http::ParseVllmCompletion(body, e.n_vocab) : http::ParseSglangCompletion(body, e.n_vocab);
   if (!f.ok()) return Status::Error(e.client.Scrub(where + ": " + f.status().message()));
   if (int(f->tokens.size()) > max_new_tokens)
     return Status::Error(

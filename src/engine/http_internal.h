@@ -125,6 +125,9 @@ struct HttpEngine::Impl {
 
   // GET path as JSON; error names the URL and what is wrong.
   Result<nlohmann::json> GetJson(const std::string& path) const;
+  // POST body to path and read the answer as JSON; a non-200 status or an unreadable body is an
+  // error naming the URL (the key scrubbed from anything the server echoed).
+  Result<nlohmann::json> PostJson(const std::string& path, const nlohmann::json& body) const;
 };
 
 }  // namespace flipscope

@@ -51,13 +51,9 @@ Result<http::ServedAnswer> Ask(const HttpEngine::Impl& e, std::span<const int32_
     req = {{"prompt", ids},        {"n_predict", n},       {"n_probs", e.k}, {"post_sampling_probs", false},
            {"return_tokens", true}, {"temperature", 0.0}, {"cache_prompt", true}, {"id_slot", 0}};
   }
-  FS_ASSIGN_OR_RETURN(http::Response r, e.client.Post(path, req.dump()));
+  FS_ASSIGN_OR_RETURN(json body, e.PostJson(path, req));
   const std::string where = e.client.Where(path);
-  if (r.status != 200)
-    return Status::Error(e.client.Scrub(fmt::format("{}: HTTP {}: {}", where, r.status, http::ErrorText(r.body))));
-  auto body = http::ParseLenient(r.body);
-  if (!body.ok()) return Status::Error(e.client.Scrub(where + ": " + body.status().message()));
-  auto answer = http::ParseServedAnswer(*body, api, e.k, e.n_vocab);
+  auto answer = http::ParseServedAnswer(body, api, e.k, e.n_vocab);
   if (!answer.ok()) return Status::Error(e.client.Scrub(where + ": " + answer.status().message()));
   if (answer->prompt_tokens >= 0 && answer->prompt_tokens != int64_t(ids.size()))
     return Status::Error(

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "results/results.h"
+#include "util/wilson.h"
 
 namespace flipscope {
 namespace {
@@ -55,12 +56,8 @@ void RankLevel(const std::vector<RankInput>& rows, std::vector<size_t> idx, size
 }  // namespace
 
 Interval Wilson95(double k, double n) {
-  if (n <= 0) return {0.0, 1.0};
-  const double z = 1.959963984540054, p = k / n, z2 = z * z;
-  const double denom = 1.0 + z2 / n;
-  const double center = (p + z2 / (2.0 * n)) / denom;
-  const double half = z / denom * std::sqrt(p * (1.0 - p) / n + z2 / (4.0 * n * n));
-  return {std::max(0.0, center - half), std::min(1.0, center + half)};
+  const auto [lo, hi] = WilsonScore(k, n);
+  return {lo, hi};
 }
 
 std::optional<Interval> SummaryRow::DamageRateCi() const { return forks ? ForkRateCi(*this, forks->damage) : std::nullopt; }

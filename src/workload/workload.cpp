@@ -182,8 +182,13 @@ Result<std::vector<Span>> SpansFromJson(const nlohmann::json& j) {
     if (!e.is_object() || !e.contains("kind") || !e["kind"].is_string() || !e.contains("begin") ||
         !e["begin"].is_number_integer() || !e.contains("end") || !e["end"].is_number_integer())
       return Status::Error(fmt::format("spans: entry {} needs kind, begin and end", out.size()));
-    out.push_back({e["kind"].get<std::string>(), e["begin"].get<int32_t>(), e["end"].get<int32_t>(),
-                   e.value("index", 0), e.value("role", ""), e.value("label", ""), e.value("subkind", "")});
+    try {  // a wrong-typed optional field (index, role, label, subkind) is a bad entry, not a crash
+      out.push_back({e["kind"].get<std::string>(), e["begin"].get<int32_t>(), e["end"].get<int32_t>(),
+                     e.value("index", 0), e.value("role", ""), e.value("label", ""), e.value("subkind", "")});
+    } catch (const nlohmann::json::exception&) {
+      return Status::Error(fmt::format("spans: entry {}: index, role, label and subkind must be a number and strings",
+                                       out.size()));
+    }
     // "generated" is absent in captures written before the split: the whole message counts then.
     if (e.contains("generated")) {
       const auto& g = e["generated"];
