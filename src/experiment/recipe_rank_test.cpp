@@ -154,7 +154,7 @@ TEST(RecipeRanking, OverlappingIntervalsAreATieBrokenByMemory) {
     }
 }
 
-// The exact-reference case: fa-off 9 and the baseline 10 flips of 398 against exact
+// A Gemma 3 experiment's exact-reference case: fa-off 9 and the baseline 10 flips of 398 against exact
 // overlap, so neither is "most faithful"; the stated key is distance to exact.
 TEST(RecipeRanking, WithTheExactReferenceTheStatedKeyIsDistanceToExact) {
   std::vector<Made> made{{"baseline"}, {"fa-off", 16, 398, 1000, 16, 0}, {"kv-q4_0", 40, 398, 280, 16, 1, 40}};
