@@ -65,3 +65,35 @@ def one_error_line(test, stderr):
     lines = error_lines(stderr)
     test.assertEqual(len(lines), 1, stderr)
     return lines[0]
+
+
+class LogprobServer:
+    """The test server (tests/servers/logprob_server.py) as a subprocess on a free port, serving the
+    full capture `base`; extra args are its flags. A context manager: leaving it kills the server."""
+
+    def __init__(self, base, *args):
+        script = os.path.join(SRC, "tests", "servers", "logprob_server.py")
+        self.proc = subprocess.Popen([sys.executable, script, "--capture", base, *args],
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        line = self.proc.stdout.readline()
+        if not line.startswith("PORT "):
+            self.proc.kill()
+            raise AssertionError(f"the test server did not start: {line!r}")
+        self.url = f"http://127.0.0.1:{int(line.split()[1])}"
+
+    def stats(self):
+        """The server's request counters (GET /_stats)."""
+        import urllib.request
+        with urllib.request.urlopen(self.url + "/_stats") as r:
+            return json.load(r)
+
+    def posts(self):
+        return self.stats()["posts"]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.kill()
+        self.proc.wait()
+        self.proc.stdout.close()

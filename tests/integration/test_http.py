@@ -5,45 +5,21 @@ reading of that full capture, and compare's flips against the full captures' own
 """
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import unittest
 
 import numpy as np
 from safetensors.numpy import load_file
 
-from common import SMOL, SRC, manifest, one_error_line, run, session_text
+from common import SMOL, SRC, LogprobServer, manifest, one_error_line, run, session_text
 
-SERVER = os.path.join(SRC, "tests", "servers", "logprob_server.py")
 TMP = tempfile.mkdtemp(prefix="flipscope-http-")
 KEY = "sk-test-5b2c9e0d7a41"
 
 
-class Server:
-    """The test server as a subprocess, on a free port."""
-
-    def __init__(self, *args):
-        self.proc = subprocess.Popen([sys.executable, SERVER, "--capture", Http.base, *args],
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        line = self.proc.stdout.readline()
-        if not line.startswith("PORT "):
-            self.proc.kill()
-            raise AssertionError(f"the test server did not start: {line!r}")
-        self.url = f"http://127.0.0.1:{int(line.split()[1])}"
-
-    def posts(self):
-        import urllib.request
-        with urllib.request.urlopen(self.url + "/_stats") as r:
-            return json.load(r)["posts"]
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.proc.kill()
-        self.proc.wait()
-        self.proc.stdout.close()
+def Server(*args):
+    """The test server over the class's full capture."""
+    return LogprobServer(Http.base, *args)
 
 
 class Http(unittest.TestCase):
@@ -140,9 +116,7 @@ class Http(unittest.TestCase):
         alone, p = self.capture(server.url, name, "--load", "3", "--load-repeats", "3", *extra)
         with open(alone.replace(".safetensors", ".load.json")) as f:
             summary = json.load(f)
-        import urllib.request
-        with urllib.request.urlopen(server.url + "/_stats") as r:
-            stats = json.load(r)
+        stats = server.stats()
         loaded = [alone.replace(".safetensors", f".load{r}.safetensors") for r in (1, 2, 3)]
         return summary, alone, loaded, stats, p.stderr
 

@@ -7,42 +7,18 @@ a served replay keeps is recomputed here from the manifest's spans.
 """
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import unittest
-import urllib.request
 
 import numpy as np
 from safetensors.numpy import load_file
 
-from common import SMOL, SRC, generated_session, manifest, one_error_line, run
+from common import SMOL, SRC, LogprobServer, generated_session, manifest, one_error_line, run
 
-SERVER = os.path.join(SRC, "tests", "servers", "logprob_server.py")
 TMP = tempfile.mkdtemp(prefix="flipscope-http-served-")
 
 
-class Server:
-    def __init__(self, base, *args):
-        self.proc = subprocess.Popen([sys.executable, SERVER, "--capture", base, *args],
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        line = self.proc.stdout.readline()
-        if not line.startswith("PORT "):
-            self.proc.kill()
-            raise AssertionError(f"the test server did not start: {line!r}")
-        self.url = f"http://127.0.0.1:{int(line.split()[1])}"
-
-    def stats(self):
-        with urllib.request.urlopen(self.url + "/_stats") as r:
-            return json.load(r)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.proc.kill()
-        self.proc.wait()
-        self.proc.stdout.close()
+Server = LogprobServer
 
 
 def written_flags(m):
