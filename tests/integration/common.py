@@ -97,3 +97,14 @@ class LogprobServer:
         self.proc.kill()
         self.proc.wait()
         self.proc.stdout.close()
+
+
+def reference_topk(logits, k):
+    """An independent top-k of full-capture rows: FP64 log_softmax, ids by descending log-prob
+    (stable), and their log-probs rounded to F32 as a server's answer carries them."""
+    import numpy as np
+    x = logits.astype(np.float64)
+    mx = x.max(1, keepdims=True)
+    lp = x - (mx + np.log(np.exp(x - mx).sum(1, keepdims=True)))
+    ids = np.argsort(-lp, axis=1, kind="stable")[:, :k]
+    return ids, np.take_along_axis(lp, ids, 1).astype(np.float32)

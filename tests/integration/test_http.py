@@ -11,7 +11,7 @@ import unittest
 import numpy as np
 from safetensors.numpy import load_file
 
-from common import SMOL, SRC, LogprobServer, manifest, one_error_line, run, session_text
+from common import SMOL, SRC, LogprobServer, manifest, one_error_line, reference_topk, run, session_text
 
 TMP = tempfile.mkdtemp(prefix="flipscope-http-")
 KEY = "sk-test-5b2c9e0d7a41"
@@ -44,12 +44,9 @@ class Http(unittest.TestCase):
         self.assertTrue(np.array_equal(t["tokens"], b["tokens"]))
         pos = t["positions"]
         self.assertTrue(np.array_equal(pos, np.arange(0, len(b["tokens"]) - 1, 3)))
-        x = b["logits"][pos].astype(np.float64)
-        mx = x.max(1, keepdims=True)
-        lp = x - (mx + np.log(np.exp(x - mx).sum(1, keepdims=True)))
-        ids = np.argsort(-lp, axis=1, kind="stable")[:, :k]
+        ids, lps = reference_topk(b["logits"][pos], k)
         self.assertTrue(np.array_equal(t["topk_ids"], ids))
-        self.assertTrue(np.array_equal(t["topk_logprobs"], np.take_along_axis(lp, ids, 1).astype(np.float32)))
+        self.assertTrue(np.array_equal(t["topk_logprobs"], lps))
         self.assertTrue(np.array_equal(t["argmax"], b["argmax"][pos]))
         self.assertNotIn("logits", t)
         return t

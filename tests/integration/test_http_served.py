@@ -13,7 +13,7 @@ import unittest
 import numpy as np
 from safetensors.numpy import load_file
 
-from common import SMOL, SRC, LogprobServer, generated_session, manifest, one_error_line, run
+from common import SMOL, SRC, LogprobServer, generated_session, reference_topk, manifest, one_error_line, run
 
 TMP = tempfile.mkdtemp(prefix="flipscope-http-served-")
 
@@ -61,12 +61,9 @@ class HttpServed(unittest.TestCase):
         """The kept rows are the top-k of the served full capture's log_softmax at their positions."""
         t, b = load_file(path), load_file(self.base)
         pos = t["positions"]
-        x = b["logits"][pos].astype(np.float64)
-        mx = x.max(1, keepdims=True)
-        lp = x - (mx + np.log(np.exp(x - mx).sum(1, keepdims=True)))
-        ids = np.argsort(-lp, axis=1, kind="stable")[:, :k]
+        ids, lps = reference_topk(b["logits"][pos], k)
         self.assertTrue(np.array_equal(t["topk_ids"], ids))
-        self.assertTrue(np.array_equal(t["topk_logprobs"], np.take_along_axis(lp, ids, 1).astype(np.float32)))
+        self.assertTrue(np.array_equal(t["topk_logprobs"], lps))
         return t
 
     def test_every_block_cached(self):
