@@ -2,8 +2,8 @@
 # Packs vLLM for a bare GPU machine with no network (bench/gpu/vllm.md): the wheels of
 # bench/gpu/vllm-wheels.txt for CPython 3.12, downloaded once into ~/.cache/flipscope/vllm-<version>,
 # the vllm wheel without its FA2 kernels (305 MB of the 304 MB wheel's 433 MB unpacked; FA3 serves
-# Hopper), tar'd (wheels are compressed already) and split into loads of 56 MiB: .gpu/v01,
-# .gpu/v02, ... (what one device call carries beside the working tree).
+# Hopper), tar'd (wheels are compressed already) and split into loads of 48 MiB: .gpu/v01,
+# .gpu/v02, ... (a load and the 10.7 MB working tree stay under the 64 MiB one call carries).
 # bench/gpu/remote-vllm.sh joins them there and installs with pip --no-index.
 #   bench/gpu/pack-vllm.sh        (after bench/gpu/pack.sh, which empties .gpu/; needs zip)
 set -euo pipefail
@@ -32,7 +32,7 @@ if [ ! -f "$cache/wheels.tar" ]; then
   rm -rf "$cache/pack"
 fi
 rm -rf .gpu/v[0-9]* && mkdir -p .gpu/vrest
-split -b 56M -d --numeric-suffixes=1 "$cache/wheels.tar" .gpu/vrest/wheels.tar.part-
+split -b 48M -d --numeric-suffixes=1 "$cache/wheels.tar" .gpu/vrest/wheels.tar.part-
 for part in .gpu/vrest/wheels.tar.part-*; do
   load=.gpu/v${part##*-}
   mkdir -p "$load" && mv "$part" "$load/"
