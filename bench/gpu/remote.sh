@@ -11,7 +11,9 @@
 #                                         background (captures under /dev/shm when the disk is short)
 #   bench/gpu/remote.sh wait NAME         wait (at most 9 minutes) for run-bg NAME and bring back its
 #                                         results.json, report.html (gzipped when large) and log
-#   bench/gpu/remote.sh curve LENGTHS     bench/scale.py over those session lengths (docs/performance.md)
+#   bench/gpu/remote.sh curve LENGTHS     bench/scale.py over those session lengths (docs/performance.md);
+#                                         Gemma 3's template unless CURVE_TEMPLATE says otherwise
+#                                         (CURVE_TEMPLATE= for a model with its own, e.g. SmolLM2)
 #   bench/gpu/remote.sh pairs A B CONFIG...  compare each configuration's first capture of the
 #                                         experiments run as A and B (prefill against served:
 #                                         compare --json and bench/served_split.py) into $OUT/pairs
@@ -95,7 +97,8 @@ case "$1" in
   curve)
     join_model
     python3 bench/scale.py --flipscope "$work/flipscope" --bare "$work/bare_prefill" -m "$work/model.gguf" \
-      --chat-template gemma --knobs "-ngl 99 -fa on -t 16" --lengths "$2" --out "$work/curve" "${@:3}" 2>&1 | tee -a "$OUT/curve.txt"
+      ${CURVE_TEMPLATE---chat-template gemma} --knobs "-ngl 99 -fa on -t 16" --lengths "$2" --out "$work/curve" "${@:3}" 2>&1 |
+      tee -a "$OUT/curve.txt"
     cp "$work/curve/scale.jsonl" "$OUT/"
     ;;
   pairs)

@@ -15,6 +15,12 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 export VLLM_USE_FLASHINFER_SAMPLER=0 HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 FLIPSCOPE_NO_PROGRESS=1
 export LD_LIBRARY_PATH="$(cat "$work/build-dir")/bin:$work/lib" PYTHONPATH=$work/site
 out=$work/results/$name && mkdir -p "$out"
+# The background steps of the earlier calls: the CUDA build (flipscope's libraries), vLLM's install
+# and the model folder it serves.
+for f in build.done site.done hf.done; do
+  for _ in $(seq 150); do [ -f "$work/$f" ] && break; sleep 2; done
+  [ -f "$work/$f" ] || { echo "$f missing after 300 s" >&2; tail -20 "$work/$f.log" >&2; exit 1; }
+done
 fs=$work/flipscope
 # Prefix caching on, with usage.prompt_tokens_details.cached_tokens in every answer: without them
 # flipscope refuses a served replay, naming these flags.
