@@ -122,8 +122,8 @@ struct RunOptions {
 Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& opts);
 
 // The experiment's served twin under replay = "both": the baseline and every variant that can
-// run served (llama.cpp, alone) under ServedName with replay served; no forks, layers or exact
-// reference. Each configuration left out is appended to *skipped as {"config", "reason"}.
+// run served (llama.cpp, alone) under ServedName with replay served; forks as [branch] says
+// (names mapped to their twins), no layers or exact reference. Each configuration left out is appended to *skipped as {"config", "reason"}.
 Experiment ServedTwin(const Experiment& exp, nlohmann::json* skipped);
 
 struct ModelInfo;

@@ -62,12 +62,14 @@ struct RecipeRow {
   std::optional<Knobs> knobs = std::nullopt;          // as captured (a llama configuration)
   bool swa_full = false;                              // its command keeps every sliding-window cell
   bool Above() const {
-    const SummaryRow* s = served ? served : summary;
-    return s && s->above_floor.value_or(false);
+    return Ranked() && Ranked()->above_floor.value_or(false);
   }
   int Load() const { return summary ? summary->load.value_or(0) : 0; }
-  bool Damaged() const { return summary && summary->forks && summary->forks->damage > 0; }
-  bool Forked() const { return summary && summary->forks; }
+  // The row its figures come from: the served twin's where measured, so that flips and damage
+  // are of one replay.
+  const SummaryRow* Ranked() const { return served ? served : summary; }
+  bool Damaged() const { return Forked() && Ranked()->forks->damage > 0; }
+  bool Forked() const { return Ranked() && Ranked()->forks; }
 };
 
 // The memory budget (weights and KV cache together) and what context it leaves for a configuration.
@@ -102,7 +104,7 @@ Estimate RateOf(const SummaryRow& s) {
 // baseline (the reference its futures are judged against), did no damage; its interval still
 // reaches as far as its flip rate's. Null for one that flips without its forks followed.
 std::optional<Estimate> DamageOf(const RecipeRow& r, bool is_baseline) {
-  if (r.Forked()) return Estimate{r.summary->forks->damage_rate, *r.summary->DamageRateCi()};
+  if (r.Forked()) return Estimate{r.Ranked()->forks->damage_rate, *r.Ranked()->DamageRateCi()};
   if (is_baseline || r.rate == 0) return Estimate{0, {0, r.flip.ci[1]}};
   return std::nullopt;
 }
@@ -213,12 +215,12 @@ json RankingJson(const json& results, const std::vector<RecipeRow>& rows, const 
   for (const RecipeRow& r : rows) {
     // What following the forks found; null where they were not followed.
     json damage, repair, followed, damage_rate;
-    if (r.summary && r.summary->forks) {
-      const ForkCounts& f = *r.summary->forks;
+    if (r.Forked()) {
+      const ForkCounts& f = *r.Ranked()->forks;
       damage = f.damage, repair = f.repair, followed = f.followed, damage_rate = f.damage_rate;
     }
     json repair_rate, repair_ci;
-    if (r.Forked()) repair_rate = *r.summary->RepairRate(), repair_ci = *r.summary->RepairRateCi();
+    if (r.Forked()) repair_rate = *r.Ranked()->RepairRate(), repair_ci = *r.Ranked()->RepairRateCi();
     auto interval = [](const std::optional<Estimate>& e) { return e ? json(e->ci) : json(); };
     ranking.push_back({{"config", r.name},
                        {"tie_group", r.tie_group},
@@ -241,7 +243,8 @@ json RankingJson(const json& results, const std::vector<RecipeRow>& rows, const 
                        {"weights_bytes", r.weights},
                        {"context_at_budget", budget.ContextAt(r.weights, r.knobs, r.swa_full)},
                        {"above_floor", r.Above()},
-                       {"forks_reproduced", Reproduced(results, r.name)}});
+                       {"forks_reproduced", r.served ? Reproduced(results.value("served", json()), r.served->config)
+                                                     : Reproduced(results, r.name)}});
   }
   return ranking;
 }
@@ -275,7 +278,7 @@ std::string Pct(double v) { return fmt::format("{:.2f}%", 100 * v); }
 // it is: "high", "medium" (forks sampled, or tied with a configuration above the floor) or "low"
 // (nothing qualified, no repeat floor, or its flips' futures unknown).
 json Basis(const RecipeRow& best, const std::vector<RecipeRow>& rows, const RankingKey& key, bool fallback) {
-  const SummaryRow* s = best.served ? best.served : best.summary;
+  const SummaryRow* s = best.Ranked();
   json tied = json::array();
   bool tied_above = false;
   for (const RecipeRow& r : rows)
@@ -285,7 +288,7 @@ json Basis(const RecipeRow& best, const std::vector<RecipeRow>& rows, const Rank
                         : "one run of the baseline (no repeat floor)";
   std::string level = "high", why = best.Above() ? "it is the first ranked" : "it is within the repeat floor";
   if (best.Forked()) {
-    const ForkCounts& f = *best.summary->forks;
+    const ForkCounts& f = *best.Ranked()->forks;
     rests += fmt::format("; {} of {} forks followed: {} damage (damage rate 95%: {}–{})", f.followed, f.forkable,
                          f.damage, Pct(best.damage->ci[0]), Pct(best.damage->ci[1]));
     why += f.damage == 0 ? " and its followed forks found no damage" : "";

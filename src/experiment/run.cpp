@@ -359,9 +359,9 @@ Status CaptureAll(Runner& runner, const Experiment& exp, const ModelInfo& model,
   return Status::Ok();
 }
 
-// 4c. replay = "both": the served twins captured, compared with the served baseline and
-// summarized like the prefill configurations (results["served"]), then each configuration's
-// prefill-vs-served distance and the ranking under each replay.
+// 4c. replay = "both": the served twins captured, compared with the served baseline,
+// summarized like the prefill configurations and their forks followed (results["served"]), then
+// each configuration's prefill-vs-served distance and the ranking under each replay.
 Status RunServed(Runner& prefill, const Experiment& exp, const ModelInfo& model, nlohmann::json& results) {
   nlohmann::json served = {{"baseline", ServedName(exp.baseline.name)}, {"skipped", nlohmann::json::array()}};
   const Experiment sv = ServedTwin(exp, &served["skipped"]);
@@ -370,6 +370,10 @@ Status RunServed(Runner& prefill, const Experiment& exp, const ModelInfo& model,
   std::vector<ComparisonEntry> comparisons;
   FS_RETURN_IF_ERROR(CompareAll(sv, served, prefill.opts.log, &comparisons));
   Summarize(sv, served, comparisons);
+  if (sv.branch.enabled) {
+    FS_RETURN_IF_ERROR(BranchAll(sv, served, prefill.opts));
+    AddDamage(served);
+  }
   results["served"] = std::move(served);
   return ReplayDistances(exp, results, prefill.opts.log);
 }

@@ -19,8 +19,10 @@ Experiment ServedTwin(const Experiment& exp, json* skipped) {
   Experiment sv = exp;
   sv.replay_both = false;
   sv.reference.clear();
-  sv.branch.enabled = false;
   sv.layers.enabled = false;
+  // Forks are followed for the twins too, so that a configuration ranked by its served figures
+  // carries damage measured on the same replay (like with like).
+  for (std::string& name : sv.branch.configs) name = ServedName(name);
   sv.baseline.name = ServedName(exp.baseline.name);
   sv.baseline.knobs.replay = Replay::kServed;
   sv.variants.clear();

@@ -67,7 +67,8 @@ TEST(ServedExperiment, BothReplaysComparedLikeWithLike) {
       "replay = \"both\"\n[probe]\nstride = 1\n[baseline]\nthreads = 1\nflash_attn = \"on\"\nctx_size = 512\n"
       "batch_size = 16\nubatch_size = 8\nrepeats = 2\n"
       "[[variant]]\nname = \"kv-q4_0\"\ncache_type_k = \"q4_0\"\ncache_type_v = \"q4_0\"\n"
-      "[[variant]]\nname = \"loaded\"\nload = 1\n");
+      "[[variant]]\nname = \"loaded\"\nload = 1\n"
+      "[branch]\nmax_tokens = 8\nmax_branches = 2\n");
   auto e = ParseExperiment(p);
   ASSERT_TRUE(e.ok()) << e.status().message();
   RunOptions ro;
@@ -128,6 +129,29 @@ TEST(ServedExperiment, BothReplaysComparedLikeWithLike) {
   EXPECT_EQ((*q4)["replay"], "served");
   EXPECT_EQ((*q4)["median_flip_rate"], (*Named(served["summary"], "config", "kv-q4_0@served"))["median_flip_rate"]);
   EXPECT_EQ((*Named(recipe["ranking"], "config", "loaded"))["replay"], "prefill");
+  // The twins' forks are followed on their own captures, and the served row ranks with the
+  // damage found there and the reproduced rate of those forks (like with like).
+  const auto* twin_forks = Named(served["branches"], "config", "kv-q4_0@served");
+  ASSERT_NE(twin_forks, nullptr) << "the 4-bit KV cache must flip served for this test to mean anything";
+  for (const char* side : {"base", "cand"}) {
+    const auto& cfg = (*twin_forks)["branch_config"][side];
+    EXPECT_EQ(cfg["knobs"]["replay"], "served") << side;
+    EXPECT_EQ(cfg["rows_reproduced"], cfg["rows_checked"]) << side << ": forks start from the served captures' rows";
+  }
+  const auto* twin_row = Named(served["summary"], "config", "kv-q4_0@served");
+  EXPECT_EQ((*q4)["branches_followed"], (*twin_row)["branches_followed"]);
+  EXPECT_EQ((*q4)["damage"], (*twin_row)["damage"]);
+  int64_t reproduced = 0, of = 0;
+  for (const auto& rec : (*twin_forks)["records"])
+    if (rec.contains("reproduced")) ++of, reproduced += rec["reproduced"].get<bool>();
+  EXPECT_EQ((*q4)["forks_reproduced"]["of"], of);
+  EXPECT_EQ((*q4)["forks_reproduced"]["reproduced"], reproduced);
+  // results.csv: the ranked rows, then the served twins unranked, each with its replay.
+  auto csv = ReadFile((fs::path(ro.outdir) / "results.csv").string());
+  ASSERT_TRUE(csv.ok());
+  EXPECT_NE(csv->find(",recommended,replay\r\n"), std::string::npos) << *csv;
+  EXPECT_NE(csv->find("\r\n,kv-q4_0@served,ok,"), std::string::npos) << *csv;
+  EXPECT_NE(csv->find(",served\r\n"), std::string::npos) << *csv;
   // The report's section and labels.
   auto md = ReadFile((fs::path(ro.outdir) / "report.md").string());
   ASSERT_TRUE(md.ok());

@@ -54,12 +54,22 @@ std::string RenderCsv(const json& r) {
                                    "kv_bytes_per_token",
                                    "kv_bytes_at_context",
                                    "baseline",
-                                   "recommended"};
+                                   "recommended",
+                                   "replay"};
   std::string out;
   for (const char* c : kColumns) out += std::string(out.empty() ? "" : ",") + c;
   out += "\r\n";
   static const json kNone;
-  for (const report::ConfigRow& row : report::RankedConfigs(r)) {
+  // Under replay = "both" the served twins follow the ranked rows, unranked: their figures are
+  // against the served baseline (results["served"], read as a results document of its own).
+  std::vector<report::ConfigRow> rows = report::RankedConfigs(r);
+  const json& served = report::Sub(r, "served");
+  if (served.is_object())
+    for (report::ConfigRow& row : report::RankedConfigs(served)) {
+      row.rank = 0, row.is_recommended = false;
+      rows.push_back(std::move(row));
+    }
+  for (const report::ConfigRow& row : rows) {
     // A summary field as the document holds it (numbers at full precision), "" without a summary.
     auto field = [&](auto get) { return row.summary ? CsvValue(json(get(*row.summary))) : std::string(); };
     const auto& ci = row.summary ? row.summary->flip_rate_ci : std::nullopt;
@@ -87,7 +97,8 @@ std::string RenderCsv(const json& r) {
         CsvNumber(row.kv_bytes_per_token),
         CsvNumber(row.kv_bytes_at_context),
         row.is_baseline ? "true" : "false",
-        row.is_recommended ? "true" : "false"};
+        row.is_recommended ? "true" : "false",
+        row.replay};
     std::string line;
     for (size_t i = 0; i < cells.size(); ++i) line += (i ? "," : "") + CsvField(cells[i]);
     out += line + "\r\n";

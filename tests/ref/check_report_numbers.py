@@ -6,7 +6,9 @@ usage: check_report_numbers.py RESULTS.json RESULTS.csv SERIES.json
 - results.csv has one row per configuration; measured rows come first in the ranking order
   (recipe.ranking where given, else median flip rate then KL mean), refused/failed rows after;
   every summary value equals results.json's; kv_bytes_at_context = kv_bytes_per_token x the
-  context length (the baseline's ctx_size, else the workload's n_tokens); text fields round-trip.
+  context length (the baseline's ctx_size, else the workload's n_tokens); text fields round-trip;
+  `replay` is the configuration's. Under replay = "both" the served twins' rows follow, unranked, in
+  the same order rule and checked the same way against results["served"].
 - SERIES.json ({config: {field: [[index, value], ...]}}, as the report computed them) holds, for
   every window, the median over repeats of that window's field, recomputed here with numpy.
 Exit status 0 when everything matches, 1 with one line per mismatch.
@@ -29,20 +31,15 @@ def num(text):
     return None if text == "" else float(text)
 
 
-def main():
-    results = json.load(open(sys.argv[1], encoding="utf-8"))
-    with open(sys.argv[2], newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
-    series = json.load(open(sys.argv[3], encoding="utf-8"))
-    bad = []
-
-    configs = {c["name"]: c for c in results.get("configs", [])}
-    summary = {s["config"]: s for s in results.get("summary", [])}
-    base = results.get("baseline", "baseline")
-    ctx = configs.get(base, {}).get("knobs", {}).get("ctx_size") or results.get("workload", {}).get("n_tokens")
+def check_rows(doc, rows, ranked_doc, bad):
+    """The CSV rows of one results document (the experiment's, or its served twins' with no rank)."""
+    configs = {c["name"]: c for c in doc.get("configs", [])}
+    summary = {s["config"]: s for s in doc.get("summary", [])}
+    base = doc.get("baseline", "baseline")
+    ctx = configs.get(base, {}).get("knobs", {}).get("ctx_size") or doc.get("workload", {}).get("n_tokens")
 
     # Expected order: measured configurations by the given ranking, then by fidelity; the rest after.
-    given = [r if isinstance(r, str) else r.get("config") for r in results.get("recipe", {}).get("ranking", [])]
+    given = [r if isinstance(r, str) else r.get("config") for r in doc.get("recipe", {}).get("ranking", [])]
     measured = [n for n in summary if configs.get(n, {}).get("status", "ok") == "ok"]
     ranked = [n for n in given if n in measured]
     ranked += sorted((n for n in measured if n not in ranked),
@@ -56,7 +53,7 @@ def main():
     for row in rows:
         name = row["config"]
         c, s = configs.get(name, {}), summary.get(name)
-        rank = ranked.index(name) + 1 if name in ranked else None
+        rank = ranked.index(name) + 1 if name in ranked and ranked_doc else None
         if (num(row["rank"]) if row["rank"] else None) != rank:
             bad.append("%s: rank %r, expected %r" % (name, row["rank"], rank))
         for key in ("status", "reason", "description", "flags"):
@@ -80,9 +77,31 @@ def main():
                 bad.append("%s: kv_bytes_per_token %s, expected %s" % (name, row["kv_bytes_per_token"], kv))
             if ctx and not close(num(row["kv_bytes_at_context"]), kv * ctx):
                 bad.append("%s: kv_bytes_at_context %s, expected %s" % (name, row["kv_bytes_at_context"], kv * ctx))
+        replay = c.get("knobs", {}).get("replay") or "prefill"
+        if row["replay"] != replay:
+            bad.append("%s: replay %s, expected %s" % (name, row["replay"], replay))
         want_base = "true" if name == base else "false"
         if row["baseline"] != want_base:
             bad.append("%s: baseline %s" % (name, row["baseline"]))
+
+
+
+def main():
+    results = json.load(open(sys.argv[1], encoding="utf-8"))
+    with open(sys.argv[2], newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    series = json.load(open(sys.argv[3], encoding="utf-8"))
+    bad = []
+
+    configs = {c["name"]: c for c in results.get("configs", [])}
+    # Under replay = "both" the served twins follow, unranked, checked against results["served"].
+    served = results.get("served")
+    n = len(configs)
+    check_rows(results, rows[:n], True, bad)
+    if isinstance(served, dict):
+        check_rows(served, rows[n:], False, bad)
+    elif rows[n:]:
+        bad.append("csv has %d rows beyond the configurations" % len(rows[n:]))
 
     # Window medians over repeats.
     for name in configs:
