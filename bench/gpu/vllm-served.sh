@@ -6,7 +6,7 @@
 # capture (one prompt-logprobs request: vLLM computes such a request without its prefix cache) and
 # a served one (a generation per assistant message, a one-token request per decode step); then
 # compare prefill against served, and the served record's rows by source, the proof and the
-# requests per second into the summary.
+# requests per second into the summary; then fp8 against bf16 under each replay.
 #   bench/gpu/vllm-served.sh NAME           results in $OUT/NAME.tar.gz and $OUT/NAME-summary.txt
 # Under the device tool, e.g.: bench/gpu/vllm-served.sh served-fa3   (after the set-up calls above)
 set -euo pipefail
@@ -51,6 +51,11 @@ for c in bf16 fp8; do
   "$fs" compare "$out/$c-prefill.safetensors" "$out/$c-served.safetensors" --window 2048 --json -q \
     > "$out/$c-prefill-vs-served.json" || true
 done
+# The fp8 KV cache against bf16 under each replay: does the decode path move its effect?
+for r in prefill served; do
+  "$fs" compare "$out/bf16-$r.safetensors" "$out/fp8-$r.safetensors" --window 2048 --json -q \
+    > "$out/bf16-vs-fp8-$r.json" || true
+done
 # A served answer with its cached-token count, for the parsers' tests (tests/data/vllm/).
 python3 - "http://127.0.0.1:${ports[bf16]}" "$out" <<'PY'
 import json, sys, urllib.request
@@ -77,5 +82,9 @@ for c in ("bf16", "fp8"):
           f'rows {sv["rows"]}; proof {sv["proof"]["identical"]} of {sv["proof"]["compared"]} identical; '
           f'{sv["requests"]} requests, {sv["requests_per_s"]:.1f}/s; generation matched '
           f'{sv["generation_matched"]} of {sv["generated_tokens"]}')
+for r in ("prefill", "served"):
+    j = json.load(open(f"{out}/bf16-vs-fp8-{r}.json")); j = j[0] if isinstance(j, list) else j; o = j["overall"]
+    print(f'fp8 against bf16 KV, {r} replay: {o["flips"]} flips / {o["probes"]} probes, '
+          f'KL {o["kl_base_cand"]["mean"]:.3g}, identical {j.get("bit_identical")}')
 PY
 tar -C "$work/results" -czf "$OUT/$name.tar.gz" --exclude '*.log' "$name" && cp "$out/summary.txt" "$OUT/$name-summary.txt"
