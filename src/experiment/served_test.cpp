@@ -64,7 +64,7 @@ TEST(ServedExperiment, ReplayMixesAreRefusedInOneLine) {
 TEST(ServedExperiment, BothReplaysComparedLikeWithLike) {
   auto p = MakeChatExperiment(
       "run",
-      "replay = \"both\"\n[probe]\nstride = 1\n[baseline]\nthreads = 1\nflash_attn = \"on\"\nctx_size = 512\n"
+      "replay = \"both\"\n[probe]\nstride = 1\n[baseline]\nthreads = 1\nflash_attn = \"on\"\nctx_size = 2048\n"
       "batch_size = 16\nubatch_size = 8\nrepeats = 2\n"
       "[[variant]]\nname = \"kv-q4_0\"\ncache_type_k = \"q4_0\"\ncache_type_v = \"q4_0\"\n"
       "[[variant]]\nname = \"loaded\"\nload = 1\n"
