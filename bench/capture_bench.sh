@@ -8,7 +8,9 @@
 # capture to a token-id file of the first N tokens (then the probes are the stride alone).
 # Environment: ROUNDS (3), STORE (f32; bf16 as bench/scale.py), PLAN (--stride 32; e.g.
 # "--stride 32 --full tool_calls"), CHAT_TEMPLATE (gemma for Gemma 3), PEAK (1: the memory table),
-# KNOBS (the llama.cpp flags below).
+# KNOBS (the llama.cpp flags below), OUTPUTS (1: also a bare prefill that computes and copies out
+# the capture's probe rows, bare_prefill --outputs, and the capture's ratio to it: what the row
+# work costs beyond the output rows themselves).
 set -euo pipefail
 build=${1:-build}
 model=${2:-$HOME/.cache/flipscope/models/SmolLM2-135M-Instruct.Q4_1.gguf}
@@ -31,12 +33,12 @@ if [[ "$workload" =~ ^[0-9]+$ ]]; then
   workload="$tmp/session.json"
 fi
 # The tokens the capture is fed, read back from a capture file, as bare_prefill's token-id file.
-tokens_of() {
-  "$py" - "$1" "$2" "$ntok" <<'PY'
+tokens_of() {  # FILE OUT [TENSOR]: the first N_TOKENS token ids, or every value of TENSOR
+  "$py" - "$1" "$2" "$ntok" "${3:-tokens}" <<'PY'
 import sys
 from safetensors import safe_open
-t = safe_open(sys.argv[1], "np").get_tensor("tokens")  # only this tensor: numpy has no bfloat16
-n = int(sys.argv[3]) or len(t)
+t = safe_open(sys.argv[1], "np").get_tensor(sys.argv[4])  # one tensor: numpy has no bfloat16
+n = int(sys.argv[3]) if sys.argv[4] == "tokens" and int(sys.argv[3]) else len(t)
 open(sys.argv[2], "w").write(" ".join(map(str, t[:n].tolist())))
 PY
 }
@@ -55,7 +57,7 @@ timed() { /usr/bin/time -f "%e %U %S %M" "$@" 2>"$tmp/time" >"$tmp/out" || { cat
 
 echo "model: $(basename "$model")  workload: $(basename "$workload")  plan: ${plan[*]} --store $store  knobs: ${knobs[*]}"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "round  tokens  probes  bare_prefill_s  bare_wall_s  bare_cpu_s  capture_prefill_s  capture_wall_s  capture_cpu_s  ratio_prefill  ratio_wall"
+echo "round  tokens  probes  bare_prefill_s  bare_wall_s  bare_cpu_s  capture_prefill_s  capture_wall_s  capture_cpu_s  ratio_prefill  ratio_wall${OUTPUTS:+  bare_outputs_prefill_s  ratio_prefill_to_outputs}"
 for r in $(seq 1 "$rounds"); do
   read -r cwall ccpu _ < <(timed "$fs" capture -m "$model" "${src[@]}" -o "$tmp/cap.safetensors" "${plan[@]}" \
     --store "$store" "${knobs[@]}" -q)
@@ -63,8 +65,15 @@ for r in $(seq 1 "$rounds"); do
   [[ -f "$tmp/tokens.txt" ]] || tokens_of "$tmp/cap.safetensors" "$tmp/tokens.txt"
   read -r bwall bcpu _ < <(timed "$build/bench/bare_prefill" "$model" "$tmp/tokens.txt" "${knobs[@]}")
   bpre=$(cut -d' ' -f2 "$tmp/out")
-  printf '%s  %s  %s  %.2f  %.2f  %.2f  %.2f  %.2f  %.2f  %.3f  %.3f\n' "$r" "$n" "$probes" "$bpre" "$bwall" "$bcpu" \
+  printf '%s  %s  %s  %.2f  %.2f  %.2f  %.2f  %.2f  %.2f  %.3f  %.3f' "$r" "$n" "$probes" "$bpre" "$bwall" "$bcpu" \
     "$cpre" "$cwall" "$ccpu" "$(echo "$cpre / $bpre" | bc -l)" "$(echo "$cwall / $bwall" | bc -l)"
+  if [[ -n "${OUTPUTS:-}" ]]; then
+    tokens_of "$tmp/cap.safetensors" "$tmp/positions.txt" positions
+    timed "$build/bench/bare_prefill" "$model" "$tmp/tokens.txt" "${knobs[@]}" --outputs "$tmp/positions.txt" >/dev/null
+    opre=$(cut -d' ' -f2 "$tmp/out")
+    printf '  %.2f  %.3f' "$opre" "$(echo "$cpre / $opre" | bc -l)"
+  fi
+  echo
 done
 echo "capture file (${plan[*]}, $store): $(stat -c %s "$tmp/cap.safetensors") bytes"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
