@@ -1,7 +1,10 @@
 // bare_prefill: the reference for capture's overhead. A plain libllama prefill of a token file
 // with the same knobs as `flipscope capture`, in the same chunks, that keeps no logits but the
-// last row's. Prints "tokens seconds tok/s".
+// last row's, or with --outputs those of the positions listed in a file (a capture's probes: the
+// output rows llama.cpp then computes and copies out, without anything done with them).
+// Prints "tokens seconds tok/s".
 //   bare_prefill MODEL TOKENS.txt [-fa on|off] [-ctk T] [-ctv T] [-b N] [-ub N] [-t N] [-c N]
+//                [--outputs POSITIONS.txt]
 #include <llama.h>
 
 #include <chrono>
@@ -22,12 +25,21 @@ static ggml_type KvType(const std::string& n) {
 int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr,
-                 "usage: bare_prefill MODEL TOKENS.txt [-fa on|off] [-ctk T] [-ctv T] [-b N] [-ub N] [-t N] [-c N]\n");
+                 "usage: bare_prefill MODEL TOKENS.txt [-fa on|off] [-ctk T] [-ctv T] [-b N] [-ub N] [-t N] [-c N] "
+                 "[--outputs POSITIONS.txt]\n");
     return 2;
   }
   std::vector<llama_token> tokens;
   std::ifstream in(argv[2]);
   for (long v; in >> v;) tokens.push_back(llama_token(v));
+  std::vector<char> out_flag;  // empty: only the last position
+  for (int i = 3; i + 1 < argc; i += 2)
+    if (std::string(argv[i]) == "--outputs") {
+      std::ifstream pin(argv[i + 1]);
+      out_flag.assign(tokens.size(), 0);
+      for (long p; pin >> p;)
+        if (p >= 0 && size_t(p) < tokens.size()) out_flag[size_t(p)] = 1;
+    }
   llama_log_set([](ggml_log_level, const char*, void*) {}, nullptr);
   llama_backend_init();
   llama_context_params cp = llama_context_default_params();
@@ -70,7 +82,7 @@ int main(int argc, char** argv) {
       batch.pos[j] = i;
       batch.n_seq_id[j] = 1;
       batch.seq_id[j][0] = 0;
-      batch.logits[j] = i == n - 1;
+      batch.logits[j] = out_flag.empty() ? i == n - 1 : out_flag[size_t(i)] != 0;
     }
     if (llama_decode(ctx, batch) != 0) return 1;
   }

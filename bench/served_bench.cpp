@@ -5,8 +5,9 @@
 // each decode step timed as a generation step is (one llama_decode of one token at its position,
 // logits out, llama.cpp's greedy sampler), at the same positions over the same cache. The served
 // side is `flipscope capture --replay served` with a probe at every position, so every decode step
-// also hands its row to the capture file (argmax, digest, write); its manifest's served.decode_s
-// times the steps from their llama_decode to their row written. Then the whole served capture
+// also hands its row to the capture's row workers (copied out; the workers check, digest and write
+// it while the next steps run); its manifest's served.decode_s times the steps from their
+// llama_decode to their row handed over. Then the whole served capture
 // against the prefill capture at the default stride.
 //   served_bench MODEL WORKLOAD [--chat-template NAME] [-t N] [--rounds R] [-fa on|off]
 #include <fmt/format.h>

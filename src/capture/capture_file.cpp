@@ -14,8 +14,10 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <mutex>
 
 #include "capture/capture.h"
+#include "capture/row_pipeline.h"
 #include "engine/engine.h"
 #include "util/util.h"
 
@@ -29,13 +31,6 @@ namespace {
 constexpr uint64_t kHeaderSlack = 64 * 1024;
 
 uint64_t AlignUp8(uint64_t n) { return (n + 7) / 8 * 8; }
-
-uint16_t ToBf16(float f) {
-  // Round to nearest, ties to even; callers pass finite values only.
-  uint32_t u = std::bit_cast<uint32_t>(f);
-  u += 0x7FFFu + ((u >> 16) & 1u);
-  return uint16_t(u >> 16);
-}
 
 // The tensor table of a layout in data order: digest first (8-byte aligned at the start of the
 // data section), then the 4-byte tensors, and the large logits last.
@@ -108,35 +103,45 @@ class FileWriter final : public CaptureWriter {
     argmax_.assign(positions_.size(), -1);
     digest_.assign(positions_.size(), 0);
     written_.assign(positions_.size(), false);
+    claimed_.assign(positions_.size(), false);
     FS_RETURN_IF_ERROR(file_.Open(path));
     FS_RETURN_IF_ERROR(WriteHeader());
     FS_RETURN_IF_ERROR(Put("tokens", 0, layout.tokens.data(), layout.tokens.size() * 4));
     return Put("positions", 0, positions_.data(), positions_.size() * 4);
   }
 
+  // Safe to call from several threads at once for distinct indices (RowPipeline): the checks and
+  // the bookkeeping are under mu_, the scan, rounding, digest and pwrite are not.
   Status WriteRow(int64_t index, std::span<const float> logits) override {
     if (topk_ > 0) return Err("WriteRow on a truncated capture (use WriteTopK)");
-    FS_RETURN_IF_ERROR(CheckIndex(index));
+    FS_RETURN_IF_ERROR(Claim(index));
     if (logits.size() != size_t(n_vocab_))
-      return Err(fmt::format("{}: {} logits, expected n_vocab = {}", Probe(index), logits.size(), n_vocab_));
-    auto bad = std::find_if(logits.begin(), logits.end(), [](float v) { return !std::isfinite(v); });
-    if (bad != logits.end())
-      return Err(fmt::format("{}: non-finite logit {} at token {}", Probe(index), *bad, bad - logits.begin()));
+      return Unclaim(index, fmt::format("{}: {} logits, expected n_vocab = {}", Probe(index), logits.size(), n_vocab_));
+    const RowScan scan = ScanRow(logits);
+    if (scan.first_bad >= 0)
+      return Unclaim(index, fmt::format("{}: non-finite logit {} at token {}", Probe(index),
+                                        logits[size_t(scan.first_bad)], scan.first_bad));
     const uint64_t row_at = uint64_t(index) * uint64_t(n_vocab_);
+    Status put;
     if (store_ == StoreDtype::kBF16) {
-      bf16_.resize(logits.size());
-      std::transform(logits.begin(), logits.end(), bf16_.begin(), ToBf16);
-      FS_RETURN_IF_ERROR(Put("logits", row_at * 2, bf16_.data(), bf16_.size() * 2));
+      thread_local std::vector<uint16_t> bf16;  // one per writing thread, reused across rows
+      bf16.resize(logits.size());
+      RoundToBf16(logits, bf16);
+      put = Put("logits", row_at * 2, bf16.data(), bf16.size() * 2);
     } else {
-      FS_RETURN_IF_ERROR(Put("logits", row_at * 4, logits.data(), logits.size_bytes()));
+      put = Put("logits", row_at * 4, logits.data(), logits.size_bytes());
     }
-    return Done(index, ArgmaxLowest(logits), Digest64(logits.data(), logits.size_bytes()));
+    if (!put.ok()) return Unclaim(index, put);
+    return Done(index, scan.argmax, Digest64(logits.data(), logits.size_bytes()));
   }
 
   Status WriteTopK(int64_t index, std::span<const int32_t> ids, std::span<const float> logprobs,
                    int32_t argmax) override {
     if (topk_ == 0) return Err("WriteTopK on a full-logits capture (use WriteRow)");
-    FS_RETURN_IF_ERROR(CheckIndex(index));
+    {
+      std::lock_guard lock(mu_);
+      FS_RETURN_IF_ERROR(CheckIndex(index));
+    }
     if (ids.size() != size_t(topk_) || logprobs.size() != size_t(topk_))
       return Err(
           fmt::format("{}: {} ids and {} logprobs, expected k = {}", Probe(index), ids.size(), logprobs.size(), topk_));
@@ -159,6 +164,7 @@ class FileWriter final : public CaptureWriter {
   void SetManifest(const nlohmann::json& manifest) override { manifest_ = manifest; }
 
   Status Commit() override {
+    std::lock_guard lock(mu_);
     if (committed_) return Err("already committed");
     auto missing = std::find(written_.begin(), written_.end(), false);
     if (missing != written_.end()) {
@@ -185,11 +191,28 @@ class FileWriter final : public CaptureWriter {
     if (committed_) return Err("row written after Commit");
     if (index < 0 || uint64_t(index) >= positions_.size())
       return Err(fmt::format("probe index {} outside the {} probes", index, positions_.size()));
-    if (written_[size_t(index)]) return Err(fmt::format("{}: row written twice", Probe(index)));
+    if (written_[size_t(index)] || claimed_[size_t(index)])
+      return Err(fmt::format("{}: row written twice", Probe(index)));
     return Status::Ok();
   }
 
+  // Reserves row `index` for one WriteRow (a second concurrent call for it is "written twice").
+  Status Claim(int64_t index) {
+    std::lock_guard lock(mu_);
+    FS_RETURN_IF_ERROR(CheckIndex(index));
+    claimed_[size_t(index)] = true;
+    return Status::Ok();
+  }
+  // Gives row `index` back after a failed write (it may be written again), returning the error.
+  Status Unclaim(int64_t index, const Status& why) {
+    std::lock_guard lock(mu_);
+    claimed_[size_t(index)] = false;
+    return why;
+  }
+  Status Unclaim(int64_t index, const std::string& why) { return Unclaim(index, Err(why)); }
+
   Status Done(int64_t index, int32_t argmax, uint64_t digest) {
+    std::lock_guard lock(mu_);
     argmax_[size_t(index)] = argmax;
     digest_[size_t(index)] = digest;
     written_[size_t(index)] = true;
@@ -229,10 +252,11 @@ class FileWriter final : public CaptureWriter {
   std::vector<int32_t> argmax_;
   std::vector<uint64_t> digest_;
   std::vector<bool> written_;
+  std::vector<bool> claimed_;  // taken by a WriteRow in progress
   int64_t n_written_ = 0;
   bool committed_ = false;
-  std::vector<uint16_t> bf16_;
-  std::vector<char> scratch_;
+  std::vector<char> scratch_;  // WriteTopK's digest input (top-k rows are written from one thread)
+  std::mutex mu_;              // guards the bookkeeping above against concurrent WriteRow calls
 };
 
 }  // namespace

@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <set>
 
 #include "capture/capture.h"
+#include "capture/row_pipeline.h"
 #include "checkpoint/model_info.h"
 #include "exact/exact.h"
 #include "util/util.h"
@@ -270,9 +272,16 @@ Result<RowsRun> WriteRows(const CaptureRequest& req, const std::vector<int32_t>&
                           const std::vector<int32_t>& probes, const MadeEngine& made, CaptureWriter& writer) {
   Progress bar("capture", uint64_t(tokens.size()), "tok");
   const double t0 = NowSeconds();
+  // Full rows are copied out and written by the pipeline's workers while the engine computes on;
+  // a server's top-k rows are small and written here.
+  std::optional<RowPipeline> rows;
+  if (made.topk == 0) {
+    FS_ASSIGN_OR_RETURN(const int in_flight, RowsInFlightFromEnv());
+    rows.emplace(writer, made.engine->n_vocab(), DefaultRowPipelineShape(made.engine->n_vocab(), in_flight));
+  }
   RowSink write = [&](const Row& r) {
-    return made.topk > 0 ? writer.WriteTopK(r.index, r.topk_ids, r.topk_logprobs, r.argmax)
-                         : writer.WriteRow(r.index, r.logits);
+    return rows ? rows->Submit(r.index, r.logits)
+                : writer.WriteTopK(r.index, r.topk_ids, r.topk_logprobs, r.argmax);
   };
   ProgressFn on_tokens = [&](int64_t done) {
     if (req.log.bars) bar.Update(uint64_t(done));
@@ -288,6 +297,11 @@ Result<RowsRun> WriteRows(const CaptureRequest& req, const std::vector<int32_t>&
                   ? made.llama->PrefillWithPlannedForks(tokens, probes, write, req.forks.plan, req.forks.max_tokens,
                                                         on_fork, on_tokens, req.forks.extend)
                   : made.engine->Prefill(tokens, probes, write, on_tokens);
+  // Every queued row is on file before the rows count as done (and before Commit).
+  if (rows) {
+    Status written = rows->Finish();
+    if (st.ok()) st = written;
+  }
   bar.Finish();
   if (!st.ok()) return req.engine == EngineKind::kLlama ? st.Prefixed(req.model_path) : st;
   run.prefill_s = NowSeconds() - t0 - run.fork_s;

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -180,4 +182,49 @@ TEST(RunCapture, APreparedSourceServesOnlyItsOwnFiles) {
     EXPECT_NE(m.status().message().find("prepared for"), std::string::npos) << m.status().message();
     EXPECT_FALSE(fs::exists(r.out_path)) << i;
   }
+}
+
+// The row pipeline changes when rows reach the file, not what the file holds: a capture with the
+// default pipeline and one with a single row in flight (FLIPSCOPE_ROWS_IN_FLIGHT=1: copied, then
+// written before the next)
+// have the same data bytes, tensor table and manifest but for its creation time and timings.
+TEST(RunCapture, RowsInFlightDoNotChangeTheFile) {
+  Files f = Make("inflight");
+  for (StoreDtype store : {StoreDtype::kF32, StoreDtype::kBF16}) {
+    std::vector<std::string> bytes;
+    for (int in_flight : {1, 0, 3}) {
+      CaptureRequest r = Request(f, "c.safetensors");
+      r.plan.stride = 1;  // every position: the most rows per llama_decode call
+      r.store = store;
+      if (in_flight > 0)
+        setenv("FLIPSCOPE_ROWS_IN_FLIGHT", std::to_string(in_flight).c_str(), 1);
+      else
+        unsetenv("FLIPSCOPE_ROWS_IN_FLIGHT");
+      auto m = RunCapture(r);
+      unsetenv("FLIPSCOPE_ROWS_IN_FLIGHT");
+      ASSERT_TRUE(m.ok()) << m.status().message();
+      auto file = ReadFile(r.out_path);
+      ASSERT_TRUE(file.ok());
+      uint64_t header = 0;
+      std::memcpy(&header, file->data(), 8);
+      auto manifest = nlohmann::json::parse(
+          nlohmann::json::parse(file->substr(8, header))["__metadata__"][kManifestKey].get<std::string>());
+      manifest.erase("created");
+      manifest.erase("timings");
+      auto table = nlohmann::json::parse(file->substr(8, header));
+      table.erase("__metadata__");
+      bytes.push_back(table.dump() + manifest.dump() + file->substr(8 + header));
+    }
+    EXPECT_GT(bytes[0].size(), 20u * 307u * 2u);
+    EXPECT_EQ(bytes[1], bytes[0]) << StoreName(store);
+    EXPECT_EQ(bytes[2], bytes[0]) << StoreName(store);
+  }
+  // A bound that is not a whole number >= 1 is refused, naming the variable; nothing is written.
+  CaptureRequest r = Request(f, "bad.safetensors");
+  setenv("FLIPSCOPE_ROWS_IN_FLIGHT", "0", 1);
+  auto bad = RunCapture(r);
+  unsetenv("FLIPSCOPE_ROWS_IN_FLIGHT");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("FLIPSCOPE_ROWS_IN_FLIGHT: '0'"), std::string::npos) << bad.status().message();
+  EXPECT_FALSE(fs::exists(r.out_path));
 }

@@ -292,7 +292,9 @@ Status LlamaEngine::Impl::Run(std::span<const int32_t> tokens, std::span<const i
         r.index = probe_index++;
         r.position = p;
         r.logits = row;
-        r.argmax = ArgmaxLowest(row);
+        // Only a fork planner reads the greedy token here; the capture's row workers take it
+        // from the logits in their own scan, off this thread.
+        r.argmax = plan ? ArgmaxLowest(row) : -1;
         FS_RETURN_IF_ERROR(sink(r));
         ++next_probe;
         if (int32_t first = plan ? plan(r) : -1; first >= 0) {
