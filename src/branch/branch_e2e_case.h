@@ -65,7 +65,7 @@ inline void NetopsBranchCase(int target_tokens, int64_t min_rows_checked) {
   req.options.max_branches = 12;
   // Every flip: the short session's flips lie mostly where the model reads (the system prompt,
   // tool results), and this case checks how futures are re-created, not where they are forked.
-  req.options.fork_where = "all";
+  req.options.fork_where = ForkScope::kAll;
   req.options.log.bars = false;
   auto out = RunBranches(req);
   ASSERT_TRUE(out.ok()) << out.status().message();

@@ -140,10 +140,17 @@ std::vector<Flip> Flips(std::span<const int32_t> base_positions, std::span<const
 
 // Which positions a fork follower may fork at (true: fork there); null: every position.
 using ForkFilter = std::function<bool(int32_t position)>;
-// The fork filter of `fork_where` over a capture's workload: "assistant" forks only where a
-// deployed model writes the next token (ModelWrites(spans, p + 1): assistant messages and their
-// tool calls), "all" everywhere (null). Errors name an unknown value or unreadable spans.
-Result<ForkFilter> ForkWhere(const CaptureReader& cap, std::string_view fork_where);
+// Where a fork follower forks (branch's fork_where): kAssistant only where a deployed model
+// writes the next token (ModelWrites(spans, p + 1): assistant messages and their tool calls),
+// kAll everywhere.
+enum class ForkScope { kAssistant, kAll };
+template <>
+struct Names<ForkScope> {
+  static constexpr std::pair<ForkScope, const char*> v[] = {{ForkScope::kAssistant, "assistant"},
+                                                            {ForkScope::kAll, "all"}};
+};
+// The fork filter of `scope` over a capture's workload (kAll: null); errors name unreadable spans.
+Result<ForkFilter> ForkWhere(const CaptureReader& cap, ForkScope scope);
 
 // The first-N rule of every fork follower, for flips met one at a time in position order (forks
 // planned while the rows arrive): Take says whether a shared probe is a flip to fork, one where

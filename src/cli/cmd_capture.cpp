@@ -12,9 +12,9 @@ namespace flipscope::cli {
 
 namespace {
 // Registers the server flags of --engine openai (docs/engines.md).
-void AddServerFlags(CLI::App* cmd, HttpOptions& h) {
+void AddServerFlags(CLI::App* cmd, HttpOptions& h, std::string& api) {
   cmd->add_option("--url", h.url, "--engine openai: the server's base URL, e.g. http://gpu-host:8000");
-  cmd->add_option("--api", h.api, "--engine openai: vllm (POST /v1/completions), sglang (POST /generate) or llama-server "
+  cmd->add_option("--api", api, "--engine openai: vllm (POST /v1/completions), sglang (POST /generate) or llama-server "
                   "(POST /completion; --replay served only)")
       ->capture_default_str();
   cmd->add_option("--logprobs", h.logprobs,
@@ -64,6 +64,7 @@ Action DefineCapture(CLI::App* cmd) {
     CaptureRequest req;
     std::string engine{NameOf(CaptureRequest().engine)};
     std::string store = StoreName(CaptureRequest().store);
+    std::string api{NameOf(HttpOptions().api)};
     std::map<std::string, std::string> knob_texts;
     bool quiet = false;
     int load_repeats = 0;
@@ -90,7 +91,7 @@ Action DefineCapture(CLI::App* cmd) {
   cmd->add_option("--load-repeats", o->load_repeats,
                   "--load: capture alone to -o, then R times under load, and count the repeats bit-identical to it");
   AddKnobFlags(cmd, o->knob_texts);
-  AddServerFlags(cmd, o->req.http);
+  AddServerFlags(cmd, o->req.http, o->api);
   return [o, cmd]() -> int {
     auto store = ParseStore(o->store);
     if (!store.ok()) return Fail(store.status());
@@ -104,6 +105,11 @@ Action DefineCapture(CLI::App* cmd) {
       return Fail(Status::Error("--engine openai needs --url"));
     if (o->req.engine != EngineKind::kOpenai && !o->req.http.url.empty())
       return Fail(Status::Error("--url needs --engine openai"));
+    if (o->req.engine == EngineKind::kOpenai) {  // --api is read only where it is used
+      auto api = ParseName<HttpApi>(o->api, "api");
+      if (!api.ok()) return Fail(WithCaptureFlags(api.status()));
+      o->req.http.api = *api;
+    }
     if (o->load_repeats > 0) return LoadFloor(o->req, o->load_repeats);
     auto m = RunCapture(o->req);
     if (!m.ok()) return Fail(WithCaptureFlags(m.status()));

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "runtime/runtime.h"
+#include "util/names.h"
 #include "util/status.h"
 
 namespace flipscope {
@@ -289,11 +290,19 @@ class LlamaEngine : public Engine {
 
 // ---- Servers over HTTP: vLLM and SGLang (docs/engines.md) ---------------------------------------
 
+// A server's API: kVllm POST /v1/completions; kSglang POST /generate; kLlamaServer POST
+// /completion (served replay only: it returns no prompt log-probabilities).
+enum class HttpApi { kVllm, kSglang, kLlamaServer };
+template <>
+struct Names<HttpApi> {
+  static constexpr std::pair<HttpApi, const char*> v[] = {
+      {HttpApi::kVllm, "vllm"}, {HttpApi::kSglang, "sglang"}, {HttpApi::kLlamaServer, "llama-server"}};
+};
+
 // How to reach a server that returns prompt log-probabilities, and what to ask it for.
 struct HttpOptions {
-  std::string url;           // base URL, e.g. http://gpu-host:8000 (no path)
-  std::string api = "vllm";  // "vllm": POST /v1/completions; "sglang": POST /generate; "llama-server":
-                             // POST /completion (served replay only: it returns no prompt log-probabilities)
+  std::string url;                // base URL, e.g. http://gpu-host:8000 (no path)
+  HttpApi api = HttpApi::kVllm;
   std::string served_model;  // vLLM's request "model"; empty = the first id of GET /v1/models
   int logprobs = 20;         // k per position; -1 (vLLM) = the whole vocabulary
   std::string api_key_env;   // env var holding a Bearer key; the key itself is never recorded
@@ -309,7 +318,7 @@ struct HttpOptions {
   nlohmann::json launch, launched;
   // Called before every retry; an error ends the retries with it (a launched server that exited).
   std::function<Status()> alive;
-  // Checks the values; errors name the flag.
+  // Checks the values; errors name the field.
   Status Validate() const;
   // The flags that reproduce these options on `flipscope capture` (no key, URL redacted).
   std::string ToFlags() const;

@@ -171,7 +171,7 @@ TEST(ParseExperiment, ServerConfigurations) {
   const auto& remote = e->variants[1];
   EXPECT_EQ(remote.server.url, "http://gpu-host:8000");
   EXPECT_TRUE(remote.server.launch.empty());  // a URL replaces the inherited launch command
-  EXPECT_EQ(remote.server.http.api, "sglang");
+  EXPECT_EQ(remote.server.http.api, HttpApi::kSglang);
   EXPECT_EQ(remote.server.http.logprobs, 20);
   EXPECT_EQ(e->variants[2].engine, EngineKind::kLlama);
   EXPECT_TRUE(e->variants[2].server.launch.empty());

@@ -88,8 +88,11 @@ Status ReadServerKey(const ParseCtx& c, const std::string& key, const toml::node
     FS_RETURN_IF_ERROR(integer(sv.http.logprobs, -1, 1 << 20));
     if (sv.http.logprobs == 0) return c.At(n, "logprobs must be >= 1, or -1 for the whole vocabulary (vLLM)");
   } else if (key == "api") {
-    FS_RETURN_IF_ERROR(str(sv.http.api));
-    if (sv.http.api != "vllm" && sv.http.api != "sglang") return c.At(n, "api must be vllm or sglang");
+    std::string name;
+    FS_RETURN_IF_ERROR(str(name));
+    const std::optional<HttpApi> api = FromName<HttpApi>(name);
+    if (!api || *api == HttpApi::kLlamaServer) return c.At(n, "api must be vllm or sglang");
+    sv.http.api = *api;
   } else if (key == "served_model_name")
     FS_RETURN_IF_ERROR(str(sv.http.served_model));
   else if (key == "api_key_env")
