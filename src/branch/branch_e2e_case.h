@@ -37,7 +37,7 @@ inline CaptureRequest Request(const std::string& model, const std::string& workl
   req.workload_path = workload;
   req.out_path = out;
   req.knobs.flash_attn = FlashAttn::kOn;
-  req.knobs.cache_type_k = req.knobs.cache_type_v = kv;
+  req.knobs.cache_type_k = req.knobs.cache_type_v = *FromName<KvCacheType>(kv);
   req.knobs.n_threads = 1;  // shared test machines: one thread avoids OpenMP spinning under load
   req.plan.stride = 16;
   req.plan.full = "tool_calls";

@@ -70,8 +70,7 @@ Action DefineBranch(CLI::App* cmd) {
   cmd->add_option("base", o->req.base_path, "Baseline capture (.safetensors)")->required();
   cmd->add_option("cand", o->req.cand_path, "Candidate capture of the same workload")->required();
   cmd->add_option("-o,--output", o->out, "Branch records to write (.json)")->required();
-  cmd->add_option("--at", o->at, "Branch points: flips (stored argmax differ) or ranges")
-      ->capture_default_str();
+  cmd->add_option("--at", o->at, "Branch points: flips (stored argmax differ) or ranges")->capture_default_str();
   cmd->add_option("--ranges", o->req.options.ranges, "With --at ranges: A-B,... (inclusive positions) or tool_calls");
   cmd->add_option("--max-tokens", o->req.options.max_tokens, "Tokens decoded per future")->capture_default_str();
   cmd->add_option(

@@ -28,6 +28,16 @@ enum class Repack { kOn, kOff };                        // --repack on|off (llam
 // token in -b chunks; served feeds what the model wrote one token per llama_decode call, as a
 // deployed agent loop decoded it, and prefills what it read.
 enum class Replay { kPrefill, kServed };  // --replay prefill|served
+// The KV cache types llama.cpp accepts for -ctk / -ctv (ggml's type names); read once where a knob
+// enters (flags, JSON, TOML, a manifest's knobs), an unknown name refused there.
+enum class KvCacheType { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1, kIQ4_NL, kQ5_0, kQ5_1 };
+template <>
+struct Names<KvCacheType> {
+  static constexpr std::pair<KvCacheType, const char*> v[] = {
+      {KvCacheType::kF32, "f32"},       {KvCacheType::kF16, "f16"},   {KvCacheType::kBF16, "bf16"},
+      {KvCacheType::kQ8_0, "q8_0"},     {KvCacheType::kQ4_0, "q4_0"}, {KvCacheType::kQ4_1, "q4_1"},
+      {KvCacheType::kIQ4_NL, "iq4_nl"}, {KvCacheType::kQ5_0, "q5_0"}, {KvCacheType::kQ5_1, "q5_1"}};
+};
 // The spelling of a value in flags and JSON: "auto", "layer", "off"...
 std::string_view ToString(FlashAttn v);
 std::string_view ToString(SplitMode v);
@@ -37,21 +47,21 @@ std::string_view ToString(Replay v);
 // Numerics knobs, named as llama.cpp names them. Defaults are llama.cpp's own. KnobTable() is
 // the one list of their keys, flags and help; a new knob is a member here and an entry there.
 struct Knobs {
-  FlashAttn flash_attn = FlashAttn::kAuto;   // -fa
-  std::string cache_type_k = "f16";          // -ctk
-  std::string cache_type_v = "f16";          // -ctv
-  int n_ctx = 0;                             // -c; 0 = the model's training context
-  int n_batch = 2048;                        // -b logical batch (prefill chunk)
-  int n_ubatch = 512;                        // -ub physical batch
-  int n_threads = 0;                         // -t; 0 = all hardware threads
-  int n_gpu_layers = -1;                     // -ngl; -1 = all layers (where a GPU backend exists)
-  SplitMode split_mode = SplitMode::kLayer;  // -sm
-  std::vector<float> tensor_split;           // -ts
-  std::string devices;                       // -dev, comma separated; empty = default; "none" = CPU only
-  Repack repack = Repack::kOn;               // --repack (-nr for off): weights in ggml's extra CPU buffer types
-  int load = 0;                              // --load N: N filler sequences share the batches (docs/load.md)
-  int load_seed = 0;                         // --load-seed: which fillers, their lengths and timing
-  Replay replay = Replay::kPrefill;          // --replay: prefill, or served (docs/served.md)
+  FlashAttn flash_attn = FlashAttn::kAuto;       // -fa
+  KvCacheType cache_type_k = KvCacheType::kF16;  // -ctk
+  KvCacheType cache_type_v = KvCacheType::kF16;  // -ctv
+  int n_ctx = 0;                                 // -c; 0 = the model's training context
+  int n_batch = 2048;                            // -b logical batch (prefill chunk)
+  int n_ubatch = 512;                            // -ub physical batch
+  int n_threads = 0;                             // -t; 0 = all hardware threads
+  int n_gpu_layers = -1;                         // -ngl; -1 = all layers (where a GPU backend exists)
+  SplitMode split_mode = SplitMode::kLayer;      // -sm
+  std::vector<float> tensor_split;               // -ts
+  std::string devices;                           // -dev, comma separated; empty = default; "none" = CPU only
+  Repack repack = Repack::kOn;                   // --repack (-nr for off): weights in ggml's extra CPU buffer types
+  int load = 0;                                  // --load N: N filler sequences share the batches (docs/load.md)
+  int load_seed = 0;                             // --load-seed: which fillers, their lengths and timing
+  Replay replay = Replay::kPrefill;              // --replay: prefill, or served (docs/served.md)
 
   // The knobs as a JSON object (keys are the long llama.cpp names).
   nlohmann::json ToJson() const;
@@ -94,11 +104,12 @@ const KnobInfo* FindKnob(const std::string& key);
 // Sets a knob from command-line text ("8", "on", "3,1"); the error says what was expected.
 Status SetKnobFromText(Knobs& k, const KnobInfo& info, const std::string& text);
 
-// The KV cache types llama.cpp accepts for -ctk / -ctv.
-const std::vector<std::string>& KvCacheTypes();
-// Bytes per element of a KV cache type from ggml's type and block sizes, e.g. q8_0 -> 34/32;
-// NaN for an unknown name.
-double KvTypeBytesPerElement(const std::string& type);
+// Every KV cache type, in Names<KvCacheType>'s order.
+const std::vector<KvCacheType>& KvCacheTypes();
+// Bytes per element of a KV cache type from ggml's type and block sizes, e.g. q8_0 -> 34/32.
+double KvTypeBytesPerElement(KvCacheType type);
+// Whether a KV cache type is quantized (not f32, f16 or bf16).
+bool KvTypeQuantized(KvCacheType type);
 
 // ---- Load: other sequences sharing the batches with the measured one (docs/load.md) ----------
 
@@ -301,7 +312,7 @@ struct Names<HttpApi> {
 
 // How to reach a server that returns prompt log-probabilities, and what to ask it for.
 struct HttpOptions {
-  std::string url;                // base URL, e.g. http://gpu-host:8000 (no path)
+  std::string url;  // base URL, e.g. http://gpu-host:8000 (no path)
   HttpApi api = HttpApi::kVllm;
   std::string served_model;  // vLLM's request "model"; empty = the first id of GET /v1/models
   int logprobs = 20;         // k per position; -1 (vLLM) = the whole vocabulary

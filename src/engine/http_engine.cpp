@@ -16,7 +16,8 @@ Status HttpOptions::Validate() const {
   if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
     return Status::Error("url must start with http:// or https://, not '" + RedactUrl(url) + "'");
   if (logprobs == 0 || logprobs < -1) return Status::Error("logprobs must be >= 1 (or -1 for vLLM's full vocabulary)");
-  if (logprobs == -1 && api != HttpApi::kVllm) return Status::Error("logprobs: -1 (the full vocabulary) needs the api vllm");
+  if (logprobs == -1 && api != HttpApi::kVllm)
+    return Status::Error("logprobs: -1 (the full vocabulary) needs the api vllm");
   if (timeout_s <= 0) return Status::Error("timeout must be > 0 seconds");
   if (retries < 0) return Status::Error("retries must be >= 0");
   return Status::Ok();
@@ -155,7 +156,7 @@ Result<std::unique_ptr<HttpEngine>> HttpEngine::Create(const HttpOptions& opts, 
   impl->k = opts.logprobs == -1 ? n_vocab : opts.logprobs;
   FS_RETURN_IF_ERROR(opts.api == HttpApi::kVllm     ? DescribeVllm(*impl)
                      : opts.api == HttpApi::kSglang ? DescribeSglang(*impl)
-                                            : DescribeLlamaServer(*impl));
+                                                    : DescribeLlamaServer(*impl));
   return std::unique_ptr<HttpEngine>(new HttpEngine(std::move(impl)));
 }
 
@@ -273,7 +274,9 @@ json HttpEngine::Describe() const {
       {"engine", "openai"},
       {"api", std::string(NameOf(api))},
       {"url", RedactUrl(e.opts.url)},
-      {"endpoint", api == HttpApi::kVllm ? "/v1/completions" : api == HttpApi::kSglang ? "/generate" : "/completion"},
+      {"endpoint", api == HttpApi::kVllm     ? "/v1/completions"
+                   : api == HttpApi::kSglang ? "/generate"
+                                             : "/completion"},
       {"served_model", e.opts.served_model},
       {"server", e.server},
       {"server_context", e.context},

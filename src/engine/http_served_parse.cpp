@@ -158,7 +158,7 @@ Result<ServedAnswer> ParseServedAnswer(const json& body, HttpApi api, int32_t k,
   ServedAnswer out;
   FS_RETURN_IF_ERROR(api == HttpApi::kVllm     ? ReadVllm(body, k, n_vocab, out)
                      : api == HttpApi::kSglang ? ReadSglang(body, k, n_vocab, out)
-                                       : ReadLlamaServer(body, k, n_vocab, out));
+                                               : ReadLlamaServer(body, k, n_vocab, out));
   if (out.steps.empty()) return Status::Error("no generated token in the answer");
   for (size_t i = 0; i < out.steps.size(); ++i)
     if (out.steps[i].token < 0 || (n_vocab > 0 && out.steps[i].token >= n_vocab))

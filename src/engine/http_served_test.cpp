@@ -73,27 +73,34 @@ TEST(HttpServed, Refusals) {
     return a.ok() ? std::string("ok") : a.status().message();
   };
   EXPECT_NE(err(R"({"choices": []})", HttpApi::kVllm, 1).find("no choices[0]"), std::string::npos);
-  EXPECT_NE(err(R"({"choices": [{"logprobs": {"tokens": ["token_id:1"], "top_logprobs": [{"token_id:1": -0.1}]}}]})", HttpApi::kVllm, 2)
+  EXPECT_NE(err(R"({"choices": [{"logprobs": {"tokens": ["token_id:1"], "top_logprobs": [{"token_id:1": -0.1}]}}]})",
+                HttpApi::kVllm, 2)
                 .find("1 distinct token ids, expected at least 2"),
             std::string::npos);
-  EXPECT_NE(err(R"({"choices": [{"logprobs": {"tokens": ["token_id:1"], "top_logprobs": [{"token_id:500": -0.1}]}}]})", HttpApi::kVllm, 1)
+  EXPECT_NE(err(R"({"choices": [{"logprobs": {"tokens": ["token_id:1"], "top_logprobs": [{"token_id:500": -0.1}]}}]})",
+                HttpApi::kVllm, 1)
                 .find("outside the model's vocabulary of 100"),
             std::string::npos);
-  EXPECT_NE(err(R"({"choices": [{"logprobs": {"tokens": ["hello"], "top_logprobs": [{"token_id:1": -0.1}]}}]})", HttpApi::kVllm, 1)
+  EXPECT_NE(err(R"({"choices": [{"logprobs": {"tokens": ["hello"], "top_logprobs": [{"token_id:1": -0.1}]}}]})",
+                HttpApi::kVllm, 1)
                 .find("its id is missing"),
             std::string::npos);
-  EXPECT_NE(err(R"({"choices": [{"logprobs": {"tokens": ["token_id:1"], "top_logprobs": [{"token_id:1": 0.5}]}}]})", HttpApi::kVllm, 1)
+  EXPECT_NE(err(R"({"choices": [{"logprobs": {"tokens": ["token_id:1"], "top_logprobs": [{"token_id:1": 0.5}]}}]})",
+                HttpApi::kVllm, 1)
                 .find("is not <= 0"),
             std::string::npos);
-  EXPECT_NE(err(R"({"choices": [{"logprobs": {"tokens": [], "top_logprobs": []}}]})", HttpApi::kVllm, 1).find("no generated token"),
+  EXPECT_NE(err(R"({"choices": [{"logprobs": {"tokens": [], "top_logprobs": []}}]})", HttpApi::kVllm, 1)
+                .find("no generated token"),
             std::string::npos);
   EXPECT_NE(err(R"({"meta_info": {}})", HttpApi::kSglang, 1).find("output_top_logprobs"), std::string::npos);
-  EXPECT_NE(err(R"({"tokens": [1]})", HttpApi::kLlamaServer, 1).find("completion_probabilities is missing"), std::string::npos);
+  EXPECT_NE(err(R"({"tokens": [1]})", HttpApi::kLlamaServer, 1).find("completion_probabilities is missing"),
+            std::string::npos);
   EXPECT_NE(err(R"({"completion_probabilities": [{"id": 1, "top_logprobs": [{"id": 1}]}]})", HttpApi::kLlamaServer, 1)
                 .find("not {\"id\", \"logprob\"}"),
             std::string::npos);
   EXPECT_NE(err(R"({"tokens_evaluated": 3, "timings": {"cache_n": 5, "prompt_n": 0},
-      "completion_probabilities": [{"id": 1, "top_logprobs": [{"id": 1, "logprob": -0.1}]}]})", HttpApi::kLlamaServer, 1)
+      "completion_probabilities": [{"id": 1, "top_logprobs": [{"id": 1, "logprob": -0.1}]}]})",
+                HttpApi::kLlamaServer, 1)
                 .find("5 cached tokens of a 3-token prompt"),
             std::string::npos);
 }

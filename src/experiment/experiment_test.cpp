@@ -51,7 +51,7 @@ TEST(ParseExperiment, VariantsApplyTheirChangesToTheBaseline) {
   ASSERT_EQ(e->variants.size(), 1u);
   EXPECT_EQ(e->variants[0].knobs.n_threads, 1);
   EXPECT_EQ(e->variants[0].knobs.flash_attn, FlashAttn::kOn);
-  EXPECT_EQ(e->variants[0].knobs.cache_type_k, "q8_0");
+  EXPECT_EQ(e->variants[0].knobs.cache_type_k, KvCacheType::kQ8_0);
   EXPECT_EQ(e->variants[0].repeats, 1);
   EXPECT_EQ(e->model, (fs::path(p).parent_path() / "tiny.gguf").string());
 }

@@ -192,7 +192,14 @@ Status ReadSetting(const ParseCtx& c, const std::string& key, const toml::node& 
                    Experiment& exp, bool* known) {
   std::string& chat_template = exp.workload_options.chat_template;
   if (key == "name") return Get(c, node, exp.name, "name must be a string");
-  if (key == "format") return Get(c, node, exp.workload_options.format, "format must be a string");
+  if (key == "format") {
+    std::string name;
+    FS_RETURN_IF_ERROR(Get(c, node, name, "format must be a string"));
+    auto format = ParseWorkloadFormat(name, "format");
+    if (!format.ok()) return c.At(node, format.status().message());
+    exp.workload_options.format = *format;
+    return Status::Ok();
+  }
   if (key == "model") {
     FS_RETURN_IF_ERROR(Get(c, node, exp.model, "model must be a path"));
     exp.model = ExpandPath(exp.model, dir);
