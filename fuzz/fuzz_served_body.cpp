@@ -13,8 +13,8 @@ using namespace flipscope;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
-  static const char* kApis[] = {"vllm", "sglang", "llama-server"};
-  const std::string api = kApis[data[0] % 3];
+  static const HttpApi kApis[] = {HttpApi::kVllm, HttpApi::kSglang, HttpApi::kLlamaServer};
+  const HttpApi api = kApis[data[0] % 3];
   const int32_t n_vocab = 1 + (data[0] / 3) * 587;
   const int32_t k = 1 + data[1] % 8;
   auto json = http::ParseLenient(std::string_view(reinterpret_cast<const char*>(data + 2), size - 2));

@@ -16,23 +16,34 @@
 #include <string_view>
 #include <vector>
 
+#include "capture/capture.h"
 #include "engine/engine.h"
+#include "util/names.h"
 #include "util/status.h"
 #include "util/util.h"
 
 namespace flipscope {
 
+// Where the branch points are: kFlips where the stored argmax differ; kRanges every probed
+// position of BranchOptions::ranges.
+enum class BranchAt { kFlips, kRanges };
+template <>
+struct Names<BranchAt> {
+  static constexpr std::pair<BranchAt, const char*> v[] = {{BranchAt::kFlips, "flips"}, {BranchAt::kRanges, "ranges"}};
+};
+
+// Checked by RunBranches; its errors name these fields (e.g. "max_tokens must be >= 1").
 struct BranchOptions {
-  std::string at = "flips";  // "flips": where the stored argmax differ; "ranges": every probed position of `ranges`
+  BranchAt at = BranchAt::kFlips;
   std::string ranges;        // "A-B,C-D" (inclusive positions) or "tool_calls" (positions predicting a call's token)
   int max_tokens = 64;       // future length, first token included
   int max_call_tokens =
       256;                 // hard cap on a future whose tool call is still open (0: calls get no more than max_tokens)
   int max_branches = 0;    // 0 = all; else the first N branch points by position
   int reconverge = 8;      // K: agreement run for reconvergence, and the longest benign detour
-  // "assistant": fork only where a deployed model writes the next token (assistant messages and
-  // their tool calls); the others are counted as teacher-forced only. "all": everywhere.
-  std::string fork_where = "assistant";
+  // kAssistant: fork only where a deployed model writes the next token (assistant messages and
+  // their tool calls); the others are counted as teacher-forced only. kAll: everywhere.
+  ForkScope fork_where = ForkScope::kAssistant;
   // How the futures are decoded (docs/branch.md, "Decoding the futures"): "grammar": greedy under
   // the tool-call grammar a llama.cpp server would build for the workload's tools; "free":
   // unconstrained greedy; "auto": grammar where the workload's own chat template renders tool

@@ -37,7 +37,7 @@ inline CaptureRequest Request(const std::string& model, const std::string& workl
   req.workload_path = workload;
   req.out_path = out;
   req.knobs.flash_attn = FlashAttn::kOn;
-  req.knobs.cache_type_k = req.knobs.cache_type_v = kv;
+  req.knobs.cache_type_k = req.knobs.cache_type_v = *FromName<KvCacheType>(kv);
   req.knobs.n_threads = 1;  // shared test machines: one thread avoids OpenMP spinning under load
   req.plan.stride = 16;
   req.plan.full = "tool_calls";
@@ -65,7 +65,7 @@ inline void NetopsBranchCase(int target_tokens, int64_t min_rows_checked) {
   req.options.max_branches = 12;
   // Every flip: the short session's flips lie mostly where the model reads (the system prompt,
   // tool results), and this case checks how futures are re-created, not where they are forked.
-  req.options.fork_where = "all";
+  req.options.fork_where = ForkScope::kAll;
   req.options.log.bars = false;
   auto out = RunBranches(req);
   ASSERT_TRUE(out.ok()) << out.status().message();

@@ -17,14 +17,12 @@ using branch::Transcript;
 using json = nlohmann::json;
 
 Status ValidateOptions(const BranchOptions& o) {
-  if (o.at != "flips" && o.at != "ranges") return Status::Error("--at must be flips or ranges, not '" + o.at + "'");
-  if (o.at == "ranges" && o.ranges.empty()) return Status::Error("--at ranges needs --ranges A-B,... or tool_calls");
-  if (o.max_tokens < 1) return Status::Error("--max-tokens must be >= 1");
-  if (o.max_call_tokens < 0) return Status::Error("--max-call-tokens must be >= 0");
-  if (o.max_branches < 0) return Status::Error("--max-branches must be >= 0");
-  if (o.reconverge < 1) return Status::Error("--reconverge must be >= 1");
-  if (o.fork_where != "assistant" && o.fork_where != "all")
-    return Status::Error("--fork-where must be assistant or all, not '" + o.fork_where + "'");
+  if (o.at == BranchAt::kRanges && o.ranges.empty())
+    return Status::Error("at ranges needs ranges A-B,... or tool_calls");
+  if (o.max_tokens < 1) return Status::Error("max_tokens must be >= 1");
+  if (o.max_call_tokens < 0) return Status::Error("max_call_tokens must be >= 0");
+  if (o.max_branches < 0) return Status::Error("max_branches must be >= 0");
+  if (o.reconverge < 1) return Status::Error("reconverge must be >= 1");
   return Status::Ok();
 }
 
@@ -69,7 +67,7 @@ Result<std::vector<Point>> PlanPoints(const Side& b, const Side& c, const Branch
                                       int64_t* available, std::vector<int32_t>* elsewhere,
                                       std::vector<std::string>* warnings) {
   std::vector<bool> in_range;
-  if (o.at == "ranges") {
+  if (o.at == BranchAt::kRanges) {
     // The same rule as capture's full rows (SelectPositions): a spec means the same positions in both.
     FS_ASSIGN_OR_RETURN(auto selected, SelectPositions(o.ranges, int32_t(t.tokens.size()) - 2, t.spans, "ranges"));
     in_range.assign(t.tokens.size(), false);
@@ -79,7 +77,7 @@ Result<std::vector<Point>> PlanPoints(const Side& b, const Side& c, const Branch
   auto pb = b.cap->positions(), pc = c.cap->positions();
   auto ab = b.cap->argmax(), ac = c.cap->argmax();
   std::vector<Point> points;
-  if (o.at == "flips") {
+  if (o.at == BranchAt::kFlips) {
     // The first-N rule of every fork follower (the experiment's forks take the same points).
     FirstFlips rule(o.max_branches, where);
     for (const Flip& f : Flips(pb, ab, pc, ac)) {
@@ -297,13 +295,13 @@ json ConfigJson(const Side (&sides)[2], const BranchOptions& o, const json& deco
   }
   return {{"base", SideJson(sides[0])},
           {"cand", SideJson(sides[1])},
-          {"at", o.at},
+          {"at", std::string(NameOf(o.at))},
           {"ranges", o.ranges},
           {"max_tokens", o.max_tokens},
           {"max_call_tokens", o.max_call_tokens},
           {"max_branches", o.max_branches},
           {"reconverge", o.reconverge},
-          {"fork_where", o.fork_where},
+          {"fork_where", std::string(NameOf(o.fork_where))},
           {"decoding", decoding},
           {"n_tokens", t.tokens.size()},
           {"branch_points", available},

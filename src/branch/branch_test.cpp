@@ -40,7 +40,7 @@ Knobs CpuKnobs(const std::string& kv) {
   k.n_ctx = 256;
   k.n_batch = 64;
   k.flash_attn = FlashAttn::kOn;
-  k.cache_type_k = k.cache_type_v = kv;
+  k.cache_type_k = k.cache_type_v = *FromName<KvCacheType>(kv);
   return k;
 }
 
@@ -139,7 +139,7 @@ TEST(RunBranches, ForksOnlyWhereTheModelWritesTheNextToken) {
   BranchRequest r = Request();
   r.base_path = chat.base;
   r.cand_path = chat.cand;
-  r.options.fork_where = "all";
+  r.options.fork_where = ForkScope::kAll;
   auto all = RunBranches(r);
   ASSERT_TRUE(all.ok()) << all.status().message();
   std::vector<int> reads, writes;  // flip positions whose next token is the user's / the assistant's
@@ -148,7 +148,7 @@ TEST(RunBranches, ForksOnlyWhereTheModelWritesTheNextToken) {
   ASSERT_GE(writes.size(), 2u) << "and twice in the assistant's";
   EXPECT_EQ((*all)["counts"]["teacher_forced_only"], 0);
 
-  r.options.fork_where = "assistant";
+  r.options.fork_where = ForkScope::kAssistant;
   r.options.max_branches = int(writes.size()) - 1;  // the first N of the forkable flips, not of all flips
   auto out = RunBranches(r);
   ASSERT_TRUE(out.ok()) << out.status().message();
@@ -169,8 +169,9 @@ TEST(RunBranches, ForksOnlyWhereTheModelWritesTheNextToken) {
   EXPECT_NE(text.find(fmt::format("{:>6} teacher-forced only", reads.size())), std::string::npos) << text;
   std::string said;
   EXPECT_EQ(PythonCheck(*out, &said, chat), 0) << said;
-  r.options.fork_where = "tools";
-  EXPECT_EQ(RunBranches(r).status().message(), "--fork-where must be assistant or all, not 'tools'");
+  // A bad name is refused where it is read (the CLI reads --fork-where, the experiment fork_where).
+  EXPECT_EQ(ParseName<ForkScope>("tools", "fork_where").status().message(),
+            "fork_where must be assistant or all, not 'tools'");
 }
 
 // A served capture is followed on its own schedule: the fresh pass feeds what the model wrote
@@ -198,7 +199,7 @@ TEST(RunBranches, FollowsAServedCaptureOnItsOwnSchedule) {
   BranchRequest r = Request();
   r.base_path = base;
   r.cand_path = served;
-  r.options.fork_where = "all";
+  r.options.fork_where = ForkScope::kAll;
   auto out = RunBranches(r);
   ASSERT_TRUE(out.ok()) << out.status().message();
   const auto& cand = (*out)["config"]["cand"];
@@ -259,7 +260,7 @@ TEST(RunBranches, ReprefillingGivesTheForkedRecords) {
 
 TEST(RunBranches, RangesAndMaxBranches) {
   BranchRequest r = Request(4);
-  r.options.at = "ranges";
+  r.options.at = BranchAt::kRanges;
   r.options.ranges = "10-19,200-201";
   auto out = RunBranches(r);
   ASSERT_TRUE(out.ok()) << out.status().message();
@@ -313,10 +314,10 @@ TEST(RunBranches, RefusesCapturesOfDifferentTokensAndBadOptions) {
             std::string::npos)
       << out.status().message();
   r = Request();
-  r.options.at = "everywhere";
-  EXPECT_EQ(RunBranches(r).status().message(), "--at must be flips or ranges, not 'everywhere'");
-  r.options.at = "ranges";
-  EXPECT_EQ(RunBranches(r).status().message(), "--at ranges needs --ranges A-B,... or tool_calls");
+  // A bad name is refused where it is read (the CLI reads --at).
+  EXPECT_EQ(ParseName<BranchAt>("everywhere", "at").status().message(), "at must be flips or ranges, not 'everywhere'");
+  r.options.at = BranchAt::kRanges;
+  EXPECT_EQ(RunBranches(r).status().message(), "at ranges needs ranges A-B,... or tool_calls");
   r.options.ranges = "9-3";
   EXPECT_EQ(RunBranches(r).status().message(), "ranges: '9-3' is not tool_calls or a range A-B (0 <= A <= B)");
   // The same rule as capture's --full: a range that starts past the last scored position is an error.

@@ -31,7 +31,7 @@ Knobs CpuKnobs(const std::string& kv = "f16") {
   k.n_ctx = 256;
   k.n_batch = 64;  // several prefill chunks, so forks happen mid-pass
   k.flash_attn = FlashAttn::kOn;
-  k.cache_type_k = k.cache_type_v = kv;
+  k.cache_type_k = k.cache_type_v = *FromName<KvCacheType>(kv);
   return k;
 }
 

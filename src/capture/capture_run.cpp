@@ -73,7 +73,7 @@ nlohmann::json CaptureRequestJson(const CaptureRequest& req, const std::string& 
                                   const std::string& workload_sha256) {
   nlohmann::json j = {{"model_sha256", model_sha256},
                       {"workload_sha256", workload_sha256},
-                      {"format", req.workload.format},
+                      {"format", std::string(NameOf(req.workload.format))},
                       {"chat_template", req.workload.chat_template},
                       {"knobs", req.engine == EngineKind::kExact ? nlohmann::json{{"threads", req.knobs.n_threads}}
                                                                  : req.knobs.ToJson()},

@@ -101,10 +101,9 @@ TEST(RunCapture, BadInputsLeaveNoFile) {
   };
   std::vector<Case> cases = {
       {"context", [](CaptureRequest& r) { r.knobs.n_ctx = 16; }, "do not fit the context"},
-      {"kv type", [](CaptureRequest& r) { r.knobs.cache_type_k = "q3_k"; }, "unknown KV cache type"},
       {"v quant without fa",
        [](CaptureRequest& r) {
-         r.knobs.cache_type_v = "q8_0";
+         r.knobs.cache_type_v = KvCacheType::kQ8_0;
          r.knobs.flash_attn = FlashAttn::kOff;
        },
        "needs flash attention"},
@@ -120,6 +119,9 @@ TEST(RunCapture, BadInputsLeaveNoFile) {
     EXPECT_FALSE(fs::exists(r.out_path)) << c.what;
   }
   for (auto& e : fs::directory_iterator(f.dir)) EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos);
+  // An unknown KV cache type is refused where the knobs are read (flags, JSON, TOML), before a capture.
+  EXPECT_NE(Knobs::FromJson({{"cache_type_k", "q3_k"}}).status().message().find("unknown KV cache type"),
+            std::string::npos);
 }
 
 namespace {
@@ -155,7 +157,7 @@ TEST(RunCapture, APreparedSourceGivesTheSameCaptureEveryTime) {
   // Other knobs over the same source: a configuration of its own, the shared facts kept.
   CaptureRequest q8 = Request(f, "q8.safetensors");
   q8.knobs.flash_attn = FlashAttn::kOn;
-  q8.knobs.cache_type_k = q8.knobs.cache_type_v = "q8_0";
+  q8.knobs.cache_type_k = q8.knobs.cache_type_v = KvCacheType::kQ8_0;
   auto c = RunCapture(q8, *source);
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->raw["request"]["model_sha256"], a->raw["request"]["model_sha256"]);
@@ -171,7 +173,7 @@ TEST(RunCapture, APreparedSourceServesOnlyItsOwnFiles) {
   std::vector<std::function<void(CaptureRequest&)>> edits = {
       [&](CaptureRequest& r) { r.workload_path = other; },
       [&](CaptureRequest& r) { r.model_path = f.dir + "/copy.gguf"; },
-      [&](CaptureRequest& r) { r.workload.format = "text"; },
+      [&](CaptureRequest& r) { r.workload.format = WorkloadFormat::kText; },
   };
   for (size_t i = 0; i < edits.size(); ++i) {
     CaptureRequest r = Request(f, "mismatch.safetensors");

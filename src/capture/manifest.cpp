@@ -99,7 +99,7 @@ CaptureManifest CaptureManifest::FromJson(const json& j) {
   if (const json v = At(j, "truncated"); v.is_boolean()) m.truncated = v.get<bool>();
   if (const json v = At(j, "topk"); v.is_number_integer()) m.topk = v.get<int32_t>();
   m.request = At(j, "request");
-  if (const std::string format = Text(m.request, "format"); !format.empty()) m.workload_options.format = format;
+  if (const auto format = FromName<WorkloadFormat>(Text(m.request, "format"))) m.workload_options.format = *format;
   m.workload_options.chat_template = Text(m.request, "chat_template");
   m.timings = At(j, "timings");
   m.served = At(j, "served");

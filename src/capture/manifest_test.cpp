@@ -49,7 +49,7 @@ TEST(CaptureManifest, ReadsTheStoredManifestAndWritesItBackByteForByte) {
   EXPECT_EQ(m.workload.tool_call_form, "<tool_call> in content");
   ASSERT_TRUE(m.workload.tools.is_array());
   EXPECT_EQ(m.workload.tools.size(), 1u);
-  EXPECT_EQ(m.workload_options.format, "auto");
+  EXPECT_EQ(m.workload_options.format, WorkloadFormat::kAuto);
   EXPECT_EQ(m.workload_options.chat_template, "");
   EXPECT_EQ(m.probe_plan["n_probes"], 99);
   EXPECT_EQ(m.store, "f32");
@@ -83,7 +83,7 @@ TEST(CaptureManifest, ReadsForeignAndEditedManifestsTolerantly) {
   EXPECT_EQ(empty.replay, "prefill");
   EXPECT_TRUE(empty.workload.spans_status.ok());
   EXPECT_TRUE(empty.workload.tools.is_null());
-  EXPECT_EQ(empty.workload_options.format, "auto");
+  EXPECT_EQ(empty.workload_options.format, WorkloadFormat::kAuto);
 
   const CaptureManifest odd = CaptureManifest::FromJson({{"model", {{"n_vocab", "many"}, {"path", 7}}},
                                                          {"engine", {{"name", "exact"}}},

@@ -82,10 +82,8 @@ std::vector<Flip> FirstNFlips(std::span<const int32_t> pb, std::span<const int32
   return out;
 }
 
-Result<ForkFilter> ForkWhere(const CaptureReader& cap, std::string_view fork_where) {
-  if (fork_where == "all") return ForkFilter();
-  if (fork_where != "assistant")
-    return Status::Error(fmt::format("fork_where must be assistant or all, not '{}'", fork_where));
+Result<ForkFilter> ForkWhere(const CaptureReader& cap, ForkScope scope) {
+  if (scope == ForkScope::kAll) return ForkFilter();
   const ManifestWorkload& w = cap.manifest().workload;
   if (!w.spans_status.ok()) return w.spans_status.Prefixed(cap.path() + ": manifest spans");
   std::vector<Span> spans = w.spans;

@@ -46,11 +46,23 @@ void PrintSummary(const nlohmann::json& out, const std::string& path) {
   fmt::print("wrote {}\n", path);
 }
 
+// The branch stage's errors name the fields of its options; these are the flags that set them.
+// "ranges" alone stays as it is: SelectPositions' errors about the spec itself say "ranges:" on
+// the command line too, and "at" begins ordinary phrases; the one message naming both is mapped whole.
+Status WithBranchFlags(const Status& st) {
+  return FieldsAsFlags(st, {{"at ranges needs ranges", "--at ranges needs --ranges"},
+                            {"max_tokens", "--max-tokens"},
+                            {"max_call_tokens", "--max-call-tokens"},
+                            {"max_branches", "--max-branches"},
+                            {"reconverge", "--reconverge"}});
+}
+
 }  // namespace
 
 Action DefineBranch(CLI::App* cmd) {
   struct Opts {
     BranchRequest req;
+    std::string at{NameOf(BranchOptions().at)}, fork_where{NameOf(BranchOptions().fork_where)};
     std::string out;
     bool quiet = false, no_fork = false;
   };
@@ -58,8 +70,7 @@ Action DefineBranch(CLI::App* cmd) {
   cmd->add_option("base", o->req.base_path, "Baseline capture (.safetensors)")->required();
   cmd->add_option("cand", o->req.cand_path, "Candidate capture of the same workload")->required();
   cmd->add_option("-o,--output", o->out, "Branch records to write (.json)")->required();
-  cmd->add_option("--at", o->req.options.at, "Branch points: flips (stored argmax differ) or ranges")
-      ->capture_default_str();
+  cmd->add_option("--at", o->at, "Branch points: flips (stored argmax differ) or ranges")->capture_default_str();
   cmd->add_option("--ranges", o->req.options.ranges, "With --at ranges: A-B,... (inclusive positions) or tool_calls");
   cmd->add_option("--max-tokens", o->req.options.max_tokens, "Tokens decoded per future")->capture_default_str();
   cmd->add_option(
@@ -71,7 +82,7 @@ Action DefineBranch(CLI::App* cmd) {
   cmd->add_option("--reconverge", o->req.options.reconverge,
                   "K: futures agreeing again for K tokens within K tokens of the fork are benign")
       ->capture_default_str();
-  cmd->add_option("--fork-where", o->req.options.fork_where,
+  cmd->add_option("--fork-where", o->fork_where,
                   "Fork only where the model writes the next token (assistant: assistant messages and their "
                   "tool calls) or everywhere (all); the others count as teacher-forced only")
       ->capture_default_str();
@@ -88,10 +99,16 @@ Action DefineBranch(CLI::App* cmd) {
     std::filesystem::path parent = std::filesystem::path(o->out).parent_path();
     if (!parent.empty() && !std::filesystem::is_directory(parent))
       return Fail(Status::Error(o->out + ": the folder " + parent.string() + " does not exist"));
+    auto at = ParseName<BranchAt>(o->at, "--at");
+    if (!at.ok()) return Fail(at.status());
+    auto where = ParseName<ForkScope>(o->fork_where, "--fork-where");
+    if (!where.ok()) return Fail(where.status());
+    o->req.options.at = *at;
+    o->req.options.fork_where = *where;
     o->req.options.allow_fork = !o->no_fork;
     o->req.options.log.bars = !o->quiet;
     auto out = RunBranches(o->req);
-    if (!out.ok()) return Fail(out.status());
+    if (!out.ok()) return Fail(WithBranchFlags(out.status()));
     for (const auto& w : (*out)["config"]["warnings"])
       fmt::print(stderr, "flipscope: warning: {}\n", w.get<std::string>());
     Status st = WriteFileAtomic(o->out, out->dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");

@@ -12,9 +12,10 @@ namespace flipscope::cli {
 
 namespace {
 // Registers the server flags of --engine openai (docs/engines.md).
-void AddServerFlags(CLI::App* cmd, HttpOptions& h) {
+void AddServerFlags(CLI::App* cmd, HttpOptions& h, std::string& api) {
   cmd->add_option("--url", h.url, "--engine openai: the server's base URL, e.g. http://gpu-host:8000");
-  cmd->add_option("--api", h.api, "--engine openai: vllm (POST /v1/completions), sglang (POST /generate) or llama-server "
+  cmd->add_option("--api", api,
+                  "--engine openai: vllm (POST /v1/completions), sglang (POST /generate) or llama-server "
                   "(POST /completion; --replay served only)")
       ->capture_default_str();
   cmd->add_option("--logprobs", h.logprobs,
@@ -57,6 +58,22 @@ int LoadFloor(const CaptureRequest& req, int repeats) {
   return 0;
 }
 
+// Reads the named values of the flags into req: --engine (and the --url it needs), --api (read
+// only where it is used: --engine openai) and --format.
+Status ReadNames(const std::string& engine_name, const std::string& api_name, const std::string& format_name,
+                 CaptureRequest& req) {
+  FS_ASSIGN_OR_RETURN(req.engine, ParseName<EngineKind>(engine_name, "--engine"));
+  if (req.engine == EngineKind::kOpenai && req.http.url.empty()) return Status::Error("--engine openai needs --url");
+  if (req.engine != EngineKind::kOpenai && !req.http.url.empty()) return Status::Error("--url needs --engine openai");
+  if (req.engine == EngineKind::kOpenai) {
+    auto api = ParseName<HttpApi>(api_name, "api");
+    if (!api.ok()) return WithCaptureFlags(api.status());
+    req.http.api = *api;
+  }
+  FS_ASSIGN_OR_RETURN(req.workload.format, ParseWorkloadFormat(format_name, "--format"));
+  return Status::Ok();
+}
+
 }  // namespace
 
 Action DefineCapture(CLI::App* cmd) {
@@ -64,6 +81,8 @@ Action DefineCapture(CLI::App* cmd) {
     CaptureRequest req;
     std::string engine{NameOf(CaptureRequest().engine)};
     std::string store = StoreName(CaptureRequest().store);
+    std::string api{NameOf(HttpOptions().api)};
+    std::string format{NameOf(WorkloadOptions().format)};
     std::map<std::string, std::string> knob_texts;
     bool quiet = false;
     int load_repeats = 0;
@@ -77,8 +96,7 @@ Action DefineCapture(CLI::App* cmd) {
       ->capture_default_str();
   cmd->add_option("-w,--workload", o->req.workload_path, "Chat JSON/JSONL, plain text or token ids")->required();
   cmd->add_option("-o,--output", o->req.out_path, "Capture file to write (.safetensors)")->required();
-  cmd->add_option("--format", o->req.workload.format, "Workload format: auto, chat, jsonl, text, tokens")
-      ->capture_default_str();
+  cmd->add_option("--format", o->format, "Workload format: auto, chat, jsonl, text, tokens")->capture_default_str();
   cmd->add_option("--chat-template", o->req.workload.chat_template,
                   "Jinja template FILE or llama.cpp template NAME (default: the model's embedded one)");
   cmd->add_option("--stride", o->req.plan.stride, "Store every N-th position")->capture_default_str();
@@ -90,20 +108,14 @@ Action DefineCapture(CLI::App* cmd) {
   cmd->add_option("--load-repeats", o->load_repeats,
                   "--load: capture alone to -o, then R times under load, and count the repeats bit-identical to it");
   AddKnobFlags(cmd, o->knob_texts);
-  AddServerFlags(cmd, o->req.http);
+  AddServerFlags(cmd, o->req.http, o->api);
   return [o, cmd]() -> int {
     auto store = ParseStore(o->store);
     if (!store.ok()) return Fail(store.status());
     o->req.store = *store;
     if (Status st = ApplyKnobFlags(cmd, o->knob_texts, o->req.knobs); !st.ok()) return Fail(st);
     o->req.log.bars = !o->quiet;
-    auto engine = ParseName<EngineKind>(o->engine, "--engine");
-    if (!engine.ok()) return Fail(engine.status());
-    o->req.engine = *engine;
-    if (o->req.engine == EngineKind::kOpenai && o->req.http.url.empty())
-      return Fail(Status::Error("--engine openai needs --url"));
-    if (o->req.engine != EngineKind::kOpenai && !o->req.http.url.empty())
-      return Fail(Status::Error("--url needs --engine openai"));
+    if (Status st = ReadNames(o->engine, o->api, o->format, o->req); !st.ok()) return Fail(st);
     if (o->load_repeats > 0) return LoadFloor(o->req, o->load_repeats);
     auto m = RunCapture(o->req);
     if (!m.ok()) return Fail(WithCaptureFlags(m.status()));

@@ -21,6 +21,7 @@ Action DefineHistory(CLI::App* cmd) {
   struct Opts {
     HistoryRequest req;
     std::string reference;
+    std::string format{NameOf(WorkloadOptions().format)};
     std::map<std::string, std::string> knob_texts;
     bool quiet = false;
   };
@@ -34,7 +35,7 @@ Action DefineHistory(CLI::App* cmd) {
       ->required()
       ->delimiter(',');
   cmd->add_option("--reference", o->reference, "exact: also compare every release with the FP64 exact engine");
-  cmd->add_option("--format", r.workload.format, "Workload format: auto, chat, jsonl, text, tokens")->default_val("auto");
+  cmd->add_option("--format", o->format, "Workload format: auto, chat, jsonl, text, tokens")->capture_default_str();
   cmd->add_option("--chat-template", r.workload.chat_template,
                   "Jinja template FILE or llama.cpp template NAME (default: the model's embedded one)");
   cmd->add_option("--stride", r.plan.stride, "Store every N-th position")->default_val(32)->check(WholeAtLeast(1));
@@ -50,6 +51,9 @@ Action DefineHistory(CLI::App* cmd) {
     if (!o->reference.empty() && o->reference != "exact")
       return Fail(Status::InvalidArgument("--reference must be exact (the FP64 exact engine, docs/exact.md)"));
     o->req.reference_exact = o->reference == "exact";
+    auto format = ParseWorkloadFormat(o->format, "--format");
+    if (!format.ok()) return Fail(format.status());
+    o->req.workload.format = *format;
     if (Status st = ApplyKnobFlags(cmd, o->knob_texts, o->req.knobs); !st.ok()) return Fail(st);
     o->req.log.bars = !o->quiet;
     return RunHistoryCommand(o->req);

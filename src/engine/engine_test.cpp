@@ -51,19 +51,19 @@ std::vector<uint64_t> Digests(const Knobs& k, const std::vector<int32_t>& tokens
 
 TEST(Knobs, JsonRoundTripAndValidation) {
   Knobs k;
-  k.cache_type_k = "q8_0";
+  k.cache_type_k = KvCacheType::kQ8_0;
   k.n_ubatch = 64;
   auto back = Knobs::FromJson(k.ToJson());
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(back->ToJson(), k.ToJson());
   EXPECT_FALSE(Knobs::FromJson({{"flash_atn", "on"}}).ok());
   Knobs bad;
-  bad.cache_type_v = "q4_0";
+  bad.cache_type_v = KvCacheType::kQ4_0;
   bad.flash_attn = FlashAttn::kOff;
   EXPECT_NE(bad.Validate().message().find("needs flash attention"), std::string::npos);
-  bad = Knobs();
-  bad.cache_type_k = "q3_k";
-  EXPECT_NE(bad.Validate().message().find("unknown KV cache type"), std::string::npos);
+  // An unknown KV cache type is refused where it is read (it never becomes a Knobs).
+  EXPECT_NE(Knobs::FromJson({{"cache_type_k", "q3_k"}}).status().message().find("unknown KV cache type"),
+            std::string::npos);
 }
 
 // The knob table drives JSON, flags and text parsing: every entry round-trips a changed value.
@@ -108,9 +108,9 @@ TEST(Knobs, TableDrivesJsonFlagsAndText) {
     EXPECT_EQ(k.split_mode, m);
   }
   // KV sizes come from ggml's type traits.
-  EXPECT_DOUBLE_EQ(KvTypeBytesPerElement("q8_0"), 34.0 / 32);
-  EXPECT_DOUBLE_EQ(KvTypeBytesPerElement("q4_1"), 20.0 / 32);
-  EXPECT_DOUBLE_EQ(KvTypeBytesPerElement("bf16"), 2.0);
+  EXPECT_DOUBLE_EQ(KvTypeBytesPerElement(KvCacheType::kQ8_0), 34.0 / 32);
+  EXPECT_DOUBLE_EQ(KvTypeBytesPerElement(KvCacheType::kQ4_1), 20.0 / 32);
+  EXPECT_DOUBLE_EQ(KvTypeBytesPerElement(KvCacheType::kBF16), 2.0);
 }
 
 // With --repack off no weight sits in an extra buffer type (whatever this CPU could repack).
@@ -191,7 +191,7 @@ TEST(LlamaEngine, KvQuantizationChangesRows) {
   std::vector<int32_t> probes = {70, 149};
   Knobs q = CpuKnobs();
   q.flash_attn = FlashAttn::kOn;
-  q.cache_type_k = q.cache_type_v = "q4_0";
+  q.cache_type_k = q.cache_type_v = KvCacheType::kQ4_0;
   Knobs f = CpuKnobs();
   f.flash_attn = FlashAttn::kOn;
   EXPECT_NE(Digests(f, tokens, probes), Digests(q, tokens, probes));

@@ -15,17 +15,16 @@ using json = nlohmann::json;
 Status HttpOptions::Validate() const {
   if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
     return Status::Error("url must start with http:// or https://, not '" + RedactUrl(url) + "'");
-  if (api != "vllm" && api != "sglang" && api != "llama-server")
-    return Status::Error("api must be vllm, sglang or llama-server, not '" + api + "'");
   if (logprobs == 0 || logprobs < -1) return Status::Error("logprobs must be >= 1 (or -1 for vLLM's full vocabulary)");
-  if (logprobs == -1 && api != "vllm") return Status::Error("logprobs: -1 (the full vocabulary) needs the api vllm");
+  if (logprobs == -1 && api != HttpApi::kVllm)
+    return Status::Error("logprobs: -1 (the full vocabulary) needs the api vllm");
   if (timeout_s <= 0) return Status::Error("timeout must be > 0 seconds");
   if (retries < 0) return Status::Error("retries must be >= 0");
   return Status::Ok();
 }
 
 std::string HttpOptions::ToFlags() const {
-  std::string f = fmt::format("--engine openai --api {} --url {} --logprobs {}", api, RedactUrl(url), logprobs);
+  std::string f = fmt::format("--engine openai --api {} --url {} --logprobs {}", NameOf(api), RedactUrl(url), logprobs);
   if (!served_model.empty()) f += " --served-model-name " + served_model;
   if (!api_key_env.empty()) f += " --api-key-env " + api_key_env;
   if (load > 0) f += fmt::format(" --load {} --load-seed {}", load, load_seed);
@@ -155,19 +154,19 @@ Result<std::unique_ptr<HttpEngine>> HttpEngine::Create(const HttpOptions& opts, 
   auto impl = std::make_unique<Impl>(opts, key);
   impl->n_vocab = n_vocab;
   impl->k = opts.logprobs == -1 ? n_vocab : opts.logprobs;
-  FS_RETURN_IF_ERROR(opts.api == "vllm"     ? DescribeVllm(*impl)
-                     : opts.api == "sglang" ? DescribeSglang(*impl)
-                                            : DescribeLlamaServer(*impl));
+  FS_RETURN_IF_ERROR(opts.api == HttpApi::kVllm     ? DescribeVllm(*impl)
+                     : opts.api == HttpApi::kSglang ? DescribeSglang(*impl)
+                                                    : DescribeLlamaServer(*impl));
   return std::unique_ptr<HttpEngine>(new HttpEngine(std::move(impl)));
 }
 
 Status HttpEngine::Prefill(std::span<const int32_t> tokens, std::span<const int32_t> probes, const RowSink& sink,
                            const ProgressFn& progress) {
   Impl& e = *impl_;
-  if (e.opts.api == "llama-server")
+  if (e.opts.api == HttpApi::kLlamaServer)
     return Status::InvalidArgument("--api llama-server returns no prompt log-probabilities: it captures only with "
                                    "--replay served");
-  const bool vllm = e.opts.api == "vllm";
+  const bool vllm = e.opts.api == HttpApi::kVllm;
   const std::string path = vllm ? "/v1/completions" : "/generate";
   const int64_t n = int64_t(tokens.size());
   // One more position than the prompt: both servers generate a token after it.
@@ -242,9 +241,9 @@ json HttpEngine::LoadRecord() const { return impl_->load_record; }
 
 Result<Future> HttpEngine::Complete(std::span<const int32_t> prompt, int max_new_tokens) {
   Impl& e = *impl_;
-  if (e.opts.api == "llama-server")
+  if (e.opts.api == HttpApi::kLlamaServer)
     return Status::InvalidArgument("--api llama-server: futures at forks go through vLLM or SGLang only");
-  const bool vllm = e.opts.api == "vllm";
+  const bool vllm = e.opts.api == HttpApi::kVllm;
   const std::string path = vllm ? "/v1/completions" : "/generate";
   const std::vector<int32_t> ids(prompt.begin(), prompt.end());
   json req;
@@ -270,12 +269,14 @@ Result<Future> HttpEngine::Complete(std::span<const int32_t> prompt, int max_new
 
 json HttpEngine::Describe() const {
   const Impl& e = *impl_;
-  const std::string& api = e.opts.api;
+  const HttpApi api = e.opts.api;
   json d = {
       {"engine", "openai"},
-      {"api", e.opts.api},
+      {"api", std::string(NameOf(api))},
       {"url", RedactUrl(e.opts.url)},
-      {"endpoint", api == "vllm" ? "/v1/completions" : api == "sglang" ? "/generate" : "/completion"},
+      {"endpoint", api == HttpApi::kVllm     ? "/v1/completions"
+                   : api == HttpApi::kSglang ? "/generate"
+                                             : "/completion"},
       {"served_model", e.opts.served_model},
       {"server", e.server},
       {"server_context", e.context},

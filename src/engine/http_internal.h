@@ -105,7 +105,7 @@ struct ServedAnswer {
 // "sglang" (/generate with top_logprobs_num) or "llama-server" (/completion with n_probs): at least
 // one step, k ids each inside n_vocab (when > 0), log-probabilities <= 0; computed = prompt - cached
 // where the server reports no count of its own. Errors name the field.
-Result<ServedAnswer> ParseServedAnswer(const nlohmann::json& body, const std::string& api, int32_t k, int32_t n_vocab);
+Result<ServedAnswer> ParseServedAnswer(const nlohmann::json& body, HttpApi api, int32_t k, int32_t n_vocab);
 
 }  // namespace flipscope::http
 

@@ -21,7 +21,7 @@ std::string FillerBody(const HttpOptions& o, std::span<const int32_t> prompt, in
   const std::vector<int32_t> ids(prompt.begin(), prompt.end());
   const int max_tokens = std::max(1, generate);  // both servers generate at least one token
   json req =
-      o.api == "vllm"
+      o.api == HttpApi::kVllm
           ? json{{"model", o.served_model}, {"prompt", ids}, {"max_tokens", max_tokens}, {"temperature", 0.0}}
           : json{{"input_ids", ids}, {"sampling_params", {{"max_new_tokens", max_tokens}, {"temperature", 0.0}}}};
   return req.dump();
@@ -42,7 +42,7 @@ constexpr int kHeadStartMs = 250;
 
 Result<Response> WithFillers(const Client& client, const HttpOptions& o, const std::vector<FillerSource>& pool,
                              int max_cells, const std::function<Result<Response>()>& measured, json* record) {
-  const std::string path = o.api == "vllm" ? "/v1/completions" : "/generate";
+  const std::string path = o.api == HttpApi::kVllm ? "/v1/completions" : "/generate";
   const double t0 = NowSeconds();
   std::atomic<bool> stop{false};
   Log log;

@@ -22,26 +22,26 @@ namespace {
 constexpr int32_t kCacheCheckTokens = 64;
 
 // The server flag a refusal names when the prefix cache is off or its counts are not reported.
-std::string CacheHint(const std::string& api) {
-  if (api == "vllm")
+std::string CacheHint(HttpApi api) {
+  if (api == HttpApi::kVllm)
     return "start vLLM with prefix caching on and its counts reported: --enable-prefix-caching "
            "--enable-prompt-tokens-details";
-  if (api == "sglang") return "start SGLang without --disable-radix-cache";
+  if (api == HttpApi::kSglang) return "start SGLang without --disable-radix-cache";
   return "start llama-server with one slot (-np 1) and do not turn prompt caching off";
 }
 
 // One request: prompt tokens, then n greedy tokens with k log-probabilities each, the server's
 // prompt cache kept. Errors name the URL.
 Result<http::ServedAnswer> Ask(const HttpEngine::Impl& e, std::span<const int32_t> prompt, int n) {
-  const std::string& api = e.opts.api;
+  const HttpApi api = e.opts.api;
   const std::vector<int32_t> ids(prompt.begin(), prompt.end());
   json req;
   std::string path;
-  if (api == "vllm") {
+  if (api == HttpApi::kVllm) {
     path = "/v1/completions";
     req = {{"model", e.opts.served_model}, {"prompt", ids}, {"max_tokens", n}, {"temperature", 0.0},
            {"logprobs", e.k},              {"return_tokens_as_token_ids", true}};
-  } else if (api == "sglang") {
+  } else if (api == HttpApi::kSglang) {
     path = "/generate";
     req = {{"input_ids", ids},       {"sampling_params", {{"max_new_tokens", n}, {"temperature", 0.0}}},
            {"return_logprob", true}, {"logprob_start_len", int64_t(ids.size()) - 1},
@@ -172,7 +172,7 @@ Result<TopKRows> HttpEngine::ServedReplay(std::span<const int32_t> tokens, std::
   e.served_record = {
       {"mechanism", "one request per decode step over the server's cached prefix; a greedy generation from each "
                     "message's generation prompt as the proof"},
-      {"api", e.opts.api},
+      {"api", std::string(NameOf(e.opts.api))},
       {"requests", pass.requests},
       {"generations", pass.generations},
       {"generated_tokens", pass.generated},

@@ -153,12 +153,12 @@ Status ReadLlamaServer(const json& body, int32_t k, int32_t n_vocab, ServedAnswe
 
 }  // namespace
 
-Result<ServedAnswer> ParseServedAnswer(const json& body, const std::string& api, int32_t k, int32_t n_vocab) {
+Result<ServedAnswer> ParseServedAnswer(const json& body, HttpApi api, int32_t k, int32_t n_vocab) {
   if (k < 1) return Status::Error("served replay needs k >= 1 log-probabilities per token");
   ServedAnswer out;
-  FS_RETURN_IF_ERROR(api == "vllm"     ? ReadVllm(body, k, n_vocab, out)
-                     : api == "sglang" ? ReadSglang(body, k, n_vocab, out)
-                                       : ReadLlamaServer(body, k, n_vocab, out));
+  FS_RETURN_IF_ERROR(api == HttpApi::kVllm     ? ReadVllm(body, k, n_vocab, out)
+                     : api == HttpApi::kSglang ? ReadSglang(body, k, n_vocab, out)
+                                               : ReadLlamaServer(body, k, n_vocab, out));
   if (out.steps.empty()) return Status::Error("no generated token in the answer");
   for (size_t i = 0; i < out.steps.size(); ++i)
     if (out.steps[i].token < 0 || (n_vocab > 0 && out.steps[i].token >= n_vocab))

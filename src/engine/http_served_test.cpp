@@ -20,7 +20,7 @@ TEST(HttpServed, VllmCompletionWithCachedTokens) {
       "tokens": ["token_id:7", "token_id:3"], "token_logprobs": [-0.1, -2.5], "text_offset": [0, 1],
       "top_logprobs": [{"token_id:7": -0.1, "token_id:9": -2.4}, {"token_id:5": -0.5, "token_id:4": -1.0, "token_id:3": -2.5}]}}],
       "usage": {"prompt_tokens": 40, "completion_tokens": 2, "prompt_tokens_details": {"cached_tokens": 32}}})"),
-                                   "vllm", 2, 100);
+                                   HttpApi::kVllm, 2, 100);
   ASSERT_TRUE(a.ok()) << a.status().message();
   ASSERT_EQ(a->steps.size(), 2u);
   EXPECT_EQ(a->steps[0].token, 7);
@@ -35,7 +35,7 @@ TEST(HttpServed, VllmCompletionWithCachedTokens) {
   // Without --enable-prompt-tokens-details the counts are unknown (the pass then refuses).
   auto bare = http::ParseServedAnswer(Parse(R"({"choices": [{"logprobs": {"tokens": ["token_id:1"],
       "top_logprobs": [{"token_id:1": -0.1}]}}], "usage": {"prompt_tokens": 3, "prompt_tokens_details": null}})"),
-                                      "vllm", 1, 100);
+                                      HttpApi::kVllm, 1, 100);
   ASSERT_TRUE(bare.ok()) << bare.status().message();
   EXPECT_EQ(bare->cached_tokens, -1);
   EXPECT_EQ(bare->computed_tokens, -1);
@@ -44,7 +44,7 @@ TEST(HttpServed, VllmCompletionWithCachedTokens) {
 TEST(HttpServed, SglangGenerate) {
   auto a = http::ParseServedAnswer(Parse(R"({"text": "", "meta_info": {"prompt_tokens": 10, "cached_tokens": 9,
       "output_token_logprobs": [[-0.2, 4, null]], "output_top_logprobs": [[[-0.2, 4, null], [-1.9, 8, null], [-Infinity, 2, null]]]}})"),
-                                   "sglang", 3, 100);
+                                   HttpApi::kSglang, 3, 100);
   ASSERT_TRUE(a.ok()) << a.status().message();
   EXPECT_EQ(a->steps[0].token, 4);
   EXPECT_EQ(a->steps[0].ids, (std::vector<int32_t>{4, 8, 2}));
@@ -58,7 +58,7 @@ TEST(HttpServed, LlamaServerCompletion) {
       "tokens_cached": 30, "timings": {"cache_n": 29, "prompt_n": 1, "predicted_n": 1},
       "completion_probabilities": [{"id": 12, "token": "x", "logprob": -0.3, "bytes": [120],
         "top_logprobs": [{"id": 12, "token": "x", "logprob": -0.3, "bytes": [120]}, {"id": 40, "token": "y", "logprob": -1.6, "bytes": [121]}]}]})"),
-                                   "llama-server", 2, 100);
+                                   HttpApi::kLlamaServer, 2, 100);
   ASSERT_TRUE(a.ok()) << a.status().message();
   EXPECT_EQ(a->steps[0].token, 12);
   EXPECT_EQ(a->steps[0].ids, (std::vector<int32_t>{12, 40}));
@@ -68,32 +68,39 @@ TEST(HttpServed, LlamaServerCompletion) {
 }
 
 TEST(HttpServed, Refusals) {
-  auto err = [](const char* body, const char* api, int32_t k) {
+  auto err = [](const char* body, HttpApi api, int32_t k) {
     auto a = http::ParseServedAnswer(http::ParseLenient(body).value(), api, k, 100);
     return a.ok() ? std::string("ok") : a.status().message();
   };
-  EXPECT_NE(err(R"({"choices": []})", "vllm", 1).find("no choices[0]"), std::string::npos);
-  EXPECT_NE(err(R"({"choices": [{"logprobs": {"tokens": ["token_id:1"], "top_logprobs": [{"token_id:1": -0.1}]}}]})", "vllm", 2)
+  EXPECT_NE(err(R"({"choices": []})", HttpApi::kVllm, 1).find("no choices[0]"), std::string::npos);
+  EXPECT_NE(err(R"({"choices": [{"logprobs": {"tokens": ["token_id:1"], "top_logprobs": [{"token_id:1": -0.1}]}}]})",
+                HttpApi::kVllm, 2)
                 .find("1 distinct token ids, expected at least 2"),
             std::string::npos);
-  EXPECT_NE(err(R"({"choices": [{"logprobs": {"tokens": ["token_id:1"], "top_logprobs": [{"token_id:500": -0.1}]}}]})", "vllm", 1)
+  EXPECT_NE(err(R"({"choices": [{"logprobs": {"tokens": ["token_id:1"], "top_logprobs": [{"token_id:500": -0.1}]}}]})",
+                HttpApi::kVllm, 1)
                 .find("outside the model's vocabulary of 100"),
             std::string::npos);
-  EXPECT_NE(err(R"({"choices": [{"logprobs": {"tokens": ["hello"], "top_logprobs": [{"token_id:1": -0.1}]}}]})", "vllm", 1)
+  EXPECT_NE(err(R"({"choices": [{"logprobs": {"tokens": ["hello"], "top_logprobs": [{"token_id:1": -0.1}]}}]})",
+                HttpApi::kVllm, 1)
                 .find("its id is missing"),
             std::string::npos);
-  EXPECT_NE(err(R"({"choices": [{"logprobs": {"tokens": ["token_id:1"], "top_logprobs": [{"token_id:1": 0.5}]}}]})", "vllm", 1)
+  EXPECT_NE(err(R"({"choices": [{"logprobs": {"tokens": ["token_id:1"], "top_logprobs": [{"token_id:1": 0.5}]}}]})",
+                HttpApi::kVllm, 1)
                 .find("is not <= 0"),
             std::string::npos);
-  EXPECT_NE(err(R"({"choices": [{"logprobs": {"tokens": [], "top_logprobs": []}}]})", "vllm", 1).find("no generated token"),
+  EXPECT_NE(err(R"({"choices": [{"logprobs": {"tokens": [], "top_logprobs": []}}]})", HttpApi::kVllm, 1)
+                .find("no generated token"),
             std::string::npos);
-  EXPECT_NE(err(R"({"meta_info": {}})", "sglang", 1).find("output_top_logprobs"), std::string::npos);
-  EXPECT_NE(err(R"({"tokens": [1]})", "llama-server", 1).find("completion_probabilities is missing"), std::string::npos);
-  EXPECT_NE(err(R"({"completion_probabilities": [{"id": 1, "top_logprobs": [{"id": 1}]}]})", "llama-server", 1)
+  EXPECT_NE(err(R"({"meta_info": {}})", HttpApi::kSglang, 1).find("output_top_logprobs"), std::string::npos);
+  EXPECT_NE(err(R"({"tokens": [1]})", HttpApi::kLlamaServer, 1).find("completion_probabilities is missing"),
+            std::string::npos);
+  EXPECT_NE(err(R"({"completion_probabilities": [{"id": 1, "top_logprobs": [{"id": 1}]}]})", HttpApi::kLlamaServer, 1)
                 .find("not {\"id\", \"logprob\"}"),
             std::string::npos);
   EXPECT_NE(err(R"({"tokens_evaluated": 3, "timings": {"cache_n": 5, "prompt_n": 0},
-      "completion_probabilities": [{"id": 1, "top_logprobs": [{"id": 1, "logprob": -0.1}]}]})", "llama-server", 1)
+      "completion_probabilities": [{"id": 1, "top_logprobs": [{"id": 1, "logprob": -0.1}]}]})",
+                HttpApi::kLlamaServer, 1)
                 .find("5 cached tokens of a 3-token prompt"),
             std::string::npos);
 }

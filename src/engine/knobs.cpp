@@ -42,11 +42,13 @@ struct Names<Replay> {
 
 namespace {
 
-// KV cache type names as llama.cpp spells them (-ctk / -ctv), with ggml's type.
-const std::pair<const char*, ggml_type> kKvTypes[] = {
-    {"f32", GGML_TYPE_F32},       {"f16", GGML_TYPE_F16},   {"bf16", GGML_TYPE_BF16},
-    {"q8_0", GGML_TYPE_Q8_0},     {"q4_0", GGML_TYPE_Q4_0}, {"q4_1", GGML_TYPE_Q4_1},
-    {"iq4_nl", GGML_TYPE_IQ4_NL}, {"q5_0", GGML_TYPE_Q5_0}, {"q5_1", GGML_TYPE_Q5_1}};
+// KV cache types with ggml's type.
+const std::pair<KvCacheType, ggml_type> kKvTypes[] = {
+    {KvCacheType::kF32, GGML_TYPE_F32},       {KvCacheType::kF16, GGML_TYPE_F16},
+    {KvCacheType::kBF16, GGML_TYPE_BF16},     {KvCacheType::kQ8_0, GGML_TYPE_Q8_0},
+    {KvCacheType::kQ4_0, GGML_TYPE_Q4_0},     {KvCacheType::kQ4_1, GGML_TYPE_Q4_1},
+    {KvCacheType::kIQ4_NL, GGML_TYPE_IQ4_NL}, {KvCacheType::kQ5_0, GGML_TYPE_Q5_0},
+    {KvCacheType::kQ5_1, GGML_TYPE_Q5_1}};
 
 template <typename T>
 std::string Expected() {
@@ -74,6 +76,12 @@ Status Set(Knobs& k, const nlohmann::json& v) {
   try {
     if constexpr (std::is_enum_v<T>) {
       const auto e = v.is_string() ? FromName<T>(v.get<std::string>()) : std::nullopt;
+      // A KV cache type's refusal is a whole message (FromJson and SetKnobFromText pass it on as it is).
+      if constexpr (std::is_same_v<T, KvCacheType>)
+        if (!e)
+          return Status::InvalidArgument(fmt::format(
+              "unknown KV cache type '{}' for {} (one of {})", v.is_string() ? v.get<std::string>() : v.dump(),
+              M == &Knobs::cache_type_k ? "cache_type_k (-ctk)" : "cache_type_v (-ctv)", Choices<KvCacheType>()));
       if (!e) return Status::Error(Expected<T>());
       k.*M = *e;
       return Status::Ok();
@@ -176,25 +184,31 @@ Status SetKnobFromText(Knobs& k, const KnobInfo& info, const std::string& text) 
   } else {
     // A named value ("on", "layer"): the error quotes what was given beside what is accepted.
     if (Status st = info.set(k, text); !st.ok())
-      return Status::Error(fmt::format("'{}' is not {}", text, st.message()));
+      return st.code() == StatusCode::kInvalidArgument
+                 ? st
+                 : Status::Error(fmt::format("'{}' is not {}", text, st.message()));
     return Status::Ok();
   }
   return info.set(k, value);
 }
 
-const std::vector<std::string>& KvCacheTypes() {
-  static const std::vector<std::string> types = [] {
-    std::vector<std::string> out;
-    for (auto& [name, type] : kKvTypes) out.emplace_back(name);
+const std::vector<KvCacheType>& KvCacheTypes() {
+  static const std::vector<KvCacheType> types = [] {
+    std::vector<KvCacheType> out;
+    for (const auto& [e, name] : Names<KvCacheType>::v) out.push_back(e);
     return out;
   }();
   return types;
 }
 
-double KvTypeBytesPerElement(const std::string& t) {
-  for (auto& [name, type] : kKvTypes)
-    if (t == name) return double(ggml_type_size(type)) / double(ggml_blck_size(type));
+double KvTypeBytesPerElement(KvCacheType t) {
+  for (auto& [e, type] : kKvTypes)
+    if (t == e) return double(ggml_type_size(type)) / double(ggml_blck_size(type));
   return std::nan("");
+}
+
+bool KvTypeQuantized(KvCacheType t) {
+  return t != KvCacheType::kF32 && t != KvCacheType::kF16 && t != KvCacheType::kBF16;
 }
 
 nlohmann::json Knobs::ToJson() const {
@@ -210,23 +224,17 @@ Result<Knobs> Knobs::FromJson(const nlohmann::json& j) {
     const KnobInfo* info = FindKnob(key);
     if (!info) return Status::Error("unknown knob '" + key + "'");
     if (Status st = info->set(k, v); !st.ok())
-      return Status::Error(fmt::format("knob '{}' must be {}", key, st.message()));
+      return Status::Error(st.code() == StatusCode::kInvalidArgument
+                               ? st.message()
+                               : fmt::format("knob '{}' must be {}", key, st.message()));
   }
   return k;
 }
 
 Status Knobs::Validate() const {
-  for (const auto* t : {&cache_type_k, &cache_type_v}) {
-    bool known = false;
-    for (const auto& name : KvCacheTypes()) known |= (name == *t);
-    if (!known)
-      return Status::InvalidArgument(fmt::format("unknown KV cache type '{}' for {} (one of {})", *t,
-                                                 t == &cache_type_k ? "cache_type_k (-ctk)" : "cache_type_v (-ctv)",
-                                                 fmt::join(KvCacheTypes(), ", ")));
-  }
-  bool v_quantized = cache_type_v != "f32" && cache_type_v != "f16" && cache_type_v != "bf16";
-  if (v_quantized && flash_attn == FlashAttn::kOff)
-    return Status::InvalidArgument("a quantized V cache (cache_type_v = " + cache_type_v +
+  // The KV cache types are checked where they are read (an unknown name never becomes a Knobs).
+  if (KvTypeQuantized(cache_type_v) && flash_attn == FlashAttn::kOff)
+    return Status::InvalidArgument("a quantized V cache (cache_type_v = " + std::string(NameOf(cache_type_v)) +
                                    ") needs flash attention; llama.cpp refuses it with flash_attn off (-fa off)");
   if (n_ctx < 0) return Status::InvalidArgument("ctx_size (-c) must be >= 0");
   if (n_batch < 1 || n_ubatch < 1) return Status::InvalidArgument("batch_size (-b) and ubatch_size (-ub) must be >= 1");

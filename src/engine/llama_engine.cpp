@@ -19,11 +19,11 @@
 namespace flipscope {
 namespace {
 
-// llama.cpp's -ctk/-ctv names are ggml's type names (Knobs::Validate() admits only cache types).
-ggml_type KvType(const std::string& name) {
+// llama.cpp's -ctk/-ctv names are ggml's type names (every KvCacheType's name is one).
+ggml_type KvType(KvCacheType type) {
   for (int t = 0; t < GGML_TYPE_COUNT; ++t) {
     const char* n = ggml_type_name(ggml_type(t));
-    if (n && name == n) return ggml_type(t);
+    if (n && NameOf(type) == n) return ggml_type(t);
   }
   return GGML_TYPE_COUNT;
 }

@@ -113,8 +113,8 @@ Status ResolveKnobs(LlamaEngine::Impl& e, const Knobs& asked, const llama_contex
 
   char arch[128] = "";
   llama_model_meta_val_str(e.model, "general.architecture", arch, sizeof(arch));
-  FlashAttnRule fa = FlashAttnByRule(
-      asked.flash_attn, {arch, asked.split_mode, ggml_is_quantized(cp.type_v), asked.cache_type_v});
+  FlashAttnRule fa = FlashAttnByRule(asked.flash_attn, {arch, asked.split_mode, ggml_is_quantized(cp.type_v),
+                                                        std::string(NameOf(asked.cache_type_v))});
   if (!fa.value) {
     if (auto from_log = FlashAttnFromProbeLog(init_log)) {
       fa = *from_log;

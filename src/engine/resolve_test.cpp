@@ -74,8 +74,8 @@ void KnobMatrix(const std::string& model, const std::string& name) {
     k.n_threads = 1;
     k.n_ctx = 300;  // rounded up by llama.cpp
     k.flash_attn = FlashAttn::kAuto;
-    k.cache_type_k = kv.k;
-    k.cache_type_v = kv.v;
+    k.cache_type_k = *FromName<KvCacheType>(kv.k);
+    k.cache_type_v = *FromName<KvCacheType>(kv.v);
     const std::string what = fmt::format("{} -fa auto -ctk {} -ctv {}", name, kv.k, kv.v);
     nlohmann::json d = ExpectEffectiveReproduces(model, k, what);
     EXPECT_EQ(d["knobs"]["ctx_size"], 512) << what;

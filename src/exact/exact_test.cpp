@@ -40,7 +40,7 @@ TEST(ExactEngine, AgreesWithLlamaCppOnAnF32TinyModel) {
   ASSERT_TRUE(exact.ok()) << exact.status().message();
   Knobs k;
   k.flash_attn = FlashAttn::kOff;
-  k.cache_type_k = k.cache_type_v = "f32";
+  k.cache_type_k = k.cache_type_v = KvCacheType::kF32;
   k.n_threads = 1;
   auto llama = LlamaEngine::Create(path, k);
   ASSERT_TRUE(llama.ok()) << llama.status().message();

@@ -19,7 +19,7 @@ Status BranchAll(const Experiment& exp, nlohmann::json& results, const RunOption
   const std::string base = results["configs"][0]["captures"][0];
   std::map<std::string, std::string> model_hashes;  // every variant's pair shares the baseline's model
   for (const auto& c : results["configs"]) {
-    if (c["status"] != "ok" || c["name"] == results["baseline"]) continue;
+    if (ReadConfigStatus(c) != ConfigStatus::kOk || c["name"] == results["baseline"]) continue;
     if (!Branched(exp, c["name"].get<std::string>())) continue;
     // Only configurations whose first repeat flips have forks to follow.
     bool flips = false;

@@ -51,7 +51,7 @@ TEST(ParseExperiment, VariantsApplyTheirChangesToTheBaseline) {
   ASSERT_EQ(e->variants.size(), 1u);
   EXPECT_EQ(e->variants[0].knobs.n_threads, 1);
   EXPECT_EQ(e->variants[0].knobs.flash_attn, FlashAttn::kOn);
-  EXPECT_EQ(e->variants[0].knobs.cache_type_k, "q8_0");
+  EXPECT_EQ(e->variants[0].knobs.cache_type_k, KvCacheType::kQ8_0);
   EXPECT_EQ(e->variants[0].repeats, 1);
   EXPECT_EQ(e->model, (fs::path(p).parent_path() / "tiny.gguf").string());
 }
@@ -171,7 +171,7 @@ TEST(ParseExperiment, ServerConfigurations) {
   const auto& remote = e->variants[1];
   EXPECT_EQ(remote.server.url, "http://gpu-host:8000");
   EXPECT_TRUE(remote.server.launch.empty());  // a URL replaces the inherited launch command
-  EXPECT_EQ(remote.server.http.api, "sglang");
+  EXPECT_EQ(remote.server.http.api, HttpApi::kSglang);
   EXPECT_EQ(remote.server.http.logprobs, 20);
   EXPECT_EQ(e->variants[2].engine, EngineKind::kLlama);
   EXPECT_TRUE(e->variants[2].server.launch.empty());

@@ -27,8 +27,8 @@ double AllocatedMiB(llama_model* model, const Knobs& k, int n_ctx, bool swa_full
   cp.kv_unified = true;
   cp.swa_full = swa_full;
   cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_ENABLED;  // a quantized V cache needs it
-  cp.type_k = k.cache_type_k == "q8_0" ? GGML_TYPE_Q8_0 : GGML_TYPE_F16;
-  cp.type_v = k.cache_type_v == "q8_0" ? GGML_TYPE_Q8_0 : GGML_TYPE_F16;
+  cp.type_k = k.cache_type_k == KvCacheType::kQ8_0 ? GGML_TYPE_Q8_0 : GGML_TYPE_F16;
+  cp.type_v = k.cache_type_v == KvCacheType::kQ8_0 ? GGML_TYPE_Q8_0 : GGML_TYPE_F16;
   TakeLlamaLogAll();
   llama_context* ctx = llama_init_from_model(model, cp);
   const std::string log = TakeLlamaLogAll();
@@ -55,7 +55,7 @@ void ExpectRuleMatchesLlama(const std::string& path, const std::vector<int>& con
       for (const char* type : {"f16", "q8_0"})
         for (int ubatch : {512, 128}) {
           Knobs k;
-          k.cache_type_k = k.cache_type_v = type;
+          k.cache_type_k = k.cache_type_v = *FromName<KvCacheType>(type);
           k.n_ubatch = ubatch;
           const double mib = AllocatedMiB(model.get(), k, n_ctx, swa_full);
           const double rule = KvCacheMemory(*info, k, n_ctx, swa_full).bytes / (1024.0 * 1024.0);

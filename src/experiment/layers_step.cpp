@@ -63,7 +63,9 @@ Status LayersAll(const Experiment& exp, nlohmann::json& results, const RunOption
   for (const auto& c : results["configs"]) {
     const std::string name = c["name"];
     const ConfigSpec* spec = SpecOf(exp, name);
-    if (!spec || c["status"] != "ok" || !Layered(exp, name) || FirstRepeatFlips(results, name) == 0) continue;
+    if (!spec || ReadConfigStatus(c) != ConfigStatus::kOk || !Layered(exp, name) ||
+        FirstRepeatFlips(results, name) == 0)
+      continue;
     nlohmann::json entry = {{"config", name}};
     if (std::string why = Unsupported(*spec); !why.empty() || exp.baseline.engine != EngineKind::kLlama) {
       entry["skipped"] = why.empty() ? "the baseline is a server configuration" : why;

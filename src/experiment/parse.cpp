@@ -114,9 +114,11 @@ Status ReadBranch(const ParseCtx& c, const toml::node& node, BranchSettings& out
     if (key == "compare_free") return Get(c, n, out.compare_free, "compare_free must be true or false");
     if (key == "configs") return ReadNames(c, n, out.configs);
     if (key == "fork_where") {
-      FS_RETURN_IF_ERROR(Get(c, n, out.options.fork_where, "fork_where must be a string"));
-      if (out.options.fork_where != "assistant" && out.options.fork_where != "all")
-        return c.At(n, "fork_where must be \"assistant\" or \"all\", not \"" + out.options.fork_where + "\"");
+      std::string name;
+      FS_RETURN_IF_ERROR(Get(c, n, name, "fork_where must be a string"));
+      const std::optional<ForkScope> scope = FromName<ForkScope>(name);
+      if (!scope) return c.At(n, "fork_where must be \"assistant\" or \"all\", not \"" + name + "\"");
+      out.options.fork_where = *scope;
       return Status::Ok();
     }
     if (key == "decoding") {
@@ -190,7 +192,14 @@ Status ReadSetting(const ParseCtx& c, const std::string& key, const toml::node& 
                    Experiment& exp, bool* known) {
   std::string& chat_template = exp.workload_options.chat_template;
   if (key == "name") return Get(c, node, exp.name, "name must be a string");
-  if (key == "format") return Get(c, node, exp.workload_options.format, "format must be a string");
+  if (key == "format") {
+    std::string name;
+    FS_RETURN_IF_ERROR(Get(c, node, name, "format must be a string"));
+    auto format = ParseWorkloadFormat(name, "format");
+    if (!format.ok()) return c.At(node, format.status().message());
+    exp.workload_options.format = *format;
+    return Status::Ok();
+  }
   if (key == "model") {
     FS_RETURN_IF_ERROR(Get(c, node, exp.model, "model must be a path"));
     exp.model = ExpandPath(exp.model, dir);

@@ -44,6 +44,16 @@ Status Seconds(const ParseCtx& c, const toml::node& n, const std::string& key, d
   return Status::Ok();
 }
 
+// A server configuration's api: vllm or sglang (llama-server serves only the recipe's check).
+Status ReadApi(const ParseCtx& c, const toml::node& n, HttpApi& out) {
+  const std::optional<std::string> name = n.value<std::string>();
+  const std::optional<HttpApi> api = n.is_string() && name ? FromName<HttpApi>(*name) : std::nullopt;
+  if (!n.is_string()) return c.At(n, "api must be a string");
+  if (!api || *api == HttpApi::kLlamaServer) return c.At(n, "api must be vllm or sglang");
+  out = *api;
+  return Status::Ok();
+}
+
 // Reads one server key of a configuration table into out.server; *known is false for other keys.
 Status ReadServerKey(const ParseCtx& c, const std::string& key, const toml::node& n, ConfigSpec& out, bool* known) {
   ServerSpec& sv = out.server;
@@ -88,8 +98,7 @@ Status ReadServerKey(const ParseCtx& c, const std::string& key, const toml::node
     FS_RETURN_IF_ERROR(integer(sv.http.logprobs, -1, 1 << 20));
     if (sv.http.logprobs == 0) return c.At(n, "logprobs must be >= 1, or -1 for the whole vocabulary (vLLM)");
   } else if (key == "api") {
-    FS_RETURN_IF_ERROR(str(sv.http.api));
-    if (sv.http.api != "vllm" && sv.http.api != "sglang") return c.At(n, "api must be vllm or sglang");
+    FS_RETURN_IF_ERROR(ReadApi(c, n, sv.http.api));
   } else if (key == "served_model_name")
     FS_RETURN_IF_ERROR(str(sv.http.served_model));
   else if (key == "api_key_env")

@@ -314,7 +314,7 @@ json KvTypes(const ModelInfo& model, const Budget& budget, const RecipeRow& best
   for (const auto& t : KvCacheTypes()) {
     Knobs k = best.knobs.value_or(Knobs());
     k.cache_type_k = k.cache_type_v = t;
-    out.push_back({{"type", t},
+    out.push_back({{"type", std::string(NameOf(t))},
                    {"bytes_per_token", KvBytesPerToken(model, k)},
                    {"bytes_at_context", KvCacheMemory(model, k, n_ctx, best.swa_full).bytes},
                    {"context_at_budget", budget.ContextAt(best.weights, k, best.swa_full)}});

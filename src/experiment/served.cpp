@@ -98,10 +98,11 @@ Status ReplayDistances(const Experiment& exp, json& results, const Log& log) {
   const CompareOptions co = OptionsOf(exp, results);
   served["distance"] = json::array();
   for (const auto& c : results["configs"]) {
-    if (c["status"] != "ok") continue;
+    if (ReadConfigStatus(c) != ConfigStatus::kOk) continue;
     const std::string name = c["name"];
-    auto twin = std::find_if(served["configs"].begin(), served["configs"].end(),
-                             [&](const json& t) { return t["name"] == ServedName(name) && t["status"] == "ok"; });
+    auto twin = std::find_if(served["configs"].begin(), served["configs"].end(), [&](const json& t) {
+      return t["name"] == ServedName(name) && ReadConfigStatus(t) == ConfigStatus::kOk;
+    });
     if (twin == served["configs"].end()) continue;
     log.Info(fmt::format("  comparing {} under prefill and served replay", name));
     FS_ASSIGN_OR_RETURN(auto base, CaptureReader::Open(c["captures"][0].get<std::string>()));

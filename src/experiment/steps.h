@@ -16,16 +16,6 @@
 
 namespace flipscope {
 
-// How a configuration's captures ended: its results.json entry's "status". A refused one (a
-// configuration llama.cpp or the knobs' checks decline) and a failed one are recorded, with their
-// "reason", and the run goes on.
-enum class ConfigStatus { kOk, kRefused, kFailed };
-template <>
-struct Names<ConfigStatus> {
-  static constexpr std::pair<ConfigStatus, const char*> v[] = {
-      {ConfigStatus::kOk, "ok"}, {ConfigStatus::kRefused, "refused"}, {ConfigStatus::kFailed, "failed"}};
-};
-
 // KV-cache bytes per token of context for a model shape and the knobs' K/V cache types.
 double KvBytesPerToken(const ModelInfo& model, const Knobs& knobs);
 // The KV cache llama.cpp allocates for one sequence (kv_memory.cpp has the rule).

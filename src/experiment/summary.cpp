@@ -60,7 +60,7 @@ Status CompareAll(const Experiment& exp, nlohmann::json& results, const Log& log
   std::string base0 = configs[0]["captures"][0];
   const CompareOptions co = OptionsOf(exp, results);
   for (const auto& c : configs) {
-    if (c["status"] != "ok") continue;
+    if (ReadConfigStatus(c) != ConfigStatus::kOk) continue;
     const auto& caps = c["captures"];
     bool is_base = c["name"] == results["baseline"];
     for (size_t r = is_base ? 1 : 0; r < caps.size(); ++r) {
@@ -81,7 +81,7 @@ Status CompareWithReference(const Experiment& exp, nlohmann::json& results, cons
   nlohmann::json against = {{"comparisons", nlohmann::json::array()}};
   std::vector<ComparisonEntry> entries_vs_exact;
   for (const auto& c : results["configs"]) {
-    if (c["status"] != "ok") continue;
+    if (ReadConfigStatus(c) != ConfigStatus::kOk) continue;
     for (size_t r = 0; r < c["captures"].size(); ++r) {
       log.Info(fmt::format("  comparing {} (repeat {}) with the exact reference", c["name"].get<std::string>(), r + 1));
       auto cmp = CompareFiles(exact, c["captures"][r].get<std::string>(), co);
@@ -152,7 +152,7 @@ void Summarize(const Experiment& exp, nlohmann::json& results, const std::vector
   const double floor_hi = floor.Threshold();
   std::vector<SummaryRow> rows;
   for (const auto& c : results["configs"]) {
-    if (c["status"] != "ok") continue;
+    if (ReadConfigStatus(c) != ConfigStatus::kOk) continue;
     auto cmps = ComparisonsOf(comparisons, c["name"]);
     if (cmps.empty()) continue;
     SummaryRow s = SummaryRow::Of(c["name"], cmps);

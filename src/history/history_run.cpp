@@ -161,7 +161,7 @@ Result<nlohmann::json> RunHistory(const HistoryRequest& hr) {
   FS_ASSIGN_OR_RETURN(req.plan, history::WorkerPlan(hr.plan, src.workload));
   req.workload_path = tokens_path;
   req.workload = WorkloadOptions{};
-  req.workload.format = "tokens";
+  req.workload.format = WorkloadFormat::kTokens;
   req.log = Log::Quiet();
 
   nlohmann::json doc = {{"model", hr.model_path},           {"model_sha256", src.model.sha256},

@@ -53,7 +53,7 @@ std::string Capture(const std::string& dir, const std::string& model, const std:
   r.workload_path = work;
   r.out_path = dir + "/" + name + ".safetensors";
   r.knobs.n_threads = 1;
-  r.knobs.cache_type_k = r.knobs.cache_type_v = kv;
+  r.knobs.cache_type_k = r.knobs.cache_type_v = *FromName<KvCacheType>(kv);
   if (kv == "f32") r.knobs.flash_attn = FlashAttn::kOff;  // llama.cpp's all-F32 path, as in docs/exact.md
   r.knobs.n_batch = 64;
   r.knobs.n_ubatch = 16;

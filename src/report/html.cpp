@@ -193,10 +193,10 @@ std::string RankingSection(const json& r) {
     if (row.tie_size > 1) name += Badge("neutral", "tie");
     if (!row.description.empty()) name += "<br><small>" + E(row.description) + "</small>";
     if (row.rank == 0) {
-      std::string why = row.status == "ok" ? "not measured" : row.status;
+      std::string why = row.state == ConfigStatus::kOk ? "not measured" : row.status;
       refused += fmt::format(R"(<tr class="refused"><td class="num">—</td><td>{}</td>)"
                              R"(<td colspan="{}" class="reason">{}</td></tr>)",
-                             name + Badge(row.status == "ok" ? "neutral" : "bad", why), header.size() - 2,
+                             name + Badge(row.state == ConfigStatus::kOk ? "neutral" : "bad", why), header.size() - 2,
                              E(row.reason.empty() ? "no reason given" : row.reason));
       continue;
     }

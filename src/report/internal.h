@@ -48,7 +48,8 @@ std::string FlipsOf(const nlohmann::json& layers);
 
 // One configuration as the report shows it, merged from configs[], summary[] and recipe.
 struct ConfigRow {
-  std::string name, description, status, reason, flags;
+  std::string name, description, status, reason, flags;  // status as the file spells it
+  ConfigStatus state = ConfigStatus::kOk;                // status read (a name it does not know: failed)
   std::string replay = "prefill";  // what its captures ran (configs[].knobs.replay)
   const nlohmann::json* config = nullptr;  // the configs[] entry, if any
   std::optional<SummaryRow> summary;       // the summary[] entry, if any

@@ -90,9 +90,9 @@ std::string Ranking(const json& r) {
         row.name + " (" + row.replay + " replay)" + (row.is_baseline ? " (reference)" : "") +
         (row.is_recommended ? " (recommended)" : "");
     if (row.rank == 0) {
-      refused +=
-          fmt::format("- **{}** — {}: {}\n", MdText(row.name), MdText(row.status == "ok" ? "not measured" : row.status),
-                      MdText(row.reason.empty() ? "no reason given" : row.reason));
+      refused += fmt::format("- **{}** — {}: {}\n", MdText(row.name),
+                             MdText(row.state == ConfigStatus::kOk ? "not measured" : row.status),
+                             MdText(row.reason.empty() ? "no reason given" : row.reason));
       continue;
     }
     std::vector<std::string> cells{RankCell(row), name};

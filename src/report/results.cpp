@@ -235,6 +235,7 @@ std::vector<ConfigRow> RankedConfigs(const json& results) {
       r.config = &c;
       r.description = Str(c, "description");
       r.status = Str(c, "status", "ok");
+      r.state = FromName<ConfigStatus>(r.status).value_or(ConfigStatus::kFailed);
       r.reason = Str(c, "reason");
       r.flags = Str(c, "flags");
       r.replay = ReplayOf(c);
@@ -258,7 +259,7 @@ std::vector<ConfigRow> RankedConfigs(const json& results) {
       if (!name.empty()) given.emplace(name, int(given.size()));
     }
   auto key = [&](const ConfigRow& r) {
-    bool measured = r.summary && r.status == "ok";
+    bool measured = r.summary && r.state == ConfigStatus::kOk;
     auto g = given.find(r.name);
     double rate = measured ? r.summary->median_flip_rate : INFINITY;
     double kl = measured ? r.summary->kl_mean : INFINITY;
@@ -274,9 +275,9 @@ std::vector<ConfigRow> RankedConfigs(const json& results) {
   int rank = 0;
   for (ConfigRow& r : rows) {
     if (r.tie_group > 0) r.tie_size = group_size[r.tie_group];
-    if (r.summary && r.status == "ok")
+    if (r.summary && r.state == ConfigStatus::kOk)
       r.rank = ++rank;
-    else if (r.status == "ok" && r.reason.empty())  // say why a configuration that ran has no figures
+    else if (r.state == ConfigStatus::kOk && r.reason.empty())  // say why a configuration that ran has no figures
       r.reason = r.is_baseline ? "the reference configuration ran once: no repeat to compare it with"
                                : "no comparison with the reference";
   }

@@ -352,6 +352,12 @@ const SummaryRow* ResultsRows::FindServed(const std::string& config) const {
   return nullptr;
 }
 
+std::optional<ConfigStatus> ReadConfigStatus(const json& config) {
+  const json* status = config.is_object() && config.contains("status") ? &config["status"] : nullptr;
+  if (!status || !status->is_string()) return std::nullopt;
+  return FromName<ConfigStatus>(status->get<std::string>());
+}
+
 ResultsRows ReadResults(const json& results) {
   ResultsRows r;
   auto rows = [](const json& a, auto read, auto& out) {

@@ -14,7 +14,21 @@
 #include <string>
 #include <vector>
 
+#include "util/names.h"
+
 namespace flipscope {
+
+// How a configuration's captures ended: its results.json configs[] entry's "status". A refused one
+// (a configuration llama.cpp or the knobs' checks decline) and a failed one are recorded, with
+// their "reason", and the run goes on.
+enum class ConfigStatus { kOk, kRefused, kFailed };
+template <>
+struct Names<ConfigStatus> {
+  static constexpr std::pair<ConfigStatus, const char*> v[] = {
+      {ConfigStatus::kOk, "ok"}, {ConfigStatus::kRefused, "refused"}, {ConfigStatus::kFailed, "failed"}};
+};
+// The status of a configs[] entry; nullopt when it has none or names none of the above.
+std::optional<ConfigStatus> ReadConfigStatus(const nlohmann::json& config);
 
 using Interval = std::array<double, 2>;  // a 95% interval [lo, hi]
 

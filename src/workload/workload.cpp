@@ -19,13 +19,8 @@ namespace {
 
 using workload::CharSpan;
 
-Result<std::string> DetectFormat(const std::string& path, const std::string& requested, const std::string& text) {
-  static const std::vector<std::string> kFormats = {"chat", "jsonl", "text", "tokens"};
-  if (requested != "auto") {
-    if (std::find(kFormats.begin(), kFormats.end(), requested) == kFormats.end())
-      return Status::Error("--format " + requested + ": expected auto, chat, jsonl, text or tokens");
-    return requested;
-  }
+Result<std::string> DetectFormat(const std::string& path, WorkloadFormat requested, const std::string& text) {
+  if (requested != WorkloadFormat::kAuto) return std::string(NameOf(requested));
   std::string ext = std::filesystem::path(path).extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return char(std::tolower(c)); });
   if (ext == ".jsonl") return std::string("jsonl");
@@ -56,6 +51,11 @@ struct ModelDeleter {
 };
 
 }  // namespace
+
+Result<WorkloadFormat> ParseWorkloadFormat(std::string_view name, std::string_view field) {
+  if (auto f = FromName<WorkloadFormat>(name)) return *f;
+  return Status::Error(fmt::format("{} {}: expected {}", field, name, Choices<WorkloadFormat>()));
+}
 
 Result<Workload> LoadWorkload(const std::string& workload_path, const std::string& model_path,
                               const WorkloadOptions& options) {

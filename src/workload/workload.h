@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "util/names.h"
 #include "util/status.h"
 
 namespace flipscope {
@@ -46,8 +47,21 @@ struct Workload {
   nlohmann::json info;
 };
 
+// A workload file's format; kAuto goes by the file extension (and a .json file's content).
+enum class WorkloadFormat { kAuto, kChat, kJsonl, kText, kTokens };
+template <>
+struct Names<WorkloadFormat> {
+  static constexpr std::pair<WorkloadFormat, const char*> v[] = {{WorkloadFormat::kAuto, "auto"},
+                                                                 {WorkloadFormat::kChat, "chat"},
+                                                                 {WorkloadFormat::kJsonl, "jsonl"},
+                                                                 {WorkloadFormat::kText, "text"},
+                                                                 {WorkloadFormat::kTokens, "tokens"}};
+};
+// The format named `name`; else an error "<field> <name>: expected auto, chat, jsonl, text or tokens".
+Result<WorkloadFormat> ParseWorkloadFormat(std::string_view name, std::string_view field);
+
 struct WorkloadOptions {
-  std::string format = "auto";  // auto|chat|jsonl|text|tokens; auto goes by the file extension
+  WorkloadFormat format = WorkloadFormat::kAuto;
   std::string chat_template;    // --chat-template FILE|NAME; empty = the model's embedded template
 };
 

@@ -17,13 +17,18 @@ int main(int argc, char** argv) {
   flipscope::WorkloadOptions o;
   bool spans = false;
   for (int i = 3; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--chat-template") && i + 1 < argc)
+    if (!std::strcmp(argv[i], "--chat-template") && i + 1 < argc) {
       o.chat_template = argv[++i];
-    else if (!std::strcmp(argv[i], "--format") && i + 1 < argc)
-      o.format = argv[++i];
-    else if (!std::strcmp(argv[i], "--spans"))
+    } else if (!std::strcmp(argv[i], "--format") && i + 1 < argc) {
+      auto format = flipscope::ParseWorkloadFormat(argv[++i], "--format");
+      if (!format.ok()) {
+        std::fprintf(stderr, "workload_info: error: %s\n", format.status().message().c_str());
+        return 2;
+      }
+      o.format = *format;
+    } else if (!std::strcmp(argv[i], "--spans")) {
       spans = true;
-    else {
+    } else {
       std::fprintf(stderr, "workload_info: error: unknown argument %s\n", argv[i]);
       return 2;
     }

@@ -75,7 +75,7 @@ inline Result<Workload> Load(const std::string& file, const std::string& model, 
                              const std::string& format = "auto") {
   WorkloadOptions o;
   o.chat_template = tmpl;
-  o.format = format;
+  o.format = *FromName<WorkloadFormat>(format);
   return LoadWorkload(file, model, o);
 }
 

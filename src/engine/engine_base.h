@@ -1,0 +1,112 @@
+// engine/engine_base.h: the Engine interface (rows at probe positions, futures, the manifest's
+// engine block) and the build's facts every engine records. Part of the engine stage
+// (engine/engine.h is its interface).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/load.h"
+#include "util/status.h"
+
+namespace flipscope {
+
+// One output row: full-vocabulary logits (llama) or top-k logprobs (truncated sources).
+struct Row {
+  int64_t index = 0;                  // probe index
+  int32_t position = 0;               // token position p; predicts token p+1
+  std::span<const float> logits;      // empty when truncated
+  std::span<const int32_t> topk_ids;  // truncated sources only
+  std::span<const float> topk_logprobs;
+  int32_t argmax = -1;  // native-precision greedy token (computed from logits if -1)
+};
+using RowSink = std::function<Status(const Row&)>;
+using ProgressFn = std::function<void(int64_t done_tokens)>;
+
+// Why a decoded future stopped. Only kEnd means the model finished: a future cut by its
+// budget or by the context says nothing about what it would have written next.
+enum class FutureStop {
+  kBudget,   // the token budget ran out (max_tokens, or as far as the extension let it run)
+  kEnd,      // an end-of-generation token (the model closed its turn; a server's own stop)
+  kContext,  // the context is full
+};
+// The JSON name: "budget", "end_of_generation", "context".
+const char* FutureStopName(FutureStop s);
+// The stop of a JSON name; nullopt for anything else.
+std::optional<FutureStop> FutureStopFromName(std::string_view name);
+
+// A future decoded from a fork point.
+struct Future {
+  std::vector<int32_t> tokens;
+  std::vector<float> probs;  // the probability of each chosen token
+  double seconds = 0;        // decoding time
+  FutureStop stop = FutureStop::kBudget;
+  // "grammar": decoded under the fork grammar (LlamaEngine::SetGrammar); "free": unconstrained
+  // (no grammar, or the transcript before the point already left it).
+  std::string decoding = "free";
+  bool first_masked = false;  // the grammar rejected the asked first token: tokens[0] is its best allowed one
+};
+
+// The grammar a llama.cpp server constrains generation with (the lazy tool-call grammar of its
+// chat handling, common_chat_params): GBNF with the start rule "root"; a lazy one constrains
+// nothing until a trigger (a regex over the written text, or a token) matches.
+struct DecodeGrammar {
+  std::string gbnf;
+  bool lazy = true;
+  std::vector<std::string> trigger_patterns;
+  std::vector<int32_t> trigger_tokens;
+  // For a fork at p: the position of the first token the model wrote in the turn that token p+1
+  // belongs to (the server's sampler saw tokens [turn_start, p] before the future); p + 1: none.
+  std::function<int32_t(int32_t position)> turn_start;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  // The vocabulary size of rows this engine produces.
+  virtual int32_t n_vocab() const = 0;
+  // Runs tokens teacher-forced and calls sink for every position in probes (ascending, < size).
+  virtual Status Prefill(std::span<const int32_t> tokens, std::span<const int32_t> probes, const RowSink& sink,
+                         const ProgressFn& progress) = 0;
+  // Engine name, version, commit, build flags, devices and the resolved knobs.
+  virtual nlohmann::json Describe() const = 0;
+  // The token sequences the load's fillers are cut from (knob load > 0); without a call, the
+  // prefilled tokens themselves. Engines without load ignore it.
+  virtual void SetLoadPool(std::vector<FillerSource> pool) { (void)pool; }
+  // What the load did during the last Prefill (fillers, their sources and lengths, batch shapes);
+  // null when it ran alone.
+  virtual nlohmann::json LoadRecord() const { return nullptr; }
+};
+
+// Token id -> text (special tokens rendered) from a model's vocabulary, loaded vocab-only (fast,
+// no weights). The function owns the vocabulary; ids outside it give "".
+Result<std::function<std::string(int32_t)>> LoadDetokenizer(const std::string& model_path);
+
+// Index of the largest value, ties to the lowest index (the capture format's argmax rule).
+int32_t ArgmaxLowest(std::span<const float> row);
+
+// The compiled-in (registered) ggml backends, e.g. {"CPU"} or {"CUDA", "CPU"}.
+std::vector<std::string> Backends();
+// The devices ggml sees, with their memory.
+nlohmann::json Devices();
+// The CPU kernel path, which changes the numbers like any knob: the instruction-set features
+// ggml's CPU backend uses here, the llama.cpp build's CPU options, the buffer types that hold the
+// weights (weight_buffers: type -> MiB), the extra ones among them (repacking, AMX), and a
+// one-line "summary" that two captures share exactly when they ran the same path.
+nlohmann::json KernelPath(const nlohmann::json& weight_buffers);
+// Where the linked llama.cpp came from: {"release": "llama-cpp-python X" or "" for a checkout of
+// one's own, "commit": the tree's llama.cpp commit, "build": its CPU build options}.
+nlohmann::json LlamaSource();
+// The buffer types among weight_buffers that are ggml's extra CPU types (CPU_REPACK, AMX...):
+// neither plain host memory nor a device's own buffer.
+std::vector<std::string> ExtraBufferTypes(const nlohmann::json& weight_buffers);
+// The "<type> model buffer size = <n> MiB" lines of llama.cpp's model-load log, as type -> MiB.
+nlohmann::json WeightBuffers(const std::string& load_log);
+
+}  // namespace flipscope
