@@ -46,7 +46,37 @@ std::string TemplateFlags(const json& results) {
   return "";
 }
 
+// A shell line that sets env's variables for one command: "K=v K2=v2 " (words quoted as needed).
+std::string EnvPrefix(const json& env) {
+  std::string out;
+  if (env.is_object())
+    for (const auto& [k, v] : env.items()) out += k + "=" + ShellWord(v.is_string() ? v.get<std::string>() : v.dump()) + " ";
+  return out;
+}
+
 }  // namespace
+
+json ServerLaunch(const json& config) {
+  const json* launch = &config;
+  for (const char* key : {"engine", "launch"}) {
+    if (!launch->is_object() || !launch->contains(key)) return nullptr;
+    launch = &(*launch)[key];
+  }
+  const json& run = (*launch).value("run", json());
+  const json& asked = (*launch).value("asked", json());
+  if (!run.is_object() || !run["command"].is_string()) return nullptr;
+  const json env = asked.is_object() && asked["env"].is_object() ? asked["env"] : json::object();
+  const std::string as_run = run["command"].get<std::string>();
+  std::string note = "the launch command flipscope ran for this server configuration, as it was run (its {port} filled in";
+  note += run["url"].is_string() ? " for " + run["url"].get<std::string>() + ")" : ")";
+  note += env.empty() ? ", with no variable set on top of flipscope's environment"
+                      : ", with the variables it set on top of flipscope's environment";
+  return {{"command", EnvPrefix(env) + as_run},
+          {"as_run", as_run},
+          {"asked", asked.value("command", json())},
+          {"env", env},
+          {"note", note}};
+}
 
 bool CapturedSwaFull(const json& config, const ModelInfo& model) {
   if (model.n_layer_swa == 0) return false;
