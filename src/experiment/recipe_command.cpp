@@ -57,23 +57,21 @@ std::string EnvPrefix(const json& env) {
 }  // namespace
 
 json ServerLaunch(const json& config) {
-  const json* launch = &config;
-  for (const char* key : {"engine", "launch"}) {
-    if (!launch->is_object() || !launch->contains(key)) return nullptr;
-    launch = &(*launch)[key];
-  }
-  const json& run = (*launch).value("run", json());
-  const json& asked = (*launch).value("asked", json());
-  if (!run.is_object() || !run["command"].is_string()) return nullptr;
-  const json env = asked.is_object() && asked["env"].is_object() ? asked["env"] : json::object();
-  const std::string as_run = run["command"].get<std::string>();
+  // Each field looked up without assuming the entry's shape (results.json is outside input).
+  auto field = [](const json& j, const char* key) { return j.is_object() && j.contains(key) ? j[key] : json(); };
+  const json launch = field(field(config, "engine"), "launch");
+  const json run = field(launch, "run"), asked = field(launch, "asked");
+  const json command = field(run, "command"), url = field(run, "url");
+  if (!command.is_string()) return nullptr;
+  const json env = field(asked, "env").is_object() ? field(asked, "env") : json::object();
+  const std::string as_run = command.get<std::string>();
   std::string note = "the launch command flipscope ran for this server configuration, as it was run (its {port} filled in";
-  note += run["url"].is_string() ? " for " + run["url"].get<std::string>() + ")" : ")";
+  note += url.is_string() ? " for " + url.get<std::string>() + ")" : ")";
   note += env.empty() ? ", with no variable set on top of flipscope's environment"
                       : ", with the variables it set on top of flipscope's environment";
   return {{"command", EnvPrefix(env) + as_run},
           {"as_run", as_run},
-          {"asked", asked.value("command", json())},
+          {"asked", field(asked, "command")},
           {"env", env},
           {"note", note}};
 }
