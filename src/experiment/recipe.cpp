@@ -36,16 +36,6 @@ double Kv(const json& c) {
   return it != c.end() && it->is_number() ? it->get<double>() : -1.0;
 }
 
-// The launch command a server configuration ran, as recorded in its capture's manifest; null otherwise.
-json LaunchCommand(const json& c) {
-  const json* j = &c;
-  for (const char* key : {"engine", "launch", "run", "command"}) {
-    if (!j->is_object() || !j->contains(key)) return nullptr;
-    j = &(*j)[key];
-  }
-  return j->is_string() ? *j : json(nullptr);
-}
-
 // One configuration as the recipe weighs it.
 struct RecipeRow {
   std::string name;
@@ -342,12 +332,18 @@ json MakeRecipe(const json& results, const ModelInfo& model) {
     kv_cache = {{"bytes", KvCacheMemory(model, *best.knobs, c, best.swa_full).bytes},
                 {"swa_full", best.swa_full},
                 {"bytes_without_swa_full", KvCacheMemory(model, *best.knobs, c, false).bytes}};
+  // A server configuration: the command that served its captures, as run, with its variables;
+  // one reached by URL has no command flipscope knows (its flags, where recorded).
+  json launch = nullptr;
   if (best.kv < 0) {
-    const json launch = LaunchCommand(*best.config);
+    launch = ServerLaunch(*best.config);
     const json flags = best.config->contains("flags") ? (*best.config)["flags"] : json();
-    server_command = cli_command = launch.is_string() ? launch.get<std::string>()
-                                   : flags.is_string() ? flags.get<std::string>()
-                                                       : "";
+    server_command = launch.is_object() ? launch["command"].get<std::string>()
+                     : flags.is_string() ? flags.get<std::string>()
+                                         : "";
+    cli_command = "";
+    if (!launch.is_object())
+      launch = {{"note", "a server flipscope did not start (url): its launch command is not known here"}};
   }
   return {{"recommended", best.name},
           {"warnings", LoadWarnings(typed, results["baseline"])},
@@ -367,7 +363,8 @@ json MakeRecipe(const json& results, const ModelInfo& model) {
           {"memory_budget_bytes", budget.bytes ? json(*budget.bytes) : json(nullptr)},
           {"context", c},
           {"server_command", server_command},
-          {"cli_command", cli_command}};
+          {"cli_command", cli_command},
+          {"server_launch", launch}};
 }
 
 }  // namespace flipscope

@@ -46,7 +46,35 @@ std::string TemplateFlags(const json& results) {
   return "";
 }
 
+// A shell line that sets env's variables for one command: "K=v K2=v2 " (words quoted as needed).
+std::string EnvPrefix(const json& env) {
+  std::string out;
+  if (env.is_object())
+    for (const auto& [k, v] : env.items()) out += k + "=" + ShellWord(v.is_string() ? v.get<std::string>() : v.dump()) + " ";
+  return out;
+}
+
 }  // namespace
+
+json ServerLaunch(const json& config) {
+  // Each field looked up without assuming the entry's shape (results.json is outside input).
+  auto field = [](const json& j, const char* key) { return j.is_object() && j.contains(key) ? j[key] : json(); };
+  const json launch = field(field(config, "engine"), "launch");
+  const json run = field(launch, "run"), asked = field(launch, "asked");
+  const json command = field(run, "command"), url = field(run, "url");
+  if (!command.is_string()) return nullptr;
+  const json env = field(asked, "env").is_object() ? field(asked, "env") : json::object();
+  const std::string as_run = command.get<std::string>();
+  std::string note = "the launch command flipscope ran for this server configuration, as it was run (its {port} filled in";
+  note += url.is_string() ? " for " + url.get<std::string>() + ")" : ")";
+  note += env.empty() ? ", with no variable set on top of flipscope's environment"
+                      : ", with the variables it set on top of flipscope's environment";
+  return {{"command", EnvPrefix(env) + as_run},
+          {"as_run", as_run},
+          {"asked", field(asked, "command")},
+          {"env", env},
+          {"note", note}};
+}
 
 bool CapturedSwaFull(const json& config, const ModelInfo& model) {
   if (model.n_layer_swa == 0) return false;

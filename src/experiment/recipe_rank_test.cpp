@@ -168,3 +168,30 @@ TEST(RecipeRanking, WithTheExactReferenceTheStatedKeyIsDistanceToExact) {
   EXPECT_LT(p["fa-off"].second, p["kv-q4_0"].second);
   for (const json& row : recipe["ranking"]) EXPECT_TRUE(row["exact_flip_rate_ci"].is_array()) << row;
 }
+
+// A recommended server configuration's command is its launch as run (the manifest's engine.launch),
+// after its env's variables quoted for /bin/sh; one reached by URL, or an entry of another
+// shape, has no launch command and says so.
+TEST(RecipeRanking, AServerConfigurationsCommandIsItsLaunchAsRunWithItsEnv) {
+  json r = ResultsOf({{"baseline", 0, 800, -1}, {"other", 3, 800, -1}});
+  r["configs"][0]["engine"] = {
+      {"launch",
+       {{"asked", {{"command", "vllm serve m --port {port}"}, {"env", {{"A", "1"}, {"B", "two words"}}}}},
+        {"run", {{"command", "vllm serve m --port 40001"}, {"url", "http://127.0.0.1:40001"}}}}}};
+  r["configs"][1]["engine"] = {{"launch", "not an object"}};
+  const json recipe = MakeRecipe(r, Model());
+  ASSERT_EQ(recipe["recommended"], "baseline") << recipe.dump(1);
+  EXPECT_EQ(recipe["server_command"], "A=1 B='two words' vllm serve m --port 40001");
+  EXPECT_EQ(recipe["cli_command"], "");
+  EXPECT_EQ(recipe["server_launch"]["asked"], "vllm serve m --port {port}");
+  EXPECT_EQ(recipe["server_launch"]["as_run"], "vllm serve m --port 40001");
+  const std::string note = recipe["server_launch"]["note"];
+  EXPECT_NE(note.find("as it was run (its {port} filled in for http://127.0.0.1:40001), with the variables"),
+            std::string::npos)
+      << note;
+
+  r["configs"][0]["engine"] = {{"url", "http://gpu-host:8000"}};  // a server flipscope did not start
+  const json by_url = MakeRecipe(r, Model());
+  EXPECT_EQ(by_url["server_launch"]["note"], "a server flipscope did not start (url): its launch command is not known here");
+  EXPECT_FALSE(by_url["server_launch"].contains("command"));
+}

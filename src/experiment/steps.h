@@ -37,6 +37,10 @@ bool CapturedSwaFull(const nlohmann::json& config, const ModelInfo& model);
 // and the chat template the workload used (results["workload"]["template"]); words shell-quoted.
 std::string LlamaCommand(const std::string& tool, const nlohmann::json& config, const nlohmann::json& results,
                          const ModelInfo& model, int64_t n_ctx);
+// A launched server configuration's command as it was run, from its results.json configs[] entry
+// (engine.launch): {"command": the variables it set ("K=v ") then the command as run, "as_run",
+// "asked" (with {port}), "env", "note": what the command is, in words}; null for any other.
+nlohmann::json ServerLaunch(const nlohmann::json& config);
 // What results.json takes from a capture's manifest: {"config": {knobs, flags (null when absent),
 // engine, timings}, "run": {workload without spans, probe_plan, environment}}; absent blocks come
 // out null (engine, workload and timings: an empty object).

@@ -37,7 +37,9 @@ Result<std::string> LlamaServerPath() {
 // Why llama-server did not start, on one line: the flag it refused when its log names one.
 std::string Refusal(const std::string& log_path, const Status& start) {
   std::ifstream in(log_path);
-  const std::regex invalid(R"(error: invalid argument: (\S+))"), handling(R"(error while handling argument \"([^\"]+)\": ([^\n]*))");
+  // llama.cpp's wording; its server prints the second with a capital (seen: "Error while handling").
+  const std::regex invalid(R"([Ee]rror: invalid argument: (\S+))"),
+      handling(R"([Ee]rror while handling argument \"([^\"]+)\": ([^\n]*))");
   std::string line;
   std::smatch m;
   while (std::getline(in, line)) {

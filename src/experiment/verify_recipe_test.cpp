@@ -3,9 +3,13 @@
 // recipe is marked unverified.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "experiment/verify_recipe_test_util.h"
 #include "experiment/steps.h"
@@ -82,6 +86,76 @@ TEST(VerifyRecipe, NearTiesAreToldApartFromMismatches) {
   EXPECT_NE(line.find("near-ties, where the capture's top two are within 0.1 nats"), std::string::npos) << line;
   EXPECT_NE(line.find("position 7 (served token 3, captured 4"), std::string::npos) << line;
   EXPECT_EQ(line.find("it did not"), std::string::npos) << line;
+}
+
+// Runs `flipscope run EXP -o out --verify-recipe -q` (the built CLI) in EXP's folder; its exit
+// status and stdout; stderr goes to out.stderr beside it.
+std::pair<int, std::string> RunCli(const std::string& exp) {
+  const fs::path dir = fs::path(exp).parent_path();
+  const std::string cmd = fmt::format("cd '{}' && '{}' run exp.toml -o out --verify-recipe -q 2> stderr.txt",
+                                      dir.string(), FLIPSCOPE_CLI);
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return {-1, "popen failed"};
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof(buf), p)) out.append(buf, n);
+  const int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+std::string ReadText(const fs::path& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// flipscope's own error lines ("flipscope: error: ...") in a stderr text.
+std::vector<std::string> ErrorLines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("flipscope: error: ", 0) == 0) out.push_back(line);
+  return out;
+}
+
+// The command line: the terminal and the report say the command matched N/N probes; a
+// configuration llama-server refuses (-dev CPU: llama.cpp's library runs it, its server takes
+// only accelerators for --device) is one error line naming the flag, exit status 1, and the
+// report marks the recommended command unverified.
+TEST(VerifyRecipe, TheCommandLineSaysWhetherTheServedCommandMatched) {
+  const std::string body = "[probe]\nstride = 4\n[baseline]\nthreads = 1\nflash_attn = \"on\"\nctx_size = 512\n";
+  const std::string exp = fixtures::MakeExperiment(
+      "verify-cli", body + "[[variant]]\nname = \"kv-q8_0\"\ncache_type_k = \"q8_0\"\ncache_type_v = \"q8_0\"\n");
+  const fs::path dir = fs::path(exp).parent_path();
+  auto [rc, out] = RunCli(exp);
+  ASSERT_EQ(rc, 0) << out << ReadText(dir / "stderr.txt");
+  const nlohmann::json res = nlohmann::json::parse(ReadText(dir / "out" / "results.json"));
+  const nlohmann::json& v = res["recipe"]["verification"];
+  ASSERT_EQ(v["status"], "matched") << v.dump(1);
+  const int n = v["probes_checked"];
+  EXPECT_GT(n, 0);
+  EXPECT_EQ(v["matched"], n);
+  const std::string said = fmt::format("The recommended command was served by llama-server and matched {}/{} probes", n, n);
+  EXPECT_NE(out.find(said), std::string::npos) << out;
+  EXPECT_NE(ReadText(dir / "out" / "report.md").find(said), std::string::npos);
+  EXPECT_TRUE(ErrorLines(ReadText(dir / "stderr.txt")).empty());
+
+  const std::string bad = fixtures::MakeExperiment("verify-cli-refused", body + "device = \"CPU\"\n");
+  const fs::path bad_dir = fs::path(bad).parent_path();
+  auto [rc2, out2] = RunCli(bad);
+  EXPECT_EQ(rc2, 1) << out2;
+  const std::vector<std::string> errors = ErrorLines(ReadText(bad_dir / "stderr.txt"));
+  ASSERT_EQ(errors.size(), 1u) << ReadText(bad_dir / "stderr.txt");
+  EXPECT_EQ(errors[0],
+            "flipscope: error: --verify-recipe: The recommended command is unverified: llama-server refuses -dev: "
+            "invalid device: CPU.");
+  const nlohmann::json res2 = nlohmann::json::parse(ReadText(bad_dir / "out" / "results.json"));
+  EXPECT_NE(res2["recipe"]["server_command"].get<std::string>().find(" -dev CPU"), std::string::npos);
+  EXPECT_EQ(res2["recipe"]["verification"]["status"], "unverified");
+  EXPECT_NE(ReadText(bad_dir / "out" / "report.md")
+                .find("The recommended command is unverified: llama-server refuses -dev: invalid device: CPU."),
+            std::string::npos);
 }
 
 }  // namespace

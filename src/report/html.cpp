@@ -280,8 +280,10 @@ std::string RecipeSection(const json& r) {
   if (const std::string by = report::RecipeRankedBy(r); !by.empty()) out += "<p>" + E(by) + "</p>";
   for (const char* key : {"server_command", "cli_command"})
     if (!Str(recipe, key).empty())
-      out += fmt::format("<h3>{}</h3><pre><code>{}</code></pre>", key[0] == 's' ? "llama-server" : "llama-cli",
-                         E(Str(recipe, key)));
+      out += fmt::format("<h3>{}</h3><pre><code>{}</code></pre>",
+                         key[0] == 's' ? report::RecipeServerLabel(recipe) : "llama-cli", E(Str(recipe, key)));
+  if (const std::string launch = report::RecipeLaunchLine(recipe); !launch.empty())
+    out += "<p id=\"recipe-launch\">" + E(launch) + "</p>";
   out += "<p>" + E(report::RecipeMemoryLine(recipe)) + "</p><p id=\"recipe-verification\">" +
          E(report::RecipeVerificationLine(recipe)) + "</p>";
   const json& kv = Sub(recipe, "kv_types");

@@ -179,6 +179,12 @@ std::vector<std::string> RecipeWarnings(const nlohmann::json& results);
 std::string RecipeBudgetText(const nlohmann::json& recipe);
 // The recommended command's KV cache as llama.cpp allocates it, one sentence; "" when unknown.
 std::string RecipeMemoryLine(const nlohmann::json& recipe);
+// The name shown above recipe.server_command: "llama-server", or for a server configuration
+// "launch command (as run)".
+std::string RecipeServerLabel(const nlohmann::json& recipe);
+// For a server configuration, what its command is (recipe.server_launch.note), one sentence; ""
+// for a llama configuration.
+std::string RecipeLaunchLine(const nlohmann::json& recipe);
 // Whether the recommended command was served and matched the capture (recipe.verification), one
 // sentence: "... matched N/N probes ...", where it did not, or why it is unverified.
 std::string RecipeVerificationLine(const nlohmann::json& recipe);

@@ -172,7 +172,9 @@ std::string Recipe(const json& r) {
            (RecommendationBasis(r).empty() ? "" : MdText(RecommendationBasis(r)) + "\n\n");
   if (const std::string by = RecipeRankedBy(r); !by.empty()) out += MdText(by) + "\n\n";
   for (const std::string& w : RecipeWarnings(r)) out += "**Warning:** " + MdText(w) + "\n\n";
-  if (!Str(recipe, "server_command").empty()) out += "llama-server:\n\n" + MdBlock(Str(recipe, "server_command"));
+  if (!Str(recipe, "server_command").empty())
+    out += report::RecipeServerLabel(recipe) + ":\n\n" + MdBlock(Str(recipe, "server_command"));
+  if (const std::string launch = report::RecipeLaunchLine(recipe); !launch.empty()) out += MdText(launch) + "\n\n";
   if (!Str(recipe, "cli_command").empty()) out += "llama-cli:\n\n" + MdBlock(Str(recipe, "cli_command"));
   out += MdText(report::RecipeMemoryLine(recipe)) + "\n\n" + MdText(report::RecipeVerificationLine(recipe)) + "\n\n";
   const json& kv = Sub(recipe, "kv_types");
@@ -326,6 +328,7 @@ std::string TerminalSummary(const json& r, const std::string& html_path) {
            (RecommendationBasis(r).empty() ? "" : "  " + RecommendationBasis(r) + "\n");
   for (const std::string& w : RecipeWarnings(r)) out += "  warning: " + w + "\n";
   if (!Str(recipe, "server_command").empty()) out += "  launch: " + Str(recipe, "server_command") + "\n";
+  if (const std::string launch = RecipeLaunchLine(recipe); !launch.empty()) out += "  " + launch + "\n";
   if (Sub(recipe, "verification").is_object()) out += "  " + RecipeVerificationLine(recipe) + "\n";
   if (!html_path.empty()) out += "  report: " + html_path + "\n";
   return out;

@@ -65,8 +65,20 @@ std::string RecipeMemoryLine(const nlohmann::json& recipe) {
   return out + ".";
 }
 
+std::string RecipeServerLabel(const nlohmann::json& recipe) {
+  return Sub(recipe, "server_launch").is_object() ? "launch command (as run)" : "llama-server";
+}
+
+std::string RecipeLaunchLine(const nlohmann::json& recipe) {
+  const std::string note = Str(Sub(recipe, "server_launch"), "note");
+  if (note.empty()) return "";
+  return "The recommended configuration is a server: this is " + note + ".";
+}
+
 std::string RecipeVerificationLine(const nlohmann::json& recipe) {
   const nlohmann::json& v = Sub(recipe, "verification");
+  if (!v.is_object() && !Str(Sub(recipe, "server_launch"), "command").empty())
+    return "This command served the recommended configuration's own captures in this run.";
   if (!v.is_object())
     return "The recommended command has not been served (flipscope run --verify-recipe starts it and checks it).";
   const std::string status = Str(v, "status");

@@ -8,6 +8,7 @@ resumes the transcript after the prompt), are computed independently from those 
 """
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -162,6 +163,51 @@ max_branches = 5
             p = r["position"]
             self.assertEqual(body["prompt"], tokens[:p + 1].tolist() + [int(q4["argmax"][p])])
             self.assertEqual((body["temperature"], body["max_tokens"]), (0, MAX_TOKENS - 1))
+
+    def test_the_recipe_prints_the_recommended_servers_launch_command_as_run_with_its_env(self):
+        marks = {"baseline": "f16 base", "q4kv": "q4"}
+        path, out = self.experiment("recipe", f'''
+[baseline]
+launch = "{serve(self.f16)}"
+env = {{ FLIPSCOPE_TEST_MARK = "{marks['baseline']}" }}
+[[variant]]
+name = "q4kv"
+launch = "{serve(self.q4)}"
+env = {{ FLIPSCOPE_TEST_MARK = "{marks['q4kv']}" }}
+''')
+        proc = run("run", path, "-o", out, "-q")
+        res = json.loads(read(os.path.join(out, "results.json")))
+        recipe = res["recipe"]
+        best = recipe["recommended"]
+        cfg = {c["name"]: c for c in res["configs"]}
+        run_record = manifest(cfg[best]["captures"][0])["engine"]["launch"]["run"]
+        # The command as it was run (the port flipscope chose), after the variables it set.
+        as_run = run_record["command"]
+        self.assertNotIn("{port}", as_run)
+        self.assertEqual(recipe["server_command"], f"FLIPSCOPE_TEST_MARK='{marks[best]}' {as_run}"
+                         if " " in marks[best] else f"FLIPSCOPE_TEST_MARK={marks[best]} {as_run}")
+        self.assertEqual(recipe["cli_command"], "")
+        launch = recipe["server_launch"]
+        self.assertEqual(launch["env"], {"FLIPSCOPE_TEST_MARK": marks[best]})
+        self.assertEqual(launch["as_run"], as_run)
+        self.assertIn("as it was run", launch["note"])
+        # The report and the terminal say what the command is.
+        md = read(os.path.join(out, "report.md"))
+        self.assertIn("launch command (as run):\n\n", md)
+        self.assertIn(recipe["server_command"], md)
+        self.assertIn("The recommended configuration is a server: this is the launch command flipscope ran", md)
+        self.assertIn("This command served the recommended configuration's own captures in this run.", md)
+        self.assertIn("  launch: " + recipe["server_command"] + "\n", proc.stdout)
+        self.assertIn("The recommended configuration is a server", proc.stdout)
+        # Pasted into a shell, the printed line starts the same server with the same variable.
+        with subprocess.Popen(["/bin/sh", "-c", recipe["server_command"]], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True, start_new_session=True) as again:
+            try:
+                lines = [again.stdout.readline().split(" ", 1) for _ in range(3)]
+            finally:
+                os.killpg(again.pid, signal.SIGKILL)
+        self.assertEqual(lines[0][1].strip(), run_record["url"].rsplit(":", 1)[1])
+        self.assertEqual(lines[2], ["MARK", marks[best] + "\n"])
 
     def test_a_server_that_dies_or_stalls_is_one_line_and_the_rerun_resumes(self):
         body = f'''

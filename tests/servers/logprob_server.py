@@ -331,6 +331,8 @@ def main():
     server.sequences = []
     print(f"PORT {server.server_address[1]}", flush=True)
     print(f"PID {os.getpid()}", flush=True)
+    if "FLIPSCOPE_TEST_MARK" in os.environ:  # tells a test which environment it was started with
+        print(f"MARK {os.environ['FLIPSCOPE_TEST_MARK']}", flush=True)
     server.serve_forever()
 
 
