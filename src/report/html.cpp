@@ -55,6 +55,8 @@ code.t { background: var(--bg-alt); padding: 0 3px; white-space: pre; border-rad
 td.ctx { min-width: 22em; max-width: 40em; } td.ctx pre { margin: 0; padding: 2px 4px; }
 details { margin: 0.4em 0; } summary { cursor: pointer; font-weight: 600; }
 .branch { border: 1px solid var(--line); border-radius: 4px; padding: 8px 12px; margin: 1em 0; break-inside: avoid; }
+/* A branch record off screen is not laid out until it scrolls near: each is ~150 elements. */
+article.branch { content-visibility: auto; contain-intrinsic-size: auto 900px; }
 .futures { display: grid; grid-template-columns: 1fr 1fr; gap: 12px; }
 .future { border: 1px solid var(--line); padding: 6px 8px; background: #fff; }
 .future h4 { margin: 0 0 4px; font-size: 0.9em; color: var(--muted); }

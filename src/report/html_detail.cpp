@@ -13,6 +13,12 @@ namespace {
 
 // Flips shown per configuration; the rest stay in results.json (the page says so).
 constexpr size_t kMaxFlipsShown = 200;
+// Branch records shown in full per configuration (both futures token by token: ~6 KB of markup
+// and ~150 elements each): as many as the experiment's default max_branches follows. Further
+// records get one summary row each, up to kMaxFlipsShown, and the rest stay in results.json, so
+// that a 100K-token session whose every fork was followed still loads in a browser in seconds
+// (docs/performance.md, "The report at 100K tokens").
+constexpr size_t kMaxRecordsShown = 16;
 
 std::string E(std::string_view s) { return HtmlEscape(s); }
 
@@ -135,6 +141,43 @@ std::string BranchRecord(const std::string& config, const json& b) {
   return out + "</article>";
 }
 
+// A branch record as one row of the summary table: where, what each side picked, what it did.
+std::string RecordRow(const json& b) {
+  std::string outcome = Str(b, "outcome");
+  if (!outcome.empty() && !Str(b, "outcome_kind").empty()) outcome += ": " + Str(b, "outcome_kind");
+  auto reconverge = Num(b, "reconverge_at");
+  return HtmlRow({Count(Num(b, "position")), E(Str(b, "span", "outside any span")),
+                  TokenCode(Str(b, "base_text")) + " → " + TokenCode(Str(b, "cand_text")),
+                  outcome.empty() ? "—" : fmt::format("<span class=\"badge {}\">{}</span>",
+                                                      OutcomeClass(Str(b, "outcome")), E(outcome)),
+                  E(Str(b, "verdict", "unjudged")), reconverge ? "token " + Count(reconverge) : "no",
+                  E(Str(b, "outcome_reason", Str(b, "reason")))});
+}
+
+// A configuration's records: the first kMaxRecordsShown in full, then summary rows, then a count.
+std::string BranchRecords(const std::string& config, const json& records) {
+  std::string out;
+  const size_t n = records.is_array() ? records.size() : 0;
+  for (size_t i = 0; i < n && i < kMaxRecordsShown; ++i) out += BranchRecord(config, records[i]);
+  if (n <= kMaxRecordsShown) return out;
+  const size_t rows = std::min(n - kMaxRecordsShown, kMaxFlipsShown);
+  out += fmt::format(
+      "<details class=\"more-records\"><summary>{} — {} more branch records, one line each</summary><p>Both "
+      "futures token by token are shown for the first {} records; every record's futures are in "
+      "results.json.</p><div class=\"table-wrap\"><table class=\"records\"><thead>",
+      E(config), Count(double(n - kMaxRecordsShown)), kMaxRecordsShown);
+  out += HtmlRow({"Position", "Span", "Reference → candidate", "Outcome", "Verdict", "Futures agree again",
+                  "Why"},
+                 true) +
+         "</thead><tbody>";
+  for (size_t i = kMaxRecordsShown; i < kMaxRecordsShown + rows; ++i) out += RecordRow(records[i]);
+  out += "</tbody></table></div>";
+  if (n > kMaxRecordsShown + rows)
+    out += fmt::format("<p>{} more branch records are listed in results.json.</p>",
+                       Count(double(n - kMaxRecordsShown - rows)));
+  return out + "</details>";
+}
+
 }  // namespace
 
 std::string HtmlFlipsSection(const json& r) {
@@ -199,9 +242,7 @@ std::string HtmlBranchesSection(const json& r) {
                              E(it.key()), E(InlineText(*it)));
       out += "</p>";
     }
-    const json& records = Sub(g, "records");
-    if (records.is_array())
-      for (const json& b : records) out += BranchRecord(config, b);
+    out += BranchRecords(config, Sub(g, "records"));
   }
   return out + "</section>";
 }
