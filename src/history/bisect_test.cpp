@@ -113,8 +113,9 @@ TEST(BisectSearch, SkippedCommitsWidenTheAnswerButNeverLoseIt) {
         EXPECT_TRUE(broken.count(c[k])) << "mask " << mask;
         EXPECT_EQ(c[k] + 1, c[k + 1]) << "mask " << mask;
       }
-      if (!broken.count(first_bad) && (first_bad == 0 || !broken.count(first_bad - 1)))
+      if (!broken.count(first_bad) && (first_bad == 0 || !broken.count(first_bad - 1))) {
         EXPECT_EQ(c, std::vector<size_t>{first_bad}) << "mask " << mask;
+      }
     }
 }
 
