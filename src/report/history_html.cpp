@@ -177,7 +177,8 @@ std::string ForksSection(const json& doc) {
          E(Count(Num(s, "flips"))) + " flips.</p>";
   const json& forks = Sub(doc, "forks");
   if (!forks.is_object())
-    return out + "<p>The forks were not followed in this history (<code>--forks</code>).</p></section>";
+    return out + "<p>The forks were not followed in this history: the flips are listed in history.md and "
+                 "history.json (docs/history.md says what following them needs).</p></section>";
   out += "<p>" + E(Str(forks, "how")) + "</p>";
   json group = {{"config", StepName(s)}, {"counts", Sub(forks, "counts")}, {"records", Sub(forks, "records")},
                 {"branch_config", Sub(forks, "config")}};

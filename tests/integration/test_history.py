@@ -97,6 +97,23 @@ class History(unittest.TestCase):
         for rel in RELEASES:
             self.assertIn(rel, md)
 
+    def test_page_renders_offline(self):
+        html = os.path.join(self.out, "history.html")
+        with open(html) as f:
+            page = f.read()
+        for rel in RELEASES:
+            self.assertIn(rel, page)
+        for e in self.doc["versions"]:
+            self.assertIn(e["llama_source"]["commit"], page)
+        checker = os.path.join(common.SRC, "tests", "ref", "check_report_chromium.py")
+        p = subprocess.run([sys.executable, checker, html, "--page", "history"], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        dom = json.loads(p.stdout.strip().splitlines()[-1])
+        self.assertEqual(dom["history_rows"], len(self.doc["steps"]))
+        self.assertEqual(dom["exact_rows"], len(self.doc["to_exact"]))
+        # Two per-window charts and the exact chart, each laid out with a series per step or one.
+        self.assertEqual(len(dom["charts"]), 3)
+
     def test_rerun_reuses_the_captures(self):
         common.run(*self.args)
         with open(os.path.join(self.out, "history.json")) as f:
