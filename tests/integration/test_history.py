@@ -91,6 +91,11 @@ class History(unittest.TestCase):
             r = self.check_against_numpy(s, caps[s["base"]], caps[s["cand"]])
             print(f"{s['base']} -> {s['cand']}: {s['flips']} flips of {s['probes']}, bit-identical "
                   f"{s['bit_identical']}, KL mean {s['kl_mean']:.3e} (numpy {r['overall']['kl_base_cand']['mean']:.3e})")
+        # The supported pair on SmolLM2 is the history's "does not differ" case (docs/history.md):
+        # ggml changed, but not on this model's path, so every row is bit for bit.
+        if RELEASES == ["0.3.35", "0.3.36"]:
+            s = self.doc["steps"][0]
+            self.assertEqual((s["bit_identical"], s["flips"], s["kl_max"]), (s["probes"], 0, 0.0))
         with open(os.path.join(self.out, "history.md")) as f:
             md = f.read()
         self.assertIn("Distance to exact", md)
