@@ -175,10 +175,20 @@ std::string ForksSection(const json& doc) {
   const json& s = steps[size_t(*best)];
   out += "<p>The step with the most flips (then the largest KL mean): <strong>" + E(StepName(s)) + "</strong>, " +
          E(Count(Num(s, "flips"))) + " flips.</p>";
+  if (!List(s, "flip_list").empty()) {
+    out += "<div class=\"table-wrap\"><table class=\"history-flips\"><thead>" +
+           HtmlRow({"Position", "Before", "After", "Before's top-1 probability", "KL", "Class"}, true) + "</thead><tbody>";
+    for (const json& f : List(s, "flip_list"))
+      out += HtmlRow({E(Count(Num(f, "position"))), "<code class=\"t\">" + E(VisibleToken(Str(f, "base_text"))) + "</code>",
+                      "<code class=\"t\">" + E(VisibleToken(Str(f, "cand_text"))) + "</code>",
+                      Num(f, "base_prob") ? fmt::format("{:.3f}", *Num(f, "base_prob")) : "—", E(Small(Num(f, "kl"))),
+                      E(Str(f, "class"))});
+    out += "</tbody></table></div>";
+  }
   const json& forks = Sub(doc, "forks");
   if (!forks.is_object())
-    return out + "<p>The forks were not followed in this history: the flips are listed in history.md and "
-                 "history.json (docs/history.md says what following them needs).</p></section>";
+    return out + "<p>The forks were not followed in this history (docs/history.md says what following them "
+                 "needs).</p></section>";
   out += "<p>" + E(Str(forks, "how")) + "</p>";
   json group = {{"config", StepName(s)}, {"counts", Sub(forks, "counts")}, {"records", Sub(forks, "records")},
                 {"branch_config", Sub(forks, "config")}};

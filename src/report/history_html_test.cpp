@@ -33,6 +33,8 @@ json Doc() {
                                {"capture_seconds", 12.5},
                                {"worker_build_seconds", 0}});
   doc["steps"] = {Step("0.3.35", "0.3.36", 4, 17, 5e-4, w), Step("0.3.36", "0.3.37", 0, 100, 0.0, same)};
+  doc["steps"][0]["flip_list"] = {{{"position", 2080}, {"base_text", " <b>"}, {"cand_text", "Port"},
+                                   {"base_prob", 0.046}, {"kl", 0.0198}, {"class", "uncertain"}}};
   doc["from_first"] = {Step("0.3.35", "0.3.37", 4, 17, 5e-4)};
   doc["to_exact"] = {Step("exact", "0.3.35", 9, 0, 2e-3), Step("exact", "0.3.36", 7, 0, 1.5e-3),
                      Step("exact", "0.3.37", 7, 0, 1.5e-3)};
@@ -64,7 +66,12 @@ TEST(HistoryHtml, StepsExactAndWindowsFromTheDocument) {
   // Toward exact from 0.3.35 to 0.3.36 (KL 2e-3 to 1.5e-3, 9 to 7 flips); no change after.
   EXPECT_NE(page.find("toward exact (-0.0005 KL, -2 flips)"), std::string::npos) << page;
   EXPECT_NE(page.find("no change (+0 KL, +0 flips)"), std::string::npos);
-  // The step that changed most is named; its forks were not followed.
+  // The step that changed most is named, its flip listed with its tokens escaped and spaces shown;
+  // its forks were not followed.
+  EXPECT_NE(page.find("<td>2,080</td><td><code class=\"t\">␠&lt;b&gt;</code></td><td><code class=\"t\">Port</code></td>"
+                      "<td class=\"num\">0.046</td>"),
+            std::string::npos)
+      << page;
   EXPECT_NE(page.find("<strong>0.3.35 → 0.3.36</strong>, 4 flips"), std::string::npos);
   EXPECT_NE(page.find("were not followed"), std::string::npos);
 }
