@@ -5,6 +5,8 @@
 
 #include "cli/commands.h"
 #include "history/history.h"
+#include "report/report.h"
+#include "util/util.h"
 
 namespace flipscope::cli {
 
@@ -12,8 +14,10 @@ namespace flipscope::cli {
 int RunHistoryCommand(const HistoryRequest& req) {
   auto doc = RunHistory(req);
   if (!doc.ok()) return Fail(doc.status());
+  const std::string html = (std::filesystem::path(req.out_dir) / "history.html").string();
+  if (Status st = WriteFileAtomic(html, RenderHistoryHtml(*doc)); !st.ok()) return Fail(st);
   fmt::print("{}", HistoryTerminal(*doc));
-  fmt::print("wrote {}/history.json and history.md\n", req.out_dir);
+  fmt::print("wrote {}/history.json, history.md and history.html\n", req.out_dir);
   return 0;
 }
 

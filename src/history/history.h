@@ -6,7 +6,9 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "capture/capture.h"
@@ -66,6 +68,56 @@ Result<Worker> PrepareWorker(const Release& release, const WorkerOptions& option
 // Runs argv (argv[0] a path) with stdout and stderr appended to log_path; returns its exit code
 // (128 + signal when killed), or an error when it cannot start.
 Result<int> RunProcess(const std::vector<std::string>& argv, const std::string& log_path);
+
+// ---- Bisect (docs/history.md, "Bisect") -------------------------------------------------------
+
+// What makes a commit bad: its capture, compared with good's, has any row that is not
+// bit-identical, more than N flips, or a KL mean above x.
+struct BisectCriterion {
+  enum class Kind { kNotBitIdentical, kFlipsAbove, kKlMeanAbove };
+  Kind kind = Kind::kNotBitIdentical;
+  double threshold = 0;  // N (whole) or x
+  std::string ToString() const;  // the text ParseBisectCriterion takes
+};
+// "not-bit-identical", "flips>N" (N a whole number) or "kl>X" (X a number >= 0); else an error naming the text.
+Result<BisectCriterion> ParseBisectCriterion(const std::string& text);
+// Whether a comparison with good's capture (its probes, bit-identical rows, flips, KL mean) is bad.
+bool IsBad(const BisectCriterion& c, int64_t probes, int64_t bit_identical, int64_t flips, double kl_mean);
+
+// One commit of the range, as `git log --first-parent --reverse --format=%H%x09%s GOOD..BAD` prints it.
+struct GitCommit {
+  std::string sha, subject;
+  bool operator==(const GitCommit&) const = default;
+};
+// That output parsed: one "SHA<TAB>subject" line per commit (SHA 40 or 64 lowercase hex digits);
+// an error naming the first line that is not one. Empty output is an empty range.
+Result<std::vector<GitCommit>> ParseCommitList(std::string_view text);
+
+// The search over the commits after good up to bad (oldest first, bad last and known bad), as git
+// bisect does on a first-parent history: test the untested commit nearest the middle of what is
+// still unknown; a commit that does not build is skipped and never tested again.
+class BisectSearch {
+ public:
+  enum class Mark { kUntested, kGood, kBad, kSkip };
+  // commits: at least one (bad itself); an error otherwise.
+  static Result<BisectSearch> Create(std::vector<GitCommit> commits);
+  // The index of the commit to test next; nullopt when the search is over.
+  std::optional<size_t> Next() const;
+  // Records a tested commit's mark (kGood, kBad or kSkip); an error for an index out of range, a
+  // mark that contradicts an earlier one (a good commit after a bad one), or kUntested.
+  Status Record(size_t index, Mark mark);
+  // Once over: the first bad commit alone, or, when skipped commits hide it, every commit it may
+  // be (the skipped ones between the last good and the first bad, then that bad one).
+  std::vector<size_t> Candidates() const;
+  const std::vector<GitCommit>& commits() const { return commits_; }
+  Mark mark(size_t index) const { return marks_[index]; }
+
+ private:
+  std::vector<GitCommit> commits_;
+  std::vector<Mark> marks_;
+  // The last known good index + 1 (0: only good itself is known good) and the first known bad index.
+  size_t lo_ = 0, hi_ = 0;
+};
 
 // ---- The history -------------------------------------------------------------------------------
 

@@ -319,6 +319,8 @@ std::string report::HtmlRow(const std::vector<std::string>& cells, bool header) 
   return out + "</tr>";
 }
 
+const char* report::PageStyle() { return kStyle; }
+
 std::string RenderHtml(const json& r) {
   const std::string name = Str(r, "name", "experiment");
   const json& model = Sub(r, "model");

@@ -196,6 +196,9 @@ struct Fact {
 // Every disclosure fact that results holds; absent ones are left out.
 std::vector<Fact> Disclosure(const nlohmann::json& results);
 
+// The report page's inline CSS, shared by the other pages that show its sections (history.html).
+const char* PageStyle();
+
 // HTML pieces shared by the page's sections (cells are HTML already escaped by the caller).
 std::string HtmlRow(const std::vector<std::string>& cells, bool header = false);
 // The sections after the charts, each a <section> with an id: flips, branches, disclosure.

@@ -25,6 +25,10 @@ std::string TerminalSummary(const nlohmann::json& results, const std::string& ht
 // Whether the recipe's command was served and matched the capture (recipe.verification), one line.
 std::string RecipeVerificationText(const nlohmann::json& recipe);
 
+// The page of `flipscope history` (history.html) from its history.json (docs/history.md): versions,
+// steps with per-window charts, distance to exact and the forks of the step that changed most.
+std::string RenderHistoryHtml(const nlohmann::json& history);
+
 // The page of `flipscope layers --html`: the layers document's charts and birth counts, self-contained.
 std::string RenderLayersHtml(const nlohmann::json& layers);
 

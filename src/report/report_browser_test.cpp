@@ -2,6 +2,7 @@
 // network path closed (tests/ref/check_report_chromium.py), and must find the ranking table and
 // the charts, no console error and no network request. The checker is shown to fail on a page
 // that does load something or logs an error.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -67,6 +68,34 @@ TEST(ReportBrowser, FirstMaskedTokenIsMarked) {
       << out;
   EXPECT_EQ(out.find("\"masked_marks\": []"), std::string::npos) << out;
   EXPECT_NE(out.find("\"visible\": true"), std::string::npos) << out;
+}
+
+// The history page (history.html) of a real two-release history (tests/data/history-sample.json,
+// docs/history.md): its step table, the per-window and exact charts laid out, every section.
+TEST(ReportBrowser, HistoryPageRendersOfflineWithoutErrors) {
+  auto text = ReadFile(std::string(FLIPSCOPE_SOURCE_DIR) + "/tests/data/history-sample.json");
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  const nlohmann::json doc = nlohmann::json::parse(*text);
+  fs::path dir = FreshDir("history");
+  ASSERT_TRUE(WriteFileAtomic((dir / "history.html").string(), RenderHistoryHtml(doc)).ok());
+  auto [rc, out] = CheckInChromium(dir / "history.html", "--page history --screenshot " + (dir / "history.png").string());
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find(fmt::format("\"history_rows\": {}", doc["steps"].size())), std::string::npos) << out;
+  EXPECT_NE(out.find(fmt::format("\"exact_rows\": {}", doc["to_exact"].size())), std::string::npos) << out;
+  for (const char* id : {"versions", "steps", "windows", "exact", "forks"})
+    EXPECT_NE(out.find(std::string("\"") + id + "\""), std::string::npos) << id << "\n" << out;
+  EXPECT_GT(fs::file_size(dir / "history.png"), 20000u);
+}
+
+// The report's checker on a history page: the experiment report's table and sections are missing.
+TEST(ReportBrowser, HistoryPageIsNotAReport) {
+  auto text = ReadFile(std::string(FLIPSCOPE_SOURCE_DIR) + "/tests/data/history-sample.json");
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  fs::path dir = FreshDir("history-as-report");
+  ASSERT_TRUE(WriteFileAtomic((dir / "history.html").string(), RenderHistoryHtml(nlohmann::json::parse(*text))).ok());
+  auto [rc, out] = CheckInChromium(dir / "history.html");
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("no rows in table.ranking"), std::string::npos) << out;
 }
 
 TEST(ReportBrowser, CheckerCatchesNetworkRequestsAndConsoleErrors) {

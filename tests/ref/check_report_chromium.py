@@ -7,7 +7,11 @@ proxy is a closed port, so an attempt also fails loudly). Optionally saves a scr
 Talks to Chromium over the DevTools protocol on --remote-debugging-pipe (fds 3 and 4), Python
 standard library only. Exit status 0 when every check passes, 1 with one line per failure.
 
-usage: check_report_chromium.py REPORT.html [--screenshot OUT.png] [--chromium PATH] [--timeout S]
+With --page history the page is flipscope history's history.html: its step table
+(table.history-steps) and sections instead of the experiment report's ranking and sections.
+
+usage: check_report_chromium.py REPORT.html [--page report|history] [--screenshot OUT.png] [--chromium PATH]
+                                [--timeout S]
 """
 import argparse
 import base64
@@ -38,6 +42,8 @@ DOM_PROBE = r"""
   return JSON.stringify({
     title: document.title,
     ranking_rows: q("table.ranking tbody tr").length,
+    history_rows: q("table.history-steps tbody tr").length,
+    exact_rows: q("table.history-exact tbody tr").length,
     // The order as a reader sees it: each row's "#" cell, name, tie group and tie badge.
     ranking: Array.from(q("table.ranking tbody.tie-group tr")).map((r) => ({
       rank: r.cells[0].textContent, config: (r.cells[1].querySelector("strong") || {}).textContent,
@@ -66,7 +72,10 @@ DOM_PROBE = r"""
 })()
 """
 
-REQUIRED_SECTIONS = ["headline", "ranking", "charts", "flips", "branches", "recipe", "disclosure"]
+REQUIRED_SECTIONS = {"report": ["headline", "ranking", "charts", "flips", "branches", "recipe", "disclosure"],
+                     "history": ["versions", "steps", "windows", "exact", "forks"]}
+# The table whose rows the page must have, per page.
+REQUIRED_ROWS = {"report": ("ranking_rows", "table.ranking"), "history": ("history_rows", "table.history-steps")}
 
 
 class DevTools:
@@ -183,10 +192,11 @@ def problems_in_events(events, document_url):
     return out
 
 
-def problems_in_dom(dom):
+def problems_in_dom(dom, page="report"):
     out = []
-    if dom["ranking_rows"] < 1:
-        out.append("DOM: no rows in table.ranking")
+    rows, table = REQUIRED_ROWS[page]
+    if dom[rows] < 1:
+        out.append("DOM: no rows in " + table)
     if len(dom["charts"]) < 2:
         out.append("DOM: %d svg.chart elements, expected 2" % len(dom["charts"]))
     for i, c in enumerate(dom["charts"]):
@@ -194,7 +204,7 @@ def problems_in_dom(dom):
             out.append("DOM: chart %d is not laid out (%.0fx%.0f)" % (i, c["width"], c["height"]))
         if c["series"] < 1:
             out.append("DOM: chart %d has no series" % i)
-    missing = [s for s in REQUIRED_SECTIONS if s not in dom["sections"]]
+    missing = [s for s in REQUIRED_SECTIONS[page] if s not in dom["sections"]]
     if missing:
         out.append("DOM: missing sections %s" % ", ".join(missing))
     if dom["external"]:
@@ -214,6 +224,7 @@ def problems_in_dom(dom):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("html")
+    ap.add_argument("--page", choices=sorted(REQUIRED_SECTIONS), default="report")
     ap.add_argument("--screenshot")
     ap.add_argument("--chromium", default=shutil.which("chromium") or "chromium")
     ap.add_argument("--timeout", type=float, default=60)
@@ -261,7 +272,7 @@ def main():
             dom = None
         else:
             dom = json.loads(res["result"]["value"])
-            failures += problems_in_dom(dom)
+            failures += problems_in_dom(dom, a.page)
         # Printing must work too (the page opens <details> for print from its one script).
         pdf = cdp.call("Page.printToPDF", {"printBackground": False}, session)
         pdf_bytes = len(base64.b64decode(pdf.get("data", "")))
@@ -276,7 +287,7 @@ def main():
         cdp.settle(0.3)
         failures += problems_in_events(cdp.events, url)
         if dom:
-            print(json.dumps({k: dom[k] for k in ("title", "ranking_rows", "charts", "sections", "branches", "masked_marks",
+            print(json.dumps({k: dom[k] for k in ("title", "ranking_rows", "history_rows", "exact_rows", "charts", "sections", "branches", "masked_marks",
                                                   "ranking", "ranking_key", "tie_notes", "headline")}))
     except (RuntimeError, OSError) as e:  # a protocol error, a timeout, or the browser gone (broken pipe)
         failures.append("%s: %s" % (type(e).__name__, e))
