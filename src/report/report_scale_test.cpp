@@ -14,6 +14,7 @@
 #include <ctime>
 #include <filesystem>
 
+#include "testing/shell.h"
 #include "report/internal.h"
 #include "util/util.h"
 
@@ -22,6 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using fixtures::RunShell;
 
 constexpr int kRecords = 1200;  // every fork of a variant flipping ~1% of 100K tokens followed
 // 16 records in full, 200 summary rows, the flips (200 at most per configuration), the charts
@@ -30,16 +32,6 @@ constexpr int kRecords = 1200;  // every fork of a variant flipping ~1% of 100K 
 // leaves room for longer texts but not for the records in full.
 constexpr double kMaxHtmlMiB = 1;
 constexpr double kMaxReadySeconds = 3;
-
-std::pair<int, std::string> RunShell(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return {-1, "popen failed"};
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof(buf), p)) out.append(buf, n);
-  int st = pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
-}
 
 size_t CountOf(const std::string& hay, const std::string& needle) {
   size_t n = 0;

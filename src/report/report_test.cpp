@@ -10,6 +10,7 @@
 #include <regex>
 #include <set>
 
+#include "testing/shell.h"
 #include "report/internal.h"
 #include "util/util.h"
 
@@ -18,6 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using fixtures::RunShell;
 
 json LoadSample() {
   auto text = ReadFile(std::string(FLIPSCOPE_SOURCE_DIR) + "/tests/data/results-sample.json");
@@ -34,17 +36,6 @@ size_t CountOf(const std::string& hay, const std::string& needle) {
   size_t n = 0;
   for (size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + needle.size())) ++n;
   return n;
-}
-
-// Runs a shell command; returns its exit status and combined output.
-std::pair<int, std::string> RunShell(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return {-1, "popen failed"};
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof(buf), p)) out.append(buf, n);
-  int st = pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
 }
 
 fs::path FreshDir(const std::string& name) {
