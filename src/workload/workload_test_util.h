@@ -75,7 +75,8 @@ inline Result<Workload> Load(const std::string& file, const std::string& model, 
                              const std::string& format = "auto") {
   WorkloadOptions o;
   o.chat_template = tmpl;
-  o.format = *FromName<WorkloadFormat>(format);
+  // A format name is read where it enters (here, as the CLI reads --format): a bad one is its error.
+  FS_ASSIGN_OR_RETURN(o.format, ParseWorkloadFormat(format, "--format"));
   return LoadWorkload(file, model, o);
 }
 
