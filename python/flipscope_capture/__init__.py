@@ -1,7 +1,3 @@
-"""Python writers of flipscope capture files (docs/capture-format.md, docs/engines.md).
-
-format: the file format itself (numpy + xxhash; safetensors only to read tokens back).
-hf: Hugging Face transformers writer; vllm_offline: vLLM offline writer; truncate: a full
-capture's top-k. The engine writers import torch / transformers / vllm only when run.
-"""
-VERSION = "0.1.0"
+"""The capture writers' former name: they moved to flipscope.capture (docs/python.md). These
+modules forward to them, so `python -m flipscope_capture.hf` and its imports keep working."""
+from flipscope.capture import VERSION  # noqa: F401
