@@ -17,7 +17,8 @@ from safetensors.numpy import load_file
 from common import SMOL, SRC, run, session_text
 
 TMP = tempfile.mkdtemp(prefix="flipscope-py-")
-sys.path.insert(0, os.path.join(SRC, "python"))
+if not os.environ.get("FLIPSCOPE_PY_INSTALLED"):  # else: the pip-installed package (test_pip_package.py)
+    sys.path.insert(0, os.path.join(SRC, "python"))
 from flipscope_capture import format as fmt  # noqa: E402
 from flipscope_capture import truncate  # noqa: E402
 
