@@ -35,8 +35,8 @@ def _read_header(path, size):
         text = f.read(n)
     try:
         header = json.loads(text)
-    except (UnicodeDecodeError, ValueError) as e:
-        _fail(path, f"the header is not JSON ({e})")
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        _fail(path, f"the header is not JSON ({type(e).__name__})")
     if not isinstance(header, dict):
         _fail(path, "the header is not a JSON object")
     return header, 8 + n
@@ -68,8 +68,10 @@ def _check_tensors(path, header, data_start, size):
         _fail(path, f"the data section ends at {end} but the file holds {size - data_start} bytes")
     try:
         manifest = json.loads(meta[MANIFEST_KEY])
-    except ValueError as e:
-        _fail(path, f"the manifest is not JSON ({e})")
+    except (ValueError, RecursionError) as e:
+        _fail(path, f"the manifest is not JSON ({type(e).__name__})")
+    if not isinstance(manifest, dict):
+        _fail(path, "the manifest is not a JSON object")
     return header, manifest
 
 

@@ -131,6 +131,36 @@ class Reader(unittest.TestCase):
             self.assertIn(path, str(e.exception))
             self.assertNotIn("\n", str(e.exception))
 
+    def test_random_damage_is_refused_or_read_within_bounds(self):
+        # The reader's fuzzing: random byte changes in the header and random cuts of a small capture
+        # either open (and then every row reads) or raise CaptureError, never anything else.
+        small = os.path.join(TMP, "small.safetensors")
+        run("capture", "-m", SMOL, "-w", session_text(TMP, 7, 300), "-o", small, "-t", "2", "--stride", "16", "-q")
+        data = open(small, "rb").read()
+        n = int.from_bytes(data[:8], "little")
+        rng = np.random.default_rng(7)
+        path = os.path.join(TMP, "fuzz.safetensors")
+        opened = refused = 0
+        for trial in range(400):
+            blob = bytearray(data)
+            if trial % 4 == 0:
+                blob = blob[: int(rng.integers(0, len(blob)))]
+            else:
+                for _ in range(int(rng.integers(1, 4))):
+                    blob[int(rng.integers(0, 8 + n))] = int(rng.integers(0, 256))
+            with open(path, "wb") as f:
+                f.write(bytes(blob))
+            try:
+                cap = flipscope.open_capture(path)
+                for i in range(len(cap)):
+                    cap.row(i)
+                opened += 1
+            except flipscope.CaptureError as e:
+                self.assertIn(path, str(e))
+                refused += 1
+        self.assertGreater(refused, 100)  # most damage is caught
+        self.assertEqual(opened + refused, 400)
+
 
 class Api(unittest.TestCase):
     def test_compare_is_the_cli_figures(self):
