@@ -61,8 +61,14 @@ Result<SidePass> RunSide(LlamaEngine& engine, const SideInputs& in) {
   if (out.forked) {
     std::vector<ForkRequest> forks(n_points);
     for (size_t i = 0; i < n_points; ++i) forks[i] = {in.points[i], in.firsts[i]};
-    FS_RETURN_IF_ERROR(
-        engine.PrefillWithForks(in.tokens, in.probes, check_row, forks, in.max_tokens, keep, on_tokens, in.extend));
+    FS_RETURN_IF_ERROR(engine.Prefill({.tokens = in.tokens,
+                                       .probes = in.probes,
+                                       .sink = check_row,
+                                       .forks = forks,
+                                       .max_tokens = in.max_tokens,
+                                       .fork_sink = keep,
+                                       .progress = on_tokens,
+                                       .extend = in.extend}));
   } else {
     // Without forking: one plain pass for the row check, then every branch re-prefills its prefix.
     FS_RETURN_IF_ERROR(engine.Prefill(in.tokens, in.probes, check_row, on_tokens));

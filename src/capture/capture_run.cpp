@@ -293,10 +293,15 @@ Result<RowsRun> WriteRows(const CaptureRequest& req, const std::vector<int32_t>&
     return req.forks.sink(fr, f);
   };
   if (req.forks.plan) FS_RETURN_IF_ERROR(made.llama->SetGrammar(req.forks.grammar));
-  Status st = req.forks.plan
-                  ? made.llama->PrefillWithPlannedForks(tokens, probes, write, req.forks.plan, req.forks.max_tokens,
-                                                        on_fork, on_tokens, req.forks.extend)
-                  : made.engine->Prefill(tokens, probes, write, on_tokens);
+  Status st = req.forks.plan ? made.llama->Prefill({.tokens = tokens,
+                                                    .probes = probes,
+                                                    .sink = write,
+                                                    .plan = req.forks.plan,
+                                                    .max_tokens = req.forks.max_tokens,
+                                                    .planned_sink = on_fork,
+                                                    .progress = on_tokens,
+                                                    .extend = req.forks.extend})
+                             : made.engine->Prefill(tokens, probes, write, on_tokens);
   // Every queued row is on file before the rows count as done (and before Commit).
   if (rows) {
     Status written = rows->Finish();
