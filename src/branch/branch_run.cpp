@@ -139,7 +139,7 @@ void ResolveTools(const CaptureReader& cap, const std::string& model_path, Trans
   // (null for workloads without tool calls, such as plain text)
   if (w.tool_call_form != "template") return;
   for (const Span& sp : t->spans) {
-    if (sp.kind != "tool_call") continue;
+    if (sp.kind != SpanKind::kToolCall) continue;
     std::string text =
         t->text.substr(t->offsets[size_t(sp.begin)], t->offsets[size_t(sp.end)] - t->offsets[size_t(sp.begin)]);
     size_t lb = text.find('{'), rb = text.rfind('}');

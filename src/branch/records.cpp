@@ -72,7 +72,8 @@ int32_t ReferenceEnd(const Transcript& t, int32_t next, int ref_len) {
   const int32_t n = int32_t(t.tokens.size());
   int32_t end = std::min<int32_t>(n, next + ref_len);
   for (const Span& sp : t.spans)
-    if (sp.kind == "tool_call" && sp.begin < end && sp.end > end && WrittenThrough(t, next, std::max(next, sp.begin)))
+    if (sp.kind == SpanKind::kToolCall && sp.begin < end && sp.end > end &&
+        WrittenThrough(t, next, std::max(next, sp.begin)))
       end = std::min(n, sp.end);
   return end;
 }
@@ -93,7 +94,7 @@ class ContextLiterals {
       pending_.push_back(&t_.spans[next_span_]);
     std::erase_if(pending_, [&](const Span* sp) {
       if (sp->end > end_token) return false;
-      if (sp->kind == "literal") known_.AddLiteral(sp->label);
+      if (sp->kind == SpanKind::kLiteral) known_.AddLiteral(sp->label);
       return true;
     });
   }

@@ -96,7 +96,8 @@ nlohmann::json CaptureRequestJson(const CaptureRequest& req, const std::string& 
 }
 
 Result<std::vector<uint8_t>> ServedWritten(const Workload& w, const std::string& workload_path) {
-  const bool chat = std::any_of(w.spans.begin(), w.spans.end(), [](const Span& s) { return s.kind == "message"; });
+  const bool chat =
+      std::any_of(w.spans.begin(), w.spans.end(), [](const Span& s) { return s.kind == SpanKind::kMessage; });
   if (!chat)
     return Status::InvalidArgument(fmt::format(
         "{}: --replay served needs a chat workload: a {} workload has no roles, so no assistant turns to serve",
