@@ -325,7 +325,9 @@ Result<json> RunBranches(const BranchRequest& req) {
 
   // A server's capture decodes nothing here; its futures say how the server decoded them.
   const bool served = !sides[0].served_flags.empty() || !sides[1].served_flags.empty();
-  FS_ASSIGN_OR_RETURN(ForkDecoding decoding, ResolveDecoding(sides[0].cap->path(), served ? "free" : o.decoding));
+  FS_ASSIGN_OR_RETURN(
+      ForkDecoding decoding,
+      ResolveDecoding(sides[0].cap->path(), served ? std::string(NameOf(DecodingMode::kFree)) : o.decoding));
   if (served) decoding.info = ServedDecodingInfo();
   std::vector<std::string> warnings;
   Transcript t;
