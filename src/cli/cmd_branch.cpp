@@ -55,7 +55,8 @@ Status WithBranchFlags(const Status& st) {
                             {"max_call_tokens", "--max-call-tokens"},
                             {"max_branches", "--max-branches"},
                             {"reconverge", "--reconverge"},
-                            {"decoding", "--fork-decoding"}});
+                            {"decoding", "--fork-decoding"},
+                            {"api", "--api"}});
 }
 
 }  // namespace
