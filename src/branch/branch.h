@@ -32,6 +32,16 @@ struct Names<BranchAt> {
   static constexpr std::pair<BranchAt, const char*> v[] = {{BranchAt::kFlips, "flips"}, {BranchAt::kRanges, "ranges"}};
 };
 
+// How futures decode (BranchOptions::decoding): kGrammar greedy under the tool-call grammar a
+// llama.cpp server would build for the workload's tools; kFree unconstrained greedy; kAuto
+// grammar where the workload's own chat template renders tool calls, else free.
+enum class DecodingMode { kAuto, kGrammar, kFree };
+template <>
+struct Names<DecodingMode> {
+  static constexpr std::pair<DecodingMode, const char*> v[] = {
+      {DecodingMode::kAuto, "auto"}, {DecodingMode::kGrammar, "grammar"}, {DecodingMode::kFree, "free"}};
+};
+
 // Checked by RunBranches; its errors name these fields (e.g. "max_tokens must be >= 1").
 struct BranchOptions {
   BranchAt at = BranchAt::kFlips;
