@@ -32,6 +32,16 @@ struct Names<BranchAt> {
   static constexpr std::pair<BranchAt, const char*> v[] = {{BranchAt::kFlips, "flips"}, {BranchAt::kRanges, "ranges"}};
 };
 
+// How futures decode (BranchOptions::decoding): kGrammar greedy under the tool-call grammar a
+// llama.cpp server would build for the workload's tools; kFree unconstrained greedy; kAuto
+// grammar where the workload's own chat template renders tool calls, else free.
+enum class DecodingMode { kAuto, kGrammar, kFree };
+template <>
+struct Names<DecodingMode> {
+  static constexpr std::pair<DecodingMode, const char*> v[] = {
+      {DecodingMode::kAuto, "auto"}, {DecodingMode::kGrammar, "grammar"}, {DecodingMode::kFree, "free"}};
+};
+
 // Checked by RunBranches; its errors name these fields (e.g. "max_tokens must be >= 1").
 struct BranchOptions {
   BranchAt at = BranchAt::kFlips;
@@ -44,11 +54,9 @@ struct BranchOptions {
   // kAssistant: fork only where a deployed model writes the next token (assistant messages and
   // their tool calls); the others are counted as teacher-forced only. kAll: everywhere.
   ForkScope fork_where = ForkScope::kAssistant;
-  // How the futures are decoded (docs/branch.md, "Decoding the futures"): "grammar": greedy under
-  // the tool-call grammar a llama.cpp server would build for the workload's tools; "free":
-  // unconstrained greedy; "auto": grammar where the workload's own chat template renders tool
-  // calls (llama.cpp then derives a grammar from it), else free.
-  std::string decoding = "auto";
+  // How the futures are decoded (docs/branch.md, "Decoding the futures"): a DecodingMode's name,
+  // read by ResolveDecoding (the experiment's parser checks it where its file is read).
+  std::string decoding{NameOf(DecodingMode::kAuto)};
   bool allow_fork = true;  // false: re-prefill every branch (the slow baseline, for benchmarks)
   Log log;                 // status lines and progress bars (bars on a terminal only)
 };
@@ -90,9 +98,9 @@ struct ForkDecoding {
   std::optional<DecodeGrammar> grammar;
   nlohmann::json info;
 };
-// Resolves a decoding option ("auto", "grammar", "free") for the capture's workload, model and
-// chat template (from its manifest); an error for an unknown option, or for "grammar" where
-// llama.cpp derives no tool-call grammar (the error says why).
+// Resolves a decoding option (a DecodingMode's name) for the capture's workload, model and chat
+// template (from its manifest); an error naming the field "decoding" for an unknown option, or
+// for "grammar" where llama.cpp derives no tool-call grammar (the error says why).
 Result<ForkDecoding> ResolveDecoding(const std::string& capture_path, const std::string& decoding);
 // The config's "decoding" for a server's futures: free, and why (what the request sends).
 nlohmann::json ServedDecodingInfo();

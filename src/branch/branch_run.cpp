@@ -139,7 +139,7 @@ void ResolveTools(const CaptureReader& cap, const std::string& model_path, Trans
   // (null for workloads without tool calls, such as plain text)
   if (w.tool_call_form != "template") return;
   for (const Span& sp : t->spans) {
-    if (sp.kind != "tool_call") continue;
+    if (sp.kind != SpanKind::kToolCall) continue;
     std::string text =
         t->text.substr(t->offsets[size_t(sp.begin)], t->offsets[size_t(sp.end)] - t->offsets[size_t(sp.begin)]);
     size_t lb = text.find('{'), rb = text.rfind('}');
@@ -325,7 +325,9 @@ Result<json> RunBranches(const BranchRequest& req) {
 
   // A server's capture decodes nothing here; its futures say how the server decoded them.
   const bool served = !sides[0].served_flags.empty() || !sides[1].served_flags.empty();
-  FS_ASSIGN_OR_RETURN(ForkDecoding decoding, ResolveDecoding(sides[0].cap->path(), served ? "free" : o.decoding));
+  FS_ASSIGN_OR_RETURN(
+      ForkDecoding decoding,
+      ResolveDecoding(sides[0].cap->path(), served ? std::string(NameOf(DecodingMode::kFree)) : o.decoding));
   if (served) decoding.info = ServedDecodingInfo();
   std::vector<std::string> warnings;
   Transcript t;

@@ -54,16 +54,15 @@ nlohmann::json ServedDecodingInfo() {
 }
 
 Result<ForkDecoding> ResolveDecoding(const std::string& capture_path, const std::string& decoding) {
-  if (decoding != "auto" && decoding != "grammar" && decoding != "free")
-    return Status::Error("--fork-decoding must be auto, grammar or free, not '" + decoding + "'");
+  FS_ASSIGN_OR_RETURN(const DecodingMode mode, ParseName<DecodingMode>(decoding, "decoding"));
   ForkDecoding out;
   out.info = {{"asked", decoding}, {"used", "free"}};
   auto free_because = [&](const std::string& why) -> Result<ForkDecoding> {
-    if (decoding == "grammar") return Status::Error(capture_path + ": --fork-decoding grammar: " + why);
+    if (mode == DecodingMode::kGrammar) return Status::Error(capture_path + ": decoding grammar: " + why);
     out.info["why"] = why;
     return out;
   };
-  if (decoding == "free") return free_because("asked");
+  if (mode == DecodingMode::kFree) return free_because("asked");
   FS_ASSIGN_OR_RETURN(auto cap, CaptureReader::Open(capture_path));
   const CaptureManifest& m = cap->manifest();
   const ManifestWorkload& w = m.workload;
@@ -73,7 +72,7 @@ Result<ForkDecoding> ResolveDecoding(const std::string& capture_path, const std:
   if (!m.engine.name.empty() && FromName<EngineKind>(m.engine.name) != EngineKind::kLlama)
     return free_because("a server's futures are its own completions (docs/branch.md)");
   const bool renders = form == "template";
-  if (decoding == "auto" && !renders)
+  if (mode == DecodingMode::kAuto && !renders)
     return free_because(
         "the chat template does not render tool calls, so llama.cpp derives no grammar from it "
         "(--fork-decoding grammar takes the <tool_call> form's)");

@@ -72,7 +72,8 @@ int32_t ReferenceEnd(const Transcript& t, int32_t next, int ref_len) {
   const int32_t n = int32_t(t.tokens.size());
   int32_t end = std::min<int32_t>(n, next + ref_len);
   for (const Span& sp : t.spans)
-    if (sp.kind == "tool_call" && sp.begin < end && sp.end > end && WrittenThrough(t, next, std::max(next, sp.begin)))
+    if (sp.kind == SpanKind::kToolCall && sp.begin < end && sp.end > end &&
+        WrittenThrough(t, next, std::max(next, sp.begin)))
       end = std::min(n, sp.end);
   return end;
 }
@@ -93,7 +94,7 @@ class ContextLiterals {
       pending_.push_back(&t_.spans[next_span_]);
     std::erase_if(pending_, [&](const Span* sp) {
       if (sp->end > end_token) return false;
-      if (sp->kind == "literal") known_.AddLiteral(sp->label);
+      if (sp->kind == SpanKind::kLiteral) known_.AddLiteral(sp->label);
       return true;
     });
   }
@@ -116,6 +117,46 @@ nlohmann::json OrNull(const std::optional<T>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
+// The token of future f that holds byte `byte` of its text (its length when none does).
+int TokenAtByte(const FutureText& f, size_t byte) {
+  size_t at = 0;
+  for (size_t k = 0; k < f.pieces.size(); ++k)
+    if ((at += f.pieces[k].size()) > byte) return int(k);
+  return int(f.pieces.size());
+}
+
+// What is judged at branch point i: both futures, and the transcript's continuation (its tokens
+// and text) as long as the longer future, so a call let finish is judged against the whole of
+// the transcript's call.
+struct PointTexts {
+  FutureText base, cand, ref;
+  std::vector<int32_t> ref_tokens;
+};
+PointTexts TextsAt(const Transcript& t, const CallBudget& budget, int32_t position, size_t i, const SidePass& base,
+                   const SidePass& cand, int max_tokens) {
+  PointTexts p;
+  const int32_t next = position + 1;  // the first token of every future's place
+  p.base = DecodedText(t, budget, position, base.tokens[i], base.stops[i]);
+  p.cand = DecodedText(t, budget, position, cand.tokens[i], cand.stops[i]);
+  const int ref_len = std::max({max_tokens, int(p.base.pieces.size()), int(p.cand.pieces.size())});
+  const int32_t ref_end = ReferenceEnd(t, next, ref_len);
+  p.ref_tokens.assign(t.tokens.begin() + next, t.tokens.begin() + ref_end);
+  p.ref = ToText(t, p.ref_tokens, ref_end == int32_t(t.tokens.size()));
+  return p;
+}
+
+// The judges' context at the futures' first token next, without its literals (the caller's).
+JudgeContext ContextAt(const Transcript& t, int32_t next, int reconverge,
+                       const std::set<std::string, std::less<>>* transcript_words) {
+  JudgeContext ctx;
+  ctx.prefix = t.text.substr(0, t.offsets[size_t(next)]);
+  ctx.known_words = transcript_words;
+  ctx.tools = t.tools;
+  ctx.envelope = t.envelope;
+  ctx.reconverge = reconverge;
+  return ctx;
+}
+
 }  // namespace
 
 void Transcript::Index() {
@@ -136,7 +177,6 @@ const std::string& Transcript::Piece(int32_t token) const {
 nlohmann::json BuildRecords(const Transcript& t, const std::vector<Point>& points, const SidePass& base,
                             const SidePass& cand, const BranchOptions& o, const CallBudget& budget) {
   nlohmann::json records = nlohmann::json::array();
-  const int32_t n = int32_t(t.tokens.size());
   ContextLiterals literals(t);
   // A literal the session names anywhere is a real one: a future that writes it early chose it,
   // it did not mangle a copy.
@@ -145,23 +185,12 @@ nlohmann::json BuildRecords(const Transcript& t, const std::vector<Point>& point
   for (size_t i = 0; i < points.size(); ++i) {
     const Point& pt = points[i];
     const int32_t next = pt.position + 1;  // the first token of every future's place
-    FutureText bf = DecodedText(t, budget, pt.position, base.tokens[i], base.stops[i]);
-    FutureText cf = DecodedText(t, budget, pt.position, cand.tokens[i], cand.stops[i]);
-    // The reference as long as the longer future (a call let finish is judged against the whole
-    // of the transcript's call).
-    const int ref_len = std::max({o.max_tokens, int(bf.pieces.size()), int(cf.pieces.size())});
-    const int32_t ref_end = ReferenceEnd(t, next, ref_len);
-    std::vector<int32_t> ref_tokens(t.tokens.begin() + next, t.tokens.begin() + ref_end);
-    FutureText rf = ToText(t, ref_tokens, ref_end == n);
+    const PointTexts texts = TextsAt(t, budget, pt.position, i, base, cand, o.max_tokens);
+    const FutureText &bf = texts.base, &cf = texts.cand, &rf = texts.ref;
 
-    JudgeContext ctx;
-    ctx.prefix = t.text.substr(0, t.offsets[size_t(next)]);
+    JudgeContext ctx = ContextAt(t, next, o.reconverge, &transcript_words);
     literals.GrowTo(next);
     ctx.literals = std::move(literals.known());  // moved in and back: no copy per record
-    ctx.known_words = &transcript_words;
-    ctx.tools = t.tools;
-    ctx.envelope = t.envelope;
-    ctx.reconverge = o.reconverge;
     Judgement j = Judge(ctx, bf, cf, rf);
     const SideJudgement sb = JudgeSide(ctx, bf, rf), sc = JudgeSide(ctx, cf, rf);
     const Attribution a = Attribute(sb, sc, j, o.reconverge);
@@ -170,14 +199,8 @@ nlohmann::json BuildRecords(const Transcript& t, const std::vector<Point>& point
     // The report marks futures by token: the token of each future that holds the first differing byte.
     std::optional<int> diff_base, diff_cand;
     if (j.first_difference) {
-      auto token_at = [](const FutureText& f, size_t byte) {
-        size_t at = 0;
-        for (size_t k = 0; k < f.pieces.size(); ++k)
-          if ((at += f.pieces[k].size()) > byte) return int(k);
-        return int(f.pieces.size());
-      };
-      diff_base = token_at(bf, *j.first_difference);
-      diff_cand = token_at(cf, *j.first_difference);
+      diff_base = TokenAtByte(bf, *j.first_difference);
+      diff_cand = TokenAtByte(cf, *j.first_difference);
     }
     std::string span = SpanLabelAt(t.spans, next);
     records.push_back({
@@ -189,7 +212,7 @@ nlohmann::json BuildRecords(const Transcript& t, const std::vector<Point>& point
         {"cand_text", Utf8(t.Piece(pt.cand_token))},
         {"base_future", FutureJson(bf, base, i)},
         {"cand_future", FutureJson(cf, cand, i)},
-        {"reference", {{"text", Utf8(rf.Text())}, {"tokens", ref_tokens}}},
+        {"reference", {{"text", Utf8(rf.Text())}, {"tokens", texts.ref_tokens}}},
         {"prefix_tail", Utf8(Tail(ctx.prefix, kPrefixTailBytes))},
         {"reconverge_at", j.reconverge ? nlohmann::json(j.reconverge->base_at) : nlohmann::json(nullptr)},
         {"reconverge_cand_at", j.reconverge ? nlohmann::json(j.reconverge->cand_at) : nlohmann::json(nullptr)},

@@ -9,12 +9,15 @@
 
 namespace flipscope {
 
-Result<SidePass> RunSide(LlamaEngine& engine, const SideInputs& in) {
+namespace {
+
+// Per probe of in, the index of the branch point it is, or -1; an error when the inputs do not
+// fit together (one first token and digest each, ascending points that are probes).
+Result<std::vector<int64_t>> PointOfProbe(const SideInputs& in) {
   const size_t n_points = in.points.size();
   if (in.firsts.size() != n_points) return Status::Error("one first token per branch point is needed");
   if (!in.probe_digests.empty() && in.probe_digests.size() != in.probes.size())
     return Status::Error("one digest per probe is needed");
-  // Which point (if any) each probe row is, so the row check can be recorded per point.
   std::vector<int64_t> point_of_probe(in.probes.size(), -1);
   for (size_t i = 0; i < n_points; ++i) {
     if (i > 0 && in.points[i] <= in.points[i - 1]) return Status::Error("branch points must be ascending");
@@ -23,7 +26,11 @@ Result<SidePass> RunSide(LlamaEngine& engine, const SideInputs& in) {
       return Status::Error(fmt::format("branch point {} is not a probe position of the capture", in.points[i]));
     point_of_probe[size_t(it - in.probes.begin())] = int64_t(i);
   }
+  return point_of_probe;
+}
 
+// A pass of n_points futures, none decoded yet (free, not reproduced until shown).
+SidePass EmptyPass(size_t n_points) {
   SidePass out;
   out.tokens.resize(n_points);
   out.probs.resize(n_points);
@@ -31,6 +38,16 @@ Result<SidePass> RunSide(LlamaEngine& engine, const SideInputs& in) {
   out.decodings.assign(n_points, "free");
   out.first_masked.assign(n_points, false);
   out.reproduced.assign(n_points, false);
+  return out;
+}
+
+}  // namespace
+
+Result<SidePass> RunSide(LlamaEngine& engine, const SideInputs& in) {
+  const size_t n_points = in.points.size();
+  // Which point (if any) each probe row is, so the row check can be recorded per point.
+  FS_ASSIGN_OR_RETURN(const std::vector<int64_t> point_of_probe, PointOfProbe(in));
+  SidePass out = EmptyPass(n_points);
   FS_RETURN_IF_ERROR(engine.SetGrammar(in.grammar));
   out.forked = in.allow_fork && engine.CanFork();
   const double t0 = NowSeconds();
@@ -61,8 +78,14 @@ Result<SidePass> RunSide(LlamaEngine& engine, const SideInputs& in) {
   if (out.forked) {
     std::vector<ForkRequest> forks(n_points);
     for (size_t i = 0; i < n_points; ++i) forks[i] = {in.points[i], in.firsts[i]};
-    FS_RETURN_IF_ERROR(
-        engine.PrefillWithForks(in.tokens, in.probes, check_row, forks, in.max_tokens, keep, on_tokens, in.extend));
+    FS_RETURN_IF_ERROR(engine.Prefill({.tokens = in.tokens,
+                                       .probes = in.probes,
+                                       .sink = check_row,
+                                       .forks = forks,
+                                       .max_tokens = in.max_tokens,
+                                       .fork_sink = keep,
+                                       .progress = on_tokens,
+                                       .extend = in.extend}));
   } else {
     // Without forking: one plain pass for the row check, then every branch re-prefills its prefix.
     FS_RETURN_IF_ERROR(engine.Prefill(in.tokens, in.probes, check_row, on_tokens));

@@ -214,6 +214,29 @@ std::optional<LiteralMutation> FutureMutation(const JudgeContext& ctx, const Ref
   return FindLiteralMutation(ref.partial + text, ref.partial.size() + from, !f.ended, ctx.literals, exempt);
 }
 
+// One future as Judge reads it: its name in reasons, the future and its text.
+struct NamedFuture {
+  const char* name;
+  const FutureText& f;
+  const std::string& text;
+};
+
+// Step 3 of Judge: each well-formed call that is not the transcript's (where the two futures'
+// calls differ), and each unfinished call that already differs from it (not as the other's does).
+std::vector<std::string> WrongCalls(const NamedFuture (&sides)[2], const std::optional<nlohmann::json> (&calls)[2],
+                                    const std::string (&unfinished)[2], const ReferenceFacts& ref) {
+  std::vector<std::string> wrong;
+  if (ref.check.call && calls[0] != calls[1]) {
+    for (int s = 0; s < 2; ++s)
+      if (calls[s] && *calls[s] != *ref.check.call)
+        wrong.push_back(std::string(sides[s].name) + " " + DescribeCallDifference(*calls[s], *ref.check.call));
+  }
+  for (int s = 0; s < 2; ++s)
+    if (!unfinished[s].empty() && unfinished[s] != unfinished[1 - s])
+      wrong.push_back(std::string(sides[s].name) + " " + unfinished[s] + " before its call was cut");
+  return wrong;
+}
+
 }  // namespace
 
 Judgement Judge(const JudgeContext& ctx, const FutureText& base, const FutureText& cand, const FutureText& reference) {
@@ -226,12 +249,7 @@ Judgement Judge(const JudgeContext& ctx, const FutureText& base, const FutureTex
   const size_t fd = CommonPrefix(ta, tc);
   j.first_difference = fd;
   j.reconverge = FindReconvergence(base, cand, ctx.reconverge);
-  struct Side {
-    const char* name;
-    const FutureText& f;
-    const std::string& text;
-  };
-  const Side sides[] = {{"base", base, ta}, {"cand", cand, tc}};
+  const NamedFuture sides[] = {{"base", base, ta}, {"cand", cand, tc}};
   auto verdict = [&](Verdict v, std::vector<std::string> parts) {
     j.verdict = v;
     j.reason = fmt::format("{}", fmt::join(parts, "; "));
@@ -252,7 +270,7 @@ Judgement Judge(const JudgeContext& ctx, const FutureText& base, const FutureTex
   }
   if (!problems.empty()) return verdict(Verdict::kInvalidToolCall, problems);
   // Two complete calls that differ are two different actions, whatever JSON scaffolding
-  // (`", "arguments": {"host": "`) they share: that run of tokens is no agreement.
+  // (the `", "arguments": ` and an argument's key) they share: that run of tokens is no agreement.
   if (calls[0] && calls[1] && *calls[0] != *calls[1]) j.reconverge.reset();
 
   // 2. A literal of the context copied wrongly where the futures differ. A word both futures
@@ -265,16 +283,8 @@ Judgement Judge(const JudgeContext& ctx, const FutureText& base, const FutureTex
   if (!mutations.empty()) return verdict(Verdict::kLiteralMutated, mutations);
 
   // 3. A well-formed call that is not the reference's call (and not the other future's).
-  std::vector<std::string> wrong;
-  if (ref.check.call && calls[0] != calls[1]) {
-    for (int s = 0; s < 2; ++s)
-      if (calls[s] && *calls[s] != *ref.check.call)
-        wrong.push_back(std::string(sides[s].name) + " " + DescribeCallDifference(*calls[s], *ref.check.call));
-  }
-  for (int s = 0; s < 2; ++s)
-    if (!unfinished[s].empty() && unfinished[s] != unfinished[1 - s])
-      wrong.push_back(std::string(sides[s].name) + " " + unfinished[s] + " before its call was cut");
-  if (!wrong.empty()) return verdict(Verdict::kWrongCommand, wrong);
+  if (auto wrong = WrongCalls(sides, calls, unfinished, ref); !wrong.empty())
+    return verdict(Verdict::kWrongCommand, wrong);
 
   // 4. Reconverged (benign: FindReconvergence bounds the detours) or not (divergent).
   if (j.reconverge)

@@ -24,7 +24,12 @@ namespace flipscope {
 
 // ---- Capture file ----------------------------------------------------------------------------
 
+// How rows are stored; the name is the capture format's ("f32" / "bf16").
 enum class StoreDtype { kF32, kBF16 };
+template <>
+struct Names<StoreDtype> {
+  static constexpr std::pair<StoreDtype, const char*> v[] = {{StoreDtype::kF32, "f32"}, {StoreDtype::kBF16, "bf16"}};
+};
 
 // What a writer needs up front; the tensor table is fixed by it.
 struct CaptureLayout {
@@ -109,8 +114,9 @@ class CaptureReader {
   }
 };
 
-// The capture format's name for a storage dtype ("f32" / "bf16"), and back.
+// The capture format's name for a storage dtype (NameOf).
 std::string StoreName(StoreDtype d);
+// The dtype named name; else an error "store must be f32 or bf16, not '<name>'".
 Result<StoreDtype> ParseStore(const std::string& name);
 
 }  // namespace flipscope

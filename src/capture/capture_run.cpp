@@ -17,95 +17,6 @@
 #endif
 
 namespace flipscope {
-
-std::string StoreName(StoreDtype d) { return d == StoreDtype::kBF16 ? "bf16" : "f32"; }
-
-Result<StoreDtype> ParseStore(const std::string& name) {
-  if (name == "f32") return StoreDtype::kF32;
-  if (name == "bf16") return StoreDtype::kBF16;
-  return Status::Error("store must be f32 or bf16, not '" + name + "'");
-}
-
-nlohmann::json ProbePlan::ToJson() const { return {{"stride", stride}, {"full", full}}; }
-
-Result<std::vector<int32_t>> PlanProbes(const ProbePlan& plan, int32_t n, const std::vector<Span>& spans) {
-  if (plan.stride < 1) return Status::Error("stride must be >= 1");
-  if (n < 2) return Status::Error("the workload needs at least 2 tokens");
-  // The last position predicts no token of the workload, so probes stop at n-2.
-  FS_ASSIGN_OR_RETURN(std::vector<int32_t> full, SelectPositions(plan.full, n - 2, spans, "full"));
-  std::set<int32_t> pos(full.begin(), full.end());
-  for (int32_t p = 0; p < n - 1; p += plan.stride) pos.insert(p);
-  return std::vector<int32_t>(pos.begin(), pos.end());
-}
-
-// The knobs an engine uses: llama.cpp all of them; the exact engine only the thread count (it
-// computes in FP64 without llama.cpp's kernels); a server only the load (its own flags decide the
-// rest). Anything else set is refused, so a manifest never lists a setting that did nothing; then
-// the values and combinations themselves (Knobs::Validate).
-Status CheckKnobs(EngineKind engine, const Knobs& knobs) {
-  if (engine == EngineKind::kLlama) return knobs.Validate();
-  if (knobs.replay == Replay::kServed && engine == EngineKind::kExact)
-    return Status::InvalidArgument(
-        "--replay served needs --engine llama or openai: the exact engine computes the whole transcript in one "
-        "teacher-forced pass (docs/served.md)");
-  if (knobs.replay == Replay::kServed && knobs.load > 0)
-    return Status::InvalidArgument("--replay served --load: the fillers are planned for one prefill request");
-  const std::set<std::string> used = engine == EngineKind::kExact ? std::set<std::string>{"threads"}
-                                                                  : std::set<std::string>{"load", "load_seed", "replay"};
-  static const Knobs defaults;
-  std::vector<std::string> ignored;
-  for (const auto& k : KnobTable()) {
-    if (used.count(k.key) || k.get(knobs) == k.get(defaults)) continue;
-    std::string flag = *k.llama_flag ? k.llama_flag : std::string(k.long_flag);
-    flag = flag.substr(0, flag.find(','));
-    ignored.push_back(flag + " " + (k.get(knobs).is_string() ? k.get(knobs).get<std::string>() : k.get(knobs).dump()));
-  }
-  if (ignored.empty()) return knobs.Validate();
-  return Status::InvalidArgument(fmt::format(
-      "--engine {} does not use {} ({}); {}", NameOf(engine), ignored.size() == 1 ? "this knob" : "these knobs",
-      fmt::join(ignored, ", "),
-      engine == EngineKind::kExact
-          ? "the exact engine computes in FP64 without llama.cpp's kernels and takes only -t"
-          : "a server's numerics are its own launch flags (--server-note records them); only --load applies"));
-}
-
-nlohmann::json CaptureRequestJson(const CaptureRequest& req, const std::string& model_sha256,
-                                  const std::string& workload_sha256) {
-  nlohmann::json j = {{"model_sha256", model_sha256},
-                      {"workload_sha256", workload_sha256},
-                      {"format", std::string(NameOf(req.workload.format))},
-                      {"chat_template", req.workload.chat_template},
-                      {"knobs", req.engine == EngineKind::kExact ? nlohmann::json{{"threads", req.knobs.n_threads}}
-                                                                 : req.knobs.ToJson()},
-                      {"probe_plan", req.plan.ToJson()},
-                      {"store", StoreName(req.store)},
-                      {"tool_version", FLIPSCOPE_VERSION}};
-  if (req.engine != EngineKind::kLlama) j["engine"] = std::string(NameOf(req.engine));
-  // Every capture before the replay knob was a prefill: a prefill request keeps that identity, so
-  // the captures of an earlier run are still reused.
-  if (req.knobs.replay == Replay::kPrefill && j["knobs"].contains("replay")) j["knobs"].erase("replay");
-  if (!req.load_text.empty()) j["load_text"] = req.load_text;
-  if (req.engine == EngineKind::kOpenai) {
-    HttpOptions h = req.http;
-    // A launched server's port may be chosen afresh by every run: its command identifies it instead.
-    if (!h.launch.is_null()) h.url = "http://launched";
-    j["http"] = {{"flags", h.ToFlags()}, {"server_note", h.server_note}};
-    if (!h.launch.is_null()) j["http"]["launch"] = h.launch;
-  }
-  return j;
-}
-
-Result<std::vector<uint8_t>> ServedWritten(const Workload& w, const std::string& workload_path) {
-  const bool chat = std::any_of(w.spans.begin(), w.spans.end(), [](const Span& s) { return s.kind == "message"; });
-  if (!chat)
-    return Status::InvalidArgument(fmt::format(
-        "{}: --replay served needs a chat workload: a {} workload has no roles, so no assistant turns to serve",
-        workload_path, w.info.value("format", "") == "tokens" ? "token-id" : "plain-text"));
-  std::vector<uint8_t> written(w.tokens.size());
-  for (size_t p = 0; p < written.size(); ++p) written[p] = ModelWrites(w.spans, int32_t(p)) ? 1 : 0;
-  return written;
-}
-
 namespace {
 
 // Hash of the vocabulary as rendered: two captures with equal hashes tokenize alike.
@@ -148,7 +59,7 @@ Result<MadeEngine> MakeEngine(const CaptureRequest& req, const ModelInfo& model,
   }
   if (req.engine == EngineKind::kExact) {
     if (req.knobs.load > 0)
-      return Status::InvalidArgument("--load needs --engine llama or openai (the exact engine runs alone)");
+      return Status::InvalidArgument("load needs engine llama or openai (the exact engine runs alone)");
     // The FP64 reference: only the thread count of the knobs applies (it does not change the math).
     ExactOptions o;
     o.n_threads = req.knobs.n_threads;
@@ -293,10 +204,15 @@ Result<RowsRun> WriteRows(const CaptureRequest& req, const std::vector<int32_t>&
     return req.forks.sink(fr, f);
   };
   if (req.forks.plan) FS_RETURN_IF_ERROR(made.llama->SetGrammar(req.forks.grammar));
-  Status st = req.forks.plan
-                  ? made.llama->PrefillWithPlannedForks(tokens, probes, write, req.forks.plan, req.forks.max_tokens,
-                                                        on_fork, on_tokens, req.forks.extend)
-                  : made.engine->Prefill(tokens, probes, write, on_tokens);
+  Status st = req.forks.plan ? made.llama->Prefill({.tokens = tokens,
+                                                    .probes = probes,
+                                                    .sink = write,
+                                                    .plan = req.forks.plan,
+                                                    .max_tokens = req.forks.max_tokens,
+                                                    .planned_sink = on_fork,
+                                                    .progress = on_tokens,
+                                                    .extend = req.forks.extend})
+                             : made.engine->Prefill(tokens, probes, write, on_tokens);
   // Every queued row is on file before the rows count as done (and before Commit).
   if (rows) {
     Status written = rows->Finish();
@@ -351,9 +267,10 @@ Result<CaptureManifest> CaptureServedHttp(const CaptureRequest& req, const Captu
   bar.Finish();
   FS_RETURN_IF_ERROR(rows.status());
   if (rows->positions.empty())
-    return Status::Error(fmt::format("{}: --replay served over HTTP kept no probe: none of the {} probes is a decode "
-                                     "step the server computed alone (see the served record)",
-                                     req.workload_path, probes.size()));
+    return Status::Error(
+        fmt::format("{}: replay served over HTTP kept no probe: none of the {} probes is a decode "
+                    "step the server computed alone (see the served record)",
+                    req.workload_path, probes.size()));
   CaptureManifest manifest = StartManifest(req, src, made, rows->positions.size());
   // The server's flags decide its numerics; the replay is flipscope's own, and compare reads it here.
   manifest.replay = ToString(Replay::kServed);
@@ -388,7 +305,7 @@ Result<CaptureManifest> CaptureFrom(const CaptureRequest& req, const CaptureSour
   const int32_t n = int32_t(w.tokens.size());
   FS_ASSIGN_OR_RETURN(std::vector<int32_t> probes, PlanProbes(req.plan, n, w.spans));
   if (req.engine == EngineKind::kOpenai && req.store != StoreDtype::kF32)
-    return Status::Error("--store bf16 applies to full logits; a server's top-k log-probabilities are stored as f32");
+    return Status::Error("store bf16 applies to full logits; a server's top-k log-probabilities are stored as f32");
   std::vector<uint8_t> written;  // served replay: which tokens the model wrote
   if (req.knobs.replay == Replay::kServed) {
     FS_ASSIGN_OR_RETURN(written, ServedWritten(w, req.workload_path));

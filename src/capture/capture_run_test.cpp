@@ -45,7 +45,7 @@ CaptureRequest Request(const Files& f, const std::string& out) {
 TEST(PlanProbes, StrideAndRanges) {
   std::vector<Span> spans;
   Span call;
-  call.kind = "tool_call";
+  call.kind = SpanKind::kToolCall;
   call.begin = 20;
   call.end = 24;
   spans.push_back(call);

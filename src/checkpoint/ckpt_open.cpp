@@ -91,7 +91,7 @@ Result<Checkpoint> OpenGguf(const std::string& path) {
   if (!g) return Status::Error(path + ": corrupt GGUF header");
   Checkpoint c;
   c.path = path;
-  c.format = "gguf";
+  c.format = CheckpointFormat::kGguf;
   FS_ASSIGN_OR_RETURN(auto file, MappedFile::Open(path));
   c.files.push_back(file);
   if (int64_t id = gguf_find_key(g.get(), "general.architecture");

@@ -124,6 +124,75 @@ Status CheckGguf(const std::string& path) {
   return Status::Ok();
 }
 
+namespace {
+
+// The facts of m read from the GGUF's metadata g and tensors (meta): architecture, shapes, the
+// tokenizer's names, the file and quantization types, the parameter count.
+void ReadGgufFacts(const gguf_context* g, ggml_context* meta, ModelInfo& m) {
+  m.architecture = GetStr(g, "general.architecture");
+  m.name = GetStr(g, "general.name");
+  const std::string& a = m.architecture;
+  m.n_layer = int(GetInt(g, a + ".block_count"));
+  m.n_ctx_train = GetInt(g, a + ".context_length");
+  m.n_embd = int(GetInt(g, a + ".embedding_length"));
+  m.n_head = int(GetInt(g, a + ".attention.head_count"));
+  m.n_head_kv = int(GetInt(g, a + ".attention.head_count_kv", m.n_head));
+  int64_t head_dim = m.n_head > 0 ? m.n_embd / m.n_head : 0;
+  m.head_dim_k = int(GetInt(g, a + ".attention.key_length", head_dim));
+  m.head_dim_v = int(GetInt(g, a + ".attention.value_length", head_dim));
+  m.kv_elements_per_token = int64_t(m.n_layer) * m.n_head_kv * (m.head_dim_k + m.head_dim_v);
+  m.tokenizer = GetStr(g, "tokenizer.ggml.model");
+  m.pre_tokenizer = GetStr(g, "tokenizer.ggml.pre");
+  int64_t ft = GetInt(g, "general.file_type", -1);
+  if (ft >= 0) {
+    char buf[128];
+    // llama.cpp names file types through llama_model_ftype_name; keep the number when unknown.
+    std::snprintf(buf, sizeof(buf), "%lld", static_cast<long long>(ft));
+    m.file_type = buf;
+  }
+  for (int64_t i = 0; i < gguf_get_n_tensors(g); ++i) m.quant_types[ggml_type_name(gguf_get_tensor_type(g, i))]++;
+  for (ggml_tensor* t = ggml_get_first_tensor(meta); t; t = ggml_get_next_tensor(meta, t))
+    m.n_params += uint64_t(ggml_nelements(t));
+}
+
+// The facts of m that llama.cpp itself reads from the model at path (vocabulary only): special
+// tokens, the layer pattern and sliding windows, the embedded chat template and what it renders.
+Status ReadLlamaFacts(const std::string& path, const gguf_context* g, ModelInfo& m) {
+  llama_model_params mp = llama_model_default_params();
+  mp.vocab_only = true;
+  std::unique_ptr<llama_model, void (*)(llama_model*)> model(llama_model_load_from_file(path.c_str(), mp),
+                                                             llama_model_free);
+  if (!model) {
+    std::string why = TakeLlamaLogTail();
+    return Status::Error(path + ": llama.cpp could not read the vocabulary" + (why.empty() ? "" : " (" + why + ")"));
+  }
+  const std::string& a = m.architecture;
+  const llama_vocab* v = llama_model_get_vocab(model.get());
+  m.n_vocab = llama_vocab_n_tokens(v);
+  m.bos = llama_vocab_bos(v);
+  m.eos = llama_vocab_eos(v);
+  m.eot = llama_vocab_eot(v);
+  m.add_bos = llama_vocab_get_add_bos(v);
+  m.layer_pattern = LayerPattern(g, a, m.n_layer, llama_model_is_hybrid(model.get()));
+  m.n_layer_swa = SwaLayers(g, a, m.n_layer, llama_model_is_hybrid(model.get()));
+  m.n_swa = m.n_layer_swa > 0 ? GetInt(g, a + ".attention.sliding_window", 0) : 0;
+  const char* tmpl = llama_model_chat_template(model.get(), nullptr);
+  if (!tmpl) return Status::Ok();
+  m.has_chat_template = true;
+  m.chat_template_sha256 = Sha256Hex(tmpl);
+  try {
+    auto tmpls = common_chat_templates_init(model.get(), "");
+    auto caps = common_chat_templates_get_caps(tmpls.get());
+    m.template_supports_tools = caps["supports_tools"];
+    m.template_supports_tool_calls = caps["supports_tool_calls"];
+  } catch (const std::exception& e) {
+    return Status::Error(path + ": the embedded chat template does not parse: " + e.what());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<ModelInfo> ReadModelInfo(const std::string& path) {
   EnsureLlamaInit();
   FS_RETURN_IF_ERROR(CheckGguf(path));
@@ -137,63 +206,9 @@ Result<ModelInfo> ReadModelInfo(const std::string& path) {
   m.path = path;
   m.file_size = std::filesystem::file_size(path);
   FS_ASSIGN_OR_RETURN(m.sha256, Sha256File(path));
-  m.architecture = GetStr(g.get(), "general.architecture");
-  m.name = GetStr(g.get(), "general.name");
-  const std::string& a = m.architecture;
-  m.n_layer = int(GetInt(g.get(), a + ".block_count"));
-  m.n_ctx_train = GetInt(g.get(), a + ".context_length");
-  m.n_embd = int(GetInt(g.get(), a + ".embedding_length"));
-  m.n_head = int(GetInt(g.get(), a + ".attention.head_count"));
-  m.n_head_kv = int(GetInt(g.get(), a + ".attention.head_count_kv", m.n_head));
-  int64_t head_dim = m.n_head > 0 ? m.n_embd / m.n_head : 0;
-  m.head_dim_k = int(GetInt(g.get(), a + ".attention.key_length", head_dim));
-  m.head_dim_v = int(GetInt(g.get(), a + ".attention.value_length", head_dim));
-  m.kv_elements_per_token = int64_t(m.n_layer) * m.n_head_kv * (m.head_dim_k + m.head_dim_v);
-  m.tokenizer = GetStr(g.get(), "tokenizer.ggml.model");
-  m.pre_tokenizer = GetStr(g.get(), "tokenizer.ggml.pre");
-  int64_t ft = GetInt(g.get(), "general.file_type", -1);
-  if (ft >= 0) {
-    char buf[128];
-    // llama.cpp names file types through llama_model_ftype_name; keep the number when unknown.
-    std::snprintf(buf, sizeof(buf), "%lld", static_cast<long long>(ft));
-    m.file_type = buf;
-  }
-  for (int64_t i = 0; i < gguf_get_n_tensors(g.get()); ++i)
-    m.quant_types[ggml_type_name(gguf_get_tensor_type(g.get(), i))]++;
-  for (ggml_tensor* t = ggml_get_first_tensor(meta); t; t = ggml_get_next_tensor(meta, t))
-    m.n_params += uint64_t(ggml_nelements(t));
-
+  ReadGgufFacts(g.get(), meta, m);
   // The vocabulary and chat template as llama.cpp itself reads them.
-  llama_model_params mp = llama_model_default_params();
-  mp.vocab_only = true;
-  std::unique_ptr<llama_model, void (*)(llama_model*)> model(llama_model_load_from_file(path.c_str(), mp),
-                                                             llama_model_free);
-  if (!model) {
-    std::string why = TakeLlamaLogTail();
-    return Status::Error(path + ": llama.cpp could not read the vocabulary" + (why.empty() ? "" : " (" + why + ")"));
-  }
-  const llama_vocab* v = llama_model_get_vocab(model.get());
-  m.n_vocab = llama_vocab_n_tokens(v);
-  m.bos = llama_vocab_bos(v);
-  m.eos = llama_vocab_eos(v);
-  m.eot = llama_vocab_eot(v);
-  m.add_bos = llama_vocab_get_add_bos(v);
-  m.layer_pattern = LayerPattern(g.get(), a, m.n_layer, llama_model_is_hybrid(model.get()));
-  m.n_layer_swa = SwaLayers(g.get(), a, m.n_layer, llama_model_is_hybrid(model.get()));
-  m.n_swa = m.n_layer_swa > 0 ? GetInt(g.get(), a + ".attention.sliding_window", 0) : 0;
-  const char* tmpl = llama_model_chat_template(model.get(), nullptr);
-  if (tmpl) {
-    m.has_chat_template = true;
-    m.chat_template_sha256 = Sha256Hex(tmpl);
-    try {
-      auto tmpls = common_chat_templates_init(model.get(), "");
-      auto caps = common_chat_templates_get_caps(tmpls.get());
-      m.template_supports_tools = caps["supports_tools"];
-      m.template_supports_tool_calls = caps["supports_tool_calls"];
-    } catch (const std::exception& e) {
-      return Status::Error(path + ": the embedded chat template does not parse: " + e.what());
-    }
-  }
+  FS_RETURN_IF_ERROR(ReadLlamaFacts(path, g.get(), m));
   return m;
 }
 

@@ -117,7 +117,7 @@ Status AddSafetensorsFile(Checkpoint& c, const std::string& path) {
 Result<Checkpoint> OpenSafetensors(const std::string& path) {
   Checkpoint c;
   c.path = path;
-  c.format = "safetensors";
+  c.format = CheckpointFormat::kSafetensors;
   FS_RETURN_IF_ERROR(AddSafetensorsFile(c, path));
   return c;
 }
@@ -138,7 +138,7 @@ Result<Checkpoint> OpenSafetensorsIndex(const std::string& path) {
   if (shards.empty()) return Status::Error(path + ": weight_map is empty");
   Checkpoint c;
   c.path = path;
-  c.format = "safetensors";
+  c.format = CheckpointFormat::kSafetensors;
   const auto dir = std::filesystem::path(path).parent_path();
   std::map<std::string, std::string> found;  // tensor -> shard it was found in
   for (const auto& shard : shards) {

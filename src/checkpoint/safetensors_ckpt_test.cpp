@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "checkpoint/tensors_test_util.h"
+#include "support/tensors_test_util.h"
 
 using namespace flipscope;
 using namespace flipscope::testutil;

@@ -163,9 +163,9 @@ int PermutationHeads(const std::string& gguf_name, const Checkpoint& gguf, const
 Result<std::vector<Job>> PairTensors(const Checkpoint& ca, const Checkpoint& cb, const std::string& map_path) {
   FS_ASSIGN_OR_RETURN(auto user_map, ReadMap(map_path));
   const bool cross = ca.format != cb.format;
-  const Checkpoint& gguf = ca.format == "gguf" ? ca : cb;
+  const Checkpoint& gguf = ca.format == CheckpointFormat::kGguf ? ca : cb;
   auto key = [&](const Checkpoint& c, const TensorEntry& t) {
-    if (!cross || c.format == "gguf") return t.name;
+    if (!cross || c.format == CheckpointFormat::kGguf) return t.name;
     std::string g = GgufNameOf(t.name, gguf.architecture);
     return g.empty() ? t.name : g;
   };
@@ -193,7 +193,7 @@ Result<std::vector<Job>> PairTensors(const Checkpoint& ca, const Checkpoint& cb,
     if (j.b) b_taken[j.b] = true;
     j.diff.component = TensorComponent(k);
     if (cross && j.b) {
-      j.a_is_gguf = ca.format == "gguf";
+      j.a_is_gguf = ca.format == CheckpointFormat::kGguf;
       j.perm_heads = PermutationHeads(j.a_is_gguf ? t.name : j.b->name, gguf, t);
     }
     jobs.push_back(std::move(j));

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "util/names.h"
 #include "util/status.h"
 #include "util/util.h"
 
@@ -54,11 +55,19 @@ struct TensorEntry {
   int64_t Elements() const;
 };
 
+// A checkpoint's file format; the name is what the tensors report shows.
+enum class CheckpointFormat { kGguf, kSafetensors };
+template <>
+struct Names<CheckpointFormat> {
+  static constexpr std::pair<CheckpointFormat, const char*> v[] = {{CheckpointFormat::kGguf, "gguf"},
+                                                                   {CheckpointFormat::kSafetensors, "safetensors"}};
+};
+
 // A checkpoint: one GGUF file, one .safetensors file, or the shards of a sharded safetensors
 // checkpoint (model.safetensors.index.json).
 struct Checkpoint {
   std::string path;
-  std::string format;                // "gguf" or "safetensors"
+  CheckpointFormat format = CheckpointFormat::kGguf;
   std::string architecture;          // GGUF general.architecture ("" for safetensors)
   int n_head = 0, n_head_kv = 0;     // GGUF attention head counts (0 when unknown)
   std::vector<TensorEntry> tensors;  // in file order
@@ -131,7 +140,8 @@ struct TensorDiff {
 };
 
 struct TensorsReport {
-  std::string path_a, path_b, format_a, format_b;
+  std::string path_a, path_b;
+  CheckpointFormat format_a = CheckpointFormat::kGguf, format_b = CheckpointFormat::kGguf;
   uint64_t bytes_a = 0, bytes_b = 0;
   int n_tensors_a = 0, n_tensors_b = 0;
   std::vector<TensorDiff> tensors;  // A's order, then B's extras

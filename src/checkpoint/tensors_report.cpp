@@ -100,8 +100,9 @@ const TensorDiff* TensorsReport::Find(const std::string& name) const {
 }
 
 nlohmann::json TensorsReport::ToJson() const {
-  nlohmann::json j = {{"a", {{"path", path_a}, {"format", format_a}, {"tensors", n_tensors_a}, {"bytes", bytes_a}}},
-                      {"b", {{"path", path_b}, {"format", format_b}, {"tensors", n_tensors_b}, {"bytes", bytes_b}}},
+  const std::string fa(NameOf(format_a)), fb(NameOf(format_b));
+  nlohmann::json j = {{"a", {{"path", path_a}, {"format", fa}, {"tensors", n_tensors_a}, {"bytes", bytes_a}}},
+                      {"b", {{"path", path_b}, {"format", fb}, {"tensors", n_tensors_b}, {"bytes", bytes_b}}},
                       {"same", Same()},
                       {"seconds", seconds}};
   for (const auto& g : Groups())
@@ -134,8 +135,9 @@ nlohmann::json TensorsReport::ToJson() const {
 
 std::string TensorsReport::ToText() const {
   std::string s;
-  s += fmt::format("A  {}  ({}, {} tensors, {})\n", path_a, format_a, n_tensors_a, HumanBytes(double(bytes_a)));
-  s += fmt::format("B  {}  ({}, {} tensors, {})\n\n", path_b, format_b, n_tensors_b, HumanBytes(double(bytes_b)));
+  s += fmt::format("A  {}  ({}, {} tensors, {})\n", path_a, NameOf(format_a), n_tensors_a, HumanBytes(double(bytes_a)));
+  s += fmt::format("B  {}  ({}, {} tensors, {})\n\n", path_b, NameOf(format_b), n_tensors_b,
+                   HumanBytes(double(bytes_b)));
   s += fmt::format("{:<17}{:>13}{:>11}{:>7}{:>9}{:>7}{:>13}{:>14}\n", "component", "identical", "different", "shape",
                    "missing", "extra", "max rel L2", "min cosine");
   auto groups = Groups();

@@ -4,7 +4,7 @@
 
 #include <fstream>
 
-#include "checkpoint/tensors_test_util.h"
+#include "support/tensors_test_util.h"
 #include "util/util.h"
 
 using namespace flipscope;

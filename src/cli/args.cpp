@@ -88,7 +88,7 @@ Status FieldsAsFlags(const Status& status, std::initializer_list<std::pair<std::
   for (size_t at = 0; at != std::string::npos; at = m.find(": ", at), at = at == std::string::npos ? at : at + 2)
     for (const auto& [field, flag] : flags) {
       const size_t end = at + field.size();
-      if (m.compare(at, field.size(), field) == 0 && end < m.size() && (m[end] == ' ' || m[end] == ':')) {
+      if (m.compare(at, field.size(), field) == 0 && (end == m.size() || m[end] == ' ' || m[end] == ':')) {
         m.replace(at, field.size(), flag);
         break;
       }

@@ -54,7 +54,9 @@ Status WithBranchFlags(const Status& st) {
                             {"max_tokens", "--max-tokens"},
                             {"max_call_tokens", "--max-call-tokens"},
                             {"max_branches", "--max-branches"},
-                            {"reconverge", "--reconverge"}});
+                            {"reconverge", "--reconverge"},
+                            {"decoding", "--fork-decoding"},
+                            {"api", "--api"}});
 }
 
 }  // namespace

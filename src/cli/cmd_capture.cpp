@@ -32,11 +32,15 @@ void AddServerFlags(CLI::App* cmd, HttpOptions& h, std::string& api) {
       ->capture_default_str();
 }
 
-// The capture stage's errors name the fields of its options (the server's, a device); these are
-// the flags that set them.
+// The capture stage's errors name the fields of its options (the server's, a device, the
+// knobs); these are the flags that set them. A field inside a phrase is mapped with its phrase.
 Status WithCaptureFlags(const Status& st) {
   return FieldsAsFlags(st, {{"url", "--url"},
                             {"api", "--api"},
+                            {"it captures only with replay served", "it captures only with --replay served"},
+                            {"load needs engine", "--load needs --engine"},
+                            {"replay", "--replay"},
+                            {"store", "--store"},
                             {"logprobs", "--logprobs"},
                             {"timeout", "--timeout"},
                             {"retries", "--retries"},
@@ -47,7 +51,9 @@ Status WithCaptureFlags(const Status& st) {
 // --load-repeats: the alone capture, the loaded repeats, and one line on how many match it.
 int LoadFloor(const CaptureRequest& req, int repeats) {
   auto f = RunLoadFloor(req, repeats);
-  if (!f.ok()) return Fail(WithCaptureFlags(f.status()));
+  if (!f.ok())
+    return Fail(FieldsAsFlags(WithCaptureFlags(f.status()),
+                              {{"repeats needs load", "--load-repeats needs --load"}, {"repeats", "--load-repeats"}}));
   fmt::print(stderr, "--load {}: {} of {} loaded repeats bit-identical to the alone capture {}\n", req.knobs.load,
              (*f)["bit_identical_repeats"].get<int>(), repeats, req.out_path);
   for (const auto& r : (*f)["repeats"])

@@ -29,7 +29,8 @@ int Done(const Status& status);
 
 // Libraries name the field a bad value came from (max_flips, api); the command line says the flag
 // that sets it. The status's message with each field of `flags` that begins it, or a part of it
-// after ": ", written as its flag ("max_flips must be >= 0" -> "--max-flips must be >= 0").
+// after ": ", written as its flag ("max_flips must be >= 0" -> "--max-flips must be >= 0"); the
+// first of `flags` that matches at a place wins, so a phrase is listed before its field.
 Status FieldsAsFlags(const Status& status, std::initializer_list<std::pair<std::string_view, std::string_view>> flags);
 
 // Validators whose failure says what is accepted: a whole number >= min; a number in [lo, hi].

@@ -16,7 +16,7 @@
 #include <random>
 
 #include "capture/capture.h"
-#include "compare/compare_test_util.h"
+#include "support/compare_test_util.h"
 #include "testing/tiny_model.h"
 #include "util/util.h"
 

@@ -184,9 +184,11 @@ std::string CsvCell(const std::string& s) {
 
 }  // namespace
 
-json ToJson(const Comparison& c) {
-  const auto& o = c.overall;
-  json windows = json::array(), flips = json::array();
+namespace {
+
+// The windows of c, one object each.
+json WindowsJson(const Comparison& c) {
+  json windows = json::array();
   for (const auto& w : c.windows)
     windows.push_back({{"index", w.index},
                        {"begin", w.begin},
@@ -199,6 +201,12 @@ json ToJson(const Comparison& c) {
                        {"kl_median", Num(w.kl_median)},
                        {"kl_p99", Num(w.kl_p99)},
                        {"kl_max", Num(w.kl_max)}});
+  return windows;
+}
+
+// The flips of c, one object each; token texts and context are null when c has no text.
+json FlipsJson(const Comparison& c) {
+  json flips = json::array();
   const bool have_text = HaveText(c);
   auto text = [&](const std::string& s) { return have_text ? json(s) : json(nullptr); };
   for (const auto& f : c.flips)
@@ -218,6 +226,28 @@ json ToJson(const Comparison& c) {
                      {"class", f.klass},
                      {"transcript_token", f.transcript_token},
                      {"context", text(f.context)}});
+  return flips;
+}
+
+// The figures over every compared probe.
+json OverallJson(const OverallStats& o) {
+  return {{"probes", o.probes},
+          {"flips", o.flips},
+          {"flip_rate", o.flip_rate},
+          {"flip_rate_ci", Ci(o.flip_rate_ci)},
+          {"confident_flips", o.confident_flips},
+          {"uncertain_flips", o.uncertain_flips},
+          {"same_top1_rate", o.same_top1_rate},
+          {"top5_agree", Num(o.top5_agree)},
+          {"top10_agree", Num(o.top10_agree)},
+          {"js_mean", Num(o.js_mean)},
+          {"kl_base_cand", KlJson(o.kl_base_cand)},
+          {"kl_cand_base", KlJson(o.kl_cand_base)}};
+}
+
+}  // namespace
+
+json ToJson(const Comparison& c) {
   return {
       {"base", SideJson(c.base_path, c.base_store, c.base_topk)},
       {"cand", SideJson(c.cand_path, c.cand_store, c.cand_topk)},
@@ -239,21 +269,9 @@ json ToJson(const Comparison& c) {
       {"probes_skipped_cand", c.probes_skipped_cand},
       {"bit_identical", c.bit_identical},
       {"all_bit_identical", c.bit_identical == c.probes_compared},
-      {"overall",
-       {{"probes", o.probes},
-        {"flips", o.flips},
-        {"flip_rate", o.flip_rate},
-        {"flip_rate_ci", Ci(o.flip_rate_ci)},
-        {"confident_flips", o.confident_flips},
-        {"uncertain_flips", o.uncertain_flips},
-        {"same_top1_rate", o.same_top1_rate},
-        {"top5_agree", Num(o.top5_agree)},
-        {"top10_agree", Num(o.top10_agree)},
-        {"js_mean", Num(o.js_mean)},
-        {"kl_base_cand", KlJson(o.kl_base_cand)},
-        {"kl_cand_base", KlJson(o.kl_cand_base)}}},
-      {"windows", windows},
-      {"flips", flips},
+      {"overall", OverallJson(c.overall)},
+      {"windows", WindowsJson(c)},
+      {"flips", FlipsJson(c)},
       {"timing",
        {{"seconds", c.seconds},
         {"threads", c.threads},

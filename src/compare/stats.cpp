@@ -111,8 +111,9 @@ std::pair<std::string, std::string> SpanAt(const std::vector<Span>& spans, int32
   const Span* s = InnermostSpan(spans, pos);
   if (s == nullptr) return {"", ""};
   std::string label = SpanLabelAt(spans, pos);
-  if (label.empty()) label = fmt::format("{} #{}", s->kind, s->index);
-  return {label, s->kind};
+  const std::string kind(NameOf(s->kind));
+  if (label.empty()) label = fmt::format("{} #{}", kind, s->index);
+  return {label, kind};
 }
 
 }  // namespace compare

@@ -215,18 +215,20 @@ TEST(LlamaEngine, ForkMatchesFreshDecodeAndKeepsRows) {
   std::vector<ForkRequest> forks = {{20, 7}, {50, 9}};
   std::vector<Future> futures(2);
   std::vector<uint64_t> forked;
-  Status st = (*e)->PrefillWithForks(
-      tokens, probes,
-      [&](const Row& r) {
-        forked.push_back(Digest64(r.logits.data(), r.logits.size_bytes()));
-        return Status::Ok();
-      },
-      forks, 8,
-      [&](size_t i, const Future& f) {
-        futures[i] = f;
-        return Status::Ok();
-      },
-      nullptr);
+  Status st = (*e)->Prefill({.tokens = tokens,
+                             .probes = probes,
+                             .sink =
+                                 [&](const Row& r) {
+                                   forked.push_back(Digest64(r.logits.data(), r.logits.size_bytes()));
+                                   return Status::Ok();
+                                 },
+                             .forks = forks,
+                             .max_tokens = 8,
+                             .fork_sink =
+                                 [&](size_t i, const Future& f) {
+                                   futures[i] = f;
+                                   return Status::Ok();
+                                 }});
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_EQ(forked, plain);  // forking does not disturb the teacher-forced rows
   for (size_t i = 0; i < forks.size(); ++i) {
@@ -256,37 +258,42 @@ TEST(LlamaEngine, PlannedForksMatchFixedForks) {
   std::map<int32_t, int32_t> firsts;
   std::map<int32_t, Future> planned;
   std::vector<uint64_t> rows;
-  Status st = (*e)->PrefillWithPlannedForks(
-      tokens, probes,
-      [&](const Row& r) {
-        rows.push_back(Digest64(r.logits.data(), r.logits.size_bytes()));
-        return Status::Ok();
-      },
-      [&](const Row& r) -> int32_t {
-        // A planner gets the greedy token; independently of ArgmaxLowest: the standard library's
-        // first maximum is the lowest id.
-        EXPECT_EQ(r.argmax, int32_t(std::max_element(r.logits.begin(), r.logits.end()) - r.logits.begin()));
-        if (r.position != 20 && r.position != 90) return -1;
-        return firsts[r.position] = (r.argmax + 3) % int32_t(r.logits.size());
-      },
-      6,
-      [&](const ForkRequest& fr, const Future& f) {
-        planned[fr.position] = f;
-        return Status::Ok();
-      },
-      nullptr);
+  Status st = (*e)->Prefill(
+      {.tokens = tokens,
+       .probes = probes,
+       .sink =
+           [&](const Row& r) {
+             rows.push_back(Digest64(r.logits.data(), r.logits.size_bytes()));
+             return Status::Ok();
+           },
+       .plan = [&](const Row& r) -> int32_t {
+         // A planner gets the greedy token; independently of ArgmaxLowest: the standard library's
+         // first maximum is the lowest id.
+         EXPECT_EQ(r.argmax, int32_t(std::max_element(r.logits.begin(), r.logits.end()) - r.logits.begin()));
+         if (r.position != 20 && r.position != 90) return -1;
+         return firsts[r.position] = (r.argmax + 3) % int32_t(r.logits.size());
+       },
+       .max_tokens = 6,
+       .planned_sink =
+           [&](const ForkRequest& fr, const Future& f) {
+             planned[fr.position] = f;
+             return Status::Ok();
+           }});
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_EQ(rows, plain);
   ASSERT_EQ(planned.size(), 2u);
   std::vector<ForkRequest> fixed = {{20, firsts[20]}, {90, firsts[90]}};
   std::vector<Future> futures(2);
-  st = (*e)->PrefillWithForks(
-      tokens, probes, [](const Row&) { return Status::Ok(); }, fixed, 6,
-      [&](size_t i, const Future& f) {
-        futures[i] = f;
-        return Status::Ok();
-      },
-      nullptr);
+  st = (*e)->Prefill({.tokens = tokens,
+                      .probes = probes,
+                      .sink = [](const Row&) { return Status::Ok(); },
+                      .forks = fixed,
+                      .max_tokens = 6,
+                      .fork_sink =
+                          [&](size_t i, const Future& f) {
+                            futures[i] = f;
+                            return Status::Ok();
+                          }});
   ASSERT_TRUE(st.ok()) << st.message();
   for (size_t i = 0; i < fixed.size(); ++i) {
     EXPECT_EQ(planned[fixed[i].position].tokens, futures[i].tokens);
@@ -298,8 +305,12 @@ TEST(LlamaEngine, PlannedForksMatchFixedForks) {
 TEST(LlamaEngine, PlannedForksNeedTwoSequences) {
   auto e = LlamaEngine::Create(TinyModel(), CpuKnobs());
   ASSERT_TRUE(e.ok());
-  Status st = (*e)->PrefillWithPlannedForks(
-      Tokens(40), std::vector<int32_t>{5}, [](const Row&) { return Status::Ok(); }, [](const Row&) { return 1; }, 4,
-      [](const ForkRequest&, const Future&) { return Status::Ok(); }, nullptr);
+  const std::vector<int32_t> tokens = Tokens(40), probes = {5};
+  Status st = (*e)->Prefill({.tokens = tokens,
+                             .probes = probes,
+                             .sink = [](const Row&) { return Status::Ok(); },
+                             .plan = [](const Row&) { return 1; },
+                             .max_tokens = 4,
+                             .planned_sink = [](const ForkRequest&, const Future&) { return Status::Ok(); }});
   EXPECT_NE(st.message().find("n_seq_max"), std::string::npos);
 }

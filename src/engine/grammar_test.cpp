@@ -54,13 +54,16 @@ Future Fork(LlamaEngine& e, const std::vector<int32_t>& tokens, int32_t p, int32
   Future out;
   std::vector<ForkRequest> forks = {{p, first}};
   std::vector<int32_t> probes = {p};
-  Status st = e.PrefillWithForks(
-      tokens, probes, [](const Row&) { return Status::Ok(); }, forks, kLen,
-      [&](size_t, const Future& f) {
-        out = f;
-        return Status::Ok();
-      },
-      nullptr);
+  Status st = e.Prefill({.tokens = tokens,
+                         .probes = probes,
+                         .sink = [](const Row&) { return Status::Ok(); },
+                         .forks = forks,
+                         .max_tokens = kLen,
+                         .fork_sink =
+                             [&](size_t, const Future& f) {
+                               out = f;
+                               return Status::Ok();
+                             }});
   EXPECT_TRUE(st.ok()) << st.message();
   return out;
 }

@@ -135,6 +135,47 @@ int64_t ReportedPromptTokens(const json& body, bool vllm) {
   return s.contains("prompt_tokens") && s["prompt_tokens"].is_number_integer() ? s["prompt_tokens"].get<int64_t>() : -1;
 }
 
+// The body of a prompt-logprob request for ids: vLLM /v1/completions (prompt_logprobs) or SGLang
+// /generate (input top log-probabilities from position 0); both generate one token.
+json PromptLogprobsRequest(const HttpOptions& o, bool vllm, const std::vector<int32_t>& ids) {
+  if (vllm)
+    return {{"model", o.served_model},
+            {"prompt", ids},
+            {"max_tokens", 1},
+            {"temperature", 0.0},
+            {"prompt_logprobs", o.logprobs}};
+  return {{"input_ids", ids},
+          {"sampling_params", {{"max_new_tokens", 1}, {"temperature", 0.0}}},
+          {"return_logprob", true},
+          {"logprob_start_len", 0},
+          {"top_logprobs_num", o.logprobs},
+          {"return_text_in_logprobs", false}};
+}
+
+// The prompt top-k table of a server's answer r at where, checked to cover the n tokens sent;
+// errors name where and what the server said (secrets scrubbed).
+Result<http::PromptTopK> ReadPromptTable(const HttpEngine::Impl& e, const http::Response& r, const std::string& where,
+                                         bool vllm, int64_t n) {
+  if (r.status != 200) {
+    std::string hint = vllm && r.status == 400 && r.body.find("logprobs") != std::string::npos
+                           ? " (lower --logprobs, or start vLLM with a larger --max-logprobs)"
+                           : "";
+    return Status::Error(
+        e.client.Scrub(fmt::format("{}: HTTP {}: {}{}", where, r.status, http::ErrorText(r.body), hint)));
+  }
+  auto body = http::ParseLenient(r.body);
+  if (!body.ok()) return Status::Error(e.client.Scrub(where + ": " + body.status().message()));
+  auto table = vllm ? http::ParseVllm(*body, e.k, e.n_vocab) : http::ParseSglang(*body, e.k, e.n_vocab);
+  if (!table.ok()) return Status::Error(e.client.Scrub(where + ": " + table.status().message()));
+  if (int64_t(table->n_entries) != n)
+    return Status::Error(
+        fmt::format("{}: the server returned {} prompt positions for the {} tokens sent", where, table->n_entries, n));
+  const int64_t counted = ReportedPromptTokens(*body, vllm);
+  if (counted >= 0 && counted != n)
+    return Status::Error(fmt::format("{}: the server counted {} prompt tokens, {} were sent", where, counted, n));
+  return table;
+}
+
 }  // namespace
 
 HttpEngine::HttpEngine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -164,8 +205,9 @@ Status HttpEngine::Prefill(std::span<const int32_t> tokens, std::span<const int3
                            const ProgressFn& progress) {
   Impl& e = *impl_;
   if (e.opts.api == HttpApi::kLlamaServer)
-    return Status::InvalidArgument("--api llama-server returns no prompt log-probabilities: it captures only with "
-                                   "--replay served");
+    return Status::InvalidArgument(
+        "api llama-server returns no prompt log-probabilities: it captures only with "
+        "replay served");
   const bool vllm = e.opts.api == HttpApi::kVllm;
   const std::string path = vllm ? "/v1/completions" : "/generate";
   const int64_t n = int64_t(tokens.size());
@@ -175,22 +217,8 @@ Status HttpEngine::Prefill(std::span<const int32_t> tokens, std::span<const int3
         fmt::format("{}: {} tokens (+1 generated) do not fit the server's context of {}; the whole "
                     "transcript must be one request, since every position depends on its whole prefix",
                     e.client.Where(path), n, e.context));
-  json req;
   const std::vector<int32_t> ids(tokens.begin(), tokens.end());
-  if (vllm) {
-    req = {{"model", e.opts.served_model},
-           {"prompt", ids},
-           {"max_tokens", 1},
-           {"temperature", 0.0},
-           {"prompt_logprobs", e.opts.logprobs}};
-  } else {
-    req = {{"input_ids", ids},
-           {"sampling_params", {{"max_new_tokens", 1}, {"temperature", 0.0}}},
-           {"return_logprob", true},
-           {"logprob_start_len", 0},
-           {"top_logprobs_num", e.opts.logprobs},
-           {"return_text_in_logprobs", false}};
-  }
+  const json req = PromptLogprobsRequest(e.opts, vllm, ids);
   const std::string request = req.dump();
   auto send = [&] { return e.client.Post(path, request); };
   e.load_record = nullptr;
@@ -202,24 +230,7 @@ Status HttpEngine::Prefill(std::span<const int32_t> tokens, std::span<const int3
     return http::WithFillers(e.client, e.opts, pool, cells, send, &e.load_record);
   };
   FS_ASSIGN_OR_RETURN(http::Response r, e.opts.load > 0 ? loaded() : send());
-  const std::string where = e.client.Where(path);
-  if (r.status != 200) {
-    std::string hint = vllm && r.status == 400 && r.body.find("logprobs") != std::string::npos
-                           ? " (lower --logprobs, or start vLLM with a larger --max-logprobs)"
-                           : "";
-    return Status::Error(
-        e.client.Scrub(fmt::format("{}: HTTP {}: {}{}", where, r.status, http::ErrorText(r.body), hint)));
-  }
-  auto body = http::ParseLenient(r.body);
-  if (!body.ok()) return Status::Error(e.client.Scrub(where + ": " + body.status().message()));
-  auto table = vllm ? http::ParseVllm(*body, e.k, e.n_vocab) : http::ParseSglang(*body, e.k, e.n_vocab);
-  if (!table.ok()) return Status::Error(e.client.Scrub(where + ": " + table.status().message()));
-  if (int64_t(table->n_entries) != n)
-    return Status::Error(
-        fmt::format("{}: the server returned {} prompt positions for the {} tokens sent", where, table->n_entries, n));
-  const int64_t counted = ReportedPromptTokens(*body, vllm);
-  if (counted >= 0 && counted != n)
-    return Status::Error(fmt::format("{}: the server counted {} prompt tokens, {} were sent", where, counted, n));
+  FS_ASSIGN_OR_RETURN(const http::PromptTopK table, ReadPromptTable(e, r, e.client.Where(path), vllm, n));
   const size_t k = size_t(e.k);
   for (size_t i = 0; i < probes.size(); ++i) {
     // Probe p's distribution predicts token p+1: entry p+1.
@@ -227,8 +238,8 @@ Status HttpEngine::Prefill(std::span<const int32_t> tokens, std::span<const int3
     Row row;
     row.index = int64_t(i);
     row.position = probes[i];
-    row.topk_ids = std::span<const int32_t>(table->ids).subspan(at, k);
-    row.topk_logprobs = std::span<const float>(table->logprobs).subspan(at, k);
+    row.topk_ids = std::span<const int32_t>(table.ids).subspan(at, k);
+    row.topk_logprobs = std::span<const float>(table.logprobs).subspan(at, k);
     row.argmax = row.topk_ids[0];
     FS_RETURN_IF_ERROR(sink(row));
   }
@@ -242,7 +253,7 @@ json HttpEngine::LoadRecord() const { return impl_->load_record; }
 Result<Future> HttpEngine::Complete(std::span<const int32_t> prompt, int max_new_tokens) {
   Impl& e = *impl_;
   if (e.opts.api == HttpApi::kLlamaServer)
-    return Status::InvalidArgument("--api llama-server: futures at forks go through vLLM or SGLang only");
+    return Status::InvalidArgument("api llama-server: futures at forks go through vLLM or SGLang only");
   const bool vllm = e.opts.api == HttpApi::kVllm;
   const std::string path = vllm ? "/v1/completions" : "/generate";
   const std::vector<int32_t> ids(prompt.begin(), prompt.end());

@@ -18,8 +18,8 @@
 
 namespace flipscope {
 
-// Fork requests for LlamaEngine::PrefillWithForks: at position p, after the teacher-forced
-// prefix [0, p] is in the cache, decode greedily from `first` for max_tokens tokens.
+// A fork asked of LlamaEngine::Prefill (PrefillRequest::forks): at position p, after the
+// teacher-forced prefix [0, p] is in the cache, decode greedily from `first`.
 struct ForkRequest {
   int32_t position = 0;
   int32_t first = 0;
@@ -32,6 +32,22 @@ using PlannedForkSink = std::function<Status(const ForkRequest&, const Future&)>
 // Whether a fork's future, having used its token budget, decodes one more token (e.g. to let a
 // tool call it is writing close); called with the fork's position and its tokens so far.
 using ExtendFn = std::function<bool(int32_t position, std::span<const int32_t> future)>;
+
+// One teacher-forced pass of LlamaEngine::Prefill: rows at the probes to sink, and optionally
+// futures decoded at forks, each in a copy of the cache right after the chunk holding its point,
+// so the rows keep the numerics of a plain prefill. Forks need n_seq_max >= 2.
+struct PrefillRequest {
+  std::span<const int32_t> tokens;
+  std::span<const int32_t> probes;  // ascending
+  RowSink sink;
+  std::span<const ForkRequest> forks;  // forks at fixed points, sorted by position; to fork_sink
+  ForkPlanner plan;                    // forks chosen as the probe rows arrive; to planned_sink
+  int max_tokens = 0;                  // a future's length, first token included
+  ForkSink fork_sink;                  // with the index of the request in forks
+  PlannedForkSink planned_sink;
+  ProgressFn progress;  // tokens done; may be empty
+  ExtendFn extend;      // may decode a future past max_tokens; empty: never
+};
 
 // One intermediate tensor of llama.cpp's graph, computed, as handed to a TensorTap: its name
 // (llama.cpp's, e.g. "attn_out-3", "l_out-3"), its rows and the ubatch it belongs to.
@@ -68,17 +84,8 @@ class LlamaEngine : public Engine {
   Status Prefill(std::span<const int32_t> tokens, std::span<const int32_t> probes, const RowSink& sink,
                  const ProgressFn& progress) override;
   nlohmann::json Describe() const override;
-  // Like Prefill, with the same prefill chunks (so the same numerics), and at every fork
-  // request copies the sequence's cache up to its position, decodes greedily in the copy and
-  // drops it. Requests must be sorted by position. Needs n_seq_max >= 2.
-  Status PrefillWithForks(std::span<const int32_t> tokens, std::span<const int32_t> probes, const RowSink& sink,
-                          std::span<const ForkRequest> forks, int max_tokens, const ForkSink& fork_sink,
-                          const ProgressFn& progress, const ExtendFn& extend = nullptr);
-  // Like PrefillWithForks, with the forks chosen by `plan` while the rows arrive (at probe
-  // positions only), so a capture can follow its own disagreements without a second pass.
-  Status PrefillWithPlannedForks(std::span<const int32_t> tokens, std::span<const int32_t> probes, const RowSink& sink,
-                                 const ForkPlanner& plan, int max_tokens, const PlannedForkSink& fork_sink,
-                                 const ProgressFn& progress, const ExtendFn& extend = nullptr);
+  // The pass req asks for (rows, forks); an error names the bad position, or the engine's failure.
+  Status Prefill(const PrefillRequest& req);
   // Greedy decode from scratch: prefill tokens[0..p] then decode from first (the re-prefill
   // baseline, and the fallback for models whose memory cannot be forked).
   Result<Future> DecodeFresh(std::span<const int32_t> prefix, int32_t first, int max_tokens,

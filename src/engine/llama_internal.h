@@ -1,4 +1,5 @@
-// LlamaEngine's state, shared by its prefill (llama_engine.cpp) and its load (llama_load.cpp).
+// LlamaEngine's state, shared by its creation (llama_engine.cpp), its pass (llama_pass.cpp) and
+// its load (llama_load.cpp).
 // Not part of the engine's interface.
 #pragma once
 
@@ -102,12 +103,34 @@ struct LlamaEngine::Impl {
   // Greedy decode from start.first at pos: max_tokens tokens, then more while extend(pos - 1, so
   // far); each token the best the grammar allows when start has one.
   Result<Future> Greedy(int seq, int32_t pos, const ForkStart& start, int max_tokens, const ExtendFn& extend);
-  using AnyForkSink = std::function<Status(size_t index, const ForkRequest&, const Future&)>;
-  // The teacher-forced pass shared by every prefill: rows to sink, forks from the fixed list and
-  // from the planner, each decoded right after its chunk.
-  Status Run(std::span<const int32_t> tokens, std::span<const int32_t> probes, const RowSink& sink,
-             std::span<const ForkRequest> forks, const ForkPlanner& plan, int max_tokens, const AnyForkSink& fork_sink,
-             const ProgressFn& progress, const ExtendFn& extend);
+  // A fork asked at a row of the chunk just decoded, started from that row (a fork's decode
+  // replaces the context's outputs, so every row of the chunk is handed over first).
+  struct PendingFork {
+    size_t index = 0;  // in PrefillRequest::forks, or the planner's count of forks
+    ForkRequest req;
+    bool planned = false;  // asked by PrefillRequest::plan: the future goes to planned_sink
+    ForkStart start;
+  };
+  // Where a pass stands: the next probe and fixed fork, the rows handed over, the planned forks.
+  struct PassCursor {
+    size_t next_probe = 0, next_fork = 0, n_planned = 0;
+    int64_t probe_index = 0;
+  };
+  // The teacher-forced pass shared by every prefill: rows to r.sink, forks from the fixed list
+  // and from the planner, each decoded right after its chunk.
+  Status Run(const PrefillRequest& r);
+  // Refuses a pass the context cannot run: unsorted forks, more tokens than the context, forks
+  // without a sequence of their own.
+  Status CheckPass(const PrefillRequest& r) const;
+  // Under load, starts the fillers in *load (their tokens cut from r's when no pool was set);
+  // alone, leaves it empty.
+  Status StartLoad(const PrefillRequest& r, std::optional<FillerLoad>* load);
+  // Hands the flagged rows of chunk c (its first token at batch index at) to r.sink and starts
+  // the forks asked at them; errors name the position.
+  Result<std::vector<PendingFork>> HandRows(const PrefillRequest& r, std::span<const uint8_t> out_flag,
+                                            const ReplayChunk& c, int32_t at, PassCursor* cur);
+  // Decodes each fork's future in a copy of the cache up to its point, and hands it over.
+  Status RunForks(const PrefillRequest& r, std::span<const PendingFork> forks);
 };
 
 // The fillers of one loaded prefill: sequences 1..N of the context, each running its jobs

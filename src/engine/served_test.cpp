@@ -132,14 +132,17 @@ TEST(ServedReplay, ForksDoNotChangeTheRows) {
       out.push_back(Digest64(r.logits.data(), r.logits.size_bytes()));
       return Status::Ok();
     };
-    Status st = forks ? (*e)->PrefillWithPlannedForks(
-                            tokens, probes, sink, [](const Row& r) { return r.position % 7 == 3 ? 11 : -1; }, 4,
-                            [&](const ForkRequest&, const Future& f) {
-                              ++*n_forks;
-                              EXPECT_FALSE(f.tokens.empty());
-                              return Status::Ok();
-                            },
-                            nullptr)
+    Status st = forks ? (*e)->Prefill({.tokens = tokens,
+                                       .probes = probes,
+                                       .sink = sink,
+                                       .plan = [](const Row& r) { return r.position % 7 == 3 ? 11 : -1; },
+                                       .max_tokens = 4,
+                                       .planned_sink =
+                                           [&](const ForkRequest&, const Future& f) {
+                                             ++*n_forks;
+                                             EXPECT_FALSE(f.tokens.empty());
+                                             return Status::Ok();
+                                           }})
                       : (*e)->Prefill(tokens, probes, sink, nullptr);
     EXPECT_TRUE(st.ok()) << st.message();
     *record = (*e)->ServedRecord();

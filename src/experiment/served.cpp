@@ -52,7 +52,7 @@ std::vector<ReplayGroup> Groups(const Comparison& cmp, const std::vector<Span>& 
   std::vector<ReplayGroup> g = {{"written"}, {"tool_calls"}, {"elsewhere"}};
   auto in_call = [&](int32_t pos) {
     return std::any_of(spans.begin(), spans.end(),
-                       [&](const Span& s) { return s.kind == "tool_call" && pos >= s.begin && pos < s.end; });
+                       [&](const Span& s) { return s.kind == SpanKind::kToolCall && pos >= s.begin && pos < s.end; });
   };
   for (const compare::ProbeMetrics& m : cmp.probes) {
     const bool wrote = ModelWrites(spans, m.position + 1);

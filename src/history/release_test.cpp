@@ -69,8 +69,9 @@ TEST(History, PositionRangesJoinRuns) {
 TEST(History, WorkerPlanKeepsTheProbesOfToolCalls) {
   Workload w;
   w.tokens.assign(300, 1);
-  w.spans = {{"message", 0, 300, 1, "assistant", "", ""}, {"tool_call", 40, 47, 1, "assistant", "", ""},
-             {"tool_call", 200, 260, 2, "assistant", "", ""}};
+  w.spans = {{SpanKind::kMessage, 0, 300, 1, "assistant", "", ""},
+             {SpanKind::kToolCall, 40, 47, 1, "assistant", "", ""},
+             {SpanKind::kToolCall, 200, 260, 2, "assistant", "", ""}};
   for (std::string full : {"tool_calls", "tool_calls,100-104", "", "10-12"}) {
     ProbePlan plan{32, full};
     auto wp = history::WorkerPlan(plan, w);

@@ -121,14 +121,9 @@ json SideJson(const Side& s) {
           {"seconds", s.seconds}};
 }
 
-}  // namespace
-
-Result<json> RunLayers(const LayersRequest& req) {
-  const LayersOptions& o = req.options;
-  if (o.max_flips < 0) return Status::InvalidArgument("max_flips must be >= 0");
-  if (!(o.jump > 1)) return Status::InvalidArgument("jump must be > 1");
-  if (!(o.floor >= 0)) return Status::InvalidArgument("floor must be >= 0");
-  Side sides[2];
+// Opens both captures of req and what re-running them takes; refuses a served-replay capture and
+// a pair of two workloads or two architectures.
+Status OpenSides(const LayersRequest& req, Side (&sides)[2]) {
   sides[0].label = "base";
   sides[1].label = "cand";
   std::map<std::string, std::string> hashes;
@@ -142,7 +137,24 @@ Result<json> RunLayers(const LayersRequest& req) {
       return Status::Error(*paths[i] + ": a served-replay capture (--replay served) cannot be re-run by layers yet; "
                            "capture the pair with --replay prefill to see where in the network they part");
   }
-  FS_RETURN_IF_ERROR(CheckSameWorkloadAndArchitecture(*sides[0].cap, *sides[1].cap));
+  return CheckSameWorkloadAndArchitecture(*sides[0].cap, *sides[1].cap);
+}
+
+// The graph tensors read per layer, by their llama.cpp names.
+json TapsJson(const LayerTaps& taps) {
+  return {{"embedding", taps.embedding}, {"attn_out", taps.attn_out},   {"attn_resid", taps.attn_resid},
+          {"mlp_out", taps.mlp_out},     {"layer_out", taps.layer_out}, {"final_norm", taps.final_norm}};
+}
+
+}  // namespace
+
+Result<json> RunLayers(const LayersRequest& req) {
+  const LayersOptions& o = req.options;
+  if (o.max_flips < 0) return Status::InvalidArgument("max_flips must be >= 0");
+  if (!(o.jump > 1)) return Status::InvalidArgument("jump must be > 1");
+  if (!(o.floor >= 0)) return Status::InvalidArgument("floor must be >= 0");
+  Side sides[2];
+  FS_RETURN_IF_ERROR(OpenSides(req, sides));
   const ModelInfo& model = sides[0].cap->manifest().model;
   const std::string& arch = model.architecture;
   const int n_layer = model.n_layer;
@@ -167,13 +179,7 @@ Result<json> RunLayers(const LayersRequest& req) {
                    {"cand", SideJson(sides[1])},
                    {"architecture", arch},
                    {"n_layer", n_layer},
-                   {"taps",
-                    {{"embedding", taps->embedding},
-                     {"attn_out", taps->attn_out},
-                     {"attn_resid", taps->attn_resid},
-                     {"mlp_out", taps->mlp_out},
-                     {"layer_out", taps->layer_out},
-                     {"final_norm", taps->final_norm}}},
+                   {"taps", TapsJson(*taps)},
                    {"jump", o.jump},
                    {"floor", o.floor},
                    {"flips_available", available},

@@ -60,16 +60,8 @@ Vocab MakeVocab() {
   return v;
 }
 
-}  // namespace
-
-Status WriteTinyModel(const std::string& path, const TinyModelOptions& o) {
-  Vocab vocab = MakeVocab();
-  const int n_vocab = int(vocab.tokens.size());
-  const int head_dim = o.n_embd / o.n_head;
-  const int n_embd_kv = head_dim * o.n_head_kv;
-
-  gguf_context* g = gguf_init_empty();
-  std::unique_ptr<gguf_context, void (*)(gguf_context*)> gguard(g, gguf_free);
+// Writes the model's metadata (a llama of o's shapes, the vocabulary, ChatML when o asks) into g.
+void SetMetadata(gguf_context* g, const TinyModelOptions& o, const Vocab& vocab) {
   gguf_set_val_str(g, "general.architecture", "llama");
   gguf_set_val_str(g, "general.name", "flipscope-tiny");
   gguf_set_val_u32(g, "general.alignment", 32);
@@ -79,7 +71,7 @@ Status WriteTinyModel(const std::string& path, const TinyModelOptions& o) {
   gguf_set_val_u32(g, "llama.feed_forward_length", uint32_t(o.n_ff));
   gguf_set_val_u32(g, "llama.attention.head_count", uint32_t(o.n_head));
   gguf_set_val_u32(g, "llama.attention.head_count_kv", uint32_t(o.n_head_kv));
-  gguf_set_val_u32(g, "llama.rope.dimension_count", uint32_t(head_dim));
+  gguf_set_val_u32(g, "llama.rope.dimension_count", uint32_t(o.n_embd / o.n_head));
   gguf_set_val_f32(g, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
   gguf_set_val_f32(g, "llama.rope.freq_base", 10000.0f);
   gguf_set_val_str(g, "tokenizer.ggml.model", "llama");
@@ -94,12 +86,18 @@ Status WriteTinyModel(const std::string& path, const TinyModelOptions& o) {
   gguf_set_val_u32(g, "tokenizer.ggml.unknown_token_id", 0);
   gguf_set_val_bool(g, "tokenizer.ggml.add_bos_token", true);
   if (o.chat_template) gguf_set_val_str(g, "tokenizer.chat_template", kChatML);
+}
 
-  struct Spec {
-    std::string name;
-    int64_t ne0, ne1;
-    bool matrix;
-  };
+// One tensor of the model: its name, shape [ne0, ne1], and whether it is a weight matrix.
+struct Spec {
+  std::string name;
+  int64_t ne0, ne1;
+  bool matrix;
+};
+
+// The tensors of a llama of o's shapes over n_vocab tokens, in file order.
+std::vector<Spec> TensorSpecs(const TinyModelOptions& o, int n_vocab) {
+  const int n_embd_kv = o.n_embd / o.n_head * o.n_head_kv;
   std::vector<Spec> specs = {{"token_embd.weight", o.n_embd, n_vocab, true},
                              {"output_norm.weight", o.n_embd, 1, false},
                              {"output.weight", o.n_embd, n_vocab, true}};
@@ -115,12 +113,12 @@ Status WriteTinyModel(const std::string& path, const TinyModelOptions& o) {
     specs.push_back({b + "ffn_up.weight", o.n_embd, o.n_ff, true});
     specs.push_back({b + "ffn_down.weight", o.n_ff, o.n_embd, true});
   }
-  size_t bytes = 0;
-  for (auto& s : specs) bytes += size_t(s.ne0 * s.ne1) * 4 + 1024;
-  ggml_init_params ip = {bytes + (1 << 20), nullptr, false};
-  ggml_context* ctx = ggml_init(ip);
-  std::unique_ptr<ggml_context, void (*)(ggml_context*)> cguard(ctx, ggml_free);
+  return specs;
+}
 
+// Adds the tensors of specs to g, made in ctx with seeded values (o's seed, scale, type, and its
+// dropped, perturbed or renamed tensor).
+void AddTensors(gguf_context* g, ggml_context* ctx, const std::vector<Spec>& specs, const TinyModelOptions& o) {
   ggml_type mtype = o.matrix_type == "f32" ? GGML_TYPE_F32 : o.matrix_type == "q8_0" ? GGML_TYPE_Q8_0 : GGML_TYPE_F16;
   Rng rng{o.seed};
   for (auto& s : specs) {
@@ -143,6 +141,22 @@ Status WriteTinyModel(const std::string& path, const TinyModelOptions& o) {
       ggml_quantize_chunk(t, v.data(), tensor->data, 0, s.ne1, s.ne0, nullptr);
     gguf_add_tensor(g, tensor);
   }
+}
+
+}  // namespace
+
+Status WriteTinyModel(const std::string& path, const TinyModelOptions& o) {
+  Vocab vocab = MakeVocab();
+  gguf_context* g = gguf_init_empty();
+  std::unique_ptr<gguf_context, void (*)(gguf_context*)> gguard(g, gguf_free);
+  SetMetadata(g, o, vocab);
+  const std::vector<Spec> specs = TensorSpecs(o, int(vocab.tokens.size()));
+  size_t bytes = 0;
+  for (auto& s : specs) bytes += size_t(s.ne0 * s.ne1) * 4 + 1024;
+  ggml_init_params ip = {bytes + (1 << 20), nullptr, false};
+  ggml_context* ctx = ggml_init(ip);
+  std::unique_ptr<ggml_context, void (*)(ggml_context*)> cguard(ctx, ggml_free);
+  AddTensors(g, ctx, specs, o);
   // A per-process temporary name: parallel test processes write the same fixture at once.
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   if (!gguf_write_to_file(g, tmp.c_str(), false)) return Status::Error(path + ": cannot write the tiny model");

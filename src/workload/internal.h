@@ -2,10 +2,12 @@
 // (workload.h is).
 #pragma once
 
+#include <cctype>
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "util/status.h"
@@ -92,13 +94,18 @@ class ChatTemplate {
  private:
   struct Impl;
   explicit ChatTemplate(std::unique_ptr<Impl> impl);
+  // The template's source named by option (Load), not yet parsed; errors as Load's.
+  static Result<std::unique_ptr<Impl>> Locate(const llama_model* model, const std::string& model_path,
+                                              const std::string& option);
+  // Sets what the parsed template can render: llama.cpp's capabilities, then probes.
+  void FindCapabilities();
   std::unique_ptr<Impl> impl_;
 };
 
 // A string inserted into a message's content (a tool call or result in its fallback form) whose
 // position is looked up after rendering; empty text: a call the template renders itself.
 struct Marked {
-  std::string kind;  // "tool_call" or "tool_result"
+  SpanKind kind = SpanKind::kToolCall;  // kToolCall or kToolResult
   std::string text;
   int index = 0;  // the tool call #
   std::string name;
@@ -120,7 +127,7 @@ std::vector<Planned> Plan(const Transcript& t, const ChatTemplate& tmpl, nlohman
 
 // A span over bytes of the rendered text, before mapping to tokens.
 struct CharSpan {
-  std::string kind;
+  SpanKind kind = SpanKind::kMessage;
   size_t begin = 0, end = 0;
   int index = 0;
   std::string role, label, subkind;
@@ -136,6 +143,27 @@ struct Rendered {
 // Renders a transcript with the chat template chosen by chat_template (see WorkloadOptions).
 Result<Rendered> RenderChat(const Transcript& t, const llama_model* model, const std::string& model_path,
                             const std::string& chat_template, const std::string& workload_path);
+
+// ---- Literals: rules shared by the scanner (literals.cpp) and its one-type pass (literal_types.cpp) ----
+
+inline bool Alnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
+inline bool Digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+// Whether a literal of text t ending at i is not part of a longer token.
+bool LiteralEnds(std::string_view t, size_t i, bool allow_port = false);
+// Gives each literal text of found (over t) one type everywhere, marks its standalone occurrences
+// the scanner missed, and keeps found sorted by begin.
+void UnifyLiterals(std::string_view t, std::vector<Literal>* found);
+
+// ---- Where one rendering inserts text into another (insertion.cpp) ----
+
+// The points [earliest, latest] where inserting one string into before gives after, or {npos, npos}.
+std::pair<size_t, size_t> InsertionRange(const std::string& before, const std::string& after);
+// The most bracket-like of those points (the latest on ties); npos when after is no insertion.
+size_t InsertionPoint(const std::string& before, const std::string& after);
+// The inserted text's start in after and in full (at or after from), or npos; !whole: the longest
+// prefix of the text is looked for in full (a last message renders differently).
+std::pair<size_t, size_t> LocateInsertion(const std::string& before, const std::string& after, const std::string& full,
+                                          size_t from, bool whole);
 
 // Token ids of text and where each token starts in it.
 struct Tokenized {

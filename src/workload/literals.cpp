@@ -2,7 +2,8 @@
 // MACs, interface names, hostnames, paths, identifiers, ports, numbers). A hand-written scanner
 // rather than std::regex: one linear pass over transcripts of hundreds of kilobytes, and exact
 // control over where a literal may start and end. A literal has one type wherever it appears
-// (5432 is a port in `ss` output, in "5432/tcp" and in "psql -p 5432" alike): see Unify.
+// (5432 is a port in `ss` output, in "5432/tcp" and in "psql -p 5432" alike): see UnifyLiterals
+// (literal_types.cpp).
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -10,13 +11,14 @@
 #include <map>
 #include <set>
 
+#include "workload/internal.h"
 #include "workload/workload.h"
 
 namespace flipscope {
 namespace {
 
-bool Alnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
-bool Digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+using workload::Alnum;
+using workload::Digit;
 bool Hex(char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }
 bool Alpha(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }
 
@@ -39,23 +41,14 @@ class Scanner {
       }
       i = end;
     }
-    Unify();
+    workload::UnifyLiterals(t_, &out_);
     return std::move(out_);
   }
 
  private:
   char At(size_t i) const { return i < t_.size() ? t_[i] : '\0'; }
   bool WordStart(size_t i) const { return i == 0 || !(Alnum(t_[i - 1]) || t_[i - 1] == '_'); }
-  // A literal ends at i when what follows is not part of a longer token; a ':', '.' or '-' that
-  // continues with an alphanumeric would make it a piece of something else (port after an
-  // address is the one allowed continuation, when allow_port).
-  bool Ends(size_t i, bool allow_port = false) const {
-    char c = At(i);
-    if (c == '\0') return true;
-    if (Alnum(c) || c == '_') return false;
-    if ((c == ':' || c == '.' || c == '-') && Alnum(At(i + 1))) return allow_port && c == ':' && Digit(At(i + 1));
-    return true;
-  }
+  bool Ends(size_t i, bool allow_port = false) const { return workload::LiteralEnds(t_, i, allow_port); }
   size_t Run(size_t i, bool (*pred)(char), size_t max = 1 << 30) const {
     size_t j = i;
     while (j < t_.size() && j - i < max && pred(t_[j])) ++j;
@@ -74,51 +67,6 @@ class Scanner {
     size_t j = end;
     while (j > i && Digit(t_[j - 1])) --j;
     return j;
-  }
-
-  // Whether a character may stand right before a literal that is not part of a longer word:
-  // not a word character, nor a separator that would make it a component ("206" in 10.20.206.0).
-  bool FreeBefore(size_t i) const {
-    if (i == 0) return true;
-    char c = t_[i - 1];
-    return !(Alnum(c) || c == '_' || c == '.' || c == ':' || c == '/' || c == '-' || c == '@');
-  }
-
-  // One type per literal text, and every standalone occurrence of it marked. A text the scanner
-  // typed more specifically anywhere (a port, an interface) has that type everywhere it appears,
-  // and an occurrence the scanner did not see as a literal by itself (a three-digit VLAN id in
-  // prose, a port after "-p") is marked wherever the same text stands alone.
-  void Unify() {
-    std::map<std::string, std::string, std::less<>> type;
-    for (const Literal& l : out_) {
-      auto [it, fresh] = type.emplace(l.text, l.type);
-      if (!fresh && it->second == "number") it->second = l.type;  // any typed use beats "number"
-    }
-    std::vector<char> covered(t_.size(), 0);
-    std::set<size_t> lengths;
-    for (Literal& l : out_) {
-      l.type = type.at(l.text);
-      std::fill(covered.begin() + long(l.begin), covered.begin() + long(l.end), 1);
-      lengths.insert(l.text.size());
-    }
-    std::vector<Literal> more;
-    for (size_t i = 0; i < t_.size(); ++i) {
-      const char c = t_[i];
-      if (covered[i] || !(Alnum(c) || c == '/' || c == '~' || c == '.') || !FreeBefore(i)) continue;
-      for (auto n = lengths.rbegin(); n != lengths.rend(); ++n) {  // the longest text first
-        if (i + *n > t_.size() || !Ends(i + *n)) continue;
-        auto it = type.find(t_.substr(i, *n));
-        if (it == type.end()) continue;
-        size_t e = i + *n;
-        if (std::find(covered.begin() + long(i), covered.begin() + long(e), 1) != covered.begin() + long(e)) continue;
-        more.push_back({it->second, it->first, i, e});
-        i = e - 1;
-        break;
-      }
-    }
-    if (more.empty()) return;
-    out_.insert(out_.end(), more.begin(), more.end());
-    std::sort(out_.begin(), out_.end(), [](const Literal& a, const Literal& b) { return a.begin < b.begin; });
   }
 
   bool Match(size_t i, size_t* end, std::string* type) const {
@@ -381,7 +329,7 @@ class Scanner {
 
   // 4+ digit integers (with a decimal fraction if one follows). Shorter numbers are counts and
   // sizes in prose ("123 rows"), too short to tell a copy from a coincidence; a short one the
-  // transcript uses as a port or a VLAN id is a literal there, and by Unify wherever it stands alone.
+  // transcript uses as a port or a VLAN id is a literal there, and by UnifyLiterals wherever it stands alone.
   bool Number(size_t i, size_t* end) const {
     size_t n = Run(i, Digit);
     if (n < 4 || (i > 0 && t_[i - 1] == '.' && Digit(At(i - 2)))) return false;

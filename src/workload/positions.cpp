@@ -38,7 +38,7 @@ Result<std::vector<int32_t>> SelectPositions(std::string_view spec, int32_t last
     if (item == "tool_calls") {
       // Position p predicts token p+1: the positions of a call [begin, end) are begin-1 .. end-2.
       for (const Span& s : spans)
-        if (s.kind == "tool_call") add(int64_t(s.begin) - 1, int64_t(s.end) - 2);
+        if (s.kind == SpanKind::kToolCall) add(int64_t(s.begin) - 1, int64_t(s.end) - 2);
       continue;
     }
     int64_t a = 0, b = 0;

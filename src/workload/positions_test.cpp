@@ -6,8 +6,8 @@ namespace flipscope {
 namespace {
 
 std::vector<Span> OneCall() {  // a tool call over tokens [10, 14): predicted from positions 9..12
-  return {{"message", 0, 20, 1, "assistant", "message #1 assistant", ""},
-          {"tool_call", 10, 14, 1, "assistant", "tool call #1 ping", "ping"}};
+  return {{SpanKind::kMessage, 0, 20, 1, "assistant", "message #1 assistant", ""},
+          {SpanKind::kToolCall, 10, 14, 1, "assistant", "tool call #1 ping", "ping"}};
 }
 
 TEST(SelectPositions, RangesAndToolCallsSortedUniqueAndClippedToTheLastScoredPosition) {

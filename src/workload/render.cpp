@@ -30,12 +30,6 @@ std::vector<RenderMessage> Messages(const std::vector<Planned>& plan) {
   return msgs;
 }
 
-size_t CommonPrefix(const std::string& a, const std::string& b) {
-  size_t n = 0;
-  while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
-  return n;
-}
-
 // The conversation whose renderings locate the ranges, its full rendering, and the map from
 // positions in that rendering to the real one.
 struct Locator {
@@ -153,7 +147,7 @@ class Renderer {
       } else if (n = cur->size() - before.size(); !loc.sentinel) {
         if (cur->compare(0, before.size(), before) != 0 || loc.full.compare(from, n, *cur, at, n) != 0) return {};
       } else {
-        std::tie(at, q) = Locate(before, *cur, loc.full, from, k + 1 < count);
+        std::tie(at, q) = LocateInsertion(before, *cur, loc.full, from, k + 1 < count);
         if (q == std::string::npos) return {};
       }
       starts.push_back(k == 0 ? 0 : q);
@@ -165,38 +159,6 @@ class Renderer {
     Ranges ranges;
     for (size_t k = 0; k < count; ++k) ranges.push_back({starts[k], k + 1 < count ? starts[k + 1] : loc.full.size()});
     return ranges;
-  }
-
-  // Where the text that `after` inserts into `before` is (in `after`, in `full` at or after
-  // `from`), or npos. Of the ambiguous insertion points (see Ambiguity) only those whose text is
-  // found in `full` count, scored as in InsertionPoint (a user message inserted before the
-  // sentinel user message could also be read as starting with the previous message's end
-  // marker). The last message is rendered differently as the last one, so for it (!whole) the
-  // longest prefix of its text is looked for.
-  static std::pair<size_t, size_t> Locate(const std::string& before, const std::string& after, const std::string& full,
-                                          size_t from, bool whole) {
-    constexpr size_t npos = std::string::npos;
-    const size_t len = after.size() - before.size();
-    if (!whole) {
-      size_t at = InsertionPoint(before, after), best = npos, best_len = 0;
-      for (size_t pos = from; at != npos && pos < full.size() && best_len < len; ++pos) {
-        size_t c = 0;
-        while (c < len && pos + c < full.size() && full[pos + c] == after[at + c]) ++c;
-        if (c > best_len) best = pos, best_len = c;
-      }
-      return {at, best};
-    }
-    auto [earliest, latest] = Ambiguity(before, after);
-    std::pair<size_t, size_t> best = {npos, npos};
-    int best_score = -1;
-    // Text between messages is short, except before the first ones (a tool list): bounded search.
-    std::string_view region = std::string_view(full).substr(0, std::min(full.size(), from + len + (1 << 16)));
-    for (size_t p = latest; earliest != npos && p + 1 > earliest; --p) {
-      size_t q = region.find(std::string_view(after).substr(p, len), from);
-      if (q != npos && Score(after, p, len) > best_score) best = {p, q}, best_score = Score(after, p, len);
-      if (p == 0) break;
-    }
-    return best;
   }
 
   // Approximation: a message starts where its content (or its first call's name) is found.
@@ -241,35 +203,6 @@ class Renderer {
       before = std::move(*next);
     }
     return out;
-  }
-
-  // The range [earliest, latest] of points where inserting one string into `before` gives
-  // `after`, or {npos, npos}. It is a range when the inserted text starts like what follows it
-  // ("<call>..</call>" before "<|im_end|>" is also "call>..</call><" one byte later).
-  static std::pair<size_t, size_t> Ambiguity(const std::string& before, const std::string& after) {
-    size_t latest = std::min(CommonPrefix(before, after), before.size()), suffix = 0;
-    while (suffix < before.size() && before[before.size() - 1 - suffix] == after[after.size() - 1 - suffix]) ++suffix;
-    const size_t earliest = before.size() - suffix;
-    if (earliest > latest || after.size() == before.size()) return {std::string::npos, std::string::npos};
-    return {earliest, latest};
-  }
-
-  // One insertion point: the candidate that starts with an opening and ends with a closing
-  // bracket (or a newline) wins, the latest on ties; npos when `after` is no insertion.
-  static size_t InsertionPoint(const std::string& before, const std::string& after) {
-    const size_t len = after.size() - before.size();
-    auto [earliest, latest] = Ambiguity(before, after);
-    if (earliest == std::string::npos) return earliest;
-    size_t best = latest;
-    for (size_t p = latest; p + 1 > earliest; --p) {
-      if (Score(after, p, len) > Score(after, best, len)) best = p;
-      if (p == 0) break;
-    }
-    return best;
-  }
-  static int Score(const std::string& text, size_t p, size_t len) {
-    return int(std::string_view("<[{(\n").find(text[p]) != std::string_view::npos) +
-           int(std::string_view(">]})\n").find(text[p + len - 1]) != std::string_view::npos);
   }
 
  private:
@@ -340,7 +273,7 @@ void MarkGenerated(Rendered& out, size_t at, const std::string& content) {
   }
   for (size_t i = at + 1; i < out.spans.size(); ++i) {
     const CharSpan& c = out.spans[i];
-    if (c.kind != "tool_call" || (c.begin == m.begin && c.end == m.end)) continue;  // a call not found
+    if (c.kind != SpanKind::kToolCall || (c.begin == m.begin && c.end == m.end)) continue;  // a call not found
     b = std::min(b, c.begin);
     e = std::max(e, c.end);
   }
@@ -373,7 +306,7 @@ void AppendSpans(const Transcript& t, const std::vector<Planned>& plan, const Lo
                             : p.label;
     int first = carried.front();
     std::string role = first > 0 ? t.messages[size_t(first - 1)].role : p.msg.role;
-    out.spans.push_back({"message", mb, me, first, role, label, ""});
+    out.spans.push_back({SpanKind::kMessage, mb, me, first, role, label, ""});
     const size_t message_span = out.spans.size() - 1;
     carried.clear();
 
@@ -387,8 +320,9 @@ void AppendSpans(const Transcript& t, const std::vector<Planned>& plan, const Lo
         b = at;
         e = cursor = at + m->text.size();
       }
-      std::string what = m->kind == "tool_call" ? "tool call" : "tool result";
-      out.spans.push_back({m->kind, b, e, m->index, m->kind == "tool_call" ? "assistant" : "tool",
+      const bool call = m->kind == SpanKind::kToolCall;
+      std::string what = call ? "tool call" : "tool result";
+      out.spans.push_back({m->kind, b, e, m->index, call ? "assistant" : "tool",
                            fmt::format("{} #{} {}", what, m->index, m->name), m->name});
     }
     marks.clear();

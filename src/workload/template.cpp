@@ -39,10 +39,26 @@ bool IsBuiltinName(const std::string& name) {
 
 }  // namespace
 
+// Where a template's source came from; the name is the manifest's spelling (template.source).
+enum class TemplateSource { kEmbedded, kFile, kBuiltin };
+
+}  // namespace workload
+
+template <>
+struct Names<workload::TemplateSource> {
+  static constexpr std::pair<workload::TemplateSource, const char*> v[] = {
+      {workload::TemplateSource::kEmbedded, "embedded"},
+      {workload::TemplateSource::kFile, "file"},
+      {workload::TemplateSource::kBuiltin, "builtin"}};
+};
+
+namespace workload {
+
 struct ChatTemplate::Impl {
   common_chat_templates_ptr tmpls;
   bool jinja = true;
-  std::string name, display, source_kind, source;
+  std::string name, display, source;
+  TemplateSource source_kind = TemplateSource::kEmbedded;
   std::map<std::string, bool> caps;
 };
 
@@ -50,8 +66,9 @@ ChatTemplate::ChatTemplate(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) 
 ChatTemplate::~ChatTemplate() = default;
 const std::string& ChatTemplate::display_name() const { return impl_->display; }
 
-Result<std::unique_ptr<ChatTemplate>> ChatTemplate::Load(const llama_model* model, const std::string& model_path,
-                                                         const std::string& option) {
+Result<std::unique_ptr<ChatTemplate::Impl>> ChatTemplate::Locate(const llama_model* model,
+                                                                 const std::string& model_path,
+                                                                 const std::string& option) {
   auto impl = std::make_unique<Impl>();
   std::error_code ec;
   if (option.empty()) {
@@ -63,20 +80,20 @@ Result<std::unique_ptr<ChatTemplate>> ChatTemplate::Load(const llama_model* mode
                            ": the model has no embedded chat template; pass --chat-template FILE (Jinja) or NAME "
                            "(a llama.cpp built-in such as chatml, gemma, llama3)");
     impl->source = src;
-    impl->source_kind = "embedded";
+    impl->source_kind = TemplateSource::kEmbedded;
     impl->name = "tokenizer.chat_template";
     impl->display = "tokenizer.chat_template of " + std::filesystem::path(model_path).filename().string();
   } else if (std::filesystem::is_regular_file(option, ec)) {
     FS_ASSIGN_OR_RETURN(impl->source, ReadFile(option));
     if (impl->source.find_first_not_of(" \t\r\n") == std::string::npos)
       return Status::Error(option + ": the chat template file is empty");
-    impl->source_kind = "file";
+    impl->source_kind = TemplateSource::kFile;
     impl->name = impl->display = option;
   } else if (IsBuiltinName(option)) {
     // A name given to common_chat_templates_init would be taken as Jinja source (rendering the
     // name itself), except "chatml"; built-ins go through llama_chat_apply_template instead.
     impl->source = option;
-    impl->source_kind = "builtin";
+    impl->source_kind = TemplateSource::kBuiltin;
     impl->jinja = false;
     impl->name = option;
     impl->display = option + " (llama.cpp built-in)";
@@ -86,39 +103,49 @@ Result<std::unique_ptr<ChatTemplate>> ChatTemplate::Load(const llama_model* mode
     return Status::Error("--chat-template " + option + ": neither a file nor a llama.cpp built-in template name (" +
                          names + ")");
   }
+  return impl;
+}
+
+void ChatTemplate::FindCapabilities() {
+  Impl& im = *impl_;
+  if (!im.jinja) {
+    // A built-in is a role/content formatter for a model's native format; none knows a tool
+    // role, and most of the formats it reproduces (Gemma, Llama 2, Mistral) alternate turns.
+    im.caps = {{"supports_tools", false}, {"supports_tool_calls", false}, {"supports_system_role", true}};
+    alternation = true;
+    return;
+  }
+  im.caps = common_chat_templates_get_caps(im.tmpls.get());
+  supports_tools = im.caps["supports_tools"];
+  supports_tool_calls = im.caps["supports_tool_calls"];
+  // Probes: does a tool message render (and show its content)? Are two user messages in a
+  // row refused (Gemma's "roles must alternate")?
+  const std::string marker = "flipscope-probe-result";
+  ToolCall call;
+  call.id = "probe0001";  // 9 alphanumerics: what Mistral's templates demand of an id
+  call.name = "probe";
+  call.arguments = OrderedJson::object();
+  call.arguments_text = "{}";
+  RenderMessage user{"user", "probe", {}, "", ""};
+  RenderMessage asst{"assistant", "probe", {}, "", ""};
+  if (supports_tool_calls) asst.calls.push_back(&call);
+  RenderMessage tool{"tool", marker, {}, call.id, call.name};
+  auto r = Render({user, asst, tool}, OrderedJson::array());
+  tool_role = r.ok() && r->find(marker) != std::string::npos;
+  alternation = !Render({user, user}, OrderedJson::array()).ok();
+}
+
+Result<std::unique_ptr<ChatTemplate>> ChatTemplate::Load(const llama_model* model, const std::string& model_path,
+                                                         const std::string& option) {
+  FS_ASSIGN_OR_RETURN(std::unique_ptr<Impl> impl, Locate(model, model_path, option));
   QuietCommonLog quiet;
   try {
-    impl->tmpls = common_chat_templates_init(model, impl->source_kind == "embedded" ? "" : impl->source);
+    impl->tmpls = common_chat_templates_init(model, impl->source_kind == TemplateSource::kEmbedded ? "" : impl->source);
   } catch (const std::exception& e) {
     return Status::Error(impl->display + ": not a valid Jinja chat template: " + e.what());
   }
   std::unique_ptr<ChatTemplate> t(new ChatTemplate(std::move(impl)));
-  Impl& im = *t->impl_;
-  if (im.jinja) {
-    im.caps = common_chat_templates_get_caps(im.tmpls.get());
-    t->supports_tools = im.caps["supports_tools"];
-    t->supports_tool_calls = im.caps["supports_tool_calls"];
-    // Probes: does a tool message render (and show its content)? Are two user messages in a
-    // row refused (Gemma's "roles must alternate")?
-    const std::string marker = "flipscope-probe-result";
-    ToolCall call;
-    call.id = "probe0001";  // 9 alphanumerics: what Mistral's templates demand of an id
-    call.name = "probe";
-    call.arguments = OrderedJson::object();
-    call.arguments_text = "{}";
-    RenderMessage user{"user", "probe", {}, "", ""};
-    RenderMessage asst{"assistant", "probe", {}, "", ""};
-    if (t->supports_tool_calls) asst.calls.push_back(&call);
-    RenderMessage tool{"tool", marker, {}, call.id, call.name};
-    auto r = t->Render({user, asst, tool}, OrderedJson::array());
-    t->tool_role = r.ok() && r->find(marker) != std::string::npos;
-    t->alternation = !t->Render({user, user}, OrderedJson::array()).ok();
-  } else {
-    // A built-in is a role/content formatter for a model's native format; none knows a tool
-    // role, and most of the formats it reproduces (Gemma, Llama 2, Mistral) alternate turns.
-    im.caps = {{"supports_tools", false}, {"supports_tool_calls", false}, {"supports_system_role", true}};
-    t->alternation = true;
-  }
+  t->FindCapabilities();
   return t;
 }
 
@@ -163,10 +190,13 @@ Result<ToolGrammar> ChatTemplate::Grammar(const nlohmann::ordered_json& tools, c
 }
 
 nlohmann::json ChatTemplate::Info() const {
-  nlohmann::json j = {
-      {"name", impl_->name}, {"source", impl_->source_kind}, {"sha256", impl_->jinja ? Sha256Hex(impl_->source) : ""},
-      {"caps", impl_->caps}, {"tool_role", tool_role},       {"requires_alternation", alternation},
-      {"date", "2025-01-01"}};
+  nlohmann::json j = {{"name", impl_->name},
+                      {"source", std::string(NameOf(impl_->source_kind))},
+                      {"sha256", impl_->jinja ? Sha256Hex(impl_->source) : ""},
+                      {"caps", impl_->caps},
+                      {"tool_role", tool_role},
+                      {"requires_alternation", alternation},
+                      {"date", "2025-01-01"}};
   // A built-in's format is code inside llama.cpp: its version identifies it.
   if (!impl_->jinja) j["llama_cpp"] = LlamaVersion();
   return j;

@@ -17,9 +17,19 @@
 
 namespace flipscope {
 
+// What a span marks; its name is the manifest's spelling ("kind" of a span).
+enum class SpanKind { kMessage, kToolCall, kToolResult, kLiteral };
+template <>
+struct Names<SpanKind> {
+  static constexpr std::pair<SpanKind, const char*> v[] = {{SpanKind::kMessage, "message"},
+                                                           {SpanKind::kToolCall, "tool_call"},
+                                                           {SpanKind::kToolResult, "tool_result"},
+                                                           {SpanKind::kLiteral, "literal"}};
+};
+
 // A marked range of the token sequence.
 struct Span {
-  std::string kind;   // "message", "tool_call", "tool_result" or "literal"
+  SpanKind kind = SpanKind::kMessage;
   int32_t begin = 0;  // token range [begin, end)
   int32_t end = 0;
   int index = 0;        // 1-based: message # (message, literal), tool call # (tool_call, tool_result)
@@ -91,7 +101,7 @@ Result<ToolGrammar> LoadToolGrammar(const std::string& model_path, const std::st
 
 // Spans as a JSON array of {"kind","begin","end","index","role","label","subkind"}.
 nlohmann::json SpansToJson(const std::vector<Span>& spans);
-// Reads spans written by SpansToJson; error on a malformed entry.
+// Reads spans written by SpansToJson; error on a malformed entry (a kind Names<SpanKind> does not list too).
 Result<std::vector<Span>> SpansFromJson(const nlohmann::json& j);
 
 // The innermost (shortest) span containing token position pos, or nullptr; on equal lengths

@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "support/workload_test_util.h"
 #include "util/util.h"
-#include "workload/workload_test_util.h"
 
 namespace flipscope {
 namespace {

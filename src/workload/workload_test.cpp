@@ -3,8 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/workload_test_util.h"
 #include "util/util.h"
-#include "workload/workload_test_util.h"
 
 namespace flipscope {
 namespace {
@@ -331,9 +331,9 @@ TEST(Workload, RefusedWindowsMergeMessages) {
 }
 
 TEST(Workload, SpanHelpers) {
-  std::vector<Span> spans = {{"message", 0, 100, 1, "user", "message #1 user", ""},
-                             {"tool_call", 10, 30, 1, "assistant", "tool call #1 run_command", "run_command"},
-                             {"literal", 12, 14, 1, "assistant", "5432", "port"}};
+  std::vector<Span> spans = {{SpanKind::kMessage, 0, 100, 1, "user", "message #1 user", ""},
+                             {SpanKind::kToolCall, 10, 30, 1, "assistant", "tool call #1 run_command", "run_command"},
+                             {SpanKind::kLiteral, 12, 14, 1, "assistant", "5432", "port"}};
   EXPECT_EQ(InnermostSpan(spans, 13), &spans[2]);
   EXPECT_EQ(InnermostSpan(spans, 20), &spans[1]);
   EXPECT_EQ(InnermostSpan(spans, 100), nullptr);
@@ -407,14 +407,14 @@ TEST(Workload, AssistantSpansMarkWhatTheModelGenerated) {
 }
 
 TEST(Workload, ModelWritesOnlyAssistantMessagesAndTheirToolCalls) {
-  std::vector<Span> spans = {{"message", 1, 10, 1, "system", "message #1 system", ""},
-                             {"message", 10, 20, 2, "user", "message #2 user", ""},
-                             {"message", 20, 60, 3, "assistant", "message #3 assistant", ""},
-                             {"tool_call", 30, 40, 1, "assistant", "tool call #1 run_command", "run_command"},
-                             {"literal", 32, 34, 3, "assistant", "5432", "port"},
-                             {"tool_result", 45, 55, 1, "tool", "tool result #1 run_command", "run_command"},
-                             {"literal", 50, 52, 3, "assistant", "10.0.0.1", "ipv4"},
-                             {"message", 60, 70, 4, "tool", "message #4 tool", ""}};
+  std::vector<Span> spans = {{SpanKind::kMessage, 1, 10, 1, "system", "message #1 system", ""},
+                             {SpanKind::kMessage, 10, 20, 2, "user", "message #2 user", ""},
+                             {SpanKind::kMessage, 20, 60, 3, "assistant", "message #3 assistant", ""},
+                             {SpanKind::kToolCall, 30, 40, 1, "assistant", "tool call #1 run_command", "run_command"},
+                             {SpanKind::kLiteral, 32, 34, 3, "assistant", "5432", "port"},
+                             {SpanKind::kToolResult, 45, 55, 1, "tool", "tool result #1 run_command", "run_command"},
+                             {SpanKind::kLiteral, 50, 52, 3, "assistant", "10.0.0.1", "ipv4"},
+                             {SpanKind::kMessage, 60, 70, 4, "tool", "message #4 tool", ""}};
   EXPECT_FALSE(ModelWrites(spans, 0)) << "before the first message: the template's";
   EXPECT_FALSE(ModelWrites(spans, 5)) << "system";
   EXPECT_FALSE(ModelWrites(spans, 15)) << "user";
@@ -424,7 +424,7 @@ TEST(Workload, ModelWritesOnlyAssistantMessagesAndTheirToolCalls) {
   EXPECT_FALSE(ModelWrites(spans, 51)) << "a literal inside a tool result, inside the assistant's message";
   EXPECT_FALSE(ModelWrites(spans, 65)) << "a tool message";
   EXPECT_FALSE(ModelWrites(spans, 70)) << "past the last message";
-  const std::vector<Span> plain = {{"literal", 3, 5, 0, "", "5432", "port"}};
+  const std::vector<Span> plain = {{SpanKind::kLiteral, 3, 5, 0, "", "5432", "port"}};
   EXPECT_TRUE(ModelWrites(plain, 4)) << "plain text has no messages: written everywhere";
   EXPECT_TRUE(ModelWrites({}, 4));
 }

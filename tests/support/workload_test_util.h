@@ -83,7 +83,7 @@ inline Result<Workload> Load(const std::string& file, const std::string& model, 
 inline std::vector<const Span*> Kind(const Workload& w, const std::string& kind) {
   std::vector<const Span*> out;
   for (const auto& s : w.spans)
-    if (s.kind == kind) out.push_back(&s);
+    if (NameOf(s.kind) == kind) out.push_back(&s);
   return out;
 }
 
