@@ -9,18 +9,20 @@
 #include <vector>
 
 #include "report/report.h"
+#include "results/read.h"
 #include "results/results.h"
 
 namespace flipscope {
 
 namespace report {
 
-// Tolerant accessors: the value at key when it has the asked type, else the fallback.
-std::string Str(const nlohmann::json& j, std::string_view key, std::string_view fallback = "");
-std::optional<double> Num(const nlohmann::json& j, std::string_view key);
-// The value at key as an int (truncated, clamped to int's range), else the fallback.
-int Int(const nlohmann::json& j, std::string_view key, int fallback);
-const nlohmann::json& Sub(const nlohmann::json& j, std::string_view key);  // null when absent
+// Tolerant accessors (results/read.h, shared with the results model): the value at key when it
+// has the asked type, else the fallback.
+using read::Int;
+using read::Num;
+using read::NumAt;
+using read::Str;
+using read::Sub;
 
 // Any JSON value as one line of plain text: arrays joined with ", ", objects as key=value.
 std::string InlineText(const nlohmann::json& v);
@@ -66,9 +68,6 @@ struct ConfigRow {
 std::vector<ConfigRow> RankedConfigs(const nlohmann::json& results);
 // The context length the report speaks of: the baseline's ctx_size, else the workload's length.
 std::optional<double> ContextLength(const nlohmann::json& results);
-
-// The value at a JSON pointer below j ("flip_rate", "flip_rate_ci/1") when it is a number.
-std::optional<double> NumAt(const nlohmann::json& j, const std::string& pointer);
 
 // Per-window value of one configuration: the median over its repeats (comparisons[]).
 struct WindowPoint {

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <map>
 
 #include "report/internal.h"
@@ -14,11 +13,6 @@ namespace flipscope::report {
 using nlohmann::json;
 
 namespace {
-
-const json& Null() {
-  static const json null;
-  return null;
-}
 
 // Median of values (mean of the two middle ones for an even count); values must be non-empty.
 double Median(std::vector<double> values) {
@@ -71,40 +65,6 @@ json ShownWindows(const json& windows) {
 }
 
 }  // namespace
-
-const json& Sub(const json& j, std::string_view key) {
-  if (!j.is_object()) return Null();
-  auto it = j.find(key);
-  return it == j.end() ? Null() : *it;
-}
-
-std::string Str(const json& j, std::string_view key, std::string_view fallback) {
-  const json& v = Sub(j, key);
-  return v.is_string() ? v.get<std::string>() : std::string(fallback);
-}
-
-std::optional<double> Num(const json& j, std::string_view key) {
-  const json& v = Sub(j, key);
-  if (v.is_number()) return v.get<double>();
-  if (v.is_boolean()) return v.get<bool>() ? 1.0 : 0.0;
-  return std::nullopt;
-}
-
-int Int(const json& j, std::string_view key, int fallback) {
-  auto v = Num(j, key);
-  if (!v || std::isnan(*v)) return fallback;
-  return int(std::clamp(*v, double(std::numeric_limits<int>::min()), double(std::numeric_limits<int>::max())));
-}
-
-std::optional<double> NumAt(const json& j, const std::string& pointer) {
-  try {
-    const json& v = j.at(json::json_pointer("/" + pointer));
-    if (v.is_number()) return v.get<double>();
-  } catch (const json::exception&) {
-    // absent or not addressable: no value
-  }
-  return std::nullopt;
-}
 
 std::string InlineText(const json& v) {
   if (v.is_string()) return v.get<std::string>();

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "results/read.h"
+
 namespace flipscope {
 namespace {
 
@@ -16,41 +18,13 @@ double Median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// Tolerant reads: the value at key when it has the type, else the fallback / nullopt.
-const json& At(const json& j, const char* key) {
-  static const json null;
-  if (!j.is_object()) return null;
-  auto it = j.find(key);
-  return it == j.end() ? null : *it;
-}
-template <typename T>
-T Get(const json& j, const char* key, T fallback) {
-  const json& v = At(j, key);
-  if constexpr (std::is_same_v<T, bool>)
-    return v.is_boolean() ? v.get<bool>() : fallback;
-  else if constexpr (std::is_same_v<T, std::string>)
-    return v.is_string() ? v.get<std::string>() : fallback;
-  else
-    return v.is_number() ? v.get<T>() : fallback;
-}
-template <typename T>
-std::optional<T> Opt(const json& j, const char* key) {
-  const json& v = At(j, key);
-  if constexpr (std::is_same_v<T, bool>)
-    return v.is_boolean() ? std::optional<T>(v.get<bool>()) : std::nullopt;
-  else
-    return v.is_number() ? std::optional<T>(v.get<T>()) : std::nullopt;
-}
-std::optional<Interval> OptInterval(const json& j, const char* key) {
-  const json& v = At(j, key);
-  if (!v.is_array() || v.size() != 2 || !v[0].is_number() || !v[1].is_number()) return std::nullopt;
-  return Interval{v[0].get<double>(), v[1].get<double>()};
-}
-// An optional as JSON: the value, or null.
-template <typename T>
-json OrNull(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
-}
+using read::Get;
+using read::Opt;
+using read::OrNull;
+// The interval at key, when it is an array of two numbers.
+std::optional<Interval> OptInterval(const json& j, const char* key) { return read::Interval2(j, key); }
+// The value at key; null when absent.
+const json& At(const json& j, const char* key) { return read::Sub(j, key); }
 
 }  // namespace
 
@@ -297,8 +271,8 @@ json ReplayDistance::ToJson() const {
   const ComparisonFigures& f = figures;
   json groups_json = json::array();
   for (const ReplayGroup& g : groups) groups_json.push_back(g.ToJson());
-  return {{"config", config},
-          {"flips", f.flips},
+  json j = {{"config", config},
+            {"flips", f.flips},
           {"probes", f.probes},
           {"flip_rate", f.flip_rate},
           {"flip_rate_ci", OrNull(f.flip_rate_ci)},
@@ -308,7 +282,9 @@ json ReplayDistance::ToJson() const {
           {"kl_max", f.kl_max},
           {"bit_identical", f.bit_identical},
           {"probes_compared", f.probes_compared},
-          {"groups", groups_json}};
+            {"groups", groups_json}};
+  if (windows) j["windows"] = *windows;
+  return j;
 }
 
 ReplayDistance ReplayDistance::FromJson(const json& j) {
@@ -329,6 +305,7 @@ ReplayDistance ReplayDistance::FromJson(const json& j) {
   if (groups.is_array())
     for (const json& g : groups)
       if (g.is_object()) d.groups.push_back(ReplayGroup::FromJson(g));
+  if (j.is_object() && j.contains("windows")) d.windows = j["windows"];
   return d;
 }
 

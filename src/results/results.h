@@ -3,8 +3,7 @@
 // summary over its repeats, the repeat floor, the load floor and the exact reference's summary.
 // The experiment writes them with ToJson; the report reads a whole document once with
 // ReadResults, which tolerates missing or mistyped parts (they come back empty, never an error).
-// Comparisons, branches and layers stay JSON sub-documents: their owners (compare, branch,
-// layers) define them.
+// The whole document, typed, is ExperimentResults (results/experiment_results.h).
 #pragma once
 
 #include <array>
@@ -191,6 +190,7 @@ struct ReplayDistance {
   std::string config;         // the prefill configuration's name
   ComparisonFigures figures;  // flips, rate, interval, KL, bit-identical rows of the whole capture
   std::vector<ReplayGroup> groups;
+  std::optional<nlohmann::json> windows;  // compare's per-window figures ("windows"), when kept
 
   nlohmann::json ToJson() const;
   static ReplayDistance FromJson(const nlohmann::json& j);

@@ -1,0 +1,251 @@
+// The results document to JSON and back. Reading is tolerant (results.json is outside input): a
+// missing part stays empty, and a typed field whose value has another type is kept as it was in
+// the part's raw fields, so that writing gives back what was read.
+#include "results/experiment_results.h"
+
+#include <algorithm>
+
+#include "results/read.h"
+
+namespace flipscope {
+
+using nlohmann::json;
+
+namespace {
+
+// The objects of an array at key, each read with `read`; none when it is no array.
+template <typename T, typename ReadFn>
+std::vector<T> ObjectsAt(const json& j, const char* key, ReadFn read) {
+  std::vector<T> out;
+  const json& a = read::Sub(j, key);
+  if (!a.is_array()) return out;
+  for (const json& e : a)
+    if (e.is_object()) out.push_back(read(e));
+  return out;
+}
+
+// Each element's ToJson as an array.
+template <typename T>
+json ArrayOf(const std::vector<T>& items) {
+  json a = json::array();
+  for (const T& item : items) a.push_back(item.ToJson());
+  return a;
+}
+
+// j without the keys, an object in every case.
+json Without(const json& j, std::initializer_list<const char*> keys) {
+  json out = j.is_object() ? j : json::object();
+  for (const char* k : keys) out.erase(k);
+  return out;
+}
+
+}  // namespace
+
+json ConfigEntry::ToJson() const {
+  json j = fields;
+  j["name"] = name;
+  if (status) j["status"] = std::string(NameOf(*status));
+  if (reason) j["reason"] = *reason;
+  if (!j.contains("captures")) j["captures"] = captures;
+  if (model_path) j["model_path"] = *model_path;
+  return j;
+}
+
+ConfigEntry ConfigEntry::FromJson(const json& j) {
+  ConfigEntry e;
+  e.fields = Without(j, {"name"});
+  e.name = read::Str(j, "name");
+  if ((e.status = ReadConfigStatus(j))) e.fields.erase("status");
+  if ((e.reason = read::Opt<std::string>(j, "reason"))) e.fields.erase("reason");
+  if ((e.model_path = read::Opt<std::string>(j, "model_path"))) e.fields.erase("model_path");
+  const json& caps = read::Sub(j, "captures");
+  const bool all_paths = caps.is_array() && std::all_of(caps.begin(), caps.end(), [](const json& c) { return c.is_string(); });
+  if (all_paths) {
+    for (const json& c : caps) e.captures.push_back(c.get<std::string>());
+    e.fields.erase("captures");
+  }
+  return e;
+}
+
+json ComparisonRecord::ToJson() const {
+  return {{"config", entry.config}, {"repeat", entry.repeat}, {"compare", compare}};
+}
+
+ComparisonRecord ComparisonRecord::FromJson(const json& j) {
+  ComparisonRecord c;
+  c.compare = read::Sub(j, "compare");
+  c.entry = {read::Str(j, "config"), read::Get(j, "repeat", 0), ComparisonFigures::FromCompareJson(c.compare)};
+  return c;
+}
+
+ForkCounts BranchRecord::Counts() const {
+  const json& counts = read::Sub(document, "counts");
+  const json& outcomes = read::Sub(counts, "outcomes");
+  ForkCounts f;
+  f.followed = read::Get<int64_t>(counts, "total", 0);
+  f.damage = read::Get<int64_t>(read::Sub(outcomes, "damage"), "total", 0);
+  f.repair = read::Get<int64_t>(read::Sub(outcomes, "repair"), "total", 0);
+  f.teacher_forced_only = read::Get<int64_t>(counts, "teacher_forced_only", 0);
+  f.forkable = read::Get<int64_t>(counts, "branch_points", f.followed);
+  return f;
+}
+
+json BranchRecord::ToJson() const {
+  json j = document;
+  j["config"] = config;
+  return j;
+}
+
+BranchRecord BranchRecord::FromJson(const json& j) { return {read::Str(j, "config"), Without(j, {"config"})}; }
+
+json LayersRecord::ToJson() const {
+  json j = {{"config", config}};
+  if (skipped) j["skipped"] = *skipped;
+  if (error) j["error"] = *error;
+  if (result) j["result"] = *result;
+  return j;
+}
+
+LayersRecord LayersRecord::FromJson(const json& j) {
+  LayersRecord r;
+  r.config = read::Str(j, "config");
+  r.skipped = read::Opt<std::string>(j, "skipped");
+  r.error = read::Opt<std::string>(j, "error");
+  if (j.contains("result")) r.result = j["result"];
+  return r;
+}
+
+const ConfigEntry* Measurements::Config(const std::string& name) const {
+  for (const ConfigEntry& c : configs)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+const SummaryRow* Measurements::Row(const std::string& name) const {
+  for (const SummaryRow& s : summary)
+    if (s.config == name) return &s;
+  return nullptr;
+}
+
+void Measurements::WriteInto(json& doc) const {
+  doc["configs"] = ArrayOf(configs);
+  doc["comparisons"] = ArrayOf(comparisons);
+  if (floor) doc["floor"] = floor->ToJson();
+  doc["summary"] = ArrayOf(summary);
+  if (!load_floor.empty()) doc["load_floor"] = ArrayOf(load_floor);
+  if (branches) doc["branches"] = ArrayOf(*branches);
+}
+
+Measurements Measurements::ReadFrom(const json& doc) {
+  Measurements m;
+  m.configs = ObjectsAt<ConfigEntry>(doc, "configs", ConfigEntry::FromJson);
+  m.comparisons = ObjectsAt<ComparisonRecord>(doc, "comparisons", ComparisonRecord::FromJson);
+  if (read::Sub(doc, "floor").is_object()) m.floor = Floor::FromJson(doc["floor"]);
+  m.summary = ObjectsAt<SummaryRow>(doc, "summary", SummaryRow::FromJson);
+  m.load_floor = ObjectsAt<LoadFloorRow>(doc, "load_floor", LoadFloorRow::FromJson);
+  if (read::Sub(doc, "branches").is_array())
+    m.branches = ObjectsAt<BranchRecord>(doc, "branches", BranchRecord::FromJson);
+  return m;
+}
+
+json ReferenceResults::ToJson() const {
+  json j = capture.ToJson();
+  j["comparisons"] = ArrayOf(comparisons);
+  j["summary"] = json::array();
+  for (const SummaryRow& s : summary) j["summary"].push_back(s.ToReferenceJson());
+  return j;
+}
+
+ReferenceResults ReferenceResults::FromJson(const json& j) {
+  ReferenceResults r;
+  r.capture = ConfigEntry::FromJson(Without(j, {"comparisons", "summary"}));
+  r.comparisons = ObjectsAt<ComparisonRecord>(j, "comparisons", ComparisonRecord::FromJson);
+  r.summary = ObjectsAt<SummaryRow>(j, "summary", SummaryRow::FromJson);
+  return r;
+}
+
+json ServedResults::ToJson() const {
+  json j = {{"baseline", baseline}, {"skipped", skipped}};
+  measured.WriteInto(j);
+  j["distance"] = ArrayOf(distance);
+  if (ranking) j["ranking"] = ranking->ToJson();
+  return j;
+}
+
+ServedResults ServedResults::FromJson(const json& j) {
+  ServedResults s;
+  s.baseline = read::Str(j, "baseline");
+  if (read::Sub(j, "skipped").is_array()) s.skipped = j["skipped"];
+  s.measured = Measurements::ReadFrom(j);
+  s.distance = ObjectsAt<ReplayDistance>(j, "distance", ReplayDistance::FromJson);
+  if (read::Sub(j, "ranking").is_object()) s.ranking = ReplayRanking::FromJson(j["ranking"]);
+  return s;
+}
+
+namespace {
+
+// The top-level keys ExperimentResults types (everything else stays in extra).
+constexpr std::initializer_list<const char*> kTopLevel = {
+    "flipscope_version", "created",   "name",        "experiment_file", "baseline", "model",   "settings",
+    "workload",          "probe_plan", "environment", "configs",         "comparisons", "floor", "summary",
+    "load_floor",        "branches",  "reference",   "layers",          "served",   "recipe"};
+
+}  // namespace
+
+json ExperimentResults::ToJson() const {
+  json j = extra;
+  j["flipscope_version"] = flipscope_version;
+  j["created"] = created;
+  j["name"] = name;
+  j["experiment_file"] = experiment_file;
+  j["baseline"] = baseline;
+  j["model"] = model;
+  j["settings"] = settings;
+  j["workload"] = workload;
+  j["probe_plan"] = probe_plan;
+  j["environment"] = environment;
+  measured.WriteInto(j);
+  if (reference) j["reference"] = reference->ToJson();
+  if (layers) j["layers"] = ArrayOf(*layers);
+  if (served) j["served"] = served->ToJson();
+  if (!recipe.is_null()) j["recipe"] = recipe;
+  return j;
+}
+
+ExperimentResults ExperimentResults::FromJson(const json& j) {
+  ExperimentResults r;
+  r.extra = Without(j, kTopLevel);
+  r.flipscope_version = read::Str(j, "flipscope_version");
+  r.created = read::Str(j, "created");
+  r.name = read::Str(j, "name");
+  r.experiment_file = read::Str(j, "experiment_file");
+  r.baseline = read::Str(j, "baseline");
+  r.model = read::Sub(j, "model");
+  r.settings = read::Sub(j, "settings");
+  r.workload = read::Sub(j, "workload");
+  r.probe_plan = read::Sub(j, "probe_plan");
+  r.environment = read::Sub(j, "environment");
+  r.measured = Measurements::ReadFrom(j);
+  if (read::Sub(j, "reference").is_object()) r.reference = ReferenceResults::FromJson(j["reference"]);
+  if (read::Sub(j, "layers").is_array()) r.layers = ObjectsAt<LayersRecord>(j, "layers", LayersRecord::FromJson);
+  if (read::Sub(j, "served").is_object()) r.served = ServedResults::FromJson(j["served"]);
+  r.recipe = read::Sub(j, "recipe");
+  return r;
+}
+
+ResultsRows ExperimentResults::Rows() const {
+  ResultsRows rows;
+  rows.summary = measured.summary;
+  rows.floor = measured.floor;
+  rows.load_floor = measured.load_floor;
+  if (reference) rows.reference = reference->summary;
+  if (served) {
+    rows.served = served->measured.summary;
+    rows.served_floor = served->measured.floor;
+    rows.replay_distance = served->distance;
+    rows.replay_ranking = served->ranking;
+  }
+  return rows;
+}
+
+}  // namespace flipscope

@@ -1,0 +1,142 @@
+// The whole results document of an experiment (results.json; docs/report.md), typed: what ran,
+// each configuration's captures, the comparisons, the summary and floors, the exact reference,
+// the forks followed, the layers, the served replay and the recipe. The experiment stage fills an
+// ExperimentResults step by step and writes results.json from it once; only this file's ToJson and
+// FromJson turn it into JSON and back. A document the experiment wrote reads back and writes out
+// identically (FromJson then ToJson). Sub-documents that other stages define (compare's document,
+// the branch stage's, the layers stage's) are kept whole beside the figures read from them.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "results/results.h"
+
+namespace flipscope {
+
+// One configuration's entry (configs[], reference, served.configs[]): how its captures ended.
+struct ConfigEntry {
+  std::string name;
+  std::optional<ConfigStatus> status;      // absent until its captures end
+  std::optional<std::string> reason;       // why it was refused or failed
+  std::vector<std::string> captures;       // capture paths, one per repeat made, in repeat order
+  std::optional<std::string> model_path;   // the model file it ran (requantized ones in OUT/models)
+  // Every other field as the experiment wrote it (description, changes, repeats, knobs, flags,
+  // engine, timings, capture_seconds, reused, kv_bytes_per_token, ...), and a typed field whose
+  // value could not be read, kept as it was.
+  nlohmann::json fields = nlohmann::json::object();
+
+  // Whether its captures all ran.
+  bool Ok() const { return status == ConfigStatus::kOk; }
+  nlohmann::json ToJson() const;
+  // Never fails: what is missing stays empty, what is mistyped stays in fields.
+  static ConfigEntry FromJson(const nlohmann::json& j);
+};
+
+// One comparison (comparisons[], reference.comparisons[]): a capture against the base one.
+struct ComparisonRecord {
+  ComparisonEntry entry;     // the configuration, its repeat and the figures summaries use
+  nlohmann::json compare;    // compare's document (docs/compare.md): overall, windows, flips, ...
+
+  nlohmann::json ToJson() const;
+  // The figures are read from the compare document (ComparisonFigures::FromCompareJson).
+  static ComparisonRecord FromJson(const nlohmann::json& j);
+};
+
+// What following one configuration's forks found (branches[]): the branch stage's document
+// (docs/branch.md) with its own "config" under "branch_config", and "config" naming the
+// configuration.
+struct BranchRecord {
+  std::string config;
+  nlohmann::json document = nlohmann::json::object();  // every field but "config"
+
+  // The counts the summary's damage fields are made of (document.counts): forks followed,
+  // damage, repair, teacher-forced-only flips, forkable flips (branch_points); damage_rate is 0.
+  ForkCounts Counts() const;
+  nlohmann::json ToJson() const;
+  static BranchRecord FromJson(const nlohmann::json& j);
+};
+
+// Where one configuration's flips are born (layers[]): the layers stage's document, or why not.
+struct LayersRecord {
+  std::string config;
+  std::optional<std::string> skipped;     // why the layers stage cannot look into it
+  std::optional<std::string> error;       // its rows did not reproduce (said, not fatal)
+  std::optional<nlohmann::json> result;   // the layers stage's document (docs/layers.md)
+
+  nlohmann::json ToJson() const;
+  static LayersRecord FromJson(const nlohmann::json& j);
+};
+
+// What one replay's captures measured: the configurations, their comparisons with the
+// baseline's first capture, the floor, the summary, the load floor and the forks followed (the
+// document's top level, and served under replay = "both").
+struct Measurements {
+  std::vector<ConfigEntry> configs;  // the baseline first, then the variants in file order
+  std::vector<ComparisonRecord> comparisons;
+  std::optional<Floor> floor;
+  std::vector<SummaryRow> summary;
+  std::vector<LoadFloorRow> load_floor;               // written when not empty
+  std::optional<std::vector<BranchRecord>> branches;  // written when forks were followed
+
+  // The configuration named so, or nullptr.
+  const ConfigEntry* Config(const std::string& name) const;
+  // The summary row of a configuration, or nullptr.
+  const SummaryRow* Row(const std::string& name) const;
+  // Writes these parts into a document object.
+  void WriteInto(nlohmann::json& doc) const;
+  // Reads these parts of a document; never fails.
+  static Measurements ReadFrom(const nlohmann::json& doc);
+};
+
+// The exact reference (results.json reference): its capture and every capture against it.
+struct ReferenceResults {
+  ConfigEntry capture;                         // the exact capture's entry
+  std::vector<ComparisonRecord> comparisons;   // the exact capture as base
+  std::vector<SummaryRow> summary;             // written with SummaryRow::ToReferenceJson
+
+  nlohmann::json ToJson() const;
+  static ReferenceResults FromJson(const nlohmann::json& j);
+};
+
+// replay = "both" (results.json served): the served twins measured like the prefill
+// configurations, each configuration's prefill-vs-served distance and the ranking under each.
+struct ServedResults {
+  std::string baseline;                             // the served baseline's name
+  nlohmann::json skipped = nlohmann::json::array(); // [{config, reason}]: no served twin
+  Measurements measured;
+  std::vector<ReplayDistance> distance;
+  std::optional<ReplayRanking> ranking;
+
+  nlohmann::json ToJson() const;
+  static ServedResults FromJson(const nlohmann::json& j);
+};
+
+// The whole document.
+struct ExperimentResults {
+  // What ran, on which model, with which settings.
+  std::string flipscope_version, created, name, experiment_file, baseline;
+  nlohmann::json model;     // the model's facts (ModelInfo::ToJson)
+  nlohmann::json settings;  // window, confident, memory_budget_bytes
+  // The run's facts, from the baseline's first capture's manifest.
+  nlohmann::json workload, probe_plan, environment;
+  Measurements measured;
+  std::optional<ReferenceResults> reference;
+  std::optional<std::vector<LayersRecord>> layers;  // written when [layers] ran
+  std::optional<ServedResults> served;
+  nlohmann::json recipe;  // the recipe step's document (MakeRecipe); null: none
+  // Top-level fields this version does not know, kept as read and written back (forward
+  // compatibility of files).
+  nlohmann::json extra = nlohmann::json::object();
+
+  // results.json's content.
+  nlohmann::json ToJson() const;
+  // Reads a results document; never fails (what is missing stays empty).
+  static ExperimentResults FromJson(const nlohmann::json& j);
+  // The typed rows the report ranks and shows (as ReadResults reads them from ToJson()).
+  ResultsRows Rows() const;
+};
+
+}  // namespace flipscope

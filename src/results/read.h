@@ -1,0 +1,57 @@
+// Tolerant reads of a JSON document (results.json is outside input: any part may be missing or of
+// another type). The one set of readers that the results model and the report share: a missing or
+// mistyped value reads as the fallback or nullopt, never an exception.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+namespace flipscope::read {
+
+// The value at key of an object; a null value when j is no object or has no such key.
+const nlohmann::json& Sub(const nlohmann::json& j, std::string_view key);
+// The string at key, or fallback when absent or not a string.
+std::string Str(const nlohmann::json& j, std::string_view key, std::string_view fallback = "");
+// The number at key (a boolean reads as 1 or 0); nullopt when absent or of another type.
+std::optional<double> Num(const nlohmann::json& j, std::string_view key);
+// Num clamped to int; fallback when absent, mistyped or NaN.
+int Int(const nlohmann::json& j, std::string_view key, int fallback);
+// The number at a JSON pointer below j ("overall/flip_rate"); nullopt when absent or not a number.
+std::optional<double> NumAt(const nlohmann::json& j, const std::string& pointer);
+// The interval [lo, hi] at key, when it is an array of two numbers.
+std::optional<std::array<double, 2>> Interval2(const nlohmann::json& j, std::string_view key);
+
+// The value at key when it has type T (bool, std::string or a number), else fallback.
+template <typename T>
+T Get(const nlohmann::json& j, std::string_view key, T fallback) {
+  const nlohmann::json& v = Sub(j, key);
+  if constexpr (std::is_same_v<T, bool>)
+    return v.is_boolean() ? v.get<bool>() : fallback;
+  else if constexpr (std::is_same_v<T, std::string>)
+    return v.is_string() ? v.get<std::string>() : fallback;
+  else
+    return v.is_number() ? v.get<T>() : fallback;
+}
+// The value at key when it has type T (bool, std::string or a number), else nullopt.
+template <typename T>
+std::optional<T> Opt(const nlohmann::json& j, std::string_view key) {
+  const nlohmann::json& v = Sub(j, key);
+  if constexpr (std::is_same_v<T, bool>)
+    return v.is_boolean() ? std::optional<T>(v.get<bool>()) : std::nullopt;
+  else if constexpr (std::is_same_v<T, std::string>)
+    return v.is_string() ? std::optional<T>(v.get<std::string>()) : std::nullopt;
+  else
+    return v.is_number() ? std::optional<T>(v.get<T>()) : std::nullopt;
+}
+// An optional as JSON: the value, or null.
+template <typename T>
+nlohmann::json OrNull(const std::optional<T>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+}  // namespace flipscope::read
