@@ -14,6 +14,8 @@
 # capture worker of `flipscope history` links (scripts/build-worker.sh); a quarter fewer steps.
 # The cache key holds the source path and commit, the variant, these options and, for native
 # builds, a hash of this machine's CPU model and flags, so a build is never reused on another CPU.
+# FLIPSCOPE_LLAMA_BUILD_DIR=DIR builds in DIR instead (one per commit of a checkout, beside its
+# worktree, so that ccache sees the same relative paths from one commit to the next).
 . "$(dirname "$0")/common.sh"
 src=$(cd "$1" && pwd)
 variant=${2:-cpu}
@@ -40,7 +42,7 @@ case "$cpu_mode" in
 esac
 options="cpu=$cpu_mode amx=$amx"
 key=$(printf '%s|%s|%s|%s|%s' "$src" "$commit" "$variant" "$options" "$host" | sha256sum | cut -c1-12)
-out="$FLIPSCOPE_CACHE/llama/build-$variant-$key"
+out="${FLIPSCOPE_LLAMA_BUILD_DIR:-$FLIPSCOPE_CACHE/llama/build-$variant-$key}"
 stamp="$out/.flipscope-built"
 targets=(llama llama-common llama-perplexity llama-quantize llama-server)
 case "${FLIPSCOPE_LLAMA_TARGETS:-all}" in
