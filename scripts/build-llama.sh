@@ -15,7 +15,10 @@
 # The cache key holds the source path and commit, the variant, these options and, for native
 # builds, a hash of this machine's CPU model and flags, so a build is never reused on another CPU.
 # FLIPSCOPE_LLAMA_BUILD_DIR=DIR builds in DIR instead (one per commit of a checkout, beside its
-# worktree, so that ccache sees the same relative paths from one commit to the next).
+# worktree, so that ccache sees the same relative paths from one commit to the next), and
+# FLIPSCOPE_LLAMA_BUILD_COMMIT=TEXT is the commit text compiled in (LLAMA_COMMIT, a definition on
+# every libllama file: the commit's own id would make each of them a ccache miss at every commit;
+# the real id is still recorded in OUT/.flipscope-commit and the manifests).
 . "$(dirname "$0")/common.sh"
 src=$(cd "$1" && pwd)
 variant=${2:-cpu}
@@ -69,7 +72,7 @@ if command -v ccache >/dev/null; then
 fi
 log "building llama.cpp ($variant, ${commit:0:12}, $options) in $out; this takes about 10 minutes on 2 cores, once"
 cmake -S "$src" -B "$out" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
-  -DLLAMA_BUILD_COMMIT="${commit:0:12}" -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+  -DLLAMA_BUILD_COMMIT="${FLIPSCOPE_LLAMA_BUILD_COMMIT:-${commit:0:12}}" -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
   -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_OPENSSL=OFF \
   -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF "${cpu_flags[@]}" "${launcher[@]}" "${extra[@]}" >&2
 cmake --build "$out" --target "${targets[@]}" -j"$(nproc)" >&2

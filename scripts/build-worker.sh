@@ -30,6 +30,9 @@ if [[ "$version" == */* ]]; then
   name="llama.cpp ${commit:0:12}"
   key=$(printf '%s|%s|%s|%s' "$tree" "$src" "$commit" "$FLIPSCOPE_LLAMA_CPU" | sha256sum | cut -c1-12)
   out="${FLIPSCOPE_WORKER_DIR:-$FLIPSCOPE_CACHE/history/worker-src-$key}"
+  # One commit text compiled into every commit's libllama, so that ccache hits across commits
+  # (build-llama.sh); the manifests record the real commit.
+  export FLIPSCOPE_LLAMA_BUILD_COMMIT=${FLIPSCOPE_LLAMA_BUILD_COMMIT:-checkout}
 else
   release=$version
   src=$("$(dirname "$0")/fetch-llama.sh" "$release")
