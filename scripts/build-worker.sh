@@ -49,6 +49,13 @@ if [ -x "$bin" ] && [ "$(cat "$out/.flipscope-tree" 2>/dev/null)" = "$tree_hash"
   printf '%s\n' "$bin"; exit 0
 fi
 mkdir -p "$out"
+# One build of a worker folder at a time (a bisect and a build started by hand, two histories):
+# the second waits for the first, then finds the worker built.
+exec 9>"$out/.flipscope-lock"
+flock 9
+if [ -x "$bin" ] && [ "$(cat "$out/.flipscope-tree" 2>/dev/null)" = "$tree_hash" ]; then
+  printf '%s\n' "$bin"; exit 0
+fi
 launcher=()
 if command -v ccache >/dev/null; then
   export CCACHE_DIR="${CCACHE_DIR:-$FLIPSCOPE_CACHE/ccache}"
