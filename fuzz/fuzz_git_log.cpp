@@ -1,8 +1,10 @@
 // Fuzz target: the git output bisect reads (`git log --first-parent --reverse --format=%H%x09%s
-// GOOD..BAD`, ParseCommitList) and the criterion text it is given (ParseBisectCriterion). An
+// GOOD..BAD`, ParseCommitList), the files of a commit (`git show --name-only --format=`,
+// ParseChangedFiles) and the criterion text it is given (ParseBisectCriterion). An
 // accepted list prints back, line by line, to the same text; every id is lowercase hex of 40 or
 // 64 digits and no subject holds a line break; errors are one line. A parsed criterion prints back
-// to one that parses to the same criterion.
+// to one that parses to the same criterion. Every changed file is a non-empty line of the text, with
+no line break or trailing carriage return, and they come in the text's order.
 #include <cstdlib>
 #include <string>
 
@@ -25,6 +27,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     // The last line may lack its newline.
     if (again != text && again != text + "\n") std::abort();
+  }
+  size_t from = 0;
+  for (const std::string& f : ParseChangedFiles(text)) {
+    if (f.empty() || f.find('\n') != std::string::npos || f.back() == '\r') std::abort();
+    size_t at = text.find(f, from);
+    if (at == std::string::npos) std::abort();
+    from = at + f.size();
   }
   auto c = ParseBisectCriterion(text);
   if (!c.ok()) {

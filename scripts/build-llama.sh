@@ -14,6 +14,11 @@
 # capture worker of `flipscope history` links (scripts/build-worker.sh); a quarter fewer steps.
 # The cache key holds the source path and commit, the variant, these options and, for native
 # builds, a hash of this machine's CPU model and flags, so a build is never reused on another CPU.
+# FLIPSCOPE_LLAMA_BUILD_DIR=DIR builds in DIR instead (one per commit of a checkout, beside its
+# worktree, so that ccache sees the same relative paths from one commit to the next), and
+# FLIPSCOPE_LLAMA_BUILD_COMMIT=TEXT is the commit text compiled in (LLAMA_COMMIT, a definition on
+# every libllama file: the commit's own id would make each of them a ccache miss at every commit;
+# the real id is still recorded in OUT/.flipscope-commit and the manifests).
 . "$(dirname "$0")/common.sh"
 src=$(cd "$1" && pwd)
 variant=${2:-cpu}
@@ -40,7 +45,7 @@ case "$cpu_mode" in
 esac
 options="cpu=$cpu_mode amx=$amx"
 key=$(printf '%s|%s|%s|%s|%s' "$src" "$commit" "$variant" "$options" "$host" | sha256sum | cut -c1-12)
-out="$FLIPSCOPE_CACHE/llama/build-$variant-$key"
+out="${FLIPSCOPE_LLAMA_BUILD_DIR:-$FLIPSCOPE_CACHE/llama/build-$variant-$key}"
 stamp="$out/.flipscope-built"
 targets=(llama llama-common llama-perplexity llama-quantize llama-server)
 case "${FLIPSCOPE_LLAMA_TARGETS:-all}" in
@@ -67,7 +72,7 @@ if command -v ccache >/dev/null; then
 fi
 log "building llama.cpp ($variant, ${commit:0:12}, $options) in $out; this takes about 10 minutes on 2 cores, once"
 cmake -S "$src" -B "$out" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
-  -DLLAMA_BUILD_COMMIT="${commit:0:12}" -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+  -DLLAMA_BUILD_COMMIT="${FLIPSCOPE_LLAMA_BUILD_COMMIT:-${commit:0:12}}" -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
   -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_OPENSSL=OFF \
   -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF "${cpu_flags[@]}" "${launcher[@]}" "${extra[@]}" >&2
 cmake --build "$out" --target "${targets[@]}" -j"$(nproc)" >&2

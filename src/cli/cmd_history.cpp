@@ -1,4 +1,5 @@
-// `flipscope history -m MODEL -w WORKLOAD --releases 0.3.35,0.3.36 -o OUTDIR [--reference exact] [knobs]`
+// `flipscope history -m MODEL -w WORKLOAD --releases 0.3.35,0.3.36 -o OUTDIR [--reference exact] [knobs]`,
+// or `--llama-src DIR --commits A,B` in place of --releases
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -34,10 +35,15 @@ Action DefineHistory(CLI::App* cmd) {
   cmd->add_option("-m,--model", r.model_path, "GGUF model file")->required();
   cmd->add_option("-w,--workload", r.workload_path, "Chat JSON/JSONL, plain text or token ids")->required();
   cmd->add_option("-o,--output", r.out_dir, "Folder for the captures, history.json and history.md")->required();
-  cmd->add_option("--releases", r.releases,
-                  "llama-cpp-python releases whose vendored llama.cpp is compared, in order (e.g. 0.3.35,0.3.36)")
-      ->required()
-      ->delimiter(',');
+  auto* releases = cmd->add_option(
+      "--releases", r.releases,
+      "llama-cpp-python releases whose vendored llama.cpp is compared, in order (e.g. 0.3.35,0.3.36)");
+  releases->delimiter(',');
+  cmd->add_option("--llama-src", r.llama_src, "Your llama.cpp git checkout, whose --commits are compared");
+  auto* commits = cmd->add_option("--commits", r.commits, "Commits (ids, tags, branches) of --llama-src, in order");
+  commits->delimiter(',');
+  releases->excludes(commits);
+  cmd->add_option("--max-tokens", r.max_tokens, "Only the workload's first N tokens")->check(WholeAtLeast(2));
   cmd->add_option("--reference", o->reference, "exact: also compare every release with the FP64 exact engine");
   cmd->add_option("--format", o->format, "Workload format: auto, chat, jsonl, text, tokens")->capture_default_str();
   cmd->add_option("--chat-template", r.workload.chat_template,
@@ -55,6 +61,8 @@ Action DefineHistory(CLI::App* cmd) {
     if (!o->reference.empty() && o->reference != "exact")
       return Fail(Status::InvalidArgument("--reference must be exact (the FP64 exact engine, docs/exact.md)"));
     o->req.reference_exact = o->reference == "exact";
+    if (o->req.releases.empty() && o->req.commits.empty())
+      return Fail(Status::InvalidArgument("give --releases, or --llama-src and --commits"));
     auto format = ParseWorkloadFormat(o->format, "--format");
     if (!format.ok()) return Fail(format.status());
     o->req.workload.format = *format;

@@ -70,6 +70,7 @@ Action DefineReport(CLI::App* cmd);
 Action DefineTensors(CLI::App* cmd);
 Action DefineDoctor(CLI::App* cmd);
 Action DefineHistory(CLI::App* cmd);
+Action DefineBisect(CLI::App* cmd);
 
 // Runs a history (flipscope history, or flipscope run over a file with [history]) and prints it.
 int RunHistoryCommand(const HistoryRequest& req);

@@ -32,6 +32,9 @@ const Command kCommands[] = {
      "One workload and one set of knobs over several llama.cpp releases (llama-cpp-python's): what each "
      "upgrade changed",
      DefineHistory},
+    {"bisect",
+     "The first commit of a llama.cpp checkout between a good and a bad one whose numbers differ from good's",
+     DefineBisect},
     {"tensors", "Tensor-by-tensor diff of two checkpoints (GGUF, safetensors, sharded)", DefineTensors},
     {"doctor",
      "Checks of a model file: chat template, BOS/EOS, tools, sampling, context, pre-tokenizer "

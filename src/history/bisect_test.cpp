@@ -137,5 +137,31 @@ TEST(BisectSearch, RefusesContradictionsAndBadInput) {
   EXPECT_EQ(s->Candidates(), std::vector<size_t>{5});
 }
 
+TEST(BisectTerminal, NamesTheCommitItsFilesAndFiguresOrTheCandidates) {
+  nlohmann::json doc = {{"header", {{"good", std::string(40, 'a')}}}};
+  doc["result"] = {{"steps", 3}, {"builds", 2},
+                   {"first_bad", {{"commit", std::string(40, 'b')}, {"subject", "ggml-cpu: repack"},
+                                  {"stat", " ggml/src/ggml-cpu/repack.cpp | 4 ++--\n"},
+                                  {"comparison", {{"bit_identical", 1}, {"probes", 38}, {"flips", 2},
+                                                  {"confident_flips", 0}, {"kl_mean", 3e-3}, {"kl_p99", 0.02},
+                                                  {"kl_max", 0.04}}}}}};
+  const std::string text = BisectTerminal(doc);
+  EXPECT_NE(text.find("first bad commit: " + std::string(40, 'b') + " ggml-cpu: repack"), std::string::npos) << text;
+  EXPECT_NE(text.find("1 of 38 rows bit-identical, 2 flips"), std::string::npos) << text;
+  EXPECT_NE(text.find("repack.cpp | 4"), std::string::npos) << text;
+  doc["result"].erase("first_bad");
+  doc["result"]["candidates"] = {{{"commit", std::string(40, 'c')}, {"subject", "x"}, {"mark", "skip"}},
+                                 {{"commit", std::string(40, 'd')}, {"subject", "y"}, {"mark", "bad"}}};
+  const std::string cands = BisectTerminal(doc);
+  EXPECT_NE(cands.find(std::string(40, 'c') + " x (skip)"), std::string::npos) << cands;
+  EXPECT_NE(cands.find(std::string(40, 'd') + " y (bad)"), std::string::npos) << cands;
+}
+
+TEST(ParseChangedFiles, OneNonEmptyLineEach) {
+  EXPECT_EQ(ParseChangedFiles("a/b.c\n\nc d.h\r\n"), (std::vector<std::string>{"a/b.c", "c d.h"}));
+  EXPECT_TRUE(ParseChangedFiles("").empty());
+  EXPECT_TRUE(ParseChangedFiles("\n\r\n").empty());
+}
+
 }  // namespace
 }  // namespace flipscope

@@ -48,12 +48,16 @@ struct WorkerOptions {
   Log log;
 };
 
-// One release's capture worker, built (or found) in the cache.
+// One version's capture worker, built (or found) in the cache: a release's, or a commit's of a
+// llama.cpp checkout.
 struct Worker {
   Release release;
-  std::string binary;     // the worker's flipscope executable
+  std::string commit;     // a checkout's commit (full id); "" for a release
+  std::string binary;     // the worker's flipscope executable; "" when its build failed (error)
   std::string build_log;  // where a failed build's compiler output is
+  std::string error;      // a commit whose build failed: the one-line reason, naming build_log
   double build_seconds = 0;  // this call's build time; 0 when the worker was already built
+  double llama_build_seconds = 0;  // of that, the llama.cpp libraries (a commit's build only)
 };
 
 // The CPU mode ("native" or "portable") of the llama.cpp this binary links.
@@ -64,6 +68,24 @@ std::string MainBuildCpu();
 // The release and CPU mode this binary was built with need no build: its own flipscope-worker,
 // beside it, is that worker.
 Result<Worker> PrepareWorker(const Release& release, const WorkerOptions& options);
+
+// ---- A llama.cpp checkout (--llama-src) ----------------------------------------------------------
+
+// REV (a commit, tag or branch) of the checkout repo as a full commit id (git rev-parse --verify
+// REV^{commit}); one line naming REV when there is no such commit, or repo when it is no checkout.
+Result<std::string> ResolveCommit(const std::string& repo, const std::string& rev);
+// Whether commit a is an ancestor of b (git merge-base --is-ancestor); a is its own ancestor.
+Result<bool> IsAncestor(const std::string& repo, const std::string& a, const std::string& b);
+// The cache folder of repo's commits: $FLIPSCOPE_CACHE/commits/<hash of repo's path>; commit S is
+// checked out in S/tree, its llama.cpp built in S/llama and its worker in S/worker.
+std::string CommitCacheDir(const std::string& repo);
+// Checks sha out (git worktree add --detach) in CommitCacheDir(repo)/sha/tree, or finds it there;
+// returns the tree.
+Result<std::string> CheckoutCommit(const std::string& repo, const std::string& sha);
+// The worker of one commit of repo: checked out, its llama.cpp libraries and this tree built
+// against them (scripts/build-worker.sh, ccache shared between commits), or found built. A build
+// that fails is no error here: the worker comes back without a binary, its error and log set.
+Result<Worker> PrepareCommitWorker(const std::string& repo, const std::string& sha, const WorkerOptions& options);
 
 // Runs argv (argv[0] a path) with stdout and stderr appended to log_path; returns its exit code
 // (128 + signal when killed), or an error when it cannot start.
@@ -93,6 +115,9 @@ struct GitCommit {
 // an error naming the first line that is not one. Empty output is an empty range.
 Result<std::vector<GitCommit>> ParseCommitList(std::string_view text);
 
+// `git show --name-only --format= SHA` parsed: the paths it lists, one a line, blank lines dropped.
+std::vector<std::string> ParseChangedFiles(std::string_view text);
+
 // The search over the commits after good up to bad (oldest first, bad last and known bad), as git
 // bisect does on a first-parent history: test the untested commit nearest the middle of what is
 // still unknown; a commit that does not build is skipped and never tested again.
@@ -119,6 +144,33 @@ class BisectSearch {
   size_t lo_ = 0, hi_ = 0;
 };
 
+// A bisect of a llama.cpp checkout between a good and a bad commit (docs/history.md, "Bisect").
+struct BisectRequest {
+  std::string llama_src, good, bad;  // the checkout; good and bad as the user named them
+  BisectCriterion criterion;
+  std::string model_path, workload_path;
+  WorkloadOptions workload;
+  ProbePlan plan;
+  Knobs knobs;
+  int max_tokens = 0;  // > 0: only the workload's first max_tokens tokens (a short range)
+  int window = 8192;
+  double confident = 0.9;
+  std::string out_dir;
+  WorkerOptions worker;
+  Log log;  // one line per step
+};
+
+// Finds the first commit after good up to bad whose capture differs from good's by the criterion:
+// good and bad resolved (one line when either is unknown, they are equal, or good is not an
+// ancestor of bad), good captured once, then each commit the search offers built, captured in its
+// worker and compared with good's capture; a commit that does not build is skipped. Every step is
+// logged to out_dir/bisect.json (atomically, after each step) and every capture kept in
+// out_dir/captures/SHA.safetensors, so a rerun over the same inputs resumes. Returns bisect.json.
+Result<nlohmann::json> RunBisect(const BisectRequest& req);
+// The outcome of a bisect.json document for a terminal: the commit (or candidates), its subject,
+// the files it changed and its comparison with good.
+std::string BisectTerminal(const nlohmann::json& bisect);
+
 // ---- The history -------------------------------------------------------------------------------
 
 struct HistoryRequest {
@@ -127,6 +179,10 @@ struct HistoryRequest {
   ProbePlan plan;
   Knobs knobs;                        // the same for every release
   std::vector<std::string> releases;  // ordered, oldest first as a rule
+  // Or commits (ids, tags, branches) of the llama.cpp git checkout llama_src, in order.
+  std::string llama_src;
+  std::vector<std::string> commits;
+  int max_tokens = 0;                 // > 0: only the workload's first max_tokens tokens
   bool reference_exact = false;       // also capture with the FP64 exact engine and compare each release with it
   int window = 8192;
   double confident = 0.9;

@@ -37,28 +37,22 @@ Result<ProbePlan> WorkerPlan(const ProbePlan& plan, const Workload& w) {
   return ProbePlan{plan.stride, PositionRanges(extra)};
 }
 
-}  // namespace history
-
-namespace {
-
-// The release named in a capture's manifest ("llama-cpp-python X"), or "" when none.
-std::string ManifestRelease(const CaptureManifest& m) {
+std::string ManifestSource(const CaptureManifest& m, const std::string& field) {
   const nlohmann::json& e = m.engine.record;
   if (!e.is_object() || !e.contains("llama_source") || !e["llama_source"].is_object()) return "";
-  return e["llama_source"].value("release", "");
+  return e["llama_source"].value(field, "");
 }
 
-// True when path holds a complete capture of exactly this request (and release, when given).
-bool Reusable(const std::string& path, const nlohmann::json& request, const std::string& release) {
+bool Reusable(const std::string& path, const nlohmann::json& request, const std::string& field,
+              const std::string& value) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) return false;
   auto r = CaptureReader::Open(path);
   if (!r.ok()) return false;
   const auto& m = (*r)->manifest();
-  return m.request == request && (release.empty() || ManifestRelease(m) == release);
+  return m.request == request && (field.empty() || ManifestSource(m, field) == value);
 }
 
-// The worker's capture command: the same token ids, probe positions, store and knobs for every release.
 std::vector<std::string> WorkerArgs(const Worker& w, const CaptureRequest& req) {
   std::vector<std::string> a = {w.binary,   "capture", "-q", "-m", req.model_path, "-w", req.workload_path,
                                 "--format", "tokens",  "-o", req.out_path, "--stride", std::to_string(req.plan.stride),
@@ -74,7 +68,6 @@ std::vector<std::string> WorkerArgs(const Worker& w, const CaptureRequest& req) 
   return a;
 }
 
-// The tail of a worker's log, for an error message.
 std::string LogTail(const std::string& path) {
   auto text = ReadFile(path);
   if (!text.ok()) return "";
@@ -84,23 +77,75 @@ std::string LogTail(const std::string& path) {
   return nl == std::string::npos ? t : t.substr(nl + 1);
 }
 
-// Captures (or reuses) one release's capture; fills its entry of history.json's "versions".
-Status CaptureRelease(const HistoryRequest& hr, const CaptureRequest& req, const nlohmann::json& request,
+Result<WorkerInput> PrepareWorkerInput(const WorkerInputOptions& o) {
+  WorkerInput in;
+  CaptureRequest& req = in.req;
+  req.model_path = o.model_path;
+  req.workload_path = o.workload_path;
+  req.workload = o.workload;
+  req.knobs = o.knobs;
+  req.plan = o.plan;
+  req.log = o.log;
+  FS_ASSIGN_OR_RETURN(in.src, PrepareCapture(req));
+  Workload& w = in.src.workload;
+  if (o.max_tokens > 0 && size_t(o.max_tokens) < w.tokens.size()) {
+    // A short range: the first max_tokens tokens, the spans that begin there cut at its end.
+    w.tokens.resize(size_t(o.max_tokens));
+    std::erase_if(w.spans, [&](const Span& s) { return s.begin >= o.max_tokens; });
+    for (Span& s : w.spans) s.end = std::min(s.end, o.max_tokens);
+  }
+  in.tokens_path = (fs::path(o.out_dir) / "workload.tokens").string();
+  FS_RETURN_IF_ERROR(WriteFileAtomic(in.tokens_path, fmt::format("{}\n", fmt::join(w.tokens, " "))));
+  FS_ASSIGN_OR_RETURN(in.tokens_sha, Sha256File(in.tokens_path));
+  FS_ASSIGN_OR_RETURN(req.plan, WorkerPlan(o.plan, w));
+  req.workload_path = in.tokens_path;
+  req.workload = WorkloadOptions{};
+  req.workload.format = WorkloadFormat::kTokens;
+  req.log = Log::Quiet();
+  return in;
+}
+
+Result<double> CaptureInWorker(const Worker& w, const CaptureRequest& req, const std::string& log_path,
+                               const std::string& name) {
+  double t0 = NowSeconds();
+  FS_ASSIGN_OR_RETURN(int code, RunProcess(WorkerArgs(w, req), log_path));
+  if (code != 0)
+    return Status::Error(fmt::format("{}: the worker's capture failed (exit {}): {}", name, code, LogTail(log_path)));
+  return NowSeconds() - t0;
+}
+
+}  // namespace history
+
+namespace {
+
+using history::ManifestSource;
+using history::Reusable;
+
+// Captures (or reuses) one version's capture; fills its entry of history.json's "versions": a
+// release ("release" its number) or a commit of hr.llama_src ("commit" its id, "release" its short id).
+Status CaptureVersion(const HistoryRequest& hr, const CaptureRequest& req, const nlohmann::json& request,
                       const std::string& logs_dir, nlohmann::json& entry) {
-  FS_ASSIGN_OR_RETURN(Release rel, ParseRelease(entry["release"].get<std::string>()));
-  FS_ASSIGN_OR_RETURN(Worker w, PrepareWorker(rel, hr.worker));
+  const bool is_commit = entry.contains("commit");
+  std::string name, field, value;
+  Worker w;
+  if (is_commit) {
+    value = entry["commit"].get<std::string>();
+    FS_ASSIGN_OR_RETURN(w, PrepareCommitWorker(hr.llama_src, value, hr.worker));
+    if (w.binary.empty()) return Status::Error(w.error);
+    name = "llama.cpp " + value.substr(0, 12), field = "commit";
+  } else {
+    FS_ASSIGN_OR_RETURN(Release rel, ParseRelease(entry["release"].get<std::string>()));
+    FS_ASSIGN_OR_RETURN(w, PrepareWorker(rel, hr.worker));
+    name = value = "llama-cpp-python " + rel.ToString(), field = "release";
+  }
   entry["worker"] = w.binary;
   entry["worker_build_seconds"] = w.build_seconds;
-  const std::string name = "llama-cpp-python " + rel.ToString();
-  entry["reused"] = Reusable(req.out_path, request, name);
+  if (is_commit) entry["llama_build_seconds"] = w.llama_build_seconds;
+  entry["reused"] = Reusable(req.out_path, request, field, value);
   if (!entry["reused"].get<bool>()) {
-    const std::string log_path = (fs::path(logs_dir) / (rel.ToString() + ".log")).string();
+    const std::string log_path = (fs::path(logs_dir) / (entry["release"].get<std::string>() + ".log")).string();
     hr.log.Info(fmt::format("{}: capturing in its worker (log {})", name, log_path));
-    double t0 = NowSeconds();
-    FS_ASSIGN_OR_RETURN(int code, RunProcess(WorkerArgs(w, req), log_path));
-    if (code != 0)
-      return Status::Error(fmt::format("{}: the worker's capture failed (exit {}): {}", name, code, LogTail(log_path)));
-    entry["capture_seconds"] = NowSeconds() - t0;
+    FS_ASSIGN_OR_RETURN(entry["capture_seconds"], history::CaptureInWorker(w, req, log_path, name));
   }
   FS_ASSIGN_OR_RETURN(auto reader, CaptureReader::Open(req.out_path));
   const ManifestEngine& me = reader->manifest().engine;
@@ -109,9 +154,34 @@ Status CaptureRelease(const HistoryRequest& hr, const CaptureRequest& req, const
   entry["llama_source"] = e.is_object() ? e.value("llama_source", nlohmann::json()) : nlohmann::json();
   entry["kernel_path"] = me.kernel_path;
   entry["flags"] = me.flags;
-  if (ManifestRelease(reader->manifest()) != name)
-    return Status::Error(fmt::format("{}: the worker wrote a capture of '{}'", req.out_path, ManifestRelease(reader->manifest())));
+  if (ManifestSource(reader->manifest(), field) != value)
+    return Status::Error(fmt::format("{}: the worker wrote a capture of {} '{}'", req.out_path, field,
+                                     ManifestSource(reader->manifest(), field)));
   return Status::Ok();
+}
+
+// history.json's "versions" before capturing: each release, or each commit of --llama-src resolved.
+Result<nlohmann::json> VersionEntries(const HistoryRequest& hr, const fs::path& caps) {
+  nlohmann::json out = nlohmann::json::array();
+  if (!hr.llama_src.empty() || !hr.commits.empty()) {
+    if (hr.llama_src.empty() || hr.commits.empty() || !hr.releases.empty())
+      return Status::InvalidArgument("--commits needs --llama-src (and no --releases): the commits of one llama.cpp checkout");
+    if (hr.commits.size() < 2)
+      return Status::InvalidArgument(fmt::format("a history needs at least two commits ({} given)", hr.commits.size()));
+    std::set<std::string> seen;
+    for (const auto& rev : hr.commits) {
+      FS_ASSIGN_OR_RETURN(std::string sha, ResolveCommit(hr.llama_src, rev));
+      if (!seen.insert(sha).second)
+        return Status::InvalidArgument(fmt::format("commit '{}' ({}) is listed twice", rev, sha.substr(0, 12)));
+      out.push_back({{"release", sha.substr(0, 12)}, {"commit", sha},
+                     {"capture", (caps / (sha + ".safetensors")).string()}});
+    }
+    return out;
+  }
+  FS_ASSIGN_OR_RETURN(auto releases, ParseHistoryReleases(hr.releases));
+  for (const Release& r : releases)
+    out.push_back({{"release", r.ToString()}, {"capture", (caps / (r.ToString() + ".safetensors")).string()}});
+  return out;
 }
 
 // The exact reference over the same token ids, in this process (the FP64 engine does not depend
@@ -124,7 +194,7 @@ Status CaptureExact(const HistoryRequest& hr, CaptureRequest req, const std::str
   req.knobs = exact_knobs;
   req.out_path = entry["capture"].get<std::string>();
   nlohmann::json request = CaptureRequestJson(req, model_sha, tokens_sha);
-  entry["reused"] = Reusable(req.out_path, request, "");
+  entry["reused"] = Reusable(req.out_path, request, "", "");
   if (entry["reused"].get<bool>()) return Status::Ok();
   hr.log.Info("exact: capturing with the FP64 engine");
   double t0 = NowSeconds();
@@ -136,50 +206,38 @@ Status CaptureExact(const HistoryRequest& hr, CaptureRequest req, const std::str
 }  // namespace
 
 Result<nlohmann::json> RunHistory(const HistoryRequest& hr) {
-  FS_ASSIGN_OR_RETURN(auto releases, ParseHistoryReleases(hr.releases));
+  const fs::path out(hr.out_dir), caps = out / "captures", logs = out / "logs";
+  FS_ASSIGN_OR_RETURN(nlohmann::json versions, VersionEntries(hr, caps));
   if (hr.knobs.replay != Replay::kPrefill)
     return Status::InvalidArgument("history replays by prefill only: every release is fed the rendered token ids");
   FS_RETURN_IF_ERROR(CheckKnobs(EngineKind::kLlama, hr.knobs));
-  const fs::path out(hr.out_dir), caps = out / "captures", logs = out / "logs";
   std::error_code ec;
   fs::create_directories(caps, ec);
   fs::create_directories(logs, ec);
   if (ec) return Status::Io(fmt::format("{}: {}", hr.out_dir, ec.message()));
 
-  // Render and tokenize once; every release is fed these token ids.
-  CaptureRequest req;
-  req.model_path = hr.model_path;
-  req.workload_path = hr.workload_path;
-  req.workload = hr.workload;
-  req.knobs = hr.knobs;
-  req.plan = hr.plan;
-  req.log = hr.log;
-  FS_ASSIGN_OR_RETURN(CaptureSource src, PrepareCapture(req));
-  const std::string tokens_path = (out / "workload.tokens").string();
-  FS_RETURN_IF_ERROR(WriteFileAtomic(tokens_path, fmt::format("{}\n", fmt::join(src.workload.tokens, " "))));
-  FS_ASSIGN_OR_RETURN(std::string tokens_sha, Sha256File(tokens_path));
-  FS_ASSIGN_OR_RETURN(req.plan, history::WorkerPlan(hr.plan, src.workload));
-  req.workload_path = tokens_path;
-  req.workload = WorkloadOptions{};
-  req.workload.format = WorkloadFormat::kTokens;
-  req.log = Log::Quiet();
-
+  // Render and tokenize once; every version is fed these token ids.
+  FS_ASSIGN_OR_RETURN(history::WorkerInput in,
+                      history::PrepareWorkerInput({hr.model_path, hr.workload_path, hr.workload, hr.knobs, hr.plan,
+                                                   hr.max_tokens, hr.out_dir, hr.log}));
+  CaptureRequest& req = in.req;
+  const CaptureSource& src = in.src;
   nlohmann::json doc = {{"model", hr.model_path},           {"model_sha256", src.model.sha256},
                         {"workload", hr.workload_path},      {"workload_sha256", src.workload_sha256},
-                        {"n_tokens", src.workload.tokens.size()}, {"tokens", tokens_path},
+                        {"n_tokens", src.workload.tokens.size()}, {"tokens", in.tokens_path},
                         {"flags", hr.knobs.ToFlags()},       {"probe_plan", hr.plan.ToJson()},
                         {"window", hr.window},               {"cpu", hr.worker.cpu.empty() ? MainBuildCpu() : hr.worker.cpu},
                         {"versions", nlohmann::json::array()}};
-  for (const Release& r : releases) {
-    nlohmann::json entry = {{"release", r.ToString()},
-                            {"capture", (caps / (r.ToString() + ".safetensors")).string()}};
+  if (!hr.llama_src.empty()) doc["llama_src"] = hr.llama_src;
+  for (nlohmann::json& entry : versions) {
     req.out_path = entry["capture"].get<std::string>();
-    FS_RETURN_IF_ERROR(CaptureRelease(hr, req, CaptureRequestJson(req, src.model.sha256, tokens_sha), logs.string(), entry));
+    FS_RETURN_IF_ERROR(
+        CaptureVersion(hr, req, CaptureRequestJson(req, src.model.sha256, in.tokens_sha), logs.string(), entry));
     doc["versions"].push_back(std::move(entry));
   }
   if (hr.reference_exact) {
     nlohmann::json entry = {{"capture", (caps / "exact.safetensors").string()}};
-    FS_RETURN_IF_ERROR(CaptureExact(hr, req, src.model.sha256, tokens_sha, entry));
+    FS_RETURN_IF_ERROR(CaptureExact(hr, req, src.model.sha256, in.tokens_sha, entry));
     doc["exact"] = std::move(entry);
   }
   FS_RETURN_IF_ERROR(history::CompareAll(hr, doc));

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <regex>
 
@@ -76,49 +77,112 @@ std::string OwnWorker(const Release& release, const std::string& cpu) {
   fs::path w = exe.parent_path() / "flipscope-worker";
   return fs::is_regular_file(w, ec) ? w.string() : "";
 }
+
+// What a build script printed and how it ended.
+struct ScriptRun {
+  int code = -1;
+  std::string out, err_line;  // stdout; the last line of stderr, "[setup] error: " taken off
+  bool built = false;         // it built something (else the worker was already built)
+};
+
+// Runs `env bash script args... 2>tmp` and collects its stdout, exit code and last stderr line.
+Result<ScriptRun> RunScript(const std::string& env, const std::string& script, const std::vector<std::string>& args) {
+  const std::string err_path = (fs::temp_directory_path() / fmt::format("flipscope-worker-{}.err", ::getpid())).string();
+  std::string cmd = env + " bash " + ShellQuote(script);
+  for (const auto& a : args) cmd += " " + ShellQuote(a);
+  cmd += " 2>" + ShellQuote(err_path);
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  if (!pipe) return Status::Error("cannot run " + script);
+  ScriptRun r;
+  char buf[4096];
+  while (size_t n = std::fread(buf, 1, sizeof(buf), pipe)) r.out.append(buf, n);
+  int status = ::pclose(pipe);
+  auto err_text = ReadFile(err_path);
+  std::error_code ec;
+  fs::remove(err_path, ec);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.err_line = LastLine(err_text.ok() ? *err_text : "");
+  if (r.err_line.rfind("[setup] error: ", 0) == 0) r.err_line = r.err_line.substr(15);
+  r.built = err_text.ok() && err_text->find("building the capture worker") != std::string::npos;
+  return r;
+}
+
+// The build script of the workers, in the tree workers are built from.
+Result<std::string> WorkerScript(const WorkerOptions& options) {
+  const std::string script = (fs::path(options.tree) / "scripts" / "build-worker.sh").string();
+  if (!fs::is_regular_file(script))
+    return Status::Error(script + ": not found (the flipscope source tree that workers are built from)");
+  return script;
+}
+
+// A number of seconds a build script left in a file; 0 when there is none.
+double SecondsIn(const fs::path& path) {
+  auto text = ReadFile(path.string());
+  return text.ok() ? std::atof(text->c_str()) : 0;
+}
 }  // namespace
 
 Result<Worker> PrepareWorker(const Release& release, const WorkerOptions& options) {
   const std::string cpu = options.cpu.empty() ? MainBuildCpu() : options.cpu;
   if (std::string own = OwnWorker(release, cpu); !own.empty()) {
     options.log.Info(fmt::format("llama-cpp-python {}: this build's own worker {}", release.ToString(), own));
-    return Worker{release, own, "", 0};
+    Worker w;
+    w.release = release;
+    w.binary = own;
+    return w;
   }
-  const std::string script = (fs::path(options.tree) / "scripts" / "build-worker.sh").string();
-  if (!fs::is_regular_file(script))
-    return Status::Error(script + ": not found (the flipscope source tree that workers are built from)");
-  const std::string err_path = (fs::temp_directory_path() / fmt::format("flipscope-worker-{}.err", ::getpid())).string();
-  const std::string cmd = fmt::format("FLIPSCOPE_LLAMA_CPU={} bash {} {} {} 2>{}", ShellQuote(cpu),
-                                      ShellQuote(script), release.ToString(), ShellQuote(options.tree),
-                                      ShellQuote(err_path));
+  FS_ASSIGN_OR_RETURN(std::string script, WorkerScript(options));
   options.log.Info(fmt::format("llama-cpp-python {}: preparing its capture worker", release.ToString()));
   double t0 = NowSeconds();
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  if (!pipe) return Status::Error("cannot run " + script);
-  std::string out;
-  char buf[4096];
-  while (size_t n = std::fread(buf, 1, sizeof(buf), pipe)) out.append(buf, n);
-  int status = ::pclose(pipe);
-  auto err_text = ReadFile(err_path);
-  std::string err = err_text.ok() ? *err_text : "";
-  std::error_code ec;
-  fs::remove(err_path, ec);
-  int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::string line = LastLine(err);
-  if (line.rfind("[setup] error: ", 0) == 0) line = line.substr(15);
-  if (code == 3)  // the tree does not compile against this release's llama.cpp
+  FS_ASSIGN_OR_RETURN(ScriptRun run, RunScript("FLIPSCOPE_LLAMA_CPU=" + ShellQuote(cpu), script,
+                                               {release.ToString(), options.tree}));
+  const std::string& line = run.err_line;
+  if (run.code == 3)  // the tree does not compile against this release's llama.cpp
     return Status::Refused(fmt::format("{} (supported: {} to {})", line, OldestSupported().ToString(),
                                        NewestSupported().ToString()));
-  if (code != 0)
+  if (run.code != 0)
     return Status::Error(fmt::format("llama-cpp-python {}: building its worker failed: {}", release.ToString(),
-                                     line.empty() ? "exit " + std::to_string(code) : line));
+                                     line.empty() ? "exit " + std::to_string(run.code) : line));
   Worker w;
   w.release = release;
-  w.binary = LastLine(out);
+  w.binary = LastLine(run.out);
   w.build_log = (fs::path(w.binary).parent_path().parent_path() / "build.log").string();
-  w.build_seconds = err.find("building the capture worker") != std::string::npos ? NowSeconds() - t0 : 0;
+  w.build_seconds = run.built ? NowSeconds() - t0 : 0;
   if (!fs::is_regular_file(w.binary))
     return Status::Error(fmt::format("llama-cpp-python {}: {} printed no worker binary", release.ToString(), script));
+  return w;
+}
+
+Result<Worker> PrepareCommitWorker(const std::string& repo, const std::string& sha, const WorkerOptions& options) {
+  const std::string cpu = options.cpu.empty() ? MainBuildCpu() : options.cpu;
+  FS_ASSIGN_OR_RETURN(std::string script, WorkerScript(options));
+  FS_ASSIGN_OR_RETURN(std::string tree, CheckoutCommit(repo, sha));
+  const fs::path dir = fs::path(tree).parent_path();
+  // Every commit is built beside its worktree, under one base folder: ccache, told that base,
+  // sees the same relative paths for every commit, so a file one commit did not change is a hit.
+  // NOHASHDIR: the build folder's own name (the commit) stays out of the hash of debug builds.
+  const std::string env = fmt::format(
+      "FLIPSCOPE_LLAMA_CPU={} FLIPSCOPE_WORKER_DIR={} FLIPSCOPE_LLAMA_BUILD_DIR={} CCACHE_BASEDIR={} CCACHE_NOHASHDIR=1",
+      ShellQuote(cpu), ShellQuote((dir / "worker").string()), ShellQuote((dir / "llama").string()),
+      ShellQuote(CommitCacheDir(repo)));
+  options.log.Info(fmt::format("llama.cpp {}: preparing its capture worker in {}", sha.substr(0, 12), dir.string()));
+  double t0 = NowSeconds();
+  FS_ASSIGN_OR_RETURN(ScriptRun run, RunScript(env, script, {tree, options.tree}));
+  Worker w;
+  w.commit = sha;
+  w.build_log = (dir / "worker" / "build.log").string();
+  w.build_seconds = run.built ? NowSeconds() - t0 : 0;
+  w.llama_build_seconds = run.built ? SecondsIn(dir / "worker" / ".flipscope-llama-seconds") : 0;
+  if (run.code == 3 || run.code == 4) {  // a build that fails: the caller decides (bisect skips it)
+    w.error = run.err_line;
+    return w;
+  }
+  if (run.code != 0)
+    return Status::Error(fmt::format("llama.cpp {}: building its worker failed: {}", sha.substr(0, 12),
+                                     run.err_line.empty() ? "exit " + std::to_string(run.code) : run.err_line));
+  w.binary = LastLine(run.out);
+  if (!fs::is_regular_file(w.binary))
+    return Status::Error(fmt::format("llama.cpp {}: {} printed no worker binary", sha.substr(0, 12), script));
   return w;
 }
 
