@@ -248,6 +248,20 @@ void AddRunRecord(const CaptureRequest& req, const MadeEngine& made, const RowsR
   }
 }
 
+// A server whose one-token rows differ from its own greedy generation's at the same positions
+// computes a decode step differently depending on how its cache was filled: its served rows are
+// decode steps, but not bit for bit those one agent loop computed. Said on the terminal, not only
+// in the manifest (served.proof), since it changes what the capture can be trusted for.
+void WarnIfProofFails(const CaptureRequest& req, const nlohmann::json& proof) {
+  const int64_t compared = proof.value("compared", int64_t(0)), identical = proof.value("identical", int64_t(0));
+  if (identical >= compared) return;
+  req.log.Info(fmt::format("warning: {}: {} of {} decode-step rows differ from the server's own greedy generation at "
+                           "the same position (served.proof): this server's decode steps depend on how its cache "
+                           "was filled, so the served rows are decode steps, not bit for bit the ones one agent "
+                           "loop computed",
+                           req.out_path, compared - identical, compared));
+}
+
 // A served replay over HTTP: the rows are gathered first, because which probes the server computed
 // as served is known only from its answers; only those are written (docs/served.md, "Over HTTP").
 Result<CaptureManifest> CaptureServedHttp(const CaptureRequest& req, const CaptureSource& src, MadeEngine& made,
@@ -294,6 +308,7 @@ Result<CaptureManifest> CaptureServedHttp(const CaptureRequest& req, const Captu
   const nlohmann::json final_manifest = manifest.ToJson();
   writer->SetManifest(final_manifest);
   FS_RETURN_IF_ERROR(writer->Commit());
+  WarnIfProofFails(req, served["proof"]);
   return CaptureManifest::FromJson(final_manifest);
 }
 

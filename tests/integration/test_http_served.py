@@ -91,6 +91,21 @@ class HttpServed(unittest.TestCase):
                 self.assertEqual(sv["proof"]["compared"], len(self.singles))
                 self.assertEqual(sv["proof"]["identical"], len(self.singles))
 
+    def test_a_failed_proof_is_said(self):
+        # A server whose one-token rows differ from its own generation's (vLLM FA3 on the H200 did:
+        # docs/served.md): the capture is written, and the terminal says the proof failed.
+        with Server(self.base, "--prefix-caching", "1", "--prompt-tokens-details", "--fault", "decode_differs") as s:
+            path, p = self.capture(s.url, "served-differs.safetensors")
+            sv = manifest(path)["served"]
+            self.assertEqual(sv["proof"]["compared"], len(self.singles))
+            self.assertEqual(sv["proof"]["identical"], 0)
+            warnings = [line for line in p.stderr.splitlines() if line.startswith("warning:")]
+            self.assertEqual(len(warnings), 1, p.stderr)
+            self.assertIn(f"{len(self.singles)} of {len(self.singles)} decode-step rows differ", warnings[0])
+        with Server(self.base, "--prefix-caching", "1", "--prompt-tokens-details") as s:
+            _, p = self.capture(s.url, "served-same.safetensors")
+            self.assertNotIn("warning:", p.stderr)
+
     def test_full_blocks_only(self):
         # vLLM's rule, 16-token blocks: a one-token request reuses floor(p / 16) * 16 tokens, so only a
         # step at a block boundary is computed alone; the others are the generation's decode steps.

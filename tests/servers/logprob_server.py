@@ -46,6 +46,8 @@ a cut JSON body; "wrong_count" prompt_logprobs / input_top_logprobs lack their l
 "batch_variant" a prompt-logprobs request that runs while a filler is in flight has the top two ids
 of every 5th position swapped (a server whose kernels depend on the batch).
 "cache_miss:N" the N-th one-token request reuses nothing (it reports 0 cached, as after an eviction).
+"decode_differs" every one-token answer's log-probabilities are 1e-3 lower than the generation's at
+the same position (a server whose decode step depends on how its cache was filled).
 "die:N" the process kills itself (SIGKILL) on its N-th POST. --ignore-term ignores SIGTERM (only
 SIGKILL stops it). Prints "PORT <n>" and "PID <n>" once listening.
 """
@@ -274,6 +276,9 @@ class Handler(BaseHTTPRequestHandler):
         finish = "length" if len(out) == n_new else "stop"
         kind, *arg = o.fault.split(":") if o.fault else [""]
         cached = self.reuse(ids)
+        if kind == "decode_differs" and n_new == 1 and k > 0:
+            out = [(t, float(np.float32(lp - 1e-3))) for t, lp in out]
+            tops = [[(v, float(np.float32(lp - 1e-3))) for v, lp in e] for e in tops]
         with self.server.lock:
             one = n_new == 1 and k > 0
             self.server.served += one
