@@ -13,6 +13,7 @@
 #include "capture/capture.h"
 #include "engine/engine.h"
 #include "layers/layers.h"
+#include "results/experiment_results.h"
 #include "util/status.h"
 #include "util/util.h"
 
@@ -127,9 +128,12 @@ Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& op
 Experiment ServedTwin(const Experiment& exp, nlohmann::json* skipped);
 
 struct ModelInfo;
-// The recipe from a results document (its configs, summary and reference) and the baseline's
-// model (KV shape, training context): configurations ranked by fidelity against memory, KV bytes
-// per token per KV type, the context a memory budget fits, and launch commands.
+// The recipe from an experiment's results (its configs, summary, forks, served replay and
+// reference) and the baseline's model (KV shape, training context): configurations ranked by
+// fidelity against memory, KV bytes per token per KV type, the context a memory budget fits, and
+// launch commands.
+nlohmann::json MakeRecipe(const ExperimentResults& results, const ModelInfo& model);
+// The same from a results document (read with ExperimentResults::FromJson).
 nlohmann::json MakeRecipe(const nlohmann::json& results, const ModelInfo& model);
 
 }  // namespace flipscope

@@ -21,12 +21,6 @@ const ConfigSpec* SpecOf(const Experiment& exp, const std::string& name) {
   return nullptr;
 }
 
-int64_t FirstRepeatFlips(const nlohmann::json& results, const std::string& name) {
-  for (const auto& cmp : results["comparisons"])
-    if (cmp["config"] == name && cmp["repeat"] == 0) return cmp["compare"]["overall"].value("flips", int64_t(0));
-  return 0;
-}
-
 // Why the layers stage cannot look into this configuration ("" when it can).
 std::string Unsupported(const ConfigSpec& c) {
   if (c.engine != EngineKind::kLlama) return "a server configuration: its graph is not llama.cpp's to tap";
@@ -56,34 +50,32 @@ bool Layered(const Experiment& exp, const std::string& name) {
   return exp.layers.enabled && (only.empty() || std::find(only.begin(), only.end(), name) != only.end());
 }
 
-Status LayersAll(const Experiment& exp, nlohmann::json& results, const RunOptions& opts) {
-  results["layers"] = nlohmann::json::array();
-  const std::string base = results["configs"][0]["captures"][0];
+Status LayersAll(const Experiment& exp, ExperimentResults& results, const RunOptions& opts) {
+  std::vector<LayersRecord>& out = results.layers.emplace();
+  const Measurements& m = results.measured;
+  const std::string base = m.configs[0].captures[0];
   const fs::path dir = fs::path(opts.outdir) / "layers";
-  for (const auto& c : results["configs"]) {
-    const std::string name = c["name"];
-    const ConfigSpec* spec = SpecOf(exp, name);
-    if (!spec || ReadConfigStatus(c) != ConfigStatus::kOk || !Layered(exp, name) ||
-        FirstRepeatFlips(results, name) == 0)
-      continue;
-    nlohmann::json entry = {{"config", name}};
+  for (const ConfigEntry& c : m.configs) {
+    const ConfigSpec* spec = SpecOf(exp, c.name);
+    if (!spec || !c.Ok() || !Layered(exp, c.name) || FirstRepeatFlips(m, c.name) == 0) continue;
+    LayersRecord entry{c.name};
     if (std::string why = Unsupported(*spec); !why.empty() || exp.baseline.engine != EngineKind::kLlama) {
-      entry["skipped"] = why.empty() ? "the baseline is a server configuration" : why;
-      results["layers"].push_back(entry);
+      entry.skipped = why.empty() ? "the baseline is a server configuration" : why;
+      out.push_back(std::move(entry));
       continue;
     }
-    const std::string cand = c["captures"][0];
-    const std::string kept_path = (dir / (name + ".json")).string();
+    const std::string& cand = c.captures[0];
+    const std::string kept_path = (dir / (c.name + ".json")).string();
     std::optional<nlohmann::json> got = Kept(kept_path, base, cand, exp.layers);
     if (!got) {
-      opts.log.Info(fmt::format("  recomputing the flips of {} layer by layer", name));
+      opts.log.Info(fmt::format("  recomputing the flips of {} layer by layer", c.name));
       LayersRequest req{base, cand, {}};
       req.options = exp.layers.options;
       req.options.log = opts.log;
       auto r = RunLayers(req);
       if (!r.ok()) {  // e.g. rows that do not reproduce on this machine: said, not fatal
-        entry["error"] = r.status().message();
-        results["layers"].push_back(entry);
+        entry.error = r.status().message();
+        out.push_back(std::move(entry));
         continue;
       }
       got = *r;
@@ -94,8 +86,8 @@ Status LayersAll(const Experiment& exp, nlohmann::json& results, const RunOption
       FS_RETURN_IF_ERROR(
           WriteFileAtomic(kept_path, got->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
     }
-    entry["result"] = std::move(*got);
-    results["layers"].push_back(entry);
+    entry.result = std::move(*got);
+    out.push_back(std::move(entry));
   }
   return Status::Ok();
 }

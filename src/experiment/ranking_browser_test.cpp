@@ -52,7 +52,10 @@ TEST(RankingInChromium, TheOrderAndTieLabelsAreTheRecipes) {
   auto text = ReadFile(std::string(FLIPSCOPE_SOURCE_DIR) + "/tests/data/results-sample.json");
   ASSERT_TRUE(text.ok()) << text.status().message();
   json results = json::parse(*text);
-  AddDamage(results);  // the sample predates the damage fields: kv-q4_0's forks, 61 followed
+  // The sample predates the damage fields: kv-q4_0's forks, 61 followed.
+  ExperimentResults typed = ExperimentResults::FromJson(results);
+  AddDamage(typed.measured);
+  results["summary"] = typed.ToJson()["summary"];
   results["recipe"] = MakeRecipe(results, Qwen3());
   const json& ranking = results["recipe"]["ranking"];
   fs::path dir = fs::path(FLIPSCOPE_BINARY_DIR) / "ranking_browser_test";

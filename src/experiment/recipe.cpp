@@ -5,6 +5,8 @@
 #include <cmath>
 
 #include "experiment/steps.h"
+#include "results/experiment_results.h"
+#include "results/read.h"
 #include "results/results.h"
 #include "util/util.h"
 
@@ -31,15 +33,12 @@ json LoadWarnings(const ResultsRows& rows, const std::string& baseline) {
 }
 
 // A configuration's KV bytes per token; -1 when unknown (a server configuration).
-double Kv(const json& c) {
-  auto it = c.find("kv_bytes_per_token");
-  return it != c.end() && it->is_number() ? it->get<double>() : -1.0;
-}
+double Kv(const ConfigEntry& c) { return read::Opt<double>(c.fields, "kv_bytes_per_token").value_or(-1.0); }
 
 // One configuration as the recipe weighs it.
 struct RecipeRow {
   std::string name;
-  const json* config = nullptr;  // its configs[] entry
+  const ConfigEntry* config = nullptr;  // its configs[] entry
   const SummaryRow* summary = nullptr;
   double rate = 0, kl = 0, kv = -1, weights = 0;
   Estimate flip{};                       // its flip rate (served where measured) and interval
@@ -101,30 +100,30 @@ std::optional<Estimate> DamageOf(const RecipeRow& r, bool is_baseline) {
 
 // Every measured configuration, and the baseline even when it ran once; with the exact
 // reference their distance to it.
-std::vector<RecipeRow> Rows(const json& results, const ResultsRows& typed, const ModelInfo& model) {
+std::vector<RecipeRow> Rows(const ExperimentResults& results, const ResultsRows& typed, const ModelInfo& model) {
   std::vector<RecipeRow> rows;
-  const std::string baseline = results["configs"][0]["name"];
-  auto add = [&](const json& c, const SummaryRow* s) {
-    RecipeRow r{
-        c["name"], &c, s, s ? s->median_flip_rate : 0.0, s ? s->kl_mean : 0.0, Kv(c), c.value("model_file_size", 0.0)};
+  const std::vector<ConfigEntry>& configs = results.measured.configs;
+  const std::string baseline = configs[0].name;
+  auto add = [&](const ConfigEntry& c, const SummaryRow* s) {
+    RecipeRow r{c.name, &c, s, s ? s->median_flip_rate : 0.0, s ? s->kl_mean : 0.0, Kv(c),
+                read::Get(c.fields, "model_file_size", 0.0)};
     if (s) r.flip = RateOf(*s);
     // Measured under served replay too: its served figures rank it (what a deployment computed).
     if ((r.served = typed.FindServed(r.name)))
       r.rate = r.served->median_flip_rate, r.kl = r.served->kl_mean, r.flip = RateOf(*r.served);
     r.damage = DamageOf(r, r.name == baseline);
-    if (auto k = Knobs::FromJson(c.value("knobs", json())); k.ok() && r.kv >= 0) r.knobs = *k;
-    r.swa_full = CapturedSwaFull(c, model);
+    if (auto k = Knobs::FromJson(read::Sub(c.fields, "knobs")); k.ok() && r.kv >= 0) r.knobs = *k;
+    r.swa_full = CapturedSwaFull(c.fields, model);
     r.memory = MemoryAt(r, model);
     for (const SummaryRow& e : typed.reference)
       if (e.config == r.name) r.exact = RateOf(e), r.exact_kl = e.kl_mean;
     rows.push_back(r);
   };
   for (const SummaryRow& s : typed.summary)
-    for (const auto& c : results["configs"])
-      if (c["name"] == s.config) add(c, &s);
-  const json& base = results["configs"][0];
-  if (std::none_of(rows.begin(), rows.end(), [&](const RecipeRow& r) { return r.name == base["name"]; }))
-    add(base, nullptr);
+    for (const ConfigEntry& c : configs)
+      if (c.name == s.config) add(c, &s);
+  if (std::none_of(rows.begin(), rows.end(), [&](const RecipeRow& r) { return r.name == baseline; }))
+    add(configs[0], nullptr);
   return rows;
 }
 
@@ -179,19 +178,19 @@ RankingKey Rank(std::vector<RecipeRow>& rows) {
 }
 
 // The replay a configuration's captures ran (its knobs; a capture without one was a prefill).
-std::string ReplayOf(const json& config) {
-  const json& knobs = config.value("knobs", json());
-  return knobs.is_object() && knobs.value("replay", json()).is_string() ? knobs["replay"].get<std::string>()
-                                                                        : "prefill";
+std::string ReplayOf(const ConfigEntry& config) {
+  return read::Str(read::Sub(config.fields, "knobs"), "replay", "prefill");
 }
 
 // How often a configuration's forks started from the token its capture's row chose, as the
 // generation reproduced it (branch records' "reproduced"): {"reproduced", "of"}; null without forks.
-json Reproduced(const json& results, const std::string& config) {
-  for (const auto& b : results.value("branches", json::array())) {
-    if (!b.is_object() || b.value("config", std::string()) != config) continue;
+json Reproduced(const Measurements& m, const std::string& config) {
+  static const std::vector<BranchRecord> none;
+  for (const BranchRecord& b : m.branches ? *m.branches : none) {
+    if (b.config != config) continue;
     int64_t yes = 0, of = 0;
-    for (const auto& r : b.value("records", json::array()))
+    const json& records = read::Sub(b.document, "records");
+    for (const auto& r : records.is_array() ? records : json::array())
       if (r.is_object() && r.contains("reproduced") && r["reproduced"].is_boolean())
         ++of, yes += r["reproduced"].get<bool>();
     return {{"reproduced", yes}, {"of", of}};
@@ -199,7 +198,7 @@ json Reproduced(const json& results, const std::string& config) {
   return nullptr;
 }
 
-json RankingJson(const json& results, const std::vector<RecipeRow>& rows, const Budget& budget) {
+json RankingJson(const ExperimentResults& results, const std::vector<RecipeRow>& rows, const Budget& budget) {
   auto finite = [](double v) { return std::isfinite(v) ? json(v) : json(); };
   json ranking = json::array();
   for (const RecipeRow& r : rows) {
@@ -233,8 +232,8 @@ json RankingJson(const json& results, const std::vector<RecipeRow>& rows, const 
                        {"weights_bytes", r.weights},
                        {"context_at_budget", budget.ContextAt(r.weights, r.knobs, r.swa_full)},
                        {"above_floor", r.Above()},
-                       {"forks_reproduced", r.served ? Reproduced(results.value("served", json()), r.served->config)
-                                                     : Reproduced(results, r.name)}});
+                       {"forks_reproduced", r.served ? Reproduced(results.served->measured, r.served->config)
+                                                     : Reproduced(results.measured, r.name)}});
   }
   return ranking;
 }
@@ -315,18 +314,22 @@ json KvTypes(const ModelInfo& model, const Budget& budget, const RecipeRow& best
 }  // namespace
 
 json MakeRecipe(const json& results, const ModelInfo& model) {
-  const json& budget_json = results["settings"]["memory_budget_bytes"];
-  const Budget budget{budget_json.is_number() ? std::optional(budget_json.get<double>()) : std::nullopt, &model};
-  const ResultsRows typed = ReadResults(results);
+  return MakeRecipe(ExperimentResults::FromJson(results), model);
+}
+
+json MakeRecipe(const ExperimentResults& results, const ModelInfo& model) {
+  const Budget budget{read::Opt<double>(results.settings, "memory_budget_bytes"), &model};
+  const ResultsRows typed = results.Rows();
   std::vector<RecipeRow> rows = Rows(results, typed, model);
   const RankingKey key = Rank(rows);
-  const std::string baseline = results["configs"][0]["name"];
+  const std::string baseline = results.measured.configs[0].name;
   const RecipeRow* qualified = Recommend(rows);
   const RecipeRow& best = qualified ? *qualified : rows.front();
   const json ctx = budget.ContextAt(best.weights, best.knobs, best.swa_full);
   const int64_t c = ctx.is_number() ? ctx.get<int64_t>() : model.n_ctx_train;
-  std::string server_command = LlamaCommand("llama-server", *best.config, results, model, c);
-  std::string cli_command = LlamaCommand("llama-cli", *best.config, results, model, c);
+  const json best_config = best.config->ToJson();
+  std::string server_command = LlamaCommand("llama-server", best_config, results.workload, model, c);
+  std::string cli_command = LlamaCommand("llama-cli", best_config, results.workload, model, c);
   json kv_cache = nullptr;  // what the command allocates, and without --swa-full where that differs
   if (best.knobs)
     kv_cache = {{"bytes", KvCacheMemory(model, *best.knobs, c, best.swa_full).bytes},
@@ -336,8 +339,8 @@ json MakeRecipe(const json& results, const ModelInfo& model) {
   // one reached by URL has no command flipscope knows (its flags, where recorded).
   json launch = nullptr;
   if (best.kv < 0) {
-    launch = ServerLaunch(*best.config);
-    const json flags = best.config->contains("flags") ? (*best.config)["flags"] : json();
+    launch = ServerLaunch(best_config);
+    const json flags = read::Sub(best_config, "flags");
     server_command = launch.is_object() ? launch["command"].get<std::string>()
                      : flags.is_string() ? flags.get<std::string>()
                                          : "";
@@ -346,11 +349,11 @@ json MakeRecipe(const json& results, const ModelInfo& model) {
       launch = {{"note", "a server flipscope did not start (url): its launch command is not known here"}};
   }
   return {{"recommended", best.name},
-          {"warnings", LoadWarnings(typed, results["baseline"])},
+          {"warnings", LoadWarnings(typed, results.baseline)},
           {"reason", Reason(best, baseline) + (best.served ? " (measured under served replay)" : "")},
           {"ranked_by", std::any_of(rows.begin(), rows.end(), [](const RecipeRow& r) { return r.served; })
                             ? "served replay where it was measured (replay = \"both\"), else prefill"
-                            : ReplayOf(results["configs"][0]) + " replay"},
+                            : ReplayOf(results.measured.configs[0]) + " replay"},
           {"ranking_key", key.Text()},
           {"ranking_mode", key.by_exact ? (key.by_damage ? "exact, damage" : "exact")
                                         : (key.by_damage ? "damage, flip rate" : "flip rate")},

@@ -33,12 +33,9 @@ std::string KnobFlags(const json& config) {
 // The chat template the workload was rendered with, as llama.cpp's tools take it: a built-in
 // name goes through llama.cpp's non-Jinja path (as flipscope rendered it; with Jinja on, a name
 // would be read as template source), a file by its path; the model's own needs no flag.
-std::string TemplateFlags(const json& results) {
-  const json* t = &results;
-  for (const char* key : {"workload", "template"}) {
-    if (!t->is_object() || !t->contains(key)) return "";
-    t = &(*t)[key];
-  }
+std::string TemplateFlags(const json& workload) {
+  if (!workload.is_object() || !workload.contains("template")) return "";
+  const json* t = &workload["template"];
   if (!t->is_object() || !(*t)["name"].is_string()) return "";
   const std::string source = t->value("source", ""), name = (*t)["name"];
   if (source == "builtin") return " --no-jinja --chat-template " + ShellWord(name);
@@ -86,7 +83,7 @@ bool CapturedSwaFull(const json& config, const ModelInfo& model) {
   return e->is_boolean() && e->get<bool>();
 }
 
-std::string LlamaCommand(const std::string& tool, const json& config, const json& results, const ModelInfo& model,
+std::string LlamaCommand(const std::string& tool, const json& config, const json& workload, const ModelInfo& model,
                          int64_t n_ctx) {
   std::string cmd = fmt::format("{} -m {} -c {}", tool, ShellWord(config.value("model_path", "")), n_ctx);
   // One sequence, as captured: llama-server's default (-np auto) splits the cache into 4 slots.
@@ -94,7 +91,7 @@ std::string LlamaCommand(const std::string& tool, const json& config, const json
   const std::string flags = KnobFlags(config);
   if (!flags.empty()) cmd += " " + flags;
   if (CapturedSwaFull(config, model)) cmd += " --swa-full";
-  return cmd + TemplateFlags(results);
+  return cmd + TemplateFlags(workload);
 }
 
 }  // namespace flipscope

@@ -1,18 +1,15 @@
-// RunExperiment: captures (cached by request), comparisons, summary, branches, report.
+// RunExperiment: captures (cached by request), comparisons, summary, branches, layers, served
+// replay, recipe; results.json written once from the typed results, then the report.
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <filesystem>
 #include <map>
-#include <memory>
-#include <set>
 
-#include "branch/branch.h"
 #include "checkpoint/model_info.h"
-#include "compare/compare.h"
 #include "experiment/experiment.h"
 #include "experiment/steps.h"
 #include "report/report.h"
+#include "results/experiment_results.h"
 #include "util/util.h"
 
 #ifndef FLIPSCOPE_VERSION
@@ -20,262 +17,8 @@
 #endif
 
 namespace flipscope {
-namespace {
 
 namespace fs = std::filesystem;
-
-// The model file a configuration runs: requantized weights are made once and kept in OUTDIR/models.
-Result<std::string> ConfigModel(const ConfigSpec& c, const std::string& outdir) {
-  if (c.requantize.empty()) return c.model_path;
-  fs::create_directories(fs::path(outdir) / "models");
-  std::string out =
-      (fs::path(outdir) / "models" / (fs::path(c.model_path).stem().string() + "-" + c.requantize + ".gguf")).string();
-  if (fs::exists(out)) return out;
-  FS_RETURN_IF_ERROR(Requantize(c.model_path, c.requantize, out));
-  return out;
-}
-
-struct Runner {
-  const Experiment& exp;
-  const RunOptions& opts;
-  std::map<std::string, std::string> sha_cache;  // path -> SHA-256
-
-  Result<std::string> Sha(const std::string& path) {
-    auto it = sha_cache.find(path);
-    if (it != sha_cache.end()) return it->second;
-    FS_ASSIGN_OR_RETURN(std::string h, Sha256File(path));
-    sha_cache[path] = h;
-    return h;
-  }
-
-  // Every repeat and configuration of one model file shares its hash and the rendered workload.
-  std::map<std::string, CaptureSource> sources;  // model path -> its prepared source
-  Result<CaptureManifest> Capture(const CaptureRequest& req) {
-    auto it = sources.find(req.model_path);
-    if (it == sources.end()) {
-      FS_ASSIGN_OR_RETURN(CaptureSource s, PrepareCapture(req));
-      it = sources.emplace(req.model_path, std::move(s)).first;
-    }
-    return RunCapture(req, it->second);
-  }
-
-  // A capture at `out` whose recorded request equals this one is reused.
-  bool Reusable(const std::string& out, const nlohmann::json& request) {
-    if (!fs::exists(out)) return false;
-    auto r = CaptureReader::Open(out);
-    return r.ok() && (*r)->manifest().request == request;
-  }
-
-  // Forks a capture follows while it runs (none when branch following is off for it); the
-  // futures land in *decoded. Repeat 0 of a branched variant forks at its flips against
-  // baseline r0; the baseline's repeat 1 forks at every branched variant's points.
-  std::optional<CaptureForks> ForksFor(const ConfigSpec& c, int r, std::shared_ptr<DecodedFutures> decoded) {
-    if (!exp.branch.enabled || base0.empty()) return std::nullopt;
-    Result<CaptureForks> f = Status::Error("");
-    if (&c == &exp.baseline && r == 1) {
-      std::set<int32_t> points;
-      for (const auto& v : exp.variants)
-        if (Branched(exp, v.name))
-          if (auto d = ReadDecoded(CapturePath(v, 0), base0))
-            for (const auto& [p, fut] : d->at) points.insert(p);
-      if (points.empty()) return std::nullopt;
-      f = BaselineForks(base0, points, exp.branch, decoded);
-    } else if (&c != &exp.baseline && r == 0 && Branched(exp, c.name)) {
-      f = VariantForks(base0, exp.branch, decoded);
-    }
-    if (!f.ok()) return std::nullopt;  // the branch stage runs its own pass instead
-    return *f;
-  }
-
-  std::string CapturePath(const ConfigSpec& c, int r) const {
-    return (fs::path(opts.outdir) / "captures" / fmt::format("{}-r{}.safetensors", c.name, r)).string();
-  }
-
-  // Captures repeats [r_begin, r_end) of one configuration into its results entry (made when
-  // null), whose "status" and "reason" say how it ended. Returns that status: a refused or failed
-  // configuration is recorded and the run goes on; an error ends the run (a server
-  // configuration's failure), naming the experiment file and the configuration.
-  Result<ConfigStatus> CaptureConfig(const ConfigSpec& c, int r_begin, int r_end, nlohmann::json& entry) {
-    if (entry.is_null()) entry = NewEntry(c);
-    auto stop = [&](ConfigStatus status, const Status& why) {
-      entry["status"] = std::string(NameOf(status));
-      entry["reason"] = why.message();
-      opts.log.Info(fmt::format("  {}: {}: {}", c.name, NameOf(status), why.message()));
-      return status;
-    };
-    const bool served = c.engine == EngineKind::kOpenai;
-    if (Status v = c.knobs.Validate(); !served && !v.ok()) return stop(ConfigStatus::kRefused, v);
-    // A server configuration's server runs while its captures (and futures) are made, then stops.
-    std::unique_ptr<ServerSession> server;
-    if (served) server = std::make_unique<ServerSession>(c, ServerLogPath(c), opts.log);
-    auto model = ConfigModel(c, opts.outdir);
-    if (!model.ok()) return stop(ConfigStatus::kFailed, model.status());
-    entry["model_path"] = *model;
-    for (int r = r_begin; r < r_end; ++r) {
-      Result<ConfigStatus> one = CaptureRepeat(c, r, *model, server.get(), entry);
-      if (!one.ok()) return Fatal(c, one.status());
-      if (*one != ConfigStatus::kOk) return stop(*one, Status::Error(entry["reason"].get<std::string>()));
-    }
-    if (served && entry["captures"].size() > 0) {
-      if (Status st = ServerFutures(c, r_begin, r_end, *server); !st.ok()) return Fatal(c, st);
-    }
-    auto first = CaptureReader::Open(entry["captures"][0].get<std::string>());
-    if (!first.ok()) return stop(ConfigStatus::kFailed, first.status());
-    entry.update(ManifestFacts((*first)->manifest())["config"]);
-    CheckRanAsAsked(c, entry);
-    // A variant's lines only where they differ from the baseline's, which are printed first.
-    if (r_begin == 0) {
-      const bool is_base = &c == &exp.baseline;
-      std::vector<std::string> notes = ResolvedNotes(entry["engine"], is_base ? std::vector<std::string>{} : base_notes);
-      for (const std::string& note : notes) opts.log.Info("  " + c.name + ": " + note);
-      if (is_base) base_notes = std::move(notes);
-    }
-    if (entry["flags"].is_null()) entry["flags"] = c.knobs.ToFlags();
-    entry["status"] = std::string(NameOf(ConfigStatus::kOk));
-    entry["model_file_size"] = fs::file_size(*model);
-    return ConfigStatus::kOk;
-  }
-
-  // A configuration's results entry before its first capture.
-  static nlohmann::json NewEntry(const ConfigSpec& c) {
-    return {{"name", c.name},
-            {"description", c.description},
-            {"changes", c.changes},
-            {"repeats", c.repeats},
-            {"captures", nlohmann::json::array()},
-            {"capture_seconds", nlohmann::json::array()},
-            {"reused", nlohmann::json::array()}};
-  }
-
-  // The request of repeat r of configuration c over model (a server configuration's asked HTTP
-  // options; its URL is set once the server is up).
-  CaptureRequest RequestFor(const ConfigSpec& c, int r, const std::string& model, ServerSession* server) const {
-    CaptureRequest req;
-    req.model_path = model;
-    req.workload_path = exp.workload;
-    req.workload = exp.workload_options;
-    req.knobs = server ? Knobs() : c.knobs;  // a server's own flags decide its numerics
-    req.plan = exp.plan;
-    req.store = exp.store;
-    req.log = opts.log;
-    req.out_path = CapturePath(c, r);
-    req.engine = c.engine;
-    if (server) req.http = server->Asked();
-    return req;
-  }
-
-  // Captures repeat r of c into entry (or reuses the capture of an equal request). Returns kOk,
-  // or kRefused / kFailed with entry["reason"] set; an error when a server configuration failed.
-  Result<ConfigStatus> CaptureRepeat(const ConfigSpec& c, int r, const std::string& model, ServerSession* server,
-                                     nlohmann::json& entry) {
-    auto fail = [&](ConfigStatus status, const Status& why) {
-      entry["reason"] = why.message();
-      return status;
-    };
-    auto model_sha = Sha(model);
-    auto workload_sha = Sha(exp.workload);
-    if (!model_sha.ok()) return fail(ConfigStatus::kFailed, model_sha.status());
-    if (!workload_sha.ok()) return fail(ConfigStatus::kFailed, workload_sha.status());
-    CaptureRequest req = RequestFor(c, r, model, server);
-    const bool reuse = Reusable(req.out_path, CaptureRequestJson(req, *model_sha, *workload_sha));
-    const double t0 = NowSeconds();
-    if (!reuse) {
-      if (server) {
-        auto up = server->Up();
-        if (!up.ok()) return fail(ConfigStatus::kFailed, up.status());
-        req.http = *up;
-      }
-      auto decoded = std::make_shared<DecodedFutures>();
-      if (auto forks = c.engine != EngineKind::kLlama ? std::nullopt : ForksFor(c, r, decoded)) req.forks = *forks;
-      opts.log.Info(fmt::format("  capturing {} (repeat {} of {}): {}{}", c.name, r + 1, c.repeats,
-                                server ? req.http.ToFlags()
-                                : c.engine == EngineKind::kExact
-                                    ? fmt::format("--engine exact -t {}", c.knobs.n_threads)
-                                    : c.knobs.ToFlags(),
-                                req.forks.plan ? ", following forks" : ""));
-      auto m = Capture(req);
-      // A server that dies or stalls mid-run stops the run; a re-run resumes from the captures made.
-      if (!m.ok() && server) return m.status();
-      if (!m.ok())
-        return fail(m.status().code() == StatusCode::kRefused ? ConfigStatus::kRefused : ConfigStatus::kFailed,
-                    m.status());
-      if (req.forks.plan) {
-        decoded->source = req.out_path;
-        if (Status st = WriteDecoded(req.out_path, base0, *decoded); !st.ok())
-          opts.log.Info(fmt::format("  {}: the decoded futures were not kept ({})", c.name, st.message()));
-      }
-    }
-    if (r == 0 && &c == &exp.baseline) base0 = req.out_path;
-    entry["captures"].push_back(req.out_path);
-    entry["capture_seconds"].push_back(NowSeconds() - t0);
-    entry["reused"].push_back(reuse);
-    return ConfigStatus::kOk;
-  }
-
-  // What llama.cpp decided itself (-fa auto, clamped sizes): the flags were the request. A knob
-  // the file set must have run as written, or engine.resolved must say why not: a configuration's
-  // name and changes may never describe a kernel that did not run. Each one that did not is
-  // listed in entry["contradictions"] and said.
-  void CheckRanAsAsked(const ConfigSpec& c, nlohmann::json& entry) const {
-    const nlohmann::json& ran = entry["knobs"];
-    for (const auto& [key, asked] : c.changes.items())
-      if (FindKnob(key) && ran.is_object() && ran.contains(key) && ran[key] != asked &&
-          !entry["engine"].value("resolved", nlohmann::json::object()).contains(key)) {
-        entry["contradictions"].push_back({{"knob", key}, {"asked", asked}, {"ran", ran[key]}});
-        opts.log.Info(fmt::format("  {}: warning: {} was set to {} but the capture records {} with no reason", c.name,
-                                  key, asked.dump(), ran[key].dump()));
-      }
-  }
-
-  std::string ServerLogPath(const ConfigSpec& c) const {
-    return (fs::path(opts.outdir) / "captures" / (c.name + ".server.log")).string();
-  }
-
-  // The error that ends the run at a server configuration's failure: one line naming the file
-  // and the configuration.
-  Status Fatal(const ConfigSpec& c, const Status& why) const {
-    return Status::Error(fmt::format("{}: configuration '{}': {}", exp.path, c.name, why.message()));
-  }
-
-  // Points where a server configuration decodes futures, from which capture, against what: a
-  // branched variant at its first repeat's flips, from its own tokens; the baseline at every
-  // branched variant's points, from r0's tokens, in its second repeat (or r0 when it has one).
-  Status ServerFutures(const ConfigSpec& c, int r_begin, int r_end, ServerSession& server) {
-    if (!exp.branch.enabled || base0.empty()) return Status::Ok();
-    const bool is_base = &c == &exp.baseline;
-    std::string capture;
-    std::vector<int32_t> points;
-    if (!is_base && r_begin == 0 && Branched(exp, c.name)) {
-      capture = CapturePath(c, 0);
-      FS_ASSIGN_OR_RETURN(points, FlipPoints(base0, capture, exp.branch));
-    } else if (is_base && r_begin >= 1) {
-      capture = CapturePath(c, r_end > 1 ? 1 : 0);
-      std::set<int32_t> all;
-      for (const auto& v : exp.variants)
-        if (Branched(exp, v.name))
-          if (auto d = ReadDecoded(CapturePath(v, 0), base0))
-            for (const auto& [p, fut] : d->at) all.insert(p);
-      points.assign(all.begin(), all.end());
-    }
-    if (points.empty()) return Status::Ok();
-    if (auto have = ReadDecoded(capture, base0)) {
-      bool covered = std::all_of(points.begin(), points.end(), [&](int32_t p) { return have->at.count(p) > 0; });
-      if (covered && have->max_tokens == exp.branch.options.max_tokens &&
-          have->max_call_tokens == exp.branch.options.max_call_tokens)
-        return Status::Ok();  // kept from an earlier run of the same captures
-    }
-    FS_ASSIGN_OR_RETURN(HttpOptions up, server.Up());
-    FS_ASSIGN_OR_RETURN(ForkFirst first, FirstTokens(capture, is_base ? base0 : ""));
-    opts.log.Info(fmt::format("  following {} forks of {} over HTTP", points.size(), c.name));
-    DecodedFutures d;
-    return DecodeOverHttp(up, capture, base0, points, first, exp.branch, opts.log, &d);
-  }
-
-  std::string base0;  // the baseline's first capture, once made
-  std::vector<std::string> base_notes;  // what llama.cpp decided for the baseline (ResolvedNotes)
-};
-
-}  // namespace
 
 nlohmann::json ManifestFacts(const CaptureManifest& m) {
   using json = nlohmann::json;
@@ -291,91 +34,51 @@ nlohmann::json ManifestFacts(const CaptureManifest& m) {
 namespace {
 
 // results.json's head: what ran, on which model, with which settings (--memory over the file's).
-nlohmann::json ResultsHead(const Experiment& exp, const RunOptions& opts, const ModelInfo& model) {
-  return {{"flipscope_version", FLIPSCOPE_VERSION},
-          {"created", UtcNowIso()},
-          {"name", exp.name},
-          {"experiment_file", exp.path},
-          {"model", model.ToJson()},
-          {"baseline", exp.baseline.name},
-          {"settings",
-           {{"window", exp.window},
-            {"confident", exp.confident},
-            {"memory_budget_bytes", opts.memory_budget  ? nlohmann::json(*opts.memory_budget)
-                                    : exp.memory_budget ? nlohmann::json(*exp.memory_budget)
-                                                        : nlohmann::json(nullptr)}}}};
-}
-
-// The error that ends the run when a capture it cannot go on without was refused or failed:
-// "<what> could not be captured" with the entry's reason.
-Status CaptureFailed(const Experiment& exp, const std::string& what, const nlohmann::json& entry) {
-  return Status::Error(exp.path + ": " + what + " could not be captured: " + entry.value("reason", std::string("?")));
-}
-
-// 1b. The exact reference into results["reference"]: the FP64 engine over the same tokens and
-// probes, captured once.
-Status CaptureReference(Runner& runner, const Experiment& exp, nlohmann::json& results) {
-  ConfigSpec ref;
-  ref.name = "exact";
-  ref.description = "the FP64 exact engine: the weights' true function (docs/exact.md)";
-  ref.model_path = exp.model;
-  ref.engine = EngineKind::kExact;
-  ref.knobs.n_threads = exp.baseline.knobs.n_threads;
-  nlohmann::json entry;
-  FS_ASSIGN_OR_RETURN(ConfigStatus status, runner.CaptureConfig(ref, 0, 1, entry));
-  if (status != ConfigStatus::kOk) return CaptureFailed(exp, "the exact reference", entry);
-  results["reference"] = entry;
-  return Status::Ok();
-}
-
-// 1. Captures into results["configs"] (the baseline, then the variants in file order): the
-// baseline's first repeat (without it nothing can be compared), the variants, then the
-// baseline's other repeats (its second follows the variants' forks from its side), then the
-// exact reference when there is one. A refused or failed variant is recorded and the run goes on.
-Status CaptureAll(Runner& runner, const Experiment& exp, const ModelInfo& model, nlohmann::json& results) {
-  results["configs"] = nlohmann::json::array();
-  nlohmann::json base_entry;
-  FS_ASSIGN_OR_RETURN(ConfigStatus base_status, runner.CaptureConfig(exp.baseline, 0, 1, base_entry));
-  if (base_status != ConfigStatus::kOk) return CaptureFailed(exp, "the baseline", base_entry);
-  // A server decides its own KV cache, which the knobs do not describe: its KV bytes are unknown.
-  auto kv_bytes = [&](const ConfigSpec& c) {
-    return c.engine == EngineKind::kOpenai ? nlohmann::json(nullptr) : nlohmann::json(KvBytesPerToken(model, c.knobs));
-  };
-  std::vector<nlohmann::json> variant_entries;
-  for (const auto& v : exp.variants) {
-    nlohmann::json entry;
-    FS_RETURN_IF_ERROR(runner.CaptureConfig(v, 0, v.repeats, entry).status());
-    entry["kv_bytes_per_token"] = kv_bytes(v);
-    variant_entries.push_back(entry);
-  }
-  // The baseline's second call also runs when it has one repeat: a server baseline decodes its
-  // futures at the variants' flips then.
-  FS_ASSIGN_OR_RETURN(base_status, runner.CaptureConfig(exp.baseline, 1, exp.baseline.repeats, base_entry));
-  if (base_status != ConfigStatus::kOk) return CaptureFailed(exp, "the baseline's repeats", base_entry);
-  base_entry["kv_bytes_per_token"] = kv_bytes(exp.baseline);
-  if (exp.reference == "exact") FS_RETURN_IF_ERROR(CaptureReference(runner, exp, results));
-  results["configs"].push_back(base_entry);
-  for (auto& e : variant_entries) results["configs"].push_back(e);
-  return Status::Ok();
+ExperimentResults ResultsHead(const Experiment& exp, const RunOptions& opts, const ModelInfo& model) {
+  ExperimentResults r;
+  r.flipscope_version = FLIPSCOPE_VERSION;
+  r.created = UtcNowIso();
+  r.name = exp.name;
+  r.experiment_file = exp.path;
+  r.model = model.ToJson();
+  r.baseline = exp.baseline.name;
+  r.settings = {{"window", exp.window},
+                {"confident", exp.confident},
+                {"memory_budget_bytes", opts.memory_budget  ? nlohmann::json(*opts.memory_budget)
+                                        : exp.memory_budget ? nlohmann::json(*exp.memory_budget)
+                                                            : nlohmann::json(nullptr)}};
+  return r;
 }
 
 // 4c. replay = "both": the served twins captured, compared with the served baseline,
-// summarized like the prefill configurations and their forks followed (results["served"]), then
+// summarized like the prefill configurations and their forks followed (results.served), then
 // each configuration's prefill-vs-served distance and the ranking under each replay.
-Status RunServed(Runner& prefill, const Experiment& exp, const ModelInfo& model, nlohmann::json& results) {
-  nlohmann::json served = {{"baseline", ServedName(exp.baseline.name)}, {"skipped", nlohmann::json::array()}};
-  const Experiment sv = ServedTwin(exp, &served["skipped"]);
-  Runner runner{sv, prefill.opts, prefill.sha_cache, {}, {}, {}};
-  FS_RETURN_IF_ERROR(CaptureAll(runner, sv, model, served));
-  std::vector<ComparisonEntry> comparisons;
-  FS_RETURN_IF_ERROR(CompareAll(sv, served, prefill.opts.log, &comparisons));
-  Summarize(sv, served, comparisons);
+Status RunServed(const Experiment& exp, const RunOptions& opts, const ModelInfo& model,
+                 std::map<std::string, std::string> hashes, ExperimentResults& results) {
+  ServedResults served;
+  served.baseline = ServedName(exp.baseline.name);
+  const Experiment sv = ServedTwin(exp, &served.skipped);
+  std::optional<ReferenceResults> no_reference;  // the twins have none (ServedTwin clears it)
+  FS_RETURN_IF_ERROR(CaptureAll(sv, opts, model, &hashes, served.measured, &no_reference));
+  FS_RETURN_IF_ERROR(CompareAll(sv, served.measured, opts.log));
+  Summarize(sv, served.measured);
   if (sv.branch.enabled) {
-    FS_RETURN_IF_ERROR(BranchAll(sv, served, prefill.opts));
-    AddDamage(served);
+    FS_RETURN_IF_ERROR(BranchAll(sv, served.measured, opts));
+    AddDamage(served.measured);
   }
-  results["served"] = std::move(served);
-  return ReplayDistances(exp, results, prefill.opts.log);
+  results.served = std::move(served);
+  return ReplayDistances(exp, results, opts.log);
+}
+
+// 5. The recipe, ranking by damage and flip rate (under served replay where it was measured),
+// and with --verify-recipe whether its command serves what was captured.
+void AddRecipe(ExperimentResults& results, const ModelInfo& model, const RunOptions& opts) {
+  results.recipe = MakeRecipe(results, model);
+  if (opts.verify_recipe) {
+    VerifyOptions vo;
+    vo.log_path = (fs::path(opts.outdir) / "captures" / "recipe.server.log").string();
+    results.recipe["verification"] = VerifyRecipe(results.ToJson(), vo, opts.log);
+  }
 }
 
 }  // namespace
@@ -385,42 +88,39 @@ Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& op
   fs::create_directories(fs::path(opts.outdir) / "captures", ec);
   if (ec) return Status::Error(opts.outdir + ": cannot create the results folder: " + ec.message());
   FS_ASSIGN_OR_RETURN(ModelInfo model, ReadModelInfo(exp.model));
-  Runner runner{exp, opts, {}, {}, {}, {}};
+  std::map<std::string, std::string> hashes;  // path -> SHA-256, shared by every capture
   // ReadModelInfo hashed the baseline's model already: its captures need not hash it again.
-  if (!model.sha256.empty()) runner.sha_cache[exp.model] = model.sha256;
-  nlohmann::json results = ResultsHead(exp, opts, model);
-  FS_RETURN_IF_ERROR(CaptureAll(runner, exp, model, results));
+  if (!model.sha256.empty()) hashes[exp.model] = model.sha256;
+  ExperimentResults results = ResultsHead(exp, opts, model);
+  Measurements& measured = results.measured;
+  FS_RETURN_IF_ERROR(CaptureAll(exp, opts, model, &hashes, measured, &results.reference));
   {
     // The run's facts (workload, probe plan, environment) are the baseline's first capture's.
-    auto r = CaptureReader::Open(results["configs"][0]["captures"][0].get<std::string>());
-    if (!r.ok()) return r.status();
-    results.update(ManifestFacts((*r)->manifest())["run"]);
+    FS_ASSIGN_OR_RETURN(auto r, CaptureReader::Open(measured.configs[0].captures[0]));
+    const nlohmann::json facts = ManifestFacts(r->manifest())["run"];
+    results.workload = facts["workload"];
+    results.probe_plan = facts["probe_plan"];
+    results.environment = facts["environment"];
   }
 
   // 2. Comparisons: the baseline's repeats give the floor; every variant repeat against baseline r0.
-  std::vector<ComparisonEntry> comparisons;
-  FS_RETURN_IF_ERROR(CompareAll(exp, results, opts.log, &comparisons));
+  FS_RETURN_IF_ERROR(CompareAll(exp, measured, opts.log));
   // 3. Summary and floor; with the exact reference, every capture against it too.
-  Summarize(exp, results, comparisons);
-  if (results.contains("reference")) FS_RETURN_IF_ERROR(CompareWithReference(exp, results, opts.log));
+  Summarize(exp, measured);
+  if (results.reference) FS_RETURN_IF_ERROR(CompareWithReference(exp, results, opts.log));
   // 4. Follow the forks of each variant that flips; the damage they find joins the summary.
-  if (exp.branch.enabled) FS_RETURN_IF_ERROR(BranchAll(exp, results, opts));
-  AddDamage(results);
+  if (exp.branch.enabled) FS_RETURN_IF_ERROR(BranchAll(exp, measured, opts));
+  AddDamage(measured);
   // 4b. Where the flips of each [layers] variant are born, layer by layer.
   if (exp.layers.enabled) FS_RETURN_IF_ERROR(LayersAll(exp, results, opts));
-  if (exp.replay_both) FS_RETURN_IF_ERROR(RunServed(runner, exp, model, results));
-  // 5. The recipe, ranking by damage and flip rate (under served replay where it was measured).
-  results["recipe"] = MakeRecipe(results, model);
-  if (opts.verify_recipe) {
-    VerifyOptions vo;
-    vo.log_path = (fs::path(opts.outdir) / "captures" / "recipe.server.log").string();
-    results["recipe"]["verification"] = VerifyRecipe(results, vo, opts.log);
-  }
-  // 6. Results and report.
+  if (exp.replay_both) FS_RETURN_IF_ERROR(RunServed(exp, opts, model, hashes, results));
+  AddRecipe(results, model, opts);
+  // 6. Results (written from the typed results, once) and report.
+  const nlohmann::json doc = results.ToJson();
   FS_RETURN_IF_ERROR(WriteFileAtomic((fs::path(opts.outdir) / "results.json").string(),
-                                     results.dump(1, ' ', false, nlohmann::json::error_handler_t::replace)));
-  FS_RETURN_IF_ERROR(WriteReport(results, opts.outdir));
-  return results;
+                                     doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace)));
+  FS_RETURN_IF_ERROR(WriteReport(doc, opts.outdir));
+  return doc;
 }
 
 }  // namespace flipscope

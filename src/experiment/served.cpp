@@ -69,18 +69,16 @@ std::vector<ReplayGroup> Groups(const Comparison& cmp, const std::vector<Span>& 
 
 // Configurations ordered by median flip rate, then KL mean (the baseline, without a summary
 // row when it ran once, at 0), under each replay; only those measured under both.
-ReplayRanking RankBoth(const json& results) {
-  const ResultsRows rows = ReadResults(results);
+ReplayRanking RankBoth(const ExperimentResults& results) {
   using Key = std::tuple<double, double, std::string>;
   std::vector<Key> prefill, served;
-  for (const auto& c : results["configs"]) {
-    const std::string name = c["name"];
-    const SummaryRow* p = rows.Find(name);
-    const SummaryRow* s = rows.FindServed(name);
-    const bool base = name == results["baseline"];
+  for (const ConfigEntry& c : results.measured.configs) {
+    const SummaryRow* p = results.measured.Row(c.name);
+    const SummaryRow* s = results.served->measured.Row(ServedName(c.name));
+    const bool base = c.name == results.baseline;
     if (!(p || base) || !(s || base)) continue;
-    prefill.emplace_back(p ? p->median_flip_rate : 0.0, p ? p->kl_mean : 0.0, name);
-    served.emplace_back(s ? s->median_flip_rate : 0.0, s ? s->kl_mean : 0.0, name);
+    prefill.emplace_back(p ? p->median_flip_rate : 0.0, p ? p->kl_mean : 0.0, c.name);
+    served.emplace_back(s ? s->median_flip_rate : 0.0, s ? s->kl_mean : 0.0, c.name);
   }
   std::stable_sort(prefill.begin(), prefill.end());
   std::stable_sort(served.begin(), served.end());
@@ -93,28 +91,24 @@ ReplayRanking RankBoth(const json& results) {
 
 }  // namespace
 
-Status ReplayDistances(const Experiment& exp, json& results, const Log& log) {
-  json& served = results["served"];
-  const CompareOptions co = OptionsOf(exp, results);
-  served["distance"] = json::array();
-  for (const auto& c : results["configs"]) {
-    if (ReadConfigStatus(c) != ConfigStatus::kOk) continue;
-    const std::string name = c["name"];
-    auto twin = std::find_if(served["configs"].begin(), served["configs"].end(), [&](const json& t) {
-      return t["name"] == ServedName(name) && ReadConfigStatus(t) == ConfigStatus::kOk;
-    });
-    if (twin == served["configs"].end()) continue;
-    log.Info(fmt::format("  comparing {} under prefill and served replay", name));
-    FS_ASSIGN_OR_RETURN(auto base, CaptureReader::Open(c["captures"][0].get<std::string>()));
-    FS_ASSIGN_OR_RETURN(auto cand, CaptureReader::Open((*twin)["captures"][0].get<std::string>()));
+Status ReplayDistances(const Experiment& exp, ExperimentResults& results, const Log& log) {
+  ServedResults& served = *results.served;
+  const CompareOptions co = OptionsOf(exp, results.measured);
+  served.distance.clear();
+  for (const ConfigEntry& c : results.measured.configs) {
+    if (!c.Ok()) continue;
+    const ConfigEntry* twin = served.measured.Config(ServedName(c.name));
+    if (!twin || !twin->Ok()) continue;
+    log.Info(fmt::format("  comparing {} under prefill and served replay", c.name));
+    FS_ASSIGN_OR_RETURN(auto base, CaptureReader::Open(c.captures[0]));
+    FS_ASSIGN_OR_RETURN(auto cand, CaptureReader::Open(twin->captures[0]));
     FS_ASSIGN_OR_RETURN(Comparison cmp, Compare(*base, *cand, co));
     const json cmp_json = ToJson(cmp);
-    ReplayDistance d{name, ComparisonFigures::FromCompareJson(cmp_json), Groups(cmp, base->manifest().workload.spans)};
-    json entry = d.ToJson();
-    entry["windows"] = cmp_json.value("windows", json::array());
-    served["distance"].push_back(std::move(entry));
+    ReplayDistance d{c.name, ComparisonFigures::FromCompareJson(cmp_json), Groups(cmp, base->manifest().workload.spans)};
+    d.windows = cmp_json.value("windows", json::array());
+    served.distance.push_back(std::move(d));
   }
-  served["ranking"] = RankBoth(results).ToJson();
+  served.ranking = RankBoth(results);
   return Status::Ok();
 }
 

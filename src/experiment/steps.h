@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -11,6 +12,7 @@
 #include "branch/branch.h"
 #include "checkpoint/model_info.h"
 #include "experiment/experiment.h"
+#include "results/experiment_results.h"
 #include "results/results.h"
 #include "util/names.h"
 
@@ -34,8 +36,9 @@ int64_t ContextFitting(const ModelInfo& model, const Knobs& knobs, double bytes,
 bool CapturedSwaFull(const nlohmann::json& config, const ModelInfo& model);
 // `tool` ("llama-server" or "llama-cli") serving a llama configuration (its results.json configs[]
 // entry) at n_ctx: the model, -c, one sequence (server), every knob's flag, --swa-full as captured
-// and the chat template the workload used (results["workload"]["template"]); words shell-quoted.
-std::string LlamaCommand(const std::string& tool, const nlohmann::json& config, const nlohmann::json& results,
+// and the chat template the workload used (results.json's workload block, its "template"); words
+// shell-quoted.
+std::string LlamaCommand(const std::string& tool, const nlohmann::json& config, const nlohmann::json& workload,
                          const ModelInfo& model, int64_t n_ctx);
 // A launched server configuration's command as it was run, from its results.json configs[] entry
 // (engine.launch): {"command": the variables it set ("K=v ") then the command as run, "as_run",
@@ -45,40 +48,50 @@ nlohmann::json ServerLaunch(const nlohmann::json& config);
 // engine, timings}, "run": {workload without spans, probe_plan, environment}}; absent blocks come
 // out null (engine, workload and timings: an empty object).
 nlohmann::json ManifestFacts(const CaptureManifest& manifest);
-// Fills results["comparisons"]: baseline repeats vs baseline r0, every variant repeat vs baseline r0;
-// *entries gets the same comparisons' figures, typed, in the same order (for Summarize).
-Status CompareAll(const Experiment& exp, nlohmann::json& results, const Log& log,
-                  std::vector<ComparisonEntry>* entries);
+// 1. Captures into m.configs (the baseline, then the variants in file order): the baseline's
+// first repeat (without it nothing can be compared), the variants, then the baseline's other
+// repeats (its second follows the variants' forks from its side), then the exact reference when
+// the experiment has one (into *reference). A refused or failed variant is recorded and the run
+// goes on; an error names the experiment file and what could not be captured. *hashes caches
+// files' SHA-256 by path (read and extended).
+Status CaptureAll(const Experiment& exp, const RunOptions& opts, const ModelInfo& model,
+                  std::map<std::string, std::string>* hashes, Measurements& m,
+                  std::optional<ReferenceResults>* reference);
+// Fills m.comparisons: baseline repeats vs baseline r0, every variant repeat vs baseline r0 (each
+// with compare's document and the figures a summary is made of).
+Status CompareAll(const Experiment& exp, Measurements& m, const Log& log);
 // The configuration a loaded one (load > 0) is the same as when run alone: the baseline or a
 // variant with the same model and knobs at load 0; "" when there is none or c runs alone.
 std::string AloneOf(const Experiment& exp, const ConfigSpec& c);
 struct CompareOptions;
 // Comparison options of the experiment (window, confident flips, the baseline's token text).
-CompareOptions OptionsOf(const Experiment& exp, const nlohmann::json& results);
-// Fills results["summary"] (median over repeats per configuration) and results["floor"]; a
-// loaded configuration's row names its load and alone counterpart, and results["load_floor"]
-// holds the floor alone beside the baseline's floor under each load.
-void Summarize(const Experiment& exp, nlohmann::json& results, const std::vector<ComparisonEntry>& comparisons);
-// With results["reference"] (the exact capture's entry): every configuration's captures compared
+CompareOptions OptionsOf(const Experiment& exp, const Measurements& m);
+// Fills m.summary (median over repeats per configuration) and m.floor (exp.baseline's repeats); a
+// loaded configuration's row names its load and alone counterpart, and m.load_floor holds the
+// floor alone beside the baseline's floor under each load.
+void Summarize(const Experiment& exp, Measurements& m);
+// With results.reference (the exact capture's entry): every configuration's captures compared
 // with it (reference.comparisons, the exact capture as base), the median over repeats per
-// configuration (reference.summary, the baseline included), and each results["summary"] row's
+// configuration (reference.summary, the baseline included), and each summary row's
 // exact_flip_rate and exact_kl_mean.
-Status CompareWithReference(const Experiment& exp, nlohmann::json& results, const Log& log);
-// Adds to each results["summary"] row what following its forks found (results["branches"]):
-// "damage", "repair", "branches_followed", "forkable_flips", "teacher_forced_only" and
-// "damage_rate" (median flip rate x damage / branches followed x the share of flips where the
-// model writes: damaging flips per probe); null where its forks were not followed.
-void AddDamage(nlohmann::json& results);
-// Fills results["branches"] for each variant whose first repeat flips, using the futures the
-// captures decoded (sidecars) where they cover the branch points.
-Status BranchAll(const Experiment& exp, nlohmann::json& results, const RunOptions& opts);
+Status CompareWithReference(const Experiment& exp, ExperimentResults& results, const Log& log);
+// Adds to each summary row what following its forks found (m.branches): damage, repair, forks
+// followed, forkable and teacher-forced-only flips, and the damage rate (median flip rate x
+// damage / branches followed x the share of flips where the model writes: damaging flips per
+// probe); none where its forks were not followed.
+void AddDamage(Measurements& m);
+// Fills m.branches for each variant whose first repeat flips, using the futures the captures
+// decoded (sidecars) where they cover the branch points.
+Status BranchAll(const Experiment& exp, Measurements& m, const RunOptions& opts);
+// The flips of a configuration's first repeat against the baseline's first (0 when not compared).
+int64_t FirstRepeatFlips(const Measurements& m, const std::string& name);
 
 // Whether the experiment looks into this variant's flips layer by layer ([layers]).
 bool Layered(const Experiment& exp, const std::string& name);
-// Fills results["layers"]: for each such variant whose first repeat flips, {"config": name,
-// "result": the layers stage's document (docs/layers.md)}, or {"config", "skipped": why} for a
-// server or loaded configuration, or {"config", "error": message} when its rows do not reproduce.
-Status LayersAll(const Experiment& exp, nlohmann::json& results, const RunOptions& opts);
+// Fills results.layers: for each such variant whose first repeat flips, the layers stage's
+// document (docs/layers.md), or why it was skipped (a server or loaded configuration), or the
+// error when its rows do not reproduce.
+Status LayersAll(const Experiment& exp, ExperimentResults& results, const RunOptions& opts);
 
 // Whether the experiment follows this variant's forks.
 bool Branched(const Experiment& exp, const std::string& name);
@@ -95,11 +108,11 @@ Status WriteDecoded(const std::string& capture, const std::string& base0, const 
 // The futures kept beside a capture; nullopt when absent, unreadable, or older than either capture.
 std::optional<DecodedFutures> ReadDecoded(const std::string& capture, const std::string& base0);
 
-// replay = "both", once results["served"] holds the served twins' configs: each configuration's
-// first prefill capture (base) against its twin's (served.distance: figures, per-window, and
-// the probes where the model wrote, inside tool calls, and elsewhere) and the ranking under
-// each replay (served.ranking).
-Status ReplayDistances(const Experiment& exp, nlohmann::json& results, const Log& log);
+// replay = "both", once results.served holds the served twins' measurements: each
+// configuration's first prefill capture (base) against its twin's (served.distance: figures,
+// per-window, and the probes where the model wrote, inside tool calls, and elsewhere) and the
+// ranking under each replay (served.ranking).
+Status ReplayDistances(const Experiment& exp, ExperimentResults& results, const Log& log);
 
 // ---- The recipe's launch command, served (verify_recipe.cpp) ----
 

@@ -13,10 +13,10 @@ namespace flipscope {
 namespace {
 
 // A configuration's comparisons, in the order they were made.
-std::vector<ComparisonEntry> ComparisonsOf(const std::vector<ComparisonEntry>& all, const std::string& name) {
+std::vector<ComparisonEntry> ComparisonsOf(const std::vector<ComparisonRecord>& all, const std::string& name) {
   std::vector<ComparisonEntry> out;
-  for (const ComparisonEntry& e : all)
-    if (e.config == name) out.push_back(e);
+  for (const ComparisonRecord& c : all)
+    if (c.entry.config == name) out.push_back(c.entry);
   return out;
 }
 
@@ -43,64 +43,56 @@ double KvBytesPerToken(const ModelInfo& m, const Knobs& k) {
 
 // Comparison options of the experiment; token text from the baseline's vocabulary (every
 // configuration shares it).
-CompareOptions OptionsOf(const Experiment& exp, const nlohmann::json& results) {
+CompareOptions OptionsOf(const Experiment& exp, const Measurements& m) {
   CompareOptions co;
   co.window = exp.window;
   co.confident = exp.confident;
   co.log.bars = false;
-  if (auto detok = LoadDetokenizer(results["configs"][0]["model_path"].get<std::string>()); detok.ok())
-    co.detokenize = *detok;
+  if (auto detok = LoadDetokenizer(m.configs[0].model_path.value_or("")); detok.ok()) co.detokenize = *detok;
   return co;
 }
 
-Status CompareAll(const Experiment& exp, nlohmann::json& results, const Log& log,
-                  std::vector<ComparisonEntry>* entries) {
-  results["comparisons"] = nlohmann::json::array();
-  const auto& configs = results["configs"];
-  std::string base0 = configs[0]["captures"][0];
-  const CompareOptions co = OptionsOf(exp, results);
-  for (const auto& c : configs) {
-    if (ReadConfigStatus(c) != ConfigStatus::kOk) continue;
-    const auto& caps = c["captures"];
-    bool is_base = c["name"] == results["baseline"];
-    for (size_t r = is_base ? 1 : 0; r < caps.size(); ++r) {
-      log.Info(fmt::format("  comparing {} (repeat {}) with the baseline", c["name"].get<std::string>(), r + 1));
-      auto cmp = CompareFiles(base0, caps[r].get<std::string>(), co);
+Status CompareAll(const Experiment& exp, Measurements& m, const Log& log) {
+  m.comparisons.clear();
+  const std::string base0 = m.configs[0].captures[0];
+  const CompareOptions co = OptionsOf(exp, m);
+  for (const ConfigEntry& c : m.configs) {
+    if (!c.Ok()) continue;
+    const bool is_base = c.name == exp.baseline.name;
+    for (size_t r = is_base ? 1 : 0; r < c.captures.size(); ++r) {
+      log.Info(fmt::format("  comparing {} (repeat {}) with the baseline", c.name, r + 1));
+      auto cmp = CompareFiles(base0, c.captures[r], co);
       if (!cmp.ok()) return cmp.status();
-      results["comparisons"].push_back({{"config", c["name"]}, {"repeat", r}, {"compare", ToJson(*cmp)}});
-      entries->push_back(EntryOf(c["name"], r, *cmp));
+      m.comparisons.push_back({EntryOf(c.name, r, *cmp), ToJson(*cmp)});
     }
   }
   return Status::Ok();
 }
 
-Status CompareWithReference(const Experiment& exp, nlohmann::json& results, const Log& log) {
-  auto& ref = results["reference"];
-  const std::string exact = ref["captures"][0];
-  const CompareOptions co = OptionsOf(exp, results);
-  nlohmann::json against = {{"comparisons", nlohmann::json::array()}};
-  std::vector<ComparisonEntry> entries_vs_exact;
-  for (const auto& c : results["configs"]) {
-    if (ReadConfigStatus(c) != ConfigStatus::kOk) continue;
-    for (size_t r = 0; r < c["captures"].size(); ++r) {
-      log.Info(fmt::format("  comparing {} (repeat {}) with the exact reference", c["name"].get<std::string>(), r + 1));
-      auto cmp = CompareFiles(exact, c["captures"][r].get<std::string>(), co);
+Status CompareWithReference(const Experiment& exp, ExperimentResults& results, const Log& log) {
+  ReferenceResults& ref = *results.reference;
+  const std::string exact = ref.capture.captures[0];
+  const CompareOptions co = OptionsOf(exp, results.measured);
+  ref.comparisons.clear();
+  for (const ConfigEntry& c : results.measured.configs) {
+    if (!c.Ok()) continue;
+    for (size_t r = 0; r < c.captures.size(); ++r) {
+      log.Info(fmt::format("  comparing {} (repeat {}) with the exact reference", c.name, r + 1));
+      auto cmp = CompareFiles(exact, c.captures[r], co);
       if (!cmp.ok()) return cmp.status().Prefixed("against the exact reference");
-      against["comparisons"].push_back({{"config", c["name"]}, {"repeat", r}, {"compare", ToJson(*cmp)}});
-      entries_vs_exact.push_back(EntryOf(c["name"], r, *cmp));
+      ref.comparisons.push_back({EntryOf(c.name, r, *cmp), ToJson(*cmp)});
     }
   }
-  ref["comparisons"] = against["comparisons"];
-  ref["summary"] = nlohmann::json::array();
-  for (const auto& c : results["configs"]) {
-    auto entries = ComparisonsOf(entries_vs_exact, c["name"]);
+  ref.summary.clear();
+  for (const ConfigEntry& c : results.measured.configs) {
+    auto entries = ComparisonsOf(ref.comparisons, c.name);
     if (entries.empty()) continue;
-    const SummaryRow s = SummaryRow::Of(c["name"], entries);
-    ref["summary"].push_back(s.ToReferenceJson());
-    for (auto& row : results["summary"])
-      if (row["config"] == c["name"]) {
-        row["exact_flip_rate"] = s.median_flip_rate;
-        row["exact_kl_mean"] = s.kl_mean;
+    const SummaryRow s = SummaryRow::Of(c.name, entries);
+    ref.summary.push_back(s);
+    for (SummaryRow& row : results.measured.summary)
+      if (row.config == c.name) {
+        row.exact_flip_rate = s.median_flip_rate;
+        row.exact_kl_mean = s.kl_mean;
       }
   }
   return Status::Ok();
@@ -141,53 +133,39 @@ std::vector<LoadFloorRow> LoadFloor(const Experiment& exp, const Floor& floor, c
 
 }  // namespace
 
-void Summarize(const Experiment& exp, nlohmann::json& results, const std::vector<ComparisonEntry>& comparisons) {
-  const std::string base = results["baseline"];
-  auto floor_cmps = ComparisonsOf(comparisons, base);
-  const Floor floor = Floor::Of(floor_cmps.empty() ? std::nullopt : std::optional(SummaryRow::Of(base, floor_cmps)),
-                                floor_cmps.size() + 1);
-  results["floor"] = floor.ToJson();
+void Summarize(const Experiment& exp, Measurements& m) {
+  const std::string& base = exp.baseline.name;
+  auto floor_cmps = ComparisonsOf(m.comparisons, base);
+  m.floor = Floor::Of(floor_cmps.empty() ? std::nullopt : std::optional(SummaryRow::Of(base, floor_cmps)),
+                      floor_cmps.size() + 1);
   // A configuration is above the floor when its median flip rate exceeds the upper end of the
   // floor's 95% interval (or, when repeats are bit-for-bit identical, when it flips at all).
-  const double floor_hi = floor.Threshold();
-  std::vector<SummaryRow> rows;
-  for (const auto& c : results["configs"]) {
-    if (ReadConfigStatus(c) != ConfigStatus::kOk) continue;
-    auto cmps = ComparisonsOf(comparisons, c["name"]);
+  const double floor_hi = m.floor->Threshold();
+  m.summary.clear();
+  for (const ConfigEntry& c : m.configs) {
+    if (!c.Ok()) continue;
+    auto cmps = ComparisonsOf(m.comparisons, c.name);
     if (cmps.empty()) continue;
-    SummaryRow s = SummaryRow::Of(c["name"], cmps);
+    SummaryRow s = SummaryRow::Of(c.name, cmps);
     s.above_floor = s.median_flip_rate > floor_hi;
     for (const auto& v : exp.variants)
       if (v.name == s.config && v.knobs.load > 0) {
         s.load = v.knobs.load;
         s.alone = AloneOf(exp, v);
       }
-    rows.push_back(std::move(s));
+    m.summary.push_back(std::move(s));
   }
-  results["summary"] = nlohmann::json::array();
-  for (const SummaryRow& s : rows) results["summary"].push_back(s.ToJson());
-  if (auto load = LoadFloor(exp, floor, rows); !load.empty()) {
-    results["load_floor"] = nlohmann::json::array();
-    for (const LoadFloorRow& r : load) results["load_floor"].push_back(r.ToJson());
-  }
+  m.load_floor = LoadFloor(exp, *m.floor, m.summary);
 }
 
-void AddDamage(nlohmann::json& results) {
-  if (!results.contains("summary")) return;
-  for (auto& row : results["summary"]) {
-    SummaryRow s = SummaryRow::FromJson(row);
+void AddDamage(Measurements& m) {
+  static const std::vector<BranchRecord> none;
+  for (SummaryRow& s : m.summary) {
     s.forks_known = true;
     s.forks.reset();
-    for (const auto& b : results.value("branches", nlohmann::json::array())) {
-      if (b["config"] != s.config) continue;
-      const auto& counts = b["counts"];
-      const auto outcomes = counts.value("outcomes", nlohmann::json::object());
-      ForkCounts f;
-      f.followed = counts.value("total", int64_t(0));
-      f.damage = outcomes.value("damage", nlohmann::json::object()).value("total", int64_t(0));
-      f.repair = outcomes.value("repair", nlohmann::json::object()).value("total", int64_t(0));
-      f.teacher_forced_only = counts.value("teacher_forced_only", int64_t(0));
-      f.forkable = counts.value("branch_points", f.followed);
+    for (const BranchRecord& b : m.branches ? *m.branches : none) {
+      if (b.config != s.config) continue;
+      ForkCounts f = b.Counts();
       // The followed forks are a sample of the flips where the model writes, and only those can
       // do damage: their damage share scales the flip rate's share of such flips.
       const int64_t flips = f.forkable + f.teacher_forced_only;
@@ -196,8 +174,14 @@ void AddDamage(nlohmann::json& results) {
                                                   : 0.0;
       s.forks = f;
     }
-    row = s.ToJson();
   }
+}
+
+int64_t FirstRepeatFlips(const Measurements& m, const std::string& name) {
+  int64_t flips = 0;
+  for (const ComparisonRecord& c : m.comparisons)
+    if (c.entry.config == name && c.entry.repeat == 0) flips = c.entry.figures.flips;
+  return flips;
 }
 
 }  // namespace flipscope

@@ -33,6 +33,7 @@ nlohmann::json Comparison(const std::string& config, int repeat, int flips) {
 
 TEST(Summarize, TheSummaryAndTheReportShowTheSameMedianRepeat) {
   Experiment exp;
+  exp.baseline.name = "baseline";
   for (const char* name : {"even", "odd"}) {
     ConfigSpec v;
     v.name = name;
@@ -46,11 +47,10 @@ TEST(Summarize, TheSummaryAndTheReportShowTheSameMedianRepeat) {
                             {"comparisons",
                              {Comparison("baseline", 1, 0), Comparison("even", 0, 4), Comparison("even", 1, 2),
                               Comparison("odd", 0, 5), Comparison("odd", 1, 1), Comparison("odd", 2, 3)}}};
-  std::vector<ComparisonEntry> entries;  // what CompareAll hands over with the same comparisons
-  for (const auto& c : results["comparisons"])
-    entries.push_back(
-        {c["config"].get<std::string>(), c["repeat"].get<int>(), ComparisonFigures::FromCompareJson(c["compare"])});
-  Summarize(exp, results, entries);
+  // The comparisons with the figures CompareAll hands over (read from their compare documents).
+  Measurements measured = Measurements::ReadFrom(results);
+  Summarize(exp, measured);
+  measured.WriteInto(results);
   // even: rates 4% and 2%, median 3%, both repeats equally close; the lower middle is repeat 1.
   const auto& even = results["summary"][1];
   ASSERT_EQ(even["config"], "even");

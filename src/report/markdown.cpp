@@ -260,10 +260,11 @@ std::string RenderMarkdown(const json& r) {
   return out + Flips(r) + Branches(r) + Layers(r) + Recipe(r) + DisclosureList(r);
 }
 
-std::string TerminalSummary(const json& r, const std::string& html_path) {
-  std::string out = fmt::format("{}: {} configurations", Str(r, "name", "experiment"), RankedConfigs(r).size());
-  if (Num(Sub(r, "workload"), "n_tokens")) out += ", " + Count(Num(Sub(r, "workload"), "n_tokens")) + " tokens";
-  out += "\n";
+namespace {
+
+// The terminal's floor lines: the repeat floor, then the floor under each load.
+std::string TerminalFloor(const json& r) {
+  std::string out;
   const std::optional<Floor> floor = ReadResults(r).floor;
   auto count = [](std::optional<int64_t> v) { return v ? Count(double(*v)) : Count(std::nullopt); };
   if (floor && floor->bit_identical.value_or(false))
@@ -277,8 +278,12 @@ std::string TerminalSummary(const json& r, const std::string& html_path) {
     if (row[0] != "0 (alone)")
       out += fmt::format("  repeat floor under load {}: {} flips of {} = {} ({})\n", row[0], row[3], row[4], row[5],
                          row[1]);
-  // The stated key is the real key: the distance to exact is a column where it ranks, and the
-  // damage rate where it ranks; "2=" marks a tie group.
+  return out;
+}
+
+// The terminal's ranking table. The stated key is the real key: the distance to exact is a
+// column where it ranks, and the damage rate where it ranks; "2=" marks a tie group.
+std::string TerminalRanking(const json& r) {
   const bool exact = Sub(Sub(r, "reference"), "summary").is_array();
   const bool damage = Str(Sub(r, "recipe"), "ranking_mode").find("damage") != std::string::npos;
   auto line = [&](const std::string& rank, const std::string& name, const std::string& ex, const std::string& dmg,
@@ -287,7 +292,7 @@ std::string TerminalSummary(const json& r, const std::string& html_path) {
                        exact ? fmt::format(" {:>9}", ex) : "", damage ? fmt::format(" {:>12}", dmg) : "", rate, kl,
                        confident, above);
   };
-  out += line("#", "configuration", "vs exact", "damage rate", "flip rate", "KL mean", "confident", "above floor");
+  std::string out = line("#", "configuration", "vs exact", "damage rate", "flip rate", "KL mean", "confident", "above floor");
   for (const ConfigRow& row : RankedConfigs(r)) {
     std::string name = row.name + (row.replay != "prefill" ? " [" + row.replay + "]" : "") +
                        (row.is_baseline ? " (reference)" : "") + (row.is_recommended ? " *" : "");
@@ -304,9 +309,13 @@ std::string TerminalSummary(const json& r, const std::string& html_path) {
     out += line(RankCell(row), name, ex, s.forks ? dmg : unforked, Percent(s.median_flip_rate),
                 Small(s.kl_mean), Count(double(s.confident_flips)), above);
   }
-  for (const std::string& t : TieLines(r)) out += "  " + t + "\n";
-  out += "  ranked by: " + Str(Sub(r, "recipe"), "ranking_key", "(not recorded)") + "\n";
-  // What following the forks found, with the flips where the model only reads kept apart.
+  return out;
+}
+
+// What following the forks found, with the flips where the model only reads kept apart; then
+// the prefill-vs-served distances and whether the ranking changes under served replay.
+std::string TerminalForksAndReplay(const json& r) {
+  std::string out;
   for (const ConfigRow& row : RankedConfigs(r)) {
     if (!row.summary || !row.summary->forks) continue;
     const ForkCounts& f = *row.summary->forks;
@@ -322,6 +331,12 @@ std::string TerminalSummary(const json& r, const std::string& html_path) {
   if (const ResultsRows rows = ReadResults(r); rows.replay_ranking)
     out += rows.replay_ranking->changed ? "  the ranking changes under served replay\n"
                                         : "  the ranking does not change under served replay\n";
+  return out;
+}
+
+// The terminal's recipe lines: the recommendation and its basis, warnings, launch and verification.
+std::string TerminalRecipe(const json& r) {
+  std::string out;
   const json& recipe = Sub(r, "recipe");
   if (!Str(recipe, "recommended").empty())
     out += "  recommended (*): " + Str(recipe, "recommended") + " — " + Str(recipe, "reason") + "\n" +
@@ -330,6 +345,18 @@ std::string TerminalSummary(const json& r, const std::string& html_path) {
   if (!Str(recipe, "server_command").empty()) out += "  launch: " + Str(recipe, "server_command") + "\n";
   if (const std::string launch = RecipeLaunchLine(recipe); !launch.empty()) out += "  " + launch + "\n";
   if (Sub(recipe, "verification").is_object()) out += "  " + RecipeVerificationLine(recipe) + "\n";
+  return out;
+}
+
+}  // namespace
+
+std::string TerminalSummary(const json& r, const std::string& html_path) {
+  std::string out = fmt::format("{}: {} configurations", Str(r, "name", "experiment"), RankedConfigs(r).size());
+  if (Num(Sub(r, "workload"), "n_tokens")) out += ", " + Count(Num(Sub(r, "workload"), "n_tokens")) + " tokens";
+  out += "\n" + TerminalFloor(r) + TerminalRanking(r);
+  for (const std::string& t : TieLines(r)) out += "  " + t + "\n";
+  out += "  ranked by: " + Str(Sub(r, "recipe"), "ranking_key", "(not recorded)") + "\n";
+  out += TerminalForksAndReplay(r) + TerminalRecipe(r);
   if (!html_path.empty()) out += "  report: " + html_path + "\n";
   return out;
 }

@@ -172,7 +172,11 @@ std::optional<double> ContextLength(const json& results) {
   return Num(Sub(results, "workload"), "n_tokens");
 }
 
-std::vector<ConfigRow> RankedConfigs(const json& results) {
+namespace {
+
+// One row per configuration (configs[] in file order, then summary rows naming others), with its
+// summary, and whether it is the baseline or the recommended one.
+std::vector<ConfigRow> ConfigRows(const json& results) {
   const std::string base = Str(results, "baseline", "baseline");
   const std::string recommended = Str(Sub(results, "recipe"), "recommended");
   const std::optional<double> ctx = ContextLength(results);
@@ -208,11 +212,14 @@ std::vector<ConfigRow> RankedConfigs(const json& results) {
     r.is_baseline = r.name == base;
     r.is_recommended = !recommended.empty() && r.name == recommended;
   }
+  return rows;
+}
 
-  // Order: the experiment's ranking where given; measured rows it does not name follow, by
-  // fidelity (median flip rate, then KL mean); then rows without measurements.
+// Orders rows: the experiment's ranking (recipe.ranking) where given; measured rows it does not
+// name follow, by fidelity (median flip rate, then KL mean); then rows without measurements.
+// Each row the ranking names gets its entry and tie group. Returns each tie group's size.
+std::map<int, int> OrderRows(std::vector<ConfigRow>& rows, const json& ranking) {
   std::map<std::string, int> given;
-  const json& ranking = Sub(Sub(results, "recipe"), "ranking");
   if (ranking.is_array())
     for (const json& n : ranking) {  // names, or objects that name their "config"
       std::string name = n.is_string() ? n.get<std::string>() : Str(n, "config");
@@ -232,6 +239,14 @@ std::vector<ConfigRow> RankedConfigs(const json& results) {
       if (n.is_object())
         for (ConfigRow& r : rows)
           if (r.name == Str(n, "config")) r.ranked = &n, r.tie_group = Int(n, "tie_group", 0), ++group_size[r.tie_group];
+  return group_size;
+}
+
+}  // namespace
+
+std::vector<ConfigRow> RankedConfigs(const json& results) {
+  std::vector<ConfigRow> rows = ConfigRows(results);
+  std::map<int, int> group_size = OrderRows(rows, Sub(Sub(results, "recipe"), "ranking"));
   int rank = 0;
   for (ConfigRow& r : rows) {
     if (r.tie_group > 0) r.tie_size = group_size[r.tie_group];

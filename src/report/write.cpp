@@ -29,39 +29,18 @@ std::string CsvValue(const json& v) {
 
 std::string CsvNumber(std::optional<double> v) { return v ? fmt::format("{}", *v) : ""; }
 
-}  // namespace
+// results.csv's columns, in order (docs/report.md).
+constexpr const char* kCsvColumns[] = {
+    "rank",          "config",           "status",          "reason",          "description",
+    "flags",         "repeats",          "median_flip_rate", "flip_rate_ci_lo", "flip_rate_ci_hi",
+    "flips",         "probes",           "confident_flips", "kl_mean",         "kl_p99",
+    "kl_max",        "bit_identical",    "bit_identical_of", "above_floor",    "kv_bytes_per_token",
+    "kv_bytes_at_context", "baseline",   "recommended",     "replay"};
 
-std::string RenderCsv(const json& r) {
-  static const char* kColumns[] = {"rank",
-                                   "config",
-                                   "status",
-                                   "reason",
-                                   "description",
-                                   "flags",
-                                   "repeats",
-                                   "median_flip_rate",
-                                   "flip_rate_ci_lo",
-                                   "flip_rate_ci_hi",
-                                   "flips",
-                                   "probes",
-                                   "confident_flips",
-                                   "kl_mean",
-                                   "kl_p99",
-                                   "kl_max",
-                                   "bit_identical",
-                                   "bit_identical_of",
-                                   "above_floor",
-                                   "kv_bytes_per_token",
-                                   "kv_bytes_at_context",
-                                   "baseline",
-                                   "recommended",
-                                   "replay"};
-  std::string out;
-  for (const char* c : kColumns) out += std::string(out.empty() ? "" : ",") + c;
-  out += "\r\n";
-  static const json kNone;
-  // Under replay = "both" the served twins follow the ranked rows, unranked: their figures are
-  // against the served baseline (results["served"], read as a results document of its own).
+// The rows of results.csv: the ranked configurations, then under replay = "both" the served
+// twins, unranked: their figures are against the served baseline (results["served"], read as a
+// results document of its own).
+std::vector<report::ConfigRow> CsvRows(const json& r) {
   std::vector<report::ConfigRow> rows = report::RankedConfigs(r);
   const json& served = report::Sub(r, "served");
   if (served.is_object())
@@ -69,40 +48,54 @@ std::string RenderCsv(const json& r) {
       row.rank = 0, row.is_recommended = false;
       rows.push_back(std::move(row));
     }
-  for (const report::ConfigRow& row : rows) {
-    // A summary field as the document holds it (numbers at full precision), "" without a summary.
-    auto field = [&](auto get) { return row.summary ? CsvValue(json(get(*row.summary))) : std::string(); };
-    const auto& ci = row.summary ? row.summary->flip_rate_ci : std::nullopt;
-    const json& cfg = row.config ? *row.config : kNone;
-    std::vector<std::string> cells = {
-        row.rank ? std::to_string(row.rank) : "",
-        row.name,
-        row.status,
-        row.reason,
-        row.description,
-        row.flags,
-        CsvValue(report::Sub(cfg, "repeats")),
-        field([](const SummaryRow& s) { return s.median_flip_rate; }),
-        ci ? CsvValue(json((*ci)[0])) : "",
-        ci ? CsvValue(json((*ci)[1])) : "",
-        field([](const SummaryRow& s) { return s.flips; }),
-        field([](const SummaryRow& s) { return s.probes; }),
-        field([](const SummaryRow& s) { return s.confident_flips; }),
-        field([](const SummaryRow& s) { return s.kl_mean; }),
-        field([](const SummaryRow& s) { return s.kl_p99; }),
-        field([](const SummaryRow& s) { return s.kl_max; }),
-        field([](const SummaryRow& s) { return s.bit_identical; }),
-        field([](const SummaryRow& s) { return s.bit_identical_of; }),
-        row.summary && row.summary->above_floor ? CsvValue(json(*row.summary->above_floor)) : "",
-        CsvNumber(row.kv_bytes_per_token),
-        CsvNumber(row.kv_bytes_at_context),
-        row.is_baseline ? "true" : "false",
-        row.is_recommended ? "true" : "false",
-        row.replay};
-    std::string line;
-    for (size_t i = 0; i < cells.size(); ++i) line += (i ? "," : "") + CsvField(cells[i]);
-    out += line + "\r\n";
-  }
+  return rows;
+}
+
+// One configuration's cells, in kCsvColumns' order.
+std::vector<std::string> CsvCells(const report::ConfigRow& row) {
+  static const json kNone;
+  // A summary field as the document holds it (numbers at full precision), "" without a summary.
+  auto field = [&](auto get) { return row.summary ? CsvValue(json(get(*row.summary))) : std::string(); };
+  const auto& ci = row.summary ? row.summary->flip_rate_ci : std::nullopt;
+  const json& cfg = row.config ? *row.config : kNone;
+  return {row.rank ? std::to_string(row.rank) : "",
+          row.name,
+          row.status,
+          row.reason,
+          row.description,
+          row.flags,
+          CsvValue(report::Sub(cfg, "repeats")),
+          field([](const SummaryRow& s) { return s.median_flip_rate; }),
+          ci ? CsvValue(json((*ci)[0])) : "",
+          ci ? CsvValue(json((*ci)[1])) : "",
+          field([](const SummaryRow& s) { return s.flips; }),
+          field([](const SummaryRow& s) { return s.probes; }),
+          field([](const SummaryRow& s) { return s.confident_flips; }),
+          field([](const SummaryRow& s) { return s.kl_mean; }),
+          field([](const SummaryRow& s) { return s.kl_p99; }),
+          field([](const SummaryRow& s) { return s.kl_max; }),
+          field([](const SummaryRow& s) { return s.bit_identical; }),
+          field([](const SummaryRow& s) { return s.bit_identical_of; }),
+          row.summary && row.summary->above_floor ? CsvValue(json(*row.summary->above_floor)) : "",
+          CsvNumber(row.kv_bytes_per_token),
+          CsvNumber(row.kv_bytes_at_context),
+          row.is_baseline ? "true" : "false",
+          row.is_recommended ? "true" : "false",
+          row.replay};
+}
+
+// One CSV line (RFC 4180, CRLF).
+std::string CsvLine(const std::vector<std::string>& cells) {
+  std::string line;
+  for (size_t i = 0; i < cells.size(); ++i) line += (i ? "," : "") + CsvField(cells[i]);
+  return line + "\r\n";
+}
+
+}  // namespace
+
+std::string RenderCsv(const json& r) {
+  std::string out = CsvLine(std::vector<std::string>(std::begin(kCsvColumns), std::end(kCsvColumns)));
+  for (const report::ConfigRow& row : CsvRows(r)) out += CsvLine(CsvCells(row));
   return out;
 }
 
