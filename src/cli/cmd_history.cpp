@@ -42,7 +42,6 @@ Action DefineHistory(CLI::App* cmd) {
   cmd->add_option("--llama-src", r.llama_src, "Your llama.cpp git checkout, whose --commits are compared");
   auto* commits = cmd->add_option("--commits", r.commits, "Commits (ids, tags, branches) of --llama-src, in order");
   commits->delimiter(',');
-  releases->excludes(commits);
   cmd->add_option("--max-tokens", r.max_tokens, "Only the workload's first N tokens")->check(WholeAtLeast(2));
   cmd->add_option("--reference", o->reference, "exact: also compare every release with the FP64 exact engine");
   cmd->add_option("--format", o->format, "Workload format: auto, chat, jsonl, text, tokens")->capture_default_str();
