@@ -22,21 +22,9 @@ Action DefineBisect(CLI::App* cmd) {
   cmd->add_option("--criterion", o->criterion,
                   "What makes a commit bad against good: not-bit-identical, flips>N or kl>X (mean KL)")
       ->capture_default_str();
-  cmd->add_option("-m,--model", r.model_path, "GGUF model file")->required();
-  cmd->add_option("-w,--workload", r.workload_path, "Chat JSON/JSONL, plain text or token ids")->required();
+  AddVersionSessionFlags(cmd, r, o->format);
   cmd->add_option("-o,--output", r.out_dir, "Folder for bisect.json, the captures and the logs (a rerun resumes)")
       ->required();
-  cmd->add_option("--max-tokens", r.max_tokens, "Only the workload's first N tokens (a short range: quicker steps)")
-      ->check(WholeAtLeast(2));
-  cmd->add_option("--format", o->format, "Workload format: auto, chat, jsonl, text, tokens")->capture_default_str();
-  cmd->add_option("--chat-template", r.workload.chat_template,
-                  "Jinja template FILE or llama.cpp template NAME (default: the model's embedded one)");
-  cmd->add_option("--stride", r.plan.stride, "Store every N-th position")->default_val(32)->check(WholeAtLeast(1));
-  cmd->add_option("--full", r.plan.full, "Also store every position of: tool_calls and/or ranges A-B,...");
-  cmd->add_option("--window", r.window, "Window size in tokens")->default_val(8192)->check(WholeAtLeast(1));
-  cmd->add_option("--cpu", r.worker.cpu,
-                  "CPU code of every commit's llama.cpp build: portable or native (default: this binary's)")
-      ->check(CLI::IsMember({"portable", "native"}));
   cmd->add_flag("-q,--quiet", o->quiet, "No progress bars");
   AddKnobFlags(cmd, o->knob_texts);
   return [o, cmd]() -> int {

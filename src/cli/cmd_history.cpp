@@ -32,8 +32,7 @@ Action DefineHistory(CLI::App* cmd) {
   };
   auto o = std::make_shared<Opts>();
   HistoryRequest& r = o->req;
-  cmd->add_option("-m,--model", r.model_path, "GGUF model file")->required();
-  cmd->add_option("-w,--workload", r.workload_path, "Chat JSON/JSONL, plain text or token ids")->required();
+  AddVersionSessionFlags(cmd, r, o->format);
   cmd->add_option("-o,--output", r.out_dir, "Folder for the captures, history.json and history.md")->required();
   auto* releases = cmd->add_option(
       "--releases", r.releases,
@@ -42,18 +41,7 @@ Action DefineHistory(CLI::App* cmd) {
   cmd->add_option("--llama-src", r.llama_src, "Your llama.cpp git checkout, whose --commits are compared");
   auto* commits = cmd->add_option("--commits", r.commits, "Commits (ids, tags, branches) of --llama-src, in order");
   commits->delimiter(',');
-  cmd->add_option("--max-tokens", r.max_tokens, "Only the workload's first N tokens")->check(WholeAtLeast(2));
   cmd->add_option("--reference", o->reference, "exact: also compare every release with the FP64 exact engine");
-  cmd->add_option("--format", o->format, "Workload format: auto, chat, jsonl, text, tokens")->capture_default_str();
-  cmd->add_option("--chat-template", r.workload.chat_template,
-                  "Jinja template FILE or llama.cpp template NAME (default: the model's embedded one)");
-  cmd->add_option("--stride", r.plan.stride, "Store every N-th position")->default_val(32)->check(WholeAtLeast(1));
-  cmd->add_option("--full", r.plan.full, "Also store every position of: tool_calls and/or ranges A-B,...");
-  cmd->add_option("--window", r.window, "Window size in tokens")->default_val(8192)->check(WholeAtLeast(1));
-  cmd->add_option("--cpu", r.worker.cpu,
-                  "CPU code of every release's llama.cpp build: portable (ggml's x86-64 set) or native (this "
-                  "machine's); default: the one this binary's llama.cpp was built with")
-      ->check(CLI::IsMember({"portable", "native"}));
   cmd->add_flag("-q,--quiet", o->quiet, "No progress bars");
   AddKnobFlags(cmd, o->knob_texts);
   return [o, cmd]() -> int {

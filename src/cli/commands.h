@@ -45,6 +45,28 @@ void AddKnobFlags(CLI::App* cmd, std::map<std::string, std::string>& texts);
 // Applies the knob flags that were given; the error names the flag as the user wrote it.
 Status ApplyKnobFlags(const CLI::App* cmd, const std::map<std::string, std::string>& texts, Knobs& knobs);
 
+// The flags `history` and `bisect` share, registered into a request with their fields (model and
+// workload paths, workload options, probe plan, max_tokens, window, worker): the model, the workload
+// and its format (format receives --format's text, parsed by the caller), the probe plan, the window,
+// the short range and every version's CPU code.
+template <class Request>
+void AddVersionSessionFlags(CLI::App* cmd, Request& r, std::string& format) {
+  cmd->add_option("-m,--model", r.model_path, "GGUF model file")->required();
+  cmd->add_option("-w,--workload", r.workload_path, "Chat JSON/JSONL, plain text or token ids")->required();
+  cmd->add_option("--max-tokens", r.max_tokens, "Only the workload's first N tokens (a short range: quicker steps)")
+      ->check(WholeAtLeast(2));
+  cmd->add_option("--format", format, "Workload format: auto, chat, jsonl, text, tokens")->capture_default_str();
+  cmd->add_option("--chat-template", r.workload.chat_template,
+                  "Jinja template FILE or llama.cpp template NAME (default: the model's embedded one)");
+  cmd->add_option("--stride", r.plan.stride, "Store every N-th position")->default_val(32)->check(WholeAtLeast(1));
+  cmd->add_option("--full", r.plan.full, "Also store every position of: tool_calls and/or ranges A-B,...");
+  cmd->add_option("--window", r.window, "Window size in tokens")->default_val(8192)->check(WholeAtLeast(1));
+  cmd->add_option("--cpu", r.worker.cpu,
+                  "CPU code of every version's llama.cpp build: portable (ggml's x86-64 set) or native (this "
+                  "machine's); default: the one this binary's llama.cpp was built with")
+      ->check(CLI::IsMember({"portable", "native"}));
+}
+
 // What a subcommand does once its flags are parsed; returns the process exit code.
 using Action = std::function<int()>;
 
