@@ -108,7 +108,8 @@ class Capture:
             if self.rows.shape[0] != n:
                 _fail(self.path, f"{self.rows.shape[0]} logits rows for {n} probes")
         self.store = "bf16" if self._tensors.get("logits", {}).get("dtype") == "BF16" else "f32"
-        spans = self.manifest.get("workload", {}).get("spans") if isinstance(self.manifest.get("workload"), dict) else None
+        workload = self.manifest.get("workload")
+        spans = workload.get("spans") if isinstance(workload, dict) else None
         self.spans = spans if isinstance(spans, list) else []
 
     def _map(self, name):
