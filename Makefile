@@ -7,6 +7,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?=
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+CTEST_ARGS ?=
 export CCACHE_DIR ?= $(HOME)/.cache/flipscope/ccache
 
 .PHONY: all setup configure build test test-long demo bench clean san-configure fuzz test-sanitize
@@ -27,7 +28,7 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 3000 -LE long
 
 test-long: build
-	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 3000 -L long
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 3000 -L long $(CTEST_ARGS)
 
 demo: build
 	$(BUILD)/bin/flipscope run examples/demo.toml -o out/demo
