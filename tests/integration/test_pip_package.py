@@ -47,12 +47,16 @@ class PipPackage(unittest.TestCase):
         sh(self.bin, "capture", "-m", SMOL, "-w", session_text(TMP, 9, 800), "-o", cap, "-t", "2", "--stride", "8",
            "-q", env=self.env)
         probe = ("import flipscope, json, sys; c = flipscope.open_capture(sys.argv[1]); "
-                 "ids, _ = c.topk(2, 5); print(json.dumps({'n': len(c), 'pos': int(c.positions[2]), "
+                 "ids, _ = c.topk(2, 5); p = int(c.positions[2]); print(json.dumps({'n': len(c), 'pos': p, "
+                 "'n_tokens': len(c.tokens), 'next': int(c.tokens[p + 1]), 'positions': c.positions.tolist(), "
                  "'top': ids.tolist(), 'vals': [float(c.row(2)[i]) for i in ids], "
                  "'native': flipscope._native.binary()[0]}))")
         got = json.loads(sh(self.py, "-c", probe, cap, env=self.env, cwd=TMP).stdout)
+        whole = json.loads(sh(self.bin, "inspect", cap, "--json", env=self.env).stdout)
+        self.assertEqual((got["n"], got["n_tokens"]), (whole["n_probes"], whole["n_tokens"]))
+        self.assertEqual(got["positions"], sorted(set(got["positions"])))  # probes in order, none twice
         cli = json.loads(sh(self.bin, "inspect", cap, "--row", "2", "--json", env=self.env).stdout)
-        self.assertEqual(got["pos"], cli["position"])
+        self.assertEqual((got["pos"], got["next"]), (cli["position"], cli["next_token"]))
         self.assertEqual(got["top"], [t[0] for t in cli["top"]])
         self.assertEqual(got["vals"], [t[1] for t in cli["top"]])
         self.assertIn(os.path.join("flipscope", "_native"), got["native"])  # the package's own binary
