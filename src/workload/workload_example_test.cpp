@@ -61,6 +61,37 @@ TEST(WorkloadExample, DemoSessionIsTheDefaultOneCut) {
   EXPECT_GT(same, w->tokens.size() - 8) << "the cut differs from the default session at token " << same;
 }
 
+// The session `make demo` runs: the same cut without messages 1-12 (examples/cut_session.py
+// --from 13), shorter by a fifth, keeping the system prompt and the turns with the port literal:
+// its tokens after the system prompt's end are the 31-message cut's last tokens.
+TEST(WorkloadExample, ShortDemoSessionKeepsTheEndOfTheCut) {
+  const std::string demo = std::string(FLIPSCOPE_SOURCE_DIR) + "/examples/netops-demo-short.json";
+  auto doc = nlohmann::json::parse(ReadFile(demo).value());
+  const auto& cut = doc["metadata"]["cut"];
+  std::string out = fixtures::TempPath("workload-demo-short-recut.json");
+  std::string cmd = fmt::format("{} {}/examples/cut_session.py {} --from {} --messages {} -o {}", FLIPSCOPE_PYTHON,
+                                FLIPSCOPE_SOURCE_DIR, kExample, cut["first"].get<int>(), cut["messages"].get<int>(), out);
+  ASSERT_EQ(Shell(cmd), 0) << cmd;
+  EXPECT_EQ(ReadFile(out).value(), ReadFile(demo).value()) << cmd;
+  ASSERT_NE(Shell(fmt::format("{} {}/examples/cut_session.py {} --from 12 --messages 31 -o {} 2>/dev/null",
+                              FLIPSCOPE_PYTHON, FLIPSCOPE_SOURCE_DIR, kExample, out)),
+            0)
+      << "--from must start at a user turn";
+  const std::string model = fixtures::SmolLM2Path();
+  ASSERT_FALSE(model.empty()) << "SmolLM2 is not in the cache (make test fetches it)";
+  auto w = Load(demo, model);
+  auto longer = Load(std::string(FLIPSCOPE_SOURCE_DIR) + "/examples/netops-demo.json", model);
+  ASSERT_TRUE(w.ok() && longer.ok());
+  EXPECT_LE(w->tokens.size(), longer->tokens.size() * 9 / 10);
+  EXPECT_GE(Kind(*w, "tool_call").size(), 5u);
+  EXPECT_NE(LiteralSpan(*w, "5432"), nullptr);
+  size_t same = 0;  // counted from the end
+  while (same < w->tokens.size() && w->tokens[w->tokens.size() - 1 - same] ==
+                                        longer->tokens[longer->tokens.size() - 1 - same])
+    ++same;
+  EXPECT_GT(same, w->tokens.size() / 2) << "the short cut's end differs from the cut's " << same << " tokens back";
+}
+
 // The tool-call grammar of the <tool_call> form lays out each call's arguments in the workload's
 // own key order (device before command), as llama-server does with a request's tools: the
 // example's calls follow it. With the keys sorted it would want command first.
