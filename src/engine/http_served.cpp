@@ -59,9 +59,9 @@ Result<http::ServedAnswer> Ask(const HttpEngine::Impl& e, std::span<const int32_
     return Status::Error(
         fmt::format("{}: the server counted {} prompt tokens, {} were sent", where, answer->prompt_tokens, ids.size()));
   if (answer->cached_tokens < 0 || answer->computed_tokens < 0)
-    return Status::Error(fmt::format("{}: the answer does not say how many prompt tokens came from the cache, so no "
-                                     "row can be shown to be a decode step: {}",
-                                     where, CacheHint(api)));
+    return Status::Refused(fmt::format("{}: the answer does not say how many prompt tokens came from the cache, so "
+                                       "no row can be shown to be a decode step: {}",
+                                       where, CacheHint(api)));
   return answer;
 }
 
@@ -109,8 +109,8 @@ Status ServeRun(const HttpEngine::Impl& eng, std::span<const int32_t> tokens, in
     // The first decode step follows a prompt the server has just computed: a server that reused none
     // of it has no prefix cache (a short prompt may fit no cache block yet).
     if (pass.requests == 2 && one.cached_tokens == 0 && p >= kCacheCheckTokens)
-      return Status::Error(fmt::format("{}: the server reused none of a {}-token prompt it had just computed: {}",
-                                       eng.client.Where(""), p + 1, CacheHint(eng.opts.api)));
+      return Status::Refused(fmt::format("{}: the server reused none of a {}-token prompt it had just computed: {}",
+                                         eng.client.Where(""), p + 1, CacheHint(eng.opts.api)));
     const size_t j = size_t(p - s + 1);
     const bool alone = one.computed_tokens == 1 && one.cached_tokens == p;
     if (alone && j < valid) {

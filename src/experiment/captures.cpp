@@ -150,7 +150,9 @@ struct Runner {
     req.model_path = model;
     req.workload_path = exp.workload;
     req.workload = exp.workload_options;
-    req.knobs = server ? Knobs() : c.knobs;  // a server's own flags decide its numerics
+    // A server's own flags decide its numerics; the replay is how flipscope asks it.
+    req.knobs = c.knobs;
+    if (server) req.knobs = Knobs(), req.knobs.replay = c.knobs.replay;
     req.plan = exp.plan;
     req.store = exp.store;
     req.log = opts.log;
@@ -191,7 +193,8 @@ struct Runner {
                                 req.forks.plan ? ", following forks" : ""));
       auto m = Capture(req);
       // A server that dies or stalls mid-run stops the run; a re-run resumes from the captures made.
-      if (!m.ok() && server) return m.status();
+      // A refusal (a served replay the server cannot prove) is the configuration's, like llama's.
+      if (!m.ok() && server && m.status().code() != StatusCode::kRefused) return m.status();
       if (!m.ok())
         return fail(m.status().code() == StatusCode::kRefused ? ConfigStatus::kRefused : ConfigStatus::kFailed,
                     m.status());

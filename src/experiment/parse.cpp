@@ -315,7 +315,8 @@ Status CheckReplay(const Experiment& exp) {
   };
   if (exp.replay_both && exp.baseline.engine != EngineKind::kLlama)
     return at(exp.baseline,
-              "replay = \"both\" needs a llama.cpp baseline: experiments do not capture served twins over HTTP yet");
+              "replay = \"both\" needs a llama.cpp baseline: a server's served twin keeps only the decode steps it "
+              "can prove, too few rows to measure every other twin against");
   std::vector<const ConfigSpec*> all = {&exp.baseline};
   for (const ConfigSpec& v : exp.variants) all.push_back(&v);
   for (const ConfigSpec* s : all) {

@@ -17,7 +17,7 @@ import unittest
 import numpy as np
 from safetensors.numpy import load_file
 
-from common import SMOL, SRC, manifest, one_error_line, run
+from common import SMOL, SRC, generated_session, manifest, one_error_line, run
 
 SERVER = os.path.join(SRC, "tests", "servers", "logprob_server.py")
 TMP = tempfile.mkdtemp(prefix="flipscope-http-run-")
@@ -163,6 +163,77 @@ max_branches = 5
             p = r["position"]
             self.assertEqual(body["prompt"], tokens[:p + 1].tolist() + [int(q4["argmax"][p])])
             self.assertEqual((body["temperature"], body["max_tokens"]), (0, MAX_TOKENS - 1))
+
+    def test_served_twins_of_server_configurations(self):
+        # replay = "both" over a chat: a launched server's twin is captured over HTTP (one-token
+        # requests over its prefix cache) and measured against the llama baseline's served twin on
+        # the probes it proved; a server without a prefix cache is refused there, and the run goes on.
+        chat = generated_session(TMP, 11, 1800)  # the shortest of seed 11 with an assistant turn
+        q4 = os.path.join(TMP, "chat-q4.safetensors")
+        run("capture", "-m", SMOL, "-w", chat, "-t", "2", "--stride", "1", "-q", "-fa", "on", "-ctk", "q4_0",
+            "-ctv", "q4_0", "-o", q4)
+        folder = os.path.join(TMP, "served-twins")
+        os.makedirs(folder, exist_ok=True)
+        path, out = os.path.join(folder, "exp.toml"), os.path.join(folder, "out")
+        with open(path, "w") as f:
+            f.write(f'''model = "{SMOL}"
+workload = "{chat}"
+replay = "both"
+[probe]
+stride = 2
+[baseline]
+threads = 2
+flash_attn = "on"
+[[variant]]
+name = "q4kv"
+launch = "{serve(q4, "--prefix-caching", "1", "--prompt-tokens-details")}"
+api = "vllm"
+logprobs = 5
+[[variant]]
+name = "no-cache"
+launch = "{serve(q4, "--prompt-tokens-details")}"
+api = "vllm"
+logprobs = 5
+[branch]
+max_tokens = {MAX_TOKENS}
+max_call_tokens = 0
+max_branches = 3
+''')
+        run("run", path, "-o", out, "-q")
+        res = json.loads(read(os.path.join(out, "results.json")))
+        served = res["served"]
+        self.assertEqual(served["skipped"], [])
+        cfg = {c["name"]: c for c in served["configs"]}
+        self.assertEqual(cfg["q4kv@served"]["status"], "ok")
+        self.assertEqual(cfg["no-cache@served"]["status"], "refused")
+        self.assertIn("--enable-prefix-caching", cfg["no-cache@served"]["reason"])
+        twin = cfg["q4kv@served"]["captures"][0]
+        m = manifest(twin)
+        self.assertEqual(m["knobs"]["replay"], "served")
+        self.assertGreater(m["served"]["proof"]["compared"], 0)
+        # The flips: the served baseline's argmax against the q4_0 rows the server proved, paired
+        # by position, recomputed from the files.
+        t, b = load_file(twin), load_file(cfg["baseline@served"]["captures"][0])
+        kept, base_pos = t["positions"], b["positions"]
+        paired = np.intersect1d(kept, base_pos)
+        self.assertGreater(len(paired), 20)
+        twin_top = dict(zip(kept.tolist(), t["topk_ids"][:, 0].tolist()))
+        base_top = dict(zip(base_pos.tolist(), b["argmax"].tolist()))
+        flips = [p for p in paired.tolist() if twin_top[p] != base_top[p]]
+        cmp = {c["config"]: c["compare"] for c in served["comparisons"]}["q4kv@served"]
+        self.assertEqual(cmp["overall"]["probes"], len(paired))
+        self.assertEqual([f["position"] for f in cmp["flips"]], flips)
+        self.assertGreater(len(flips), 0, "the q4_0 rows should flip something against the served baseline")
+        # The twin's forks over HTTP: its own first token, then what the test server generates
+        # (it resumes the transcript after the prompt).
+        (b,) = [x for x in served["branches"] if x["config"] == "q4kv@served"]
+        self.assertEqual([r["position"] for r in b["records"]], flips[:3])
+        tokens = t["tokens"]
+        for r in b["records"]:
+            p = r["position"]
+            self.assertEqual(r["cand_future"]["tokens"], [twin_top[p]] + tokens[p + 2:p + 1 + MAX_TOKENS].tolist())
+        # Its prefill-vs-served distance: the server's prefill capture against its twin.
+        self.assertIsNotNone(next((d for d in served["distance"] if d["config"] == "q4kv"), None))
 
     def test_the_recipe_prints_the_recommended_servers_launch_command_as_run_with_its_env(self):
         marks = {"baseline": "f16 base", "q4kv": "q4"}
