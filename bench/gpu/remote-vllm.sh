@@ -11,9 +11,10 @@
 #       VLLM_SET=gemma: Gemma 3 270M (packed by pack.sh build MODEL) over the 31K-token session,
 #       32K context; VLLM_REPEATS=1 captures every configuration but the first once. With the exact
 #       capture of exact-cashiers.sh (caps/exact.safetensors) each capture is compared with it too.
-#   bench/gpu/remote-vllm.sh forks [TOML]   flipscope run of h200-vllm-forks.toml (servers launched by
-#       flipscope one after another, forks followed at the flips over HTTP); resumes from the
-#       captures a cut-off call left. Results in $OUT/vllm-forks.tar.gz.
+#   bench/gpu/remote-vllm.sh forks [TOML]   flipscope run of TOML (default h200-vllm-forks.toml; servers
+#       launched by flipscope one after another, forks followed at the flips over HTTP); resumes
+#       from the captures a cut-off call left. Results in $OUT/NAME.tar.gz (NAME: the file's name
+#       without h200- and .toml).
 # State lives in /root/flipscope-gpu while the machine stays warm between calls (bench/gpu/vllm.md).
 set -euo pipefail
 work=/root/flipscope-gpu
@@ -165,17 +166,19 @@ PY
 }
 
 forks() {
-  local toml=${1:-bench/gpu/h200-vllm-forks.toml} out=$work/out-vllm-forks${VLLM_SET:+-$VLLM_SET}
+  local toml=${1:-bench/gpu/h200-vllm-forks.toml}
+  local name=$(basename "$toml" .toml)
+  name=${name#h200-} out=$work/out-$name${VLLM_SET:+-$VLLM_SET}
   wait_file "$work/build.done" 420 "the llama.cpp CUDA build"
   wait_file "$work/site.done" 300 "installing vLLM"
   wait_file "$work/hf.done" 120 "the model conversion"
   join_model
   export LD_LIBRARY_PATH="$(cat "$work/build-dir")/bin:$work/lib" PYTHONPATH=$work/site
   export FLIPSCOPE_GPU_MODEL=$work/model.gguf VLLM_MODEL_DIR=$work/hf FLIPSCOPE_GPU_WORKLOAD=$workload
-  "$work/flipscope" run "$toml" -o "$out" > "$work/vllm-forks.log" 2>&1 || echo "flipscope run failed" >> "$work/vllm-forks.log"
-  tail -40 "$work/vllm-forks.log"
-  (cd "$out" && tar -czf "$OUT/vllm-forks.tar.gz" results.json report.html report.md ./*.log captures/*.log \
-    "$work/vllm-forks.log" 2>/dev/null) || true
+  "$work/flipscope" run "$toml" -o "$out" > "$work/$name.log" 2>&1 || echo "flipscope run failed" >> "$work/$name.log"
+  tail -40 "$work/$name.log"
+  (cd "$out" && tar -czf "$OUT/$name.tar.gz" results.json report.html report.md ./*.log captures/*.log \
+    captures/*.forks.json "$work/$name.log" 2>/dev/null) || true
   ls -la "$OUT"
 }
 

@@ -186,6 +186,13 @@ TEST(ParseExperiment, ServerConfigurationErrorsNameTheLine) {
   EXPECT_NE(err("knob", "[baseline]\nurl = \"http://h:1\"\ncache_type_k = \"q8_0\"\n")
                 .find(":6: a llama.cpp knob does not apply to a server configuration"),
             std::string::npos);
+  // replay is how flipscope asks a server, not its numerics: a server configuration may set it.
+  auto served = ParseExperiment(
+      fixtures::MakeExperiment("served", "[baseline]\nurl = \"http://h:1\"\nreplay = \"served\"\n[[variant]]\nname = "
+                                         "\"v\"\nurl = \"http://h:2\"\n"));
+  ASSERT_TRUE(served.ok()) << served.status().message();
+  EXPECT_EQ(served->baseline.knobs.replay, Replay::kServed);
+  EXPECT_EQ(served->variants[0].knobs.replay, Replay::kServed);  // inherited
   EXPECT_NE(err("noport", "[baseline]\nlaunch = \"vllm serve m\"\n")
                 .find(":4: launch needs port = N, {port} in the command (a free port), or url"),
             std::string::npos);

@@ -138,7 +138,7 @@ Status CheckServer(const ParseCtx& c, const toml::table& t, const ConfigSpec& s,
 
 // What a configuration table's own keys set, for the checks once the whole table is read.
 struct ConfigSeen {
-  const toml::node* knob = nullptr;   // a knob (a server configuration may not set one)
+  const toml::node* knob = nullptr;   // a knob but replay (a server configuration may not set one)
   const toml::node* model = nullptr;  // model or requantize (a server serves its own weights)
   bool url = false, launch = false;   // either makes a server; each replaces the inherited other
 };
@@ -168,7 +168,9 @@ Status ReadConfigKey(const ParseCtx& c, const std::string& key, const toml::node
     out.changes["requantize"] = out.requantize;
     seen.model = &node;
   } else if (FindKnob(key)) {
-    seen.knob = &node;
+    // replay is how flipscope asks (a server's twin is captured over HTTP, docs/served.md); the
+    // other knobs are llama.cpp's numerics, which a server's launch command decides.
+    if (key != "replay") seen.knob = &node;
     knobs[key] = ToJson(node);
     out.changes[key] = ToJson(node);
     auto parsed = Knobs::FromJson(knobs);
