@@ -4,7 +4,8 @@
 Releases give only trees (scripts/fetch-llama.sh extracts them), so to bisect a change between two
 of them this makes a repository whose first commit is OLD and whose last is NEW, one commit per
 changed part in between, in an order meant to keep most commits buildable: what the libraries do
-not compile first (documentation, Python, tests, examples), then the build files, ggml's core,
+not compile first (documentation, Python, tests, examples), the source files the old tree lacks
+(a build file that names one then finds it), then the build files, ggml's core,
 ggml's CPU backend file by file, the other backends, llama.h and libllama (the graph, the model
 code of Gemma 3 apart from the other models), common, and the tools. Whatever is left goes into a
 last commit, so the last commit's tree is NEW, file for file (checked at the end).
@@ -24,6 +25,8 @@ import time
 
 # (subject, paths relative to the tree root: files or folders), in commit order.
 CPU = "ggml/src/ggml-cpu/"
+NEW_SOURCES = "sources and headers the first tree lacks (unused until a build file names them)"
+SOURCE_EXT = (".c", ".cpp", ".h", ".hpp", ".cu", ".cuh", ".in")
 UNITS = [
     ("docs: documentation and project files",
      ["README.md", "AGENTS.md", "CLAUDE.md", "AUTHORS", "CODEOWNERS", "CONTRIBUTING.md", "SECURITY.md", ".devops",
@@ -34,6 +37,7 @@ UNITS = [
     ("tests: llama.cpp's own tests", ["tests"]),
     ("examples, scripts, models and grammars", ["examples", "pocs", "scripts", "models", "grammars", "benches"]),
     ("vendor: third-party libraries", ["vendor"]),
+    (NEW_SOURCES, []),  # the files OLD lacks, named below, before any build file names them
     ("build: top-level CMake", ["CMakeLists.txt", "CMakePresets.json", "Makefile", "cmake"]),
     ("ggml: build files", ["ggml/CMakeLists.txt", "ggml/cmake", "ggml/src/CMakeLists.txt",
                            "ggml/src/ggml-version.h.in"]),
@@ -140,6 +144,21 @@ def same_trees(new, dest):
     return same
 
 
+def new_sources(old, new):
+    """The library sources and headers (ggml/src, src, include, common) that are in new, not in old:
+    added before the build files that name them, so that no commit names a file it lacks. Not
+    src/models, which libllama's CMake globs: a model file comes with the model code it needs."""
+    found = []
+    for top in ("ggml/src", "src", "include", "common"):
+        for root, dirs, files in os.walk(os.path.join(new, top)):
+            dirs[:] = sorted(d for d in dirs if os.path.relpath(os.path.join(root, d), new) != "src/models")
+            for f in sorted(files):
+                rel = os.path.relpath(os.path.join(root, f), new)
+                if f.endswith(SOURCE_EXT) and not os.path.lexists(os.path.join(old, rel)):
+                    found.append(rel)
+    return found
+
+
 def main():
     if len(sys.argv) != 4:
         sys.exit("usage: make-llama-history.py OLD NEW DEST")
@@ -154,7 +173,7 @@ def main():
     commit(dest, f"llama.cpp as in the first tree ({old_name})")
     run(dest, "tag", f"from-{old_name}")
     for subject, paths in UNITS:
-        for rel in paths:
+        for rel in new_sources(old, new) if subject == NEW_SOURCES else paths:
             apply(new, dest, rel)
         commit(dest, subject)
     run(dest, "tag", f"to-{new_name}")
