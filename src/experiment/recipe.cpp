@@ -239,13 +239,14 @@ json RankingJson(const ExperimentResults& results, const std::vector<RecipeRow>&
 }
 
 // The configuration indistinguishable from the baseline (not above the floor) that needs the
-// least memory and whose followed forks found no damage; nullptr when none qualifies.
+// least memory and whose followed forks found no damage; nullptr when none qualifies. A variant
+// that saves nothing does not replace the baseline: at equal memory the baseline is kept.
 // A server's KV memory is its own affair (unknown here): it is recommended only when nothing else is.
-const RecipeRow* Recommend(const std::vector<RecipeRow>& rows) {
+const RecipeRow* Recommend(const std::vector<RecipeRow>& rows, const std::string& baseline) {
   const RecipeRow* best = nullptr;
   for (const RecipeRow& r : rows) {
     if (r.Load() > 0 || r.Above() || r.kv < 0 || r.Damaged()) continue;
-    if (!best || r.memory < best->memory) best = &r;
+    if (!best || r.memory < best->memory || (r.memory == best->memory && r.name == baseline)) best = &r;
   }
   return best;
 }
@@ -323,7 +324,7 @@ json MakeRecipe(const ExperimentResults& results, const ModelInfo& model) {
   std::vector<RecipeRow> rows = Rows(results, typed, model);
   const RankingKey key = Rank(rows);
   const std::string baseline = results.measured.configs[0].name;
-  const RecipeRow* qualified = Recommend(rows);
+  const RecipeRow* qualified = Recommend(rows, baseline);
   const RecipeRow& best = qualified ? *qualified : rows.front();
   const json ctx = budget.ContextAt(best.weights, best.knobs, best.swa_full);
   const int64_t c = ctx.is_number() ? ctx.get<int64_t>() : model.n_ctx_train;

@@ -81,6 +81,17 @@ std::map<std::string, std::pair<size_t, int>> Places(const json& recipe) {
 
 }  // namespace
 
+// A baseline that ran once has no summary row; a variant as good that saves no memory (-ub 128:
+// the same KV cache) must not be recommended in its place.
+TEST(RecipeRanking, AVariantThatSavesNothingDoesNotReplaceTheBaseline) {
+  json r = ResultsOf({{"baseline"}, {"ub-128"}, {"kv-q8_0", 12, 800, 530}});
+  r["summary"].erase(0);
+  EXPECT_EQ(MakeRecipe(r, Model())["recommended"], "baseline");
+  // One that saves memory and stays within the floor is.
+  EXPECT_EQ(MakeRecipe(ResultsOf({{"baseline"}, {"ub-128"}, {"kv-q8_0", 0, 800, 530}}), Model())["recommended"],
+            "kv-q8_0");
+}
+
 // The demo's defect (#4 kv-q4_0 above fa-off): only kv-q4_0's forks were followed.
 TEST(RecipeRanking, MeasuredDamageIsNotRankedAgainstUnmeasuredFlips) {
   const json recipe = MakeRecipe(ResultsOf({{"baseline"},
