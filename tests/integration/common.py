@@ -1,12 +1,24 @@
 """What the integration tests share: where the flipscope binary, the sources and the models are
 (from the environment tests/CMakeLists.txt sets), running flipscope, reading a capture's manifest,
 and generated sessions and texts."""
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 from safetensors import safe_open
+
+def temp_folder(prefix):
+    """A new folder under the system's temporary one, removed when the test process ends (its
+    captures are hundreds of MB); FLIPSCOPE_KEEP_TMP=1 keeps it to look at after a failure."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    if os.environ.get("FLIPSCOPE_KEEP_TMP") != "1":
+        atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
+
 
 BIN = os.environ["FLIPSCOPE_BIN"]
 SRC = os.environ["FLIPSCOPE_SOURCE_DIR"]

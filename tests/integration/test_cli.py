@@ -7,7 +7,6 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 import unittest
 
 import numpy as np
@@ -17,8 +16,9 @@ from common import GEMMA, SMOL, SRC, generated_session, manifest, one_error_line
 
 sys.path.insert(0, os.path.join(SRC, "tests", "ref"))
 import gguf_fast  # noqa: E402  (the gguf package's reader, 3x faster on Gemma's vocabulary)
+import common
 
-TMP = tempfile.mkdtemp(prefix="flipscope-it-")
+TMP = common.temp_folder("flipscope-it-")
 
 
 def short_session():

@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import unittest
 
 import numpy as np
@@ -29,7 +28,7 @@ def reference(base, cand, window):
 class History(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="flipscope-history-")
+        cls.dir = common.temp_folder("flipscope-history-")
         cls.out = os.path.join(cls.dir, "h")
         cls.args = ["history", "-m", common.SMOL, "-w", DEMO, "--releases", ",".join(RELEASES), "-o", cls.out,
                     "--reference", "exact", "--full", "tool_calls", "--window", "2048", "-fa", "on", "-t", "2", "-q"]

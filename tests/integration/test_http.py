@@ -5,15 +5,15 @@ reading of that full capture, and compare's flips against the full captures' own
 """
 import json
 import os
-import tempfile
 import unittest
 
 import numpy as np
 from safetensors.numpy import load_file
 
 from common import SMOL, SRC, LogprobServer, manifest, one_error_line, reference_topk, run, session_text
+import common
 
-TMP = tempfile.mkdtemp(prefix="flipscope-http-")
+TMP = common.temp_folder("flipscope-http-")
 KEY = "sk-test-5b2c9e0d7a41"
 
 

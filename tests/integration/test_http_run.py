@@ -11,16 +11,16 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import unittest
 
 import numpy as np
 from safetensors.numpy import load_file
 
 from common import SMOL, SRC, generated_session, manifest, one_error_line, run
+import common
 
 SERVER = os.path.join(SRC, "tests", "servers", "logprob_server.py")
-TMP = tempfile.mkdtemp(prefix="flipscope-http-run-")
+TMP = common.temp_folder("flipscope-http-run-")
 MAX_TOKENS = 6
 
 

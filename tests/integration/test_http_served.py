@@ -7,15 +7,15 @@ a served replay keeps is recomputed here from the manifest's spans.
 """
 import json
 import os
-import tempfile
 import unittest
 
 import numpy as np
 from safetensors.numpy import load_file
 
 from common import SMOL, SRC, LogprobServer, generated_session, reference_topk, manifest, one_error_line, run
+import common
 
-TMP = tempfile.mkdtemp(prefix="flipscope-http-served-")
+TMP = common.temp_folder("flipscope-http-served-")
 
 
 Server = LogprobServer

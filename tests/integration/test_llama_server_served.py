@@ -11,7 +11,6 @@ a numpy replica of that sum is not bit-exact, its exp is not glibc's).
 import os
 import socket
 import subprocess
-import tempfile
 import time
 import unittest
 import urllib.request
@@ -20,8 +19,9 @@ import numpy as np
 from safetensors.numpy import load_file
 
 from common import SMOL, generated_session, manifest, run
+import common
 
-TMP = tempfile.mkdtemp(prefix="flipscope-llama-server-")
+TMP = common.temp_folder("flipscope-llama-server-")
 FLAGS = ["-fa", "on", "-t", "1", "-c", "4096", "-b", "2048", "-ub", "512"]
 K = 20
 

@@ -6,15 +6,15 @@ bit, a loaded run is reproducible, and the manifest says under what load it was 
 import hashlib
 import json
 import os
-import tempfile
 import unittest
 
 import numpy as np
 from safetensors.numpy import load_file
 
 from common import SMOL, SRC, manifest, one_error_line, run
+import common
 
-TMP = tempfile.mkdtemp(prefix="flipscope-load-")
+TMP = common.temp_folder("flipscope-load-")
 FILLERS = os.path.join(SRC, "examples", "netops-session.json")
 # A small logical batch, so that a short workload is prefilled in several shared batches, and a
 # small context, which bounds the fillers' cells (and so their work) to (640 - n_tokens) / load.

@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import unittest
 
 import numpy as np
@@ -15,8 +14,9 @@ from safetensors import safe_open
 from safetensors.numpy import load_file
 
 from common import SMOL, SRC, run, session_text
+import common
 
-TMP = tempfile.mkdtemp(prefix="flipscope-py-")
+TMP = common.temp_folder("flipscope-py-")
 if not os.environ.get("FLIPSCOPE_PY_INSTALLED"):  # else: the pip-installed package (test_pip_package.py)
     sys.path.insert(0, os.path.join(SRC, "python"))
 from flipscope_capture import format as fmt  # noqa: E402

@@ -21,9 +21,11 @@ Usage: kld_crosscheck.py --check            (the test: one candidate, asserts th
 Environment: FLIPSCOPE_BIN, LLAMA_BIN_DIR, FLIPSCOPE_CACHE_DIR, FLIPSCOPE_SOURCE_DIR.
 """
 import argparse
+import atexit
 import json
 import os
 import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -150,6 +152,8 @@ def main():
     a = ap.parse_args()
     names = list(CONFIGS) if a.configs == "all" else a.configs.split(",")
     tmp = tempfile.mkdtemp(prefix="flipscope-kld-")
+    if os.environ.get("FLIPSCOPE_KEEP_TMP") != "1":  # its .kld and captures are hundreds of MB
+        atexit.register(shutil.rmtree, tmp, ignore_errors=True)
     text = os.path.join(tmp, "text.txt")
     workload_text(text)
     base_file = os.path.join(tmp, "base.kld")
