@@ -5,6 +5,7 @@ RMS norm scaled by 1 + 2^-10), and a last that changes nothing again. The bisect
 broken commit, name the scaling one with its file and a comparison that is not bit-identical, log
 every step, keep every capture, and resume on a rerun without building or capturing anything.
 Builds llama.cpp (with ccache, a few times): labelled long."""
+import hashlib
 import json
 import os
 import shutil
@@ -80,6 +81,13 @@ class Bisect(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         subprocess.run(["git", "-C", cls.repo, "worktree", "prune"], check=False)
+        # The commits' worktrees and builds (2.4 GB) sit in the cache, in commits/KEY/SHA/ with KEY
+        # made of the checkout's path (CommitCacheDir), new at every run: nothing would reuse them.
+        key = hashlib.sha256(os.path.realpath(cls.repo).encode()).hexdigest()[:12]
+        for s in getattr(cls, "doc", {}).get("steps", []):
+            folder = os.path.dirname(os.path.dirname(os.path.dirname(s.get("build_log", ""))))
+            if os.path.basename(folder) == key and os.path.basename(os.path.dirname(folder)) == "commits":
+                shutil.rmtree(folder, ignore_errors=True)
         shutil.rmtree(cls.dir, ignore_errors=True)
 
     def test_names_the_scaling_commit_its_file_and_comparison(self):
