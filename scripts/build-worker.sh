@@ -61,6 +61,12 @@ if command -v ccache >/dev/null; then
   export CCACHE_DIR="${CCACHE_DIR:-$FLIPSCOPE_CACHE/ccache}"
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
+# A worker folder configured from another flipscope tree (a checkout moved or another one: a
+# commit's folder is shared by every tree that bisects that checkout) is configured afresh; its
+# objects stay, and ccache holds the rest.
+if [ -f "$out/CMakeCache.txt" ] && ! grep -qxF "CMAKE_HOME_DIRECTORY:INTERNAL=$tree" "$out/CMakeCache.txt"; then
+  rm -rf "$out/CMakeCache.txt" "$out/CMakeFiles"
+fi
 log "building the capture worker for $name in $out (llama.cpp first, once: about 10 minutes on 2 cores)"
 start=$(date +%s)
 : > "$out/build.log"
