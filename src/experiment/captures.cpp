@@ -150,9 +150,11 @@ struct Runner {
     req.model_path = model;
     req.workload_path = exp.workload;
     req.workload = exp.workload_options;
-    // A server's own flags decide its numerics; the replay is how flipscope asks it.
     req.knobs = c.knobs;
-    if (server) req.knobs = Knobs(), req.knobs.replay = c.knobs.replay;
+    if (server) {  // a server's own flags decide its numerics; the replay is how flipscope asks it
+      req.knobs = Knobs();
+      req.knobs.replay = c.knobs.replay;
+    }
     req.plan = exp.plan;
     req.store = exp.store;
     req.log = opts.log;
