@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <random>
 
@@ -30,9 +31,25 @@ std::vector<int32_t> SomeTokens(int n, int32_t n_vocab) {
   return t;
 }
 
-TEST(ExactEngine, AgreesWithLlamaCppOnAnF32TinyModel) {
-  std::string path = fixtures::TempPath("exact-tiny-f32.gguf");
+// One architecture's tiny all-F32 model: its name in test output and the generator's options.
+struct ArchCase {
+  const char* name;
+  const char* arch;
+  int head_dim;
+  bool fused_qkv;
+};
+
+void PrintTo(const ArchCase& c, std::ostream* os) { *os << c.name; }
+
+class ExactAgainstLlama : public ::testing::TestWithParam<ArchCase> {};
+
+TEST_P(ExactAgainstLlama, AgreesOnAnF32TinyModel) {
+  const ArchCase& c = GetParam();
+  std::string path = fixtures::TempPath(std::string("exact-tiny-f32-") + c.name + ".gguf");
   fixtures::TinyModelOptions to;
+  to.arch = c.arch;
+  to.head_dim = c.head_dim;
+  to.fused_qkv = c.fused_qkv;
   to.matrix_type = "f32";
   to.weight_scale = 4.0f;  // peaky distributions, so that a wrong graph moves the argmax
   ASSERT_TRUE(fixtures::WriteTinyModel(path, to).ok());
@@ -67,20 +84,31 @@ TEST(ExactEngine, AgreesWithLlamaCppOnAnF32TinyModel) {
                       },
                       nullptr)
                   .ok());
-  double max_kl = 0;
+  double max_kl = 0, sum_kl = 0;
   int same_top1 = 0;
   for (int i = 0; i < n; ++i) {
     double kl = 0;
     for (size_t v = 0; v < ours[size_t(i)].size(); ++v) kl += std::exp(ours[i][v]) * (ours[i][v] - theirs[i][v]);
     max_kl = std::max(max_kl, kl);
+    sum_kl += kl;
     same_top1 += std::max_element(ours[i].begin(), ours[i].end()) - ours[i].begin() ==
                  std::max_element(theirs[i].begin(), theirs[i].end()) - theirs[i].begin();
   }
-  // llama.cpp's F32 arithmetic against FP64 gives KL ~2e-9 here; a wrong RoPE pairing, norm or
-  // head mapping gives > 1e-3.
+  std::printf("%s: top-1 %d/%d, KL mean %.3e max %.3e\n", c.name, same_top1, n, sum_kl / n, max_kl);
+  // llama.cpp's F32 arithmetic against FP64 gives KL ~1e-9 here; a wrong RoPE pairing, norm, bias
+  // or head mapping gives > 1e-3.
   EXPECT_LT(max_kl, 1e-8);
   EXPECT_EQ(same_top1, n);
 }
+
+INSTANTIATE_TEST_SUITE_P(Architectures, ExactAgainstLlama,
+                         ::testing::Values(ArchCase{"llama", "llama", 0, false},
+                                           ArchCase{"llama_fused_qkv", "llama", 0, true},
+                                           ArchCase{"qwen2", "qwen2", 0, false},
+                                           ArchCase{"qwen2_fused_qkv", "qwen2", 0, true},
+                                           ArchCase{"qwen3", "qwen3", 0, false},
+                                           ArchCase{"qwen3_wide_heads", "qwen3", 48, false}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 TEST(ExactEngine, RefusesOtherArchitecturesNamingThem) {
   std::string path = fixtures::TempPath("exact-tiny-arch.gguf");
@@ -91,26 +119,54 @@ TEST(ExactEngine, RefusesOtherArchitecturesNamingThem) {
   std::unique_ptr<gguf_context, void (*)(gguf_context*)> out(gguf_init_empty(), gguf_free);
   ASSERT_TRUE(in);
   gguf_set_kv(out.get(), in.get());
-  gguf_set_val_str(out.get(), "general.architecture", "qwen2");
-  std::string other = fixtures::TempPath("exact-tiny-qwen2.gguf");
+  gguf_set_val_str(out.get(), "general.architecture", "phi3");
+  std::string other = fixtures::TempPath("exact-tiny-phi3.gguf");
   ASSERT_TRUE(gguf_write_to_file(out.get(), other.c_str(), /*only_meta=*/true));
   auto e = ExactEngine::Create(other);
   ASSERT_FALSE(e.ok());
   EXPECT_EQ(e.status().message(),
-            other + ": architecture 'qwen2' is not supported by the exact engine (llama, gemma3)");
+            other + ": architecture 'phi3' is not supported by the exact engine (llama, qwen2, qwen3, gemma3)");
 }
 
-// A tensor the graph does not use (here a bias) means a feature this engine lacks: refused.
+// A tensor the graph does not use (here the output projection's bias) means a feature this engine
+// lacks: refused.
 TEST(ExactEngine, RefusesTensorsItDoesNotImplement) {
   std::string path = fixtures::TempPath("exact-tiny-bias.gguf");
   fixtures::TinyModelOptions to;
   to.rename_from = "output.weight";  // the output then ties to the embedding
-  to.rename_to = "blk.0.attn_q.bias";
+  to.rename_to = "blk.0.attn_output.bias";
   ASSERT_TRUE(fixtures::WriteTinyModel(path, to).ok());
   auto e = ExactEngine::Create(path);
   ASSERT_FALSE(e.ok());
-  EXPECT_NE(e.status().message().find("tensor blk.0.attn_q.bias (llama graph feature) is not implemented"),
+  EXPECT_NE(e.status().message().find("tensor blk.0.attn_output.bias (llama graph feature) is not implemented"),
             std::string::npos)
+      << e.status().message();
+}
+
+// Rope scaling other than linear changes the angles' formula: refused, naming the scheme.
+TEST(ExactEngine, RefusesRopeScalingItDoesNotImplement) {
+  std::string path = fixtures::TempPath("exact-tiny-yarn.gguf");
+  fixtures::TinyModelOptions to;
+  to.arch = "qwen2";
+  to.rope_scaling = "yarn";
+  ASSERT_TRUE(fixtures::WriteTinyModel(path, to).ok());
+  auto e = ExactEngine::Create(path);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().message(), path + ": rope scaling 'yarn' is not supported by the exact engine");
+}
+
+// A fused QKV with only some of the separate biases is a file llama.cpp would read differently
+// (it adds them only when all three are there): refused.
+TEST(ExactEngine, RefusesAFusedQkvWithSomeSeparateBiases) {
+  std::string path = fixtures::TempPath("exact-tiny-qkv-bias.gguf");
+  fixtures::TinyModelOptions to;
+  to.fused_qkv = true;
+  to.rename_from = "output.weight";
+  to.rename_to = "blk.1.attn_q.bias";
+  ASSERT_TRUE(fixtures::WriteTinyModel(path, to).ok());
+  auto e = ExactEngine::Create(path);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("blk.1.attn_qkv has 1 of the 3 separate Q/K/V biases"), std::string::npos)
       << e.status().message();
 }
 

@@ -1,5 +1,5 @@
 // The forward pass, layer by layer over the whole sequence (each layer's projections are large
-// matrix products over token chunks), following llama.cpp's llama and gemma3 graphs.
+// matrix products over token chunks), following llama.cpp's llama, qwen2, qwen3 and gemma3 graphs.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -16,6 +16,12 @@ void Scale(double* x, int64_t n, double s) {
 
 void AddTo(double* y, const double* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+// Adds bias (width d; empty: none) to each of n rows of x.
+void AddBias(double* x, int64_t n, std::span<const double> bias) {
+  const int64_t d = int64_t(bias.size());
+  for (int64_t r = 0; r < n && d > 0; ++r) AddTo(x + r * d, bias.data(), d);
 }
 
 // The per-layer buffers for all n tokens; projections fill them chunk by chunk.
@@ -37,20 +43,24 @@ struct Watch {
   }
 };
 
-// attn_norm -> Q, K, V projections (gemma3: per-head Q/K norms) -> RoPE -> Q scale, rows [c0, c1).
+// attn_norm -> Q, K, V projections and biases (gemma3, qwen3: per-head Q/K norms) -> RoPE -> Q
+// scale, rows [c0, c1).
 void Project(const Model& m, const Layer& L, const RopeTable& rope, const double* h, int64_t c0, int64_t c1,
              Activations& a, bool first_layer, const Watch& watch) {
   const Hparams& hp = m.hp;
   const int64_t len = c1 - c0, qd = hp.n_head * hp.head_k, kd = hp.n_head_kv * hp.head_k, vd = hp.n_head_kv * hp.head_v;
   a.x.assign(h + c0 * hp.n_embd, h + c1 * hp.n_embd);
-  if (first_layer && hp.arch != "llama") watch.Emit(0, c0, c1, a.x.data(), hp.n_embd);
+  if (first_layer && hp.gemma) watch.Emit(0, c0, c1, a.x.data(), hp.n_embd);
   RmsNorm(a.x.data(), len, hp.n_embd, L.attn_norm, hp.rms_eps);
-  if (first_layer && hp.arch == "llama") watch.Emit(0, c0, c1, a.x.data(), hp.n_embd);
+  if (first_layer && !hp.gemma) watch.Emit(0, c0, c1, a.x.data(), hp.n_embd);
   double* q = a.q.data() + c0 * qd;
   double* k = a.k.data() + c0 * kd;
   MatMulT(a.x.data(), len, L.wq, q);
   MatMulT(a.x.data(), len, L.wk, k);
   MatMulT(a.x.data(), len, L.wv, a.v.data() + c0 * vd);
+  AddBias(q, len, L.bq);
+  AddBias(k, len, L.bk);
+  AddBias(a.v.data() + c0 * vd, len, L.bv);
   if (!L.q_norm.empty()) {
     RmsNorm(q, len * hp.n_head, hp.head_k, L.q_norm, hp.rms_eps);
     RmsNorm(k, len * hp.n_head_kv, hp.head_k, L.k_norm, hp.rms_eps);
@@ -79,7 +89,7 @@ void AttnOutAndMlp(const Model& m, const Layer& L, double* h, int64_t c0, int64_
   a.up.resize(size_t(len * hp.n_ff));
   MatMulT(a.x.data(), len, L.gate, a.gate.data());
   MatMulT(a.x.data(), len, L.up, a.up.data());
-  GatedActivation(hp.arch == "gemma3", a.gate.data(), a.up.data(), len * hp.n_ff);
+  GatedActivation(hp.gemma, a.gate.data(), a.up.data(), len * hp.n_ff);
   MatMulT(a.gate.data(), len, L.down, a.o.data());
   if (!L.post_ffn_norm.empty()) RmsNorm(a.o.data(), len, E, L.post_ffn_norm, hp.rms_eps);
   watch.Emit(p0 + 2, c0, c1, a.o.data(), E);
@@ -147,6 +157,8 @@ void Logits(const Model& m, const double* h, int64_t n_rows, double* logits) {
     wd.assign(w.begin() + v0 * E, w.begin() + (v0 + rows) * E);
     Gemm(true, n_rows, rows, E, h, E, wd.data(), E, logits + v0, hp.n_vocab);
   }
+  for (int64_t r = 0; r < n_rows && !m.output_bias.empty(); ++r)
+    AddTo(logits + r * hp.n_vocab, m.output_bias.data(), hp.n_vocab);
   if (hp.logit_softcap > 0)
     for (int64_t i = 0; i < n_rows * hp.n_vocab; ++i)
       logits[i] = hp.logit_softcap * std::tanh(logits[i] / hp.logit_softcap);

@@ -40,10 +40,11 @@ bool DecodeF64(ggml_type type, const void* data, int64_t n, double* out);
 Status DequantizeChecked(ggml_type type, const void* data, int64_t n, std::vector<float>& out, DequantTallies& tally);
 
 struct Hparams {
-  std::string arch;  // "llama" or "gemma3"
+  std::string arch;  // "llama", "qwen2", "qwen3" or "gemma3"
+  bool gemma = false;  // gemma3's graph: scaled embedding, GELU, post norms, sliding layers
   int64_t n_layer = 0, n_embd = 0, n_head = 0, n_head_kv = 0, head_k = 0, head_v = 0, n_ff = 0, n_vocab = 0;
   int64_t n_rot = 0;                                 // rotated dimensions per head
-  bool rope_neox = false;                            // gemma3: pairs (i, i + n_rot/2); llama: pairs (2i, 2i+1)
+  bool rope_neox = false;                            // gemma3, qwen: pairs (i, i + n_rot/2); llama: (2i, 2i+1)
   double rope_base = 10000, rope_scale = 1;          // full-attention layers
   double rope_base_swa = 10000, rope_scale_swa = 1;  // sliding-window layers (gemma3)
   double rms_eps = 1e-5;
@@ -55,9 +56,11 @@ struct Hparams {
 };
 
 struct Layer {
-  Matrix wq, wk, wv, wo, gate, up, down;
+  Matrix wq, wk, wv, wo, gate, up, down;  // a fused attn_qkv is split into wq, wk, wv at load
   std::vector<double> attn_norm, ffn_norm;
-  std::vector<double> q_norm, k_norm, post_attn_norm, post_ffn_norm;  // gemma3 only
+  std::vector<double> bq, bk, bv;                                     // Q/K/V biases (empty: none)
+  std::vector<double> q_norm, k_norm;                                 // per-head norms (gemma3, qwen3)
+  std::vector<double> post_attn_norm, post_ffn_norm;                  // gemma3 only
   bool swa = false;
 };
 
@@ -69,8 +72,12 @@ struct Model {
   // Embedding and output matrices [n_vocab][n_embd] stay in float (ggml's dequantization, checked
   // exact) and are widened in chunks, so the largest matrices do not double in memory.
   std::vector<float> embd, output;  // output empty: tied to embd
+  std::vector<double> output_bias;  // qwen2's optional output.bias (empty: none)
   DequantTallies dequant;
 };
+
+// The architectures the engine computes, as GGUF names them.
+inline constexpr const char* kArchitectures = "llama, qwen2, qwen3, gemma3";
 
 // Reads the GGUF, checks the architecture and every tensor, and dequantizes it.
 Result<Model> LoadModel(const std::string& path);

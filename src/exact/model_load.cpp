@@ -1,5 +1,5 @@
-// Loading a GGUF into the FP64 model: hyperparameters as llama.cpp reads them for llama and
-// gemma3, every tensor checked for shape and accounted for (an unknown tensor means a graph
+// Loading a GGUF into the FP64 model: hyperparameters as llama.cpp reads them for llama, qwen2,
+// qwen3 and gemma3, every tensor checked for shape and accounted for (an unknown tensor means a graph
 // feature this engine does not implement, so it refuses rather than compute another function).
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -123,8 +123,20 @@ Status ReadHparams(const Reader& r, int64_t n_vocab, Hparams& hp) {
     hp.logit_softcap = 0;  // llama.cpp's llama graph has none
     return Status::Ok();
   }
+  if (hp.arch == "qwen2" || hp.arch == "qwen3") {
+    // llama.cpp's qwen graphs assert one head width rotated whole, rotate NeoX halves and scale
+    // Q.K by the head width's root; they have no soft-capping.
+    if (hp.n_rot != hp.head_k || hp.head_v != hp.head_k)
+      return Status::Error(fmt::format("{}: {} needs the rope over the whole head (rotated {} of {}, value width {})",
+                                       r.path, hp.arch, hp.n_rot, hp.head_k, hp.head_v));
+    hp.rope_neox = true;
+    hp.kq_scale = 1.0 / std::sqrt(double(hp.head_k));
+    hp.logit_softcap = 0;
+    return Status::Ok();
+  }
   // gemma3: the embedding scale, Q scaled before attention (the 27B by n_embd / n_head), local
   // layers with their own rope base.
+  hp.gemma = true;
   hp.rope_neox = true;
   hp.embd_scale = std::sqrt(double(hp.n_embd));
   hp.q_scale = hp.n_layer == 62 ? 1.0 / std::sqrt(double(hp.n_embd / hp.n_head)) : 1.0 / std::sqrt(double(hp.head_k));
@@ -151,21 +163,59 @@ Result<std::vector<bool>> SwaLayers(const Reader& r, const Hparams& hp) {
   return swa;
 }
 
+// Q, K and V as llama.cpp's create_tensor_qkv finds them: three matrices with optional biases, or
+// one fused attn_qkv (rows Q, then K, then V) with its bias or the three separate ones.
+Status ReadQkv(Reader& r, const Hparams& hp, int64_t il, Layer& L) {
+  auto n = [&](const char* what, const char* kind) { return fmt::format("blk.{}.{}.{}", il, what, kind); };
+  const int64_t q = hp.n_head * hp.head_k, k = hp.n_head_kv * hp.head_k, v = hp.n_head_kv * hp.head_v;
+  auto bias = [&](const char* what, int64_t len, std::vector<double>& out) -> Status {
+    if (!r.Has(n(what, "bias"))) return Status::Ok();
+    FS_ASSIGN_OR_RETURN(out, r.Vec(n(what, "bias"), len));
+    return Status::Ok();
+  };
+  if (r.Has(n("attn_qkv", "weight"))) {
+    FS_ASSIGN_OR_RETURN(Matrix qkv, r.Mat(n("attn_qkv", "weight"), hp.n_embd, q + k + v));
+    auto rows = [&](int64_t from, int64_t count) {
+      return Matrix{count, hp.n_embd,
+                    std::vector<double>(qkv.w.begin() + from * hp.n_embd, qkv.w.begin() + (from + count) * hp.n_embd)};
+    };
+    L.wq = rows(0, q), L.wk = rows(q, k), L.wv = rows(q + k, v);
+    std::vector<double> b;
+    FS_RETURN_IF_ERROR(bias("attn_qkv", q + k + v, b));
+    if (!b.empty()) {
+      L.bq.assign(b.begin(), b.begin() + q);
+      L.bk.assign(b.begin() + q, b.begin() + q + k);
+      L.bv.assign(b.begin() + q + k, b.end());
+      return Status::Ok();
+    }
+    // llama.cpp adds separate biases to a fused product only when all three are there.
+    const int present = r.Has(n("attn_q", "bias")) + r.Has(n("attn_k", "bias")) + r.Has(n("attn_v", "bias"));
+    if (present != 0 && present != 3)
+      return Status::Error(fmt::format("{}: blk.{}.attn_qkv has {} of the 3 separate Q/K/V biases", r.path, il, present));
+  } else {
+    FS_ASSIGN_OR_RETURN(L.wq, r.Mat(n("attn_q", "weight"), hp.n_embd, q));
+    FS_ASSIGN_OR_RETURN(L.wk, r.Mat(n("attn_k", "weight"), hp.n_embd, k));
+    FS_ASSIGN_OR_RETURN(L.wv, r.Mat(n("attn_v", "weight"), hp.n_embd, v));
+  }
+  FS_RETURN_IF_ERROR(bias("attn_q", q, L.bq));
+  FS_RETURN_IF_ERROR(bias("attn_k", k, L.bk));
+  return bias("attn_v", v, L.bv);
+}
+
 Status ReadLayer(Reader& r, const Hparams& hp, int64_t il, Layer& L) {
   auto n = [&](const char* what) { return fmt::format("blk.{}.{}.weight", il, what); };
-  const int64_t q = hp.n_head * hp.head_k, k = hp.n_head_kv * hp.head_k, v = hp.n_head_kv * hp.head_v;
   FS_ASSIGN_OR_RETURN(L.attn_norm, r.Vec(n("attn_norm"), hp.n_embd));
-  FS_ASSIGN_OR_RETURN(L.wq, r.Mat(n("attn_q"), hp.n_embd, q));
-  FS_ASSIGN_OR_RETURN(L.wk, r.Mat(n("attn_k"), hp.n_embd, k));
-  FS_ASSIGN_OR_RETURN(L.wv, r.Mat(n("attn_v"), hp.n_embd, v));
+  FS_RETURN_IF_ERROR(ReadQkv(r, hp, il, L));
   FS_ASSIGN_OR_RETURN(L.wo, r.Mat(n("attn_output"), hp.n_head * hp.head_v, hp.n_embd));
   FS_ASSIGN_OR_RETURN(L.ffn_norm, r.Vec(n("ffn_norm"), hp.n_embd));
   FS_ASSIGN_OR_RETURN(L.gate, r.Mat(n("ffn_gate"), hp.n_embd, hp.n_ff));
   FS_ASSIGN_OR_RETURN(L.up, r.Mat(n("ffn_up"), hp.n_embd, hp.n_ff));
   FS_ASSIGN_OR_RETURN(L.down, r.Mat(n("ffn_down"), hp.n_ff, hp.n_embd));
-  if (hp.arch != "gemma3") return Status::Ok();
-  FS_ASSIGN_OR_RETURN(L.q_norm, r.Vec(n("attn_q_norm"), hp.head_k));
-  FS_ASSIGN_OR_RETURN(L.k_norm, r.Vec(n("attn_k_norm"), hp.head_k));
+  if (hp.gemma || hp.arch == "qwen3") {  // their graphs norm each head of Q and K
+    FS_ASSIGN_OR_RETURN(L.q_norm, r.Vec(n("attn_q_norm"), hp.head_k));
+    FS_ASSIGN_OR_RETURN(L.k_norm, r.Vec(n("attn_k_norm"), hp.head_k));
+  }
+  if (!hp.gemma) return Status::Ok();
   FS_ASSIGN_OR_RETURN(L.post_attn_norm, r.Vec(n("post_attention_norm"), hp.n_embd));
   FS_ASSIGN_OR_RETURN(L.post_ffn_norm, r.Vec(n("post_ffw_norm"), hp.n_embd));
   return Status::Ok();
@@ -181,9 +231,9 @@ Result<Model> LoadModel(const std::string& path) {
   std::unique_ptr<ggml_context, void (*)(ggml_context*)> meta_owner(meta, ggml_free);
   int64_t arch_id = gguf_find_key(g.get(), "general.architecture");
   std::string arch = arch_id >= 0 ? gguf_get_val_str(g.get(), arch_id) : "(none)";
-  if (arch != "llama" && arch != "gemma3")
+  if (arch != "llama" && arch != "gemma3" && arch != "qwen2" && arch != "qwen3")
     return Status::Error(
-        fmt::format("{}: architecture '{}' is not supported by the exact engine (llama, gemma3)", path, arch));
+        fmt::format("{}: architecture '{}' is not supported by the exact engine ({})", path, arch, kArchitectures));
 
   Mapping map;
   int fd = open(path.c_str(), O_RDONLY);
@@ -210,6 +260,9 @@ Result<Model> LoadModel(const std::string& path) {
   FS_ASSIGN_OR_RETURN(m.output_norm, r.Vec("output_norm.weight", hp.n_embd));
   if (r.Has("output.weight")) {
     FS_ASSIGN_OR_RETURN(m.output, r.Floats("output.weight", hp.n_embd, hp.n_vocab));
+  }
+  if (hp.arch == "qwen2" && r.Has("output.bias")) {  // qwen2's graph adds it when present
+    FS_ASSIGN_OR_RETURN(m.output_bias, r.Vec("output.bias", hp.n_vocab));
   }
   m.layers.resize(size_t(hp.n_layer));
   for (int64_t il = 0; il < hp.n_layer; ++il) {

@@ -60,20 +60,32 @@ Vocab MakeVocab() {
   return v;
 }
 
-// Writes the model's metadata (a llama of o's shapes, the vocabulary, ChatML when o asks) into g.
+int HeadDim(const TinyModelOptions& o) { return o.head_dim > 0 ? o.head_dim : o.n_embd / o.n_head; }
+
+// Writes the model's metadata (o.arch of o's shapes, the vocabulary, ChatML when o asks) into g.
 void SetMetadata(gguf_context* g, const TinyModelOptions& o, const Vocab& vocab) {
-  gguf_set_val_str(g, "general.architecture", "llama");
+  const std::string a = o.arch;
+  auto u32 = [&](const std::string& key, int v) { gguf_set_val_u32(g, (a + "." + key).c_str(), uint32_t(v)); };
+  gguf_set_val_str(g, "general.architecture", a.c_str());
   gguf_set_val_str(g, "general.name", "flipscope-tiny");
   gguf_set_val_u32(g, "general.alignment", 32);
-  gguf_set_val_u32(g, "llama.context_length", uint32_t(o.n_ctx_train));
-  gguf_set_val_u32(g, "llama.embedding_length", uint32_t(o.n_embd));
-  gguf_set_val_u32(g, "llama.block_count", uint32_t(o.n_layer));
-  gguf_set_val_u32(g, "llama.feed_forward_length", uint32_t(o.n_ff));
-  gguf_set_val_u32(g, "llama.attention.head_count", uint32_t(o.n_head));
-  gguf_set_val_u32(g, "llama.attention.head_count_kv", uint32_t(o.n_head_kv));
-  gguf_set_val_u32(g, "llama.rope.dimension_count", uint32_t(o.n_embd / o.n_head));
-  gguf_set_val_f32(g, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
-  gguf_set_val_f32(g, "llama.rope.freq_base", 10000.0f);
+  u32("context_length", o.n_ctx_train);
+  u32("embedding_length", o.n_embd);
+  u32("block_count", o.n_layer);
+  u32("feed_forward_length", o.n_ff);
+  u32("attention.head_count", o.n_head);
+  u32("attention.head_count_kv", o.n_head_kv);
+  if (o.head_dim > 0) {
+    u32("attention.key_length", o.head_dim);
+    u32("attention.value_length", o.head_dim);
+  }
+  u32("rope.dimension_count", HeadDim(o));
+  gguf_set_val_f32(g, (a + ".attention.layer_norm_rms_epsilon").c_str(), 1e-5f);
+  gguf_set_val_f32(g, (a + ".rope.freq_base").c_str(), 10000.0f);
+  if (!o.rope_scaling.empty()) {
+    gguf_set_val_str(g, (a + ".rope.scaling.type").c_str(), o.rope_scaling.c_str());
+    gguf_set_val_f32(g, (a + ".rope.scaling.factor").c_str(), 4.0f);
+  }
   gguf_set_val_str(g, "tokenizer.ggml.model", "llama");
   gguf_set_val_str(g, "tokenizer.ggml.pre", "default");
   std::vector<const char*> tok_ptrs;
@@ -95,19 +107,31 @@ struct Spec {
   bool matrix;
 };
 
-// The tensors of a llama of o's shapes over n_vocab tokens, in file order.
+// The tensors of o.arch of o's shapes over n_vocab tokens, in file order.
 std::vector<Spec> TensorSpecs(const TinyModelOptions& o, int n_vocab) {
-  const int n_embd_kv = o.n_embd / o.n_head * o.n_head_kv;
+  const int hd = HeadDim(o), q = hd * o.n_head, kv = hd * o.n_head_kv;
   std::vector<Spec> specs = {{"token_embd.weight", o.n_embd, n_vocab, true},
                              {"output_norm.weight", o.n_embd, 1, false},
                              {"output.weight", o.n_embd, n_vocab, true}};
   for (int l = 0; l < o.n_layer; ++l) {
     auto b = fmt::format("blk.{}.", l);
     specs.push_back({b + "attn_norm.weight", o.n_embd, 1, false});
-    specs.push_back({b + "attn_q.weight", o.n_embd, o.n_embd, true});
-    specs.push_back({b + "attn_k.weight", o.n_embd, n_embd_kv, true});
-    specs.push_back({b + "attn_v.weight", o.n_embd, n_embd_kv, true});
-    specs.push_back({b + "attn_output.weight", o.n_embd, o.n_embd, true});
+    if (o.fused_qkv) {
+      specs.push_back({b + "attn_qkv.weight", o.n_embd, q + 2 * kv, true});
+      if (o.arch == "qwen2") specs.push_back({b + "attn_qkv.bias", q + 2 * kv, 1, false});
+    } else {
+      specs.push_back({b + "attn_q.weight", o.n_embd, q, true});
+      specs.push_back({b + "attn_k.weight", o.n_embd, kv, true});
+      specs.push_back({b + "attn_v.weight", o.n_embd, kv, true});
+      if (o.arch == "qwen2")
+        for (auto [name, n] : {std::pair{"attn_q", q}, {"attn_k", kv}, {"attn_v", kv}})
+          specs.push_back({b + name + ".bias", n, 1, false});
+    }
+    if (o.arch == "qwen3") {
+      specs.push_back({b + "attn_q_norm.weight", hd, 1, false});
+      specs.push_back({b + "attn_k_norm.weight", hd, 1, false});
+    }
+    specs.push_back({b + "attn_output.weight", q, o.n_embd, true});
     specs.push_back({b + "ffn_norm.weight", o.n_embd, 1, false});
     specs.push_back({b + "ffn_gate.weight", o.n_embd, o.n_ff, true});
     specs.push_back({b + "ffn_up.weight", o.n_embd, o.n_ff, true});
@@ -125,7 +149,9 @@ void AddTensors(gguf_context* g, ggml_context* ctx, const std::vector<Spec>& spe
     if (s.name == o.drop_tensor) continue;
     std::vector<float> v(size_t(s.ne0 * s.ne1));
     float scale = s.matrix ? o.weight_scale / std::sqrt(float(s.ne0)) : 0.0f;
-    for (auto& x : v) x = s.matrix ? rng.Uniform() * scale * 1.7f : 1.0f + 0.1f * rng.Uniform();
+    // Norm weights near 1, biases near 0 (large enough to matter), matrices scaled to their width.
+    const bool bias = s.name.ends_with(".bias");
+    for (auto& x : v) x = s.matrix ? rng.Uniform() * scale * 1.7f : bias ? 0.5f * rng.Uniform() : 1.0f + 0.1f * rng.Uniform();
     if (s.name == o.perturb_tensor && o.perturb_scale == 0) v[0] += 0.5f;
     if (s.name == o.perturb_tensor && o.perturb_scale != 0)
       for (auto& x : v) x *= 1.0f + o.perturb_scale;

@@ -12,6 +12,11 @@ namespace flipscope::fixtures {
 
 struct TinyModelOptions {
   uint64_t seed = 1;  // weights are a pure function of the seed
+  // llama; qwen2 (Q/K/V biases, NeoX rope); qwen3 (per-head Q/K RMS norms, NeoX rope).
+  std::string arch = "llama";
+  int head_dim = 0;        // per-head width; 0 = n_embd / n_head (qwen3 models set their own)
+  bool fused_qkv = false;  // one attn_qkv matrix (and bias) instead of three
+  std::string rope_scaling;  // written as ARCH.rope.scaling.type (factor 4) when set
   int n_layer = 2;
   int n_embd = 64;
   int n_head = 2;
@@ -28,7 +33,7 @@ struct TinyModelOptions {
   float perturb_scale = 0;
 };
 
-// Writes a llama-architecture model with an SPM vocabulary (byte fallback, ChatML control
+// Writes a model of o.arch with an SPM vocabulary (byte fallback, ChatML control
 // tokens) to path; the same options always give the same bytes.
 Status WriteTinyModel(const std::string& path, const TinyModelOptions& opts = {});
 

@@ -1,15 +1,18 @@
-"""An independent FP64 forward pass in numpy for the llama and gemma3 GGUFs, checked against the
-exact engine's FP64 logits (build/bin/exact_dump) on a short prefix.
+"""An independent FP64 forward pass in numpy for the llama, qwen2, qwen3 and gemma3 GGUFs, checked
+against the exact engine's FP64 logits (build/bin/exact_dump) on a short prefix.
 
 The GGUF is read with the gguf package and dequantized with gguf's own dequantize (not ggml's);
 every operation is written from the architectures' definitions in plain numpy float64:
 RMS norm, RoPE (llama: neighbouring pairs; gemma3: halves), grouped-query attention with causal
-and sliding-window masks, SiLU / tanh-GELU gated MLP, gemma3's Q/K norms, post norms, embedding
-scale sqrt(n_embd) and attention scale. Agreement is measured per row as max |a - b| over the
+and sliding-window masks, SiLU / tanh-GELU gated MLP, Q/K/V biases and a fused QKV matrix (qwen2),
+per-head Q/K norms (qwen3, gemma3), gemma3's post norms, embedding scale sqrt(n_embd) and attention
+scale. Agreement is measured per row as max |a - b| over the
 row's max |b| (relative to the row's scale: single logits near 0 have no useful relative error).
 
 usage: exact_ref.py --check          (the ctest integration test: SmolLM2 on 64 tokens, Gemma 3 on
                                       640, past its 512-token sliding window)
+       exact_ref.py --tiny           (tiny all-F32 models of each architecture written by
+                                      build/bin/tiny_model, 200 tokens, to TINY_TOLERANCE)
        exact_ref.py MODEL WORKLOAD [--chat-template T] [-n 64]
 """
 import argparse
@@ -26,6 +29,12 @@ import gguf_fast
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 
 TOLERANCE = 1e-9
+# All-F32 tiny models: nothing is dequantized, so the two FP64 passes differ only in summation order.
+TINY_TOLERANCE = 1e-12
+# The tiny models checked by --tiny: (name, tiny_model's flags).
+TINY_CASES = [("llama", ["--arch", "llama"]), ("qwen2", ["--arch", "qwen2"]),
+              ("qwen2-fused-qkv", ["--arch", "qwen2", "--fused-qkv"]), ("qwen3", ["--arch", "qwen3"]),
+              ("qwen3-wide-heads", ["--arch", "qwen3", "--head-dim", "48"])]
 
 
 class Model:
@@ -45,6 +54,7 @@ class Model:
         self.window = self.field(f"{a}.attention.sliding_window", 0) if a == "gemma3" else 0
         self.base_swa = float(self.field(f"{a}.rope.freq_base_swa", 10000.0))
         self.softcap = float(self.field(f"{a}.final_logit_softcapping", 0.0)) if a == "gemma3" else 0.0
+        self.neox = a in ("gemma3", "qwen2", "qwen3")  # rotate halves; llama rotates neighbours
 
     def field(self, key, default=None):
         f = self.r.fields.get(key)
@@ -100,6 +110,20 @@ def attend(q, k, v, scale, window):
     return out
 
 
+def qkv(m, p, x):
+    """Q, K and V of one layer [n, heads, hd], from attn_q/k/v or a fused attn_qkv, biases added."""
+    n, q_w, kv_w = len(x), m.n_head * m.hd, m.n_kv * m.hd
+    if p + "attn_qkv.weight" in m.t:
+        y = x @ m.w(p + "attn_qkv.weight").T
+        if p + "attn_qkv.bias" in m.t:
+            y = y + m.w(p + "attn_qkv.bias")
+        q, k, v = y[:, :q_w], y[:, q_w:q_w + kv_w], y[:, q_w + kv_w:]
+    else:
+        q, k, v = (x @ m.w(p + f"attn_{c}.weight").T for c in "qkv")
+    q, k, v = (t + m.w(p + f"attn_{c}.bias") if p + f"attn_{c}.bias" in m.t else t for t, c in zip((q, k, v), "qkv"))
+    return q.reshape(n, m.n_head, m.hd), k.reshape(n, m.n_kv, m.hd), v.reshape(n, m.n_kv, -1)
+
+
 def forward(m, tokens):
     gemma = m.arch == "gemma3"
     n = len(tokens)
@@ -109,13 +133,11 @@ def forward(m, tokens):
         W = lambda name: m.w(p + name + ".weight")
         swa = gemma and m.window > 0 and il % 6 < 5
         x = rms(h, W("attn_norm"), m.eps)
-        q = (x @ W("attn_q").T).reshape(n, m.n_head, m.hd)
-        k = (x @ W("attn_k").T).reshape(n, m.n_kv, m.hd)
-        v = (x @ W("attn_v").T).reshape(n, m.n_kv, -1)
-        if gemma:
+        q, k, v = qkv(m, p, x)
+        if p + "attn_q_norm.weight" in m.t:
             q, k = rms(q, W("attn_q_norm"), m.eps), rms(k, W("attn_k_norm"), m.eps)
         base = m.base_swa if swa else m.base
-        q, k = rope(q, base, m.n_rot, gemma), rope(k, base, m.n_rot, gemma)
+        q, k = rope(q, base, m.n_rot, m.neox), rope(k, base, m.n_rot, m.neox)
         scale = 1.0 / np.sqrt(m.hd)
         a = attend(q, k, v, scale, m.window if swa else 0).reshape(n, -1)
         o = a @ W("attn_output").T
@@ -138,12 +160,14 @@ def forward(m, tokens):
     logits = np.empty((n, t.data.shape[0]))
     for v0 in range(0, t.data.shape[0], 16384):
         logits[:, v0:v0 + 16384] = h @ gguf.dequantize(t.data[v0:v0 + 16384], t.tensor_type).astype(np.float64).T
+    if "output.bias" in m.t:
+        logits += m.w("output.bias")
     if m.softcap:
         logits = m.softcap * np.tanh(logits / m.softcap)
     return logits
 
 
-def check(model, workload, template, n):
+def check(model, workload, template, n, tolerance=TOLERANCE):
     bindir = os.path.dirname(os.environ.get("FLIPSCOPE_BIN", "build/bin/flipscope"))
     with tempfile.TemporaryDirectory() as d:
         prefix = os.path.join(d, "dump")
@@ -158,7 +182,20 @@ def check(model, workload, template, n):
     same = int(np.sum(np.argmax(ours, axis=1) == np.argmax(ref, axis=1)))
     print(f"{os.path.basename(model)}: {len(tokens)} tokens, max row-relative difference {rel.max():.3e}, "
           f"top-1 equal {same}/{len(tokens)}")
-    return rel.max() <= TOLERANCE and same == len(tokens)
+    return rel.max() <= tolerance and same == len(tokens)
+
+
+def check_tiny(workload, n):
+    """Each TINY_CASES model, written by tiny_model (all F32), to TINY_TOLERANCE."""
+    bindir = os.path.dirname(os.environ.get("FLIPSCOPE_BIN", "build/bin/flipscope"))
+    ok = True
+    with tempfile.TemporaryDirectory() as d:
+        for name, flags in TINY_CASES:
+            path = os.path.join(d, f"tiny-{name}.gguf")
+            subprocess.run([os.path.join(bindir, "tiny_model"), *flags, "--matrix-type", "f32", "--weight-scale", "4",
+                            "-o", path], check=True)
+            ok &= check(path, workload, "", n, TINY_TOLERANCE)
+    return ok
 
 
 def main():
@@ -168,14 +205,18 @@ def main():
     ap.add_argument("--chat-template", default="")
     ap.add_argument("-n", type=int, default=0, help="prefix tokens (default 64; --check: 64 and 640)")
     ap.add_argument("--check", action="store_true", help="both models on examples/netops-demo.json")
+    ap.add_argument("--tiny", action="store_true", help="tiny models of each architecture on the demo session")
     a = ap.parse_args()
-    if a.check:
+    if a.tiny:
+        import common
+        ok = check_tiny(os.path.join(common.SRC, "examples", "netops-demo.json"), a.n or 200)
+    elif a.check:
         import common
         demo = os.path.join(common.SRC, "examples", "netops-demo.json")
         ok = check(common.SMOL, demo, "", a.n or 64) & check(common.GEMMA, demo, "gemma", a.n or 640)
     else:
         ok = check(a.model, a.workload, a.chat_template, a.n or 64)
-    print("OK" if ok else f"FAIL: tolerance {TOLERANCE}")
+    print("OK" if ok else f"FAIL: tolerance {TINY_TOLERANCE if a.tiny else TOLERANCE}")
     sys.exit(0 if ok else 1)
 
 
