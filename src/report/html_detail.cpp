@@ -33,6 +33,21 @@ std::string Prob(std::optional<double> p) { return p ? fmt::format("{:.3f}", *p)
 std::string TokenCode(const std::string& text) { return "<code class=\"t\">" + E(VisibleToken(text)) + "</code>"; }
 
 // The flip's class; confident flips (the costly kind) stand out.
+// Each repeat's capture time in whole seconds, or "reused" where a re-run took the capture an
+// earlier run had made (its time then is only the check's).
+std::string CaptureSeconds(const json& c) {
+  const json& secs = Sub(c, "capture_seconds");
+  const json& reused = Sub(c, "reused");
+  if (!secs.is_array()) return InlineText(secs);
+  std::string out;
+  for (size_t i = 0; i < secs.size(); ++i) {
+    const bool was_reused = reused.is_array() && i < reused.size() && reused[i].is_boolean() && reused[i].get<bool>();
+    if (!out.empty()) out += ", ";
+    out += was_reused ? "reused" : secs[i].is_number() ? fmt::format("{:.0f} s", secs[i].get<double>()) : "—";
+  }
+  return out;
+}
+
 std::string ClassCell(const std::string& klass) {
   return klass == "confident" ? "<span class=\"confident\">confident</span>" : E(klass);
 }
@@ -264,7 +279,7 @@ std::string HtmlDisclosureSection(const json& r) {
   if (configs.is_array())
     for (const json& c : configs)
       out += HtmlRow({E(Str(c, "name")), E(Str(c, "status", "ok")), "<code>" + E(Str(c, "flags")) + "</code>",
-                      E(Count(Num(c, "repeats"))), E(InlineText(Sub(c, "capture_seconds"))),
+                      E(Count(Num(c, "repeats"))), E(CaptureSeconds(c)),
                       "<small>" + E(InlineText(Sub(c, "captures"))) + "</small>"});
   return out + "</tbody></table></div></section>";
 }

@@ -249,6 +249,19 @@ TEST(Report, DisclosureAndRecipe) {
     EXPECT_NE(html.find(s), std::string::npos) << s;
 }
 
+// A re-run that took an earlier run's capture says so instead of showing the check's microseconds.
+TEST(Report, CaptureTimesSayWhichCapturesWereReused) {
+  json r = Sample();
+  r["configs"] = json::array({{{"name", "baseline"},
+                               {"repeats", 2},
+                               {"capture_seconds", {2.2e-06, 211.6}},
+                               {"reused", {true, false}},
+                               {"captures", {"a", "b"}}}});
+  std::string html = RenderHtml(r);
+  EXPECT_NE(html.find("<td>reused, 212 s</td>"), std::string::npos);
+  EXPECT_EQ(html.find("2.2e-06"), std::string::npos);
+}
+
 TEST(Report, MissingOptionalPartsAreLeftOut) {
   json r = Sample();
   for (const char* key : {"branches", "recipe", "floor", "probe_plan", "settings", "model"}) r.erase(key);
