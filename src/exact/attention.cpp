@@ -1,7 +1,8 @@
-// Causal (and sliding-window) attention in FP64, one block of queries at a time so that the score
-// matrix is block x (keys the block can see) rather than n x n.
+// Causal (and sliding-window, optionally soft-capped) attention in FP64, one block of queries at a time so that the
+// score matrix is block x (keys the block can see) rather than n x n.
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <thread>
 #include <vector>
 
@@ -10,16 +11,23 @@
 namespace flipscope::exact {
 namespace {
 
-// Softmax of each row of the scores in place over the keys query p sees, [lo(p), p]; the other
-// entries become 0. Row i is query b0 + i; column j is key k0 + j.
-void MaskedSoftmax(double* s, int64_t rows, int64_t cols, int64_t b0, int64_t k0, int64_t window, double scale) {
+// Softmax of each row of the scores in place over the keys query p sees, [lo(p), p], each score
+// first multiplied by scale (and soft-capped, softcap > 0); the other entries become 0. Row i is
+// query b0 + i; column j is key k0 + j.
+void MaskedSoftmax(double* s, int64_t rows, int64_t cols, int64_t b0, int64_t k0, int64_t window, double scale,
+                   double softcap) {
   for (int64_t i = 0; i < rows; ++i) {
     const int64_t p = b0 + i;
     const int64_t lo = window > 0 ? std::max<int64_t>(0, p - window + 1) : 0;
     double* row = s + i * cols;
     const int64_t j0 = lo - k0, j1 = p - k0 + 1;  // visible columns [j0, j1)
-    const double mx = ScaledMax(row + j0, j1 - j0, scale);
-    for (int64_t j = j0; j < j1; ++j) row[j] = row[j] * scale - mx;
+    double sc = scale;
+    if (softcap > 0) {  // gemma2: cap * tanh(s / cap) on the scaled score, as llama.cpp's graph does
+      for (int64_t j = j0; j < j1; ++j) row[j] = softcap * std::tanh(row[j] * scale / softcap);
+      sc = 1;
+    }
+    const double mx = ScaledMax(row + j0, j1 - j0, sc);
+    for (int64_t j = j0; j < j1; ++j) row[j] = row[j] * sc - mx;
     ExpNonPositive(row + j0, j1 - j0);
     const double inv = 1.0 / LaneSum(row + j0, j1 - j0);
     std::fill(row, row + j0, 0.0);
@@ -50,7 +58,7 @@ void Attention(const AttentionShape& s, const double* q, const double* k, const 
       scores.resize(size_t(rows * cols));
       Gemm(true, rows, cols, s.head_k, q + b0 * ldq + h * s.head_k, ldq, k + k0 * ldk + g * s.head_k, ldk,
            scores.data(), cols);
-      MaskedSoftmax(scores.data(), rows, cols, b0, k0, s.window, s.kq_scale);
+      MaskedSoftmax(scores.data(), rows, cols, b0, k0, s.window, s.kq_scale, s.softcap);
       Gemm(false, rows, s.head_v, cols, scores.data(), cols, v + k0 * ldv + g * s.head_v, ldv,
            out + b0 * ldo + h * s.head_v, ldo);
     }

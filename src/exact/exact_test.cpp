@@ -37,6 +37,9 @@ struct ArchCase {
   const char* arch;
   int head_dim;
   bool fused_qkv;
+  // gemma2: a window and caps small enough to matter over 100 positions of a tiny model.
+  int sliding_window = 0;
+  float attn_softcap = 0, final_softcap = 0;
 };
 
 void PrintTo(const ArchCase& c, std::ostream* os) { *os << c.name; }
@@ -50,6 +53,9 @@ TEST_P(ExactAgainstLlama, AgreesOnAnF32TinyModel) {
   to.arch = c.arch;
   to.head_dim = c.head_dim;
   to.fused_qkv = c.fused_qkv;
+  to.sliding_window = c.sliding_window;
+  to.attn_softcap = c.attn_softcap;
+  to.final_softcap = c.final_softcap;
   to.matrix_type = "f32";
   to.weight_scale = 4.0f;  // peaky distributions, so that a wrong graph moves the argmax
   ASSERT_TRUE(fixtures::WriteTinyModel(path, to).ok());
@@ -96,19 +102,22 @@ TEST_P(ExactAgainstLlama, AgreesOnAnF32TinyModel) {
   }
   std::printf("%s: top-1 %d/%d, KL mean %.3e max %.3e\n", c.name, same_top1, n, sum_kl / n, max_kl);
   // llama.cpp's F32 arithmetic against FP64 gives KL ~1e-9 here; a wrong RoPE pairing, norm, bias
-  // or head mapping gives > 1e-3.
-  EXPECT_LT(max_kl, 1e-8);
+  // or head mapping gives > 1e-3. gemma's GELU is not F32 in llama.cpp's CPU backend: it looks its
+  // input up in a table of FP16 values (ggml-cpu/vec.h, GGML_GELU_FP16), ~1e-4 of a logit, which a
+  // flat distribution (logits capped at 3) turns into KL up to ~5e-8.
+  EXPECT_LT(sum_kl / n, 1e-8);
+  EXPECT_LT(max_kl, std::string(c.arch).starts_with("gemma") ? 1e-7 : 1e-8);
   EXPECT_EQ(same_top1, n);
 }
 
-INSTANTIATE_TEST_SUITE_P(Architectures, ExactAgainstLlama,
-                         ::testing::Values(ArchCase{"llama", "llama", 0, false},
-                                           ArchCase{"llama_fused_qkv", "llama", 0, true},
-                                           ArchCase{"qwen2", "qwen2", 0, false},
-                                           ArchCase{"qwen2_fused_qkv", "qwen2", 0, true},
-                                           ArchCase{"qwen3", "qwen3", 0, false},
-                                           ArchCase{"qwen3_wide_heads", "qwen3", 48, false}),
-                         [](const auto& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(
+    Architectures, ExactAgainstLlama,
+    ::testing::Values(ArchCase{"llama", "llama", 0, false}, ArchCase{"llama_fused_qkv", "llama", 0, true},
+                      ArchCase{"qwen2", "qwen2", 0, false}, ArchCase{"qwen2_fused_qkv", "qwen2", 0, true},
+                      ArchCase{"qwen3", "qwen3", 0, false}, ArchCase{"qwen3_wide_heads", "qwen3", 48, false},
+                      ArchCase{"gemma2", "gemma2", 0, false, 16, 2.0f, 3.0f},
+                      ArchCase{"gemma2_defaults", "gemma2", 0, false}),
+    [](const auto& info) { return std::string(info.param.name); });
 
 TEST(ExactEngine, RefusesOtherArchitecturesNamingThem) {
   std::string path = fixtures::TempPath("exact-tiny-arch.gguf");
@@ -125,7 +134,7 @@ TEST(ExactEngine, RefusesOtherArchitecturesNamingThem) {
   auto e = ExactEngine::Create(other);
   ASSERT_FALSE(e.ok());
   EXPECT_EQ(e.status().message(),
-            other + ": architecture 'phi3' is not supported by the exact engine (llama, qwen2, qwen3, gemma3)");
+            other + ": architecture 'phi3' is not supported by the exact engine (llama, qwen2, qwen3, gemma2, gemma3)");
 }
 
 // A tensor the graph does not use (here the output projection's bias) means a feature this engine

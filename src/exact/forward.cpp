@@ -1,5 +1,6 @@
 // The forward pass, layer by layer over the whole sequence (each layer's projections are large
-// matrix products over token chunks), following llama.cpp's llama, qwen2, qwen3 and gemma3 graphs.
+// matrix products over token chunks), following llama.cpp's llama, qwen2, qwen3, gemma2 and gemma3
+// graphs.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -113,7 +114,7 @@ Result<std::vector<double>> HiddenAtProbes(const Model& m, const ExactOptions& o
     const float* e = m.embd.data() + int64_t(tokens[size_t(t)]) * E;
     for (int64_t i = 0; i < E; ++i) h[size_t(t * E + i)] = double(e[i]) * hp.embd_scale;
   }
-  // One angle table per distinct rope base (gemma3's local and global layers differ).
+  // One angle table per distinct rope base (gemma's local and global layers differ).
   std::map<std::pair<double, double>, RopeTable> ropes;
   Activations a;
   a.q.resize(size_t(n * hp.n_head * hp.head_k));
@@ -129,9 +130,16 @@ Result<std::vector<double>> HiddenAtProbes(const Model& m, const ExactOptions& o
     if (it == ropes.end()) it = ropes.emplace(key, MakeRopeTable(n, hp.n_rot, key.first, key.second)).first;
     for (int64_t c0 = 0; c0 < n; c0 += chunk)
       Project(m, L, it->second, h.data(), c0, std::min(n, c0 + chunk), a, il == 0, watch);
-    AttentionShape s{n,         hp.n_head,   hp.n_head_kv,         hp.head_k,
-                     hp.head_v, hp.kq_scale, L.swa ? hp.n_swa : 0, std::max(1, o.query_block),
-                     threads};
+    AttentionShape s{.n = n,
+                     .n_head = hp.n_head,
+                     .n_head_kv = hp.n_head_kv,
+                     .head_k = hp.head_k,
+                     .head_v = hp.head_v,
+                     .kq_scale = hp.kq_scale,
+                     .softcap = hp.attn_softcap,
+                     .window = L.swa ? hp.n_swa : 0,
+                     .block = std::max(1, o.query_block),
+                     .threads = threads};
     Attention(s, a.q.data(), a.k.data(), a.v.data(), a.attn.data());
     for (int64_t c0 = 0; c0 < n; c0 += chunk) AttnOutAndMlp(m, L, h.data(), c0, std::min(n, c0 + chunk), a, il, watch);
     if (layers_done) layers_done(il + 1);

@@ -40,27 +40,28 @@ bool DecodeF64(ggml_type type, const void* data, int64_t n, double* out);
 Status DequantizeChecked(ggml_type type, const void* data, int64_t n, std::vector<float>& out, DequantTallies& tally);
 
 struct Hparams {
-  std::string arch;  // "llama", "qwen2", "qwen3" or "gemma3"
-  bool gemma = false;  // gemma3's graph: scaled embedding, GELU, post norms, sliding layers
+  std::string arch;    // "llama", "qwen2", "qwen3", "gemma2" or "gemma3"
+  bool gemma = false;  // gemma2/3's graph: scaled embedding, GELU, post norms, sliding layers
   int64_t n_layer = 0, n_embd = 0, n_head = 0, n_head_kv = 0, head_k = 0, head_v = 0, n_ff = 0, n_vocab = 0;
   int64_t n_rot = 0;                                 // rotated dimensions per head
-  bool rope_neox = false;                            // gemma3, qwen: pairs (i, i + n_rot/2); llama: (2i, 2i+1)
+  bool rope_neox = false;                            // gemma, qwen: pairs (i, i + n_rot/2); llama: (2i, 2i+1)
   double rope_base = 10000, rope_scale = 1;          // full-attention layers
-  double rope_base_swa = 10000, rope_scale_swa = 1;  // sliding-window layers (gemma3)
+  double rope_base_swa = 10000, rope_scale_swa = 1;  // sliding-window layers (gemma)
   double rms_eps = 1e-5;
   int64_t n_swa = 0;         // sliding window in tokens (0 = none)
-  double embd_scale = 1;     // gemma3: sqrt(n_embd)
-  double q_scale = 1;        // multiplies Q before attention (gemma3's attention scale)
+  double embd_scale = 1;     // gemma: sqrt(n_embd)
+  double q_scale = 1;        // multiplies Q before attention (gemma's attention scale)
   double kq_scale = 1;       // multiplies Q.K (llama: 1/sqrt(head dim))
   double logit_softcap = 0;  // final logit soft-capping (0 = none)
+  double attn_softcap = 0;   // attention score soft-capping, cap * tanh(s / cap) (gemma2; 0 = none)
 };
 
 struct Layer {
   Matrix wq, wk, wv, wo, gate, up, down;  // a fused attn_qkv is split into wq, wk, wv at load
   std::vector<double> attn_norm, ffn_norm;
-  std::vector<double> bq, bk, bv;                                     // Q/K/V biases (empty: none)
-  std::vector<double> q_norm, k_norm;                                 // per-head norms (gemma3, qwen3)
-  std::vector<double> post_attn_norm, post_ffn_norm;                  // gemma3 only
+  std::vector<double> bq, bk, bv;                     // Q/K/V biases (empty: none)
+  std::vector<double> q_norm, k_norm;                 // per-head norms (gemma3, qwen3)
+  std::vector<double> post_attn_norm, post_ffn_norm;  // gemma2, gemma3
   bool swa = false;
 };
 
@@ -77,7 +78,7 @@ struct Model {
 };
 
 // The architectures the engine computes, as GGUF names them.
-inline constexpr const char* kArchitectures = "llama, qwen2, qwen3, gemma3";
+inline constexpr const char* kArchitectures = "llama, qwen2, qwen3, gemma2, gemma3";
 
 // Reads the GGUF, checks the architecture and every tensor, and dequantizes it.
 Result<Model> LoadModel(const std::string& path);
@@ -108,7 +109,7 @@ double ScaledMax(const double* x, int64_t n, double scale);
 // those in a fixed tree: the same bits for the same n on every machine and thread layout, and a
 // chain an eighth as long as a plain loop's (a softmax row's sum was latency-bound).
 double LaneSum(const double* x, int64_t n);
-// g = silu(g) * u (llama) or gelu_tanh(g) * u (gemma3), n values.
+// g = silu(g) * u (llama) or gelu_tanh(g) * u (gemma), n values.
 void GatedActivation(bool gelu, double* g, const double* u, int64_t n);
 // cos/sin of pos * scale * base^(-2i/n_rot) for positions [0, n) and pairs i < n_rot/2, in FP64.
 struct RopeTable {
@@ -126,6 +127,7 @@ struct AttentionShape {
   int64_t n = 0;  // tokens
   int64_t n_head = 0, n_head_kv = 0, head_k = 0, head_v = 0;
   double kq_scale = 1;
+  double softcap = 0;  // scores become softcap * tanh(kq_scale * Q.K / softcap) before the softmax (0 = none)
   int64_t window = 0;  // sliding window (key p0 is seen from p1 when p1 - p0 < window); 0 = causal only
   int64_t block = 256;
   int threads = 1;  // worker threads over (query block, head) items

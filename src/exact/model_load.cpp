@@ -1,5 +1,5 @@
 // Loading a GGUF into the FP64 model: hyperparameters as llama.cpp reads them for llama, qwen2,
-// qwen3 and gemma3, every tensor checked for shape and accounted for (an unknown tensor means a graph
+// qwen3, gemma2 and gemma3, every tensor checked for shape and accounted for (an unknown tensor means a graph
 // feature this engine does not implement, so it refuses rather than compute another function).
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -134,21 +134,31 @@ Status ReadHparams(const Reader& r, int64_t n_vocab, Hparams& hp) {
     hp.logit_softcap = 0;
     return Status::Ok();
   }
-  // gemma3: the embedding scale, Q scaled before attention (the 27B by n_embd / n_head), local
-  // layers with their own rope base.
+  // gemma2 and gemma3: the embedding scale, Q scaled before attention (their 27B by n_embd /
+  // n_head), sliding layers with their own rope base. gemma2 also soft-caps the attention scores
+  // and always the logits (llama.cpp's defaults 50 and 30), slides every other layer from the
+  // first, with a 4096-token window unless the file says otherwise.
+  const bool g2 = hp.arch == "gemma2";
   hp.gemma = true;
   hp.rope_neox = true;
   hp.embd_scale = std::sqrt(double(hp.n_embd));
-  hp.q_scale = hp.n_layer == 62 ? 1.0 / std::sqrt(double(hp.n_embd / hp.n_head)) : 1.0 / std::sqrt(double(hp.head_k));
-  FS_ASSIGN_OR_RETURN(hp.n_swa, r.Int("attention.sliding_window", 0));
-  hp.rope_base_swa = r.Float("rope.freq_base_swa", 10000);
+  const bool is_27b = hp.n_layer == (g2 ? 46 : 62);
+  hp.q_scale = is_27b ? 1.0 / std::sqrt(double(hp.n_embd / hp.n_head)) : 1.0 / std::sqrt(double(hp.head_k));
+  FS_ASSIGN_OR_RETURN(hp.n_swa, r.Int("attention.sliding_window", g2 ? 4096 : 0));
+  hp.rope_base_swa = r.Float("rope.freq_base_swa", g2 ? hp.rope_base : 10000);
+  if (g2) {
+    hp.rope_scale_swa = hp.rope_scale;  // gemma3's local layers keep scale 1
+    hp.attn_softcap = r.Float("attn_logit_softcapping", 50);
+    hp.logit_softcap = r.Float("final_logit_softcapping", 30);
+  }
   return Status::Ok();
 }
 
-// Which gemma3 layers slide: the GGUF's per-layer array, else every layer but each n-th.
+// Which gemma layers slide: the GGUF's per-layer array, else every layer but each n-th (gemma3:
+// n = 6 by default; gemma2: 2, so the even layers slide).
 Result<std::vector<bool>> SwaLayers(const Reader& r, const Hparams& hp) {
   std::vector<bool> swa(size_t(hp.n_layer), false);
-  if (hp.arch != "gemma3" || hp.n_swa <= 0) return swa;
+  if (!hp.gemma || hp.n_swa <= 0) return swa;
   int64_t id = r.Key("attention.sliding_window_pattern");
   if (id >= 0 && gguf_get_kv_type(r.g, id) == GGUF_TYPE_ARRAY) {
     if (gguf_get_arr_type(r.g, id) != GGUF_TYPE_BOOL || int64_t(gguf_get_arr_n(r.g, id)) < hp.n_layer)
@@ -158,7 +168,7 @@ Result<std::vector<bool>> SwaLayers(const Reader& r, const Hparams& hp) {
     for (int64_t il = 0; il < hp.n_layer; ++il) swa[size_t(il)] = b[il];
     return swa;
   }
-  FS_ASSIGN_OR_RETURN(int64_t n_pattern, r.Int("attention.sliding_window_pattern", 6));
+  FS_ASSIGN_OR_RETURN(int64_t n_pattern, r.Int("attention.sliding_window_pattern", hp.arch == "gemma2" ? 2 : 6));
   for (int64_t il = 0; il < hp.n_layer; ++il) swa[size_t(il)] = n_pattern == 0 || il % n_pattern < n_pattern - 1;
   return swa;
 }
@@ -191,7 +201,8 @@ Status ReadQkv(Reader& r, const Hparams& hp, int64_t il, Layer& L) {
     // llama.cpp adds separate biases to a fused product only when all three are there.
     const int present = r.Has(n("attn_q", "bias")) + r.Has(n("attn_k", "bias")) + r.Has(n("attn_v", "bias"));
     if (present != 0 && present != 3)
-      return Status::Error(fmt::format("{}: blk.{}.attn_qkv has {} of the 3 separate Q/K/V biases", r.path, il, present));
+      return Status::Error(
+          fmt::format("{}: blk.{}.attn_qkv has {} of the 3 separate Q/K/V biases", r.path, il, present));
   } else {
     FS_ASSIGN_OR_RETURN(L.wq, r.Mat(n("attn_q", "weight"), hp.n_embd, q));
     FS_ASSIGN_OR_RETURN(L.wk, r.Mat(n("attn_k", "weight"), hp.n_embd, k));
@@ -211,7 +222,7 @@ Status ReadLayer(Reader& r, const Hparams& hp, int64_t il, Layer& L) {
   FS_ASSIGN_OR_RETURN(L.gate, r.Mat(n("ffn_gate"), hp.n_embd, hp.n_ff));
   FS_ASSIGN_OR_RETURN(L.up, r.Mat(n("ffn_up"), hp.n_embd, hp.n_ff));
   FS_ASSIGN_OR_RETURN(L.down, r.Mat(n("ffn_down"), hp.n_ff, hp.n_embd));
-  if (hp.gemma || hp.arch == "qwen3") {  // their graphs norm each head of Q and K
+  if (hp.arch == "gemma3" || hp.arch == "qwen3") {  // their graphs norm each head of Q and K
     FS_ASSIGN_OR_RETURN(L.q_norm, r.Vec(n("attn_q_norm"), hp.head_k));
     FS_ASSIGN_OR_RETURN(L.k_norm, r.Vec(n("attn_k_norm"), hp.head_k));
   }
@@ -231,7 +242,7 @@ Result<Model> LoadModel(const std::string& path) {
   std::unique_ptr<ggml_context, void (*)(ggml_context*)> meta_owner(meta, ggml_free);
   int64_t arch_id = gguf_find_key(g.get(), "general.architecture");
   std::string arch = arch_id >= 0 ? gguf_get_val_str(g.get(), arch_id) : "(none)";
-  if (arch != "llama" && arch != "gemma3" && arch != "qwen2" && arch != "qwen3")
+  if (arch != "llama" && arch != "gemma2" && arch != "gemma3" && arch != "qwen2" && arch != "qwen3")
     return Status::Error(
         fmt::format("{}: architecture '{}' is not supported by the exact engine ({})", path, arch, kArchitectures));
 
@@ -258,7 +269,7 @@ Result<Model> LoadModel(const std::string& path) {
   FS_ASSIGN_OR_RETURN(std::vector<bool> swa, SwaLayers(r, hp));
   FS_ASSIGN_OR_RETURN(m.embd, r.Floats("token_embd.weight", hp.n_embd, hp.n_vocab));
   FS_ASSIGN_OR_RETURN(m.output_norm, r.Vec("output_norm.weight", hp.n_embd));
-  if (r.Has("output.weight")) {
+  if (r.Has("output.weight") && hp.arch != "gemma2") {  // gemma2's graph always ties it (else refused below)
     FS_ASSIGN_OR_RETURN(m.output, r.Floats("output.weight", hp.n_embd, hp.n_vocab));
   }
   if (hp.arch == "qwen2" && r.Has("output.bias")) {  // qwen2's graph adds it when present

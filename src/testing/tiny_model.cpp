@@ -82,6 +82,9 @@ void SetMetadata(gguf_context* g, const TinyModelOptions& o, const Vocab& vocab)
   u32("rope.dimension_count", HeadDim(o));
   gguf_set_val_f32(g, (a + ".attention.layer_norm_rms_epsilon").c_str(), 1e-5f);
   gguf_set_val_f32(g, (a + ".rope.freq_base").c_str(), 10000.0f);
+  if (o.sliding_window > 0) u32("attention.sliding_window", o.sliding_window);
+  if (o.attn_softcap > 0) gguf_set_val_f32(g, (a + ".attn_logit_softcapping").c_str(), o.attn_softcap);
+  if (o.final_softcap > 0) gguf_set_val_f32(g, (a + ".final_logit_softcapping").c_str(), o.final_softcap);
   if (!o.rope_scaling.empty()) {
     gguf_set_val_str(g, (a + ".rope.scaling.type").c_str(), o.rope_scaling.c_str());
     gguf_set_val_f32(g, (a + ".rope.scaling.factor").c_str(), 4.0f);
@@ -110,9 +113,10 @@ struct Spec {
 // The tensors of o.arch of o's shapes over n_vocab tokens, in file order.
 std::vector<Spec> TensorSpecs(const TinyModelOptions& o, int n_vocab) {
   const int hd = HeadDim(o), q = hd * o.n_head, kv = hd * o.n_head_kv;
+  const bool gemma2 = o.arch == "gemma2";
   std::vector<Spec> specs = {{"token_embd.weight", o.n_embd, n_vocab, true},
-                             {"output_norm.weight", o.n_embd, 1, false},
-                             {"output.weight", o.n_embd, n_vocab, true}};
+                             {"output_norm.weight", o.n_embd, 1, false}};
+  if (!gemma2) specs.push_back({"output.weight", o.n_embd, n_vocab, true});  // gemma2 ties it always
   for (int l = 0; l < o.n_layer; ++l) {
     auto b = fmt::format("blk.{}.", l);
     specs.push_back({b + "attn_norm.weight", o.n_embd, 1, false});
@@ -132,10 +136,12 @@ std::vector<Spec> TensorSpecs(const TinyModelOptions& o, int n_vocab) {
       specs.push_back({b + "attn_k_norm.weight", hd, 1, false});
     }
     specs.push_back({b + "attn_output.weight", q, o.n_embd, true});
+    if (gemma2) specs.push_back({b + "post_attention_norm.weight", o.n_embd, 1, false});
     specs.push_back({b + "ffn_norm.weight", o.n_embd, 1, false});
     specs.push_back({b + "ffn_gate.weight", o.n_embd, o.n_ff, true});
     specs.push_back({b + "ffn_up.weight", o.n_embd, o.n_ff, true});
     specs.push_back({b + "ffn_down.weight", o.n_ff, o.n_embd, true});
+    if (gemma2) specs.push_back({b + "post_ffw_norm.weight", o.n_embd, 1, false});
   }
   return specs;
 }
@@ -151,7 +157,8 @@ void AddTensors(gguf_context* g, ggml_context* ctx, const std::vector<Spec>& spe
     float scale = s.matrix ? o.weight_scale / std::sqrt(float(s.ne0)) : 0.0f;
     // Norm weights near 1, biases near 0 (large enough to matter), matrices scaled to their width.
     const bool bias = s.name.ends_with(".bias");
-    for (auto& x : v) x = s.matrix ? rng.Uniform() * scale * 1.7f : bias ? 0.5f * rng.Uniform() : 1.0f + 0.1f * rng.Uniform();
+    for (auto& x : v)
+      x = s.matrix ? rng.Uniform() * scale * 1.7f : bias ? 0.5f * rng.Uniform() : 1.0f + 0.1f * rng.Uniform();
     if (s.name == o.perturb_tensor && o.perturb_scale == 0) v[0] += 0.5f;
     if (s.name == o.perturb_tensor && o.perturb_scale != 0)
       for (auto& x : v) x *= 1.0f + o.perturb_scale;

@@ -9,12 +9,16 @@ int main(int argc, char** argv) {
   CLI::App app{"Write a tiny deterministic GGUF model"};
   flipscope::fixtures::TinyModelOptions o;
   std::string path;
-  app.add_option("--arch", o.arch, "llama, qwen2 or qwen3")->check(CLI::IsMember({"llama", "qwen2", "qwen3"}));
+  app.add_option("--arch", o.arch, "llama, qwen2, qwen3 or gemma2")
+      ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "gemma2"}));
   app.add_option("--head-dim", o.head_dim, "per-head width (0: n_embd / n_head)");
   app.add_flag("--fused-qkv", o.fused_qkv, "one attn_qkv tensor instead of three");
   app.add_option("--matrix-type", o.matrix_type, "f32, f16 or q8_0")->check(CLI::IsMember({"f32", "f16", "q8_0"}));
   app.add_option("--weight-scale", o.weight_scale, "multiplies every matrix");
   app.add_option("--seed", o.seed, "the weights' seed");
+  app.add_option("--sliding-window", o.sliding_window, "sliding window in tokens (written when > 0)");
+  app.add_option("--attn-softcap", o.attn_softcap, "attention logit soft-capping (written when > 0)");
+  app.add_option("--final-softcap", o.final_softcap, "final logit soft-capping (written when > 0)");
   app.add_option("-o,--output", path, "GGUF file to write")->required();
   CLI11_PARSE(app, argc, argv);
   flipscope::Status st = flipscope::fixtures::WriteTinyModel(path, o);

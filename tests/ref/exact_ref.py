@@ -1,12 +1,13 @@
-"""An independent FP64 forward pass in numpy for the llama, qwen2, qwen3 and gemma3 GGUFs, checked
+"""An independent FP64 forward pass in numpy for the llama, qwen2, qwen3, gemma2 and gemma3 GGUFs, checked
 against the exact engine's FP64 logits (build/bin/exact_dump) on a short prefix.
 
 The GGUF is read with the gguf package and dequantized with gguf's own dequantize (not ggml's);
 every operation is written from the architectures' definitions in plain numpy float64:
 RMS norm, RoPE (llama: neighbouring pairs; gemma3: halves), grouped-query attention with causal
 and sliding-window masks, SiLU / tanh-GELU gated MLP, Q/K/V biases and a fused QKV matrix (qwen2),
-per-head Q/K norms (qwen3, gemma3), gemma3's post norms, embedding scale sqrt(n_embd) and attention
-scale. Agreement is measured per row as max |a - b| over the
+per-head Q/K norms (qwen3, gemma3), gemma's post norms, embedding scale sqrt(n_embd) and attention
+scale, gemma2's attention-score and logit soft-capping (defaults 50 and 30) and its sliding even
+layers (window 4096 unless the file says). Agreement is measured per row as max |a - b| over the
 row's max |b| (relative to the row's scale: single logits near 0 have no useful relative error).
 
 usage: exact_ref.py --check          (the ctest integration test: SmolLM2 on 64 tokens, Gemma 3 on
@@ -34,7 +35,9 @@ TINY_TOLERANCE = 1e-12
 # The tiny models checked by --tiny: (name, tiny_model's flags).
 TINY_CASES = [("llama", ["--arch", "llama"]), ("qwen2", ["--arch", "qwen2"]),
               ("qwen2-fused-qkv", ["--arch", "qwen2", "--fused-qkv"]), ("qwen3", ["--arch", "qwen3"]),
-              ("qwen3-wide-heads", ["--arch", "qwen3", "--head-dim", "48"])]
+              ("qwen3-wide-heads", ["--arch", "qwen3", "--head-dim", "48"]),
+              ("gemma2", ["--arch", "gemma2", "--sliding-window", "16", "--attn-softcap", "2", "--final-softcap", "3"]),
+              ("gemma2-defaults", ["--arch", "gemma2"])]
 
 
 class Model:
@@ -51,10 +54,14 @@ class Model:
         self.n_rot = self.field(f"{a}.rope.dimension_count", self.hd)
         self.eps = float(self.field(f"{a}.attention.layer_norm_rms_epsilon"))
         self.base = float(self.field(f"{a}.rope.freq_base", 10000.0))
-        self.window = self.field(f"{a}.attention.sliding_window", 0) if a == "gemma3" else 0
-        self.base_swa = float(self.field(f"{a}.rope.freq_base_swa", 10000.0))
-        self.softcap = float(self.field(f"{a}.final_logit_softcapping", 0.0)) if a == "gemma3" else 0.0
-        self.neox = a in ("gemma3", "qwen2", "qwen3")  # rotate halves; llama rotates neighbours
+        g2 = a == "gemma2"
+        self.gemma = a in ("gemma2", "gemma3")
+        self.window = self.field(f"{a}.attention.sliding_window", 4096 if g2 else 0) if self.gemma else 0
+        self.swa_every = 2 if g2 else 6  # gemma2: even layers slide; gemma3: 5 of every 6
+        self.base_swa = float(self.field(f"{a}.rope.freq_base_swa", self.base if g2 else 10000.0))
+        self.softcap = float(self.field(f"{a}.final_logit_softcapping", 30.0 if g2 else 0.0)) if self.gemma else 0.0
+        self.attn_softcap = float(self.field(f"{a}.attn_logit_softcapping", 50.0)) if g2 else 0.0
+        self.neox = a in ("gemma2", "gemma3", "qwen2", "qwen3")  # rotate halves; llama rotates neighbours
 
     def field(self, key, default=None):
         f = self.r.fields.get(key)
@@ -93,8 +100,9 @@ def rope(x, base, n_rot, neox):
     return out
 
 
-def attend(q, k, v, scale, window):
-    """q [n, H, d], k/v [n, G, d]; query head h reads kv head h // (H // G)."""
+def attend(q, k, v, scale, window, softcap=0.0):
+    """q [n, H, d], k/v [n, G, d]; query head h reads kv head h // (H // G); scores soft-capped
+    (softcap * tanh(s / softcap)) when softcap > 0."""
     n, H, _ = q.shape
     G = k.shape[1]
     i = np.arange(n)[:, None]
@@ -104,6 +112,8 @@ def attend(q, k, v, scale, window):
     for h in range(H):
         g = h // (H // G)
         s = (q[:, h, :] @ k[:, g, :].T) * scale
+        if softcap:
+            s = softcap * np.tanh(s / softcap)
         s[masked] = -np.inf
         s = np.exp(s - s.max(axis=1, keepdims=True))
         out[:, h, :] = (s / s.sum(axis=1, keepdims=True)) @ v[:, g, :]
@@ -125,13 +135,13 @@ def qkv(m, p, x):
 
 
 def forward(m, tokens):
-    gemma = m.arch == "gemma3"
+    gemma = m.gemma
     n = len(tokens)
     h = m.embedding_rows("token_embd.weight", tokens) * (np.sqrt(m.n_embd) if gemma else 1.0)
     for il in range(m.n_layer):
         p = f"blk.{il}."
         W = lambda name: m.w(p + name + ".weight")
-        swa = gemma and m.window > 0 and il % 6 < 5
+        swa = gemma and m.window > 0 and il % m.swa_every < m.swa_every - 1
         x = rms(h, W("attn_norm"), m.eps)
         q, k, v = qkv(m, p, x)
         if p + "attn_q_norm.weight" in m.t:
@@ -139,7 +149,7 @@ def forward(m, tokens):
         base = m.base_swa if swa else m.base
         q, k = rope(q, base, m.n_rot, m.neox), rope(k, base, m.n_rot, m.neox)
         scale = 1.0 / np.sqrt(m.hd)
-        a = attend(q, k, v, scale, m.window if swa else 0).reshape(n, -1)
+        a = attend(q, k, v, scale, m.window if swa else 0, m.attn_softcap).reshape(n, -1)
         o = a @ W("attn_output").T
         if gemma:
             o = rms(o, W("post_attention_norm"), m.eps)
