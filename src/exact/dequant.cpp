@@ -163,4 +163,28 @@ Status DequantizeChecked(ggml_type type, const void* data, int64_t n, std::vecto
   return Status::Ok();
 }
 
+Matrix Widen(const Weight& w) {
+  Matrix m{w.rows, w.cols, std::vector<double>(size_t(w.rows * w.cols))};
+  const ggml_type_traits* tr = ggml_get_type_traits(w.type);
+  const size_t row_bytes = ggml_row_size(w.type, w.cols);
+  std::vector<float> row(size_t(w.cols));
+  for (int64_t r = 0; r < w.rows; ++r) {
+    const uint8_t* src = w.data + size_t(r) * row_bytes;
+    if (w.type == GGML_TYPE_F32)
+      std::memcpy(row.data(), src, row_bytes);
+    else
+      tr->to_float(src, row.data(), w.cols);  // LoadModel refused types without one
+    std::copy(row.begin(), row.end(), m.w.begin() + r * w.cols);
+  }
+  return m;
+}
+
+Weight Rows(const Weight& w, int64_t r0, int64_t n) {
+  return Weight{w.type, w.data + size_t(r0) * ggml_row_size(w.type, w.cols), n, w.cols};
+}
+
+WideLayer Widen(const Layer& L) {
+  return {Widen(L.wq), Widen(L.wk), Widen(L.wv), Widen(L.wo), Widen(L.gate), Widen(L.up), Widen(L.down)};
+}
+
 }  // namespace flipscope::exact

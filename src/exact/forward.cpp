@@ -46,7 +46,7 @@ struct Watch {
 
 // attn_norm -> Q, K, V projections and biases (gemma3, qwen3: per-head Q/K norms) -> RoPE -> Q
 // scale, rows [c0, c1).
-void Project(const Model& m, const Layer& L, const RopeTable& rope, const double* h, int64_t c0, int64_t c1,
+void Project(const Model& m, const Layer& L, const WideLayer& W, const RopeTable& rope, const double* h, int64_t c0, int64_t c1,
              Activations& a, bool first_layer, const Watch& watch) {
   const Hparams& hp = m.hp;
   const int64_t len = c1 - c0, qd = hp.n_head * hp.head_k, kd = hp.n_head_kv * hp.head_k, vd = hp.n_head_kv * hp.head_v;
@@ -56,9 +56,9 @@ void Project(const Model& m, const Layer& L, const RopeTable& rope, const double
   if (first_layer && !hp.gemma) watch.Emit(0, c0, c1, a.x.data(), hp.n_embd);
   double* q = a.q.data() + c0 * qd;
   double* k = a.k.data() + c0 * kd;
-  MatMulT(a.x.data(), len, L.wq, q);
-  MatMulT(a.x.data(), len, L.wk, k);
-  MatMulT(a.x.data(), len, L.wv, a.v.data() + c0 * vd);
+  MatMulT(a.x.data(), len, W.wq, q);
+  MatMulT(a.x.data(), len, W.wk, k);
+  MatMulT(a.x.data(), len, W.wv, a.v.data() + c0 * vd);
   AddBias(q, len, L.bq);
   AddBias(k, len, L.bk);
   AddBias(a.v.data() + c0 * vd, len, L.bv);
@@ -72,14 +72,14 @@ void Project(const Model& m, const Layer& L, const RopeTable& rope, const double
 }
 
 // Output projection and residual, then the gated MLP and residual, rows [c0, c1) of h.
-void AttnOutAndMlp(const Model& m, const Layer& L, double* h, int64_t c0, int64_t c1, Activations& a, int64_t il,
+void AttnOutAndMlp(const Model& m, const Layer& L, const WideLayer& W, double* h, int64_t c0, int64_t c1, Activations& a, int64_t il,
                    const Watch& watch) {
   const Hparams& hp = m.hp;
   const int64_t len = c1 - c0, E = hp.n_embd;
   const int p0 = 1 + 4 * int(il);
   double* hr = h + c0 * E;
   a.o.resize(size_t(len * E));
-  MatMulT(a.attn.data() + c0 * hp.n_head * hp.head_v, len, L.wo, a.o.data());
+  MatMulT(a.attn.data() + c0 * hp.n_head * hp.head_v, len, W.wo, a.o.data());
   if (!L.post_attn_norm.empty()) RmsNorm(a.o.data(), len, E, L.post_attn_norm, hp.rms_eps);
   watch.Emit(p0, c0, c1, a.o.data(), E);
   AddTo(hr, a.o.data(), len * E);
@@ -88,10 +88,10 @@ void AttnOutAndMlp(const Model& m, const Layer& L, double* h, int64_t c0, int64_
   RmsNorm(a.x.data(), len, E, L.ffn_norm, hp.rms_eps);
   a.gate.resize(size_t(len * hp.n_ff));
   a.up.resize(size_t(len * hp.n_ff));
-  MatMulT(a.x.data(), len, L.gate, a.gate.data());
-  MatMulT(a.x.data(), len, L.up, a.up.data());
+  MatMulT(a.x.data(), len, W.gate, a.gate.data());
+  MatMulT(a.x.data(), len, W.up, a.up.data());
   GatedActivation(hp.gemma, a.gate.data(), a.up.data(), len * hp.n_ff);
-  MatMulT(a.gate.data(), len, L.down, a.o.data());
+  MatMulT(a.gate.data(), len, W.down, a.o.data());
   if (!L.post_ffn_norm.empty()) RmsNorm(a.o.data(), len, E, L.post_ffn_norm, hp.rms_eps);
   watch.Emit(p0 + 2, c0, c1, a.o.data(), E);
   AddTo(hr, a.o.data(), len * E);
@@ -111,8 +111,8 @@ Result<std::vector<double>> HiddenAtProbes(const Model& m, const ExactOptions& o
   for (int64_t t = 0; t < n; ++t) {
     if (tokens[size_t(t)] < 0 || tokens[size_t(t)] >= hp.n_vocab)
       return Status::Error(m.path + ": token id " + std::to_string(tokens[size_t(t)]) + " is outside the vocabulary");
-    const float* e = m.embd.data() + int64_t(tokens[size_t(t)]) * E;
-    for (int64_t i = 0; i < E; ++i) h[size_t(t * E + i)] = double(e[i]) * hp.embd_scale;
+    const Matrix e = Widen(Rows(m.embd, tokens[size_t(t)], 1));
+    for (int64_t i = 0; i < E; ++i) h[size_t(t * E + i)] = e.w[size_t(i)] * hp.embd_scale;
   }
   // One angle table per distinct rope base (gemma's local and global layers differ).
   std::map<std::pair<double, double>, RopeTable> ropes;
@@ -124,12 +124,13 @@ Result<std::vector<double>> HiddenAtProbes(const Model& m, const ExactOptions& o
   const int64_t chunk = std::max(1, o.token_chunk);
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     const Layer& L = m.layers[size_t(il)];
+    const WideLayer W = Widen(L);  // this layer's weights in FP64 for the pass over it, freed after
     std::pair<double, double> key =
         L.swa ? std::pair{hp.rope_base_swa, hp.rope_scale_swa} : std::pair{hp.rope_base, hp.rope_scale};
     auto it = ropes.find(key);
     if (it == ropes.end()) it = ropes.emplace(key, MakeRopeTable(n, hp.n_rot, key.first, key.second)).first;
     for (int64_t c0 = 0; c0 < n; c0 += chunk)
-      Project(m, L, it->second, h.data(), c0, std::min(n, c0 + chunk), a, il == 0, watch);
+      Project(m, L, W, it->second, h.data(), c0, std::min(n, c0 + chunk), a, il == 0, watch);
     AttentionShape s{.n = n,
                      .n_head = hp.n_head,
                      .n_head_kv = hp.n_head_kv,
@@ -141,7 +142,7 @@ Result<std::vector<double>> HiddenAtProbes(const Model& m, const ExactOptions& o
                      .block = std::max(1, o.query_block),
                      .threads = threads};
     Attention(s, a.q.data(), a.k.data(), a.v.data(), a.attn.data());
-    for (int64_t c0 = 0; c0 < n; c0 += chunk) AttnOutAndMlp(m, L, h.data(), c0, std::min(n, c0 + chunk), a, il, watch);
+    for (int64_t c0 = 0; c0 < n; c0 += chunk) AttnOutAndMlp(m, L, W, h.data(), c0, std::min(n, c0 + chunk), a, il, watch);
     if (layers_done) layers_done(il + 1);
   }
   std::vector<double> out(probes.size() * size_t(E));
@@ -156,14 +157,13 @@ Result<std::vector<double>> HiddenAtProbes(const Model& m, const ExactOptions& o
 
 void Logits(const Model& m, const double* h, int64_t n_rows, double* logits) {
   const Hparams& hp = m.hp;
-  const std::vector<float>& w = m.output.empty() ? m.embd : m.output;
+  const Weight& w = m.output.data ? m.output : m.embd;
   // The output matrix is widened 8192 vocabulary rows at a time.
   const int64_t chunk = 8192, E = hp.n_embd;
-  std::vector<double> wd;
   for (int64_t v0 = 0; v0 < hp.n_vocab; v0 += chunk) {
     const int64_t rows = std::min(chunk, hp.n_vocab - v0);
-    wd.assign(w.begin() + v0 * E, w.begin() + (v0 + rows) * E);
-    Gemm(true, n_rows, rows, E, h, E, wd.data(), E, logits + v0, hp.n_vocab);
+    const Matrix wd = Widen(Rows(w, v0, rows));
+    Gemm(true, n_rows, rows, E, h, E, wd.w.data(), E, logits + v0, hp.n_vocab);
   }
   for (int64_t r = 0; r < n_rows && !m.output_bias.empty(); ++r)
     AddTo(logits + r * hp.n_vocab, m.output_bias.data(), hp.n_vocab);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
@@ -21,6 +22,16 @@ namespace flipscope::exact {
 struct Matrix {
   int64_t rows = 0, cols = 0;
   std::vector<double> w;
+};
+
+// A weight matrix as the file holds it, in the model's read-only mapping: `rows` rows of `cols`
+// elements of `type` ([out][in]), each row whole blocks. The forward pass widens one layer's
+// weights at a time (Widen), so memory holds the file plus one layer in FP64, not every weight at
+// 8 bytes.
+struct Weight {
+  ggml_type type = GGML_TYPE_F32;
+  const uint8_t* data = nullptr;
+  int64_t rows = 0, cols = 0;
 };
 
 // The dequantization check of one ggml type: elements decoded, and elements where ggml's float
@@ -57,7 +68,7 @@ struct Hparams {
 };
 
 struct Layer {
-  Matrix wq, wk, wv, wo, gate, up, down;  // a fused attn_qkv is split into wq, wk, wv at load
+  Weight wq, wk, wv, wo, gate, up, down;  // a fused attn_qkv is split into wq, wk, wv (row ranges)
   std::vector<double> attn_norm, ffn_norm;
   std::vector<double> bq, bk, bv;                     // Q/K/V biases (empty: none)
   std::vector<double> q_norm, k_norm;                 // per-head norms (gemma3, qwen3)
@@ -65,14 +76,20 @@ struct Layer {
   bool swa = false;
 };
 
+// One layer's matrices widened to FP64 for the pass over it.
+struct WideLayer {
+  Matrix wq, wk, wv, wo, gate, up, down;
+};
+
 struct Model {
   std::string path;
+  std::shared_ptr<const void> mapping;  // the file's bytes, mapped read-only; every Weight points into it
   Hparams hp;
   std::vector<Layer> layers;
   std::vector<double> output_norm;
-  // Embedding and output matrices [n_vocab][n_embd] stay in float (ggml's dequantization, checked
-  // exact) and are widened in chunks, so the largest matrices do not double in memory.
-  std::vector<float> embd, output;  // output empty: tied to embd
+  // Embedding and output matrices [n_vocab][n_embd] stay in the file too: the embedding is widened
+  // a row per token, the output 8192 rows at a time.
+  Weight embd, output;  // output.data null: tied to embd
   std::vector<double> output_bias;  // qwen2's optional output.bias (empty: none)
   DequantTallies dequant;
 };
@@ -80,8 +97,16 @@ struct Model {
 // The architectures the engine computes, as GGUF names them.
 inline constexpr const char* kArchitectures = "llama, qwen2, qwen3, gemma2, gemma3";
 
-// Reads the GGUF, checks the architecture and every tensor, and dequantizes it.
+// Reads the GGUF, checks the architecture and every tensor (dequantizing each once to check it),
+// and keeps the file mapped for the pass.
 Result<Model> LoadModel(const std::string& path);
+
+// The FP64 widening of w through ggml's float conversion (checked exact at load; F32 copied).
+Matrix Widen(const Weight& w);
+// Rows [r0, r0 + n) of w as a Weight of their own.
+Weight Rows(const Weight& w, int64_t r0, int64_t n);
+// Every matrix of L widened.
+WideLayer Widen(const Layer& L);
 
 // ---- BLAS (blas.cpp) ----
 

@@ -79,10 +79,12 @@ struct Reader {
     FS_ASSIGN_OR_RETURN(auto f, Floats(name, n, 1));
     return std::vector<double>(f.begin(), f.end());
   }
-  // The weight of a linear map from `in` to `out` features: ggml's [ne0 = in, ne1 = out].
-  Result<Matrix> Mat(const std::string& name, int64_t in, int64_t out) {
-    FS_ASSIGN_OR_RETURN(auto f, Floats(name, in, out));
-    return Matrix{out, in, std::vector<double>(f.begin(), f.end())};
+  // The weight of a linear map from `in` to `out` features: ggml's [ne0 = in, ne1 = out], left
+  // in the file's encoding (dequantized once here for the check, then dropped).
+  Result<Weight> Mat(const std::string& name, int64_t in, int64_t out) {
+    FS_RETURN_IF_ERROR(Floats(name, in, out).status());
+    ggml_tensor* t = ggml_get_tensor(meta, name.c_str());
+    return Weight{t->type, data + gguf_get_tensor_offset(g, gguf_find_tensor(g, name.c_str())), out, in};
   }
   bool Has(const std::string& name) const { return ggml_get_tensor(meta, name.c_str()) != nullptr; }
 };
@@ -184,12 +186,8 @@ Status ReadQkv(Reader& r, const Hparams& hp, int64_t il, Layer& L) {
     return Status::Ok();
   };
   if (r.Has(n("attn_qkv", "weight"))) {
-    FS_ASSIGN_OR_RETURN(Matrix qkv, r.Mat(n("attn_qkv", "weight"), hp.n_embd, q + k + v));
-    auto rows = [&](int64_t from, int64_t count) {
-      return Matrix{count, hp.n_embd,
-                    std::vector<double>(qkv.w.begin() + from * hp.n_embd, qkv.w.begin() + (from + count) * hp.n_embd)};
-    };
-    L.wq = rows(0, q), L.wk = rows(q, k), L.wv = rows(q + k, v);
+    FS_ASSIGN_OR_RETURN(Weight qkv, r.Mat(n("attn_qkv", "weight"), hp.n_embd, q + k + v));
+    L.wq = Rows(qkv, 0, q), L.wk = Rows(qkv, q, k), L.wv = Rows(qkv, q + k, v);
     std::vector<double> b;
     FS_RETURN_IF_ERROR(bias("attn_qkv", q + k + v, b));
     if (!b.empty()) {
@@ -246,31 +244,32 @@ Result<Model> LoadModel(const std::string& path) {
     return Status::Error(
         fmt::format("{}: architecture '{}' is not supported by the exact engine ({})", path, arch, kArchitectures));
 
-  Mapping map;
+  auto map = std::make_shared<Mapping>();
   int fd = open(path.c_str(), O_RDONLY);
   struct stat sb {};
   if (fd < 0 || fstat(fd, &sb) != 0) {
     if (fd >= 0) close(fd);
     return Status::Error(path + ": cannot open");
   }
-  map.size = size_t(sb.st_size);
-  map.p = mmap(nullptr, map.size, PROT_READ, MAP_PRIVATE, fd, 0);
+  map->size = size_t(sb.st_size);
+  map->p = mmap(nullptr, map->size, PROT_READ, MAP_PRIVATE, fd, 0);
   close(fd);
-  if (map.p == MAP_FAILED) return Status::Error(path + ": cannot map");
+  if (map->p == MAP_FAILED) return Status::Error(path + ": cannot map");
 
   Model m;
   m.path = path;
-  Reader r{path, g.get(), meta,      static_cast<const uint8_t*>(map.p) + gguf_get_data_offset(g.get()),
+  m.mapping = map;
+  Reader r{path, g.get(), meta,      static_cast<const uint8_t*>(map->p) + gguf_get_data_offset(g.get()),
            arch, {},      &m.dequant};
   ggml_tensor* te = ggml_get_tensor(meta, "token_embd.weight");
   if (!te) return Status::Error(path + ": missing tensor token_embd.weight");
   FS_RETURN_IF_ERROR(ReadHparams(r, te->ne[1], m.hp));
   const Hparams& hp = m.hp;
   FS_ASSIGN_OR_RETURN(std::vector<bool> swa, SwaLayers(r, hp));
-  FS_ASSIGN_OR_RETURN(m.embd, r.Floats("token_embd.weight", hp.n_embd, hp.n_vocab));
+  FS_ASSIGN_OR_RETURN(m.embd, r.Mat("token_embd.weight", hp.n_embd, hp.n_vocab));
   FS_ASSIGN_OR_RETURN(m.output_norm, r.Vec("output_norm.weight", hp.n_embd));
   if (r.Has("output.weight") && hp.arch != "gemma2") {  // gemma2's graph always ties it (else refused below)
-    FS_ASSIGN_OR_RETURN(m.output, r.Floats("output.weight", hp.n_embd, hp.n_vocab));
+    FS_ASSIGN_OR_RETURN(m.output, r.Mat("output.weight", hp.n_embd, hp.n_vocab));
   }
   if (hp.arch == "qwen2" && r.Has("output.bias")) {  // qwen2's graph adds it when present
     FS_ASSIGN_OR_RETURN(m.output_bias, r.Vec("output.bias", hp.n_vocab));
