@@ -1,8 +1,7 @@
 // exact: the function a GGUF file defines, computed in FP64. The weights are dequantized through
 // ggml's own type traits (checked against an FP64 decode of the block formats), and every operation
-// of llama.cpp's graph for the architecture (llama, qwen2, qwen3, gemma2, gemma3) runs in double precision through a
-// BLAS. Its logits are the reference every configuration's logits are measured against
-// (docs/exact.md).
+// of llama.cpp's graph for the architecture (llama, qwen2, qwen3, phi3, gemma2, gemma3) runs in double precision
+// through a BLAS. Its logits are the reference every configuration's logits are measured against (docs/exact.md).
 #pragma once
 
 #include <cstdint>
@@ -44,7 +43,7 @@ using PointSink = std::function<void(int point, int32_t position, std::span<cons
 class ExactEngine : public Engine {
  public:
   // Loads and dequantizes the model; refuses, in one line naming the file and the architecture,
-  // anything but llama, qwen2, qwen3, gemma2 and gemma3 (and tensors or options of those it does not implement).
+  // anything but llama, qwen2, qwen3, phi3, gemma2 and gemma3 (and tensors or options of those it does not implement).
   static Result<std::unique_ptr<ExactEngine>> Create(const std::string& model_path, const ExactOptions& opts = {});
   ~ExactEngine() override;
   int32_t n_vocab() const override;

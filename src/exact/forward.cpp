@@ -1,6 +1,6 @@
 // The forward pass, layer by layer over the whole sequence (each layer's projections are large
-// matrix products over token chunks), following llama.cpp's llama, qwen2, qwen3, gemma2 and gemma3
-// graphs.
+// matrix products over token chunks), following llama.cpp's llama, qwen2, qwen3, phi3, gemma2 and
+// gemma3 graphs.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -46,8 +46,8 @@ struct Watch {
 
 // attn_norm -> Q, K, V projections and biases (gemma3, qwen3: per-head Q/K norms) -> RoPE -> Q
 // scale, rows [c0, c1).
-void Project(const Model& m, const Layer& L, const WideLayer& W, const RopeTable& rope, const double* h, int64_t c0, int64_t c1,
-             Activations& a, bool first_layer, const Watch& watch) {
+void Project(const Model& m, const Layer& L, const WideLayer& W, const RopeTable& rope, const double* h, int64_t c0,
+             int64_t c1, Activations& a, bool first_layer, const Watch& watch) {
   const Hparams& hp = m.hp;
   const int64_t len = c1 - c0, qd = hp.n_head * hp.head_k, kd = hp.n_head_kv * hp.head_k, vd = hp.n_head_kv * hp.head_v;
   a.x.assign(h + c0 * hp.n_embd, h + c1 * hp.n_embd);
@@ -72,8 +72,8 @@ void Project(const Model& m, const Layer& L, const WideLayer& W, const RopeTable
 }
 
 // Output projection and residual, then the gated MLP and residual, rows [c0, c1) of h.
-void AttnOutAndMlp(const Model& m, const Layer& L, const WideLayer& W, double* h, int64_t c0, int64_t c1, Activations& a, int64_t il,
-                   const Watch& watch) {
+void AttnOutAndMlp(const Model& m, const Layer& L, const WideLayer& W, double* h, int64_t c0, int64_t c1,
+                   Activations& a, int64_t il, const Watch& watch) {
   const Hparams& hp = m.hp;
   const int64_t len = c1 - c0, E = hp.n_embd;
   const int p0 = 1 + 4 * int(il);
@@ -142,7 +142,8 @@ Result<std::vector<double>> HiddenAtProbes(const Model& m, const ExactOptions& o
                      .block = std::max(1, o.query_block),
                      .threads = threads};
     Attention(s, a.q.data(), a.k.data(), a.v.data(), a.attn.data());
-    for (int64_t c0 = 0; c0 < n; c0 += chunk) AttnOutAndMlp(m, L, W, h.data(), c0, std::min(n, c0 + chunk), a, il, watch);
+    for (int64_t c0 = 0; c0 < n; c0 += chunk)
+      AttnOutAndMlp(m, L, W, h.data(), c0, std::min(n, c0 + chunk), a, il, watch);
     if (layers_done) layers_done(il + 1);
   }
   std::vector<double> out(probes.size() * size_t(E));

@@ -68,7 +68,8 @@ struct Hparams {
 };
 
 struct Layer {
-  Weight wq, wk, wv, wo, gate, up, down;  // a fused attn_qkv is split into wq, wk, wv (row ranges)
+  // A fused attn_qkv is split into wq, wk, wv and phi3's fused ffn_up into gate, up (row ranges).
+  Weight wq, wk, wv, wo, gate, up, down;
   std::vector<double> attn_norm, ffn_norm;
   std::vector<double> bq, bk, bv;                     // Q/K/V biases (empty: none)
   std::vector<double> q_norm, k_norm;                 // per-head norms (gemma3, qwen3)
@@ -89,13 +90,13 @@ struct Model {
   std::vector<double> output_norm;
   // Embedding and output matrices [n_vocab][n_embd] stay in the file too: the embedding is widened
   // a row per token, the output 8192 rows at a time.
-  Weight embd, output;  // output.data null: tied to embd
+  Weight embd, output;              // output.data null: tied to embd
   std::vector<double> output_bias;  // qwen2's optional output.bias (empty: none)
   DequantTallies dequant;
 };
 
 // The architectures the engine computes, as GGUF names them.
-inline constexpr const char* kArchitectures = "llama, qwen2, qwen3, gemma2, gemma3";
+inline constexpr const char* kArchitectures = "llama, qwen2, qwen3, phi3, gemma2, gemma3";
 
 // Reads the GGUF, checks the architecture and every tensor (dequantizing each once to check it),
 // and keeps the file mapped for the pass.

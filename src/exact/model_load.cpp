@@ -1,5 +1,5 @@
 // Loading a GGUF into the FP64 model: hyperparameters as llama.cpp reads them for llama, qwen2,
-// qwen3, gemma2 and gemma3, every tensor checked for shape and accounted for (an unknown tensor means a graph
+// qwen3, phi3, gemma2 and gemma3, every tensor checked for shape and accounted for (an unknown tensor means a graph
 // feature this engine does not implement, so it refuses rather than compute another function).
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -125,6 +125,14 @@ Status ReadHparams(const Reader& r, int64_t n_vocab, Hparams& hp) {
     hp.logit_softcap = 0;  // llama.cpp's llama graph has none
     return Status::Ok();
   }
+  if (hp.arch == "phi3") {
+    // llama.cpp's phi3 graph: NeoX rope, Q scaled by 1/sqrt(head width) before attention, no
+    // soft-capping; its sliding window is switched off at load (the GGUF's key is ignored).
+    hp.rope_neox = true;
+    hp.q_scale = 1.0 / std::sqrt(double(hp.head_k));
+    hp.logit_softcap = 0;
+    return Status::Ok();
+  }
   if (hp.arch == "qwen2" || hp.arch == "qwen3") {
     // llama.cpp's qwen graphs assert one head width rotated whole, rotate NeoX halves and scale
     // Q.K by the head width's root; they have no soft-capping.
@@ -217,8 +225,13 @@ Status ReadLayer(Reader& r, const Hparams& hp, int64_t il, Layer& L) {
   FS_RETURN_IF_ERROR(ReadQkv(r, hp, il, L));
   FS_ASSIGN_OR_RETURN(L.wo, r.Mat(n("attn_output"), hp.n_head * hp.head_v, hp.n_embd));
   FS_ASSIGN_OR_RETURN(L.ffn_norm, r.Vec(n("ffn_norm"), hp.n_embd));
-  FS_ASSIGN_OR_RETURN(L.gate, r.Mat(n("ffn_gate"), hp.n_embd, hp.n_ff));
-  FS_ASSIGN_OR_RETURN(L.up, r.Mat(n("ffn_up"), hp.n_embd, hp.n_ff));
+  if (hp.arch == "phi3") {  // one ffn_up of 2 n_ff rows: the first half gated by SiLU (ggml_swiglu)
+    FS_ASSIGN_OR_RETURN(Weight up, r.Mat(n("ffn_up"), hp.n_embd, 2 * hp.n_ff));
+    L.gate = Rows(up, 0, hp.n_ff), L.up = Rows(up, hp.n_ff, hp.n_ff);
+  } else {
+    FS_ASSIGN_OR_RETURN(L.gate, r.Mat(n("ffn_gate"), hp.n_embd, hp.n_ff));
+    FS_ASSIGN_OR_RETURN(L.up, r.Mat(n("ffn_up"), hp.n_embd, hp.n_ff));
+  }
   FS_ASSIGN_OR_RETURN(L.down, r.Mat(n("ffn_down"), hp.n_ff, hp.n_embd));
   if (hp.arch == "gemma3" || hp.arch == "qwen3") {  // their graphs norm each head of Q and K
     FS_ASSIGN_OR_RETURN(L.q_norm, r.Vec(n("attn_q_norm"), hp.head_k));
@@ -240,7 +253,7 @@ Result<Model> LoadModel(const std::string& path) {
   std::unique_ptr<ggml_context, void (*)(ggml_context*)> meta_owner(meta, ggml_free);
   int64_t arch_id = gguf_find_key(g.get(), "general.architecture");
   std::string arch = arch_id >= 0 ? gguf_get_val_str(g.get(), arch_id) : "(none)";
-  if (arch != "llama" && arch != "gemma2" && arch != "gemma3" && arch != "qwen2" && arch != "qwen3")
+  if (arch != "llama" && arch != "gemma2" && arch != "gemma3" && arch != "qwen2" && arch != "qwen3" && arch != "phi3")
     return Status::Error(
         fmt::format("{}: architecture '{}' is not supported by the exact engine ({})", path, arch, kArchitectures));
 

@@ -138,8 +138,12 @@ std::vector<Spec> TensorSpecs(const TinyModelOptions& o, int n_vocab) {
     specs.push_back({b + "attn_output.weight", q, o.n_embd, true});
     if (gemma2) specs.push_back({b + "post_attention_norm.weight", o.n_embd, 1, false});
     specs.push_back({b + "ffn_norm.weight", o.n_embd, 1, false});
-    specs.push_back({b + "ffn_gate.weight", o.n_embd, o.n_ff, true});
-    specs.push_back({b + "ffn_up.weight", o.n_embd, o.n_ff, true});
+    if (o.arch == "phi3") {  // one fused up projection, gate rows first
+      specs.push_back({b + "ffn_up.weight", o.n_embd, 2 * o.n_ff, true});
+    } else {
+      specs.push_back({b + "ffn_gate.weight", o.n_embd, o.n_ff, true});
+      specs.push_back({b + "ffn_up.weight", o.n_embd, o.n_ff, true});
+    }
     specs.push_back({b + "ffn_down.weight", o.n_ff, o.n_embd, true});
     if (gemma2) specs.push_back({b + "post_ffw_norm.weight", o.n_embd, 1, false});
   }

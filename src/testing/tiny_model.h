@@ -12,8 +12,8 @@ namespace flipscope::fixtures {
 
 struct TinyModelOptions {
   uint64_t seed = 1;  // weights are a pure function of the seed
-  // llama; qwen2 (Q/K/V biases, NeoX rope); qwen3 (per-head Q/K RMS norms, NeoX rope); gemma2
-  // (post norms, tied output, GELU, soft-capping, sliding layers).
+  // llama; qwen2 (Q/K/V biases, NeoX rope); qwen3 (per-head Q/K RMS norms, NeoX rope); phi3
+  // (fused gate-up, NeoX rope); gemma2 (post norms, tied output, GELU, soft-capping, sliding layers).
   std::string arch = "llama";
   int head_dim = 0;          // per-head width; 0 = n_embd / n_head (qwen3 models set their own)
   bool fused_qkv = false;    // one attn_qkv matrix (and bias) instead of three

@@ -1,14 +1,15 @@
-"""An independent FP64 forward pass in numpy for the llama, qwen2, qwen3, gemma2 and gemma3 GGUFs, checked
-against the exact engine's FP64 logits (build/bin/exact_dump) on a short prefix.
+"""An independent FP64 forward pass in numpy for the llama, qwen2, qwen3, phi3, gemma2 and gemma3
+GGUFs, checked against the exact engine's FP64 logits (build/bin/exact_dump) on a short prefix.
 
 The GGUF is read with the gguf package and dequantized with gguf's own dequantize (not ggml's);
 every operation is written from the architectures' definitions in plain numpy float64:
-RMS norm, RoPE (llama: neighbouring pairs; gemma3: halves), grouped-query attention with causal
-and sliding-window masks, SiLU / tanh-GELU gated MLP, Q/K/V biases and a fused QKV matrix (qwen2),
-per-head Q/K norms (qwen3, gemma3), gemma's post norms, embedding scale sqrt(n_embd) and attention
-scale, gemma2's attention-score and logit soft-capping (defaults 50 and 30) and its sliding even
-layers (window 4096 unless the file says). Agreement is measured per row as max |a - b| over the
-row's max |b| (relative to the row's scale: single logits near 0 have no useful relative error).
+RMS norm, RoPE (llama: neighbouring pairs; the others: halves), grouped-query attention with
+causal and sliding-window masks, SiLU / tanh-GELU gated MLP, Q/K/V biases and a fused QKV matrix
+(qwen2), per-head Q/K norms (qwen3, gemma3), phi3's fused gate-up projection, gemma's post norms,
+embedding scale sqrt(n_embd) and attention scale, gemma2's attention-score and logit soft-capping
+(defaults 50 and 30) and its sliding even layers (window 4096 unless the file says). Agreement is
+measured per row as max |a - b| over the row's max |b| (relative to the row's scale: single
+logits near 0 have no useful relative error).
 
 usage: exact_ref.py --check          (the ctest integration test: SmolLM2 on 64 tokens, Gemma 3 on
                                       640, past its 512-token sliding window)
@@ -36,6 +37,7 @@ TINY_TOLERANCE = 1e-12
 TINY_CASES = [("llama", ["--arch", "llama"]), ("qwen2", ["--arch", "qwen2"]),
               ("qwen2-fused-qkv", ["--arch", "qwen2", "--fused-qkv"]), ("qwen3", ["--arch", "qwen3"]),
               ("qwen3-wide-heads", ["--arch", "qwen3", "--head-dim", "48"]),
+              ("phi3", ["--arch", "phi3", "--fused-qkv"]),
               ("gemma2", ["--arch", "gemma2", "--sliding-window", "16", "--attn-softcap", "2", "--final-softcap", "3"]),
               ("gemma2-defaults", ["--arch", "gemma2"])]
 
@@ -61,7 +63,7 @@ class Model:
         self.base_swa = float(self.field(f"{a}.rope.freq_base_swa", self.base if g2 else 10000.0))
         self.softcap = float(self.field(f"{a}.final_logit_softcapping", 30.0 if g2 else 0.0)) if self.gemma else 0.0
         self.attn_softcap = float(self.field(f"{a}.attn_logit_softcapping", 50.0)) if g2 else 0.0
-        self.neox = a in ("gemma2", "gemma3", "qwen2", "qwen3")  # rotate halves; llama rotates neighbours
+        self.neox = a in ("gemma2", "gemma3", "qwen2", "qwen3", "phi3")  # rotate halves; llama rotates neighbours
 
     def field(self, key, default=None):
         f = self.r.fields.get(key)
@@ -155,7 +157,10 @@ def forward(m, tokens):
             o = rms(o, W("post_attention_norm"), m.eps)
         h = h + o
         x = rms(h, W("ffn_norm"), m.eps)
-        g, u = x @ W("ffn_gate").T, x @ W("ffn_up").T
+        if p + "ffn_gate.weight" in m.t:
+            g, u = x @ W("ffn_gate").T, x @ W("ffn_up").T
+        else:  # phi3: one up projection, its first half the gate
+            g, u = np.split(x @ W("ffn_up").T, 2, axis=1)
         if gemma:
             act = 0.5 * g * (1 + np.tanh(np.sqrt(2 / np.pi) * g * (1 + 0.044715 * g * g)))
         else:
