@@ -125,9 +125,17 @@ Action DefineCapture(CLI::App* cmd) {
     if (o->load_repeats > 0) return LoadFloor(o->req, o->load_repeats);
     auto m = RunCapture(o->req);
     if (!m.ok()) return Fail(WithCaptureFlags(m.status()));
-    fmt::print(stderr, "wrote {}: {} tokens, {} probes, {:.1f} tok/s, {}\n", o->req.out_path,
+    // The engine's flags leave the replay out (they are what a launch command would take), so a
+    // served capture says so here.
+    std::string replay;
+    if (m->replay == "served" && m->served.is_object() && m->served.contains("fed_singly"))
+      replay = fmt::format(", --replay served ({} of {} tokens fed alone)", m->served.value("fed_singly", 0),
+                           m->workload.record.value("n_tokens", 0));
+    else if (m->replay == "served")
+      replay = ", --replay served";
+    fmt::print(stderr, "wrote {}: {} tokens, {} probes, {:.1f} tok/s, {}{}\n", o->req.out_path,
                m->workload.record.value("n_tokens", 0), m->probe_plan["n_probes"].get<int64_t>(),
-               m->timings["tokens_per_s"].get<double>(), m->engine.flags);
+               m->timings["tokens_per_s"].get<double>(), m->engine.flags, replay);
     // The flags above are what ran; where llama.cpp decided a setting itself, say what and why.
     for (const std::string& note : ResolvedNotes(m->engine.record)) fmt::print(stderr, "  {}\n", note);
     return 0;

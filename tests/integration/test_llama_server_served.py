@@ -60,12 +60,13 @@ class LlamaServerServed(unittest.TestCase):
         else:
             raise AssertionError("llama-server did not start")
         cls.embedded = os.path.join(TMP, "embedded.safetensors")
-        run("capture", "-m", SMOL, "-w", cls.workload, "-o", cls.embedded, "--stride", "1", "--replay", "served",
-            "-q", *FLAGS)
+        cls.embedded_err = run("capture", "-m", SMOL, "-w", cls.workload, "-o", cls.embedded, "--stride", "1",
+                               "--replay", "served", "-q", *FLAGS).stderr
         cls.http = os.path.join(TMP, "http.safetensors")
         t0 = time.time()
-        run("capture", "-m", SMOL, "-w", cls.workload, "-o", cls.http, "--engine", "openai", "--api", "llama-server",
-            "--url", cls.url, "--replay", "served", "--logprobs", str(K), "--stride", "1", "-q")
+        cls.http_err = run("capture", "-m", SMOL, "-w", cls.workload, "-o", cls.http, "--engine", "openai", "--api",
+                           "llama-server", "--url", cls.url, "--replay", "served", "--logprobs", str(K), "--stride", "1",
+                           "-q").stderr
         cls.http_s = time.time() - t0
 
     @classmethod
@@ -73,6 +74,13 @@ class LlamaServerServed(unittest.TestCase):
         cls.proc.terminate()
         cls.proc.wait(timeout=20)
         cls.log.close()
+
+    def test_the_terminal_says_the_replay(self):
+        # The engine's flags leave the replay out (they are a launch command's); the line says it.
+        sv = manifest(self.embedded)["served"]
+        n = manifest(self.embedded)["workload"]["n_tokens"]
+        self.assertIn(f", --replay served ({sv['fed_singly']} of {n} tokens fed alone)", self.embedded_err)
+        self.assertIn(", --replay served\n", self.http_err)
 
     def test_decode_steps_and_proof(self):
         sv = manifest(self.http)["served"]
