@@ -184,7 +184,8 @@ Weight Rows(const Weight& w, int64_t r0, int64_t n) {
 }
 
 WideLayer Widen(const Layer& L) {
-  return {Widen(L.wq), Widen(L.wk), Widen(L.wv), Widen(L.wo), Widen(L.gate), Widen(L.up), Widen(L.down)};
+  return {Widen(L.wq),   Widen(L.wk), Widen(L.wv),   Widen(L.wo),
+          Widen(L.gate), Widen(L.up), Widen(L.down), L.router.data ? Widen(L.router) : Matrix{}};
 }
 
 }  // namespace flipscope::exact

@@ -122,7 +122,7 @@ INSTANTIATE_TEST_SUITE_P(Architectures, ExactAgainstLlama,
                          ::testing::Values(Case("llama", "llama"), Case("llama_fused_qkv", "llama", 0, true),
                                            Case("qwen2", "qwen2"), Case("qwen2_fused_qkv", "qwen2", 0, true),
                                            Case("qwen3", "qwen3"), Case("qwen3_wide_heads", "qwen3", 48),
-                                           Case("phi3", "phi3", 0, true), Gemma2Capped(),
+                                           Case("qwen3moe", "qwen3moe"), Case("phi3", "phi3", 0, true), Gemma2Capped(),
                                            Case("gemma2_defaults", "gemma2")),
                          [](const auto& info) { return std::string(info.param.name); });
 
@@ -140,10 +140,9 @@ TEST(ExactEngine, RefusesOtherArchitecturesNamingThem) {
   ASSERT_TRUE(gguf_write_to_file(out.get(), other.c_str(), /*only_meta=*/true));
   auto e = ExactEngine::Create(other);
   ASSERT_FALSE(e.ok());
-  EXPECT_EQ(
-      e.status().message(),
-      other +
-          ": architecture 'mamba' is not supported by the exact engine (llama, qwen2, qwen3, phi3, gemma2, gemma3)");
+  EXPECT_EQ(e.status().message(), other +
+                                      ": architecture 'mamba' is not supported by the exact engine (llama, qwen2, "
+                                      "qwen3, qwen3moe, phi3, gemma2, gemma3)");
 }
 
 // A tensor the graph does not use (here the output projection's bias) means a feature this engine

@@ -86,12 +86,16 @@ void AttnOutAndMlp(const Model& m, const Layer& L, const WideLayer& W, double* h
   watch.Emit(p0 + 1, c0, c1, hr, E);
   a.x.assign(hr, hr + len * E);
   RmsNorm(a.x.data(), len, E, L.ffn_norm, hp.rms_eps);
-  a.gate.resize(size_t(len * hp.n_ff));
-  a.up.resize(size_t(len * hp.n_ff));
-  MatMulT(a.x.data(), len, W.gate, a.gate.data());
-  MatMulT(a.x.data(), len, W.up, a.up.data());
-  GatedActivation(hp.gemma, a.gate.data(), a.up.data(), len * hp.n_ff);
-  MatMulT(a.gate.data(), len, W.down, a.o.data());
+  if (hp.n_expert > 0) {
+    MoeMlp(hp, W, a.x.data(), len, a.o.data());
+  } else {
+    a.gate.resize(size_t(len * hp.n_ff));
+    a.up.resize(size_t(len * hp.n_ff));
+    MatMulT(a.x.data(), len, W.gate, a.gate.data());
+    MatMulT(a.x.data(), len, W.up, a.up.data());
+    GatedActivation(hp.gemma, a.gate.data(), a.up.data(), len * hp.n_ff);
+    MatMulT(a.gate.data(), len, W.down, a.o.data());
+  }
   if (!L.post_ffn_norm.empty()) RmsNorm(a.o.data(), len, E, L.post_ffn_norm, hp.rms_eps);
   watch.Emit(p0 + 2, c0, c1, a.o.data(), E);
   AddTo(hr, a.o.data(), len * E);

@@ -65,11 +65,16 @@ struct Hparams {
   double kq_scale = 1;       // multiplies Q.K (llama: 1/sqrt(head dim))
   double logit_softcap = 0;  // final logit soft-capping (0 = none)
   double attn_softcap = 0;   // attention score soft-capping, cap * tanh(s / cap) (gemma2; 0 = none)
+  // qwen3moe: experts, those used per token, each expert's MLP width, the weights' scale (0 or 1:
+  // none; the chosen experts' probabilities are renormalized to sum 1 first).
+  int64_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
+  double expert_weights_scale = 0;
 };
 
 struct Layer {
   // A fused attn_qkv is split into wq, wk, wv and phi3's fused ffn_up into gate, up (row ranges).
-  Weight wq, wk, wv, wo, gate, up, down;
+  // With experts, gate, up and down hold n_expert stacked matrices and router the gating.
+  Weight wq, wk, wv, wo, gate, up, down, router;
   std::vector<double> attn_norm, ffn_norm;
   std::vector<double> bq, bk, bv;                     // Q/K/V biases (empty: none)
   std::vector<double> q_norm, k_norm;                 // per-head norms (gemma3, qwen3)
@@ -79,7 +84,7 @@ struct Layer {
 
 // One layer's matrices widened to FP64 for the pass over it.
 struct WideLayer {
-  Matrix wq, wk, wv, wo, gate, up, down;
+  Matrix wq, wk, wv, wo, gate, up, down, router;  // router empty without experts
 };
 
 struct Model {
@@ -96,7 +101,7 @@ struct Model {
 };
 
 // The architectures the engine computes, as GGUF names them.
-inline constexpr const char* kArchitectures = "llama, qwen2, qwen3, phi3, gemma2, gemma3";
+inline constexpr const char* kArchitectures = "llama, qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3";
 
 // Reads the GGUF, checks the architecture and every tensor (dequantizing each once to check it),
 // and keeps the file mapped for the pass.
@@ -146,6 +151,14 @@ RopeTable MakeRopeTable(int64_t n, int64_t n_rot, double base, double scale);
 // Rotates heads of width head_dim at rows [row0, row0 + n) of x (row stride ld), n_heads per row.
 void ApplyRope(double* x, int64_t row0, int64_t n, int64_t ld, int64_t n_heads, int64_t head_dim, int64_t n_rot,
                bool neox, const RopeTable& t);
+
+// ---- experts (moe.cpp) ----
+
+// out[len][n_embd] = qwen3moe's MLP of x[len][n_embd] as llama.cpp's build_moe_ffn computes it:
+// softmax over the router's logits, the n_expert_used most probable experts, their probabilities
+// renormalized to sum 1 (and scaled by expert_weights_scale when set), each chosen expert's
+// SiLU-gated MLP weighted and summed.
+void MoeMlp(const Hparams& hp, const WideLayer& W, const double* x, int64_t len, double* out);
 
 // ---- attention (attention.cpp) ----
 

@@ -61,17 +61,18 @@ struct Reader {
     return gguf_get_kv_type(g, id) == GGUF_TYPE_FLOAT64 ? gguf_get_val_f64(g, id) : double(gguf_get_val_f32(g, id));
   }
 
-  // Tensor `name` dequantized, after checking its shape {ne0, ne1} (ne1 = 1 for vectors).
-  Result<std::vector<float>> Floats(const std::string& name, int64_t ne0, int64_t ne1) {
+  // Tensor `name` dequantized, after checking its shape {ne0, ne1, ne2} (ne1 = 1 for vectors,
+  // ne2 > 1 for experts).
+  Result<std::vector<float>> Floats(const std::string& name, int64_t ne0, int64_t ne1, int64_t ne2 = 1) {
     ggml_tensor* t = ggml_get_tensor(meta, name.c_str());
     if (!t) return Status::Error(fmt::format("{}: missing tensor {}", path, name));
-    if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != 1 || t->ne[3] != 1)
-      return Status::Error(fmt::format("{}: tensor {} has shape [{}, {}, {}, {}], expected [{}, {}]", path, name,
-                                       t->ne[0], t->ne[1], t->ne[2], t->ne[3], ne0, ne1));
+    if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != ne2 || t->ne[3] != 1)
+      return Status::Error(fmt::format("{}: tensor {} has shape [{}, {}, {}, {}], expected [{}, {}, {}]", path, name,
+                                       t->ne[0], t->ne[1], t->ne[2], t->ne[3], ne0, ne1, ne2));
     used.insert(name);
     int64_t id = gguf_find_tensor(g, name.c_str());
     std::vector<float> out;
-    Status st = DequantizeChecked(t->type, data + gguf_get_tensor_offset(g, id), ne0 * ne1, out, *tally);
+    Status st = DequantizeChecked(t->type, data + gguf_get_tensor_offset(g, id), ne0 * ne1 * ne2, out, *tally);
     if (!st.ok()) return st.Prefixed(path + ": tensor " + name);
     return out;
   }
@@ -81,10 +82,11 @@ struct Reader {
   }
   // The weight of a linear map from `in` to `out` features: ggml's [ne0 = in, ne1 = out], left
   // in the file's encoding (dequantized once here for the check, then dropped).
-  Result<Weight> Mat(const std::string& name, int64_t in, int64_t out) {
-    FS_RETURN_IF_ERROR(Floats(name, in, out).status());
+  // n > 1: n such maps (experts) stacked, as one Weight of n * out rows.
+  Result<Weight> Mat(const std::string& name, int64_t in, int64_t out, int64_t n = 1) {
+    FS_RETURN_IF_ERROR(Floats(name, in, out, n).status());
     ggml_tensor* t = ggml_get_tensor(meta, name.c_str());
-    return Weight{t->type, data + gguf_get_tensor_offset(g, gguf_find_tensor(g, name.c_str())), out, in};
+    return Weight{t->type, data + gguf_get_tensor_offset(g, gguf_find_tensor(g, name.c_str())), out * n, in};
   }
   bool Has(const std::string& name) const { return ggml_get_tensor(meta, name.c_str()) != nullptr; }
 };
@@ -101,9 +103,10 @@ Status ReadHparams(const Reader& r, int64_t n_vocab, Hparams& hp) {
   FS_ASSIGN_OR_RETURN(hp.head_k, r.Int("attention.key_length", hp.n_embd / hp.n_head));
   FS_ASSIGN_OR_RETURN(hp.head_v, r.Int("attention.value_length", hp.head_k));
   FS_ASSIGN_OR_RETURN(hp.n_rot, r.Int("rope.dimension_count", hp.head_k));
-  FS_ASSIGN_OR_RETURN(int64_t n_expert, r.Int("expert_count", 0));
-  if (n_expert > 0)
-    return Status::Error(fmt::format("{}: mixture-of-experts models are not supported by the exact engine", r.path));
+  FS_ASSIGN_OR_RETURN(hp.n_expert, r.Int("expert_count", 0));
+  if ((hp.n_expert > 0) != (hp.arch == "qwen3moe"))
+    return Status::Error(fmt::format("{}: {} with {} experts is not supported by the exact engine (experts: qwen3moe)",
+                                     r.path, hp.arch, hp.n_expert));
   if (hp.n_head_kv <= 0 || hp.n_head % hp.n_head_kv != 0 || hp.n_rot > hp.head_k || hp.n_rot % 2 != 0)
     return Status::Error(fmt::format("{}: unsupported head layout ({} heads, {} kv heads, {} rotated of {})", r.path,
                                      hp.n_head, hp.n_head_kv, hp.n_rot, hp.head_k));
@@ -133,7 +136,17 @@ Status ReadHparams(const Reader& r, int64_t n_vocab, Hparams& hp) {
     hp.logit_softcap = 0;
     return Status::Ok();
   }
-  if (hp.arch == "qwen2" || hp.arch == "qwen3") {
+  if (hp.arch == "qwen3moe") {  // build_moe_ffn: softmax router, top-k, weights renormalized
+    FS_ASSIGN_OR_RETURN(hp.n_expert_used, r.Int("expert_used_count"));
+    if (hp.n_expert_used <= 0 || hp.n_expert_used > hp.n_expert)
+      return Status::Error(fmt::format("{}: {} experts used of {}", r.path, hp.n_expert_used, hp.n_expert));
+    FS_ASSIGN_OR_RETURN(hp.n_ff_exp, r.Int("expert_feed_forward_length", hp.n_ff / hp.n_expert_used));
+    FS_ASSIGN_OR_RETURN(int64_t groups, r.Int("expert_group_count", 0));
+    if (groups > 1)
+      return Status::Error(fmt::format("{}: expert groups ({}) are not supported by the exact engine", r.path, groups));
+    hp.expert_weights_scale = r.Float("expert_weights_scale", 0);
+  }
+  if (hp.arch == "qwen2" || hp.arch == "qwen3" || hp.arch == "qwen3moe") {
     // llama.cpp's qwen graphs assert one head width rotated whole, rotate NeoX halves and scale
     // Q.K by the head width's root; they have no soft-capping.
     if (hp.n_rot != hp.head_k || hp.head_v != hp.head_k)
@@ -219,12 +232,16 @@ Status ReadQkv(Reader& r, const Hparams& hp, int64_t il, Layer& L) {
   return bias("attn_v", v, L.bv);
 }
 
-Status ReadLayer(Reader& r, const Hparams& hp, int64_t il, Layer& L) {
+// The MLP's matrices: gate, up and down; phi3's fused gate-up; qwen3moe's router and experts.
+Status ReadMlp(Reader& r, const Hparams& hp, int64_t il, Layer& L) {
   auto n = [&](const char* what) { return fmt::format("blk.{}.{}.weight", il, what); };
-  FS_ASSIGN_OR_RETURN(L.attn_norm, r.Vec(n("attn_norm"), hp.n_embd));
-  FS_RETURN_IF_ERROR(ReadQkv(r, hp, il, L));
-  FS_ASSIGN_OR_RETURN(L.wo, r.Mat(n("attn_output"), hp.n_head * hp.head_v, hp.n_embd));
-  FS_ASSIGN_OR_RETURN(L.ffn_norm, r.Vec(n("ffn_norm"), hp.n_embd));
+  if (hp.n_expert > 0) {  // a router [n_expert][n_embd] and n_expert stacked experts
+    FS_ASSIGN_OR_RETURN(L.router, r.Mat(n("ffn_gate_inp"), hp.n_embd, hp.n_expert));
+    FS_ASSIGN_OR_RETURN(L.gate, r.Mat(n("ffn_gate_exps"), hp.n_embd, hp.n_ff_exp, hp.n_expert));
+    FS_ASSIGN_OR_RETURN(L.up, r.Mat(n("ffn_up_exps"), hp.n_embd, hp.n_ff_exp, hp.n_expert));
+    FS_ASSIGN_OR_RETURN(L.down, r.Mat(n("ffn_down_exps"), hp.n_ff_exp, hp.n_embd, hp.n_expert));
+    return Status::Ok();
+  }
   if (hp.arch == "phi3") {  // one ffn_up of 2 n_ff rows: the first half gated by SiLU (ggml_swiglu)
     FS_ASSIGN_OR_RETURN(Weight up, r.Mat(n("ffn_up"), hp.n_embd, 2 * hp.n_ff));
     L.gate = Rows(up, 0, hp.n_ff), L.up = Rows(up, hp.n_ff, hp.n_ff);
@@ -233,7 +250,17 @@ Status ReadLayer(Reader& r, const Hparams& hp, int64_t il, Layer& L) {
     FS_ASSIGN_OR_RETURN(L.up, r.Mat(n("ffn_up"), hp.n_embd, hp.n_ff));
   }
   FS_ASSIGN_OR_RETURN(L.down, r.Mat(n("ffn_down"), hp.n_ff, hp.n_embd));
-  if (hp.arch == "gemma3" || hp.arch == "qwen3") {  // their graphs norm each head of Q and K
+  return Status::Ok();
+}
+
+Status ReadLayer(Reader& r, const Hparams& hp, int64_t il, Layer& L) {
+  auto n = [&](const char* what) { return fmt::format("blk.{}.{}.weight", il, what); };
+  FS_ASSIGN_OR_RETURN(L.attn_norm, r.Vec(n("attn_norm"), hp.n_embd));
+  FS_RETURN_IF_ERROR(ReadQkv(r, hp, il, L));
+  FS_ASSIGN_OR_RETURN(L.wo, r.Mat(n("attn_output"), hp.n_head * hp.head_v, hp.n_embd));
+  FS_ASSIGN_OR_RETURN(L.ffn_norm, r.Vec(n("ffn_norm"), hp.n_embd));
+  FS_RETURN_IF_ERROR(ReadMlp(r, hp, il, L));
+  if (hp.arch == "gemma3" || hp.arch == "qwen3" || hp.arch == "qwen3moe") {  // each head of Q and K normed
     FS_ASSIGN_OR_RETURN(L.q_norm, r.Vec(n("attn_q_norm"), hp.head_k));
     FS_ASSIGN_OR_RETURN(L.k_norm, r.Vec(n("attn_k_norm"), hp.head_k));
   }
@@ -253,7 +280,8 @@ Result<Model> LoadModel(const std::string& path) {
   std::unique_ptr<ggml_context, void (*)(ggml_context*)> meta_owner(meta, ggml_free);
   int64_t arch_id = gguf_find_key(g.get(), "general.architecture");
   std::string arch = arch_id >= 0 ? gguf_get_val_str(g.get(), arch_id) : "(none)";
-  if (arch != "llama" && arch != "gemma2" && arch != "gemma3" && arch != "qwen2" && arch != "qwen3" && arch != "phi3")
+  if (arch != "llama" && arch != "gemma2" && arch != "gemma3" && arch != "qwen2" && arch != "qwen3" &&
+      arch != "qwen3moe" && arch != "phi3")
     return Status::Error(
         fmt::format("{}: architecture '{}' is not supported by the exact engine ({})", path, arch, kArchitectures));
 

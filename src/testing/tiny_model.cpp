@@ -82,6 +82,11 @@ void SetMetadata(gguf_context* g, const TinyModelOptions& o, const Vocab& vocab)
   u32("rope.dimension_count", HeadDim(o));
   gguf_set_val_f32(g, (a + ".attention.layer_norm_rms_epsilon").c_str(), 1e-5f);
   gguf_set_val_f32(g, (a + ".rope.freq_base").c_str(), 10000.0f);
+  if (o.arch == "qwen3moe") {
+    u32("expert_count", o.n_expert);
+    u32("expert_used_count", o.n_expert_used);
+    u32("expert_feed_forward_length", o.n_ff_exp);
+  }
   if (o.sliding_window > 0) u32("attention.sliding_window", o.sliding_window);
   if (o.attn_softcap > 0) gguf_set_val_f32(g, (a + ".attn_logit_softcapping").c_str(), o.attn_softcap);
   if (o.final_softcap > 0) gguf_set_val_f32(g, (a + ".final_logit_softcapping").c_str(), o.final_softcap);
@@ -108,6 +113,7 @@ struct Spec {
   std::string name;
   int64_t ne0, ne1;
   bool matrix;
+  int64_t ne2 = 1;  // experts: one [ne0, ne1] matrix each
 };
 
 // The tensors of o.arch of o's shapes over n_vocab tokens, in file order.
@@ -131,13 +137,20 @@ std::vector<Spec> TensorSpecs(const TinyModelOptions& o, int n_vocab) {
         for (auto [name, n] : {std::pair{"attn_q", q}, {"attn_k", kv}, {"attn_v", kv}})
           specs.push_back({b + name + ".bias", n, 1, false});
     }
-    if (o.arch == "qwen3") {
+    if (o.arch == "qwen3" || o.arch == "qwen3moe") {
       specs.push_back({b + "attn_q_norm.weight", hd, 1, false});
       specs.push_back({b + "attn_k_norm.weight", hd, 1, false});
     }
     specs.push_back({b + "attn_output.weight", q, o.n_embd, true});
     if (gemma2) specs.push_back({b + "post_attention_norm.weight", o.n_embd, 1, false});
     specs.push_back({b + "ffn_norm.weight", o.n_embd, 1, false});
+    if (o.arch == "qwen3moe") {  // a router and n_expert SiLU-gated experts
+      specs.push_back({b + "ffn_gate_inp.weight", o.n_embd, o.n_expert, true});
+      specs.push_back({b + "ffn_gate_exps.weight", o.n_embd, o.n_ff_exp, true, o.n_expert});
+      specs.push_back({b + "ffn_down_exps.weight", o.n_ff_exp, o.n_embd, true, o.n_expert});
+      specs.push_back({b + "ffn_up_exps.weight", o.n_embd, o.n_ff_exp, true, o.n_expert});
+      continue;
+    }
     if (o.arch == "phi3") {  // one fused up projection, gate rows first
       specs.push_back({b + "ffn_up.weight", o.n_embd, 2 * o.n_ff, true});
     } else {
@@ -157,7 +170,7 @@ void AddTensors(gguf_context* g, ggml_context* ctx, const std::vector<Spec>& spe
   Rng rng{o.seed};
   for (auto& s : specs) {
     if (s.name == o.drop_tensor) continue;
-    std::vector<float> v(size_t(s.ne0 * s.ne1));
+    std::vector<float> v(size_t(s.ne0 * s.ne1 * s.ne2));
     float scale = s.matrix ? o.weight_scale / std::sqrt(float(s.ne0)) : 0.0f;
     // Norm weights near 1, biases near 0 (large enough to matter), matrices scaled to their width.
     const bool bias = s.name.ends_with(".bias");
@@ -167,7 +180,9 @@ void AddTensors(gguf_context* g, ggml_context* ctx, const std::vector<Spec>& spe
     if (s.name == o.perturb_tensor && o.perturb_scale != 0)
       for (auto& x : v) x *= 1.0f + o.perturb_scale;
     ggml_type t = s.matrix ? mtype : GGML_TYPE_F32;
-    ggml_tensor* tensor = s.ne1 == 1 ? ggml_new_tensor_1d(ctx, t, s.ne0) : ggml_new_tensor_2d(ctx, t, s.ne0, s.ne1);
+    ggml_tensor* tensor = s.ne2 > 1    ? ggml_new_tensor_3d(ctx, t, s.ne0, s.ne1, s.ne2)
+                          : s.ne1 == 1 ? ggml_new_tensor_1d(ctx, t, s.ne0)
+                                       : ggml_new_tensor_2d(ctx, t, s.ne0, s.ne1);
     std::string name = s.name == o.rename_from ? o.rename_to : s.name;
     ggml_set_name(tensor, name.c_str());
     if (t == GGML_TYPE_F32)
@@ -175,7 +190,7 @@ void AddTensors(gguf_context* g, ggml_context* ctx, const std::vector<Spec>& spe
     else if (t == GGML_TYPE_F16)
       ggml_fp32_to_fp16_row(v.data(), static_cast<ggml_fp16_t*>(tensor->data), int64_t(v.size()));
     else
-      ggml_quantize_chunk(t, v.data(), tensor->data, 0, s.ne1, s.ne0, nullptr);
+      ggml_quantize_chunk(t, v.data(), tensor->data, 0, s.ne1 * s.ne2, s.ne0, nullptr);
     gguf_add_tensor(g, tensor);
   }
 }
@@ -189,7 +204,7 @@ Status WriteTinyModel(const std::string& path, const TinyModelOptions& o) {
   SetMetadata(g, o, vocab);
   const std::vector<Spec> specs = TensorSpecs(o, int(vocab.tokens.size()));
   size_t bytes = 0;
-  for (auto& s : specs) bytes += size_t(s.ne0 * s.ne1) * 4 + 1024;
+  for (auto& s : specs) bytes += size_t(s.ne0 * s.ne1 * s.ne2) * 4 + 1024;
   ggml_init_params ip = {bytes + (1 << 20), nullptr, false};
   ggml_context* ctx = ggml_init(ip);
   std::unique_ptr<ggml_context, void (*)(ggml_context*)> cguard(ctx, ggml_free);

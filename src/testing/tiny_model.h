@@ -13,14 +13,16 @@ namespace flipscope::fixtures {
 struct TinyModelOptions {
   uint64_t seed = 1;  // weights are a pure function of the seed
   // llama; qwen2 (Q/K/V biases, NeoX rope); qwen3 (per-head Q/K RMS norms, NeoX rope); phi3
-  // (fused gate-up, NeoX rope); gemma2 (post norms, tied output, GELU, soft-capping, sliding layers).
+  // (fused gate-up, NeoX rope); gemma2 (post norms, tied output, GELU, soft-capping, sliding layers);
+  // qwen3moe (qwen3's attention, a softmax router over n_expert experts, n_expert_used per token).
   std::string arch = "llama";
   int head_dim = 0;          // per-head width; 0 = n_embd / n_head (qwen3 models set their own)
   bool fused_qkv = false;    // one attn_qkv matrix (and bias) instead of three
   std::string rope_scaling;  // written as ARCH.rope.scaling.type (factor 4) when set
-  int sliding_window = 0;    // ARCH.attention.sliding_window, written when > 0
-  float attn_softcap = 0;    // ARCH.attn_logit_softcapping, written when > 0
-  float final_softcap = 0;   // ARCH.final_logit_softcapping, written when > 0
+  int n_expert = 4, n_expert_used = 2, n_ff_exp = 32;  // qwen3moe's experts
+  int sliding_window = 0;                              // ARCH.attention.sliding_window, written when > 0
+  float attn_softcap = 0;                              // ARCH.attn_logit_softcapping, written when > 0
+  float final_softcap = 0;                             // ARCH.final_logit_softcapping, written when > 0
   int n_layer = 2;
   int n_embd = 64;
   int n_head = 2;

@@ -9,8 +9,8 @@ int main(int argc, char** argv) {
   CLI::App app{"Write a tiny deterministic GGUF model"};
   flipscope::fixtures::TinyModelOptions o;
   std::string path;
-  app.add_option("--arch", o.arch, "llama, qwen2, qwen3, phi3 or gemma2")
-      ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "phi3", "gemma2"}));
+  app.add_option("--arch", o.arch, "llama, qwen2, qwen3, qwen3moe, phi3 or gemma2")
+      ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "qwen3moe", "phi3", "gemma2"}));
   app.add_option("--head-dim", o.head_dim, "per-head width (0: n_embd / n_head)");
   app.add_flag("--fused-qkv", o.fused_qkv, "one attn_qkv tensor instead of three");
   app.add_option("--matrix-type", o.matrix_type, "f32, f16 or q8_0")->check(CLI::IsMember({"f32", "f16", "q8_0"}));

@@ -1,12 +1,12 @@
-"""An independent FP64 forward pass in numpy for the llama, qwen2, qwen3, phi3, gemma2 and gemma3
-GGUFs, checked against the exact engine's FP64 logits (build/bin/exact_dump) on a short prefix.
+"""An independent FP64 forward pass in numpy for the llama, qwen2, qwen3, qwen3moe, phi3, gemma2 and
+gemma3 GGUFs, checked against the exact engine's FP64 logits (build/bin/exact_dump) on a short prefix.
 
 The GGUF is read with the gguf package and dequantized with gguf's own dequantize (not ggml's);
 every operation is written from the architectures' definitions in plain numpy float64:
 RMS norm, RoPE (llama: neighbouring pairs; the others: halves), grouped-query attention with
 causal and sliding-window masks, SiLU / tanh-GELU gated MLP, Q/K/V biases and a fused QKV matrix
-(qwen2), per-head Q/K norms (qwen3, gemma3), phi3's fused gate-up projection, gemma's post norms,
-embedding scale sqrt(n_embd) and attention scale, gemma2's attention-score and logit soft-capping
+(qwen2), per-head Q/K norms (qwen3, gemma3), qwen3moe's router and experts, phi3's fused gate-up,
+gemma's post norms, embedding scale sqrt(n_embd) and attention scale, gemma2's attention-score and logit soft-capping
 (defaults 50 and 30) and its sliding even layers (window 4096 unless the file says). Agreement is
 measured per row as max |a - b| over the row's max |b| (relative to the row's scale: single
 logits near 0 have no useful relative error).
@@ -37,7 +37,7 @@ TINY_TOLERANCE = 1e-12
 TINY_CASES = [("llama", ["--arch", "llama"]), ("qwen2", ["--arch", "qwen2"]),
               ("qwen2-fused-qkv", ["--arch", "qwen2", "--fused-qkv"]), ("qwen3", ["--arch", "qwen3"]),
               ("qwen3-wide-heads", ["--arch", "qwen3", "--head-dim", "48"]),
-              ("phi3", ["--arch", "phi3", "--fused-qkv"]),
+              ("phi3", ["--arch", "phi3", "--fused-qkv"]), ("qwen3moe", ["--arch", "qwen3moe"]),
               ("gemma2", ["--arch", "gemma2", "--sliding-window", "16", "--attn-softcap", "2", "--final-softcap", "3"]),
               ("gemma2-defaults", ["--arch", "gemma2"])]
 
@@ -63,7 +63,8 @@ class Model:
         self.base_swa = float(self.field(f"{a}.rope.freq_base_swa", self.base if g2 else 10000.0))
         self.softcap = float(self.field(f"{a}.final_logit_softcapping", 30.0 if g2 else 0.0)) if self.gemma else 0.0
         self.attn_softcap = float(self.field(f"{a}.attn_logit_softcapping", 50.0)) if g2 else 0.0
-        self.neox = a in ("gemma2", "gemma3", "qwen2", "qwen3", "phi3")  # rotate halves; llama rotates neighbours
+        # NeoX rope rotates halves; llama's rotates neighbours.
+        self.neox = a in ("gemma2", "gemma3", "qwen2", "qwen3", "qwen3moe", "phi3")
 
     def field(self, key, default=None):
         f = self.r.fields.get(key)
@@ -136,6 +137,25 @@ def qkv(m, p, x):
     return q.reshape(n, m.n_head, m.hd), k.reshape(n, m.n_kv, m.hd), v.reshape(n, m.n_kv, -1)
 
 
+def moe(m, p, x):
+    """The experts' MLP: each token's n_expert_used most probable experts (softmax over the
+    router), their probabilities divided by their sum, each expert's SiLU-gated MLP weighted."""
+    a = m.arch
+    used = m.field(f"{a}.expert_used_count")
+    r = x @ m.w(p + "ffn_gate_inp.weight").T
+    probs = np.exp(r - r.max(axis=1, keepdims=True))
+    probs /= probs.sum(axis=1, keepdims=True)
+    gate, up, down = (m.w(p + f"ffn_{c}_exps.weight") for c in ("gate", "up", "down"))  # [expert, out, in]
+    out = np.zeros_like(x)
+    for t in range(len(x)):
+        top = np.argsort(-probs[t], kind="stable")[:used]
+        w = probs[t, top] / probs[t, top].sum()
+        for e, we in zip(top, w):
+            g, u = gate[e] @ x[t], up[e] @ x[t]
+            out[t] += we * (down[e] @ (g / (1 + np.exp(-g)) * u))
+    return out
+
+
 def forward(m, tokens):
     gemma = m.gemma
     n = len(tokens)
@@ -157,6 +177,10 @@ def forward(m, tokens):
             o = rms(o, W("post_attention_norm"), m.eps)
         h = h + o
         x = rms(h, W("ffn_norm"), m.eps)
+        if p + "ffn_gate_inp.weight" in m.t:  # qwen3moe: softmax router, top-k, renormalized weights
+            d = moe(m, p, x)
+            h = h + d
+            continue
         if p + "ffn_gate.weight" in m.t:
             g, u = x @ W("ffn_gate").T, x @ W("ffn_up").T
         else:  # phi3: one up projection, its first half the gate
