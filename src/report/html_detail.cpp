@@ -163,8 +163,9 @@ std::string RecordRow(const json& b) {
   auto reconverge = Num(b, "reconverge_at");
   return HtmlRow({Count(Num(b, "position")), E(Str(b, "span", "outside any span")),
                   TokenCode(Str(b, "base_text")) + " → " + TokenCode(Str(b, "cand_text")),
-                  outcome.empty() ? "—" : fmt::format("<span class=\"badge {}\">{}</span>",
-                                                      OutcomeClass(Str(b, "outcome")), E(outcome)),
+                  outcome.empty()
+                      ? "—"
+                      : fmt::format("<span class=\"badge {}\">{}</span>", OutcomeClass(Str(b, "outcome")), E(outcome)),
                   E(Str(b, "verdict", "unjudged")), reconverge ? "token " + Count(reconverge) : "no",
                   E(Str(b, "outcome_reason", Str(b, "reason")))});
 }
@@ -181,10 +182,9 @@ std::string BranchRecords(const std::string& config, const json& records) {
       "futures token by token are shown for the first {} records; every record's futures are in "
       "results.json.</p><div class=\"table-wrap\"><table class=\"records\"><thead>",
       E(config), Count(double(n - kMaxRecordsShown)), kMaxRecordsShown);
-  out += HtmlRow({"Position", "Span", "Reference → candidate", "Outcome", "Verdict", "Futures agree again",
-                  "Why"},
-                 true) +
-         "</thead><tbody>";
+  out +=
+      HtmlRow({"Position", "Span", "Reference → candidate", "Outcome", "Verdict", "Futures agree again", "Why"}, true) +
+      "</thead><tbody>";
   for (size_t i = kMaxRecordsShown; i < kMaxRecordsShown + rows; ++i) out += RecordRow(records[i]);
   out += "</tbody></table></div>";
   if (n > kMaxRecordsShown + rows)

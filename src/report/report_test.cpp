@@ -10,16 +10,16 @@
 #include <regex>
 #include <set>
 
-#include "testing/shell.h"
 #include "report/internal.h"
+#include "testing/shell.h"
 #include "util/util.h"
 
 namespace flipscope {
 namespace {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
 using fixtures::RunShell;
+using nlohmann::json;
 
 json LoadSample() {
   auto text = ReadFile(std::string(FLIPSCOPE_SOURCE_DIR) + "/tests/data/results-sample.json");
