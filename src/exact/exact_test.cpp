@@ -46,12 +46,15 @@ ArchCase Case(const char* name, const char* arch, int head_dim = 0, bool fused_q
   return {name, o};
 }
 
-// gemma2 with a window and caps small enough to matter over 100 positions of a tiny model.
+// gemma2 with a window and caps small enough to matter over 100 positions of a tiny model (without
+// the final cap of 15 the KL is 0.03). Not smaller: gemma's GELU is not F32 in llama.cpp's CPU
+// backend (a table of FP16 values, ggml-cpu/vec.h GGML_GELU_FP16, ~1e-4 of a logit), and a flatter
+// distribution turns that into a mean KL of 8e-9 (cap 3) to 1e-8 (cap 6), on the bound.
 ArchCase Gemma2Capped() {
   ArchCase c = Case("gemma2", "gemma2");
   c.opts.sliding_window = 16;
   c.opts.attn_softcap = 2.0f;
-  c.opts.final_softcap = 3.0f;
+  c.opts.final_softcap = 15.0f;
   return c;
 }
 
@@ -108,11 +111,9 @@ TEST_P(ExactAgainstLlama, AgreesOnAnF32TinyModel) {
                  std::max_element(theirs[i].begin(), theirs[i].end()) - theirs[i].begin();
   }
   std::printf("%s: top-1 %d/%d, KL mean %.3e max %.3e\n", c.name, same_top1, n, sum_kl / n, max_kl);
-  // The bounds are the (mean below 1e-8) and a maximum of 1e-7: llama.cpp's F32 arithmetic
-  // against FP64 gives means of 1e-12 to 1e-10 here and maxima up to ~9e-9 (phi3), while a wrong
-  // RoPE pairing, norm, bias, split or cap gives > 1e-3. gemma's GELU is not F32 in llama.cpp's CPU
-  // backend: it looks its input up in a table of FP16 values (ggml-cpu/vec.h, GGML_GELU_FP16),
-  // ~1e-4 of a logit, which a flat distribution (logits capped at 3) turns into a maximum of 3e-8.
+  // The bounds are the mean below 1e-8 and a maximum of 1e-7: llama.cpp's F32 arithmetic against
+  // FP64 gives means of 1e-12 to 7e-10 here and maxima up to ~9e-9 (phi3), while a wrong RoPE
+  // pairing, norm, bias, split or cap gives > 1e-3.
   EXPECT_LT(sum_kl / n, 1e-8);
   EXPECT_LT(max_kl, 1e-7);
   EXPECT_EQ(same_top1, n);

@@ -38,7 +38,7 @@ TINY_CASES = [("llama", ["--arch", "llama"]), ("qwen2", ["--arch", "qwen2"]),
               ("qwen2-fused-qkv", ["--arch", "qwen2", "--fused-qkv"]), ("qwen3", ["--arch", "qwen3"]),
               ("qwen3-wide-heads", ["--arch", "qwen3", "--head-dim", "48"]),
               ("phi3", ["--arch", "phi3", "--fused-qkv"]), ("qwen3moe", ["--arch", "qwen3moe"]),
-              ("gemma2", ["--arch", "gemma2", "--sliding-window", "16", "--attn-softcap", "2", "--final-softcap", "3"]),
+              ("gemma2", ["--arch", "gemma2", "--sliding-window", "16", "--attn-softcap", "2", "--final-softcap", "15"]),
               ("gemma2-defaults", ["--arch", "gemma2"])]
 
 
