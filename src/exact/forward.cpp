@@ -162,13 +162,12 @@ Result<std::vector<double>> HiddenAtProbes(const Model& m, const ExactOptions& o
 
 void Logits(const Model& m, const double* h, int64_t n_rows, double* logits) {
   const Hparams& hp = m.hp;
-  const Weight& w = m.output.data ? m.output : m.embd;
-  // The output matrix is widened 8192 vocabulary rows at a time.
   const int64_t chunk = 8192, E = hp.n_embd;
+  std::vector<double> wd;
   for (int64_t v0 = 0; v0 < hp.n_vocab; v0 += chunk) {
     const int64_t rows = std::min(chunk, hp.n_vocab - v0);
-    const Matrix wd = Widen(Rows(w, v0, rows));
-    Gemm(true, n_rows, rows, E, h, E, wd.w.data(), E, logits + v0, hp.n_vocab);
+    wd.assign(m.output.begin() + v0 * E, m.output.begin() + (v0 + rows) * E);
+    Gemm(true, n_rows, rows, E, h, E, wd.data(), E, logits + v0, hp.n_vocab);
   }
   for (int64_t r = 0; r < n_rows && !m.output_bias.empty(); ++r)
     AddTo(logits + r * hp.n_vocab, m.output_bias.data(), hp.n_vocab);

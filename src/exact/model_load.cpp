@@ -85,8 +85,12 @@ struct Reader {
   // n > 1: n such maps (experts) stacked, as one Weight of n * out rows.
   Result<Weight> Mat(const std::string& name, int64_t in, int64_t out, int64_t n = 1) {
     FS_RETURN_IF_ERROR(Floats(name, in, out, n).status());
+    return InFile(name, out * n, in);
+  }
+  // Tensor `name` where the file holds it, as `rows` rows of `cols`; its shape was checked by Floats.
+  Weight InFile(const std::string& name, int64_t rows, int64_t cols) const {
     ggml_tensor* t = ggml_get_tensor(meta, name.c_str());
-    return Weight{t->type, data + gguf_get_tensor_offset(g, gguf_find_tensor(g, name.c_str())), out * n, in};
+    return Weight{t->type, data + gguf_get_tensor_offset(g, gguf_find_tensor(g, name.c_str())), rows, cols};
   }
   bool Has(const std::string& name) const { return ggml_get_tensor(meta, name.c_str()) != nullptr; }
 };
@@ -307,10 +311,15 @@ Result<Model> LoadModel(const std::string& path) {
   FS_RETURN_IF_ERROR(ReadHparams(r, te->ne[1], m.hp));
   const Hparams& hp = m.hp;
   FS_ASSIGN_OR_RETURN(std::vector<bool> swa, SwaLayers(r, hp));
-  FS_ASSIGN_OR_RETURN(m.embd, r.Mat("token_embd.weight", hp.n_embd, hp.n_vocab));
+  FS_ASSIGN_OR_RETURN(std::vector<float> embd, r.Floats("token_embd.weight", hp.n_embd, hp.n_vocab));
+  m.embd = r.InFile("token_embd.weight", hp.n_vocab, hp.n_embd);
   FS_ASSIGN_OR_RETURN(m.output_norm, r.Vec("output_norm.weight", hp.n_embd));
-  if (r.Has("output.weight") && hp.arch != "gemma2") {  // gemma2's graph always ties it (else refused below)
-    FS_ASSIGN_OR_RETURN(m.output, r.Mat("output.weight", hp.n_embd, hp.n_vocab));
+  // The output matrix, or the embedding when tied (gemma2's graph always ties it: an output.weight
+  // there is left unused and refused below).
+  if (r.Has("output.weight") && hp.arch != "gemma2") {
+    FS_ASSIGN_OR_RETURN(m.output, r.Floats("output.weight", hp.n_embd, hp.n_vocab));
+  } else {
+    m.output = std::move(embd);
   }
   if (hp.arch == "qwen2" && r.Has("output.bias")) {  // qwen2's graph adds it when present
     FS_ASSIGN_OR_RETURN(m.output_bias, r.Vec("output.bias", hp.n_vocab));
