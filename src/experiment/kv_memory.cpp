@@ -27,10 +27,11 @@ KvMemory KvCacheMemory(const ModelInfo& m, const Knobs& k, int64_t n_ctx, bool s
   return out;
 }
 
-int64_t ContextFitting(const ModelInfo& m, const Knobs& k, double bytes, bool swa_full) {
-  if (m.n_ctx_train <= 0 || KvCacheMemory(m, k, 1, swa_full).bytes > bytes) return 0;
+int64_t ContextFitting(const ModelInfo& m, const Knobs& k, double bytes, bool swa_full, int64_t cap) {
+  if (cap <= 0) cap = m.n_ctx_train;
+  if (cap <= 0 || KvCacheMemory(m, k, 1, swa_full).bytes > bytes) return 0;
   // The memory grows with the context (in steps of 256 cells): the largest that fits, by bisection.
-  int64_t lo = 1, hi = m.n_ctx_train;
+  int64_t lo = 1, hi = cap;
   if (KvCacheMemory(m, k, hi, swa_full).bytes <= bytes) return hi;
   while (hi - lo > 1) {
     const int64_t mid = lo + (hi - lo) / 2;

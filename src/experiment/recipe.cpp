@@ -65,15 +65,40 @@ struct RecipeRow {
 struct Budget {
   std::optional<double> bytes;
   const ModelInfo* model = nullptr;
+  int64_t cap = 0;  // the longest context the recipe states: see ContextCap
   // The largest context whose KV cache, as llama.cpp allocates it, fits in the budget once the
-  // weights are subtracted, capped at the training context; null without a budget or knobs.
+  // weights are subtracted, capped at `cap`; null without a budget or knobs.
   json ContextAt(double weights, const std::optional<Knobs>& knobs, bool swa_full) const {
     if (!bytes || !knobs) return nullptr;
     const double left = *bytes - weights;
     if (left <= 0) return 0;
-    return ContextFitting(*model, *knobs, left, swa_full);
+    return ContextFitting(*model, *knobs, left, swa_full, cap);
   }
 };
+
+// The longest context the recipe states: the training context, or the context the measurement
+// itself ran at (-c) where that was longer, so that a recipe for a session measured past the
+// training context can hold that session.
+int64_t ContextCap(const std::vector<RecipeRow>& rows, const ModelInfo& model) {
+  int64_t cap = model.n_ctx_train;
+  for (const RecipeRow& r : rows)
+    if (r.knobs) cap = std::max<int64_t>(cap, r.knobs->n_ctx);
+  return cap;
+}
+
+// What the recipe's context means for the session measured: too short to hold it, or past the
+// model's training context (as measured, but outside the model's trained regime).
+std::vector<std::string> ContextWarnings(int64_t context, int64_t session, const ModelInfo& model, bool budget) {
+  std::vector<std::string> out;
+  if (session > context)
+    out.push_back(fmt::format("-c {} holds fewer tokens than the session measured ({}){}", context, session,
+                              budget ? ": the memory budget leaves no longer context" : ""));
+  if (model.n_ctx_train > 0 && context > model.n_ctx_train)
+    out.push_back(fmt::format("-c {} is past the model's training context ({}), as measured: the figures hold "
+                              "for this session, but past {} tokens the model runs outside its trained regime",
+                              context, model.n_ctx_train, model.n_ctx_train));
+  return out;
+}
 
 // The memory a configuration needs at the training context: its weights and KV cache as
 // llama.cpp allocates it; +inf for a server (its KV memory is its own).
@@ -319,15 +344,21 @@ json MakeRecipe(const json& results, const ModelInfo& model) {
 }
 
 json MakeRecipe(const ExperimentResults& results, const ModelInfo& model) {
-  const Budget budget{read::Opt<double>(results.settings, "memory_budget_bytes"), &model};
+  Budget budget{read::Opt<double>(results.settings, "memory_budget_bytes"), &model};
   const ResultsRows typed = results.Rows();
   std::vector<RecipeRow> rows = Rows(results, typed, model);
+  budget.cap = ContextCap(rows, model);
   const RankingKey key = Rank(rows);
   const std::string baseline = results.measured.configs[0].name;
   const RecipeRow* qualified = Recommend(rows, baseline);
   const RecipeRow& best = qualified ? *qualified : rows.front();
   const json ctx = budget.ContextAt(best.weights, best.knobs, best.swa_full);
-  const int64_t c = ctx.is_number() ? ctx.get<int64_t>() : model.n_ctx_train;
+  const int64_t c = ctx.is_number() ? ctx.get<int64_t>() : budget.cap;
+  json warnings = LoadWarnings(typed, results.baseline);
+  if (best.knobs)  // a server's context is its own
+    for (std::string& w : ContextWarnings(c, read::Opt<int64_t>(results.workload, "n_tokens").value_or(0), model,
+                                          ctx.is_number()))
+      warnings.push_back(std::move(w));
   const json best_config = best.config->ToJson();
   std::string server_command = LlamaCommand("llama-server", best_config, results.workload, model, c);
   std::string cli_command = LlamaCommand("llama-cli", best_config, results.workload, model, c);
@@ -350,7 +381,7 @@ json MakeRecipe(const ExperimentResults& results, const ModelInfo& model) {
       launch = {{"note", "a server flipscope did not start (url): its launch command is not known here"}};
   }
   return {{"recommended", best.name},
-          {"warnings", LoadWarnings(typed, results.baseline)},
+          {"warnings", warnings},
           {"reason", Reason(best, baseline) + (best.served ? " (measured under served replay)" : "")},
           {"ranked_by", std::any_of(rows.begin(), rows.end(), [](const RecipeRow& r) { return r.served; })
                             ? "served replay where it was measured (replay = \"both\"), else prefill"

@@ -8,6 +8,7 @@
 #include "checkpoint/model_info.h"
 #include "compare/compare.h"
 #include "experiment/experiment.h"
+#include "experiment/steps.h"
 #include "results/results.h"
 
 using namespace flipscope;
@@ -205,4 +206,41 @@ TEST(RecipeRanking, AServerConfigurationsCommandIsItsLaunchAsRunWithItsEnv) {
   const json by_url = MakeRecipe(r, Model());
   EXPECT_EQ(by_url["server_launch"]["note"], "a server flipscope did not start (url): its launch command is not known here");
   EXPECT_FALSE(by_url["server_launch"].contains("command"));
+}
+
+// The context the recipe states holds the session measured, or says why it cannot: a session
+// measured at -c 4096 past the training context (1024) keeps -c 4096 and is flagged as outside
+// the model's trained regime; a memory budget that leaves 2,048 tokens for a 3,000-token session
+// says the command cannot hold it; a session inside the training context, no budget: no warning.
+TEST(RecipeRanking, TheContextHoldsTheSessionMeasuredOrSaysWhyNot) {
+  json r = ResultsOf({{"baseline"}, {"kv-q8_0", 12, 800, 530}});
+  Knobs k;
+  k.n_ctx = 4096;
+  for (json& c : r["configs"]) c["knobs"] = k.ToJson();
+  r["workload"] = {{"n_tokens", 3000}};
+  auto has = [](const json& recipe, const std::string& text) {
+    for (const json& w : recipe["warnings"])
+      if (w.get<std::string>().find(text) != std::string::npos) return true;
+    return false;
+  };
+  json recipe = MakeRecipe(r, Model());
+  EXPECT_EQ(recipe["context"], 4096);
+  EXPECT_NE(recipe["server_command"].get<std::string>().find(" -c 4096 "), std::string::npos) << recipe;
+  EXPECT_TRUE(has(recipe, "-c 4096 is past the model's training context (1024), as measured")) << recipe["warnings"];
+  EXPECT_FALSE(has(recipe, "holds fewer tokens"));
+
+  r["settings"]["memory_budget_bytes"] = 1000.0 + KvCacheMemory(Model(), k, 2048, false).bytes;
+  recipe = MakeRecipe(r, Model());
+  EXPECT_EQ(recipe["context"], 2048);
+  EXPECT_TRUE(has(recipe, "-c 2048 holds fewer tokens than the session measured (3000): the memory budget leaves "
+                          "no longer context"))
+      << recipe["warnings"];
+
+  k.n_ctx = 0;
+  for (json& c : r["configs"]) c["knobs"] = k.ToJson();
+  r["workload"]["n_tokens"] = 900;
+  r["settings"]["memory_budget_bytes"] = nullptr;
+  recipe = MakeRecipe(r, Model());
+  EXPECT_EQ(recipe["context"], 1024);
+  EXPECT_TRUE(recipe["warnings"].empty()) << recipe["warnings"];
 }

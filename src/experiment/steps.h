@@ -29,8 +29,9 @@ struct KvMemory {
 // The KV cache of `model` at n_ctx tokens of context with the knobs' cache types and -ub, swa_full
 // as llama.cpp's --swa-full.
 KvMemory KvCacheMemory(const ModelInfo& model, const Knobs& knobs, int64_t n_ctx, bool swa_full);
-// The largest context (at most the training context) whose KV cache fits in `bytes`; 0 when none does.
-int64_t ContextFitting(const ModelInfo& model, const Knobs& knobs, double bytes, bool swa_full);
+// The largest context, at most `cap` (the training context when cap <= 0), whose KV cache fits in
+// `bytes`; 0 when none does.
+int64_t ContextFitting(const ModelInfo& model, const Knobs& knobs, double bytes, bool swa_full, int64_t cap = 0);
 // Whether a configuration's capture kept every sliding-window cell (its manifest's engine.swa_full)
 // on a model that has sliding-window layers: then its command needs --swa-full.
 bool CapturedSwaFull(const nlohmann::json& config, const ModelInfo& model);
