@@ -44,8 +44,8 @@ Result<MadeEngine> MakeEngine(const CaptureRequest& req, const ModelInfo& model,
   MadeEngine m;
   if (req.engine == EngineKind::kLlama) {
     if (req.knobs.n_ctx > 0 && n_tokens > req.knobs.n_ctx)
-      return Status::Error(
-          fmt::format("{}: {} tokens do not fit the context of {} (ctx_size, -c)", req.workload_path, n_tokens, req.knobs.n_ctx));
+      return Status::Error(fmt::format("{}: {} tokens do not fit the context of {} (ctx_size, -c)", req.workload_path,
+                                       n_tokens, req.knobs.n_ctx));
     if (req.knobs.n_ctx == 0 && n_tokens > model.n_ctx_train)
       return Status::Error(
           fmt::format("{}: {} tokens are longer than the model's training context of {}; set ctx_size (-c) "
@@ -191,8 +191,7 @@ Result<RowsRun> WriteRows(const CaptureRequest& req, const std::vector<int32_t>&
     rows.emplace(writer, made.engine->n_vocab(), DefaultRowPipelineShape(made.engine->n_vocab(), in_flight));
   }
   RowSink write = [&](const Row& r) {
-    return rows ? rows->Submit(r.index, r.logits)
-                : writer.WriteTopK(r.index, r.topk_ids, r.topk_logprobs, r.argmax);
+    return rows ? rows->Submit(r.index, r.logits) : writer.WriteTopK(r.index, r.topk_ids, r.topk_logprobs, r.argmax);
   };
   ProgressFn on_tokens = [&](int64_t done) {
     if (req.log.bars) bar.Update(uint64_t(done));
@@ -231,6 +230,7 @@ void AddRunRecord(const CaptureRequest& req, const MadeEngine& made, const RowsR
   manifest.timings = {
       {"load_s", made.load_s}, {"prefill_s", t_run},          {"tokens_per_s", t_run > 0 ? n / t_run : 0.0},
       {"forks", run.n_forks},  {"fork_decode_s", run.fork_s}, {"total_s", NowSeconds() - t0}};
+  if (nlohmann::json parts = made.engine->PartTimes(); !parts.is_null()) manifest.timings["parts"] = parts;
   if (made.llama && !made.llama->ServedRecord().is_null()) {
     nlohmann::json served = made.llama->ServedRecord();
     served["rule"] =
@@ -255,18 +255,19 @@ void AddRunRecord(const CaptureRequest& req, const MadeEngine& made, const RowsR
 void WarnIfProofFails(const CaptureRequest& req, const nlohmann::json& proof) {
   const int64_t compared = proof.value("compared", int64_t(0)), identical = proof.value("identical", int64_t(0));
   if (identical >= compared) return;
-  req.log.Info(fmt::format("warning: {}: {} of {} decode-step rows differ from the server's own greedy generation at "
-                           "the same position (served.proof): this server's decode steps depend on how its cache "
-                           "was filled, so the served rows are decode steps, not bit for bit the ones one agent "
-                           "loop computed",
-                           req.out_path, compared - identical, compared));
+  req.log.Info(
+      fmt::format("warning: {}: {} of {} decode-step rows differ from the server's own greedy generation at "
+                  "the same position (served.proof): this server's decode steps depend on how its cache "
+                  "was filled, so the served rows are decode steps, not bit for bit the ones one agent "
+                  "loop computed",
+                  req.out_path, compared - identical, compared));
 }
 
 // A served replay over HTTP: the rows are gathered first, because which probes the server computed
 // as served is known only from its answers; only those are written (docs/served.md, "Over HTTP").
 Result<CaptureManifest> CaptureServedHttp(const CaptureRequest& req, const CaptureSource& src, MadeEngine& made,
-                                         const std::vector<int32_t>& probes, const std::vector<uint8_t>& written,
-                                         double t0) {
+                                          const std::vector<int32_t>& probes, const std::vector<uint8_t>& written,
+                                          double t0) {
   const Workload& w = src.workload;
   if (std::find(written.begin(), written.end(), 1) == written.end())
     return Status::InvalidArgument(fmt::format(
@@ -325,9 +326,10 @@ Result<CaptureManifest> CaptureFrom(const CaptureRequest& req, const CaptureSour
   if (req.knobs.replay == Replay::kServed) {
     FS_ASSIGN_OR_RETURN(written, ServedWritten(w, req.workload_path));
     if (std::find(written.begin(), written.end(), 1) == written.end())
-      req.log.Info(fmt::format("warning: {}: no assistant message: --replay served equals prefill here (nothing the "
-                               "model wrote to decode)",
-                               req.workload_path));
+      req.log.Info(
+          fmt::format("warning: {}: no assistant message: --replay served equals prefill here (nothing the "
+                      "model wrote to decode)",
+                      req.workload_path));
   }
   FS_ASSIGN_OR_RETURN(MadeEngine made, OpenEngine(req, src));
   if (made.http && req.knobs.replay == Replay::kServed) return CaptureServedHttp(req, src, made, probes, written, t0);

@@ -82,6 +82,9 @@ class Engine {
   // What the load did during the last Prefill (fillers, their sources and lengths, batch shapes);
   // null when it ran alone.
   virtual nlohmann::json LoadRecord() const { return nullptr; }
+  // Wall seconds of the last Prefill's parts, as the engine splits its work (the exact engine:
+  // widening, projections, attention, MLP, vocabulary projection, rows); null when it does not.
+  virtual nlohmann::json PartTimes() const { return nullptr; }
 };
 
 // Token id -> text (special tokens rendered) from a model's vocabulary, loaded vocab-only (fast,

@@ -4,6 +4,7 @@
 // real value exactly (at most ~51 significant bits); where ggml's float equals it, float is exact.
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 
@@ -138,44 +139,57 @@ bool DecodeF64(ggml_type type, const void* data, int64_t n, double* out) {
   }
 }
 
-Status DequantizeChecked(ggml_type type, const void* data, int64_t n, std::vector<float>& out, DequantTallies& tally) {
+Status DequantizeChecked(ggml_type type, const void* data, int64_t n, std::vector<float>& out, DequantTallies& tally,
+                         int threads) {
   const ggml_type_traits* tr = ggml_get_type_traits(type);
-  out.resize(size_t(n));
-  if (type == GGML_TYPE_F32)
-    std::memcpy(out.data(), data, size_t(n) * 4);  // F32 has no conversion
-  else if (tr->to_float)
-    tr->to_float(data, out.data(), n);
-  else
+  if (type != GGML_TYPE_F32 && !tr->to_float)
     return Status::Error(fmt::format("ggml has no float conversion for type {}", tr->type_name));
+  out.resize(size_t(n));
   DequantTally& t = tally[tr->type_name];
   t.elements += n;
-  // The check runs in chunks so that its FP64 buffer stays small; chunks are whole blocks.
-  const int64_t chunk = 1 << 20;
-  std::vector<double> ref(size_t(std::min(n, chunk)));
-  const size_t row_bytes_per_block = tr->type_size;
-  for (int64_t i0 = 0; i0 < n; i0 += chunk) {
-    const int64_t len = std::min(chunk, n - i0);
-    const auto* src = static_cast<const uint8_t*>(data) + size_t(i0 / tr->blck_size) * row_bytes_per_block;
-    t.checked = DecodeF64(type, src, len, ref.data());
-    if (!t.checked) break;
-    for (int64_t i = 0; i < len; ++i) t.inexact += double(out[size_t(i0 + i)]) != ref[size_t(i)];
-  }
+  // Chunks of whole blocks, so that each thread's FP64 buffer stays small.
+  const int64_t chunk = 1 << 20, n_chunks = (n + chunk - 1) / chunk;
+  std::atomic<int64_t> inexact{0};
+  std::atomic<bool> checked{true};
+  ParallelRows(threads, n_chunks, chunk, [&](int64_t c0, int64_t c1) {
+    std::vector<double> ref;
+    for (int64_t c = c0; c < c1; ++c) {
+      const int64_t i0 = c * chunk, len = std::min(chunk, n - i0);
+      const auto* src = static_cast<const uint8_t*>(data) + size_t(i0 / tr->blck_size) * tr->type_size;
+      if (type == GGML_TYPE_F32)
+        std::memcpy(out.data() + i0, src, size_t(len) * 4);  // F32 has no conversion
+      else
+        tr->to_float(src, out.data() + i0, len);
+      ref.resize(size_t(len));
+      if (!DecodeF64(type, src, len, ref.data())) {
+        checked = false;
+        continue;
+      }
+      int64_t differ = 0;
+      for (int64_t i = 0; i < len; ++i) differ += double(out[size_t(i0 + i)]) != ref[size_t(i)];
+      inexact += differ;
+    }
+  });
+  t.checked = checked && n > 0;
+  t.inexact += inexact;
   return Status::Ok();
 }
 
-Matrix Widen(const Weight& w) {
+Matrix Widen(const Weight& w, int threads) {
   Matrix m{w.rows, w.cols, std::vector<double>(size_t(w.rows * w.cols))};
   const ggml_type_traits* tr = ggml_get_type_traits(w.type);
   const size_t row_bytes = ggml_row_size(w.type, w.cols);
-  std::vector<float> row(size_t(w.cols));
-  for (int64_t r = 0; r < w.rows; ++r) {
-    const uint8_t* src = w.data + size_t(r) * row_bytes;
-    if (w.type == GGML_TYPE_F32)
-      std::memcpy(row.data(), src, row_bytes);
-    else
-      tr->to_float(src, row.data(), w.cols);  // LoadModel refused types without one
-    std::copy(row.begin(), row.end(), m.w.begin() + r * w.cols);
-  }
+  ParallelRows(threads, w.rows, w.cols, [&](int64_t r0, int64_t r1) {
+    std::vector<float> row(size_t(w.cols));
+    for (int64_t r = r0; r < r1; ++r) {
+      const uint8_t* src = w.data + size_t(r) * row_bytes;
+      if (w.type == GGML_TYPE_F32)
+        std::memcpy(row.data(), src, row_bytes);
+      else
+        tr->to_float(src, row.data(), w.cols);  // LoadModel refused types without one
+      std::copy(row.begin(), row.end(), m.w.begin() + r * w.cols);
+    }
+  });
   return m;
 }
 
@@ -183,9 +197,9 @@ Weight Rows(const Weight& w, int64_t r0, int64_t n) {
   return Weight{w.type, w.data + size_t(r0) * ggml_row_size(w.type, w.cols), n, w.cols};
 }
 
-WideLayer Widen(const Layer& L) {
-  return {Widen(L.wq),   Widen(L.wk), Widen(L.wv),   Widen(L.wo),
-          Widen(L.gate), Widen(L.up), Widen(L.down), L.router.data ? Widen(L.router) : Matrix{}};
+WideLayer Widen(const Layer& L, int threads) {
+  auto w = [&](const Weight& x) { return Widen(x, threads); };
+  return {w(L.wq), w(L.wk), w(L.wv), w(L.wo), w(L.gate), w(L.up), w(L.down), L.router.data ? w(L.router) : Matrix{}};
 }
 
 }  // namespace flipscope::exact

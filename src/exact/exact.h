@@ -58,6 +58,7 @@ class ExactEngine : public Engine {
   Status ForwardPoints(std::span<const int32_t> tokens, std::span<const int32_t> watch, const PointSink& sink);
   // Engine "exact", the architecture, the BLAS, the dequantization route and its check.
   nlohmann::json Describe() const override;
+  nlohmann::json PartTimes() const override;
   struct Impl;
 
  private:

@@ -19,6 +19,7 @@ struct ExactEngine::Impl {
   ExactOptions opts;
   int threads = 1;
   double load_s = 0;
+  exact::PassTimes times;  // of the last prefill
   nlohmann::json blas;
 };
 
@@ -27,11 +28,11 @@ ExactEngine::~ExactEngine() = default;
 
 Result<std::unique_ptr<ExactEngine>> ExactEngine::Create(const std::string& model_path, const ExactOptions& opts) {
   auto impl = std::make_unique<Impl>();
-  double t0 = NowSeconds();
-  FS_ASSIGN_OR_RETURN(impl->model, exact::LoadModel(model_path));
-  impl->load_s = NowSeconds() - t0;
   impl->opts = opts;
   impl->threads = opts.n_threads > 0 ? opts.n_threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  double t0 = NowSeconds();
+  FS_ASSIGN_OR_RETURN(impl->model, exact::LoadModel(model_path, impl->threads));
+  impl->load_s = NowSeconds() - t0;
   FS_ASSIGN_OR_RETURN(impl->blas, exact::InitBlas(impl->threads));
   return std::unique_ptr<ExactEngine>(new ExactEngine(std::move(impl)));
 }
@@ -51,18 +52,22 @@ Status ExactEngine::PrefillF64(std::span<const int32_t> tokens, std::span<const 
   auto layers_done = [&](int64_t l) {
     if (progress) progress(n * l / (m.hp.n_layer + 1));
   };
-  FS_ASSIGN_OR_RETURN(std::vector<double> hidden,
-                      exact::HiddenAtProbes(m, impl_->opts, impl_->threads, tokens, probes, layers_done));
+  FS_ASSIGN_OR_RETURN(std::vector<double> hidden, exact::HiddenAtProbes(m, impl_->opts, impl_->threads, tokens, probes,
+                                                                        layers_done, nullptr, &(impl_->times = {})));
   const int64_t group = std::max(1, impl_->opts.probe_group), V = m.hp.n_vocab, E = m.hp.n_embd;
   std::vector<double> logits;
   for (int64_t p0 = 0; p0 < int64_t(probes.size()); p0 += group) {
     const int64_t rows = std::min<int64_t>(group, int64_t(probes.size()) - p0);
     logits.resize(size_t(rows * V));
-    exact::Logits(m, hidden.data() + p0 * E, rows, logits.data());
+    double t0 = NowSeconds();
+    exact::Logits(m, impl_->threads, hidden.data() + p0 * E, rows, logits.data());
+    impl_->times.logits += NowSeconds() - t0;
+    t0 = NowSeconds();
     for (int64_t r = 0; r < rows; ++r) {
       RowF64 row{p0 + r, probes[size_t(p0 + r)], std::span<const double>(logits.data() + r * V, size_t(V))};
       FS_RETURN_IF_ERROR(sink(row));
     }
+    impl_->times.rows += NowSeconds() - t0;
     if (progress)
       progress(n * m.hp.n_layer / (m.hp.n_layer + 1) + n * (p0 + rows) / int64_t(probes.size()) / (m.hp.n_layer + 1));
   }
@@ -120,6 +125,12 @@ nlohmann::json ExactEngine::Describe() const {
           {"load_s", impl_->load_s},
           {"flags", "--engine exact"},
           {"knobs", {{"threads", impl_->threads}}}};
+}
+
+nlohmann::json ExactEngine::PartTimes() const {
+  const exact::PassTimes& t = impl_->times;
+  return {{"embed_s", t.embed}, {"widen_s", t.widen},   {"project_s", t.project}, {"attention_s", t.attention},
+          {"mlp_s", t.mlp},     {"logits_s", t.logits}, {"rows_s", t.rows}};
 }
 
 Result<nlohmann::json> CheckDequantization(const std::string& model_path) {

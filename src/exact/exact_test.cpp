@@ -5,6 +5,7 @@
 #include <gguf.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -126,6 +127,60 @@ INSTANTIATE_TEST_SUITE_P(Architectures, ExactAgainstLlama,
                                            Case("qwen3moe", "qwen3moe"), Case("phi3", "phi3", 0, true), Gemma2Capped(),
                                            Case("gemma2_defaults", "gemma2")),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// The thread count changes who computes a row, not the function: a gemma2 model (sliding layers,
+// caps, GELU, q8_0 weights) large enough that the element-wise passes, the widening and the
+// attention are split. Two runs on 4 threads give the same bits; 1 against 4 threads agree to
+// 1e-12 of each row's largest logit (OpenBLAS's threaded dgemm may sum a product's terms in
+// another order on shapes this small; on the real models the rows were bit-identical, docs/exact.md).
+TEST(ExactEngine, ThreadCountDoesNotChangeTheRows) {
+  ArchCase c = Gemma2Capped();
+  c.opts.matrix_type = "q8_0";
+  c.opts.n_embd = 128;
+  c.opts.n_ff = 1024;
+  std::string path = fixtures::TempPath("exact-tiny-threads.gguf");
+  ASSERT_TRUE(fixtures::WriteTinyModel(path, c.opts).ok());
+  const int n = 300;
+  std::vector<std::vector<double>> rows[3];
+  for (int pass = 0; pass < 3; ++pass) {
+    auto exact = ExactEngine::Create(path, {.n_threads = pass == 0 ? 1 : 4, .query_block = 32});
+    ASSERT_TRUE(exact.ok()) << exact.status().message();
+    std::vector<int32_t> tokens = SomeTokens(n, (*exact)->n_vocab()), probes;
+    for (int i = 0; i < n; i += 7) probes.push_back(i);
+    ASSERT_TRUE((*exact)
+                    ->PrefillF64(
+                        tokens, probes,
+                        [&](const RowF64& r) {
+                          rows[pass].emplace_back(r.logits.begin(), r.logits.end());
+                          return Status::Ok();
+                        },
+                        nullptr)
+                    .ok());
+  }
+  ASSERT_EQ(rows[0].size(), rows[1].size());
+  for (size_t i = 0; i < rows[0].size(); ++i) {
+    ASSERT_EQ(rows[1][i], rows[2][i]) << "probe " << i << ": two runs on 4 threads differ";
+    double scale = 0, diff = 0;
+    for (size_t v = 0; v < rows[0][i].size(); ++v) {
+      scale = std::max(scale, std::abs(rows[0][i][v]));
+      diff = std::max(diff, std::abs(rows[0][i][v] - rows[1][i][v]));
+    }
+    EXPECT_LE(diff, 1e-12 * scale) << "probe " << i;
+  }
+}
+
+// Rows [0, n) are cut into disjoint contiguous ranges that cover them, whatever the thread count.
+TEST(ExactKernels, ParallelRowsCoversEveryRowOnce) {
+  for (int threads : {1, 2, 3, 16})
+    for (int64_t n : {0, 1, 5, 1000, 100000}) {
+      std::vector<std::atomic<int>> seen(static_cast<size_t>(n));
+      exact::ParallelRows(threads, n, 64, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) seen[size_t(r)]++;
+      });
+      for (int64_t r = 0; r < n; ++r)
+        ASSERT_EQ(seen[size_t(r)].load(), 1) << threads << " threads, n " << n << ", row " << r;
+    }
+}
 
 TEST(ExactEngine, RefusesOtherArchitecturesNamingThem) {
   std::string path = fixtures::TempPath("exact-tiny-arch.gguf");

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "exact/internal.h"
+#include "util/util.h"
 
 namespace flipscope::exact {
 namespace {
@@ -44,48 +45,59 @@ struct Watch {
   }
 };
 
+// Each of the n rows of x (width d) RMS-normed, the rows shared among threads.
+void RmsNormRows(int threads, double* x, int64_t n, int64_t d, std::span<const double> weight, double eps) {
+  ParallelRows(threads, n, d, [&](int64_t r0, int64_t r1) { RmsNorm(x + r0 * d, r1 - r0, d, weight, eps); });
+}
+
 // attn_norm -> Q, K, V projections and biases (gemma3, qwen3: per-head Q/K norms) -> RoPE -> Q
 // scale, rows [c0, c1).
 void Project(const Model& m, const Layer& L, const WideLayer& W, const RopeTable& rope, const double* h, int64_t c0,
-             int64_t c1, Activations& a, bool first_layer, const Watch& watch) {
+             int64_t c1, Activations& a, bool first_layer, const Watch& watch, int threads) {
   const Hparams& hp = m.hp;
   const int64_t len = c1 - c0, qd = hp.n_head * hp.head_k, kd = hp.n_head_kv * hp.head_k, vd = hp.n_head_kv * hp.head_v;
   a.x.assign(h + c0 * hp.n_embd, h + c1 * hp.n_embd);
   if (first_layer && hp.gemma) watch.Emit(0, c0, c1, a.x.data(), hp.n_embd);
-  RmsNorm(a.x.data(), len, hp.n_embd, L.attn_norm, hp.rms_eps);
+  RmsNormRows(threads, a.x.data(), len, hp.n_embd, L.attn_norm, hp.rms_eps);
   if (first_layer && !hp.gemma) watch.Emit(0, c0, c1, a.x.data(), hp.n_embd);
   double* q = a.q.data() + c0 * qd;
   double* k = a.k.data() + c0 * kd;
   MatMulT(a.x.data(), len, W.wq, q);
   MatMulT(a.x.data(), len, W.wk, k);
-  MatMulT(a.x.data(), len, W.wv, a.v.data() + c0 * vd);
-  AddBias(q, len, L.bq);
-  AddBias(k, len, L.bk);
-  AddBias(a.v.data() + c0 * vd, len, L.bv);
-  if (!L.q_norm.empty()) {
-    RmsNorm(q, len * hp.n_head, hp.head_k, L.q_norm, hp.rms_eps);
-    RmsNorm(k, len * hp.n_head_kv, hp.head_k, L.k_norm, hp.rms_eps);
-  }
-  ApplyRope(q, c0, len, qd, hp.n_head, hp.head_k, hp.n_rot, hp.rope_neox, rope);
-  ApplyRope(k, c0, len, kd, hp.n_head_kv, hp.head_k, hp.n_rot, hp.rope_neox, rope);
-  Scale(q, len * qd, hp.q_scale);
+  double* v = a.v.data() + c0 * vd;
+  MatMulT(a.x.data(), len, W.wv, v);
+  // Row by row from here on: rows [r0, r1) of the chunk on each thread.
+  ParallelRows(threads, len, qd + kd, [&](int64_t r0, int64_t r1) {
+    double *qr = q + r0 * qd, *kr = k + r0 * kd;
+    const int64_t rows = r1 - r0;
+    AddBias(qr, rows, L.bq);
+    AddBias(kr, rows, L.bk);
+    AddBias(v + r0 * vd, rows, L.bv);
+    if (!L.q_norm.empty()) {
+      RmsNorm(qr, rows * hp.n_head, hp.head_k, L.q_norm, hp.rms_eps);
+      RmsNorm(kr, rows * hp.n_head_kv, hp.head_k, L.k_norm, hp.rms_eps);
+    }
+    ApplyRope(qr, c0 + r0, rows, qd, hp.n_head, hp.head_k, hp.n_rot, hp.rope_neox, rope);
+    ApplyRope(kr, c0 + r0, rows, kd, hp.n_head_kv, hp.head_k, hp.n_rot, hp.rope_neox, rope);
+    Scale(qr, rows * qd, hp.q_scale);
+  });
 }
 
 // Output projection and residual, then the gated MLP and residual, rows [c0, c1) of h.
 void AttnOutAndMlp(const Model& m, const Layer& L, const WideLayer& W, double* h, int64_t c0, int64_t c1,
-                   Activations& a, int64_t il, const Watch& watch) {
+                   Activations& a, int64_t il, const Watch& watch, int threads) {
   const Hparams& hp = m.hp;
   const int64_t len = c1 - c0, E = hp.n_embd;
   const int p0 = 1 + 4 * int(il);
   double* hr = h + c0 * E;
   a.o.resize(size_t(len * E));
   MatMulT(a.attn.data() + c0 * hp.n_head * hp.head_v, len, W.wo, a.o.data());
-  if (!L.post_attn_norm.empty()) RmsNorm(a.o.data(), len, E, L.post_attn_norm, hp.rms_eps);
+  if (!L.post_attn_norm.empty()) RmsNormRows(threads, a.o.data(), len, E, L.post_attn_norm, hp.rms_eps);
   watch.Emit(p0, c0, c1, a.o.data(), E);
   AddTo(hr, a.o.data(), len * E);
   watch.Emit(p0 + 1, c0, c1, hr, E);
   a.x.assign(hr, hr + len * E);
-  RmsNorm(a.x.data(), len, E, L.ffn_norm, hp.rms_eps);
+  RmsNormRows(threads, a.x.data(), len, E, L.ffn_norm, hp.rms_eps);
   if (hp.n_expert > 0) {
     MoeMlp(hp, W, a.x.data(), len, a.o.data());
   } else {
@@ -93,10 +105,13 @@ void AttnOutAndMlp(const Model& m, const Layer& L, const WideLayer& W, double* h
     a.up.resize(size_t(len * hp.n_ff));
     MatMulT(a.x.data(), len, W.gate, a.gate.data());
     MatMulT(a.x.data(), len, W.up, a.up.data());
-    GatedActivation(hp.gemma, a.gate.data(), a.up.data(), len * hp.n_ff);
+    const int64_t F = hp.n_ff;
+    ParallelRows(threads, len, F, [&](int64_t r0, int64_t r1) {
+      GatedActivation(hp.gemma, a.gate.data() + r0 * F, a.up.data() + r0 * F, (r1 - r0) * F);
+    });
     MatMulT(a.gate.data(), len, W.down, a.o.data());
   }
-  if (!L.post_ffn_norm.empty()) RmsNorm(a.o.data(), len, E, L.post_ffn_norm, hp.rms_eps);
+  if (!L.post_ffn_norm.empty()) RmsNormRows(threads, a.o.data(), len, E, L.post_ffn_norm, hp.rms_eps);
   watch.Emit(p0 + 2, c0, c1, a.o.data(), E);
   AddTo(hr, a.o.data(), len * E);
   watch.Emit(p0 + 3, c0, c1, hr, E);
@@ -106,9 +121,17 @@ void AttnOutAndMlp(const Model& m, const Layer& L, const WideLayer& W, double* h
 
 Result<std::vector<double>> HiddenAtProbes(const Model& m, const ExactOptions& o, int threads,
                                            std::span<const int32_t> tokens, std::span<const int32_t> probes,
-                                           const std::function<void(int64_t)>& layers_done,
-                                           const PointSink* watch_sink) {
+                                           const std::function<void(int64_t)>& layers_done, const PointSink* watch_sink,
+                                           PassTimes* times) {
   const Watch watch{probes, watch_sink};
+  PassTimes unused;
+  PassTimes& spent = times ? *times : unused;
+  double t = NowSeconds();
+  auto lap = [&t](double& slot) {  // adds the time since the last lap to slot
+    const double now = NowSeconds();
+    slot += now - t;
+    t = now;
+  };
   const Hparams& hp = m.hp;
   const int64_t n = int64_t(tokens.size()), E = hp.n_embd;
   std::vector<double> h(size_t(n * E));
@@ -118,6 +141,7 @@ Result<std::vector<double>> HiddenAtProbes(const Model& m, const ExactOptions& o
     const Matrix e = Widen(Rows(m.embd, tokens[size_t(t)], 1));
     for (int64_t i = 0; i < E; ++i) h[size_t(t * E + i)] = e.w[size_t(i)] * hp.embd_scale;
   }
+  lap(spent.embed);
   // One angle table per distinct rope base (gemma's local and global layers differ).
   std::map<std::pair<double, double>, RopeTable> ropes;
   Activations a;
@@ -128,13 +152,15 @@ Result<std::vector<double>> HiddenAtProbes(const Model& m, const ExactOptions& o
   const int64_t chunk = std::max(1, o.token_chunk);
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     const Layer& L = m.layers[size_t(il)];
-    const WideLayer W = Widen(L);  // this layer's weights in FP64 for the pass over it, freed after
+    const WideLayer W = Widen(L, threads);  // this layer's weights in FP64 for the pass over it, freed after
+    lap(spent.widen);
     std::pair<double, double> key =
         L.swa ? std::pair{hp.rope_base_swa, hp.rope_scale_swa} : std::pair{hp.rope_base, hp.rope_scale};
     auto it = ropes.find(key);
     if (it == ropes.end()) it = ropes.emplace(key, MakeRopeTable(n, hp.n_rot, key.first, key.second)).first;
     for (int64_t c0 = 0; c0 < n; c0 += chunk)
-      Project(m, L, W, it->second, h.data(), c0, std::min(n, c0 + chunk), a, il == 0, watch);
+      Project(m, L, W, it->second, h.data(), c0, std::min(n, c0 + chunk), a, il == 0, watch, threads);
+    lap(spent.project);
     AttentionShape s{.n = n,
                      .n_head = hp.n_head,
                      .n_head_kv = hp.n_head_kv,
@@ -146,8 +172,10 @@ Result<std::vector<double>> HiddenAtProbes(const Model& m, const ExactOptions& o
                      .block = std::max(1, o.query_block),
                      .threads = threads};
     Attention(s, a.q.data(), a.k.data(), a.v.data(), a.attn.data());
+    lap(spent.attention);
     for (int64_t c0 = 0; c0 < n; c0 += chunk)
-      AttnOutAndMlp(m, L, W, h.data(), c0, std::min(n, c0 + chunk), a, il, watch);
+      AttnOutAndMlp(m, L, W, h.data(), c0, std::min(n, c0 + chunk), a, il, watch, threads);
+    lap(spent.mlp);
     if (layers_done) layers_done(il + 1);
   }
   std::vector<double> out(probes.size() * size_t(E));
@@ -160,20 +188,25 @@ Result<std::vector<double>> HiddenAtProbes(const Model& m, const ExactOptions& o
   return out;
 }
 
-void Logits(const Model& m, const double* h, int64_t n_rows, double* logits) {
+void Logits(const Model& m, int threads, const double* h, int64_t n_rows, double* logits) {
   const Hparams& hp = m.hp;
   const int64_t chunk = 8192, E = hp.n_embd;
   std::vector<double> wd;
   for (int64_t v0 = 0; v0 < hp.n_vocab; v0 += chunk) {
     const int64_t rows = std::min(chunk, hp.n_vocab - v0);
-    wd.assign(m.output.begin() + v0 * E, m.output.begin() + (v0 + rows) * E);
+    wd.resize(size_t(rows * E));
+    ParallelRows(threads, rows, E, [&](int64_t r0, int64_t r1) {
+      std::copy(m.output.begin() + (v0 + r0) * E, m.output.begin() + (v0 + r1) * E, wd.begin() + r0 * E);
+    });
     Gemm(true, n_rows, rows, E, h, E, wd.data(), E, logits + v0, hp.n_vocab);
   }
   for (int64_t r = 0; r < n_rows && !m.output_bias.empty(); ++r)
     AddTo(logits + r * hp.n_vocab, m.output_bias.data(), hp.n_vocab);
   if (hp.logit_softcap > 0)
-    for (int64_t i = 0; i < n_rows * hp.n_vocab; ++i)
-      logits[i] = hp.logit_softcap * std::tanh(logits[i] / hp.logit_softcap);
+    ParallelRows(threads, n_rows, hp.n_vocab, [&](int64_t r0, int64_t r1) {
+      for (int64_t i = r0 * hp.n_vocab; i < r1 * hp.n_vocab; ++i)
+        logits[i] = hp.logit_softcap * std::tanh(logits[i] / hp.logit_softcap);
+    });
 }
 
 }  // namespace flipscope::exact

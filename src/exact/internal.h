@@ -48,7 +48,9 @@ using DequantTallies = std::map<std::string, DequantTally>;
 bool DecodeF64(ggml_type type, const void* data, int64_t n, double* out);
 // Dequantizes n elements through ggml's type traits (to_float), checks each against DecodeF64 and
 // adds to tally[type name]; errors name the type ggml cannot convert.
-Status DequantizeChecked(ggml_type type, const void* data, int64_t n, std::vector<float>& out, DequantTallies& tally);
+// The work is shared among `threads` in whole chunks of blocks; the tally does not depend on it.
+Status DequantizeChecked(ggml_type type, const void* data, int64_t n, std::vector<float>& out, DequantTallies& tally,
+                         int threads = 1);
 
 struct Hparams {
   std::string arch;    // "llama", "qwen2", "qwen3", "gemma2" or "gemma3"
@@ -108,14 +110,15 @@ inline constexpr const char* kArchitectures = "llama, qwen2, qwen3, qwen3moe, ph
 
 // Reads the GGUF, checks the architecture and every tensor (dequantizing each once to check it),
 // and keeps the file mapped for the pass.
-Result<Model> LoadModel(const std::string& path);
+Result<Model> LoadModel(const std::string& path, int threads = 1);
 
-// The FP64 widening of w through ggml's float conversion (checked exact at load; F32 copied).
-Matrix Widen(const Weight& w);
+// The FP64 widening of w through ggml's float conversion (checked exact at load; F32 copied),
+// its rows shared among `threads`.
+Matrix Widen(const Weight& w, int threads = 1);
 // Rows [r0, r0 + n) of w as a Weight of their own.
 Weight Rows(const Weight& w, int64_t r0, int64_t n);
-// Every matrix of L widened.
-WideLayer Widen(const Layer& L);
+// Every matrix of L widened, each over `threads`.
+WideLayer Widen(const Layer& L, int threads);
 
 // ---- BLAS (blas.cpp) ----
 
@@ -130,6 +133,10 @@ void Gemm(bool trans_b, int64_t m, int64_t n, int64_t k, const double* a, int64_
 
 // ---- kernels (kernels.cpp) ----
 
+// Runs fn(r0, r1) over rows [0, n) cut into at most `threads` contiguous ranges, one thread each
+// (the caller's included); in one call when the work (n * width elements) is too small to pay for
+// starting threads. A row-wise fn gives the same bits for any thread count.
+void ParallelRows(int threads, int64_t n, int64_t width, const std::function<void(int64_t, int64_t)>& fn);
 // y[n][W.rows] = x[n][W.cols] . W^T (cblas_dgemm).
 void MatMulT(const double* x, int64_t n, const Matrix& w, double* y);
 // Each of n rows of width d: x / sqrt(mean(x^2) + eps) * weight (weight empty: none).
@@ -183,11 +190,15 @@ void Attention(const AttentionShape& s, const double* q, const double* k, const 
 // Runs the layers over tokens (attention on `threads` workers) and returns the final-normed hidden states at probes
 // [n_probes][n_embd]; progress gets the layers done (0..n_layer). With watch_sink, every point's row
 // (exact.h: PointSink) at the probes goes to it as the pass computes it.
+// Wall seconds of each part of a pass, summed over the layers (the manifest's engine.timing).
+struct PassTimes {
+  double embed = 0, widen = 0, project = 0, attention = 0, mlp = 0, logits = 0, rows = 0;
+};
 Result<std::vector<double>> HiddenAtProbes(const Model& m, const ExactOptions& o, int threads,
                                            std::span<const int32_t> tokens, std::span<const int32_t> probes,
                                            const std::function<void(int64_t)>& layers_done,
-                                           const PointSink* watch_sink = nullptr);
+                                           const PointSink* watch_sink = nullptr, PassTimes* times = nullptr);
 // logits[n_rows][n_vocab] of hidden rows h[n_rows][n_embd], soft-capped where the model says.
-void Logits(const Model& m, const double* h, int64_t n_rows, double* logits);
+void Logits(const Model& m, int threads, const double* h, int64_t n_rows, double* logits);
 
 }  // namespace flipscope::exact

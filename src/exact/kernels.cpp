@@ -4,10 +4,26 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <thread>
 
 #include "exact/internal.h"
 
 namespace flipscope::exact {
+
+void ParallelRows(int threads, int64_t n, int64_t width, const std::function<void(int64_t, int64_t)>& fn) {
+  // Below ~64K elements a range is cheaper done here than a thread is to start (tens of µs).
+  constexpr int64_t kMinPerThread = 1 << 16;
+  const int64_t parts =
+      std::min<int64_t>({int64_t(std::max(1, threads)), n, std::max<int64_t>(1, n * width / kMinPerThread)});
+  if (parts <= 1) {
+    if (n > 0) fn(0, n);
+    return;
+  }
+  std::vector<std::thread> pool;
+  for (int64_t p = 1; p < parts; ++p) pool.emplace_back(fn, n * p / parts, n * (p + 1) / parts);
+  fn(0, n / parts);
+  for (auto& t : pool) t.join();
+}
 
 void MatMulT(const double* x, int64_t n, const Matrix& w, double* y) {
   Gemm(true, n, w.rows, w.cols, x, w.cols, w.w.data(), w.cols, y, w.rows);

@@ -34,6 +34,7 @@ struct Reader {
   std::string arch;
   std::set<std::string> used;
   DequantTallies* tally;
+  int threads = 1;  // the dequantization check's
 
   int64_t Key(const std::string& k) const { return gguf_find_key(g, (arch + "." + k).c_str()); }
   // An integer hyperparameter; def < 0 makes it required.
@@ -72,7 +73,7 @@ struct Reader {
     used.insert(name);
     int64_t id = gguf_find_tensor(g, name.c_str());
     std::vector<float> out;
-    Status st = DequantizeChecked(t->type, data + gguf_get_tensor_offset(g, id), ne0 * ne1 * ne2, out, *tally);
+    Status st = DequantizeChecked(t->type, data + gguf_get_tensor_offset(g, id), ne0 * ne1 * ne2, out, *tally, threads);
     if (!st.ok()) return st.Prefixed(path + ": tensor " + name);
     return out;
   }
@@ -276,7 +277,7 @@ Status ReadLayer(Reader& r, const Hparams& hp, int64_t il, Layer& L) {
 
 }  // namespace
 
-Result<Model> LoadModel(const std::string& path) {
+Result<Model> LoadModel(const std::string& path, int threads) {
   ggml_context* meta = nullptr;
   gguf_init_params ip{/*no_alloc=*/true, &meta};
   std::unique_ptr<gguf_context, void (*)(gguf_context*)> g(gguf_init_from_file(path.c_str(), ip), gguf_free);
@@ -304,8 +305,8 @@ Result<Model> LoadModel(const std::string& path) {
   Model m;
   m.path = path;
   m.mapping = map;
-  Reader r{path, g.get(), meta,      static_cast<const uint8_t*>(map->p) + gguf_get_data_offset(g.get()),
-           arch, {},      &m.dequant};
+  Reader r{path, g.get(), meta,       static_cast<const uint8_t*>(map->p) + gguf_get_data_offset(g.get()),
+           arch, {},      &m.dequant, threads};
   ggml_tensor* te = ggml_get_tensor(meta, "token_embd.weight");
   if (!te) return Status::Error(path + ": missing tensor token_embd.weight");
   FS_RETURN_IF_ERROR(ReadHparams(r, te->ne[1], m.hp));

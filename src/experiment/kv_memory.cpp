@@ -22,8 +22,8 @@ KvMemory KvCacheMemory(const ModelInfo& m, const Knobs& k, int64_t n_ctx, bool s
   // Bytes of one cell of one layer: K and V rows of n_head_kv heads.
   const double per_cell_layer = double(m.n_head_kv) * (m.head_dim_k * KvTypeBytesPerElement(k.cache_type_k) +
                                                        m.head_dim_v * KvTypeBytesPerElement(k.cache_type_v));
-  out.bytes = per_cell_layer * (double(m.n_layer - m.n_layer_swa) * double(out.cells) +
-                                double(m.n_layer_swa) * double(out.cells_swa));
+  out.bytes = per_cell_layer *
+              (double(m.n_layer - m.n_layer_swa) * double(out.cells) + double(m.n_layer_swa) * double(out.cells_swa));
   return out;
 }
 

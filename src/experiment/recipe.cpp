@@ -41,18 +41,16 @@ struct RecipeRow {
   const ConfigEntry* config = nullptr;  // its configs[] entry
   const SummaryRow* summary = nullptr;
   double rate = 0, kl = 0, kv = -1, weights = 0;
-  Estimate flip{};                       // its flip rate (served where measured) and interval
-  std::optional<Estimate> damage{};      // damaging flips per probe; null where its flips were not followed
-  std::optional<Estimate> exact{};       // distance to the exact reference, when present
+  Estimate flip{};                   // its flip rate (served where measured) and interval
+  std::optional<Estimate> damage{};  // damaging flips per probe; null where its flips were not followed
+  std::optional<Estimate> exact{};   // distance to the exact reference, when present
   double exact_kl = INFINITY;
-  double memory = INFINITY;              // weights + KV at the training context; +inf when unknown
+  double memory = INFINITY;  // weights + KV at the training context; +inf when unknown
   int tie_group = 0;
-  const SummaryRow* served = nullptr;  // its served twin's row (replay = "both"): ranks in its place
-  std::optional<Knobs> knobs = std::nullopt;          // as captured (a llama configuration)
-  bool swa_full = false;                              // its command keeps every sliding-window cell
-  bool Above() const {
-    return Ranked() && Ranked()->above_floor.value_or(false);
-  }
+  const SummaryRow* served = nullptr;         // its served twin's row (replay = "both"): ranks in its place
+  std::optional<Knobs> knobs = std::nullopt;  // as captured (a llama configuration)
+  bool swa_full = false;                      // its command keeps every sliding-window cell
+  bool Above() const { return Ranked() && Ranked()->above_floor.value_or(false); }
   int Load() const { return summary ? summary->load.value_or(0) : 0; }
   // The row its figures come from: the served twin's where measured, so that flips and damage
   // are of one replay.
@@ -94,9 +92,10 @@ std::vector<std::string> ContextWarnings(int64_t context, int64_t session, const
     out.push_back(fmt::format("-c {} holds fewer tokens than the session measured ({}){}", context, session,
                               budget ? ": the memory budget leaves no longer context" : ""));
   if (model.n_ctx_train > 0 && context > model.n_ctx_train)
-    out.push_back(fmt::format("-c {} is past the model's training context ({}), as measured: the figures hold "
-                              "for this session, but past {} tokens the model runs outside its trained regime",
-                              context, model.n_ctx_train, model.n_ctx_train));
+    out.push_back(
+        fmt::format("-c {} is past the model's training context ({}), as measured: the figures hold "
+                    "for this session, but past {} tokens the model runs outside its trained regime",
+                    context, model.n_ctx_train, model.n_ctx_train));
   return out;
 }
 
@@ -104,8 +103,8 @@ std::vector<std::string> ContextWarnings(int64_t context, int64_t session, const
 // llama.cpp allocates it; +inf for a server (its KV memory is its own).
 double MemoryAt(const RecipeRow& r, const ModelInfo& model) {
   if (r.kv < 0) return INFINITY;
-  const double kv = r.knobs ? KvCacheMemory(model, *r.knobs, model.n_ctx_train, r.swa_full).bytes
-                            : r.kv * double(model.n_ctx_train);
+  const double kv =
+      r.knobs ? KvCacheMemory(model, *r.knobs, model.n_ctx_train, r.swa_full).bytes : r.kv * double(model.n_ctx_train);
   return kv + r.weights;
 }
 
@@ -130,7 +129,12 @@ std::vector<RecipeRow> Rows(const ExperimentResults& results, const ResultsRows&
   const std::vector<ConfigEntry>& configs = results.measured.configs;
   const std::string baseline = configs[0].name;
   auto add = [&](const ConfigEntry& c, const SummaryRow* s) {
-    RecipeRow r{c.name, &c, s, s ? s->median_flip_rate : 0.0, s ? s->kl_mean : 0.0, Kv(c),
+    RecipeRow r{c.name,
+                &c,
+                s,
+                s ? s->median_flip_rate : 0.0,
+                s ? s->kl_mean : 0.0,
+                Kv(c),
                 read::Get(c.fields, "model_file_size", 0.0)};
     if (s) r.flip = RateOf(*s);
     // Measured under served replay too: its served figures rank it (what a deployment computed).
@@ -164,12 +168,15 @@ std::string Names(const json& names) {
 struct RankingKey {
   bool by_exact = false, by_damage = false;
   std::vector<std::string> lacking_forks;  // configurations that flip whose forks were not followed
-  std::string Text() const {  // the key in words, as the report states it
+  std::string Text() const {               // the key in words, as the report states it
     std::string key = by_exact ? "distance to the exact reference (flip rate against exact)" : "";
-    if (by_damage) key += std::string(key.empty() ? "" : ", then ") + "damage rate (damaging flips per probe, from the followed forks)";
+    if (by_damage)
+      key +=
+          std::string(key.empty() ? "" : ", then ") + "damage rate (damaging flips per probe, from the followed forks)";
     if (!by_exact) key += std::string(by_damage ? ", then " : "") + "flip rate against the baseline";
-    key += ", each with its 95% interval; configurations whose intervals overlap are a statistical tie, "
-           "indistinguishable on this workload, ordered by the memory each needs (least first)";
+    key +=
+        ", each with its 95% interval; configurations whose intervals overlap are a statistical tie, "
+        "indistinguishable on this workload, ordered by the memory each needs (least first)";
     if (!by_damage && !lacking_forks.empty())
       key += "; damage is not compared, since the forks of " + Names(lacking_forks) + " were not followed";
     return key;
@@ -183,8 +190,8 @@ RankingKey Rank(std::vector<RecipeRow>& rows) {
   key.by_exact = std::any_of(rows.begin(), rows.end(), [](const RecipeRow& r) { return r.exact.has_value(); });
   for (const RecipeRow& r : rows)
     if (!r.damage) key.lacking_forks.push_back(r.name);
-  key.by_damage = key.lacking_forks.empty() &&
-                  std::any_of(rows.begin(), rows.end(), [](const RecipeRow& r) { return r.Forked(); });
+  key.by_damage =
+      key.lacking_forks.empty() && std::any_of(rows.begin(), rows.end(), [](const RecipeRow& r) { return r.Forked(); });
   std::vector<RankInput> in;
   for (const RecipeRow& r : rows) {
     RankInput i{r.name, {}, r.memory, key.by_exact ? r.exact_kl : r.kl};
@@ -311,15 +318,15 @@ json Basis(const RecipeRow& best, const std::vector<RecipeRow>& rows, const Rank
   } else if (best.rate == 0) {
     rests += "; no flips, so no forks to follow";
   }
-  if (!key.by_damage) why += "; damage is not compared across configurations, since not every one's forks were followed";
+  if (!key.by_damage)
+    why += "; damage is not compared across configurations, since not every one's forks were followed";
   if (tied_above) level = "medium", why = "it is indistinguishable from a configuration above the repeat floor";
   if (!best.damage) level = "low", why = "its flips' futures were not followed";
   if (!s) level = "low", why = "the baseline ran once: there is no repeat floor";
   if (fallback) level = "low", why = "no configuration qualified; the first ranked is shown";
   if (!tied.empty()) rests += "; indistinguishable on this workload from " + Names(tied);
-  return {{"rests_on", rests},       {"tie_group", best.tie_group}, {"tied_with", tied},
-          {"confidence", level},     {"why", why},
-          {"probes", s ? json(s->probes) : json()}};
+  return {{"rests_on", rests}, {"tie_group", best.tie_group},           {"tied_with", tied}, {"confidence", level},
+          {"why", why},        {"probes", s ? json(s->probes) : json()}};
 }
 
 // Every KV cache type's bytes per token (of full-attention layers) for this model, its KV cache
@@ -356,8 +363,8 @@ json MakeRecipe(const ExperimentResults& results, const ModelInfo& model) {
   const int64_t c = ctx.is_number() ? ctx.get<int64_t>() : budget.cap;
   json warnings = LoadWarnings(typed, results.baseline);
   if (best.knobs)  // a server's context is its own
-    for (std::string& w : ContextWarnings(c, read::Opt<int64_t>(results.workload, "n_tokens").value_or(0), model,
-                                          ctx.is_number()))
+    for (std::string& w :
+         ContextWarnings(c, read::Opt<int64_t>(results.workload, "n_tokens").value_or(0), model, ctx.is_number()))
       warnings.push_back(std::move(w));
   const json best_config = best.config->ToJson();
   std::string server_command = LlamaCommand("llama-server", best_config, results.workload, model, c);
@@ -373,7 +380,7 @@ json MakeRecipe(const ExperimentResults& results, const ModelInfo& model) {
   if (best.kv < 0) {
     launch = ServerLaunch(best_config);
     const json flags = read::Sub(best_config, "flags");
-    server_command = launch.is_object() ? launch["command"].get<std::string>()
+    server_command = launch.is_object()  ? launch["command"].get<std::string>()
                      : flags.is_string() ? flags.get<std::string>()
                                          : "";
     cli_command = "";

@@ -47,8 +47,10 @@ json SummaryOf(const Made& m, bool above) {
 // Results of a bit-identical baseline (0 flips) and the given variants; exact: each row's flips
 // against the exact reference (same probes).
 json ResultsOf(const std::vector<Made>& made, const std::map<std::string, int64_t>& exact = {}) {
-  json r = {{"settings", {{"memory_budget_bytes", nullptr}}}, {"baseline", made.front().name},
-            {"configs", json::array()},                       {"summary", json::array()}};
+  json r = {{"settings", {{"memory_budget_bytes", nullptr}}},
+            {"baseline", made.front().name},
+            {"configs", json::array()},
+            {"summary", json::array()}};
   for (const Made& m : made) {
     r["configs"].push_back({{"name", m.name},
                             {"status", "ok"},
@@ -95,11 +97,9 @@ TEST(RecipeRanking, AVariantThatSavesNothingDoesNotReplaceTheBaseline) {
 
 // The demo's defect (#4 kv-q4_0 above fa-off): only kv-q4_0's forks were followed.
 TEST(RecipeRanking, MeasuredDamageIsNotRankedAgainstUnmeasuredFlips) {
-  const json recipe = MakeRecipe(ResultsOf({{"baseline"},
-                                            {"fa-off", 11},
-                                            {"kv-q8_0", 11, 800, 530},
-                                            {"kv-q4_0", 58, 800, 280, 24, 3, 54}}),
-                                 Model());
+  const json recipe = MakeRecipe(
+      ResultsOf({{"baseline"}, {"fa-off", 11}, {"kv-q8_0", 11, 800, 530}, {"kv-q4_0", 58, 800, 280, 24, 3, 54}}),
+      Model());
   EXPECT_EQ(recipe["ranking_mode"], "flip rate");
   EXPECT_EQ(recipe["lacking_forks"], json({"fa-off", "kv-q8_0"}));
   EXPECT_NE(recipe["ranking_key"].get<std::string>().find("damage is not compared, since the forks of fa-off and "
@@ -204,7 +204,8 @@ TEST(RecipeRanking, AServerConfigurationsCommandIsItsLaunchAsRunWithItsEnv) {
 
   r["configs"][0]["engine"] = {{"url", "http://gpu-host:8000"}};  // a server flipscope did not start
   const json by_url = MakeRecipe(r, Model());
-  EXPECT_EQ(by_url["server_launch"]["note"], "a server flipscope did not start (url): its launch command is not known here");
+  EXPECT_EQ(by_url["server_launch"]["note"],
+            "a server flipscope did not start (url): its launch command is not known here");
   EXPECT_FALSE(by_url["server_launch"].contains("command"));
 }
 
@@ -232,8 +233,9 @@ TEST(RecipeRanking, TheContextHoldsTheSessionMeasuredOrSaysWhyNot) {
   r["settings"]["memory_budget_bytes"] = 1000.0 + KvCacheMemory(Model(), k, 2048, false).bytes;
   recipe = MakeRecipe(r, Model());
   EXPECT_EQ(recipe["context"], 2048);
-  EXPECT_TRUE(has(recipe, "-c 2048 holds fewer tokens than the session measured (3000): the memory budget leaves "
-                          "no longer context"))
+  EXPECT_TRUE(has(recipe,
+                  "-c 2048 holds fewer tokens than the session measured (3000): the memory budget leaves "
+                  "no longer context"))
       << recipe["warnings"];
 
   k.n_ctx = 0;

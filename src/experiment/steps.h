@@ -118,14 +118,14 @@ Status ReplayDistances(const Experiment& exp, ExperimentResults& results, const 
 // ---- The recipe's launch command, served (verify_recipe.cpp) ----
 
 struct VerifyOptions {
-  int max_probes = 32;            // the capture's probes checked, evenly spaced (each one request)
-  int top_k = 5;                  // log-probabilities compared per probe
-  double tolerance = 0.01;        // |served - captured| log-probability, relative to each one's top-1, counted as within
-  double near_tie = 0.1;          // a served token the capture ranks at most this many nats below its own
-                                  // top-1 is a near-tie (the prompt's batching can flip it), not a mismatch
+  int max_probes = 32;      // the capture's probes checked, evenly spaced (each one request)
+  int top_k = 5;            // log-probabilities compared per probe
+  double tolerance = 0.01;  // |served - captured| log-probability, relative to each one's top-1, counted as within
+  double near_tie = 0.1;    // a served token the capture ranks at most this many nats below its own
+                            // top-1 is a near-tie (the prompt's batching can flip it), not a mismatch
   double startup_timeout_s = 300;
   double request_timeout_s = 300;
-  std::string log_path;           // llama-server's output
+  std::string log_path;  // llama-server's output
 };
 // Starts results["recipe"]["server_command"] as printed (llama-server of this build, a free port)
 // and checks at up to max_probes of the recommended configuration's first capture's probes that
@@ -140,7 +140,8 @@ nlohmann::json VerifyRecipe(const nlohmann::json& results, const VerifyOptions& 
 // How a served greedy token compares with the capture's at one probe, from the capture's own
 // log-probabilities of its top-1 and of the served token (NaN: outside a truncated capture's top-k).
 enum class ServedChoiceVerdict { kSame, kNearTie, kDiffers };
-ServedChoiceVerdict JudgeServedChoice(bool same_token, double captured_top_lp, double captured_served_lp, double near_tie);
+ServedChoiceVerdict JudgeServedChoice(bool same_token, double captured_top_lp, double captured_served_lp,
+                                      double near_tie);
 
 // ---- Server configurations (servers.cpp) ----
 
