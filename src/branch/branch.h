@@ -45,12 +45,13 @@ struct Names<DecodingMode> {
 // Checked by RunBranches; its errors name these fields (e.g. "max_tokens must be >= 1").
 struct BranchOptions {
   BranchAt at = BranchAt::kFlips;
-  std::string ranges;        // "A-B,C-D" (inclusive positions) or "tool_calls" (positions predicting a call's token)
-  int max_tokens = 64;       // future length, first token included
+  std::string ranges;   // "A-B,C-D" (inclusive positions) or "tool_calls" (positions predicting a call's token)
+  int max_tokens = 64;  // future length, first token included
   int max_call_tokens =
-      256;                 // hard cap on a future whose tool call is still open (0: calls get no more than max_tokens)
-  int max_branches = 0;    // 0 = all; else the first N branch points by position
-  int reconverge = 8;      // K: agreement run for reconvergence, and the longest benign detour
+      256;               // hard cap on a future whose tool call is still open (0: calls get no more than max_tokens)
+  int max_branches = 0;  // 0 = all; else N branch points, chosen by pick
+  ForkPick pick = ForkPick::kFirst;  // which N flips: the first by position, or spread over the session
+  int reconverge = 8;                // K: agreement run for reconvergence, and the longest benign detour
   // kAssistant: fork only where a deployed model writes the next token (assistant messages and
   // their tool calls); the others are counted as teacher-forced only. kAll: everywhere.
   ForkScope fork_where = ForkScope::kAssistant;
@@ -68,10 +69,10 @@ struct BranchOptions {
 struct DecodedFutures {
   std::map<int32_t, Future> at;
   std::map<int32_t, bool> reproduced;
-  int max_tokens = 0;       // the token budget they were decoded with
-  int max_call_tokens = 0;  // and the cap on an open tool call (0: none)
+  int max_tokens = 0;             // the token budget they were decoded with
+  int max_call_tokens = 0;        // and the cap on an open tool call (0: none)
   std::string decoding = "free";  // "grammar" or "free": the decoding they were asked with (ForkDecoding::used)
-  std::string source;       // the capture file that decoded them
+  std::string source;             // the capture file that decoded them
 };
 
 struct BranchRequest {
@@ -129,7 +130,7 @@ struct SideInputs {
   std::vector<int32_t> points;              // branch positions, ascending, each one of the probes
   std::vector<int32_t> firsts;              // the side's own first token at each point
   int max_tokens = 64;
-  ExtendFn extend;  // may decode a future past max_tokens (CallExtension); empty: never
+  ExtendFn extend;                       // may decode a future past max_tokens (CallExtension); empty: never
   std::optional<DecodeGrammar> grammar;  // futures decode under it (ResolveDecoding); none: free
   bool allow_fork = true;
   std::string progress_label;  // progress-bar label; empty = no bar

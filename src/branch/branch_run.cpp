@@ -79,7 +79,7 @@ Result<std::vector<Point>> PlanPoints(const Side& b, const Side& c, const Branch
   std::vector<Point> points;
   if (o.at == BranchAt::kFlips) {
     // The first-N rule of every fork follower (the experiment's forks take the same points).
-    FirstFlips rule(o.max_branches, where);
+    FirstFlips rule(o.max_branches, where, o.pick, int64_t(b.cap->tokens().size()));
     for (const Flip& f : Flips(pb, ab, pc, ac)) {
       if (rule.Take(f.position, f.base_token, f.cand_token))
         points.push_back({f.position, f.base_token, f.cand_token});
@@ -227,7 +227,8 @@ Status FreshPass(const Transcript& t, const std::vector<Point>& points, const br
     // The capture's own schedule: what the model wrote is fed one token per decode step again,
     // so the rows are checked against the served ones and the forks start from the served cache.
     if (!(*engine)->CanFork())
-      return Status::Error(s->cap->path() + ": a served-replay capture of a model whose memory cannot be forked "
+      return Status::Error(s->cap->path() +
+                           ": a served-replay capture of a model whose memory cannot be forked "
                            "cannot be followed: each branch would re-prefill its prefix, which is not served");
     std::vector<uint8_t> written(t.tokens.size());
     for (size_t p = 0; p < written.size(); ++p) written[p] = ModelWrites(t.spans, int32_t(p)) ? 1 : 0;
@@ -262,8 +263,7 @@ Status PassSide(const std::optional<DecodedFutures>& decoded, const Transcript& 
   if (decoded) {
     // A server's futures are its completions, whatever this run would decode with.
     const std::string used = s->served_flags.empty() ? decoding.used : decoded->decoding;
-    auto known =
-        SideFromDecoded(*decoded, PointPositions(points), s->firsts, o.max_tokens, o.max_call_tokens, used);
+    auto known = SideFromDecoded(*decoded, PointPositions(points), s->firsts, o.max_tokens, o.max_call_tokens, used);
     if (known) {
       s->pass = std::move(*known);
       return Status::Ok();
@@ -283,9 +283,8 @@ Status PassSide(const std::optional<DecodedFutures>& decoded, const Transcript& 
 
 // The output's "config" (docs/branch.md): both sides, the options, what was found and warned.
 json ConfigJson(const Side (&sides)[2], const BranchOptions& o, const json& decoding, const Transcript& t,
-                int64_t available,
-                const std::vector<int32_t>& elsewhere, size_t n_branches, const std::vector<std::string>& warnings,
-                double seconds) {
+                int64_t available, const std::vector<int32_t>& elsewhere, size_t n_branches,
+                const std::vector<std::string>& warnings, double seconds) {
   json tool_names = json::array();
   for (const ToolSpec& ts : t.tools) tool_names.push_back(ts.name);
   json teacher_forced = json::array();
@@ -300,6 +299,7 @@ json ConfigJson(const Side (&sides)[2], const BranchOptions& o, const json& deco
           {"max_tokens", o.max_tokens},
           {"max_call_tokens", o.max_call_tokens},
           {"max_branches", o.max_branches},
+          {"pick", std::string(NameOf(o.pick))},
           {"reconverge", o.reconverge},
           {"fork_where", std::string(NameOf(o.fork_where))},
           {"decoding", decoding},
@@ -346,9 +346,10 @@ Result<json> RunBranches(const BranchRequest& req) {
 
   json records =
       points.empty() ? json::array() : branch::BuildRecords(t, points, sides[0].pass, sides[1].pass, o, budget);
-  json config = ConfigJson(sides, o, decoding.info, t, available, elsewhere, points.size(), warnings, NowSeconds() - t0);
+  json config =
+      ConfigJson(sides, o, decoding.info, t, available, elsewhere, points.size(), warnings, NowSeconds() - t0);
   json counts = CountVerdicts(records);
-  counts["branch_points"] = available;                    // before --max-branches
+  counts["branch_points"] = available;                        // before --max-branches
   counts["teacher_forced_only"] = int64_t(elsewhere.size());  // never forked, never damage or repair
   return json{{"config", config}, {"records", records}, {"counts", counts}};
 }

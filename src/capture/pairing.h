@@ -2,7 +2,7 @@
 // shared probes, the flips and the first-N rule of every fork follower. Part of the capture stage
 // (capture/capture.h is its interface).
 #pragma once
-
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -66,14 +66,25 @@ struct Names<ForkScope> {
 // The fork filter of `scope` over a capture's workload (kAll: null); errors name unreadable spans.
 Result<ForkFilter> ForkWhere(const CaptureReader& cap, ForkScope scope);
 
-// The first-N rule of every fork follower, for flips met one at a time in position order (forks
+// Which flips a fork follower's max forks go to (branch's pick): kFirst the first max by position;
+// kSpread spread over the session, a flip at p taken while fewer than ceil(max * (p + 1) / n_tokens)
+// have been, so that every stretch of the session gets its share and a stretch without flips
+// leaves its share to the flips after it.
+enum class ForkPick { kFirst, kSpread };
+template <>
+struct Names<ForkPick> {
+  static constexpr std::pair<ForkPick, const char*> v[] = {{ForkPick::kFirst, "first"}, {ForkPick::kSpread, "spread"}};
+};
+
+// The N-fork rule of every fork follower, for flips met one at a time in position order (forks
 // planned while the rows arrive): Take says whether a shared probe is a flip to fork, one where
-// `where` allows forks among the first max such (0 = no limit). Flips where it does not are
-// counted (elsewhere()) and never use up max. Fed every shared probe in order, it takes the
-// first max entries of Flips() that `where` allows.
+// `where` allows forks, among at most max such (0 = no limit) chosen by `pick` over a session of
+// n_tokens. Flips where `where` does not allow forks are counted (elsewhere()) and never use up
+// max. Fed every shared probe in order, it takes the same entries of Flips() as fed Flips() alone.
 class FirstFlips {
  public:
-  explicit FirstFlips(int max, ForkFilter where = nullptr) : max_(max), where_(std::move(where)) {}
+  explicit FirstFlips(int max, ForkFilter where = nullptr, ForkPick pick = ForkPick::kFirst, int64_t n_tokens = 0)
+      : max_(max), where_(std::move(where)), spread_(pick == ForkPick::kSpread ? n_tokens : 0) {}
   bool Take(int32_t position, int32_t base_token, int32_t cand_token) {
     if (base_token == cand_token) return false;
     if (where_ && !where_(position)) {
@@ -81,7 +92,7 @@ class FirstFlips {
       return false;
     }
     ++forkable_;
-    if (max_ > 0 && taken_ >= max_) return false;
+    if (max_ > 0 && taken_ >= Quota(position)) return false;
     ++taken_;
     return true;
   }
@@ -89,8 +100,14 @@ class FirstFlips {
   int64_t elsewhere() const { return elsewhere_; }  // flips where they are not
 
  private:
+  // How many forks may have been taken up to and including position p.
+  int64_t Quota(int32_t p) const {
+    if (spread_ <= 0) return max_;
+    return std::min<int64_t>(max_, (int64_t(max_) * (int64_t(p) + 1) + spread_ - 1) / spread_);
+  }
   int max_;
   ForkFilter where_;
+  int64_t spread_;  // the session's length under kSpread; 0 under kFirst
   int64_t taken_ = 0, forkable_ = 0, elsewhere_ = 0;
 };
 // The first max (0 = all) of Flips(), by the same rule; *available counts them all.

@@ -29,8 +29,9 @@ void PrintSummary(const nlohmann::json& out, const std::string& path) {
              cfg["cand"]["forked"].get<bool>() ? "yes" : "re-prefill");
   const auto& dec = cfg["decoding"];
   fmt::print("futures decoded {}{}\n", dec.value("used", std::string("free")),
-             dec.contains("why") ? " (" + dec["why"].get<std::string>() + ")"
-             : dec.contains("source") ? " (the grammar of the " + dec["source"].get<std::string>() + ")" : "");
+             dec.contains("why")      ? " (" + dec["why"].get<std::string>() + ")"
+             : dec.contains("source") ? " (the grammar of the " + dec["source"].get<std::string>() + ")"
+                                      : "");
   fmt::print("{}", SummaryText(out["counts"]));
   size_t shown = 0, not_reproduced = 0;
   for (const auto& r : out["records"]) {
@@ -64,7 +65,8 @@ Status WithBranchFlags(const Status& st) {
 Action DefineBranch(CLI::App* cmd) {
   struct Opts {
     BranchRequest req;
-    std::string at{NameOf(BranchOptions().at)}, fork_where{NameOf(BranchOptions().fork_where)};
+    std::string at{NameOf(BranchOptions().at)}, fork_where{NameOf(BranchOptions().fork_where)},
+        pick{NameOf(BranchOptions().pick)};
     std::string out;
     bool quiet = false, no_fork = false;
   };
@@ -79,7 +81,11 @@ Action DefineBranch(CLI::App* cmd) {
          "--max-call-tokens", o->req.options.max_call_tokens,
          "Inside a tool call, decode on until the call closes, up to this many tokens; 0 = never past --max-tokens")
       ->capture_default_str();
-  cmd->add_option("--max-branches", o->req.options.max_branches, "Follow only the first N branch points; 0 = all")
+  cmd->add_option("--max-branches", o->req.options.max_branches, "Follow only N branch points (see --pick); 0 = all")
+      ->capture_default_str();
+  cmd->add_option("--pick", o->pick,
+                  "Which N flips --max-branches follows: first (by position) or spread (over the whole session: "
+                  "at most N * (p + 1) / tokens up to position p)")
       ->capture_default_str();
   cmd->add_option("--reconverge", o->req.options.reconverge,
                   "K: futures agreeing again for K tokens within K tokens of the fork are benign")
@@ -105,6 +111,9 @@ Action DefineBranch(CLI::App* cmd) {
     if (!at.ok()) return Fail(at.status());
     auto where = ParseName<ForkScope>(o->fork_where, "--fork-where");
     if (!where.ok()) return Fail(where.status());
+    auto pick = ParseName<ForkPick>(o->pick, "--pick");
+    if (!pick.ok()) return Fail(pick.status());
+    o->req.options.pick = *pick;
     o->req.options.at = *at;
     o->req.options.fork_where = *where;
     o->req.options.allow_fork = !o->no_fork;

@@ -40,6 +40,19 @@ TEST(ParseExperiment, UnknownKeysNameTheLine) {
   EXPECT_NE(ParseExperiment(p).status().message().find(":4:"), std::string::npos);
 }
 
+// [branch] pick: which flips max_branches follows; a bad name is refused at its line.
+TEST(ParseExperiment, BranchPickIsReadAndCheckedWhereItIsWritten) {
+  auto e = ParseExperiment(fixtures::MakeExperiment("pick", "[branch]\nmax_branches = 4\npick = \"spread\"\n"));
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_EQ(e->branch.options.pick, ForkPick::kSpread);
+  EXPECT_EQ(ParseExperiment(fixtures::MakeExperiment("pick-default", "[branch]\n"))->branch.options.pick,
+            ForkPick::kFirst);
+  auto p = fixtures::MakeExperiment("pick-bad", "[branch]\npick = \"last\"\n");
+  EXPECT_NE(ParseExperiment(p).status().message().find(p + ":5: pick must be \"first\" or \"spread\", not \"last\""),
+            std::string::npos)
+      << ParseExperiment(p).status().message();
+}
+
 TEST(ParseExperiment, VariantsApplyTheirChangesToTheBaseline) {
   auto p = fixtures::MakeExperiment(
       "variants",
@@ -188,8 +201,9 @@ TEST(ParseExperiment, ServerConfigurationErrorsNameTheLine) {
             std::string::npos);
   // replay is how flipscope asks a server, not its numerics: a server configuration may set it.
   auto served = ParseExperiment(
-      fixtures::MakeExperiment("served", "[baseline]\nurl = \"http://h:1\"\nreplay = \"served\"\n[[variant]]\nname = "
-                                         "\"v\"\nurl = \"http://h:2\"\n"));
+      fixtures::MakeExperiment("served",
+                               "[baseline]\nurl = \"http://h:1\"\nreplay = \"served\"\n[[variant]]\nname = "
+                               "\"v\"\nurl = \"http://h:2\"\n"));
   ASSERT_TRUE(served.ok()) << served.status().message();
   EXPECT_EQ(served->baseline.knobs.replay, Replay::kServed);
   EXPECT_EQ(served->variants[0].knobs.replay, Replay::kServed);  // inherited
@@ -210,7 +224,8 @@ TEST(ParseExperiment, ServerConfigurationErrorsNameTheLine) {
 }
 
 TEST(ParseExperiment, HistoryTableTakesReleasesOverTheBaseline) {
-  auto p = fixtures::MakeExperiment("history", "[baseline]\nthreads = 2\n\n[history]\nreleases = [\"0.3.35\", \"0.3.36\"]\n");
+  auto p = fixtures::MakeExperiment("history",
+                                    "[baseline]\nthreads = 2\n\n[history]\nreleases = [\"0.3.35\", \"0.3.36\"]\n");
   auto e = ParseExperiment(p);
   ASSERT_TRUE(e.ok()) << e.status().message();
   EXPECT_TRUE(e->history.enabled);

@@ -49,8 +49,9 @@ Result<CaptureForks> VariantForks(const std::string& base0, const BranchSettings
   FS_ASSIGN_OR_RETURN(auto base_cap, CaptureReader::Open(base0));
   FS_ASSIGN_OR_RETURN(ForkFilter where, ForkWhere(*base_cap, s.options.fork_where));
   FS_ASSIGN_OR_RETURN(ForkDecoding decoding, ResolveDecoding(base0, s.options.decoding));
-  // The branch stage's first-N rule, counting only the flips where forks are allowed.
-  auto rule = std::make_shared<FirstFlips>(s.options.max_branches, std::move(where));
+  // The branch stage's N-fork rule, counting only the flips where forks are allowed.
+  auto rule = std::make_shared<FirstFlips>(s.options.max_branches, std::move(where), s.options.pick,
+                                           int64_t(base_cap->tokens().size()));
   CaptureForks f;
   f.max_tokens = s.options.max_tokens;
   FS_ASSIGN_OR_RETURN(
@@ -139,7 +140,7 @@ std::optional<DecodedFutures> ReadDecoded(const std::string& capture, const std:
     DecodedFutures d;
     d.source = capture;
     d.max_tokens = doc.at("max_tokens").get<int>();
-    d.max_call_tokens = doc.value("max_call_tokens", 0);  // older sidecars: no extension
+    d.max_call_tokens = doc.value("max_call_tokens", 0);      // older sidecars: no extension
     d.decoding = doc.value("decoding", std::string("free"));  // older sidecars: free futures
     for (const json& f : doc.at("futures")) {
       int32_t pos = f.at("position").get<int32_t>();

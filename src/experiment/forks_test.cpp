@@ -25,8 +25,19 @@ constexpr int kMaxTokens = 8, kMaxCallTokens = 32, kMaxBranches = 10;
 
 // Runs a baseline (repeated, so its second repeat forks) against a 4-bit KV cache with [branch],
 // then `flipscope branch` over the same two captures, and requires equal records and counts.
+// How a case follows its forks ([branch] and flipscope branch alike).
+struct Following {
+  std::string decoding = "auto";
+  ForkPick pick = ForkPick::kFirst;
+  int max_branches = kMaxBranches;
+  ForkScope where = ForkScope::kAssistant;
+};
+
 void RunEqualsBranch(const std::string& name, const std::string& model, const std::string& chat_template,
-                     const std::string& decoding = "auto") {
+                     const Following& f = {}) {
+  const std::string& decoding = f.decoding;
+  const ForkPick pick = f.pick;
+  const int max_branches = f.max_branches;
   ASSERT_FALSE(model.empty()) << name << " is not in the model cache (scripts/fetch-models.sh)";
   const fs::path dir = fixtures::TempPath("forks-" + name);
   fs::remove_all(dir);
@@ -40,9 +51,10 @@ void RunEqualsBranch(const std::string& name, const std::string& model, const st
       "[probe]\nstride = 16\nfull = \"tool_calls\"\n"
       "[baseline]\nthreads = 1\nflash_attn = \"on\"\nrepeats = 2\n"
       "[[variant]]\nname = \"kv-q4_0\"\ncache_type_k = \"q4_0\"\ncache_type_v = \"q4_0\"\n"
-      "[branch]\nmax_tokens = {}\nmax_call_tokens = {}\nmax_branches = {}\ndecoding = \"{}\"\n",
+      "[branch]\nmax_tokens = {}\nmax_call_tokens = {}\nmax_branches = {}\ndecoding = \"{}\"\npick = "
+      "\"{}\"\nfork_where = \"{}\"\n",
       model, chat_template.empty() ? "" : "chat_template = \"" + chat_template + "\"\n", kMaxTokens, kMaxCallTokens,
-      kMaxBranches, decoding);
+      max_branches, decoding, NameOf(pick), NameOf(f.where));
   auto exp = ParseExperiment((dir / "exp.toml").string());
   ASSERT_TRUE(exp.ok()) << exp.status().message();
   RunOptions ro;
@@ -62,8 +74,10 @@ void RunEqualsBranch(const std::string& name, const std::string& model, const st
   req.cand_path = cand;
   req.options.max_tokens = kMaxTokens;
   req.options.max_call_tokens = kMaxCallTokens;
-  req.options.max_branches = kMaxBranches;
+  req.options.max_branches = max_branches;
   req.options.decoding = decoding;
+  req.options.pick = pick;
+  req.options.fork_where = f.where;
   req.options.log = Log::Quiet();
   auto own = RunBranches(req);
   ASSERT_TRUE(own.ok()) << own.status().message();
@@ -81,6 +95,22 @@ void RunEqualsBranch(const std::string& name, const std::string& model, const st
   EXPECT_EQ(a, b);
   EXPECT_EQ(run["counts"], (*own)["counts"]);
   EXPECT_EQ(run["branch_config"]["teacher_forced_only"], (*own)["config"]["teacher_forced_only"]);
+  EXPECT_EQ(run["branch_config"]["pick"], NameOf(pick));
+  if (pick == ForkPick::kSpread) {
+    // Spread means each fork within its share of the session: at most ceil(N (p + 1) / n) up to p;
+    // and here (flips from the start on) not the first N.
+    const int64_t n = (*own)["config"]["n_tokens"];
+    for (size_t i = 0; i < b.size(); ++i)
+      EXPECT_LE(int64_t(i) + 1, (max_branches * (b[i]["position"].get<int64_t>() + 1) + n - 1) / n)
+          << name << ": fork " << i << " at " << b[i]["position"];
+    int64_t available = 0;
+    const std::vector<Flip> first =
+        FirstNFlips(CaptureReader::Open(base0).value()->positions(), CaptureReader::Open(base0).value()->argmax(),
+                    CaptureReader::Open(cand).value()->positions(), CaptureReader::Open(cand).value()->argmax(),
+                    max_branches, &available);
+    ASSERT_EQ(int(b.size()), max_branches);
+    EXPECT_NE(b.back()["position"], first.back().position) << name << ": the spread forks are the first ones";
+  }
 
   // What makes the comparison mean something: a fork inside a tool call, and a future there that
   // the call extension let run past the token budget.
@@ -105,19 +135,27 @@ void RunEqualsBranch(const std::string& name, const std::string& model, const st
               SummaryText((*own)["counts"]).c_str());
 }
 
-TEST(ForksDuringCaptures, RecordsEqualTheBranchStageOnSmolLM2) { RunEqualsBranch("smollm2", fixtures::SmolLM2Path(), ""); }
+TEST(ForksDuringCaptures, RecordsEqualTheBranchStageOnSmolLM2) {
+  RunEqualsBranch("smollm2", fixtures::SmolLM2Path(), "");
+}
 
 TEST(ForksDuringCaptures, RecordsEqualTheBranchStageOnGemma3) {
   RunEqualsBranch("gemma3", fixtures::Gemma3Path(), "gemma");
 }
 
+// Three forks spread over the session (flips everywhere, fork_where = "all") instead of the first three.
+TEST(ForksDuringCaptures, SpreadRecordsEqualTheBranchStageOnSmolLM2) {
+  RunEqualsBranch("smollm2-spread", fixtures::SmolLM2Path(), "",
+                  {.pick = ForkPick::kSpread, .max_branches = 3, .where = ForkScope::kAll});
+}
+
 // Under the tool-call grammar of the <tool_call> form (neither template renders calls itself).
 TEST(ForksDuringCaptures, GrammarRecordsEqualTheBranchStageOnSmolLM2) {
-  RunEqualsBranch("smollm2-grammar", fixtures::SmolLM2Path(), "", "grammar");
+  RunEqualsBranch("smollm2-grammar", fixtures::SmolLM2Path(), "", {.decoding = "grammar"});
 }
 
 TEST(ForksDuringCaptures, GrammarRecordsEqualTheBranchStageOnGemma3) {
-  RunEqualsBranch("gemma3-grammar", fixtures::Gemma3Path(), "gemma", "grammar");
+  RunEqualsBranch("gemma3-grammar", fixtures::Gemma3Path(), "gemma", {.decoding = "grammar"});
 }
 
 }  // namespace

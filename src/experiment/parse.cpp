@@ -108,7 +108,8 @@ Status ReadProbe(const ParseCtx& c, const toml::node& node, Experiment& exp) {
 Status ReadBranch(const ParseCtx& c, const toml::node& node, BranchSettings& out) {
   out.enabled = true;
   const char* keys =
-      "enabled, configs, max_tokens, max_call_tokens, max_branches, reconverge, fork_where, decoding, compare_free";
+      "enabled, configs, max_tokens, max_call_tokens, max_branches, pick, reconverge, fork_where, decoding, "
+      "compare_free";
   return ReadSection(c, node, "[branch]", keys, [&](const std::string& key, const toml::node& n, bool* known) {
     if (key == "enabled") return Get(c, n, out.enabled, "enabled must be true or false");
     if (key == "compare_free") return Get(c, n, out.compare_free, "compare_free must be true or false");
@@ -119,6 +120,14 @@ Status ReadBranch(const ParseCtx& c, const toml::node& node, BranchSettings& out
       const std::optional<ForkScope> scope = FromName<ForkScope>(name);
       if (!scope) return c.At(n, "fork_where must be \"assistant\" or \"all\", not \"" + name + "\"");
       out.options.fork_where = *scope;
+      return Status::Ok();
+    }
+    if (key == "pick") {
+      std::string name;
+      FS_RETURN_IF_ERROR(Get(c, n, name, "pick must be a string"));
+      const std::optional<ForkPick> pick = FromName<ForkPick>(name);
+      if (!pick) return c.At(n, "pick must be \"first\" or \"spread\", not \"" + name + "\"");
+      out.options.pick = *pick;
       return Status::Ok();
     }
     if (key == "decoding") {
@@ -166,24 +175,25 @@ Status ReadLayers(const ParseCtx& c, const toml::node& node, LayersSettings& out
 // [history]: releases = ["0.3.35", "0.3.36"], cpu = "portable" | "native".
 Status ReadHistory(const ParseCtx& c, const toml::node& node, HistorySettings& out) {
   out.enabled = true;
-  return ReadSection(c, node, "[history]", "releases, cpu", [&](const std::string& key, const toml::node& n, bool* known) {
-    if (key == "cpu") {
-      FS_RETURN_IF_ERROR(Get(c, n, out.cpu, "cpu must be \"portable\" or \"native\""));
-      if (out.cpu != "portable" && out.cpu != "native") return c.At(n, "cpu must be \"portable\" or \"native\"");
-      return Status::Ok();
-    }
-    *known = key == "releases";
-    if (!*known) return Status::Ok();
-    auto* arr = n.as_array();
-    if (!arr) return c.At(n, "releases must be a list of llama-cpp-python versions, e.g. [\"0.3.35\", \"0.3.36\"]");
-    for (auto& e : *arr) {
-      auto v = e.value<std::string>();
-      if (!v) return c.At(e, "releases must be a list of llama-cpp-python versions, e.g. [\"0.3.35\", \"0.3.36\"]");
-      out.releases.push_back(*v);
-    }
-    if (out.releases.size() < 2) return c.At(n, "releases needs at least two llama-cpp-python versions");
-    return Status::Ok();
-  });
+  return ReadSection(
+      c, node, "[history]", "releases, cpu", [&](const std::string& key, const toml::node& n, bool* known) {
+        if (key == "cpu") {
+          FS_RETURN_IF_ERROR(Get(c, n, out.cpu, "cpu must be \"portable\" or \"native\""));
+          if (out.cpu != "portable" && out.cpu != "native") return c.At(n, "cpu must be \"portable\" or \"native\"");
+          return Status::Ok();
+        }
+        *known = key == "releases";
+        if (!*known) return Status::Ok();
+        auto* arr = n.as_array();
+        if (!arr) return c.At(n, "releases must be a list of llama-cpp-python versions, e.g. [\"0.3.35\", \"0.3.36\"]");
+        for (auto& e : *arr) {
+          auto v = e.value<std::string>();
+          if (!v) return c.At(e, "releases must be a list of llama-cpp-python versions, e.g. [\"0.3.35\", \"0.3.36\"]");
+          out.releases.push_back(*v);
+        }
+        if (out.releases.size() < 2) return c.At(n, "releases needs at least two llama-cpp-python versions");
+        return Status::Ok();
+      });
 }
 
 // Reads one top-level setting (name, model, workload, chat_template, format, window, reference,
@@ -225,8 +235,10 @@ Status ReadSetting(const ParseCtx& c, const std::string& key, const toml::node& 
     FS_RETURN_IF_ERROR(Get(c, node, r, "replay must be \"both\""));
     // One replay for every configuration is the baseline's knob (variants inherit it).
     if (r != "both")
-      return c.At(node, "replay at the top must be \"both\" (every configuration captured under prefill and "
-                        "served replay); one replay for all is [baseline] replay = \"" + r + "\"");
+      return c.At(node,
+                  "replay at the top must be \"both\" (every configuration captured under prefill and "
+                  "served replay); one replay for all is [baseline] replay = \"" +
+                      r + "\"");
     exp.replay_both = true;
   } else if (key == "confident") {
     FS_RETURN_IF_ERROR(Get(c, node, exp.confident, "confident must be a probability"));
@@ -296,9 +308,9 @@ Status CheckNames(const Experiment& exp) {
       if (!is_variant(name))
         return Status::Error(exp.path + ": " + table + " configs names '" + name + "', which is not a variant");
   // A history is one set of knobs (the baseline's) over several releases.
-  if (exp.history.enabled && (!exp.variants.empty() || exp.branch.enabled || exp.layers.enabled ||
-                              exp.replay_both || exp.baseline.engine != EngineKind::kLlama || exp.baseline.repeats != 1 ||
-                              !exp.baseline.requantize.empty()))
+  if (exp.history.enabled &&
+      (!exp.variants.empty() || exp.branch.enabled || exp.layers.enabled || exp.replay_both ||
+       exp.baseline.engine != EngineKind::kLlama || exp.baseline.repeats != 1 || !exp.baseline.requantize.empty()))
     return Status::Error(exp.path +
                          ": [history] runs the [baseline] llama.cpp knobs (one repeat, the model as it is) over its "
                          "releases; it takes no [[variant]], [branch], [layers], replay = \"both\", repeats or "
@@ -324,8 +336,9 @@ Status CheckReplay(const Experiment& exp) {
     if (exp.replay_both)
       return at(*s, "'" + s->name + "' sets replay, which replay = \"both\" at the top sets for every configuration");
     if (s != &exp.baseline && s->knobs.replay != exp.baseline.knobs.replay && s->changes.size() > 1)
-      return at(*s, "variant '" + s->name + "' changes replay and other settings: its flips would mix both; "
-                    "replay = \"both\" at the top measures every configuration under each replay");
+      return at(*s, "variant '" + s->name +
+                        "' changes replay and other settings: its flips would mix both; "
+                        "replay = \"both\" at the top measures every configuration under each replay");
   }
   return Status::Ok();
 }

@@ -110,7 +110,7 @@ Result<std::vector<int32_t>> FlipPoints(const std::string& base0, const std::str
   FS_ASSIGN_OR_RETURN(auto b, CaptureReader::Open(base0));
   FS_ASSIGN_OR_RETURN(auto c, CaptureReader::Open(capture));
   FS_ASSIGN_OR_RETURN(ForkFilter where, ForkWhere(*b, s.options.fork_where));
-  FirstFlips rule(s.options.max_branches, std::move(where));
+  FirstFlips rule(s.options.max_branches, std::move(where), s.options.pick, int64_t(b->tokens().size()));
   std::vector<int32_t> out;
   for (const Flip& f : Flips(b->positions(), b->argmax(), c->positions(), c->argmax()))
     if (rule.Take(f.position, f.base_token, f.cand_token)) out.push_back(f.position);
