@@ -86,9 +86,13 @@ int64_t GgufFirstInt(const gguf_context* g, const std::string& key) {
 
 Result<Checkpoint> OpenGguf(const std::string& path) {
   FS_RETURN_IF_ERROR(CheckGguf(path));  // magic, header, every tensor within the file
-  gguf_init_params ip = {true, nullptr};
+  // Shapes come from the metadata context (ggml_tensor::ne), which every supported ggml has;
+  // gguf_get_tensor_ne is newer than some releases a history worker is built against.
+  ggml_context* meta = nullptr;
+  gguf_init_params ip = {true, &meta};
   std::unique_ptr<gguf_context, void (*)(gguf_context*)> g(gguf_init_from_file(path.c_str(), ip), gguf_free);
   if (!g) return Status::Error(path + ": corrupt GGUF header");
+  std::unique_ptr<ggml_context, void (*)(ggml_context*)> meta_owner(meta, ggml_free);
   Checkpoint c;
   c.path = path;
   c.format = CheckpointFormat::kGguf;
@@ -108,7 +112,9 @@ Result<Checkpoint> OpenGguf(const std::string& path) {
     t.dtype = ggml_type_name(type);
     const ggml_type_traits* tr = ggml_get_type_traits(type);
     t.ggml_type = (type == GGML_TYPE_F32 || tr->to_float) ? int(type) : -1;
-    const int64_t* ne = gguf_get_tensor_ne(g.get(), i);
+    const ggml_tensor* tensor = ggml_get_tensor(meta, t.name.c_str());
+    if (!tensor) return Status::Error(path + ": tensor '" + t.name + "' is listed but has no shape");
+    const int64_t* ne = tensor->ne;
     int n_dims = GGML_MAX_DIMS;
     while (n_dims > 1 && ne[n_dims - 1] == 1) --n_dims;  // GGUF pads unused dims with 1
     for (int d = n_dims - 1; d >= 0; --d) t.shape.push_back(ne[d]);
