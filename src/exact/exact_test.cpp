@@ -59,6 +59,17 @@ ArchCase Gemma2Capped() {
   return c;
 }
 
+// qwen35: four layers, the second and fourth full attention (gated Q, rope over 16 of each head's
+// 32 dimensions in sections 3/3/2/0), the others Gated DeltaNet with 2 key and 4 value heads.
+// `sections` other than the default puts rotated pairs in the section that does not turn.
+ArchCase Qwen35(const char* name, std::vector<int> sections = {}) {
+  ArchCase c = Case(name, "qwen35");
+  c.opts.n_layer = 4;
+  c.opts.rope_dims = 16;
+  c.opts.rope_sections = std::move(sections);
+  return c;
+}
+
 void PrintTo(const ArchCase& c, std::ostream* os) { *os << c.name; }
 
 class ExactAgainstLlama : public ::testing::TestWithParam<ArchCase> {};
@@ -125,7 +136,8 @@ INSTANTIATE_TEST_SUITE_P(Architectures, ExactAgainstLlama,
                                            Case("qwen2", "qwen2"), Case("qwen2_fused_qkv", "qwen2", 0, true),
                                            Case("qwen3", "qwen3"), Case("qwen3_wide_heads", "qwen3", 48),
                                            Case("qwen3moe", "qwen3moe"), Case("phi3", "phi3", 0, true), Gemma2Capped(),
-                                           Case("gemma2_defaults", "gemma2")),
+                                           Case("gemma2_defaults", "gemma2"), Qwen35("qwen35"),
+                                           Qwen35("qwen35_fourth_section", {2, 1, 1, 4})),
                          [](const auto& info) { return std::string(info.param.name); });
 
 // The thread count changes who computes a row, not the function: a gemma2 model (sliding layers,
@@ -198,7 +210,7 @@ TEST(ExactEngine, RefusesOtherArchitecturesNamingThem) {
   ASSERT_FALSE(e.ok());
   EXPECT_EQ(e.status().message(), other +
                                       ": architecture 'mamba' is not supported by the exact engine (llama, qwen2, "
-                                      "qwen3, qwen3moe, phi3, gemma2, gemma3)");
+                                      "qwen3, qwen3moe, qwen35, phi3, gemma2, gemma3)");
 }
 
 // A tensor the graph does not use (here the output projection's bias) means a feature this engine

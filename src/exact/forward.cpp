@@ -1,6 +1,6 @@
 // The forward pass, layer by layer over the whole sequence (each layer's projections are large
-// matrix products over token chunks), following llama.cpp's llama, qwen2, qwen3, phi3, gemma2 and
-// gemma3 graphs.
+// matrix products over token chunks), following llama.cpp's llama, qwen2, qwen3, qwen3moe, qwen35,
+// phi3, gemma2 and gemma3 graphs (qwen35's recurrent layers: qwen35.cpp).
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -29,6 +29,7 @@ void AddBias(double* x, int64_t n, std::span<const double> bias) {
 // The per-layer buffers for all n tokens; projections fill them chunk by chunk.
 struct Activations {
   std::vector<double> q, k, v, attn;
+  std::vector<double> qgate;           // qwen35: each head's output gate, projected with Q
   std::vector<double> x, o, gate, up;  // one chunk each
 };
 
@@ -62,7 +63,18 @@ void Project(const Model& m, const Layer& L, const WideLayer& W, const RopeTable
   if (first_layer && !hp.gemma) watch.Emit(0, c0, c1, a.x.data(), hp.n_embd);
   double* q = a.q.data() + c0 * qd;
   double* k = a.k.data() + c0 * kd;
-  MatMulT(a.x.data(), len, W.wq, q);
+  if (hp.attn_gate) {  // qwen35: each head's Q then its gate, split apart
+    a.o.resize(size_t(len * 2 * qd));
+    MatMulT(a.x.data(), len, W.wq, a.o.data());
+    for (int64_t r = 0; r < len; ++r)
+      for (int64_t hd = 0; hd < hp.n_head; ++hd) {
+        const double* src = a.o.data() + r * 2 * qd + hd * 2 * hp.head_k;
+        std::copy_n(src, hp.head_k, q + r * qd + hd * hp.head_k);
+        std::copy_n(src + hp.head_k, hp.head_k, a.qgate.data() + (c0 + r) * qd + hd * hp.head_k);
+      }
+  } else {
+    MatMulT(a.x.data(), len, W.wq, q);
+  }
   MatMulT(a.x.data(), len, W.wk, k);
   double* v = a.v.data() + c0 * vd;
   MatMulT(a.x.data(), len, W.wv, v);
@@ -83,15 +95,14 @@ void Project(const Model& m, const Layer& L, const WideLayer& W, const RopeTable
   });
 }
 
-// Output projection and residual, then the gated MLP and residual, rows [c0, c1) of h.
-void AttnOutAndMlp(const Model& m, const Layer& L, const WideLayer& W, double* h, int64_t c0, int64_t c1,
-                   Activations& a, int64_t il, const Watch& watch, int threads) {
+// The mixer's output a.o (attention's or DeltaNet's, rows [c0, c1)) through the post norm into
+// the residual, then the gated MLP and its residual.
+void ResidualAndMlp(const Model& m, const Layer& L, const WideLayer& W, double* h, int64_t c0, int64_t c1,
+                    Activations& a, int64_t il, const Watch& watch, int threads) {
   const Hparams& hp = m.hp;
   const int64_t len = c1 - c0, E = hp.n_embd;
   const int p0 = 1 + 4 * int(il);
   double* hr = h + c0 * E;
-  a.o.resize(size_t(len * E));
-  MatMulT(a.attn.data() + c0 * hp.n_head * hp.head_v, len, W.wo, a.o.data());
   if (!L.post_attn_norm.empty()) RmsNormRows(threads, a.o.data(), len, E, L.post_attn_norm, hp.rms_eps);
   watch.Emit(p0, c0, c1, a.o.data(), E);
   AddTo(hr, a.o.data(), len * E);
@@ -115,6 +126,34 @@ void AttnOutAndMlp(const Model& m, const Layer& L, const WideLayer& W, double* h
   watch.Emit(p0 + 2, c0, c1, a.o.data(), E);
   AddTo(hr, a.o.data(), len * E);
   watch.Emit(p0 + 3, c0, c1, hr, E);
+}
+
+// Attention's output projection (qwen35: gated by sigmoid of each head's gate first) into a.o,
+// then the residual and the MLP, rows [c0, c1).
+void AttnOutAndMlp(const Model& m, const Layer& L, const WideLayer& W, double* h, int64_t c0, int64_t c1,
+                   Activations& a, int64_t il, const Watch& watch, int threads) {
+  const Hparams& hp = m.hp;
+  const int64_t len = c1 - c0, width = hp.n_head * hp.head_v;
+  double* attn = a.attn.data() + c0 * width;
+  if (hp.attn_gate)
+    for (int64_t e = 0; e < len * width; ++e) attn[e] /= 1.0 + std::exp(-a.qgate[size_t(c0 * width + e)]);
+  a.o.resize(size_t(len * hp.n_embd));
+  MatMulT(attn, len, W.wo, a.o.data());
+  ResidualAndMlp(m, L, W, h, c0, c1, a, il, watch, threads);
+}
+
+// A Gated DeltaNet layer (qwen35) over rows [c0, c1): attn_norm, the mixer continuing st, then
+// the residual and the MLP.
+void DeltaNetLayer(const Model& m, const Layer& L, const WideLayer& W, double* h, int64_t c0, int64_t c1,
+                   Activations& a, int64_t il, DeltaNetState& st, const Watch& watch, int threads) {
+  const Hparams& hp = m.hp;
+  const int64_t len = c1 - c0, E = hp.n_embd;
+  a.x.assign(h + c0 * E, h + c1 * E);
+  RmsNormRows(threads, a.x.data(), len, E, L.attn_norm, hp.rms_eps);
+  if (il == 0) watch.Emit(0, c0, c1, a.x.data(), E);
+  a.o.resize(size_t(len * E));
+  DeltaNetMixer(hp, L, W, a.x.data(), len, st, threads, a.o.data());
+  ResidualAndMlp(m, L, W, h, c0, c1, a, il, watch, threads);
 }
 
 }  // namespace
@@ -149,15 +188,27 @@ Result<std::vector<double>> HiddenAtProbes(const Model& m, const ExactOptions& o
   a.k.resize(size_t(n * hp.n_head_kv * hp.head_k));
   a.v.resize(size_t(n * hp.n_head_kv * hp.head_v));
   a.attn.resize(size_t(n * hp.n_head * hp.head_v));
+  if (hp.attn_gate) a.qgate.resize(a.q.size());
   const int64_t chunk = std::max(1, o.token_chunk);
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     const Layer& L = m.layers[size_t(il)];
     const WideLayer W = Widen(L, threads);  // this layer's weights in FP64 for the pass over it, freed after
     lap(spent.widen);
+    if (L.recurrent) {  // token after token through its state: no attention step
+      DeltaNetState st;
+      for (int64_t c0 = 0; c0 < n; c0 += chunk)
+        DeltaNetLayer(m, L, W, h.data(), c0, std::min(n, c0 + chunk), a, il, st, watch, threads);
+      lap(spent.attention);
+      if (layers_done) layers_done(il + 1);
+      continue;
+    }
     std::pair<double, double> key =
         L.swa ? std::pair{hp.rope_base_swa, hp.rope_scale_swa} : std::pair{hp.rope_base, hp.rope_scale};
     auto it = ropes.find(key);
-    if (it == ropes.end()) it = ropes.emplace(key, MakeRopeTable(n, hp.n_rot, key.first, key.second)).first;
+    if (it == ropes.end())
+      it = ropes
+               .emplace(key, MakeRopeTable(n, hp.n_rot, key.first, key.second, hp.rope_sections, hp.rope_imrope))
+               .first;
     for (int64_t c0 = 0; c0 < n; c0 += chunk)
       Project(m, L, W, it->second, h.data(), c0, std::min(n, c0 + chunk), a, il == 0, watch, threads);
     lap(spent.project);

@@ -4,6 +4,7 @@
 
 #include <ggml.h>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -53,7 +54,7 @@ Status DequantizeChecked(ggml_type type, const void* data, int64_t n, std::vecto
                          int threads = 1);
 
 struct Hparams {
-  std::string arch;    // "llama", "qwen2", "qwen3", "gemma2" or "gemma3"
+  std::string arch;    // the GGUF's architecture (kArchitectures)
   bool gemma = false;  // gemma2/3's graph: scaled embedding, GELU, post norms, sliding layers
   int64_t n_layer = 0, n_embd = 0, n_head = 0, n_head_kv = 0, head_k = 0, head_v = 0, n_ff = 0, n_vocab = 0;
   int64_t n_rot = 0;                                 // rotated dimensions per head
@@ -71,6 +72,16 @@ struct Hparams {
   // none; the chosen experts' probabilities are renormalized to sum 1 first).
   int64_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
   double expert_weights_scale = 0;
+  // qwen35 (Qwen 3.5 / 3.6): Gated DeltaNet layers (Layer::recurrent) with ssm_k_heads key heads
+  // and ssm_v_heads value heads of width ssm_state and a causal convolution of ssm_conv taps;
+  // its full-attention layers hold each head's output gate after its Q (attn_gate).
+  int64_t ssm_conv = 0, ssm_state = 0, ssm_k_heads = 0, ssm_v_heads = 0;
+  bool attn_gate = false;
+  int64_t n_layer_skipped = 0;  // multi-token-prediction blocks after the n_layer run (not run)
+  // Multi-section rope (rope.dimension_sections; all 0: none), interleaved as llama.cpp's IMROPE
+  // when rope_imrope. For text every section but the 4th rotates by the position; the 4th by 0.
+  std::array<int64_t, 4> rope_sections{};
+  bool rope_imrope = false;
 };
 
 struct Layer {
@@ -82,11 +93,18 @@ struct Layer {
   std::vector<double> q_norm, k_norm;                 // per-head norms (gemma3, qwen3)
   std::vector<double> post_attn_norm, post_ffn_norm;  // gemma2, gemma3
   bool swa = false;
+  // qwen35's Gated DeltaNet layer: the mixed Q/K/V projection the convolution reads, the output
+  // gate z, the write strength beta and the decay alpha per value head, the output projection;
+  // the convolution's taps [channel][tap], dt bias, A (stored as -exp(A_log)) and the gated norm.
+  bool recurrent = false;
+  Weight ssm_qkv, ssm_z, ssm_beta, ssm_alpha, ssm_out;
+  std::vector<double> ssm_conv, ssm_dt, ssm_a, ssm_norm;
 };
 
 // One layer's matrices widened to FP64 for the pass over it.
 struct WideLayer {
   Matrix wq, wk, wv, wo, gate, up, down, router;  // router empty without experts
+  Matrix ssm_qkv, ssm_z, ssm_beta, ssm_alpha, ssm_out;  // a Gated DeltaNet layer's (else empty)
 };
 
 struct Model {
@@ -106,7 +124,7 @@ struct Model {
 };
 
 // The architectures the engine computes, as GGUF names them.
-inline constexpr const char* kArchitectures = "llama, qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3";
+inline constexpr const char* kArchitectures = "llama, qwen2, qwen3, qwen3moe, qwen35, phi3, gemma2, gemma3";
 
 // Reads the GGUF, checks the architecture and every tensor (dequantizing each once to check it),
 // and keeps the file mapped for the pass.
@@ -157,7 +175,10 @@ struct RopeTable {
   int64_t half = 0;
   std::vector<double> cos, sin;  // [pos][i]
 };
-RopeTable MakeRopeTable(int64_t n, int64_t n_rot, double base, double scale);
+// With sections (any non-zero), a pair in the 4th section gets angle 0 (text positions there are
+// 0), as llama.cpp's multi-section rope assigns pairs to sections (imrope: interleaved).
+RopeTable MakeRopeTable(int64_t n, int64_t n_rot, double base, double scale,
+                        const std::array<int64_t, 4>& sections = {}, bool imrope = false);
 // Rotates heads of width head_dim at rows [row0, row0 + n) of x (row stride ld), n_heads per row.
 void ApplyRope(double* x, int64_t row0, int64_t n, int64_t ld, int64_t n_heads, int64_t head_dim, int64_t n_rot,
                bool neox, const RopeTable& t);
@@ -169,6 +190,27 @@ void ApplyRope(double* x, int64_t row0, int64_t n, int64_t ld, int64_t n_heads, 
 // renormalized to sum 1 (and scaled by expert_weights_scale when set), each chosen expert's
 // SiLU-gated MLP weighted and summed.
 void MoeMlp(const Hparams& hp, const WideLayer& W, const double* x, int64_t len, double* out);
+
+// ---- qwen35 (qwen35.cpp) ----
+
+// Reads qwen35's own hyperparameters (hp's shared ones already read): the DeltaNet shapes, the
+// gated attention, the rope sections; refuses what llama.cpp's graph would not run.
+Status ReadQwen35Hparams(const struct Reader& r, Hparams& hp);
+// Which layers are recurrent: the file's attention.recurrent_layers, else all but every
+// full_attention_interval-th (default 4).
+Result<std::vector<bool>> Qwen35RecurrentLayers(const struct Reader& r, const Hparams& hp);
+// Layer il of a qwen35 model: attention or DeltaNet tensors, the pre-MLP norm, the MLP.
+Status ReadQwen35Layer(struct Reader& r, const Hparams& hp, int64_t il, bool recurrent, Layer& L);
+// A DeltaNet layer's carried state between token chunks: the convolution's last ssm_conv - 1
+// inputs per channel and the recurrent state per value head, zero at the sequence's start.
+struct DeltaNetState {
+  std::vector<double> conv;   // [ssm_conv - 1][channels], oldest first
+  std::vector<double> state;  // [v head][key i][value j]
+};
+// out[len][n_embd] = the DeltaNet mixer (before the residual) over normed rows x[len][n_embd],
+// continuing st over the chunk; value heads shared among threads.
+void DeltaNetMixer(const Hparams& hp, const Layer& L, const WideLayer& W, const double* x, int64_t len,
+                   DeltaNetState& st, int threads, double* out);
 
 // ---- attention (attention.cpp) ----
 

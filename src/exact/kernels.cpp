@@ -105,13 +105,29 @@ void GatedActivation(bool gelu, double* g, const double* u, int64_t n) {
   }
 }
 
-RopeTable MakeRopeTable(int64_t n, int64_t n_rot, double base, double scale) {
+namespace {
+// Whether pair i lies in the 4th section of a multi-section rope (ggml_mrope_cache_init's
+// assignment): for text its position is 0, so it does not rotate.
+bool InFourthSection(int64_t i, const std::array<int64_t, 4>& s, bool imrope) {
+  const int64_t all = s[0] + s[1] + s[2] + s[3];
+  if (all <= 0) return false;
+  const int64_t sector = i % all;
+  if (imrope)
+    return !((sector % 3 == 0 && sector < 3 * s[0]) || (sector % 3 == 1 && sector < 3 * s[1]) ||
+             (sector % 3 == 2 && sector < 3 * s[2]));
+  return sector >= s[0] + s[1] + s[2];
+}
+}  // namespace
+
+RopeTable MakeRopeTable(int64_t n, int64_t n_rot, double base, double scale, const std::array<int64_t, 4>& sections,
+                        bool imrope) {
   RopeTable t;
   t.half = n_rot / 2;
   t.cos.resize(size_t(n * t.half));
   t.sin.resize(size_t(n * t.half));
   std::vector<double> inv_freq(size_t(t.half));
-  for (int64_t i = 0; i < t.half; ++i) inv_freq[size_t(i)] = std::pow(base, -2.0 * double(i) / double(n_rot));
+  for (int64_t i = 0; i < t.half; ++i)
+    inv_freq[size_t(i)] = InFourthSection(i, sections, imrope) ? 0.0 : std::pow(base, -2.0 * double(i) / double(n_rot));
   for (int64_t p = 0; p < n; ++p)
     for (int64_t i = 0; i < t.half; ++i) {
       const double theta = double(p) * scale * inv_freq[size_t(i)];

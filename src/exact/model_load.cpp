@@ -9,10 +9,12 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <set>
 
 #include "exact/internal.h"
+#include "exact/reader.h"
 
 namespace flipscope::exact {
 namespace {
@@ -24,76 +26,6 @@ struct Mapping {
   ~Mapping() {
     if (p != MAP_FAILED) munmap(p, size);
   }
-};
-
-struct Reader {
-  const std::string& path;
-  gguf_context* g;
-  ggml_context* meta;
-  const uint8_t* data;  // start of the tensor data section
-  std::string arch;
-  std::set<std::string> used;
-  DequantTallies* tally;
-  int threads = 1;  // the dequantization check's
-
-  int64_t Key(const std::string& k) const { return gguf_find_key(g, (arch + "." + k).c_str()); }
-  // An integer hyperparameter; def < 0 makes it required.
-  Result<int64_t> Int(const std::string& k, int64_t def = -1) const {
-    int64_t id = Key(k);
-    if (id < 0) {
-      if (def < 0) return Status::Error(fmt::format("{}: missing key {}.{}", path, arch, k));
-      return def;
-    }
-    switch (gguf_get_kv_type(g, id)) {
-      case GGUF_TYPE_UINT32:
-        return int64_t(gguf_get_val_u32(g, id));
-      case GGUF_TYPE_INT32:
-        return int64_t(gguf_get_val_i32(g, id));
-      case GGUF_TYPE_UINT64:
-        return int64_t(gguf_get_val_u64(g, id));
-      default:
-        return Status::Error(
-            fmt::format("{}: key {}.{} is not a single integer (per-layer values are not supported)", path, arch, k));
-    }
-  }
-  double Float(const std::string& k, double def) const {
-    int64_t id = Key(k);
-    if (id < 0) return def;
-    return gguf_get_kv_type(g, id) == GGUF_TYPE_FLOAT64 ? gguf_get_val_f64(g, id) : double(gguf_get_val_f32(g, id));
-  }
-
-  // Tensor `name` dequantized, after checking its shape {ne0, ne1, ne2} (ne1 = 1 for vectors,
-  // ne2 > 1 for experts).
-  Result<std::vector<float>> Floats(const std::string& name, int64_t ne0, int64_t ne1, int64_t ne2 = 1) {
-    ggml_tensor* t = ggml_get_tensor(meta, name.c_str());
-    if (!t) return Status::Error(fmt::format("{}: missing tensor {}", path, name));
-    if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != ne2 || t->ne[3] != 1)
-      return Status::Error(fmt::format("{}: tensor {} has shape [{}, {}, {}, {}], expected [{}, {}, {}]", path, name,
-                                       t->ne[0], t->ne[1], t->ne[2], t->ne[3], ne0, ne1, ne2));
-    used.insert(name);
-    int64_t id = gguf_find_tensor(g, name.c_str());
-    std::vector<float> out;
-    Status st = DequantizeChecked(t->type, data + gguf_get_tensor_offset(g, id), ne0 * ne1 * ne2, out, *tally, threads);
-    if (!st.ok()) return st.Prefixed(path + ": tensor " + name);
-    return out;
-  }
-  Result<std::vector<double>> Vec(const std::string& name, int64_t n) {
-    FS_ASSIGN_OR_RETURN(auto f, Floats(name, n, 1));
-    return std::vector<double>(f.begin(), f.end());
-  }
-  // The weight of a linear map from `in` to `out` features: ggml's [ne0 = in, ne1 = out], left
-  // in the file's encoding (dequantized once here for the check, then dropped).
-  // n > 1: n such maps (experts) stacked, as one Weight of n * out rows.
-  Result<Weight> Mat(const std::string& name, int64_t in, int64_t out, int64_t n = 1) {
-    FS_RETURN_IF_ERROR(Floats(name, in, out, n).status());
-    return InFile(name, out * n, in);
-  }
-  // Tensor `name` where the file holds it, as `rows` rows of `cols`; its shape was checked by Floats.
-  Weight InFile(const std::string& name, int64_t rows, int64_t cols) const {
-    ggml_tensor* t = ggml_get_tensor(meta, name.c_str());
-    return Weight{t->type, data + gguf_get_tensor_offset(g, gguf_find_tensor(g, name.c_str())), rows, cols};
-  }
-  bool Has(const std::string& name) const { return ggml_get_tensor(meta, name.c_str()) != nullptr; }
 };
 
 // Hyperparameters shared by both architectures, then each one's own, as llama.cpp sets them.
@@ -127,6 +59,7 @@ Status ReadHparams(const Reader& r, int64_t n_vocab, Hparams& hp) {
   else if (scaling != "none")
     return Status::Error(fmt::format("{}: rope scaling '{}' is not supported by the exact engine", r.path, scaling));
   hp.logit_softcap = r.Float("final_logit_softcapping", 0);
+  if (hp.arch == "qwen35") return ReadQwen35Hparams(r, hp);
   if (hp.arch == "llama") {
     hp.kq_scale = r.Float("attention.scale", 0);
     if (hp.kq_scale == 0) hp.kq_scale = 1.0 / std::sqrt(double(hp.head_v));
@@ -260,6 +193,10 @@ Status ReadMlp(Reader& r, const Hparams& hp, int64_t il, Layer& L) {
 
 Status ReadLayer(Reader& r, const Hparams& hp, int64_t il, Layer& L) {
   auto n = [&](const char* what) { return fmt::format("blk.{}.{}.weight", il, what); };
+  if (hp.arch == "qwen35") {
+    FS_RETURN_IF_ERROR(ReadQwen35Layer(r, hp, il, L.recurrent, L));
+    return ReadMlp(r, hp, il, L);
+  }
   FS_ASSIGN_OR_RETURN(L.attn_norm, r.Vec(n("attn_norm"), hp.n_embd));
   FS_RETURN_IF_ERROR(ReadQkv(r, hp, il, L));
   FS_ASSIGN_OR_RETURN(L.wo, r.Mat(n("attn_output"), hp.n_head * hp.head_v, hp.n_embd));
@@ -275,6 +212,13 @@ Status ReadLayer(Reader& r, const Hparams& hp, int64_t il, Layer& L) {
   return Status::Ok();
 }
 
+// Whether name belongs to a block after the layers run (qwen35's multi-token prediction).
+bool InSkippedLayer(const std::string& name, const Hparams& hp) {
+  int64_t il = -1;
+  return hp.n_layer_skipped > 0 && std::sscanf(name.c_str(), "blk.%ld.", &il) == 1 && il >= hp.n_layer &&
+         il < hp.n_layer + hp.n_layer_skipped;
+}
+
 }  // namespace
 
 Result<Model> LoadModel(const std::string& path, int threads) {
@@ -286,7 +230,7 @@ Result<Model> LoadModel(const std::string& path, int threads) {
   int64_t arch_id = gguf_find_key(g.get(), "general.architecture");
   std::string arch = arch_id >= 0 ? gguf_get_val_str(g.get(), arch_id) : "(none)";
   if (arch != "llama" && arch != "gemma2" && arch != "gemma3" && arch != "qwen2" && arch != "qwen3" &&
-      arch != "qwen3moe" && arch != "phi3")
+      arch != "qwen3moe" && arch != "qwen35" && arch != "phi3")
     return Status::Error(
         fmt::format("{}: architecture '{}' is not supported by the exact engine ({})", path, arch, kArchitectures));
 
@@ -312,6 +256,10 @@ Result<Model> LoadModel(const std::string& path, int threads) {
   FS_RETURN_IF_ERROR(ReadHparams(r, te->ne[1], m.hp));
   const Hparams& hp = m.hp;
   FS_ASSIGN_OR_RETURN(std::vector<bool> swa, SwaLayers(r, hp));
+  std::vector<bool> recurrent(size_t(hp.n_layer), false);
+  if (hp.arch == "qwen35") {
+    FS_ASSIGN_OR_RETURN(recurrent, Qwen35RecurrentLayers(r, hp));
+  }
   FS_ASSIGN_OR_RETURN(std::vector<float> embd, r.Floats("token_embd.weight", hp.n_embd, hp.n_vocab));
   m.embd = r.InFile("token_embd.weight", hp.n_vocab, hp.n_embd);
   FS_ASSIGN_OR_RETURN(m.output_norm, r.Vec("output_norm.weight", hp.n_embd));
@@ -327,12 +275,13 @@ Result<Model> LoadModel(const std::string& path, int threads) {
   }
   m.layers.resize(size_t(hp.n_layer));
   for (int64_t il = 0; il < hp.n_layer; ++il) {
+    m.layers[size_t(il)].recurrent = recurrent[size_t(il)];
     FS_RETURN_IF_ERROR(ReadLayer(r, hp, il, m.layers[size_t(il)]));
     m.layers[size_t(il)].swa = swa[size_t(il)];
   }
   for (int64_t i = 0; i < gguf_get_n_tensors(g.get()); ++i) {
     std::string name = gguf_get_tensor_name(g.get(), i);
-    if (!r.used.count(name))
+    if (!r.used.count(name) && !InSkippedLayer(name, hp))
       return Status::Error(
           fmt::format("{}: tensor {} ({} graph feature) is not implemented by the exact engine", path, name, arch));
   }

@@ -79,7 +79,23 @@ void SetMetadata(gguf_context* g, const TinyModelOptions& o, const Vocab& vocab)
     u32("attention.key_length", o.head_dim);
     u32("attention.value_length", o.head_dim);
   }
-  u32("rope.dimension_count", HeadDim(o));
+  u32("rope.dimension_count", o.rope_dims > 0 ? o.rope_dims : HeadDim(o));
+  // qwen35 requires sections; by default the rotated pairs split as Qwen 3.5's 11/11/10 of 32.
+  std::vector<int> sections = o.rope_sections;
+  if (sections.empty() && o.arch == "qwen35") {
+    const int pairs = (o.rope_dims > 0 ? o.rope_dims : HeadDim(o)) / 2;
+    sections = {(pairs + 2) / 3, (pairs + 1) / 3, pairs / 3, 0};
+  }
+  if (!sections.empty())
+    gguf_set_arr_data(g, (a + ".rope.dimension_sections").c_str(), GGUF_TYPE_INT32, sections.data(), sections.size());
+  if (o.arch == "qwen35") {
+    u32("full_attention_interval", o.full_attention_interval);
+    u32("ssm.conv_kernel", o.ssm_conv);
+    u32("ssm.state_size", o.ssm_state);
+    u32("ssm.group_count", o.ssm_groups);
+    u32("ssm.time_step_rank", o.ssm_v_heads);
+    u32("ssm.inner_size", o.ssm_state * o.ssm_v_heads);
+  }
   gguf_set_val_f32(g, (a + ".attention.layer_norm_rms_epsilon").c_str(), 1e-5f);
   gguf_set_val_f32(g, (a + ".rope.freq_base").c_str(), 10000.0f);
   if (o.arch == "qwen3moe") {
@@ -116,6 +132,39 @@ struct Spec {
   int64_t ne2 = 1;  // experts: one [ne0, ne1] matrix each
 };
 
+// Layer l of a qwen35 model (llama.cpp's src/models/qwen35.cpp): a full-attention layer (Q and its
+// gate in one matrix, per-head Q/K norms) or a Gated DeltaNet layer (QKV mixed for the convolution,
+// the output gate, the decay and the write strength per value head), then the SiLU-gated MLP.
+void Qwen35Layer(const TinyModelOptions& o, int l, int n_vocab, std::vector<Spec>& specs) {
+  (void)n_vocab;
+  const int hd = HeadDim(o), q = hd * o.n_head, kv = hd * o.n_head_kv;
+  const int key_dim = o.ssm_state * o.ssm_groups, value_dim = o.ssm_state * o.ssm_v_heads;
+  auto b = fmt::format("blk.{}.", l);
+  specs.push_back({b + "attn_norm.weight", o.n_embd, 1, false});
+  if ((l + 1) % o.full_attention_interval == 0) {
+    specs.push_back({b + "attn_q.weight", o.n_embd, 2 * q, true});
+    specs.push_back({b + "attn_k.weight", o.n_embd, kv, true});
+    specs.push_back({b + "attn_v.weight", o.n_embd, kv, true});
+    specs.push_back({b + "attn_q_norm.weight", hd, 1, false});
+    specs.push_back({b + "attn_k_norm.weight", hd, 1, false});
+    specs.push_back({b + "attn_output.weight", q, o.n_embd, true});
+  } else {
+    specs.push_back({b + "attn_qkv.weight", o.n_embd, 2 * key_dim + value_dim, true});
+    specs.push_back({b + "attn_gate.weight", o.n_embd, value_dim, true});
+    specs.push_back({b + "ssm_conv1d.weight", o.ssm_conv, 2 * key_dim + value_dim, false});
+    specs.push_back({b + "ssm_dt.bias", o.ssm_v_heads, 1, false});
+    specs.push_back({b + "ssm_a", o.ssm_v_heads, 1, false});
+    specs.push_back({b + "ssm_beta.weight", o.n_embd, o.ssm_v_heads, true});
+    specs.push_back({b + "ssm_alpha.weight", o.n_embd, o.ssm_v_heads, true});
+    specs.push_back({b + "ssm_norm.weight", o.ssm_state, 1, false});
+    specs.push_back({b + "ssm_out.weight", value_dim, o.n_embd, true});
+  }
+  specs.push_back({b + "post_attention_norm.weight", o.n_embd, 1, false});
+  specs.push_back({b + "ffn_gate.weight", o.n_embd, o.n_ff, true});
+  specs.push_back({b + "ffn_up.weight", o.n_embd, o.n_ff, true});
+  specs.push_back({b + "ffn_down.weight", o.n_ff, o.n_embd, true});
+}
+
 // The tensors of o.arch of o's shapes over n_vocab tokens, in file order.
 std::vector<Spec> TensorSpecs(const TinyModelOptions& o, int n_vocab) {
   const int hd = HeadDim(o), q = hd * o.n_head, kv = hd * o.n_head_kv;
@@ -125,6 +174,10 @@ std::vector<Spec> TensorSpecs(const TinyModelOptions& o, int n_vocab) {
   if (!gemma2) specs.push_back({"output.weight", o.n_embd, n_vocab, true});  // gemma2 ties it always
   for (int l = 0; l < o.n_layer; ++l) {
     auto b = fmt::format("blk.{}.", l);
+    if (o.arch == "qwen35") {
+      Qwen35Layer(o, l, n_vocab, specs);
+      continue;
+    }
     specs.push_back({b + "attn_norm.weight", o.n_embd, 1, false});
     if (o.fused_qkv) {
       specs.push_back({b + "attn_qkv.weight", o.n_embd, q + 2 * kv, true});
@@ -176,6 +229,12 @@ void AddTensors(gguf_context* g, ggml_context* ctx, const std::vector<Spec>& spe
     const bool bias = s.name.ends_with(".bias");
     for (auto& x : v)
       x = s.matrix ? rng.Uniform() * scale * 1.7f : bias ? 0.5f * rng.Uniform() : 1.0f + 0.1f * rng.Uniform();
+    // qwen35's decay A (stored as -exp(A_log)) is negative, so that the state fades; its
+    // convolution taps are small, F32 as in real files (ggml_ssm_conv reads F32).
+    if (s.name.ends_with(".ssm_a"))
+      for (auto& x : v) x = -(0.5f + 0.4f * x);
+    if (s.name.ends_with(".ssm_conv1d.weight"))
+      for (auto& x : v) x = 2.5f * (x - 1.0f);
     if (s.name == o.perturb_tensor && o.perturb_scale == 0) v[0] += 0.5f;
     if (s.name == o.perturb_tensor && o.perturb_scale != 0)
       for (auto& x : v) x *= 1.0f + o.perturb_scale;

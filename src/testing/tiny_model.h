@@ -14,12 +14,20 @@ struct TinyModelOptions {
   uint64_t seed = 1;  // weights are a pure function of the seed
   // llama; qwen2 (Q/K/V biases, NeoX rope); qwen3 (per-head Q/K RMS norms, NeoX rope); phi3
   // (fused gate-up, NeoX rope); gemma2 (post norms, tied output, GELU, soft-capping, sliding layers);
-  // qwen3moe (qwen3's attention, a softmax router over n_expert experts, n_expert_used per token).
+  // qwen3moe (qwen3's attention, a softmax router over n_expert experts, n_expert_used per token);
+  // qwen35 (below).
   std::string arch = "llama";
   int head_dim = 0;          // per-head width; 0 = n_embd / n_head (qwen3 models set their own)
   bool fused_qkv = false;    // one attn_qkv matrix (and bias) instead of three
   std::string rope_scaling;  // written as ARCH.rope.scaling.type (factor 4) when set
   int n_expert = 4, n_expert_used = 2, n_ff_exp = 32;  // qwen3moe's experts
+  // qwen35 (Qwen 3.5 / 3.6): every full_attention_interval-th layer full attention (gated Q, per-head
+  // Q/K norms, rope over rope_dims of each head with rope_sections as multi-section rope), the others
+  // Gated DeltaNet: ssm_groups key heads and ssm_v_heads value heads of width ssm_state, a causal
+  // convolution of ssm_conv taps.
+  int full_attention_interval = 2, ssm_state = 16, ssm_groups = 2, ssm_v_heads = 4, ssm_conv = 4;
+  int rope_dims = 0;                    // ARCH.rope.dimension_count; 0 = the head width
+  std::vector<int> rope_sections;       // ARCH.rope.dimension_sections (4 values), written when set
   int sliding_window = 0;                              // ARCH.attention.sliding_window, written when > 0
   float attn_softcap = 0;                              // ARCH.attn_logit_softcapping, written when > 0
   float final_softcap = 0;                             // ARCH.final_logit_softcapping, written when > 0

@@ -9,8 +9,12 @@ int main(int argc, char** argv) {
   CLI::App app{"Write a tiny deterministic GGUF model"};
   flipscope::fixtures::TinyModelOptions o;
   std::string path;
-  app.add_option("--arch", o.arch, "llama, qwen2, qwen3, qwen3moe, phi3 or gemma2")
-      ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "qwen3moe", "phi3", "gemma2"}));
+  app.add_option("--arch", o.arch, "llama, qwen2, qwen3, qwen3moe, qwen35, phi3 or gemma2")
+      ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "phi3", "gemma2"}));
+  app.add_option("--n-layer", o.n_layer, "layers");
+  app.add_option("--rope-dims", o.rope_dims, "rotated dimensions per head (0: the head width)");
+  app.add_option("--rope-sections", o.rope_sections, "multi-section rope: four section sizes")->expected(4);
+  app.add_option("--full-attention-interval", o.full_attention_interval, "qwen35: every N-th layer full attention");
   app.add_option("--head-dim", o.head_dim, "per-head width (0: n_embd / n_head)");
   app.add_flag("--fused-qkv", o.fused_qkv, "one attn_qkv tensor instead of three");
   app.add_option("--matrix-type", o.matrix_type, "f32, f16 or q8_0")->check(CLI::IsMember({"f32", "f16", "q8_0"}));
