@@ -144,15 +144,18 @@ void AttnOutAndMlp(const Model& m, const Layer& L, const WideLayer& W, double* h
 
 // A Gated DeltaNet layer (qwen35) over rows [c0, c1): attn_norm, the mixer continuing st, then
 // the residual and the MLP.
+// Adds the mixer's wall time to mixer_s.
 void DeltaNetLayer(const Model& m, const Layer& L, const WideLayer& W, double* h, int64_t c0, int64_t c1,
-                   Activations& a, int64_t il, DeltaNetState& st, const Watch& watch, int threads) {
+                   Activations& a, int64_t il, DeltaNetState& st, const Watch& watch, int threads, double& mixer_s) {
   const Hparams& hp = m.hp;
   const int64_t len = c1 - c0, E = hp.n_embd;
   a.x.assign(h + c0 * E, h + c1 * E);
   RmsNormRows(threads, a.x.data(), len, E, L.attn_norm, hp.rms_eps);
   if (il == 0) watch.Emit(0, c0, c1, a.x.data(), E);
   a.o.resize(size_t(len * E));
+  const double t0 = NowSeconds();
   DeltaNetMixer(hp, L, W, a.x.data(), len, st, threads, a.o.data());
+  mixer_s += NowSeconds() - t0;
   ResidualAndMlp(m, L, W, h, c0, c1, a, il, watch, threads);
 }
 
@@ -196,9 +199,12 @@ Result<std::vector<double>> HiddenAtProbes(const Model& m, const ExactOptions& o
     lap(spent.widen);
     if (L.recurrent) {  // token after token through its state: no attention step
       DeltaNetState st;
+      double mixer_s = 0;
       for (int64_t c0 = 0; c0 < n; c0 += chunk)
-        DeltaNetLayer(m, L, W, h.data(), c0, std::min(n, c0 + chunk), a, il, st, watch, threads);
-      lap(spent.attention);
+        DeltaNetLayer(m, L, W, h.data(), c0, std::min(n, c0 + chunk), a, il, st, watch, threads, mixer_s);
+      lap(spent.mlp);  // the norms and the MLP; the mixer's share moved to its own part
+      spent.mlp -= mixer_s;
+      spent.recurrent += mixer_s;
       if (layers_done) layers_done(il + 1);
       continue;
     }

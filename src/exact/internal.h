@@ -205,7 +205,7 @@ Status ReadQwen35Layer(struct Reader& r, const Hparams& hp, int64_t il, bool rec
 // inputs per channel and the recurrent state per value head, zero at the sequence's start.
 struct DeltaNetState {
   std::vector<double> conv;   // [ssm_conv - 1][channels], oldest first
-  std::vector<double> state;  // [v head][key i][value j]
+  std::vector<double> state;  // [value head][key i][value j]
 };
 // out[len][n_embd] = the DeltaNet mixer (before the residual) over normed rows x[len][n_embd],
 // continuing st over the chunk; value heads shared among threads.
@@ -235,6 +235,7 @@ void Attention(const AttentionShape& s, const double* q, const double* k, const 
 // Wall seconds of each part of a pass, summed over the layers (the manifest's engine.timing).
 struct PassTimes {
   double embed = 0, widen = 0, project = 0, attention = 0, mlp = 0, logits = 0, rows = 0;
+  double recurrent = 0;  // qwen35's DeltaNet mixers (their projections, convolution and delta rule)
 };
 Result<std::vector<double>> HiddenAtProbes(const Model& m, const ExactOptions& o, int threads,
                                            std::span<const int32_t> tokens, std::span<const int32_t> probes,

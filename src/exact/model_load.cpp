@@ -61,8 +61,9 @@ Status ReadHparams(const Reader& r, int64_t n_vocab, Hparams& hp) {
   hp.logit_softcap = r.Float("final_logit_softcapping", 0);
   if (hp.arch == "qwen35") return ReadQwen35Hparams(r, hp);
   if (hp.arch == "llama") {
-    hp.kq_scale = r.Float("attention.scale", 0);
-    if (hp.kq_scale == 0) hp.kq_scale = 1.0 / std::sqrt(double(hp.head_v));
+    // llama.cpp's llama graph would use attention.scale, but its llama loader never reads the
+    // key (only granite's do), so a llama file always runs with 1/sqrt(head width).
+    hp.kq_scale = 1.0 / std::sqrt(double(hp.head_v));
     hp.logit_softcap = 0;  // llama.cpp's llama graph has none
     return Status::Ok();
   }

@@ -34,8 +34,7 @@ Status ReadQwen35Hparams(const Reader& r, Hparams& hp) {
   hp.rope_imrope = true;  // llama.cpp's rope type for qwen35: interleaved multi-section, NeoX pairs
   hp.rope_neox = true;
   hp.attn_gate = true;
-  hp.kq_scale = r.Float("attention.scale", 0);
-  if (hp.kq_scale == 0) hp.kq_scale = 1.0 / std::sqrt(double(hp.head_k));
+  hp.kq_scale = 1.0 / std::sqrt(double(hp.head_k));  // its loader never reads attention.scale
   hp.logit_softcap = 0;
   // Multi-token-prediction blocks follow the trunk in the file; the main pass does not run them.
   FS_ASSIGN_OR_RETURN(hp.n_layer_skipped, r.Int("nextn_predict_layers", 0));
@@ -98,6 +97,11 @@ double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 double Silu(double x) { return x / (1.0 + std::exp(-x)); }
 double Softplus(double x) { return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); }
 
+// y[j] += a * x[j], j < n.
+void Axpy(int64_t n, double a, const double* x, double* y) {
+  for (int64_t j = 0; j < n; ++j) y[j] += a * x[j];
+}
+
 // Each of n vectors of width d divided by sqrt(sum of squares + eps) (build_gdn_l2_norm).
 void L2Norm(double* x, int64_t n, int64_t d, double eps) {
   for (int64_t r = 0; r < n; ++r, x += d) {
@@ -149,11 +153,12 @@ void DeltaNetMixer(const Hparams& hp, const Layer& L, const WideLayer& W, const 
   for (int64_t t = 0; t < len; ++t) L2Norm(conv.data() + t * C, 2 * Hk, S, hp.rms_eps);  // q and k heads
   // The delta rule per value head, token after token: the state decays, the write corrects what
   // the state recalls for k towards v by beta, and q reads it. Value head h reads key head h % Hk
-  // (ggml repeats the key heads as a tile). M[j][i] is the state's S[i][j].
+  // (ggml repeats the key heads as a tile). M[i][j] is the state's S[i][j]; every sum over i runs
+  // in ascending i, as row-by-row updates (axpy) that vectorize over j.
   std::vector<double> o(size_t(len * V));
   const double scale = 1.0 / std::sqrt(double(S));
   ParallelRows(threads, Hv, len * S * S, [&](int64_t h0, int64_t h1) {
-    std::vector<double> delta(static_cast<size_t>(S));
+    std::vector<double> delta(static_cast<size_t>(S)), read(static_cast<size_t>(S));
     for (int64_t h = h0; h < h1; ++h) {
       double* M = st.state.data() + h * S * S;
       for (int64_t t = 0; t < len; ++t) {
@@ -162,19 +167,14 @@ void DeltaNetMixer(const Hparams& hp, const Layer& L, const WideLayer& W, const 
         const double* v = conv.data() + t * C + 2 * K + h * S;
         const double decay = std::exp(g[size_t(t * Hv + h)]), b = beta[size_t(t * Hv + h)];
         for (int64_t e = 0; e < S * S; ++e) M[e] *= decay;
-        for (int64_t j = 0; j < S; ++j) {
-          double sk = 0;
-          for (int64_t i = 0; i < S; ++i) sk += M[j * S + i] * k[i];
-          delta[size_t(j)] = (v[j] - sk) * b;
-        }
-        for (int64_t j = 0; j < S; ++j)
-          for (int64_t i = 0; i < S; ++i) M[j * S + i] += k[i] * delta[size_t(j)];
+        std::fill(read.begin(), read.end(), 0.0);
+        for (int64_t i = 0; i < S; ++i) Axpy(S, k[i], M + i * S, read.data());
+        for (int64_t j = 0; j < S; ++j) delta[size_t(j)] = (v[j] - read[size_t(j)]) * b;
+        for (int64_t i = 0; i < S; ++i) Axpy(S, k[i], delta.data(), M + i * S);
+        std::fill(read.begin(), read.end(), 0.0);
+        for (int64_t i = 0; i < S; ++i) Axpy(S, q[i], M + i * S, read.data());
         double* oj = o.data() + t * V + h * S;
-        for (int64_t j = 0; j < S; ++j) {
-          double sq = 0;
-          for (int64_t i = 0; i < S; ++i) sq += M[j * S + i] * q[i];
-          oj[j] = sq * scale;
-        }
+        for (int64_t j = 0; j < S; ++j) oj[j] = read[size_t(j)] * scale;
       }
     }
   });

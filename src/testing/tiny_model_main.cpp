@@ -15,6 +15,13 @@ int main(int argc, char** argv) {
   app.add_option("--rope-dims", o.rope_dims, "rotated dimensions per head (0: the head width)");
   app.add_option("--rope-sections", o.rope_sections, "multi-section rope: four section sizes")->expected(4);
   app.add_option("--full-attention-interval", o.full_attention_interval, "qwen35: every N-th layer full attention");
+  app.add_option("--n-embd", o.n_embd, "embedding width");
+  app.add_option("--n-head", o.n_head, "attention heads");
+  app.add_option("--n-head-kv", o.n_head_kv, "key/value heads");
+  app.add_option("--n-ff", o.n_ff, "MLP width");
+  app.add_option("--ssm-state", o.ssm_state, "qwen35: DeltaNet head width (the state is its square)");
+  app.add_option("--ssm-groups", o.ssm_groups, "qwen35: DeltaNet key heads");
+  app.add_option("--ssm-v-heads", o.ssm_v_heads, "qwen35: DeltaNet value heads");
   app.add_option("--head-dim", o.head_dim, "per-head width (0: n_embd / n_head)");
   app.add_flag("--fused-qkv", o.fused_qkv, "one attn_qkv tensor instead of three");
   app.add_option("--matrix-type", o.matrix_type, "f32, f16 or q8_0")->check(CLI::IsMember({"f32", "f16", "q8_0"}));
