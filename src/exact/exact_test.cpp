@@ -255,6 +255,28 @@ TEST(ExactEngine, RefusesAFusedQkvWithSomeSeparateBiases) {
       << e.status().message();
 }
 
+// qwen35 shapes llama.cpp's graph asserts against (value heads not a multiple of the key heads)
+// and a missing DeltaNet tensor are refused in one line naming them.
+TEST(ExactEngine, RefusesQwen35ShapesAndTensorsTheGraphLacks) {
+  std::string path = fixtures::TempPath("exact-tiny-qwen35-shape.gguf");
+  fixtures::TinyModelOptions to;
+  to.arch = "qwen35";
+  to.n_layer = 2;
+  to.ssm_v_heads = 3;  // 2 key heads
+  ASSERT_TRUE(fixtures::WriteTinyModel(path, to).ok());
+  auto e = ExactEngine::Create(path);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().message(), path +
+                                      ": unsupported Gated DeltaNet shape (conv 4, state 16, 2 key heads, 3 value "
+                                      "heads, inner 48)");
+  to.ssm_v_heads = 4;
+  to.drop_tensor = "blk.0.ssm_a";
+  ASSERT_TRUE(fixtures::WriteTinyModel(path, to).ok());
+  e = ExactEngine::Create(path);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().message(), path + ": missing tensor blk.0.ssm_a");
+}
+
 // Our FP64 block decoders read the same values ggml's float dequantization gives (to float
 // rounding) on random data quantized by ggml itself, for every type they cover.
 TEST(ExactDequant, DecodersMatchGgmlOnEveryCoveredType) {
