@@ -12,7 +12,7 @@
 namespace flipscope::cli {
 
 namespace {
-// The history request of an experiment file with [history]: its baseline over the releases.
+// The history request of an experiment file with [history]: its baseline over the releases or commits.
 HistoryRequest HistoryOf(const Experiment& exp, const std::string& outdir, bool bars) {
   HistoryRequest r;
   r.model_path = exp.model;
@@ -21,6 +21,9 @@ HistoryRequest HistoryOf(const Experiment& exp, const std::string& outdir, bool 
   r.plan = exp.plan;
   r.knobs = exp.baseline.knobs;
   r.releases = exp.history.releases;
+  r.llama_src = exp.history.llama_src;
+  r.commits = exp.history.commits;
+  r.max_tokens = exp.history.max_tokens;
   r.reference_exact = exp.reference == "exact";
   r.window = exp.window;
   r.confident = exp.confident;

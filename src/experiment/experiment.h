@@ -78,7 +78,11 @@ struct LayersSettings {
 struct HistorySettings {
   bool enabled = false;
   std::vector<std::string> releases;  // in order, as written
-  std::string cpu;                    // every release's llama.cpp CPU build: portable, native, or "" (the main build's)
+  // Or commits (ids, tags, branches) of the llama.cpp git checkout llama_src, in order.
+  std::string llama_src;
+  std::vector<std::string> commits;
+  std::string cpu;     // every version's llama.cpp CPU build: portable, native, or "" (the main build's)
+  int max_tokens = 0;  // > 0: only the workload's first max_tokens tokens
 };
 
 struct Experiment {

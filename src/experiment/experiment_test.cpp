@@ -232,6 +232,15 @@ TEST(ParseExperiment, HistoryTableTakesReleasesOverTheBaseline) {
   EXPECT_EQ(e->history.releases, (std::vector<std::string>{"0.3.35", "0.3.36"}));
   EXPECT_EQ(e->history.cpu, "");
   EXPECT_FALSE(ParseExperiment(fixtures::MakeExperiment("nohistory", "")).value().history.enabled);
+  // Commits of a checkout, its path relative to the experiment file's folder, and a token limit.
+  auto pc = fixtures::MakeExperiment(
+      "history-commits", "[history]\nllama_src = \"llama.cpp\"\ncommits = [\"b5000\", \"b5010\"]\nmax_tokens = 64\n");
+  auto ec = ParseExperiment(pc);
+  ASSERT_TRUE(ec.ok()) << ec.status().message();
+  EXPECT_EQ(ec->history.commits, (std::vector<std::string>{"b5000", "b5010"}));
+  EXPECT_EQ(ec->history.llama_src, (std::filesystem::path(pc).parent_path() / "llama.cpp").string());
+  EXPECT_EQ(ec->history.max_tokens, 64);
+  EXPECT_TRUE(ec->history.releases.empty());
   // Errors name the line: too few releases, a bad cpu, an unknown key, and tables a history does not take.
   struct Bad {
     const char* body;
@@ -242,7 +251,14 @@ TEST(ParseExperiment, HistoryTableTakesReleasesOverTheBaseline) {
                        Bad{"[history]\nreleases = [\"0.3.35\", \"0.3.36\"]\ncpu = \"fast\"\n", ":6: cpu must be"},
                        Bad{"[history]\nrelease = [\"0.3.35\", \"0.3.36\"]\n", ":5: unknown key 'release' in [history]"},
                        Bad{"[history]\nreleases = [\"0.3.35\", \"0.3.36\"]\n[[variant]]\nname = \"x\"\nthreads = 1\n",
-                           "[history] runs the [baseline]"}}) {
+                           "[history] runs the [baseline]"},
+                       Bad{"[history]\ncommits = [\"a\", \"b\"]\n", ":4: [history] commits needs llama_src"},
+                       Bad{"[history]\nllama_src = \"x\"\n", ":4: [history] llama_src needs commits"},
+                       Bad{"[history]\n", ":4: [history] needs releases, or llama_src and commits"},
+                       Bad{"[history]\nreleases = [\"0.3.35\", \"0.3.36\"]\nllama_src = \"x\"\ncommits = [\"a\", \"b\"]\n",
+                           ":4: [history] takes releases or commits"},
+                       Bad{"[history]\nllama_src = \"x\"\ncommits = [\"a\"]\n", ":6: commits needs at least two"},
+                       Bad{"[history]\nreleases = [\"0.3.35\", \"0.3.36\"]\nmax_tokens = 0\n", ":6: max_tokens must be"}}) {
     auto bad = ParseExperiment(fixtures::MakeExperiment("badhistory", b.body));
     ASSERT_FALSE(bad.ok()) << b.body;
     EXPECT_NE(bad.status().message().find(b.words), std::string::npos) << bad.status().message();

@@ -172,28 +172,64 @@ Status ReadLayers(const ParseCtx& c, const toml::node& node, LayersSettings& out
   });
 }
 
-// [history]: releases = ["0.3.35", "0.3.36"], cpu = "portable" | "native".
-Status ReadHistory(const ParseCtx& c, const toml::node& node, HistorySettings& out) {
+// A list of at least two strings for key `what` of [history], into out.
+Status ReadVersions(const ParseCtx& c, const toml::node& n, const char* what, const char* example,
+                    std::vector<std::string>& out) {
+  const std::string shape = fmt::format("{} must be a list of {}", what, example);
+  auto* arr = n.as_array();
+  if (!arr) return c.At(n, shape);
+  for (auto& e : *arr) {
+    auto v = e.value<std::string>();
+    if (!v) return c.At(e, shape);
+    out.push_back(*v);
+  }
+  if (out.size() < 2) return c.At(n, fmt::format("{} needs at least two versions", what));
+  return Status::Ok();
+}
+
+// [history]: releases = ["0.3.35", "0.3.36"], or llama_src = "DIR" with commits = ["A", "B"];
+// cpu = "portable" | "native"; max_tokens = N. Paths relative to the experiment file's folder.
+Status ReadHistory(const ParseCtx& c, const toml::node& node, const std::string& dir, HistorySettings& out) {
   out.enabled = true;
-  return ReadSection(
-      c, node, "[history]", "releases, cpu", [&](const std::string& key, const toml::node& n, bool* known) {
+  FS_RETURN_IF_ERROR(ReadSection(
+      c, node, "[history]", "releases, llama_src, commits, cpu, max_tokens",
+      [&](const std::string& key, const toml::node& n, bool* known) {
         if (key == "cpu") {
           FS_RETURN_IF_ERROR(Get(c, n, out.cpu, "cpu must be \"portable\" or \"native\""));
           if (out.cpu != "portable" && out.cpu != "native") return c.At(n, "cpu must be \"portable\" or \"native\"");
           return Status::Ok();
         }
-        *known = key == "releases";
-        if (!*known) return Status::Ok();
-        auto* arr = n.as_array();
-        if (!arr) return c.At(n, "releases must be a list of llama-cpp-python versions, e.g. [\"0.3.35\", \"0.3.36\"]");
-        for (auto& e : *arr) {
-          auto v = e.value<std::string>();
-          if (!v) return c.At(e, "releases must be a list of llama-cpp-python versions, e.g. [\"0.3.35\", \"0.3.36\"]");
-          out.releases.push_back(*v);
+        if (key == "llama_src") {
+          FS_RETURN_IF_ERROR(Get(c, n, out.llama_src, "llama_src must be the path of a llama.cpp git checkout"));
+          out.llama_src = ExpandPath(out.llama_src, dir);
+          return Status::Ok();
         }
-        if (out.releases.size() < 2) return c.At(n, "releases needs at least two llama-cpp-python versions");
-        return Status::Ok();
-      });
+        if (key == "max_tokens") {
+          int64_t v = 0;
+          FS_RETURN_IF_ERROR(Get(c, n, v, "max_tokens must be a whole number > 0"));
+          if (v <= 0 || v > INT32_MAX) return c.At(n, "max_tokens must be a whole number > 0");
+          out.max_tokens = int(v);
+          return Status::Ok();
+        }
+        if (key == "releases")
+          return ReadVersions(c, n, "releases", "llama-cpp-python versions, e.g. [\"0.3.35\", \"0.3.36\"]",
+                              out.releases);
+        *known = key == "commits";
+        if (!*known) return Status::Ok();
+        return ReadVersions(c, n, "commits", "commits, tags or branches of llama_src, e.g. [\"b5000\", \"b5010\"]",
+                            out.commits);
+      }));
+  const toml::source_region& at = node.source();
+  auto err = [&](const std::string& what) {
+    return Status::Error(fmt::format("{}:{}: {}", c.file, at.begin.line, what));
+  };
+  if (!out.releases.empty() && !out.commits.empty())
+    return err("[history] takes releases or commits (of llama_src), not both");
+  if (!out.commits.empty() && out.llama_src.empty())
+    return err("[history] commits needs llama_src (a llama.cpp git checkout)");
+  if (out.commits.empty() && !out.llama_src.empty()) return err("[history] llama_src needs commits");
+  if (out.releases.empty() && out.commits.empty()) return err("[history] needs releases, or llama_src and commits");
+  return Status::Ok();
 }
 
 // Reads one top-level setting (name, model, workload, chat_template, format, window, reference,
@@ -266,7 +302,7 @@ Status ReadTopLevel(const ParseCtx& c, const toml::table& root, const std::strin
     if (key == "probe") return ReadProbe(c, node, exp);
     if (key == "branch") return ReadBranch(c, node, exp.branch);
     if (key == "layers") return ReadLayers(c, node, exp.layers);
-    if (key == "history") return ReadHistory(c, node, exp.history);
+    if (key == "history") return ReadHistory(c, node, dir, exp.history);
     if (key == "baseline" && !node.is_table()) return c.At(node, "[baseline] must be a table");
     if (key == "variant" && !node.is_array_of_tables()) return c.At(node, "variants are written [[variant]]");
     if (key == "baseline" || key == "variant") return Status::Ok();
@@ -307,13 +343,13 @@ Status CheckNames(const Experiment& exp) {
     for (const auto& name : *names)
       if (!is_variant(name))
         return Status::Error(exp.path + ": " + table + " configs names '" + name + "', which is not a variant");
-  // A history is one set of knobs (the baseline's) over several releases.
+  // A history is one set of knobs (the baseline's) over several versions.
   if (exp.history.enabled &&
       (!exp.variants.empty() || exp.branch.enabled || exp.layers.enabled || exp.replay_both ||
        exp.baseline.engine != EngineKind::kLlama || exp.baseline.repeats != 1 || !exp.baseline.requantize.empty()))
     return Status::Error(exp.path +
                          ": [history] runs the [baseline] llama.cpp knobs (one repeat, the model as it is) over its "
-                         "releases; it takes no [[variant]], [branch], [layers], replay = \"both\", repeats or "
+                         "versions; it takes no [[variant]], [branch], [layers], replay = \"both\", repeats or "
                          "requantize");
   return Status::Ok();
 }
