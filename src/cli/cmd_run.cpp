@@ -7,6 +7,7 @@
 #include "experiment/experiment.h"
 #include "history/history.h"
 #include "report/report.h"
+#include "results/experiment_results.h"
 #include "util/util.h"
 
 namespace flipscope::cli {
@@ -32,6 +33,31 @@ HistoryRequest HistoryOf(const Experiment& exp, const std::string& outdir, bool 
   r.log.bars = bars;
   return r;
 }
+// [history] configs: the history over the named configurations' first captures (and the exact
+// reference's), written beside results.json as history.json, history.md and history.html.
+Status WriteConfigHistory(const Experiment& exp, const nlohmann::json& results, const std::string& outdir) {
+  const ExperimentResults r = ExperimentResults::FromJson(results);
+  CapturedHistory h;
+  h.model_path = exp.model;
+  h.workload_path = exp.workload;
+  h.window = exp.window;
+  h.confident = exp.confident;
+  h.out_dir = outdir;
+  for (const std::string& name : exp.history.configs) {
+    const ConfigEntry* c = r.measured.Config(name);
+    if (!c || !c->Ok() || c->captures.empty())
+      return Status::Error(fmt::format("[history] configs: '{}' has no capture ({})", name,
+                                       c && c->reason ? *c->reason : "it did not run"));
+    h.versions.push_back({name, c->captures.front()});
+  }
+  if (r.reference && r.reference->capture.Ok() && !r.reference->capture.captures.empty())
+    h.exact_capture = r.reference->capture.captures.front();
+  FS_ASSIGN_OR_RETURN(nlohmann::json doc, HistoryOfCaptures(h));
+  FS_RETURN_IF_ERROR(WriteFileAtomic((std::filesystem::path(outdir) / "history.html").string(), RenderHistoryHtml(doc)));
+  fmt::print("{}", HistoryTerminal(doc));
+  fmt::print("history: {}/history.json, history.md and history.html\n", outdir);
+  return Status::Ok();
+}
 }  // namespace
 
 Action DefineRun(CLI::App* cmd) {
@@ -49,7 +75,8 @@ Action DefineRun(CLI::App* cmd) {
   return [o]() -> int {
     auto exp = ParseExperiment(o->file);
     if (!exp.ok()) return Fail(exp.status());
-    if (exp->history.enabled) return RunHistoryCommand(HistoryOf(*exp, o->outdir, !o->quiet));
+    if (exp->history.enabled && exp->history.configs.empty())
+      return RunHistoryCommand(HistoryOf(*exp, o->outdir, !o->quiet));
     RunOptions ro;
     ro.outdir = o->outdir;
     ro.log.bars = !o->quiet;
@@ -64,6 +91,8 @@ Action DefineRun(CLI::App* cmd) {
     if (!results.ok()) return Fail(results.status());
     std::string html = (std::filesystem::path(o->outdir) / "report.html").string();
     fmt::print("{}", TerminalSummary(*results, html));
+    if (!exp->history.configs.empty())
+      if (Status st = WriteConfigHistory(*exp, *results, o->outdir); !st.ok()) return Fail(st);
     fmt::print("finished in {:.0f} s\n", NowSeconds() - t0);
     // A recipe that was asked to be proven and was not fails the run (its report is written).
     const nlohmann::json& v = (*results)["recipe"].value("verification", nlohmann::json());

@@ -72,15 +72,19 @@ struct LayersSettings {
   std::vector<std::string> configs;  // variants to look into; empty = every llama variant that flips
 };
 
-// [history]: the baseline's knobs over several llama-cpp-python releases, each release's
-// llama.cpp in its own capture worker (`flipscope run` hands the file to the history stage;
-// docs/history.md). The releases are checked there, against the supported range.
+// [history]: the baseline's knobs over several llama-cpp-python releases (or commits of a
+// checkout), each version's llama.cpp in its own capture worker (`flipscope run` hands the file to
+// the history stage; docs/history.md; the releases are checked there, against the supported
+// range); or the file's own configurations in order (configs), captured by the run.
 struct HistorySettings {
   bool enabled = false;
   std::vector<std::string> releases;  // in order, as written
   // Or commits (ids, tags, branches) of the llama.cpp git checkout llama_src, in order.
   std::string llama_src;
   std::vector<std::string> commits;
+  // Or configurations of this file (baseline and variants, e.g. servers from two environments),
+  // in order: the run captures them as usual and the history compares their first captures.
+  std::vector<std::string> configs;
   std::string cpu;     // every version's llama.cpp CPU build: portable, native, or "" (the main build's)
   int max_tokens = 0;  // > 0: only the workload's first max_tokens tokens
 };

@@ -241,6 +241,11 @@ TEST(ParseExperiment, HistoryTableTakesReleasesOverTheBaseline) {
   EXPECT_EQ(ec->history.llama_src, (std::filesystem::path(pc).parent_path() / "llama.cpp").string());
   EXPECT_EQ(ec->history.max_tokens, 64);
   EXPECT_TRUE(ec->history.releases.empty());
+  // The file's own configurations in order (variants allowed: they are the versions).
+  auto pk = ParseExperiment(fixtures::MakeExperiment(
+      "history-configs", "[history]\nconfigs = [\"baseline\", \"q8\"]\n\n[[variant]]\nname = \"q8\"\ncache_type_k = \"q8_0\"\n"));
+  ASSERT_TRUE(pk.ok()) << pk.status().message();
+  EXPECT_EQ(pk->history.configs, (std::vector<std::string>{"baseline", "q8"}));
   // Errors name the line: too few releases, a bad cpu, an unknown key, and tables a history does not take.
   struct Bad {
     const char* body;
@@ -254,9 +259,13 @@ TEST(ParseExperiment, HistoryTableTakesReleasesOverTheBaseline) {
                            "[history] runs the [baseline]"},
                        Bad{"[history]\ncommits = [\"a\", \"b\"]\n", ":4: [history] commits needs llama_src"},
                        Bad{"[history]\nllama_src = \"x\"\n", ":4: [history] llama_src needs commits"},
-                       Bad{"[history]\n", ":4: [history] needs releases, or llama_src and commits"},
+                       Bad{"[history]\n", ":4: [history] needs releases, llama_src and commits, or configs"},
+                       Bad{"[history]\nconfigs = [\"baseline\", \"nope\"]\n", "configs names 'nope', which is not a configuration"},
+                       Bad{"[history]\nconfigs = [\"baseline\", \"baseline\"]\n", "configs names 'baseline' twice"},
+                       Bad{"[history]\nconfigs = [\"baseline\", \"x\"]\nreleases = [\"0.3.35\", \"0.3.36\"]\n",
+                           ":4: [history] takes one of releases"},
                        Bad{"[history]\nreleases = [\"0.3.35\", \"0.3.36\"]\nllama_src = \"x\"\ncommits = [\"a\", \"b\"]\n",
-                           ":4: [history] takes releases or commits"},
+                           ":4: [history] takes one of releases, commits"},
                        Bad{"[history]\nllama_src = \"x\"\ncommits = [\"a\"]\n", ":6: commits needs at least two"},
                        Bad{"[history]\nreleases = [\"0.3.35\", \"0.3.36\"]\nmax_tokens = 0\n", ":6: max_tokens must be"}}) {
     auto bad = ParseExperiment(fixtures::MakeExperiment("badhistory", b.body));

@@ -192,7 +192,7 @@ Status ReadVersions(const ParseCtx& c, const toml::node& n, const char* what, co
 Status ReadHistory(const ParseCtx& c, const toml::node& node, const std::string& dir, HistorySettings& out) {
   out.enabled = true;
   FS_RETURN_IF_ERROR(ReadSection(
-      c, node, "[history]", "releases, llama_src, commits, cpu, max_tokens",
+      c, node, "[history]", "releases, llama_src, commits, configs, cpu, max_tokens",
       [&](const std::string& key, const toml::node& n, bool* known) {
         if (key == "cpu") {
           FS_RETURN_IF_ERROR(Get(c, n, out.cpu, "cpu must be \"portable\" or \"native\""));
@@ -214,6 +214,9 @@ Status ReadHistory(const ParseCtx& c, const toml::node& node, const std::string&
         if (key == "releases")
           return ReadVersions(c, n, "releases", "llama-cpp-python versions, e.g. [\"0.3.35\", \"0.3.36\"]",
                               out.releases);
+        if (key == "configs")
+          return ReadVersions(c, n, "configs", "configuration names of this file, e.g. [\"baseline\", \"vllm-new\"]",
+                              out.configs);
         *known = key == "commits";
         if (!*known) return Status::Ok();
         return ReadVersions(c, n, "commits", "commits, tags or branches of llama_src, e.g. [\"b5000\", \"b5010\"]",
@@ -223,12 +226,19 @@ Status ReadHistory(const ParseCtx& c, const toml::node& node, const std::string&
   auto err = [&](const std::string& what) {
     return Status::Error(fmt::format("{}:{}: {}", c.file, at.begin.line, what));
   };
-  if (!out.releases.empty() && !out.commits.empty())
-    return err("[history] takes releases or commits (of llama_src), not both");
+  if (int(!out.releases.empty()) + int(!out.commits.empty()) + int(!out.configs.empty()) > 1)
+    return err("[history] takes one of releases, commits (of llama_src) or configs");
+  if (!out.configs.empty()) {
+    if (!out.llama_src.empty() || !out.cpu.empty() || out.max_tokens > 0)
+      return err("[history] configs compares this file's configurations as the run captures them: no llama_src, cpu "
+                 "or max_tokens");
+    return Status::Ok();
+  }
   if (!out.commits.empty() && out.llama_src.empty())
     return err("[history] commits needs llama_src (a llama.cpp git checkout)");
   if (out.commits.empty() && !out.llama_src.empty()) return err("[history] llama_src needs commits");
-  if (out.releases.empty() && out.commits.empty()) return err("[history] needs releases, or llama_src and commits");
+  if (out.releases.empty() && out.commits.empty())
+    return err("[history] needs releases, llama_src and commits, or configs");
   return Status::Ok();
 }
 
@@ -343,7 +353,18 @@ Status CheckNames(const Experiment& exp) {
     for (const auto& name : *names)
       if (!is_variant(name))
         return Status::Error(exp.path + ": " + table + " configs names '" + name + "', which is not a variant");
-  // A history is one set of knobs (the baseline's) over several versions.
+  // A history of configurations names them, each once; a history of versions is one set of knobs
+  // (the baseline's) over the versions.
+  if (exp.history.enabled && !exp.history.configs.empty()) {
+    std::set<std::string> seen;
+    for (const auto& name : exp.history.configs) {
+      if (name != exp.baseline.name && !is_variant(name))
+        return Status::Error(exp.path + ": [history] configs names '" + name + "', which is not a configuration");
+      if (!seen.insert(name).second)
+        return Status::Error(exp.path + ": [history] configs names '" + name + "' twice");
+    }
+    return Status::Ok();
+  }
   if (exp.history.enabled &&
       (!exp.variants.empty() || exp.branch.enabled || exp.layers.enabled || exp.replay_both ||
        exp.baseline.engine != EngineKind::kLlama || exp.baseline.repeats != 1 || !exp.baseline.requantize.empty()))

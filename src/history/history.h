@@ -197,6 +197,27 @@ struct HistoryRequest {
 // history.json document (docs/history.md lists its fields).
 Result<nlohmann::json> RunHistory(const HistoryRequest& req);
 
+// ---- A history over captures made elsewhere ----------------------------------------------------
+
+// One version of such a history: a configuration's name and its capture (an experiment's server
+// configurations, e.g. vLLM from two environments, or any other configurations in order).
+struct CapturedVersion {
+  std::string name, capture;
+};
+struct CapturedHistory {
+  std::string model_path, workload_path;   // for the document's head and the flips' token texts
+  std::vector<CapturedVersion> versions;   // at least two, in order, captures of the same tokens
+  std::string exact_capture;               // the FP64 reference's capture; "" for none
+  int window = 8192;
+  double confident = 0.9;
+  std::string out_dir;                     // receives history.json and history.md
+};
+// Compares the versions' captures as RunHistory does (each with the one before, from the third on
+// with the first, each against exact) and writes out_dir/history.json and history.md. The
+// document's "kind" is "configurations"; each version records how its capture ran (engine,
+// flags, kernel path, the server's version and launch when it was a server).
+Result<nlohmann::json> HistoryOfCaptures(const CapturedHistory& h);
+
 // The history section as Markdown, and a short terminal table, from a history.json document.
 std::string HistoryMarkdown(const nlohmann::json& history);
 std::string HistoryTerminal(const nlohmann::json& history);

@@ -56,20 +56,13 @@ std::string TowardExact(const json& doc) {
 }
 }  // namespace
 
-std::string HistoryMarkdown(const json& doc) {
-  std::string md = "## History across llama.cpp versions\n\n";
-  md += fmt::format("Model `{}`, workload `{}` ({} tokens), flags `{}`, llama.cpp CPU build `{}`.\n\n",
-                    doc["model"].get<std::string>(), doc["workload"].get<std::string>(),
-                    doc["n_tokens"].get<int64_t>(), doc["flags"].get<std::string>(), doc["cpu"].get<std::string>());
-  md += "| release | llama.cpp commit | build | kernel path | capture |\n|---|---|---|---|---|\n";
-  for (const auto& v : doc["versions"]) {
-    const json& src = v.value("llama_source", json::object());
-    md += fmt::format("| {} | `{}` | {} | {} | `{}` |\n", v["release"].get<std::string>(),
-                      src.value("commit", "?"), src.value("build", "?"), v.value("kernel_path", ""),
-                      v["capture"].get<std::string>());
-  }
-  md += "\n### Each release against the one before\n\n" + StepTable(doc["steps"]);
-  if (!doc["from_first"].empty()) md += "\n### Each release against the first\n\n" + StepTable(doc["from_first"]);
+namespace {
+// The comparisons: each version against the one before, against the first, the distance to
+// exact, per window, and the flips of the step that changed most.
+std::string HistoryBody(const json& doc) {
+  std::string md;
+  md += "\n### Each version against the one before\n\n" + StepTable(doc["steps"]);
+  if (!doc["from_first"].empty()) md += "\n### Each version against the first\n\n" + StepTable(doc["from_first"]);
   if (!doc["to_exact"].empty()) md += "\n### Distance to exact\n\n" + TowardExact(doc);
   md += "\n### Per window\n\n" + WindowTable(doc["steps"]);
   int best = doc.value("changed_most", -1);
@@ -86,6 +79,36 @@ std::string HistoryMarkdown(const json& doc) {
                         f["kl"].get<double>(), f["class"].get<std::string>());
   }
   return md;
+}
+
+// The head and version table of a history of configurations (kind "configurations").
+std::string ConfigurationsHead(const json& doc) {
+  std::string md = "## History across configurations\n\n";
+  md += fmt::format("Model `{}`, workload `{}` ({} tokens); each configuration's capture of the same token ids.\n\n",
+                    doc["model"].get<std::string>(), doc["workload"].get<std::string>(), doc["n_tokens"].get<int64_t>());
+  md += "| configuration | engine | ran with | server version | llama.cpp | capture |\n|---|---|---|---|---|---|\n";
+  for (const auto& v : doc["versions"])
+    md += fmt::format("| {} | {} | `{}` | {} | {} | `{}` |\n", v["release"].get<std::string>(), v.value("engine", "?"),
+                      v.value("flags", ""), v.value("server", json::object()).value("version", "—"),
+                      v.value("llama_cpp", "—"), v["capture"].get<std::string>());
+  return md;
+}
+}  // namespace
+
+std::string HistoryMarkdown(const json& doc) {
+  if (doc.value("kind", "") == "configurations") return ConfigurationsHead(doc) + HistoryBody(doc);
+  std::string md = "## History across llama.cpp versions\n\n";
+  md += fmt::format("Model `{}`, workload `{}` ({} tokens), flags `{}`, llama.cpp CPU build `{}`.\n\n",
+                    doc["model"].get<std::string>(), doc["workload"].get<std::string>(),
+                    doc["n_tokens"].get<int64_t>(), doc["flags"].get<std::string>(), doc["cpu"].get<std::string>());
+  md += "| release | llama.cpp commit | build | kernel path | capture |\n|---|---|---|---|---|\n";
+  for (const auto& v : doc["versions"]) {
+    const json& src = v.value("llama_source", json::object());
+    md += fmt::format("| {} | `{}` | {} | {} | `{}` |\n", v["release"].get<std::string>(),
+                      src.value("commit", "?"), src.value("build", "?"), v.value("kernel_path", ""),
+                      v["capture"].get<std::string>());
+  }
+  return md + HistoryBody(doc);
 }
 
 std::string HistoryTerminal(const json& doc) {

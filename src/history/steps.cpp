@@ -1,7 +1,9 @@
-// The history's comparisons: consecutive releases, each with the first, each with exact.
+// The history's comparisons: consecutive versions, each with the first, each with exact; and a
+// history over captures made elsewhere (an experiment's configurations).
 #include <fmt/format.h>
 
 #include <cmath>
+#include <filesystem>
 
 #include "history/internal.h"
 
@@ -83,3 +85,49 @@ Status CompareAll(const HistoryRequest& req, nlohmann::json& doc) {
 }
 
 }  // namespace flipscope::history
+
+namespace flipscope {
+
+namespace {
+// A version entry of a configurations history: how its capture ran, as its manifest says.
+Result<nlohmann::json> CapturedEntry(const CapturedVersion& v) {
+  FS_ASSIGN_OR_RETURN(auto reader, CaptureReader::Open(v.capture));
+  const CaptureManifest& m = reader->manifest();
+  nlohmann::json entry = {{"release", v.name},           {"capture", v.capture},       {"engine", m.engine.name},
+                          {"flags", m.engine.flags},     {"kernel_path", m.engine.kernel_path},
+                          {"n_tokens", reader->tokens().size()}};
+  const nlohmann::json& e = m.engine.record;
+  if (e.is_object() && e.contains("llama_cpp")) entry["llama_cpp"] = e["llama_cpp"];
+  if (e.is_object() && e.contains("server") && e["server"].is_object()) {
+    const nlohmann::json& server = e["server"];
+    entry["server"] = {{"version", server.value("version", "")}, {"url", e.value("url", "")}};
+    if (e.contains("launch")) entry["server"]["launch"] = e["launch"];
+  }
+  return entry;
+}
+}  // namespace
+
+Result<nlohmann::json> HistoryOfCaptures(const CapturedHistory& h) {
+  if (h.versions.size() < 2)
+    return Status::InvalidArgument(fmt::format("a history needs at least two configurations ({} given)", h.versions.size()));
+  nlohmann::json doc = {{"kind", "configurations"}, {"model", h.model_path},    {"workload", h.workload_path},
+                        {"window", h.window},       {"flags", ""},              {"cpu", ""},
+                        {"versions", nlohmann::json::array()}};
+  for (const CapturedVersion& v : h.versions) {
+    FS_ASSIGN_OR_RETURN(nlohmann::json entry, CapturedEntry(v));
+    doc["versions"].push_back(std::move(entry));
+  }
+  doc["n_tokens"] = doc["versions"][0]["n_tokens"];
+  if (!h.exact_capture.empty()) doc["exact"] = {{"capture", h.exact_capture}};
+  HistoryRequest req;  // what the comparisons read of a request
+  req.model_path = h.model_path;
+  req.window = h.window;
+  req.confident = h.confident;
+  FS_RETURN_IF_ERROR(history::CompareAll(req, doc));
+  const std::filesystem::path out(h.out_dir);
+  FS_RETURN_IF_ERROR(WriteFileAtomic((out / "history.json").string(), doc.dump(2) + "\n"));
+  FS_RETURN_IF_ERROR(WriteFileAtomic((out / "history.md").string(), HistoryMarkdown(doc)));
+  return doc;
+}
+
+}  // namespace flipscope

@@ -60,8 +60,24 @@ std::string StepTable(const json& steps, const std::string& cls) {
   return out + "</tbody></table></div>";
 }
 
+// A history of configurations (kind "configurations"): how each capture ran, as its manifest says.
+std::string ConfigurationsSection(const json& doc) {
+  std::string out =
+      "<section id=\"versions\"><h2>Configurations</h2><p>Each configuration as its capture recorded it, in the "
+      "order given; every capture is of the same token ids.</p>"
+      "<div class=\"table-wrap\"><table class=\"versions\"><thead>" +
+      HtmlRow({"Configuration", "Engine", "Ran with", "Server version", "llama.cpp", "Kernel path"}, true) +
+      "</thead><tbody>";
+  for (const json& v : List(doc, "versions"))
+    out += HtmlRow({"<strong>" + E(Str(v, "release", "?")) + "</strong>", E(Str(v, "engine", "?")),
+                    "<code>" + E(Str(v, "flags")) + "</code>", E(Str(Sub(v, "server"), "version", "—")),
+                    E(Str(v, "llama_cpp", "—")), E(Str(v, "kernel_path", "—"))});
+  return out + "</tbody></table></div></section>";
+}
+
 // The versions as their captures recorded them: release, llama.cpp commit, build, kernel path, times.
 std::string VersionsSection(const json& doc) {
+  if (Str(doc, "kind") == "configurations") return ConfigurationsSection(doc);
   std::string out =
       "<section id=\"versions\"><h2>Versions</h2><p>Each version's capture ran in its own process built against "
       "that llama.cpp, fed the same token ids; what follows is what each capture's manifest records.</p>"
@@ -203,11 +219,17 @@ std::string RenderHistoryHtml(const json& doc) {
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>flipscope history</title>"
       "<style>" +
-      std::string(report::PageStyle()) + "</style></head><body><header><h1>History across llama.cpp versions</h1>";
-  out += fmt::format("<p class=\"meta\">Model <code>{}</code> · workload <code>{}</code> ({} tokens) · flags "
-                     "<code>{}</code> · llama.cpp CPU build <code>{}</code></p>",
-                     E(Str(doc, "model", "?")), E(Str(doc, "workload", "?")), E(Count(Num(doc, "n_tokens"))),
-                     E(Str(doc, "flags")), E(Str(doc, "cpu", "?")));
+      std::string(report::PageStyle()) + "</style></head><body><header>";
+  if (Str(doc, "kind") == "configurations")
+    out += fmt::format("<h1>History across configurations</h1><p class=\"meta\">Model <code>{}</code> · workload "
+                       "<code>{}</code> ({} tokens)</p>",
+                       E(Str(doc, "model", "?")), E(Str(doc, "workload", "?")), E(Count(Num(doc, "n_tokens"))));
+  else
+    out += fmt::format("<h1>History across llama.cpp versions</h1><p class=\"meta\">Model <code>{}</code> · "
+                       "workload <code>{}</code> ({} tokens) · flags <code>{}</code> · llama.cpp CPU build "
+                       "<code>{}</code></p>",
+                       E(Str(doc, "model", "?")), E(Str(doc, "workload", "?")), E(Count(Num(doc, "n_tokens"))),
+                       E(Str(doc, "flags")), E(Str(doc, "cpu", "?")));
   out += "<nav aria-label=\"Sections\"><ul>";
   for (const auto& [id, title] : {std::pair{"versions", "Versions"}, std::pair{"steps", "Steps"},
                                   std::pair{"windows", "Per window"}, std::pair{"exact", "Exact"},

@@ -133,7 +133,7 @@ class Handler(BaseHTTPRequestHandler):
                 "root": "HuggingFaceTB/SmolLM2-135M-Instruct", "parent": None, "max_model_len": o.max_model_len,
                 "permission": [{"id": "modelperm-0", "object": "model_permission", "allow_sampling": True}]}]})
         if self.path == "/version":
-            return self.send(200, {"version": "0.0.0-test"})
+            return self.send(200, {"version": o.version})
         if self.path == "/health":
             return self.send(200, {})
         if self.path == "/server_info":
@@ -144,7 +144,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/get_server_info":
             return self.send(200, {"model_path": "HuggingFaceTB/SmolLM2-135M-Instruct", "api_key": o.api_key,
                                    "context_length": o.max_model_len, "tp_size": 1, "dtype": "auto",
-                                   "kv_cache_dtype": "auto", "version": "0.0.0-test", "n_vocab": m.n_vocab})
+                                   "kv_cache_dtype": "auto", "version": o.version, "n_vocab": m.n_vocab})
         self.send(404, {"detail": "Not Found"})
 
     def do_POST(self):
@@ -324,6 +324,7 @@ def main():
     ap.add_argument("--prefix-caching", type=int, default=0, metavar="BLOCK")
     ap.add_argument("--prompt-tokens-details", action="store_true")
     ap.add_argument("--generate-max", type=int, default=0)
+    ap.add_argument("--version", default="0.0.0-test", help="what /version answers (a history's releases)")
     opts = ap.parse_args()
     if opts.ignore_term:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
