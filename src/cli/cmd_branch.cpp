@@ -60,64 +60,70 @@ Status WithBranchFlags(const Status& st) {
                             {"api", "--api"}});
 }
 
-}  // namespace
+// What `flipscope branch` reads from its command line.
+struct BranchOpts {
+  BranchRequest req;
+  std::string at{NameOf(BranchOptions().at)}, fork_where{NameOf(BranchOptions().fork_where)},
+      pick{NameOf(BranchOptions().pick)};
+  std::string out;
+  bool quiet = false, no_fork = false;
+};
 
-Action DefineBranch(CLI::App* cmd) {
-  struct Opts {
-    BranchRequest req;
-    std::string at{NameOf(BranchOptions().at)}, fork_where{NameOf(BranchOptions().fork_where)},
-        pick{NameOf(BranchOptions().pick)};
-    std::string out;
-    bool quiet = false, no_fork = false;
-  };
-  auto o = std::make_shared<Opts>();
-  cmd->add_option("base", o->req.base_path, "Baseline capture (.safetensors)")->required();
-  cmd->add_option("cand", o->req.cand_path, "Candidate capture of the same workload")->required();
-  cmd->add_option("-o,--output", o->out, "Branch records to write (.json)")->required();
-  cmd->add_option("--at", o->at, "Branch points: flips (stored argmax differ) or ranges")->capture_default_str();
-  cmd->add_option("--ranges", o->req.options.ranges, "With --at ranges: A-B,... (inclusive positions) or tool_calls");
-  cmd->add_option("--max-tokens", o->req.options.max_tokens, "Tokens decoded per future")->capture_default_str();
+// The branch stage's options as flags (their defaults from a default BranchOptions).
+void AddBranchOptionFlags(CLI::App* cmd, BranchOpts& o) {
+  cmd->add_option("--at", o.at, "Branch points: flips (stored argmax differ) or ranges")->capture_default_str();
+  cmd->add_option("--ranges", o.req.options.ranges, "With --at ranges: A-B,... (inclusive positions) or tool_calls");
+  cmd->add_option("--max-tokens", o.req.options.max_tokens, "Tokens decoded per future")->capture_default_str();
   cmd->add_option(
-         "--max-call-tokens", o->req.options.max_call_tokens,
+         "--max-call-tokens", o.req.options.max_call_tokens,
          "Inside a tool call, decode on until the call closes, up to this many tokens; 0 = never past --max-tokens")
       ->capture_default_str();
-  cmd->add_option("--max-branches", o->req.options.max_branches, "Follow only N branch points (see --pick); 0 = all")
+  cmd->add_option("--max-branches", o.req.options.max_branches, "Follow only N branch points (see --pick); 0 = all")
       ->capture_default_str();
-  cmd->add_option("--pick", o->pick,
+  cmd->add_option("--pick", o.pick,
                   "Which N flips --max-branches follows: first (by position) or spread (over the whole session: "
                   "at most N * (p + 1) / tokens up to position p)")
       ->capture_default_str();
-  cmd->add_option("--reconverge", o->req.options.reconverge,
+  cmd->add_option("--reconverge", o.req.options.reconverge,
                   "K: futures agreeing again for K tokens within K tokens of the fork are benign")
       ->capture_default_str();
-  cmd->add_option("--fork-where", o->fork_where,
+  cmd->add_option("--fork-where", o.fork_where,
                   "Fork only where the model writes the next token (assistant: assistant messages and their "
                   "tool calls) or everywhere (all); the others count as teacher-forced only")
       ->capture_default_str();
-  cmd->add_option("--fork-decoding", o->req.options.decoding,
+  cmd->add_option("--fork-decoding", o.req.options.decoding,
                   "How futures decode: grammar (greedy under the tool-call grammar llama-server would build for "
                   "the workload's tools), free (unconstrained greedy), or auto (grammar where the chat template "
                   "renders tool calls, else free)")
       ->capture_default_str();
-  cmd->add_flag("--no-fork", o->no_fork,
-                "Re-prefill every branch instead of forking the cache (slower; for comparison)");
+  cmd->add_flag("--no-fork", o.no_fork, "Re-prefill every branch instead of forking the cache (slower; for comparison)");
+}
+
+// The named modes read into o.req.options; an error names the flag.
+Status ReadBranchModes(BranchOpts& o) {
+  FS_ASSIGN_OR_RETURN(o.req.options.at, ParseName<BranchAt>(o.at, "--at"));
+  FS_ASSIGN_OR_RETURN(o.req.options.fork_where, ParseName<ForkScope>(o.fork_where, "--fork-where"));
+  FS_ASSIGN_OR_RETURN(o.req.options.pick, ParseName<ForkPick>(o.pick, "--pick"));
+  o.req.options.allow_fork = !o.no_fork;
+  o.req.options.log.bars = !o.quiet;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Action DefineBranch(CLI::App* cmd) {
+  auto o = std::make_shared<BranchOpts>();
+  cmd->add_option("base", o->req.base_path, "Baseline capture (.safetensors)")->required();
+  cmd->add_option("cand", o->req.cand_path, "Candidate capture of the same workload")->required();
+  cmd->add_option("-o,--output", o->out, "Branch records to write (.json)")->required();
+  AddBranchOptionFlags(cmd, *o);
   cmd->add_flag("-q,--quiet", o->quiet, "No progress bar");
   return [o]() -> int {
     // Refuse a missing output folder before the long run rather than after it.
     std::filesystem::path parent = std::filesystem::path(o->out).parent_path();
     if (!parent.empty() && !std::filesystem::is_directory(parent))
       return Fail(Status::Error(o->out + ": the folder " + parent.string() + " does not exist"));
-    auto at = ParseName<BranchAt>(o->at, "--at");
-    if (!at.ok()) return Fail(at.status());
-    auto where = ParseName<ForkScope>(o->fork_where, "--fork-where");
-    if (!where.ok()) return Fail(where.status());
-    auto pick = ParseName<ForkPick>(o->pick, "--pick");
-    if (!pick.ok()) return Fail(pick.status());
-    o->req.options.pick = *pick;
-    o->req.options.at = *at;
-    o->req.options.fork_where = *where;
-    o->req.options.allow_fork = !o->no_fork;
-    o->req.options.log.bars = !o->quiet;
+    if (Status st = ReadBranchModes(*o); !st.ok()) return Fail(st);
     auto out = RunBranches(o->req);
     if (!out.ok()) return Fail(WithBranchFlags(out.status()));
     for (const auto& w : (*out)["config"]["warnings"])

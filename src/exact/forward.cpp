@@ -161,88 +161,138 @@ void DeltaNetLayer(const Model& m, const Layer& L, const WideLayer& W, double* h
 
 }  // namespace
 
+namespace {
+
+// One pass over the sequence, layer after layer: the residual stream h of every token, the
+// activations, the angle tables, and where its time goes.
+class Pass {
+ public:
+  Pass(const Model& m, const ExactOptions& o, int threads, int64_t n, const Watch& watch, PassTimes& spent)
+      : m_(m), hp_(m.hp), o_(o), threads_(threads), n_(n), chunk_(std::max(1, o.token_chunk)), watch_(watch),
+        spent_(spent), t_(NowSeconds()) {
+    a_.q.resize(size_t(n * hp_.n_head * hp_.head_k));
+    a_.k.resize(size_t(n * hp_.n_head_kv * hp_.head_k));
+    a_.v.resize(size_t(n * hp_.n_head_kv * hp_.head_v));
+    a_.attn.resize(size_t(n * hp_.n_head * hp_.head_v));
+    if (hp_.attn_gate) a_.qgate.resize(a_.q.size());
+  }
+
+  // h = the tokens' embeddings (scaled where the model says); an error for an id outside the vocabulary.
+  Status Embed(std::span<const int32_t> tokens) {
+    const int64_t E = hp_.n_embd;
+    h_.assign(size_t(n_ * E), 0.0);
+    for (int64_t t = 0; t < n_; ++t) {
+      if (tokens[size_t(t)] < 0 || tokens[size_t(t)] >= hp_.n_vocab)
+        return Status::Error(m_.path + ": token id " + std::to_string(tokens[size_t(t)]) + " is outside the vocabulary");
+      const Matrix e = Widen(Rows(m_.embd, tokens[size_t(t)], 1));
+      for (int64_t i = 0; i < E; ++i) h_[size_t(t * E + i)] = e.w[size_t(i)] * hp_.embd_scale;
+    }
+    Lap(spent_.embed);
+    return Status::Ok();
+  }
+
+  // Layer il over every token, its weights widened for it and freed after.
+  void Layer(int64_t il) {
+    const exact::Layer& L = m_.layers[size_t(il)];
+    const WideLayer W = Widen(L, threads_);
+    Lap(spent_.widen);
+    if (L.recurrent)
+      Recurrent(il, L, W);
+    else
+      Attending(il, L, W);
+  }
+
+  // The final-normed rows at probes (watched as the last point).
+  std::vector<double> AtProbes(std::span<const int32_t> probes) const {
+    const int64_t E = hp_.n_embd;
+    std::vector<double> out(probes.size() * size_t(E));
+    for (size_t i = 0; i < probes.size(); ++i)
+      std::copy_n(h_.data() + int64_t(probes[i]) * E, E, out.data() + i * size_t(E));
+    RmsNorm(out.data(), int64_t(probes.size()), E, m_.output_norm, hp_.rms_eps);
+    if (watch_.sink)
+      for (size_t i = 0; i < probes.size(); ++i)
+        (*watch_.sink)(1 + 4 * int(hp_.n_layer), probes[i],
+                       std::span<const double>(out.data() + i * size_t(E), size_t(E)));
+    return out;
+  }
+
+ private:
+  // Adds the time since the last lap to slot.
+  void Lap(double& slot) {
+    const double now = NowSeconds();
+    slot += now - t_;
+    t_ = now;
+  }
+
+  // Token after token through its state: no attention step.
+  void Recurrent(int64_t il, const exact::Layer& L, const WideLayer& W) {
+    DeltaNetState st;
+    double mixer_s = 0;
+    for (int64_t c0 = 0; c0 < n_; c0 += chunk_)
+      DeltaNetLayer(m_, L, W, h_.data(), c0, std::min(n_, c0 + chunk_), a_, il, st, watch_, threads_, mixer_s);
+    Lap(spent_.mlp);  // the norms and the MLP; the mixer's share moved to its own part
+    spent_.mlp -= mixer_s;
+    spent_.recurrent += mixer_s;
+  }
+
+  // Projections over token chunks, attention over the whole sequence, then output and MLP.
+  void Attending(int64_t il, const exact::Layer& L, const WideLayer& W) {
+    // One angle table per distinct rope base (gemma's local and global layers differ).
+    std::pair<double, double> key =
+        L.swa ? std::pair{hp_.rope_base_swa, hp_.rope_scale_swa} : std::pair{hp_.rope_base, hp_.rope_scale};
+    auto it = ropes_.find(key);
+    if (it == ropes_.end())
+      it = ropes_
+               .emplace(key, MakeRopeTable(n_, hp_.n_rot, key.first, key.second, hp_.rope_sections, hp_.rope_imrope))
+               .first;
+    for (int64_t c0 = 0; c0 < n_; c0 += chunk_)
+      Project(m_, L, W, it->second, h_.data(), c0, std::min(n_, c0 + chunk_), a_, il == 0, watch_, threads_);
+    Lap(spent_.project);
+    AttentionShape s{.n = n_,
+                     .n_head = hp_.n_head,
+                     .n_head_kv = hp_.n_head_kv,
+                     .head_k = hp_.head_k,
+                     .head_v = hp_.head_v,
+                     .kq_scale = hp_.kq_scale,
+                     .softcap = hp_.attn_softcap,
+                     .window = L.swa ? hp_.n_swa : 0,
+                     .block = std::max(1, o_.query_block),
+                     .threads = threads_};
+    Attention(s, a_.q.data(), a_.k.data(), a_.v.data(), a_.attn.data());
+    Lap(spent_.attention);
+    for (int64_t c0 = 0; c0 < n_; c0 += chunk_)
+      AttnOutAndMlp(m_, L, W, h_.data(), c0, std::min(n_, c0 + chunk_), a_, il, watch_, threads_);
+    Lap(spent_.mlp);
+  }
+
+  const Model& m_;
+  const Hparams& hp_;
+  const ExactOptions& o_;
+  const int threads_;
+  const int64_t n_, chunk_;
+  const Watch& watch_;
+  PassTimes& spent_;
+  double t_;
+  std::vector<double> h_;
+  Activations a_;
+  std::map<std::pair<double, double>, RopeTable> ropes_;
+};
+
+}  // namespace
+
 Result<std::vector<double>> HiddenAtProbes(const Model& m, const ExactOptions& o, int threads,
                                            std::span<const int32_t> tokens, std::span<const int32_t> probes,
                                            const std::function<void(int64_t)>& layers_done, const PointSink* watch_sink,
                                            PassTimes* times) {
   const Watch watch{probes, watch_sink};
   PassTimes unused;
-  PassTimes& spent = times ? *times : unused;
-  double t = NowSeconds();
-  auto lap = [&t](double& slot) {  // adds the time since the last lap to slot
-    const double now = NowSeconds();
-    slot += now - t;
-    t = now;
-  };
-  const Hparams& hp = m.hp;
-  const int64_t n = int64_t(tokens.size()), E = hp.n_embd;
-  std::vector<double> h(size_t(n * E));
-  for (int64_t t = 0; t < n; ++t) {
-    if (tokens[size_t(t)] < 0 || tokens[size_t(t)] >= hp.n_vocab)
-      return Status::Error(m.path + ": token id " + std::to_string(tokens[size_t(t)]) + " is outside the vocabulary");
-    const Matrix e = Widen(Rows(m.embd, tokens[size_t(t)], 1));
-    for (int64_t i = 0; i < E; ++i) h[size_t(t * E + i)] = e.w[size_t(i)] * hp.embd_scale;
-  }
-  lap(spent.embed);
-  // One angle table per distinct rope base (gemma's local and global layers differ).
-  std::map<std::pair<double, double>, RopeTable> ropes;
-  Activations a;
-  a.q.resize(size_t(n * hp.n_head * hp.head_k));
-  a.k.resize(size_t(n * hp.n_head_kv * hp.head_k));
-  a.v.resize(size_t(n * hp.n_head_kv * hp.head_v));
-  a.attn.resize(size_t(n * hp.n_head * hp.head_v));
-  if (hp.attn_gate) a.qgate.resize(a.q.size());
-  const int64_t chunk = std::max(1, o.token_chunk);
-  for (int64_t il = 0; il < hp.n_layer; ++il) {
-    const Layer& L = m.layers[size_t(il)];
-    const WideLayer W = Widen(L, threads);  // this layer's weights in FP64 for the pass over it, freed after
-    lap(spent.widen);
-    if (L.recurrent) {  // token after token through its state: no attention step
-      DeltaNetState st;
-      double mixer_s = 0;
-      for (int64_t c0 = 0; c0 < n; c0 += chunk)
-        DeltaNetLayer(m, L, W, h.data(), c0, std::min(n, c0 + chunk), a, il, st, watch, threads, mixer_s);
-      lap(spent.mlp);  // the norms and the MLP; the mixer's share moved to its own part
-      spent.mlp -= mixer_s;
-      spent.recurrent += mixer_s;
-      if (layers_done) layers_done(il + 1);
-      continue;
-    }
-    std::pair<double, double> key =
-        L.swa ? std::pair{hp.rope_base_swa, hp.rope_scale_swa} : std::pair{hp.rope_base, hp.rope_scale};
-    auto it = ropes.find(key);
-    if (it == ropes.end())
-      it = ropes
-               .emplace(key, MakeRopeTable(n, hp.n_rot, key.first, key.second, hp.rope_sections, hp.rope_imrope))
-               .first;
-    for (int64_t c0 = 0; c0 < n; c0 += chunk)
-      Project(m, L, W, it->second, h.data(), c0, std::min(n, c0 + chunk), a, il == 0, watch, threads);
-    lap(spent.project);
-    AttentionShape s{.n = n,
-                     .n_head = hp.n_head,
-                     .n_head_kv = hp.n_head_kv,
-                     .head_k = hp.head_k,
-                     .head_v = hp.head_v,
-                     .kq_scale = hp.kq_scale,
-                     .softcap = hp.attn_softcap,
-                     .window = L.swa ? hp.n_swa : 0,
-                     .block = std::max(1, o.query_block),
-                     .threads = threads};
-    Attention(s, a.q.data(), a.k.data(), a.v.data(), a.attn.data());
-    lap(spent.attention);
-    for (int64_t c0 = 0; c0 < n; c0 += chunk)
-      AttnOutAndMlp(m, L, W, h.data(), c0, std::min(n, c0 + chunk), a, il, watch, threads);
-    lap(spent.mlp);
+  Pass pass(m, o, threads, int64_t(tokens.size()), watch, times ? *times : unused);
+  FS_RETURN_IF_ERROR(pass.Embed(tokens));
+  for (int64_t il = 0; il < m.hp.n_layer; ++il) {
+    pass.Layer(il);
     if (layers_done) layers_done(il + 1);
   }
-  std::vector<double> out(probes.size() * size_t(E));
-  for (size_t i = 0; i < probes.size(); ++i)
-    std::copy_n(h.data() + int64_t(probes[i]) * E, E, out.data() + i * size_t(E));
-  RmsNorm(out.data(), int64_t(probes.size()), E, m.output_norm, hp.rms_eps);
-  if (watch_sink)
-    for (size_t i = 0; i < probes.size(); ++i)
-      (*watch_sink)(1 + 4 * int(hp.n_layer), probes[i], std::span<const double>(out.data() + i * size_t(E), size_t(E)));
-  return out;
+  return pass.AtProbes(probes);
 }
 
 void Logits(const Model& m, int threads, const double* h, int64_t n_rows, double* logits) {

@@ -28,8 +28,8 @@ struct Mapping {
   }
 };
 
-// Hyperparameters shared by both architectures, then each one's own, as llama.cpp sets them.
-Status ReadHparams(const Reader& r, int64_t n_vocab, Hparams& hp) {
+// The hyperparameters every architecture reads: shapes, heads, norm epsilon, rope base and scaling.
+Status ReadSharedHparams(const Reader& r, int64_t n_vocab, Hparams& hp) {
   hp.arch = r.arch;
   hp.n_vocab = n_vocab;
   FS_ASSIGN_OR_RETURN(hp.n_layer, r.Int("block_count"));
@@ -59,6 +59,56 @@ Status ReadHparams(const Reader& r, int64_t n_vocab, Hparams& hp) {
   else if (scaling != "none")
     return Status::Error(fmt::format("{}: rope scaling '{}' is not supported by the exact engine", r.path, scaling));
   hp.logit_softcap = r.Float("final_logit_softcapping", 0);
+  return Status::Ok();
+}
+
+// qwen2, qwen3 and qwen3moe (with its experts' counts) as llama.cpp's qwen graphs read them.
+Status ReadQwenHparams(const Reader& r, Hparams& hp) {
+  if (hp.arch == "qwen3moe") {  // build_moe_ffn: softmax router, top-k, weights renormalized
+    FS_ASSIGN_OR_RETURN(hp.n_expert_used, r.Int("expert_used_count"));
+    if (hp.n_expert_used <= 0 || hp.n_expert_used > hp.n_expert)
+      return Status::Error(fmt::format("{}: {} experts used of {}", r.path, hp.n_expert_used, hp.n_expert));
+    FS_ASSIGN_OR_RETURN(hp.n_ff_exp, r.Int("expert_feed_forward_length", hp.n_ff / hp.n_expert_used));
+    FS_ASSIGN_OR_RETURN(int64_t groups, r.Int("expert_group_count", 0));
+    if (groups > 1)
+      return Status::Error(fmt::format("{}: expert groups ({}) are not supported by the exact engine", r.path, groups));
+    hp.expert_weights_scale = r.Float("expert_weights_scale", 0);
+  }
+  // llama.cpp's qwen graphs assert one head width rotated whole, rotate NeoX halves and scale Q.K
+  // by the head width's root; they have no soft-capping.
+  if (hp.n_rot != hp.head_k || hp.head_v != hp.head_k)
+    return Status::Error(fmt::format("{}: {} needs the rope over the whole head (rotated {} of {}, value width {})",
+                                     r.path, hp.arch, hp.n_rot, hp.head_k, hp.head_v));
+  hp.rope_neox = true;
+  hp.kq_scale = 1.0 / std::sqrt(double(hp.head_k));
+  hp.logit_softcap = 0;
+  return Status::Ok();
+}
+
+// gemma2 and gemma3: the embedding scale, Q scaled before attention (their 27B by n_embd /
+// n_head), sliding layers with their own rope base. gemma2 also soft-caps the attention scores
+// and always the logits (llama.cpp's defaults 50 and 30), slides every other layer from the
+// first, with a 4096-token window unless the file says otherwise.
+Status ReadGemmaHparams(const Reader& r, Hparams& hp) {
+  const bool g2 = hp.arch == "gemma2";
+  hp.gemma = true;
+  hp.rope_neox = true;
+  hp.embd_scale = std::sqrt(double(hp.n_embd));
+  const bool is_27b = hp.n_layer == (g2 ? 46 : 62);
+  hp.q_scale = is_27b ? 1.0 / std::sqrt(double(hp.n_embd / hp.n_head)) : 1.0 / std::sqrt(double(hp.head_k));
+  FS_ASSIGN_OR_RETURN(hp.n_swa, r.Int("attention.sliding_window", g2 ? 4096 : 0));
+  hp.rope_base_swa = r.Float("rope.freq_base_swa", g2 ? hp.rope_base : 10000);
+  if (g2) {
+    hp.rope_scale_swa = hp.rope_scale;  // gemma3's local layers keep scale 1
+    hp.attn_softcap = r.Float("attn_logit_softcapping", 50);
+    hp.logit_softcap = r.Float("final_logit_softcapping", 30);
+  }
+  return Status::Ok();
+}
+
+// The shared hyperparameters, then the architecture's own, as llama.cpp sets them.
+Status ReadHparams(const Reader& r, int64_t n_vocab, Hparams& hp) {
+  FS_RETURN_IF_ERROR(ReadSharedHparams(r, n_vocab, hp));
   if (hp.arch == "qwen35") return ReadQwen35Hparams(r, hp);
   if (hp.arch == "llama") {
     // llama.cpp's llama graph would use attention.scale, but its llama loader never reads the
@@ -75,45 +125,8 @@ Status ReadHparams(const Reader& r, int64_t n_vocab, Hparams& hp) {
     hp.logit_softcap = 0;
     return Status::Ok();
   }
-  if (hp.arch == "qwen3moe") {  // build_moe_ffn: softmax router, top-k, weights renormalized
-    FS_ASSIGN_OR_RETURN(hp.n_expert_used, r.Int("expert_used_count"));
-    if (hp.n_expert_used <= 0 || hp.n_expert_used > hp.n_expert)
-      return Status::Error(fmt::format("{}: {} experts used of {}", r.path, hp.n_expert_used, hp.n_expert));
-    FS_ASSIGN_OR_RETURN(hp.n_ff_exp, r.Int("expert_feed_forward_length", hp.n_ff / hp.n_expert_used));
-    FS_ASSIGN_OR_RETURN(int64_t groups, r.Int("expert_group_count", 0));
-    if (groups > 1)
-      return Status::Error(fmt::format("{}: expert groups ({}) are not supported by the exact engine", r.path, groups));
-    hp.expert_weights_scale = r.Float("expert_weights_scale", 0);
-  }
-  if (hp.arch == "qwen2" || hp.arch == "qwen3" || hp.arch == "qwen3moe") {
-    // llama.cpp's qwen graphs assert one head width rotated whole, rotate NeoX halves and scale
-    // Q.K by the head width's root; they have no soft-capping.
-    if (hp.n_rot != hp.head_k || hp.head_v != hp.head_k)
-      return Status::Error(fmt::format("{}: {} needs the rope over the whole head (rotated {} of {}, value width {})",
-                                       r.path, hp.arch, hp.n_rot, hp.head_k, hp.head_v));
-    hp.rope_neox = true;
-    hp.kq_scale = 1.0 / std::sqrt(double(hp.head_k));
-    hp.logit_softcap = 0;
-    return Status::Ok();
-  }
-  // gemma2 and gemma3: the embedding scale, Q scaled before attention (their 27B by n_embd /
-  // n_head), sliding layers with their own rope base. gemma2 also soft-caps the attention scores
-  // and always the logits (llama.cpp's defaults 50 and 30), slides every other layer from the
-  // first, with a 4096-token window unless the file says otherwise.
-  const bool g2 = hp.arch == "gemma2";
-  hp.gemma = true;
-  hp.rope_neox = true;
-  hp.embd_scale = std::sqrt(double(hp.n_embd));
-  const bool is_27b = hp.n_layer == (g2 ? 46 : 62);
-  hp.q_scale = is_27b ? 1.0 / std::sqrt(double(hp.n_embd / hp.n_head)) : 1.0 / std::sqrt(double(hp.head_k));
-  FS_ASSIGN_OR_RETURN(hp.n_swa, r.Int("attention.sliding_window", g2 ? 4096 : 0));
-  hp.rope_base_swa = r.Float("rope.freq_base_swa", g2 ? hp.rope_base : 10000);
-  if (g2) {
-    hp.rope_scale_swa = hp.rope_scale;  // gemma3's local layers keep scale 1
-    hp.attn_softcap = r.Float("attn_logit_softcapping", 50);
-    hp.logit_softcap = r.Float("final_logit_softcapping", 30);
-  }
-  return Status::Ok();
+  if (hp.arch == "qwen2" || hp.arch == "qwen3" || hp.arch == "qwen3moe") return ReadQwenHparams(r, hp);
+  return ReadGemmaHparams(r, hp);
 }
 
 // Which gemma layers slide: the GGUF's per-layer array, else every layer but each n-th (gemma3:
@@ -213,11 +226,38 @@ Status ReadLayer(Reader& r, const Hparams& hp, int64_t il, Layer& L) {
   return Status::Ok();
 }
 
+// The whole file mapped read-only.
+Result<std::shared_ptr<Mapping>> MapFile(const std::string& path) {
+  auto map = std::make_shared<Mapping>();
+  int fd = open(path.c_str(), O_RDONLY);
+  struct stat sb {};
+  if (fd < 0 || fstat(fd, &sb) != 0) {
+    if (fd >= 0) close(fd);
+    return Status::Error(path + ": cannot open");
+  }
+  map->size = size_t(sb.st_size);
+  map->p = mmap(nullptr, map->size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (map->p == MAP_FAILED) return Status::Error(path + ": cannot map");
+  return map;
+}
+
 // Whether name belongs to a block after the layers run (qwen35's multi-token prediction).
 bool InSkippedLayer(const std::string& name, const Hparams& hp) {
   int64_t il = -1;
   return hp.n_layer_skipped > 0 && std::sscanf(name.c_str(), "blk.%ld.", &il) == 1 && il >= hp.n_layer &&
          il < hp.n_layer + hp.n_layer_skipped;
+}
+
+// A tensor the load never read is a graph feature the engine does not implement: refused by name.
+Status CheckEveryTensorUsed(const Reader& r, const Hparams& hp) {
+  for (int64_t i = 0; i < gguf_get_n_tensors(r.g); ++i) {
+    std::string name = gguf_get_tensor_name(r.g, i);
+    if (!r.used.count(name) && !InSkippedLayer(name, hp))
+      return Status::Error(fmt::format("{}: tensor {} ({} graph feature) is not implemented by the exact engine",
+                                       r.path, name, r.arch));
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -235,18 +275,7 @@ Result<Model> LoadModel(const std::string& path, int threads) {
     return Status::Error(
         fmt::format("{}: architecture '{}' is not supported by the exact engine ({})", path, arch, kArchitectures));
 
-  auto map = std::make_shared<Mapping>();
-  int fd = open(path.c_str(), O_RDONLY);
-  struct stat sb {};
-  if (fd < 0 || fstat(fd, &sb) != 0) {
-    if (fd >= 0) close(fd);
-    return Status::Error(path + ": cannot open");
-  }
-  map->size = size_t(sb.st_size);
-  map->p = mmap(nullptr, map->size, PROT_READ, MAP_PRIVATE, fd, 0);
-  close(fd);
-  if (map->p == MAP_FAILED) return Status::Error(path + ": cannot map");
-
+  FS_ASSIGN_OR_RETURN(std::shared_ptr<Mapping> map, MapFile(path));
   Model m;
   m.path = path;
   m.mapping = map;
@@ -280,12 +309,7 @@ Result<Model> LoadModel(const std::string& path, int threads) {
     FS_RETURN_IF_ERROR(ReadLayer(r, hp, il, m.layers[size_t(il)]));
     m.layers[size_t(il)].swa = swa[size_t(il)];
   }
-  for (int64_t i = 0; i < gguf_get_n_tensors(g.get()); ++i) {
-    std::string name = gguf_get_tensor_name(g.get(), i);
-    if (!r.used.count(name) && !InSkippedLayer(name, hp))
-      return Status::Error(
-          fmt::format("{}: tensor {} ({} graph feature) is not implemented by the exact engine", path, name, arch));
-  }
+  FS_RETURN_IF_ERROR(CheckEveryTensorUsed(r, hp));
   return m;
 }
 

@@ -58,7 +58,8 @@ Status LayersAll(const Experiment& exp, ExperimentResults& results, const RunOpt
   for (const ConfigEntry& c : m.configs) {
     const ConfigSpec* spec = SpecOf(exp, c.name);
     if (!spec || !c.Ok() || !Layered(exp, c.name) || FirstRepeatFlips(m, c.name) == 0) continue;
-    LayersRecord entry{c.name};
+    LayersRecord entry;
+    entry.config = c.name;
     if (std::string why = Unsupported(*spec); !why.empty() || exp.baseline.engine != EngineKind::kLlama) {
       entry.skipped = why.empty() ? "the baseline is a server configuration" : why;
       out.push_back(std::move(entry));

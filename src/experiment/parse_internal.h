@@ -1,6 +1,6 @@
 // Experiment-file parsing's internals (not part of the stage's interface), shared by parse.cpp
-// (the top level, [probe], [branch], [layers], the checks across tables) and parse_config.cpp
-// (the configuration tables, [baseline] and [[variant]]).
+// (the top level, the checks across tables), parse_tables.cpp ([probe], [branch], [layers],
+// [history]) and parse_config.cpp (the configuration tables, [baseline] and [[variant]]).
 #pragma once
 
 #include <fmt/format.h>
@@ -29,6 +29,25 @@ using KeyReader = std::function<Status(const std::string& key, const toml::node&
 // `where` is empty (the top level, a configuration table).
 Status ReadKeys(const ParseCtx& c, const toml::table& t, const std::string& where, const std::string& keys,
                 const KeyReader& read);
+
+// Reads a value of type T into out; a node of another type is the error `what`.
+template <typename T>
+Status Get(const ParseCtx& c, const toml::node& n, T& out, const char* what) {
+  auto v = n.value<T>();
+  if (!v) return c.At(n, std::string(what));
+  out = *v;
+  return Status::Ok();
+}
+
+// Reads a [section] table with ReadKeys; anything but a table is an error.
+Status ReadSection(const ParseCtx& c, const toml::node& node, const std::string& section, const std::string& keys,
+                   const KeyReader& read);
+
+// [probe], [branch], [layers] and [history] (parse_tables.cpp); dir: the experiment file's folder.
+Status ReadProbe(const ParseCtx& c, const toml::node& node, Experiment& exp);
+Status ReadBranch(const ParseCtx& c, const toml::node& node, BranchSettings& out);
+Status ReadLayers(const ParseCtx& c, const toml::node& node, LayersSettings& out);
+Status ReadHistory(const ParseCtx& c, const toml::node& node, const std::string& dir, HistorySettings& out);
 
 // ~ and ${VAR} expanded; relative paths resolved against base_dir (the experiment file's folder).
 std::string ExpandPath(const std::string& raw, const std::string& base_dir);

@@ -15,23 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-// A configuration that is within the repeat floor alone (or is the baseline) but flips above it
-// when other sequences share its batches: its alone figures do not hold on a busy server.
-json LoadWarnings(const ResultsRows& rows, const std::string& baseline) {
-  json out = json::array();
-  for (const SummaryRow& s : rows.summary) {
-    if (!s.load || s.alone.empty() || !s.above_floor.value_or(false)) continue;
-    const SummaryRow* alone = rows.Find(s.alone);
-    const bool fine_alone = alone ? !alone->above_floor.value_or(true) : s.alone == baseline;
-    if (!fine_alone) continue;
-    out.push_back(
-        fmt::format("{} is within the repeat floor alone, but under load {} ({}) it flips {} of {} probes "
-                    "({:.3f}%): on a server that batches requests its figures do not hold",
-                    s.alone, *s.load, s.config, s.flips, s.probes, 100 * s.median_flip_rate));
-  }
-  return out;
-}
-
 // A configuration's KV bytes per token; -1 when unknown (a server configuration).
 double Kv(const ConfigEntry& c) { return read::Opt<double>(c.fields, "kv_bytes_per_token").value_or(-1.0); }
 
@@ -82,21 +65,6 @@ int64_t ContextCap(const std::vector<RecipeRow>& rows, const ModelInfo& model) {
   for (const RecipeRow& r : rows)
     if (r.knobs) cap = std::max<int64_t>(cap, r.knobs->n_ctx);
   return cap;
-}
-
-// What the recipe's context means for the session measured: too short to hold it, or past the
-// model's training context (as measured, but outside the model's trained regime).
-std::vector<std::string> ContextWarnings(int64_t context, int64_t session, const ModelInfo& model, bool budget) {
-  std::vector<std::string> out;
-  if (session > context)
-    out.push_back(fmt::format("-c {} holds fewer tokens than the session measured ({}){}", context, session,
-                              budget ? ": the memory budget leaves no longer context" : ""));
-  if (model.n_ctx_train > 0 && context > model.n_ctx_train)
-    out.push_back(
-        fmt::format("-c {} is past the model's training context ({}), as measured: the figures hold "
-                    "for this session, but past {} tokens the model runs outside its trained regime",
-                    context, model.n_ctx_train, model.n_ctx_train));
-  return out;
 }
 
 // The memory a configuration needs at the training context: its weights and KV cache as

@@ -129,9 +129,11 @@ TEST(RecipeRanking, MeasuredDamageNeverOutranksAnUnmeasuredOneWithFewerFlips) {
     const json recipe = MakeRecipe(ResultsOf(made), Model());
     auto p = Places(recipe);
     for (const Made& m : made)
-      for (const Made& u : made)
-        if (m.followed >= 0 && u.followed < 0 && u.flips < m.flips)
+      for (const Made& u : made) {
+        if (m.followed >= 0 && u.followed < 0 && u.flips < m.flips) {
           EXPECT_GE(p[m.name].second, p[u.name].second) << recipe["ranking"].dump();
+        }
+      }
   }
 }
 

@@ -102,7 +102,10 @@ Status ReplayDistances(const Experiment& exp, ExperimentResults& results, const 
     FS_ASSIGN_OR_RETURN(auto cand, CaptureReader::Open(twin->captures[0]));
     FS_ASSIGN_OR_RETURN(Comparison cmp, Compare(*base, *cand, co));
     const json cmp_json = ToJson(cmp);
-    ReplayDistance d{c.name, ComparisonFigures::FromCompareJson(cmp_json), Groups(cmp, base->manifest().workload.spans)};
+    ReplayDistance d;
+    d.config = c.name;
+    d.figures = ComparisonFigures::FromCompareJson(cmp_json);
+    d.groups = Groups(cmp, base->manifest().workload.spans);
     d.windows = cmp_json.value("windows", json::array());
     served.distance.push_back(std::move(d));
   }
