@@ -204,9 +204,16 @@ Result<nlohmann::json> RunHistory(const HistoryRequest& req);
 struct CapturedVersion {
   std::string name, capture;
 };
+// Forks followed elsewhere between two versions' captures (an experiment's branch stage, base
+// the baseline): the branch stage's document (docs/branch.md: branch_config, counts, records).
+struct FollowedForks {
+  std::string base, cand;
+  nlohmann::json document;
+};
 struct CapturedHistory {
   std::string model_path, workload_path;   // for the document's head and the flips' token texts
   std::vector<CapturedVersion> versions;   // at least two, in order, captures of the same tokens
+  std::vector<FollowedForks> forks;        // the one of the step that changed most goes to "forks"
   std::string exact_capture;               // the FP64 reference's capture; "" for none
   int window = 8192;
   double confident = 0.9;
@@ -215,7 +222,8 @@ struct CapturedHistory {
 // Compares the versions' captures as RunHistory does (each with the one before, from the third on
 // with the first, each against exact) and writes out_dir/history.json and history.md. The
 // document's "kind" is "configurations"; each version records how its capture ran (engine,
-// flags, kernel path, the server's version and launch when it was a server).
+// flags, kernel path, the server's version and launch when it was a server). Forks followed
+// between the two versions of the step that changed most become its "forks".
 Result<nlohmann::json> HistoryOfCaptures(const CapturedHistory& h);
 
 // The history section as Markdown, and a short terminal table, from a history.json document.

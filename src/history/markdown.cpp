@@ -71,6 +71,18 @@ std::string HistoryBody(const json& doc) {
     md += fmt::format("\n### Flips of the step that changed most ({} -> {})\n\n", s["base"].get<std::string>(),
                       s["cand"].get<std::string>());
     if (s["flip_list"].empty()) md += "None: no greedy choice changed.\n";
+    if (doc.contains("forks")) {
+      const json& c = doc["forks"].value("counts", json::object());
+      const json& o = c.value("outcomes", json::object());
+      auto total = [&](const char* k) {
+        const json& v = o.value(k, json());
+        return v.is_object() ? v.value("total", int64_t(0)) : v.is_number() ? v.get<int64_t>() : int64_t(0);
+      };
+      md += fmt::format("\nForks followed at this step: {} of {} forkable flips; damage {}, repair {}, both fail {}, "
+                        "benign {}.\n",
+                        c.value("total", int64_t(0)), c.value("branch_points", c.value("total", int64_t(0))),
+                        total("damage"), total("repair"), total("both_fail"), total("benign"));
+    }
     for (const auto& f : s["flip_list"])
       md += fmt::format("- position {}: `{}` -> `{}` (base top-1 probability {}, KL {:.3g}, {})\n",
                         f["position"].get<int>(), VisibleToken(f["base_text"].get<std::string>()),

@@ -166,7 +166,8 @@ max_branches = 5
 
     def test_a_history_over_server_configurations(self):
         # "vLLM 0.25 to 0.26" as one history: three launched servers in order (the f16 rows, the
-        # q4_0 rows, the f16 rows again under another version), each step compared on the probes.
+        # q4_0 rows, the q4_0 rows again under another version), each step compared on the probes,
+        # and the forks the run followed at the step that changed most.
         path, out = self.experiment("history-servers", f'''
 [baseline]
 launch = "{serve(self.f16, "--version", "0.25.0")}"
@@ -174,41 +175,52 @@ launch = "{serve(self.f16, "--version", "0.25.0")}"
 name = "next"
 launch = "{serve(self.q4, "--version", "0.26.0")}"
 [[variant]]
-name = "fixed"
-launch = "{serve(self.f16, "--version", "0.26.1")}"
+name = "patch"
+launch = "{serve(self.q4, "--version", "0.26.1")}"
+[branch]
+configs = ["next"]
+max_tokens = {MAX_TOKENS}
+max_call_tokens = 0
+max_branches = 3
 [history]
-configs = ["baseline", "next", "fixed"]
+configs = ["baseline", "next", "patch"]
 ''')
         proc = run("run", path, "-o", out, "-q")
         self.assertIn("history: " + out + "/history.json, history.md and history.html", proc.stdout)
         doc = json.loads(read(os.path.join(out, "history.json")))
         self.assertEqual(doc["kind"], "configurations")
-        self.assertEqual([v["release"] for v in doc["versions"]], ["baseline", "next", "fixed"])
+        self.assertEqual([v["release"] for v in doc["versions"]], ["baseline", "next", "patch"])
         self.assertEqual([v["server"]["version"] for v in doc["versions"]], ["0.25.0", "0.26.0", "0.26.1"])
         self.assertEqual({v["engine"] for v in doc["versions"]}, {"openai"})
         # The steps, recomputed from the served files on the experiment's probes (stride 2).
         f16, q4 = load_file(self.f16), load_file(self.q4)
         probes = np.arange(0, len(f16["argmax"]), 2)
         flips = int(np.sum(f16["argmax"][probes] != q4["argmax"][probes]))
-        self.assertGreater(flips, 0)
+        self.assertGreater(flips, 3)
         steps = doc["steps"]
-        self.assertEqual([(s["base"], s["cand"]) for s in steps], [("baseline", "next"), ("next", "fixed")])
-        self.assertEqual([s["flips"] for s in steps], [flips, flips])
+        self.assertEqual([(s["base"], s["cand"]) for s in steps], [("baseline", "next"), ("next", "patch")])
+        self.assertEqual([s["flips"] for s in steps], [flips, 0])
         self.assertEqual([s["probes"] for s in steps], [len(probes)] * 2)
+        self.assertEqual(steps[1]["bit_identical"], len(probes))
         (first,) = doc["from_first"]
-        self.assertEqual((first["cand"], first["flips"], first["bit_identical"]), ("fixed", 0, len(probes)))
-        # Equal flips: the step with the larger KL mean changed most (KL is not symmetric).
-        self.assertEqual(doc["changed_most"], int(steps[1]["kl_mean"] > steps[0]["kl_mean"]))
-        # The same figures as the experiment's own comparison of next against the baseline.
+        self.assertEqual((first["cand"], first["flips"]), ("patch", flips))
+        self.assertEqual(doc["changed_most"], 0)
+        # The same figures as the experiment's own comparison of next against the baseline, and
+        # the forks the run followed there, attached to the step.
         res = json.loads(read(os.path.join(out, "results.json")))
         (cmp,) = [c for c in res["comparisons"] if c["config"] == "next"]
         self.assertEqual(cmp["compare"]["overall"]["flips"], flips)
+        (b,) = [x for x in res["branches"] if x["config"] == "next"]
+        self.assertEqual(doc["forks"]["records"], b["records"])
+        self.assertEqual(len(doc["forks"]["records"]), 3)
         md = read(os.path.join(out, "history.md"))
         self.assertIn("## History across configurations", md)
         self.assertIn("| next | openai |", md)
+        self.assertIn("Forks followed at this step: 3 of", md)
         html = read(os.path.join(out, "history.html"))
         self.assertIn("History across configurations", html)
         self.assertIn("0.26.1", html)
+        self.assertIn("Forks followed by the run between baseline and next", html)
 
     def test_served_twins_of_server_configurations(self):
         # replay = "both" over a chat: a launched server's twin is captured over HTTP (one-token
