@@ -1,6 +1,7 @@
 // Building blocks of the history stage, shared by its files and its tests.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -65,9 +66,15 @@ Status BisectFinish(const BisectRequest& br, BisectSearch& search, nlohmann::jso
 // One comparison of history.json: the figures of a Comparison that the history section shows.
 nlohmann::json StepJson(const std::string& kind, const std::string& base, const std::string& cand,
                         const Comparison& c);
+// Whether a version moved toward exact from the one before, from each one's KL(exact||version)
+// per probe position (the probes both hold): the mean change with a 95% interval (normal, paired)
+// and "toward exact" / "away from exact" only when the interval lies below / above 0, else "no
+// clear direction" ("no change" when every probe's KL is the same).
+nlohmann::json DirectionJson(const std::map<int32_t, double>& before, const std::map<int32_t, double>& now);
 // Compares the captures of doc["versions"] (and doc["exact"]): each with the one before
 // ("steps"), each from the third on with the first ("from_first"), each against exact
-// ("to_exact"); names the step with the most flips ("changed_most").
+// ("to_exact", from the second on with "from_before": DirectionJson); names the step with the
+// most flips ("changed_most").
 Status CompareAll(const HistoryRequest& req, nlohmann::json& doc);
 
 }  // namespace flipscope::history

@@ -36,7 +36,8 @@ std::string WindowTable(const json& steps) {
   return md;
 }
 
-// Did each step move toward exact? The candidate's mean KL from exact against the base's.
+// Did each step move toward exact? The paired change of each probe's KL from exact, with its
+// interval: a direction only where the interval excludes 0.
 std::string TowardExact(const json& doc) {
   const json& x = doc["to_exact"];
   std::string md =
@@ -45,9 +46,13 @@ std::string TowardExact(const json& doc) {
     std::string move = "";
     if (i > 0) {
       double before = x[i - 1]["kl_mean"].get<double>(), now = x[i]["kl_mean"].get<double>();
-      move = now < before ? "toward exact" : now > before ? "away from exact" : "no change";
-      move += fmt::format(" ({:+.3g} KL, {:+d} flips)", now - before,
-                          int(x[i]["flips"].get<int64_t>() - x[i - 1]["flips"].get<int64_t>()));
+      const int flips = int(x[i]["flips"].get<int64_t>() - x[i - 1]["flips"].get<int64_t>());
+      if (const json& d = x[i].value("from_before", json()); d.is_object())  // the paired test
+        move = fmt::format("{} ({:+.3g} KL per probe, 95% {:+.3g} to {:+.3g}; {:+d} flips)",
+                           d["direction"].get<std::string>(), d["kl_change_mean"].get<double>(),
+                           d["kl_change_ci"][0].get<double>(), d["kl_change_ci"][1].get<double>(), flips);
+      else  // a file written before the test: the means alone, not a direction
+        move = fmt::format("{:+.3g} KL, {:+d} flips", now - before, flips);
     }
     md += fmt::format("| {} | {} | {:.4g} | {} |\n", x[i]["cand"].get<std::string>(), x[i]["flips"].get<int64_t>(),
                       x[i]["kl_mean"].get<double>(), move);

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <iterator>
+#include <map>
 
 #include "history/history.h"
 #include "history/internal.h"
@@ -34,7 +36,7 @@ TEST(Release, RefusesOutsideTheRangeNamingItAndTheRange) {
   const std::string range = OldestSupported().ToString() + " to " + NewestSupported().ToString();
   EXPECT_TRUE(CheckSupported(OldestSupported()).ok());
   EXPECT_TRUE(CheckSupported(NewestSupported()).ok());
-  for (Release r : {Release{0, 2, 90}, Release{0, 3, 34}, Release{0, 3, 37}, Release{1, 0, 0}}) {
+  for (Release r : {Release{0, 2, 90}, Release{0, 3, 30}, Release{0, 3, 37}, Release{1, 0, 0}}) {
     Status s = CheckSupported(r);
     ASSERT_FALSE(s.ok()) << r.ToString();
     EXPECT_EQ(s.code(), StatusCode::kRefused);
@@ -119,12 +121,45 @@ TEST(History, MarkdownSaysWhichWayEachStepMoved) {
   doc["steps"] = {step("0.3.35", "0.3.36", 3, 1e-3), step("0.3.36", "0.3.37", 0, 0)};
   doc["from_first"] = {step("0.3.35", "0.3.37", 3, 1e-3)};
   doc["to_exact"] = {step("exact", "0.3.35", 9, 3e-3), step("exact", "0.3.36", 7, 2e-3), step("exact", "0.3.37", 7, 2e-3)};
+  // A file without the paired test: the means' change, no direction.
   std::string md = HistoryMarkdown(doc);
-  EXPECT_NE(md.find("| 0.3.36 | 7 | 0.002 | toward exact (-0.001 KL, -2 flips) |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| 0.3.37 | 7 | 0.002 | no change (+0 KL, +0 flips) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 0.3.36 | 7 | 0.002 | -0.001 KL, -2 flips |"), std::string::npos) << md;
+  // With it: the test's direction and interval.
+  doc["to_exact"][1]["from_before"] = {
+      {"probes", 100}, {"kl_change_mean", -1e-3}, {"kl_change_ci", {-1.5e-3, -5e-4}}, {"direction", "toward exact"}};
+  doc["to_exact"][2]["from_before"] = {
+      {"probes", 100}, {"kl_change_mean", 0}, {"kl_change_ci", {0, 0}}, {"direction", "no change"}};
+  md = HistoryMarkdown(doc);
+  EXPECT_NE(md.find("| 0.3.36 | 7 | 0.002 | toward exact (-0.001 KL per probe, 95% -0.0015 to -0.0005; -2 flips) |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| 0.3.37 | 7 | 0.002 | no change (+0 KL per probe, 95% +0 to +0; +0 flips) |"), std::string::npos)
+      << md;
   EXPECT_NE(md.find("| 0.3.35 | 0.3.36 | 100 | 3 | 3.00% | 0 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| 0.3.36 | 0.3.37 | 100 | 0 | 0.00% | 0 | 0 | 0 | 0 | 100 of 100 |"), std::string::npos) << md;
   EXPECT_NE(md.find("Flips of the step that changed most (0.3.35 -> 0.3.36)"), std::string::npos) << md;
+}
+
+// A direction only where the paired interval of the per-probe KL change excludes 0: a shift of
+// every probe is one, the same mean change buried in noise is not.
+TEST(History, DirectionNeedsThePairedIntervalToExcludeZero) {
+  std::map<int32_t, double> before, shifted, noisy, same;
+  for (int32_t p = 0; p < 200; ++p) {
+    before[p] = 0.01 + 0.001 * (p % 7);
+    shifted[p] = before[p] * 0.9;                        // every probe 10% closer
+    noisy[p] = before[p] + (p % 2 ? 0.02 : -0.0199);     // mean change +5e-5, spread 0.02
+    same[p] = before[p];
+  }
+  EXPECT_EQ(history::DirectionJson(before, shifted)["direction"], "toward exact");
+  EXPECT_EQ(history::DirectionJson(shifted, before)["direction"], "away from exact");
+  nlohmann::json d = history::DirectionJson(before, noisy);
+  EXPECT_EQ(d["direction"], "no clear direction") << d.dump();
+  EXPECT_GT(d["kl_change_mean"].get<double>(), 0);
+  EXPECT_LT(d["kl_change_ci"][0].get<double>(), 0);
+  EXPECT_EQ(history::DirectionJson(before, same)["direction"], "no change");
+  // Only the probes both hold are paired.
+  std::map<int32_t, double> half(before.begin(), std::next(before.begin(), 50));
+  EXPECT_EQ(history::DirectionJson(half, shifted)["probes"], 50);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <map>
 #include <filesystem>
 
 #include "history/internal.h"
@@ -44,6 +45,24 @@ nlohmann::json StepJson(const std::string& kind, const std::string& base, const 
           {"flip_list", flips}};
 }
 
+nlohmann::json DirectionJson(const std::map<int32_t, double>& before, const std::map<int32_t, double>& now) {
+  std::vector<double> d;  // now - before, per probe both hold
+  for (const auto& [pos, kl] : now)
+    if (auto it = before.find(pos); it != before.end()) d.push_back(kl - it->second);
+  const double n = double(d.size());
+  double mean = 0, var = 0;
+  for (double x : d) mean += x;
+  mean = n > 0 ? mean / n : 0;
+  for (double x : d) var += (x - mean) * (x - mean);
+  const double se = n > 1 ? std::sqrt(var / (n - 1) / n) : 0;
+  const double lo = mean - 1.96 * se, hi = mean + 1.96 * se;
+  const std::string direction = (se == 0 && mean == 0) ? "no change"
+                                : hi < 0               ? "toward exact"
+                                : lo > 0               ? "away from exact"
+                                                       : "no clear direction";
+  return {{"probes", d.size()}, {"kl_change_mean", mean}, {"kl_change_ci", {lo, hi}}, {"direction", direction}};
+}
+
 Status CompareAll(const HistoryRequest& req, nlohmann::json& doc) {
   CompareOptions opts;
   opts.window = req.window;
@@ -65,11 +84,18 @@ Status CompareAll(const HistoryRequest& req, nlohmann::json& doc) {
     FS_ASSIGN_OR_RETURN(auto f, compare("from_first", v[0], v[i], v[0]["release"], v[i]["release"]));
     doc["from_first"].push_back(std::move(f));
   }
-  if (doc.contains("exact"))
+  if (doc.contains("exact")) {
+    std::vector<std::map<int32_t, double>> kl_of;  // each version's KL(exact||version) per probe position
     for (const auto& e : v) {
-      FS_ASSIGN_OR_RETURN(auto x, compare("to_exact", doc["exact"], e, nlohmann::json("exact"), e["release"]));
+      FS_ASSIGN_OR_RETURN(Comparison cmp,
+                          CompareFiles(doc["exact"]["capture"].get<std::string>(), e["capture"].get<std::string>(), opts));
+      nlohmann::json x = StepJson("to_exact", "exact", e["release"].get<std::string>(), cmp);
+      kl_of.emplace_back();
+      for (const compare::ProbeMetrics& p : cmp.probes) kl_of.back()[p.position] = p.kl_base_cand;
+      if (kl_of.size() > 1) x["from_before"] = DirectionJson(kl_of[kl_of.size() - 2], kl_of.back());
       doc["to_exact"].push_back(std::move(x));
     }
+  }
   // The step that changed most: the most flips, then the largest mean KL.
   int best = -1;
   for (size_t i = 0; i < doc["steps"].size(); ++i) {

@@ -13,6 +13,7 @@ using nlohmann::json;
 using report::Count;
 using report::HtmlRow;
 using report::Num;
+using report::NumAt;
 using report::Percent;
 using report::Small;
 using report::Str;
@@ -138,13 +139,20 @@ std::string StepsSection(const json& doc) {
   return out + "</section>";
 }
 
-// Whether going from the version before to this one moved the numbers toward exact (smaller mean KL).
+// Whether going from the version before to this one moved the numbers toward exact: the paired
+// test's direction and interval (history.json's from_before); a file without it gives the means'
+// change and no direction.
 std::string MoveCell(const json& before, const json& now) {
   const auto a = Num(before, "kl_mean"), b = Num(now, "kl_mean");
   if (!a || !b) return "—";
-  const std::string what = *b < *a ? "toward exact" : *b > *a ? "away from exact" : "no change";
-  return fmt::format("{} ({:+.3g} KL, {:+} flips)", what, *b - *a,
-                     int64_t(Num(now, "flips").value_or(0) - Num(before, "flips").value_or(0)));
+  const int64_t flips = int64_t(Num(now, "flips").value_or(0) - Num(before, "flips").value_or(0));
+  const json& d = Sub(now, "from_before");
+  const json& ci = Sub(d, "kl_change_ci");
+  if (d.is_object() && ci.is_array() && ci.size() == 2)
+    return fmt::format("{} ({:+.3g} KL per probe, 95% {:+.3g} to {:+.3g}; {:+} flips)", Str(d, "direction", "?"),
+                       Num(d, "kl_change_mean").value_or(0), NumAt(ci, "/0").value_or(0), NumAt(ci, "/1").value_or(0),
+                       flips);
+  return fmt::format("{:+.3g} KL, {:+} flips", *b - *a, flips);
 }
 
 std::string ExactSection(const json& doc) {
