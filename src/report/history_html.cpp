@@ -61,38 +61,45 @@ std::string StepTable(const json& steps, const std::string& cls) {
   return out + "</tbody></table></div>";
 }
 
+// The versions' section: a title, a sentence, and one table row per version.
+std::string VersionTable(const std::string& title, const std::string& intro, const std::vector<std::string>& header,
+                         const std::vector<std::vector<std::string>>& rows) {
+  std::string out = "<section id=\"versions\"><h2>" + title + "</h2><p>" + intro +
+                    "</p><div class=\"table-wrap\"><table class=\"versions\"><thead>" + HtmlRow(header, true) +
+                    "</thead><tbody>";
+  for (const auto& r : rows) out += HtmlRow(r);
+  return out + "</tbody></table></div></section>";
+}
+
 // A history of configurations (kind "configurations"): how each capture ran, as its manifest says.
 std::string ConfigurationsSection(const json& doc) {
-  std::string out =
-      "<section id=\"versions\"><h2>Configurations</h2><p>Each configuration as its capture recorded it, in the "
-      "order given; every capture is of the same token ids.</p>"
-      "<div class=\"table-wrap\"><table class=\"versions\"><thead>" +
-      HtmlRow({"Configuration", "Engine", "Ran with", "Server version", "llama.cpp", "Kernel path"}, true) +
-      "</thead><tbody>";
+  std::vector<std::vector<std::string>> rows;
   for (const json& v : List(doc, "versions"))
-    out += HtmlRow({"<strong>" + E(Str(v, "release", "?")) + "</strong>", E(Str(v, "engine", "?")),
+    rows.push_back({"<strong>" + E(Str(v, "release", "?")) + "</strong>", E(Str(v, "engine", "?")),
                     "<code>" + E(Str(v, "flags")) + "</code>", E(Str(Sub(v, "server"), "version", "—")),
                     E(Str(v, "llama_cpp", "—")), E(Str(v, "kernel_path", "—"))});
-  return out + "</tbody></table></div></section>";
+  return VersionTable("Configurations",
+                      "Each configuration as its capture recorded it, in the order given; every capture is of the "
+                      "same token ids.",
+                      {"Configuration", "Engine", "Ran with", "Server version", "llama.cpp", "Kernel path"}, rows);
 }
 
 // The versions as their captures recorded them: release, llama.cpp commit, build, kernel path, times.
 std::string VersionsSection(const json& doc) {
   if (Str(doc, "kind") == "configurations") return ConfigurationsSection(doc);
-  std::string out =
-      "<section id=\"versions\"><h2>Versions</h2><p>Each version's capture ran in its own process built against "
-      "that llama.cpp, fed the same token ids; what follows is what each capture's manifest records.</p>"
-      "<div class=\"table-wrap\"><table class=\"versions\"><thead>" +
-      HtmlRow({"Version", "llama.cpp commit", "Build", "Kernel path", "Capture seconds", "Worker build seconds"}, true) +
-      "</thead><tbody>";
+  std::vector<std::vector<std::string>> rows;
   for (const json& v : List(doc, "versions")) {
     const json& src = Sub(v, "llama_source");
     const bool reused = Sub(v, "reused") == true;
-    out += HtmlRow({"<strong>" + E(Str(v, "release", "?")) + "</strong>", "<code>" + E(Str(src, "commit", "?")) + "</code>",
+    rows.push_back({"<strong>" + E(Str(v, "release", "?")) + "</strong>", "<code>" + E(Str(src, "commit", "?")) + "</code>",
                     "<code>" + E(Str(src, "build", "?")) + "</code>", E(Str(v, "kernel_path", "?")),
                     reused ? "reused" : E(Small(Num(v, "capture_seconds"))), E(Small(Num(v, "worker_build_seconds")))});
   }
-  return out + "</tbody></table></div></section>";
+  return VersionTable("Versions",
+                      "Each version's capture ran in its own process built against that llama.cpp, fed the same "
+                      "token ids; what follows is what each capture's manifest records.",
+                      {"Version", "llama.cpp commit", "Build", "Kernel path", "Capture seconds", "Worker build seconds"},
+                      rows);
 }
 
 // Per-window series of each step: window midpoints against field (flip_rate is flips / probes).
