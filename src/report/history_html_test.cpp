@@ -63,9 +63,16 @@ TEST(HistoryHtml, StepsExactAndWindowsFromTheDocument) {
   EXPECT_EQ(Count(page, "<svg"), 3u);
   // The first window's flip rate as its point's tip: 3 flips of 60 probes.
   EXPECT_NE(page.find("tokens 0-2048: 3 flips of 60 probes"), std::string::npos);
-  // Toward exact from 0.3.35 to 0.3.36 (KL 2e-3 to 1.5e-3, 9 to 7 flips); no change after.
-  EXPECT_NE(page.find("toward exact (-0.0005 KL, -2 flips)"), std::string::npos) << page;
-  EXPECT_NE(page.find("no change (+0 KL, +0 flips)"), std::string::npos);
+  // Without the paired test in the file: the means' change (KL 2e-3 to 1.5e-3, 9 to 7 flips), no direction.
+  EXPECT_NE(page.find("<td>-0.0005 KL, -2 flips</td>"), std::string::npos) << page;
+  EXPECT_NE(page.find("<td>+0 KL, +0 flips</td>"), std::string::npos);
+  EXPECT_EQ(page.find("toward exact ("), std::string::npos);
+  // With it: the test's direction and interval.
+  nlohmann::json with = Doc();
+  with["to_exact"][1]["from_before"] = {
+      {"probes", 100}, {"kl_change_mean", -5e-4}, {"kl_change_ci", {-8e-4, -2e-4}}, {"direction", "toward exact"}};
+  EXPECT_NE(RenderHistoryHtml(with).find("toward exact (-0.0005 KL per probe, 95% -0.0008 to -0.0002; -2 flips)"),
+            std::string::npos);
   // The step that changed most is named, its flip listed with its tokens escaped and spaces shown;
   // its forks were not followed.
   EXPECT_NE(page.find("<td>2,080</td><td><code class=\"t\">␠&lt;b&gt;</code></td><td><code class=\"t\">Port</code></td>"
