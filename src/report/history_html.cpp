@@ -13,7 +13,6 @@ using nlohmann::json;
 using report::Count;
 using report::HtmlRow;
 using report::Num;
-using report::NumAt;
 using report::Percent;
 using report::Small;
 using report::Str;
@@ -155,10 +154,9 @@ std::string MoveCell(const json& before, const json& now) {
   const int64_t flips = int64_t(Num(now, "flips").value_or(0) - Num(before, "flips").value_or(0));
   const json& d = Sub(now, "from_before");
   const json& ci = Sub(d, "kl_change_ci");
-  if (d.is_object() && ci.is_array() && ci.size() == 2)
+  if (d.is_object() && ci.is_array() && ci.size() == 2 && ci[0].is_number() && ci[1].is_number())
     return fmt::format("{} ({:+.3g} KL per probe, 95% {:+.3g} to {:+.3g}; {:+} flips)", Str(d, "direction", "?"),
-                       Num(d, "kl_change_mean").value_or(0), NumAt(ci, "/0").value_or(0), NumAt(ci, "/1").value_or(0),
-                       flips);
+                       Num(d, "kl_change_mean").value_or(0), ci[0].get<double>(), ci[1].get<double>(), flips);
   return fmt::format("{:+.3g} KL, {:+} flips", *b - *a, flips);
 }
 

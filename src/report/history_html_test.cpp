@@ -71,8 +71,9 @@ TEST(HistoryHtml, StepsExactAndWindowsFromTheDocument) {
   nlohmann::json with = Doc();
   with["to_exact"][1]["from_before"] = {
       {"probes", 100}, {"kl_change_mean", -5e-4}, {"kl_change_ci", {-8e-4, -2e-4}}, {"direction", "toward exact"}};
-  EXPECT_NE(RenderHistoryHtml(with).find("toward exact (-0.0005 KL per probe, 95% -0.0008 to -0.0002; -2 flips)"),
-            std::string::npos);
+  const std::string tested = RenderHistoryHtml(with);
+  EXPECT_NE(tested.find("toward exact (-0.0005 KL per probe, 95% -0.0008 to -0.0002; -2 flips)"), std::string::npos)
+      << tested.substr(tested.find("history-exact"), 1500);
   // The step that changed most is named, its flip listed with its tokens escaped and spaces shown;
   // its forks were not followed.
   EXPECT_NE(page.find("<td>2,080</td><td><code class=\"t\">␠&lt;b&gt;</code></td><td><code class=\"t\">Port</code></td>"
