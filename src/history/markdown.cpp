@@ -41,7 +41,7 @@ std::string WindowTable(const json& steps) {
 std::string TowardExact(const json& doc) {
   const json& x = doc["to_exact"];
   std::string md =
-      "| release | flips against exact | KL(exact‖release) mean | step from the release before |\n|---|---:|---:|---|\n";
+      "| version | flips against exact | KL(exact‖version) mean | from the version before |\n|---|---:|---:|---|\n";
   for (size_t i = 0; i < x.size(); ++i) {
     std::string move = "";
     if (i > 0) {

@@ -215,6 +215,9 @@ std::string ForksSection(const json& doc) {
     out += "</tbody></table></div>";
   }
   const json& forks = Sub(doc, "forks");
+  if (!forks.is_object() && Str(doc, "kind") == "configurations")
+    return out + "<p>The run follows forks between the baseline and a variant (its <code>[branch]</code>); this "
+                 "step is not one of those, so its forks were not followed.</p></section>";
   if (!forks.is_object())
     return out + "<p>The forks were not followed in this history (docs/history.md says what following them "
                  "needs).</p></section>";
