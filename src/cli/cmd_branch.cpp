@@ -96,7 +96,8 @@ void AddBranchOptionFlags(CLI::App* cmd, BranchOpts& o) {
                   "the workload's tools), free (unconstrained greedy), or auto (grammar where the chat template "
                   "renders tool calls, else free)")
       ->capture_default_str();
-  cmd->add_flag("--no-fork", o.no_fork, "Re-prefill every branch instead of forking the cache (slower; for comparison)");
+  cmd->add_flag("--no-fork", o.no_fork,
+                "Re-prefill every branch instead of forking the cache (slower; for comparison)");
 }
 
 // The named modes read into o.req.options; an error names the flag.

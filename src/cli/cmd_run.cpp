@@ -55,7 +55,8 @@ Status WriteConfigHistory(const Experiment& exp, const nlohmann::json& results, 
   if (r.reference && r.reference->capture.Ok() && !r.reference->capture.captures.empty())
     h.exact_capture = r.reference->capture.captures.front();
   FS_ASSIGN_OR_RETURN(nlohmann::json doc, HistoryOfCaptures(h));
-  FS_RETURN_IF_ERROR(WriteFileAtomic((std::filesystem::path(outdir) / "history.html").string(), RenderHistoryHtml(doc)));
+  FS_RETURN_IF_ERROR(
+      WriteFileAtomic((std::filesystem::path(outdir) / "history.html").string(), RenderHistoryHtml(doc)));
   fmt::print("{}", HistoryTerminal(doc));
   fmt::print("history: {}/history.json, history.md and history.html\n", outdir);
   return Status::Ok();

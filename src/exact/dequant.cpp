@@ -199,9 +199,8 @@ Weight Rows(const Weight& w, int64_t r0, int64_t n) {
 
 WideLayer Widen(const Layer& L, int threads) {
   auto w = [&](const Weight& x) { return x.data ? Widen(x, threads) : Matrix{}; };
-  return {w(L.wq),      w(L.wk),    w(L.wv),       w(L.wo),        w(L.gate),       w(L.up),
-          w(L.down),    w(L.router), w(L.ssm_qkv), w(L.ssm_z),     w(L.ssm_beta),   w(L.ssm_alpha),
-          w(L.ssm_out)};
+  return {w(L.wq),     w(L.wk),      w(L.wv),    w(L.wo),       w(L.gate),      w(L.up),     w(L.down),
+          w(L.router), w(L.ssm_qkv), w(L.ssm_z), w(L.ssm_beta), w(L.ssm_alpha), w(L.ssm_out)};
 }
 
 }  // namespace flipscope::exact

@@ -129,9 +129,9 @@ nlohmann::json ExactEngine::Describe() const {
 
 nlohmann::json ExactEngine::PartTimes() const {
   const exact::PassTimes& t = impl_->times;
-  nlohmann::json parts = {{"embed_s", t.embed}, {"widen_s", t.widen},   {"project_s", t.project},
-                          {"attention_s", t.attention}, {"mlp_s", t.mlp}, {"logits_s", t.logits},
-                          {"rows_s", t.rows}};
+  nlohmann::json parts = {
+      {"embed_s", t.embed}, {"widen_s", t.widen},   {"project_s", t.project}, {"attention_s", t.attention},
+      {"mlp_s", t.mlp},     {"logits_s", t.logits}, {"rows_s", t.rows}};
   if (t.recurrent > 0) parts["recurrent_s"] = t.recurrent;  // a model with DeltaNet layers (qwen35)
   return parts;
 }

@@ -168,8 +168,15 @@ namespace {
 class Pass {
  public:
   Pass(const Model& m, const ExactOptions& o, int threads, int64_t n, const Watch& watch, PassTimes& spent)
-      : m_(m), hp_(m.hp), o_(o), threads_(threads), n_(n), chunk_(std::max(1, o.token_chunk)), watch_(watch),
-        spent_(spent), t_(NowSeconds()) {
+      : m_(m),
+        hp_(m.hp),
+        o_(o),
+        threads_(threads),
+        n_(n),
+        chunk_(std::max(1, o.token_chunk)),
+        watch_(watch),
+        spent_(spent),
+        t_(NowSeconds()) {
     a_.q.resize(size_t(n * hp_.n_head * hp_.head_k));
     a_.k.resize(size_t(n * hp_.n_head_kv * hp_.head_k));
     a_.v.resize(size_t(n * hp_.n_head_kv * hp_.head_v));
@@ -183,7 +190,8 @@ class Pass {
     h_.assign(size_t(n_ * E), 0.0);
     for (int64_t t = 0; t < n_; ++t) {
       if (tokens[size_t(t)] < 0 || tokens[size_t(t)] >= hp_.n_vocab)
-        return Status::Error(m_.path + ": token id " + std::to_string(tokens[size_t(t)]) + " is outside the vocabulary");
+        return Status::Error(m_.path + ": token id " + std::to_string(tokens[size_t(t)]) +
+                             " is outside the vocabulary");
       const Matrix e = Widen(Rows(m_.embd, tokens[size_t(t)], 1));
       for (int64_t i = 0; i < E; ++i) h_[size_t(t * E + i)] = e.w[size_t(i)] * hp_.embd_scale;
     }
@@ -242,8 +250,7 @@ class Pass {
         L.swa ? std::pair{hp_.rope_base_swa, hp_.rope_scale_swa} : std::pair{hp_.rope_base, hp_.rope_scale};
     auto it = ropes_.find(key);
     if (it == ropes_.end())
-      it = ropes_
-               .emplace(key, MakeRopeTable(n_, hp_.n_rot, key.first, key.second, hp_.rope_sections, hp_.rope_imrope))
+      it = ropes_.emplace(key, MakeRopeTable(n_, hp_.n_rot, key.first, key.second, hp_.rope_sections, hp_.rope_imrope))
                .first;
     for (int64_t c0 = 0; c0 < n_; c0 += chunk_)
       Project(m_, L, W, it->second, h_.data(), c0, std::min(n_, c0 + chunk_), a_, il == 0, watch_, threads_);

@@ -103,7 +103,7 @@ struct Layer {
 
 // One layer's matrices widened to FP64 for the pass over it.
 struct WideLayer {
-  Matrix wq, wk, wv, wo, gate, up, down, router;  // router empty without experts
+  Matrix wq, wk, wv, wo, gate, up, down, router;        // router empty without experts
   Matrix ssm_qkv, ssm_z, ssm_beta, ssm_alpha, ssm_out;  // a Gated DeltaNet layer's (else empty)
 };
 

@@ -254,8 +254,8 @@ Status CheckEveryTensorUsed(const Reader& r, const Hparams& hp) {
   for (int64_t i = 0; i < gguf_get_n_tensors(r.g); ++i) {
     std::string name = gguf_get_tensor_name(r.g, i);
     if (!r.used.count(name) && !InSkippedLayer(name, hp))
-      return Status::Error(fmt::format("{}: tensor {} ({} graph feature) is not implemented by the exact engine",
-                                       r.path, name, r.arch));
+      return Status::Error(
+          fmt::format("{}: tensor {} ({} graph feature) is not implemented by the exact engine", r.path, name, r.arch));
   }
   return Status::Ok();
 }

@@ -21,12 +21,12 @@ Status ReadQwen35Hparams(const Reader& r, Hparams& hp) {
   // (key width = value width = state_size); it asserts what is checked here.
   if (hp.ssm_conv < 1 || hp.ssm_state < 1 || hp.ssm_k_heads < 1 || hp.ssm_v_heads % hp.ssm_k_heads != 0 ||
       inner != hp.ssm_state * hp.ssm_v_heads)
-    return Status::Error(fmt::format(
-        "{}: unsupported Gated DeltaNet shape (conv {}, state {}, {} key heads, {} value heads, inner {})", r.path,
-        hp.ssm_conv, hp.ssm_state, hp.ssm_k_heads, hp.ssm_v_heads, inner));
+    return Status::Error(
+        fmt::format("{}: unsupported Gated DeltaNet shape (conv {}, state {}, {} key heads, {} value heads, inner {})",
+                    r.path, hp.ssm_conv, hp.ssm_state, hp.ssm_k_heads, hp.ssm_v_heads, inner));
   if (hp.head_v != hp.head_k)
-    return Status::Error(fmt::format("{}: qwen35 needs equal key and value widths ({} and {})", r.path, hp.head_k,
-                                     hp.head_v));
+    return Status::Error(
+        fmt::format("{}: qwen35 needs equal key and value widths ({} and {})", r.path, hp.head_k, hp.head_v));
   FS_ASSIGN_OR_RETURN(std::vector<int64_t> sections, r.Ints("rope.dimension_sections"));
   if (sections.empty() || sections.size() > 4)
     return Status::Error(fmt::format("{}: qwen35 needs {}.rope.dimension_sections (up to 4 values)", r.path, r.arch));

@@ -109,5 +109,4 @@ struct Reader {
   }
 };
 
-
 }  // namespace flipscope::exact

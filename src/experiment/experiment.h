@@ -39,9 +39,9 @@ struct ConfigSpec {
   std::string model_path;  // the weights this configuration runs
   std::string requantize;  // e.g. "F16" or "Q8_0": derive the weights from the experiment's model
   int repeats = 1;
-  int line = 0;                  // where it is defined in the experiment file
+  int line = 0;                            // where it is defined in the experiment file
   EngineKind engine = EngineKind::kLlama;  // llama (knobs) or openai (server); exact only as the reference
-  ServerSpec server;             // engine "openai" only
+  ServerSpec server;                       // engine "openai" only
 };
 
 struct BranchSettings {
@@ -56,7 +56,7 @@ struct BranchSettings {
   // With futures under the grammar: each variant's forks followed again free, for the counts both
   // ways (results' branches[].free_counts; a teacher-forced pass per side more).
   bool compare_free = false;
-  std::vector<std::string> configs;      // variants whose forks are followed; empty = every variant that flips
+  std::vector<std::string> configs;  // variants whose forks are followed; empty = every variant that flips
 };
 
 // [layers]: where each flip of a variant against the baseline is born (the layers stage).
@@ -132,7 +132,8 @@ Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& op
 
 // The experiment's served twin under replay = "both": the baseline and every variant that can
 // run served (llama.cpp, alone) under ServedName with replay served; forks as [branch] says
-// (names mapped to their twins), no layers or exact reference. Each configuration left out is appended to *skipped as {"config", "reason"}.
+// (names mapped to their twins), no layers or exact reference. Each configuration left out is appended to *skipped as
+// {"config", "reason"}.
 Experiment ServedTwin(const Experiment& exp, nlohmann::json* skipped);
 
 struct ModelInfo;

@@ -243,7 +243,8 @@ TEST(ParseExperiment, HistoryTableTakesReleasesOverTheBaseline) {
   EXPECT_TRUE(ec->history.releases.empty());
   // The file's own configurations in order (variants allowed: they are the versions).
   auto pk = ParseExperiment(fixtures::MakeExperiment(
-      "history-configs", "[history]\nconfigs = [\"baseline\", \"q8\"]\n\n[[variant]]\nname = \"q8\"\ncache_type_k = \"q8_0\"\n"));
+      "history-configs",
+      "[history]\nconfigs = [\"baseline\", \"q8\"]\n\n[[variant]]\nname = \"q8\"\ncache_type_k = \"q8_0\"\n"));
   ASSERT_TRUE(pk.ok()) << pk.status().message();
   EXPECT_EQ(pk->history.configs, (std::vector<std::string>{"baseline", "q8"}));
   // Errors name the line: too few releases, a bad cpu, an unknown key, and tables a history does not take.
@@ -251,23 +252,24 @@ TEST(ParseExperiment, HistoryTableTakesReleasesOverTheBaseline) {
     const char* body;
     const char* words;
   };
-  for (const Bad& b : {Bad{"[history]\nreleases = [\"0.3.36\"]\n", ":5: releases needs at least two"},
-                       Bad{"[history]\nreleases = \"0.3.36\"\n", ":5: releases must be a list"},
-                       Bad{"[history]\nreleases = [\"0.3.35\", \"0.3.36\"]\ncpu = \"fast\"\n", ":6: cpu must be"},
-                       Bad{"[history]\nrelease = [\"0.3.35\", \"0.3.36\"]\n", ":5: unknown key 'release' in [history]"},
-                       Bad{"[history]\nreleases = [\"0.3.35\", \"0.3.36\"]\n[[variant]]\nname = \"x\"\nthreads = 1\n",
-                           "[history] runs the [baseline]"},
-                       Bad{"[history]\ncommits = [\"a\", \"b\"]\n", ":4: [history] commits needs llama_src"},
-                       Bad{"[history]\nllama_src = \"x\"\n", ":4: [history] llama_src needs commits"},
-                       Bad{"[history]\n", ":4: [history] needs releases, llama_src and commits, or configs"},
-                       Bad{"[history]\nconfigs = [\"baseline\", \"nope\"]\n", "configs names 'nope', which is not a configuration"},
-                       Bad{"[history]\nconfigs = [\"baseline\", \"baseline\"]\n", "configs names 'baseline' twice"},
-                       Bad{"[history]\nconfigs = [\"baseline\", \"x\"]\nreleases = [\"0.3.35\", \"0.3.36\"]\n",
-                           ":4: [history] takes one of releases"},
-                       Bad{"[history]\nreleases = [\"0.3.35\", \"0.3.36\"]\nllama_src = \"x\"\ncommits = [\"a\", \"b\"]\n",
-                           ":4: [history] takes one of releases, commits"},
-                       Bad{"[history]\nllama_src = \"x\"\ncommits = [\"a\"]\n", ":6: commits needs at least two"},
-                       Bad{"[history]\nreleases = [\"0.3.35\", \"0.3.36\"]\nmax_tokens = 0\n", ":6: max_tokens must be"}}) {
+  for (const Bad& b :
+       {Bad{"[history]\nreleases = [\"0.3.36\"]\n", ":5: releases needs at least two"},
+        Bad{"[history]\nreleases = \"0.3.36\"\n", ":5: releases must be a list"},
+        Bad{"[history]\nreleases = [\"0.3.35\", \"0.3.36\"]\ncpu = \"fast\"\n", ":6: cpu must be"},
+        Bad{"[history]\nrelease = [\"0.3.35\", \"0.3.36\"]\n", ":5: unknown key 'release' in [history]"},
+        Bad{"[history]\nreleases = [\"0.3.35\", \"0.3.36\"]\n[[variant]]\nname = \"x\"\nthreads = 1\n",
+            "[history] runs the [baseline]"},
+        Bad{"[history]\ncommits = [\"a\", \"b\"]\n", ":4: [history] commits needs llama_src"},
+        Bad{"[history]\nllama_src = \"x\"\n", ":4: [history] llama_src needs commits"},
+        Bad{"[history]\n", ":4: [history] needs releases, llama_src and commits, or configs"},
+        Bad{"[history]\nconfigs = [\"baseline\", \"nope\"]\n", "configs names 'nope', which is not a configuration"},
+        Bad{"[history]\nconfigs = [\"baseline\", \"baseline\"]\n", "configs names 'baseline' twice"},
+        Bad{"[history]\nconfigs = [\"baseline\", \"x\"]\nreleases = [\"0.3.35\", \"0.3.36\"]\n",
+            ":4: [history] takes one of releases"},
+        Bad{"[history]\nreleases = [\"0.3.35\", \"0.3.36\"]\nllama_src = \"x\"\ncommits = [\"a\", \"b\"]\n",
+            ":4: [history] takes one of releases, commits"},
+        Bad{"[history]\nllama_src = \"x\"\ncommits = [\"a\"]\n", ":6: commits needs at least two"},
+        Bad{"[history]\nreleases = [\"0.3.35\", \"0.3.36\"]\nmax_tokens = 0\n", ":6: max_tokens must be"}}) {
     auto bad = ParseExperiment(fixtures::MakeExperiment("badhistory", b.body));
     ASSERT_FALSE(bad.ok()) << b.body;
     EXPECT_NE(bad.status().message().find(b.words), std::string::npos) << bad.status().message();

@@ -178,8 +178,7 @@ Status CheckNames(const Experiment& exp) {
     for (const auto& name : exp.history.configs) {
       if (name != exp.baseline.name && !is_variant(name))
         return Status::Error(exp.path + ": [history] configs names '" + name + "', which is not a configuration");
-      if (!seen.insert(name).second)
-        return Status::Error(exp.path + ": [history] configs names '" + name + "' twice");
+      if (!seen.insert(name).second) return Status::Error(exp.path + ": [history] configs names '" + name + "' twice");
     }
     return Status::Ok();
   }

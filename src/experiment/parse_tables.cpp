@@ -175,8 +175,9 @@ Status ReadHistory(const ParseCtx& c, const toml::node& node, const std::string&
     return err("[history] takes one of releases, commits (of llama_src) or configs");
   if (!out.configs.empty()) {
     if (!out.llama_src.empty() || !out.cpu.empty() || out.max_tokens > 0)
-      return err("[history] configs compares this file's configurations as the run captures them: no llama_src, cpu "
-                 "or max_tokens");
+      return err(
+          "[history] configs compares this file's configurations as the run captures them: no llama_src, cpu "
+          "or max_tokens");
     return Status::Ok();
   }
   if (!out.commits.empty() && out.llama_src.empty())

@@ -52,11 +52,11 @@ struct WorkerOptions {
 // llama.cpp checkout.
 struct Worker {
   Release release;
-  std::string commit;     // a checkout's commit (full id); "" for a release
-  std::string binary;     // the worker's flipscope executable; "" when its build failed (error)
-  std::string build_log;  // where a failed build's compiler output is
-  std::string error;      // a commit whose build failed: the one-line reason, naming build_log
-  double build_seconds = 0;  // this call's build time; 0 when the worker was already built
+  std::string commit;              // a checkout's commit (full id); "" for a release
+  std::string binary;              // the worker's flipscope executable; "" when its build failed (error)
+  std::string build_log;           // where a failed build's compiler output is
+  std::string error;               // a commit whose build failed: the one-line reason, naming build_log
+  double build_seconds = 0;        // this call's build time; 0 when the worker was already built
   double llama_build_seconds = 0;  // of that, the llama.cpp libraries (a commit's build only)
 };
 
@@ -98,7 +98,7 @@ Result<int> RunProcess(const std::vector<std::string>& argv, const std::string& 
 struct BisectCriterion {
   enum class Kind { kNotBitIdentical, kFlipsAbove, kKlMeanAbove };
   Kind kind = Kind::kNotBitIdentical;
-  double threshold = 0;  // N (whole) or x
+  double threshold = 0;          // N (whole) or x
   std::string ToString() const;  // the text ParseBisectCriterion takes
 };
 // "not-bit-identical", "flips>N" (N a whole number) or "kl>X" (X a number >= 0); else an error naming the text.
@@ -182,8 +182,8 @@ struct HistoryRequest {
   // Or commits (ids, tags, branches) of the llama.cpp git checkout llama_src, in order.
   std::string llama_src;
   std::vector<std::string> commits;
-  int max_tokens = 0;                 // > 0: only the workload's first max_tokens tokens
-  bool reference_exact = false;       // also capture with the FP64 exact engine and compare each release with it
+  int max_tokens = 0;            // > 0: only the workload's first max_tokens tokens
+  bool reference_exact = false;  // also capture with the FP64 exact engine and compare each release with it
   int window = 8192;
   double confident = 0.9;
   std::string out_dir;
@@ -211,13 +211,13 @@ struct FollowedForks {
   nlohmann::json document;
 };
 struct CapturedHistory {
-  std::string model_path, workload_path;   // for the document's head and the flips' token texts
-  std::vector<CapturedVersion> versions;   // at least two, in order, captures of the same tokens
-  std::vector<FollowedForks> forks;        // the one of the step that changed most goes to "forks"
-  std::string exact_capture;               // the FP64 reference's capture; "" for none
+  std::string model_path, workload_path;  // for the document's head and the flips' token texts
+  std::vector<CapturedVersion> versions;  // at least two, in order, captures of the same tokens
+  std::vector<FollowedForks> forks;       // the one of the step that changed most goes to "forks"
+  std::string exact_capture;              // the FP64 reference's capture; "" for none
   int window = 8192;
   double confident = 0.9;
-  std::string out_dir;                     // receives history.json and history.md
+  std::string out_dir;  // receives history.json and history.md
 };
 // Compares the versions' captures as RunHistory does (each with the one before, from the third on
 // with the first, each against exact) and writes out_dir/history.json and history.md. The

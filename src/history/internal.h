@@ -42,7 +42,7 @@ struct WorkerInputOptions {
   WorkloadOptions workload;
   Knobs knobs;
   ProbePlan plan;
-  int max_tokens = 0;  // > 0: only the first max_tokens tokens (a short range)
+  int max_tokens = 0;   // > 0: only the first max_tokens tokens (a short range)
   std::string out_dir;  // receives workload.tokens
   Log log;
 };
@@ -64,8 +64,7 @@ Result<double> CaptureInWorker(const Worker& w, const CaptureRequest& req, const
 Status BisectFinish(const BisectRequest& br, BisectSearch& search, nlohmann::json& doc);
 
 // One comparison of history.json: the figures of a Comparison that the history section shows.
-nlohmann::json StepJson(const std::string& kind, const std::string& base, const std::string& cand,
-                        const Comparison& c);
+nlohmann::json StepJson(const std::string& kind, const std::string& base, const std::string& cand, const Comparison& c);
 // Whether a version moved toward exact from the one before, from each one's KL(exact||version)
 // per probe position (the probes both hold): the mean change with a 95% interval (normal, paired)
 // and "toward exact" / "away from exact" only when the interval lies below / above 0, else "no

@@ -13,7 +13,8 @@ std::string Pct(const json& s) { return fmt::format("{:.2f}%", 100.0 * s["flip_r
 // One row per comparison: flips, rate, KL, bit-identical rows.
 std::string StepTable(const json& steps) {
   std::string md =
-      "| base | candidate | probes | flips | flip rate | confident flips | KL mean | KL p99 | KL max | bit-identical rows |\n"
+      "| base | candidate | probes | flips | flip rate | confident flips | KL mean | KL p99 | KL max | bit-identical "
+      "rows |\n"
       "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const auto& s : steps)
     md += fmt::format("| {} | {} | {} | {} | {} | {} | {:.3g} | {:.3g} | {:.3g} | {} of {} |\n",
@@ -83,10 +84,11 @@ std::string HistoryBody(const json& doc) {
         const json& v = o.value(k, json());
         return v.is_object() ? v.value("total", int64_t(0)) : v.is_number() ? v.get<int64_t>() : int64_t(0);
       };
-      md += fmt::format("\nForks followed at this step: {} of {} forkable flips; damage {}, repair {}, both fail {}, "
-                        "benign {}.\n",
-                        c.value("total", int64_t(0)), c.value("branch_points", c.value("total", int64_t(0))),
-                        total("damage"), total("repair"), total("both_fail"), total("benign"));
+      md += fmt::format(
+          "\nForks followed at this step: {} of {} forkable flips; damage {}, repair {}, both fail {}, "
+          "benign {}.\n",
+          c.value("total", int64_t(0)), c.value("branch_points", c.value("total", int64_t(0))), total("damage"),
+          total("repair"), total("both_fail"), total("benign"));
     }
     for (const auto& f : s["flip_list"])
       md += fmt::format("- position {}: `{}` -> `{}` (base top-1 probability {}, KL {:.3g}, {})\n",
@@ -101,8 +103,9 @@ std::string HistoryBody(const json& doc) {
 // The head and version table of a history of configurations (kind "configurations").
 std::string ConfigurationsHead(const json& doc) {
   std::string md = "## History across configurations\n\n";
-  md += fmt::format("Model `{}`, workload `{}` ({} tokens); each configuration's capture of the same token ids.\n\n",
-                    doc["model"].get<std::string>(), doc["workload"].get<std::string>(), doc["n_tokens"].get<int64_t>());
+  md +=
+      fmt::format("Model `{}`, workload `{}` ({} tokens); each configuration's capture of the same token ids.\n\n",
+                  doc["model"].get<std::string>(), doc["workload"].get<std::string>(), doc["n_tokens"].get<int64_t>());
   md += "| configuration | engine | ran with | server version | llama.cpp | capture |\n|---|---|---|---|---|---|\n";
   for (const auto& v : doc["versions"])
     md += fmt::format("| {} | {} | `{}` | {} | {} | `{}` |\n", v["release"].get<std::string>(), v.value("engine", "?"),
@@ -116,14 +119,13 @@ std::string HistoryMarkdown(const json& doc) {
   if (doc.value("kind", "") == "configurations") return ConfigurationsHead(doc) + HistoryBody(doc);
   std::string md = "## History across llama.cpp versions\n\n";
   md += fmt::format("Model `{}`, workload `{}` ({} tokens), flags `{}`, llama.cpp CPU build `{}`.\n\n",
-                    doc["model"].get<std::string>(), doc["workload"].get<std::string>(),
-                    doc["n_tokens"].get<int64_t>(), doc["flags"].get<std::string>(), doc["cpu"].get<std::string>());
+                    doc["model"].get<std::string>(), doc["workload"].get<std::string>(), doc["n_tokens"].get<int64_t>(),
+                    doc["flags"].get<std::string>(), doc["cpu"].get<std::string>());
   md += "| release | llama.cpp commit | build | kernel path | capture |\n|---|---|---|---|---|\n";
   for (const auto& v : doc["versions"]) {
     const json& src = v.value("llama_source", json::object());
-    md += fmt::format("| {} | `{}` | {} | {} | `{}` |\n", v["release"].get<std::string>(),
-                      src.value("commit", "?"), src.value("build", "?"), v.value("kernel_path", ""),
-                      v["capture"].get<std::string>());
+    md += fmt::format("| {} | `{}` | {} | {} | `{}` |\n", v["release"].get<std::string>(), src.value("commit", "?"),
+                      src.value("build", "?"), v.value("kernel_path", ""), v["capture"].get<std::string>());
   }
   return md + HistoryBody(doc);
 }
@@ -132,10 +134,10 @@ std::string HistoryTerminal(const json& doc) {
   std::string out = fmt::format("{:<22} {:>7} {:>6} {:>9} {:>10} {:>15}\n", "step", "probes", "flips", "rate",
                                 "KL mean", "bit-identical");
   auto row = [&](const json& s) {
-    out += fmt::format("{:<22} {:>7} {:>6} {:>9} {:>10.3g} {:>15}\n",
-                       s["base"].get<std::string>() + " -> " + s["cand"].get<std::string>(), s["probes"].get<int64_t>(),
-                       s["flips"].get<int64_t>(), Pct(s), s["kl_mean"].get<double>(),
-                       s["bit_identical"].get<int64_t>());
+    out +=
+        fmt::format("{:<22} {:>7} {:>6} {:>9} {:>10.3g} {:>15}\n",
+                    s["base"].get<std::string>() + " -> " + s["cand"].get<std::string>(), s["probes"].get<int64_t>(),
+                    s["flips"].get<int64_t>(), Pct(s), s["kl_mean"].get<double>(), s["bit_identical"].get<int64_t>());
   };
   for (const char* k : {"steps", "from_first", "to_exact"})
     for (const auto& s : doc[k]) row(s);

@@ -31,10 +31,10 @@ Result<Release> ParseRelease(const std::string& text) {
 
 Status CheckSupported(const Release& r) {
   if (r >= kOldest && r <= kNewest) return Status::Ok();
-  return Status::Refused(fmt::format(
-      "llama-cpp-python {}: its llama.cpp API is outside the range flipscope's engine drives ({} to {}; "
-      "docs/history.md)",
-      r.ToString(), kOldest.ToString(), kNewest.ToString()));
+  return Status::Refused(
+      fmt::format("llama-cpp-python {}: its llama.cpp API is outside the range flipscope's engine drives ({} to {}; "
+                  "docs/history.md)",
+                  r.ToString(), kOldest.ToString(), kNewest.ToString()));
 }
 
 Result<std::vector<Release>> ParseHistoryReleases(const std::vector<std::string>& texts) {

@@ -110,17 +110,28 @@ TEST(History, RefusedReleasesWriteNothing) {
 // The section says which way each step moved against exact, from the figures it is given.
 TEST(History, MarkdownSaysWhichWayEachStepMoved) {
   auto step = [](const char* base, const char* cand, int64_t flips, double kl) {
-    return nlohmann::json{{"base", base}, {"cand", cand}, {"probes", 100}, {"flips", flips}, {"flip_rate", flips / 100.0},
-                          {"confident_flips", 0}, {"bit_identical", flips ? 0 : 100}, {"kl_mean", kl}, {"kl_p99", kl},
-                          {"kl_max", kl}, {"windows", nlohmann::json::array()}, {"flip_list", nlohmann::json::array()}};
+    return nlohmann::json{{"base", base},
+                          {"cand", cand},
+                          {"probes", 100},
+                          {"flips", flips},
+                          {"flip_rate", flips / 100.0},
+                          {"confident_flips", 0},
+                          {"bit_identical", flips ? 0 : 100},
+                          {"kl_mean", kl},
+                          {"kl_p99", kl},
+                          {"kl_max", kl},
+                          {"windows", nlohmann::json::array()},
+                          {"flip_list", nlohmann::json::array()}};
   };
-  nlohmann::json doc = {{"model", "m.gguf"}, {"workload", "w.json"}, {"n_tokens", 3200}, {"flags", "-fa on"},
-                        {"cpu", "portable"}, {"changed_most", 0}};
-  doc["versions"] = {{{"release", "0.3.35"}, {"capture", "a"}}, {{"release", "0.3.36"}, {"capture", "b"}},
+  nlohmann::json doc = {{"model", "m.gguf"}, {"workload", "w.json"}, {"n_tokens", 3200},
+                        {"flags", "-fa on"}, {"cpu", "portable"},    {"changed_most", 0}};
+  doc["versions"] = {{{"release", "0.3.35"}, {"capture", "a"}},
+                     {{"release", "0.3.36"}, {"capture", "b"}},
                      {{"release", "0.3.37"}, {"capture", "c"}}};
   doc["steps"] = {step("0.3.35", "0.3.36", 3, 1e-3), step("0.3.36", "0.3.37", 0, 0)};
   doc["from_first"] = {step("0.3.35", "0.3.37", 3, 1e-3)};
-  doc["to_exact"] = {step("exact", "0.3.35", 9, 3e-3), step("exact", "0.3.36", 7, 2e-3), step("exact", "0.3.37", 7, 2e-3)};
+  doc["to_exact"] = {step("exact", "0.3.35", 9, 3e-3), step("exact", "0.3.36", 7, 2e-3),
+                     step("exact", "0.3.37", 7, 2e-3)};
   // A file without the paired test: the means' change, no direction.
   std::string md = HistoryMarkdown(doc);
   EXPECT_NE(md.find("| 0.3.36 | 7 | 0.002 | -0.001 KL, -2 flips |"), std::string::npos) << md;
@@ -146,8 +157,8 @@ TEST(History, DirectionNeedsThePairedIntervalToExcludeZero) {
   std::map<int32_t, double> before, shifted, noisy, same;
   for (int32_t p = 0; p < 200; ++p) {
     before[p] = 0.01 + 0.001 * (p % 7);
-    shifted[p] = before[p] * 0.9;                        // every probe 10% closer
-    noisy[p] = before[p] + (p % 2 ? 0.02 : -0.0199);     // mean change +5e-5, spread 0.02
+    shifted[p] = before[p] * 0.9;                     // every probe 10% closer
+    noisy[p] = before[p] + (p % 2 ? 0.02 : -0.0199);  // mean change +5e-5, spread 0.02
     same[p] = before[p];
   }
   EXPECT_EQ(history::DirectionJson(before, shifted)["direction"], "toward exact");

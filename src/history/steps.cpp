@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <map>
 #include <filesystem>
+#include <map>
 
 #include "history/internal.h"
 
@@ -20,13 +20,22 @@ nlohmann::json StepJson(const std::string& kind, const std::string& base, const 
   const OverallStats& o = c.overall;
   nlohmann::json windows = nlohmann::json::array();
   for (const WindowStats& w : c.windows)
-    windows.push_back({{"begin", w.begin}, {"end", w.end}, {"probes", w.probes}, {"flips", w.flips},
-                       {"kl_mean", w.kl_mean}, {"kl_max", w.kl_max}});
+    windows.push_back({{"begin", w.begin},
+                       {"end", w.end},
+                       {"probes", w.probes},
+                       {"flips", w.flips},
+                       {"kl_mean", w.kl_mean},
+                       {"kl_max", w.kl_max}});
   nlohmann::json flips = nlohmann::json::array();
   for (const FlipRecord& f : c.flips)
-    flips.push_back({{"position", f.position}, {"base_token", f.base_token}, {"cand_token", f.cand_token},
-                     {"base_text", f.base_text}, {"cand_text", f.cand_text}, {"base_prob", Num(f.base_prob)},
-                     {"kl", f.kl}, {"class", f.klass}});
+    flips.push_back({{"position", f.position},
+                     {"base_token", f.base_token},
+                     {"cand_token", f.cand_token},
+                     {"base_text", f.base_text},
+                     {"cand_text", f.cand_text},
+                     {"base_prob", Num(f.base_prob)},
+                     {"kl", f.kl},
+                     {"class", f.klass}});
   return {{"kind", kind},
           {"base", base},
           {"cand", cand},
@@ -72,7 +81,8 @@ Status CompareAll(const HistoryRequest& req, nlohmann::json& doc) {
   // kind of comparison, base and candidate entries (with "capture"), and their names.
   auto compare = [&](const std::string& kind, const nlohmann::json& b, const nlohmann::json& c,
                      const nlohmann::json& bn, const nlohmann::json& cn) -> Result<nlohmann::json> {
-    FS_ASSIGN_OR_RETURN(Comparison cmp, CompareFiles(b["capture"].get<std::string>(), c["capture"].get<std::string>(), opts));
+    FS_ASSIGN_OR_RETURN(Comparison cmp,
+                        CompareFiles(b["capture"].get<std::string>(), c["capture"].get<std::string>(), opts));
     return StepJson(kind, bn.get<std::string>(), cn.get<std::string>(), cmp);
   };
   const nlohmann::json& v = doc["versions"];
@@ -87,8 +97,8 @@ Status CompareAll(const HistoryRequest& req, nlohmann::json& doc) {
   if (doc.contains("exact")) {
     std::vector<std::map<int32_t, double>> kl_of;  // each version's KL(exact||version) per probe position
     for (const auto& e : v) {
-      FS_ASSIGN_OR_RETURN(Comparison cmp,
-                          CompareFiles(doc["exact"]["capture"].get<std::string>(), e["capture"].get<std::string>(), opts));
+      FS_ASSIGN_OR_RETURN(Comparison cmp, CompareFiles(doc["exact"]["capture"].get<std::string>(),
+                                                       e["capture"].get<std::string>(), opts));
       nlohmann::json x = StepJson("to_exact", "exact", e["release"].get<std::string>(), cmp);
       kl_of.emplace_back();
       for (const compare::ProbeMetrics& p : cmp.probes) kl_of.back()[p.position] = p.kl_base_cand;
@@ -100,7 +110,10 @@ Status CompareAll(const HistoryRequest& req, nlohmann::json& doc) {
   int best = -1;
   for (size_t i = 0; i < doc["steps"].size(); ++i) {
     const auto& s = doc["steps"][i];
-    if (best < 0) { best = int(i); continue; }
+    if (best < 0) {
+      best = int(i);
+      continue;
+    }
     const auto& b = doc["steps"][best];
     if (std::pair(s["flips"].get<int64_t>(), s["kl_mean"].get<double>()) >
         std::pair(b["flips"].get<int64_t>(), b["kl_mean"].get<double>()))
@@ -119,8 +132,11 @@ namespace {
 Result<nlohmann::json> CapturedEntry(const CapturedVersion& v) {
   FS_ASSIGN_OR_RETURN(auto reader, CaptureReader::Open(v.capture));
   const CaptureManifest& m = reader->manifest();
-  nlohmann::json entry = {{"release", v.name},           {"capture", v.capture},       {"engine", m.engine.name},
-                          {"flags", m.engine.flags},     {"kernel_path", m.engine.kernel_path},
+  nlohmann::json entry = {{"release", v.name},
+                          {"capture", v.capture},
+                          {"engine", m.engine.name},
+                          {"flags", m.engine.flags},
+                          {"kernel_path", m.engine.kernel_path},
                           {"n_tokens", reader->tokens().size()}};
   const nlohmann::json& e = m.engine.record;
   if (e.is_object() && e.contains("llama_cpp")) entry["llama_cpp"] = e["llama_cpp"];
@@ -135,9 +151,14 @@ Result<nlohmann::json> CapturedEntry(const CapturedVersion& v) {
 
 Result<nlohmann::json> HistoryOfCaptures(const CapturedHistory& h) {
   if (h.versions.size() < 2)
-    return Status::InvalidArgument(fmt::format("a history needs at least two configurations ({} given)", h.versions.size()));
-  nlohmann::json doc = {{"kind", "configurations"}, {"model", h.model_path},    {"workload", h.workload_path},
-                        {"window", h.window},       {"flags", ""},              {"cpu", ""},
+    return Status::InvalidArgument(
+        fmt::format("a history needs at least two configurations ({} given)", h.versions.size()));
+  nlohmann::json doc = {{"kind", "configurations"},
+                        {"model", h.model_path},
+                        {"workload", h.workload_path},
+                        {"window", h.window},
+                        {"flags", ""},
+                        {"cpu", ""},
                         {"versions", nlohmann::json::array()}};
   for (const CapturedVersion& v : h.versions) {
     FS_ASSIGN_OR_RETURN(nlohmann::json entry, CapturedEntry(v));
@@ -154,11 +175,13 @@ Result<nlohmann::json> HistoryOfCaptures(const CapturedHistory& h) {
     const nlohmann::json& step = doc["steps"][size_t(best)];
     for (const FollowedForks& f : h.forks)
       if (f.base == step["base"].get<std::string>() && f.cand == step["cand"].get<std::string>())
-        doc["forks"] = {{"how", fmt::format("Forks followed by the run between {} and {} (its branch stage: each side's "
-                                            "futures decoded by its own configuration).", f.base, f.cand)},
-                        {"counts", f.document.value("counts", nlohmann::json::object())},
-                        {"records", f.document.value("records", nlohmann::json::array())},
-                        {"config", f.document.value("branch_config", nlohmann::json::object())}};
+        doc["forks"] = {
+            {"how", fmt::format("Forks followed by the run between {} and {} (its branch stage: each side's "
+                                "futures decoded by its own configuration).",
+                                f.base, f.cand)},
+            {"counts", f.document.value("counts", nlohmann::json::object())},
+            {"records", f.document.value("records", nlohmann::json::array())},
+            {"config", f.document.value("branch_config", nlohmann::json::object())}};
   }
   const std::filesystem::path out(h.out_dir);
   FS_RETURN_IF_ERROR(WriteFileAtomic((out / "history.json").string(), doc.dump(2) + "\n"));

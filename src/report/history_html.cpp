@@ -48,10 +48,10 @@ std::string StepTable(const json& steps, const std::string& cls) {
                     "</thead><tbody>";
   for (const json& s : steps) {
     const json& ci = Sub(s, "flip_rate_ci");
-    const std::string interval = ci.is_array() && ci.size() == 2 && ci[0].is_number() && ci[1].is_number()
-                                     ? fmt::format(" ({} to {})", Percent(ci[0].get<double>(), 2),
-                                                   Percent(ci[1].get<double>(), 2))
-                                     : "";
+    const std::string interval =
+        ci.is_array() && ci.size() == 2 && ci[0].is_number() && ci[1].is_number()
+            ? fmt::format(" ({} to {})", Percent(ci[0].get<double>(), 2), Percent(ci[1].get<double>(), 2))
+            : "";
     out += HtmlRow({E(StepName(s)), E(Count(Num(s, "probes"))), E(Count(Num(s, "flips"))),
                     E(Percent(Num(s, "flip_rate"), 2) + interval), E(Count(Num(s, "confident_flips"))),
                     E(Small(Num(s, "kl_mean"))), E(Small(Num(s, "kl_p99"))), E(Small(Num(s, "kl_max"))),
@@ -90,15 +90,16 @@ std::string VersionsSection(const json& doc) {
   for (const json& v : List(doc, "versions")) {
     const json& src = Sub(v, "llama_source");
     const bool reused = Sub(v, "reused") == true;
-    rows.push_back({"<strong>" + E(Str(v, "release", "?")) + "</strong>", "<code>" + E(Str(src, "commit", "?")) + "</code>",
-                    "<code>" + E(Str(src, "build", "?")) + "</code>", E(Str(v, "kernel_path", "?")),
-                    reused ? "reused" : E(Small(Num(v, "capture_seconds"))), E(Small(Num(v, "worker_build_seconds")))});
+    rows.push_back({"<strong>" + E(Str(v, "release", "?")) + "</strong>",
+                    "<code>" + E(Str(src, "commit", "?")) + "</code>", "<code>" + E(Str(src, "build", "?")) + "</code>",
+                    E(Str(v, "kernel_path", "?")), reused ? "reused" : E(Small(Num(v, "capture_seconds"))),
+                    E(Small(Num(v, "worker_build_seconds")))});
   }
-  return VersionTable("Versions",
-                      "Each version's capture ran in its own process built against that llama.cpp, fed the same "
-                      "token ids; what follows is what each capture's manifest records.",
-                      {"Version", "llama.cpp commit", "Build", "Kernel path", "Capture seconds", "Worker build seconds"},
-                      rows);
+  return VersionTable(
+      "Versions",
+      "Each version's capture ran in its own process built against that llama.cpp, fed the same "
+      "token ids; what follows is what each capture's manifest records.",
+      {"Version", "llama.cpp commit", "Build", "Kernel path", "Capture seconds", "Worker build seconds"}, rows);
 }
 
 // Per-window series of each step: window midpoints against field (flip_rate is flips / probes).
@@ -164,15 +165,17 @@ std::string ExactSection(const json& doc) {
   const json& x = List(doc, "to_exact");
   std::string out = "<section id=\"exact\"><h2>Distance to exact</h2>";
   if (x.empty())
-    return out + "<p>No exact reference in this history (<code>--reference exact</code> adds the FP64 exact "
-                 "engine's capture of the same tokens).</p></section>";
-  out += "<p>Each version against the FP64 exact engine's capture of the same tokens (docs/exact.md): did an "
-         "upgrade move the numbers toward the weights' true function or away from it?</p>"
-         "<div class=\"table-wrap\"><table class=\"history-exact\"><thead>" +
-         HtmlRow({"Version", "Flips against exact", "Flip rate", "KL(exact‖version) mean", "KL max",
-                  "Bit-identical rows", "From the version before"},
-                 true) +
-         "</thead><tbody>";
+    return out +
+           "<p>No exact reference in this history (<code>--reference exact</code> adds the FP64 exact "
+           "engine's capture of the same tokens).</p></section>";
+  out +=
+      "<p>Each version against the FP64 exact engine's capture of the same tokens (docs/exact.md): did an "
+      "upgrade move the numbers toward the weights' true function or away from it?</p>"
+      "<div class=\"table-wrap\"><table class=\"history-exact\"><thead>" +
+      HtmlRow({"Version", "Flips against exact", "Flip rate", "KL(exact‖version) mean", "KL max", "Bit-identical rows",
+               "From the version before"},
+              true) +
+      "</thead><tbody>";
   report::Chart c;
   c.id = "history-exact";
   c.title = "Distance to exact, each version";
@@ -206,9 +209,11 @@ std::string ForksSection(const json& doc) {
          E(Count(Num(s, "flips"))) + " flips.</p>";
   if (!List(s, "flip_list").empty()) {
     out += "<div class=\"table-wrap\"><table class=\"history-flips\"><thead>" +
-           HtmlRow({"Position", "Before", "After", "Before's top-1 probability", "KL", "Class"}, true) + "</thead><tbody>";
+           HtmlRow({"Position", "Before", "After", "Before's top-1 probability", "KL", "Class"}, true) +
+           "</thead><tbody>";
     for (const json& f : List(s, "flip_list"))
-      out += HtmlRow({E(Count(Num(f, "position"))), "<code class=\"t\">" + E(VisibleToken(Str(f, "base_text"))) + "</code>",
+      out += HtmlRow({E(Count(Num(f, "position"))),
+                      "<code class=\"t\">" + E(VisibleToken(Str(f, "base_text"))) + "</code>",
                       "<code class=\"t\">" + E(VisibleToken(Str(f, "cand_text"))) + "</code>",
                       Num(f, "base_prob") ? fmt::format("{:.3f}", *Num(f, "base_prob")) : "—", E(Small(Num(f, "kl"))),
                       E(Str(f, "class"))});
@@ -216,13 +221,17 @@ std::string ForksSection(const json& doc) {
   }
   const json& forks = Sub(doc, "forks");
   if (!forks.is_object() && Str(doc, "kind") == "configurations")
-    return out + "<p>The run follows forks between the baseline and a variant (its <code>[branch]</code>); this "
-                 "step is not one of those, so its forks were not followed.</p></section>";
+    return out +
+           "<p>The run follows forks between the baseline and a variant (its <code>[branch]</code>); this "
+           "step is not one of those, so its forks were not followed.</p></section>";
   if (!forks.is_object())
-    return out + "<p>The forks were not followed in this history (docs/history.md says what following them "
-                 "needs).</p></section>";
+    return out +
+           "<p>The forks were not followed in this history (docs/history.md says what following them "
+           "needs).</p></section>";
   out += "<p>" + E(Str(forks, "how")) + "</p>";
-  json group = {{"config", StepName(s)}, {"counts", Sub(forks, "counts")}, {"records", Sub(forks, "records")},
+  json group = {{"config", StepName(s)},
+                {"counts", Sub(forks, "counts")},
+                {"records", Sub(forks, "records")},
                 {"branch_config", Sub(forks, "config")}};
   // The experiment report's branch section over this one pair, nested in this one.
   return out + report::HtmlBranchesSection(json{{"branches", json::array({group})}}) + "</section>";
@@ -237,22 +246,24 @@ std::string RenderHistoryHtml(const json& doc) {
       "<style>" +
       std::string(report::PageStyle()) + "</style></head><body><header>";
   if (Str(doc, "kind") == "configurations")
-    out += fmt::format("<h1>History across configurations</h1><p class=\"meta\">Model <code>{}</code> · workload "
-                       "<code>{}</code> ({} tokens)</p>",
-                       E(Str(doc, "model", "?")), E(Str(doc, "workload", "?")), E(Count(Num(doc, "n_tokens"))));
+    out += fmt::format(
+        "<h1>History across configurations</h1><p class=\"meta\">Model <code>{}</code> · workload "
+        "<code>{}</code> ({} tokens)</p>",
+        E(Str(doc, "model", "?")), E(Str(doc, "workload", "?")), E(Count(Num(doc, "n_tokens"))));
   else
-    out += fmt::format("<h1>History across llama.cpp versions</h1><p class=\"meta\">Model <code>{}</code> · "
-                       "workload <code>{}</code> ({} tokens) · flags <code>{}</code> · llama.cpp CPU build "
-                       "<code>{}</code></p>",
-                       E(Str(doc, "model", "?")), E(Str(doc, "workload", "?")), E(Count(Num(doc, "n_tokens"))),
-                       E(Str(doc, "flags")), E(Str(doc, "cpu", "?")));
+    out += fmt::format(
+        "<h1>History across llama.cpp versions</h1><p class=\"meta\">Model <code>{}</code> · "
+        "workload <code>{}</code> ({} tokens) · flags <code>{}</code> · llama.cpp CPU build "
+        "<code>{}</code></p>",
+        E(Str(doc, "model", "?")), E(Str(doc, "workload", "?")), E(Count(Num(doc, "n_tokens"))), E(Str(doc, "flags")),
+        E(Str(doc, "cpu", "?")));
   out += "<nav aria-label=\"Sections\"><ul>";
-  for (const auto& [id, title] : {std::pair{"versions", "Versions"}, std::pair{"steps", "Steps"},
-                                  std::pair{"windows", "Per window"}, std::pair{"exact", "Exact"},
-                                  std::pair{"forks", "Forks"}})
+  for (const auto& [id, title] :
+       {std::pair{"versions", "Versions"}, std::pair{"steps", "Steps"}, std::pair{"windows", "Per window"},
+        std::pair{"exact", "Exact"}, std::pair{"forks", "Forks"}})
     out += fmt::format("<li><a href=\"#{}\">{}</a></li>", id, title);
-  out += "</ul></nav></header><main>" + VersionsSection(doc) + StepsSection(doc) + ExactSection(doc) +
-         ForksSection(doc);
+  out +=
+      "</ul></nav></header><main>" + VersionsSection(doc) + StepsSection(doc) + ExactSection(doc) + ForksSection(doc);
   return out + "</main><footer>Written by flipscope history from history.json.</footer></body></html>\n";
 }
 

@@ -13,28 +13,42 @@ using nlohmann::json;
 
 json Step(const std::string& base, const std::string& cand, int flips, int bit, double kl,
           const json& windows = json::array()) {
-  return {{"base", base},         {"cand", cand},       {"probes", 100},    {"flips", flips},
-          {"flip_rate", flips / 100.0}, {"flip_rate_ci", {0.0, 0.1}}, {"confident_flips", 0},
-          {"bit_identical", bit}, {"kl_mean", kl},      {"kl_p99", kl * 3}, {"kl_max", kl * 9},
-          {"windows", windows},   {"flip_list", json::array()}};
+  return {{"base", base},
+          {"cand", cand},
+          {"probes", 100},
+          {"flips", flips},
+          {"flip_rate", flips / 100.0},
+          {"flip_rate_ci", {0.0, 0.1}},
+          {"confident_flips", 0},
+          {"bit_identical", bit},
+          {"kl_mean", kl},
+          {"kl_p99", kl * 3},
+          {"kl_max", kl * 9},
+          {"windows", windows},
+          {"flip_list", json::array()}};
 }
 
 json Doc() {
   json w = json::array({{{"begin", 0}, {"end", 2048}, {"probes", 60}, {"flips", 3}, {"kl_mean", 1e-3}},
                         {{"begin", 2048}, {"end", 4096}, {"probes", 40}, {"flips", 1}, {"kl_mean", 2e-4}}});
   json same = json::array({{{"begin", 0}, {"end", 4096}, {"probes", 100}, {"flips", 0}, {"kl_mean", 0.0}}});
-  json doc = {{"model", "m<1>.gguf"}, {"workload", "w.json"}, {"n_tokens", 4096}, {"flags", "-fa on"},
-              {"cpu", "portable"}, {"changed_most", 0}};
+  json doc = {{"model", "m<1>.gguf"}, {"workload", "w.json"}, {"n_tokens", 4096},
+              {"flags", "-fa on"},    {"cpu", "portable"},    {"changed_most", 0}};
   for (const char* r : {"0.3.35", "0.3.36", "0.3.37"})
-    doc["versions"].push_back({{"release", r},
-                               {"capture", std::string(r) + ".safetensors"},
-                               {"llama_source", {{"release", r}, {"commit", std::string("c") + r}, {"build", "cpu=portable"}}},
-                               {"kernel_path", "CPU"},
-                               {"capture_seconds", 12.5},
-                               {"worker_build_seconds", 0}});
+    doc["versions"].push_back(
+        {{"release", r},
+         {"capture", std::string(r) + ".safetensors"},
+         {"llama_source", {{"release", r}, {"commit", std::string("c") + r}, {"build", "cpu=portable"}}},
+         {"kernel_path", "CPU"},
+         {"capture_seconds", 12.5},
+         {"worker_build_seconds", 0}});
   doc["steps"] = {Step("0.3.35", "0.3.36", 4, 17, 5e-4, w), Step("0.3.36", "0.3.37", 0, 100, 0.0, same)};
-  doc["steps"][0]["flip_list"] = {{{"position", 2080}, {"base_text", " <b>"}, {"cand_text", "Port"},
-                                   {"base_prob", 0.046}, {"kl", 0.0198}, {"class", "uncertain"}}};
+  doc["steps"][0]["flip_list"] = {{{"position", 2080},
+                                   {"base_text", " <b>"},
+                                   {"cand_text", "Port"},
+                                   {"base_prob", 0.046},
+                                   {"kl", 0.0198},
+                                   {"class", "uncertain"}}};
   doc["from_first"] = {Step("0.3.35", "0.3.37", 4, 17, 5e-4)};
   doc["to_exact"] = {Step("exact", "0.3.35", 9, 0, 2e-3), Step("exact", "0.3.36", 7, 0, 1.5e-3),
                      Step("exact", "0.3.37", 7, 0, 1.5e-3)};
@@ -94,8 +108,13 @@ TEST(HistoryHtml, WithoutExactSaysHowToGetIt) {
 
 TEST(HistoryHtml, FollowedForksAreShownWithTheirOutcome) {
   json doc = Doc();
-  json rec = {{"position", 1234}, {"span", "tool_call"}, {"base_text", "<a>"}, {"cand_text", "b"},
-              {"verdict", "divergent"}, {"outcome", "damage"}, {"outcome_kind", "invalid_tool_call"},
+  json rec = {{"position", 1234},
+              {"span", "tool_call"},
+              {"base_text", "<a>"},
+              {"cand_text", "b"},
+              {"verdict", "divergent"},
+              {"outcome", "damage"},
+              {"outcome_kind", "invalid_tool_call"},
               {"base_future", {{"text", "x"}, {"tokens", {1}}, {"probs", {0.5}}, {"pieces", {"x"}}}},
               {"cand_future", {{"text", "y"}, {"tokens", {2}}, {"probs", {0.5}}, {"pieces", {"y"}}}}};
   doc["forks"] = {{"how", "each side's futures decoded by its own release"},

@@ -26,11 +26,11 @@ struct TinyModelOptions {
   // Gated DeltaNet: ssm_groups key heads and ssm_v_heads value heads of width ssm_state, a causal
   // convolution of ssm_conv taps.
   int full_attention_interval = 2, ssm_state = 16, ssm_groups = 2, ssm_v_heads = 4, ssm_conv = 4;
-  int rope_dims = 0;                    // ARCH.rope.dimension_count; 0 = the head width
-  std::vector<int> rope_sections;       // ARCH.rope.dimension_sections (4 values), written when set
-  int sliding_window = 0;                              // ARCH.attention.sliding_window, written when > 0
-  float attn_softcap = 0;                              // ARCH.attn_logit_softcapping, written when > 0
-  float final_softcap = 0;                             // ARCH.final_logit_softcapping, written when > 0
+  int rope_dims = 0;               // ARCH.rope.dimension_count; 0 = the head width
+  std::vector<int> rope_sections;  // ARCH.rope.dimension_sections (4 values), written when set
+  int sliding_window = 0;          // ARCH.attention.sliding_window, written when > 0
+  float attn_softcap = 0;          // ARCH.attn_logit_softcapping, written when > 0
+  float final_softcap = 0;         // ARCH.final_logit_softcapping, written when > 0
   int n_layer = 2;
   int n_embd = 64;
   int n_head = 2;
