@@ -255,6 +255,9 @@ std::string Reason(const RecipeRow& best, const std::string& baseline) {
   if (best.kv < 0)
     return "no configuration with a known KV-cache size qualifies; a server's KV memory is its own "
            "(see its launch command): the lowest damage and flip rate";
+  if (best.name == baseline && !best.Ranked())  // it ran once: no floor tells its own noise apart
+    return "every variant that saves memory flips choices against the baseline, and with the baseline run once "
+           "there is no repeat floor to call those flips noise; stay on the baseline";
   if (best.name == baseline)
     return "every variant that saves memory flips choices above the repeat floor; stay on the baseline";
   return fmt::format(
