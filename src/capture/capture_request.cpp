@@ -45,7 +45,7 @@ Status CheckKnobs(EngineKind engine, const Knobs& knobs) {
         "--replay served needs --engine llama or openai: the exact engine computes the whole transcript in one "
         "teacher-forced pass (docs/served.md)");
   if (knobs.replay == Replay::kServed && knobs.load > 0)
-    return Status::InvalidArgument("--replay served --load: the fillers are planned for one prefill request");
+    return Status::InvalidArgument("replay served with load: the fillers are planned for one prefill request");
   const std::set<std::string> used = engine == EngineKind::kExact
                                          ? std::set<std::string>{"threads"}
                                          : std::set<std::string>{"load", "load_seed", "replay"};

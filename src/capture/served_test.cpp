@@ -194,7 +194,7 @@ TEST(ServedCapture, RefusedInOneLineLeavingNoFile) {
   std::vector<Case> cases = {
       {"plain text", text, [](CaptureRequest&) {}, {text, "plain-text workload", "no roles", "no assistant turns"}},
       {"token ids", ids, [](CaptureRequest&) {}, {ids, "token-id workload", "no roles"}},
-      {"load", chat, [](CaptureRequest& r) { r.knobs.load = 1; }, {"--replay served", "--load"}},
+      {"load", chat, [](CaptureRequest& r) { r.knobs.load = 1; }, {"replay served", "under load"}},
       {"exact engine",
        chat,
        [](CaptureRequest& r) { r.engine = EngineKind::kExact; },

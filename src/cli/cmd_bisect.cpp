@@ -37,7 +37,7 @@ Action DefineBisect(CLI::App* cmd) {
     if (Status st = ApplyKnobFlags(cmd, o->knob_texts, o->req.knobs); !st.ok()) return Fail(st);
     o->req.log.bars = !o->quiet;
     auto doc = RunBisect(o->req);
-    if (!doc.ok()) return Fail(doc.status());
+    if (!doc.ok()) return Fail(WithVersionFlags(doc.status()));
     fmt::print("{}", BisectTerminal(*doc));
     fmt::print("wrote {}/bisect.json\n", o->req.out_dir);
     return 0;

@@ -45,7 +45,8 @@ Status WithCaptureFlags(const Status& st) {
                             {"timeout", "--timeout"},
                             {"retries", "--retries"},
                             {"api_key_env", "--api-key-env"},
-                            {"device", "-dev"}});
+                            {"device", "-dev"},
+                            {"chat_template", "--chat-template"}});
 }
 
 // --load-repeats: the alone capture, the loaded repeats, and one line on how many match it.

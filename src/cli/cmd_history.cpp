@@ -11,10 +11,18 @@
 
 namespace flipscope::cli {
 
-// Runs a history and prints its table and where the files are.
-int RunHistoryCommand(const HistoryRequest& req) {
+Status WithVersionFlags(const Status& st) {
+  return FieldsAsFlags(st,
+                       {{"commits need llama_src (and no releases)", "--commits needs --llama-src (and no --releases)"},
+                        {"llama_src", "--llama-src"},
+                        {"chat_template", "--chat-template"}});
+}
+
+// Runs a history and prints its table and where the files are; explain (when given) rewrites an
+// error's field names as the caller's flags.
+int RunHistoryCommand(const HistoryRequest& req, Status (*explain)(const Status&)) {
   auto doc = RunHistory(req);
-  if (!doc.ok()) return Fail(doc.status());
+  if (!doc.ok()) return Fail(explain ? explain(doc.status()) : doc.status());
   const std::string html = (std::filesystem::path(req.out_dir) / "history.html").string();
   if (Status st = WriteFileAtomic(html, RenderHistoryHtml(*doc)); !st.ok()) return Fail(st);
   fmt::print("{}", HistoryTerminal(*doc));
@@ -34,9 +42,9 @@ Action DefineHistory(CLI::App* cmd) {
   HistoryRequest& r = o->req;
   AddVersionSessionFlags(cmd, r, o->format);
   cmd->add_option("-o,--output", r.out_dir, "Folder for the captures, history.json and history.md")->required();
-  auto* releases = cmd->add_option(
-      "--releases", r.releases,
-      "llama-cpp-python releases whose vendored llama.cpp is compared, in order (e.g. 0.3.35,0.3.36)");
+  auto* releases =
+      cmd->add_option("--releases", r.releases,
+                      "llama-cpp-python releases whose vendored llama.cpp is compared, in order (e.g. 0.3.35,0.3.36)");
   releases->delimiter(',');
   cmd->add_option("--llama-src", r.llama_src, "Your llama.cpp git checkout, whose --commits are compared");
   auto* commits = cmd->add_option("--commits", r.commits, "Commits (ids, tags, branches) of --llama-src, in order");
@@ -55,7 +63,7 @@ Action DefineHistory(CLI::App* cmd) {
     o->req.workload.format = *format;
     if (Status st = ApplyKnobFlags(cmd, o->knob_texts, o->req.knobs); !st.ok()) return Fail(st);
     o->req.log.bars = !o->quiet;
-    return RunHistoryCommand(o->req);
+    return RunHistoryCommand(o->req, WithVersionFlags);
   };
 }
 

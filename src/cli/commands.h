@@ -95,6 +95,8 @@ Action DefineHistory(CLI::App* cmd);
 Action DefineBisect(CLI::App* cmd);
 
 // Runs a history (flipscope history, or flipscope run over a file with [history]) and prints it.
-int RunHistoryCommand(const HistoryRequest& req);
+int RunHistoryCommand(const HistoryRequest& req, Status (*explain)(const Status&) = nullptr);
+// A version-history error's fields as `flipscope history` / `bisect` spell them (--llama-src, ...).
+Status WithVersionFlags(const Status& st);
 
 }  // namespace flipscope::cli

@@ -131,7 +131,7 @@ Result<Response> Client::Send(const std::string& path, const std::string* body) 
     }
     return r;
   }
-  return Status::Error(Scrub(fmt::format("{}: {} (gave up after {} attempts; --retries {})", Where(path), last,
+  return Status::Error(Scrub(fmt::format("{}: {} (gave up after {} attempts; retries {})", Where(path), last,
                                          opts_.retries + 1, opts_.retries)));
 }
 

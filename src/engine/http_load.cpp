@@ -89,7 +89,7 @@ Result<Response> WithFillers(const Client& client, const HttpOptions& o, const s
   for (auto& t : threads) t.join();
   if (!log.error.empty())
     return Status::Error(
-        client.Scrub(fmt::format("{}: a filler request of --load failed: {}", client.Where(path), log.error)));
+        client.Scrub(fmt::format("{}: a load filler request failed: {}", client.Where(path), log.error)));
   int overlapping = 0;
   for (const auto& q : log.requests)
     overlapping += q["start_s"].get<double>() < m_end && q["end_s"].get<double>() > m_start;

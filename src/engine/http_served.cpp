@@ -39,16 +39,16 @@ Result<http::ServedAnswer> Ask(const HttpEngine::Impl& e, std::span<const int32_
   std::string path;
   if (api == HttpApi::kVllm) {
     path = "/v1/completions";
-    req = {{"model", e.opts.served_model}, {"prompt", ids}, {"max_tokens", n}, {"temperature", 0.0},
-           {"logprobs", e.k},              {"return_tokens_as_token_ids", true}};
+    req = {{"model", e.opts.served_model}, {"prompt", ids},   {"max_tokens", n},
+           {"temperature", 0.0},           {"logprobs", e.k}, {"return_tokens_as_token_ids", true}};
   } else if (api == HttpApi::kSglang) {
     path = "/generate";
-    req = {{"input_ids", ids},       {"sampling_params", {{"max_new_tokens", n}, {"temperature", 0.0}}},
-           {"return_logprob", true}, {"logprob_start_len", int64_t(ids.size()) - 1},
+    req = {{"input_ids", ids},        {"sampling_params", {{"max_new_tokens", n}, {"temperature", 0.0}}},
+           {"return_logprob", true},  {"logprob_start_len", int64_t(ids.size()) - 1},
            {"top_logprobs_num", e.k}, {"return_text_in_logprobs", false}};
   } else {
     path = "/completion";
-    req = {{"prompt", ids},        {"n_predict", n},       {"n_probs", e.k}, {"post_sampling_probs", false},
+    req = {{"prompt", ids},         {"n_predict", n},     {"n_probs", e.k},       {"post_sampling_probs", false},
            {"return_tokens", true}, {"temperature", 0.0}, {"cache_prompt", true}, {"id_slot", 0}};
   }
   FS_ASSIGN_OR_RETURN(json body, e.PostJson(path, req));
@@ -59,9 +59,10 @@ Result<http::ServedAnswer> Ask(const HttpEngine::Impl& e, std::span<const int32_
     return Status::Error(
         fmt::format("{}: the server counted {} prompt tokens, {} were sent", where, answer->prompt_tokens, ids.size()));
   if (answer->cached_tokens < 0 || answer->computed_tokens < 0)
-    return Status::Refused(fmt::format("{}: the answer does not say how many prompt tokens came from the cache, so "
-                                       "no row can be shown to be a decode step: {}",
-                                       where, CacheHint(api)));
+    return Status::Refused(
+        fmt::format("{}: the answer does not say how many prompt tokens came from the cache, so "
+                    "no row can be shown to be a decode step: {}",
+                    where, CacheHint(api)));
   return answer;
 }
 
@@ -124,7 +125,8 @@ Status ServeRun(const HttpEngine::Impl& eng, std::span<const int32_t> tokens, in
     if (alone) {
       pass.Keep(p, one.steps[0], "decode", one);
     } else if (j < valid) {
-      pass.Keep(p, gen.steps[j], "generation", one);  // the one-token row was a batch; the generation's is a decode step
+      pass.Keep(p, gen.steps[j], "generation",
+                one);  // the one-token row was a batch; the generation's is a decode step
     } else {
       pass.recomputed.push_back({{"position", p}, {"cached", one.cached_tokens}, {"computed", one.computed_tokens}});
     }
@@ -147,8 +149,8 @@ Result<TopKRows> HttpEngine::ServedReplay(std::span<const int32_t> tokens, std::
   Impl& e = *impl_;
   const int32_t n = int32_t(tokens.size());
   if (int64_t(written.size()) < n)
-    return Status::Error(fmt::format("--replay served: which tokens the model wrote is known for {} tokens, not {}",
-                                     written.size(), n));
+    return Status::Error(
+        fmt::format("replay served: which tokens the model wrote is known for {} tokens, not {}", written.size(), n));
   if (e.context > 0 && n + 1 > e.context)
     return Status::Error(fmt::format("{}: {} tokens (+1 generated) do not fit the server's context of {}",
                                      e.client.Where(""), n, e.context));
@@ -170,21 +172,29 @@ Result<TopKRows> HttpEngine::ServedReplay(std::span<const int32_t> tokens, std::
   for (size_t i = 0; i < pass.rows.positions.size(); ++i) pass.rows.argmax.push_back(pass.rows.ids[i * size_t(e.k)]);
   const int64_t decode = std::count(pass.source.begin(), pass.source.end(), "decode");
   e.served_record = {
-      {"mechanism", "one request per decode step over the server's cached prefix; a greedy generation from each "
-                    "message's generation prompt as the proof"},
+      {"mechanism",
+       "one request per decode step over the server's cached prefix; a greedy generation from each "
+       "message's generation prompt as the proof"},
       {"api", std::string(NameOf(e.opts.api))},
       {"requests", pass.requests},
       {"generations", pass.generations},
       {"generated_tokens", pass.generated},
       {"generation_matched", pass.matched},
-      {"rows", {{"kept", pass.rows.positions.size()}, {"decode", decode},
-                {"generation", std::count(pass.source.begin(), pass.source.end(), "generation")},
-                {"prompt", std::count(pass.source.begin(), pass.source.end(), "prompt")},
-                {"recomputed", pass.recomputed.size()}, {"not_served", probes.size() - wanted.size()}}},
+      {"rows",
+       {{"kept", pass.rows.positions.size()},
+        {"decode", decode},
+        {"generation", std::count(pass.source.begin(), pass.source.end(), "generation")},
+        {"prompt", std::count(pass.source.begin(), pass.source.end(), "prompt")},
+        {"recomputed", pass.recomputed.size()},
+        {"not_served", probes.size() - wanted.size()}}},
       {"recomputed", pass.recomputed},
-      {"proof", {{"compared", pass.proof_compared}, {"identical", pass.proof_identical}, {"differs", pass.proof_differs}}},
-      {"per_row", {{"positions", pass.rows.positions}, {"source", pass.source}, {"cached", pass.cached},
-                   {"computed", pass.computed}}},
+      {"proof",
+       {{"compared", pass.proof_compared}, {"identical", pass.proof_identical}, {"differs", pass.proof_differs}}},
+      {"per_row",
+       {{"positions", pass.rows.positions},
+        {"source", pass.source},
+        {"cached", pass.cached},
+        {"computed", pass.computed}}},
       {"seconds", pass.seconds},
       {"requests_per_s", pass.seconds > 0 ? double(pass.requests) / pass.seconds : 0.0}};
   return std::move(pass.rows);

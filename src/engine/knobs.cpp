@@ -243,8 +243,9 @@ Status Knobs::Validate() const {
     return Status::InvalidArgument(fmt::format("load (--load) must be from 0 to {}", kMaxLoad));
   if (load_seed < 0) return Status::InvalidArgument("load_seed (--load-seed) must be >= 0");
   if (replay == Replay::kServed && load > 0)
-    return Status::InvalidArgument("--replay served does not run under load (--load) yet: the fillers' batches are "
-                                   "planned for prefill chunks");
+    return Status::InvalidArgument(
+        "replay served does not run under load (load > 0) yet: the fillers' batches are "
+        "planned for prefill chunks");
   return Status::Ok();
 }
 

@@ -48,9 +48,15 @@ Result<GitOutput> RunGit(const std::string& repo, const std::vector<std::string>
   // pipe for the commands used here (a few lines of error at most).
   char buf[8192];
   for (ssize_t n; (n = ::read(out_pipe[0], buf, sizeof buf)) != 0;)
-    if (n > 0) r.out.append(buf, size_t(n)); else if (errno != EINTR) break;
+    if (n > 0)
+      r.out.append(buf, size_t(n));
+    else if (errno != EINTR)
+      break;
   for (ssize_t n; (n = ::read(err_pipe[0], buf, sizeof buf)) != 0;)
-    if (n > 0) r.err.append(buf, size_t(n)); else if (errno != EINTR) break;
+    if (n > 0)
+      r.err.append(buf, size_t(n));
+    else if (errno != EINTR)
+      break;
   ::close(out_pipe[0]);
   ::close(err_pipe[0]);
   int status = 0;
@@ -78,12 +84,11 @@ std::vector<std::string> ParseChangedFiles(std::string_view text) {
 
 Result<std::string> ResolveCommit(const std::string& repo, const std::string& rev) {
   FS_ASSIGN_OR_RETURN(auto top, history::RunGit(repo, {"rev-parse", "--show-toplevel"}));
-  if (top.code != 0) return Status::InvalidArgument(fmt::format("--llama-src {}: not a git checkout", repo));
+  if (top.code != 0) return Status::InvalidArgument(fmt::format("llama_src {}: not a git checkout", repo));
   // A revision that begins with a dash would be read as one of git's options.
-  if (rev.empty() || rev[0] == '-')
-    return Status::InvalidArgument(fmt::format("{}: no commit '{}'", repo, rev));
-  FS_ASSIGN_OR_RETURN(auto r, history::RunGit(repo, {"rev-parse", "--verify", "--quiet", "--end-of-options",
-                                                      rev + "^{commit}"}));
+  if (rev.empty() || rev[0] == '-') return Status::InvalidArgument(fmt::format("{}: no commit '{}'", repo, rev));
+  FS_ASSIGN_OR_RETURN(
+      auto r, history::RunGit(repo, {"rev-parse", "--verify", "--quiet", "--end-of-options", rev + "^{commit}"}));
   std::string sha = r.out.substr(0, r.out.find('\n'));
   if (r.code != 0 || sha.empty()) return Status::InvalidArgument(fmt::format("{}: no commit '{}'", repo, rev));
   return sha;
@@ -118,8 +123,8 @@ Result<std::string> CheckoutCommit(const std::string& repo, const std::string& s
   (void)history::RunGit(repo, {"worktree", "prune"});
   FS_ASSIGN_OR_RETURN(auto r, history::RunGit(repo, {"worktree", "add", "--detach", "--force", tree.string(), sha}));
   if (r.code != 0)
-    return Status::Error(fmt::format("git worktree add {} {}: {}", tree.string(), sha.substr(0, 12),
-                                     r.err.substr(0, r.err.find('\n'))));
+    return Status::Error(
+        fmt::format("git worktree add {} {}: {}", tree.string(), sha.substr(0, 12), r.err.substr(0, r.err.find('\n'))));
   return tree.string();
 }
 

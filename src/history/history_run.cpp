@@ -54,9 +54,21 @@ bool Reusable(const std::string& path, const nlohmann::json& request, const std:
 }
 
 std::vector<std::string> WorkerArgs(const Worker& w, const CaptureRequest& req) {
-  std::vector<std::string> a = {w.binary,   "capture", "-q", "-m", req.model_path, "-w", req.workload_path,
-                                "--format", "tokens",  "-o", req.out_path, "--stride", std::to_string(req.plan.stride),
-                                "--store",  StoreName(req.store)};
+  std::vector<std::string> a = {w.binary,
+                                "capture",
+                                "-q",
+                                "-m",
+                                req.model_path,
+                                "-w",
+                                req.workload_path,
+                                "--format",
+                                "tokens",
+                                "-o",
+                                req.out_path,
+                                "--stride",
+                                std::to_string(req.plan.stride),
+                                "--store",
+                                StoreName(req.store)};
   if (!req.plan.full.empty()) a.insert(a.end(), {"--full", req.plan.full});
   std::string flags = req.knobs.ToFlags();
   for (size_t i = 0; i < flags.size();) {
@@ -165,7 +177,7 @@ Result<nlohmann::json> VersionEntries(const HistoryRequest& hr, const fs::path& 
   nlohmann::json out = nlohmann::json::array();
   if (!hr.llama_src.empty() || !hr.commits.empty()) {
     if (hr.llama_src.empty() || hr.commits.empty() || !hr.releases.empty())
-      return Status::InvalidArgument("--commits needs --llama-src (and no --releases): the commits of one llama.cpp checkout");
+      return Status::InvalidArgument("commits need llama_src (and no releases): the commits of one llama.cpp checkout");
     if (hr.commits.size() < 2)
       return Status::InvalidArgument(fmt::format("a history needs at least two commits ({} given)", hr.commits.size()));
     std::set<std::string> seen;
@@ -173,8 +185,8 @@ Result<nlohmann::json> VersionEntries(const HistoryRequest& hr, const fs::path& 
       FS_ASSIGN_OR_RETURN(std::string sha, ResolveCommit(hr.llama_src, rev));
       if (!seen.insert(sha).second)
         return Status::InvalidArgument(fmt::format("commit '{}' ({}) is listed twice", rev, sha.substr(0, 12)));
-      out.push_back({{"release", sha.substr(0, 12)}, {"commit", sha},
-                     {"capture", (caps / (sha + ".safetensors")).string()}});
+      out.push_back(
+          {{"release", sha.substr(0, 12)}, {"commit", sha}, {"capture", (caps / (sha + ".safetensors")).string()}});
     }
     return out;
   }
@@ -222,11 +234,16 @@ Result<nlohmann::json> RunHistory(const HistoryRequest& hr) {
                                                    hr.max_tokens, hr.out_dir, hr.log}));
   CaptureRequest& req = in.req;
   const CaptureSource& src = in.src;
-  nlohmann::json doc = {{"model", hr.model_path},           {"model_sha256", src.model.sha256},
-                        {"workload", hr.workload_path},      {"workload_sha256", src.workload_sha256},
-                        {"n_tokens", src.workload.tokens.size()}, {"tokens", in.tokens_path},
-                        {"flags", hr.knobs.ToFlags()},       {"probe_plan", hr.plan.ToJson()},
-                        {"window", hr.window},               {"cpu", hr.worker.cpu.empty() ? MainBuildCpu() : hr.worker.cpu},
+  nlohmann::json doc = {{"model", hr.model_path},
+                        {"model_sha256", src.model.sha256},
+                        {"workload", hr.workload_path},
+                        {"workload_sha256", src.workload_sha256},
+                        {"n_tokens", src.workload.tokens.size()},
+                        {"tokens", in.tokens_path},
+                        {"flags", hr.knobs.ToFlags()},
+                        {"probe_plan", hr.plan.ToJson()},
+                        {"window", hr.window},
+                        {"cpu", hr.worker.cpu.empty() ? MainBuildCpu() : hr.worker.cpu},
                         {"versions", nlohmann::json::array()}};
   if (!hr.llama_src.empty()) doc["llama_src"] = hr.llama_src;
   for (nlohmann::json& entry : versions) {

@@ -134,8 +134,9 @@ Status OpenSides(const LayersRequest& req, Side (&sides)[2]) {
     // The layer taps run one prefill pass; the served schedule (which tokens were decode steps)
     // is not passed to it, so a served capture is refused rather than recomputed as a prefill.
     if (sides[i].replay.knobs.replay == Replay::kServed)
-      return Status::Error(*paths[i] + ": a served-replay capture (--replay served) cannot be re-run by layers yet; "
-                           "capture the pair with --replay prefill to see where in the network they part");
+      return Status::Error(*paths[i] +
+                           ": a served-replay capture (replay served) cannot be re-run by layers yet; "
+                           "capture the pair with replay prefill to see where in the network they part");
   }
   return CheckSameWorkloadAndArchitecture(*sides[0].cap, *sides[1].cap);
 }
