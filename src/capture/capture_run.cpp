@@ -60,6 +60,13 @@ Result<MadeEngine> MakeEngine(const CaptureRequest& req, const ModelInfo& model,
   if (req.engine == EngineKind::kExact) {
     if (req.knobs.load > 0)
       return Status::InvalidArgument("load needs engine llama or openai (the exact engine runs alone)");
+    // The FP64 reference has no context to run out of; past the training context it computes the
+    // file's function all the same, which is no longer the model's trained regime: said, not refused.
+    if (model.n_ctx_train > 0 && n_tokens > model.n_ctx_train)
+      req.log.Info(
+          fmt::format("warning: {} tokens are past the model's training context of {}: the exact engine "
+                      "computes the file's function there too, outside the model's trained regime",
+                      n_tokens, model.n_ctx_train));
     // The FP64 reference: only the thread count of the knobs applies (it does not change the math).
     ExactOptions o;
     o.n_threads = req.knobs.n_threads;

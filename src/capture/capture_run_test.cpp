@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "capture/capture.h"
 #include "testing/tiny_model.h"
@@ -229,4 +231,25 @@ TEST(RunCapture, RowsInFlightDoNotChangeTheFile) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("FLIPSCOPE_ROWS_IN_FLIGHT: '0'"), std::string::npos) << bad.status().message();
   EXPECT_FALSE(fs::exists(r.out_path));
+}
+
+// Past the training context the exact engine still computes the file's function, and says so.
+TEST(RunCapture, TheExactEngineSaysWhenItRunsPastTheTrainingContext) {
+  auto run = [](const std::string& name, int n_ctx_train) {
+    Files f = Make(name);
+    fixtures::TinyModelOptions o;
+    o.n_ctx_train = n_ctx_train;
+    EXPECT_TRUE(fixtures::WriteTinyModel(f.model, o).ok());
+    CaptureRequest req = Request(f, "exact.safetensors");
+    req.engine = EngineKind::kExact;
+    std::vector<std::string> lines;
+    req.log.line = [&](std::string_view l) { lines.emplace_back(l); };
+    auto m = RunCapture(req);
+    EXPECT_TRUE(m.ok()) << m.status().message();
+    return std::count_if(lines.begin(), lines.end(), [](const std::string& l) {
+      return l.find("past the model's training context") != std::string::npos;
+    });
+  };
+  EXPECT_EQ(run("exact-short", 32), 1);
+  EXPECT_EQ(run("exact-long", 4096), 0);
 }

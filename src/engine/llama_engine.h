@@ -37,16 +37,16 @@ using ExtendFn = std::function<bool(int32_t position, std::span<const int32_t> f
 // futures decoded at forks, each in a copy of the cache right after the chunk holding its point,
 // so the rows keep the numerics of a plain prefill. Forks need n_seq_max >= 2.
 struct PrefillRequest {
-  std::span<const int32_t> tokens;
-  std::span<const int32_t> probes;  // ascending
-  RowSink sink;
-  std::span<const ForkRequest> forks;  // forks at fixed points, sorted by position; to fork_sink
-  ForkPlanner plan;                    // forks chosen as the probe rows arrive; to planned_sink
-  int max_tokens = 0;                  // a future's length, first token included
-  ForkSink fork_sink;                  // with the index of the request in forks
-  PlannedForkSink planned_sink;
-  ProgressFn progress;  // tokens done; may be empty
-  ExtendFn extend;      // may decode a future past max_tokens; empty: never
+  std::span<const int32_t> tokens{};
+  std::span<const int32_t> probes{};  // ascending
+  RowSink sink{};
+  std::span<const ForkRequest> forks{};  // forks at fixed points, sorted by position; to fork_sink
+  ForkPlanner plan{};                    // forks chosen as the probe rows arrive; to planned_sink
+  int max_tokens = 0;                    // a future's length, first token included
+  ForkSink fork_sink{};                  // with the index of the request in forks
+  PlannedForkSink planned_sink{};
+  ProgressFn progress{};  // tokens done; may be empty
+  ExtendFn extend{};      // may decode a future past max_tokens; empty: never
 };
 
 // One intermediate tensor of llama.cpp's graph, computed, as handed to a TensorTap: its name
