@@ -35,8 +35,7 @@ HistoryRequest HistoryOf(const Experiment& exp, const std::string& outdir, bool 
 }
 // [history] configs: the history over the named configurations' first captures (and the exact
 // reference's), written beside results.json as history.json, history.md and history.html.
-Status WriteConfigHistory(const Experiment& exp, const nlohmann::json& results, const std::string& outdir) {
-  const ExperimentResults r = ExperimentResults::FromJson(results);
+Status WriteConfigHistory(const Experiment& exp, const ExperimentResults& r, const std::string& outdir) {
   CapturedHistory h;
   h.model_path = exp.model;
   h.workload_path = exp.workload;
@@ -98,9 +97,10 @@ Action DefineRun(CLI::App* cmd) {
       if (Status st = WriteConfigHistory(*exp, *results, o->outdir); !st.ok()) return Fail(st);
     fmt::print("finished in {:.0f} s\n", NowSeconds() - t0);
     // A recipe that was asked to be proven and was not fails the run (its report is written).
-    const nlohmann::json& v = (*results)["recipe"].value("verification", nlohmann::json());
+    const nlohmann::json& recipe = results->recipe;
+    const nlohmann::json& v = recipe.is_object() ? recipe.value("verification", nlohmann::json()) : nlohmann::json();
     if (v.is_object() && v.value("status", "") != "matched")
-      return Fail(Status::Error("--verify-recipe: " + RecipeVerificationText((*results)["recipe"])));
+      return Fail(Status::Error("--verify-recipe: " + RecipeVerificationText(recipe)));
     return 0;
   };
 }
@@ -122,7 +122,7 @@ Action DefineReport(CLI::App* cmd) {
     std::error_code ec;
     std::filesystem::create_directories(o->outdir, ec);
     if (ec) return Fail(Status::Error(o->outdir + ": " + ec.message()));
-    if (Status st = WriteReport(results, o->outdir); !st.ok()) return Fail(st);
+    if (Status st = WriteReport(ExperimentResults::FromJson(results), o->outdir); !st.ok()) return Fail(st);
     fmt::print("report: {}\n", (std::filesystem::path(o->outdir) / "report.html").string());
     return 0;
   };

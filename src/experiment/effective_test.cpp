@@ -24,7 +24,7 @@ TEST(RunExperiment, LabelsFollowTheEffectiveSettings) {
   RunOptions ro;
   ro.outdir = (fs::path(p).parent_path() / "out").string();
   ro.log.bars = false;
-  auto r = RunExperiment(*e, ro);
+  auto r = fixtures::RunToJson(*e, ro);
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_EQ((*r)["configs"].size(), 3u);
   for (const auto& c : (*r)["configs"]) {

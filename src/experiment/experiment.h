@@ -126,9 +126,9 @@ struct RunOptions {
 
 // Runs the experiment: captures every configuration and repeat (reusing a capture whose
 // request matches, so an interrupted run continues), compares, follows forks, writes
-// OUTDIR/results.json, results.csv, report.md and report.html. Returns results.json's content.
+// OUTDIR/results.json, results.csv, report.md and report.html. Returns the results written.
 // A configuration llama.cpp refuses is recorded as refused with the reason; the run goes on.
-Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& opts);
+Result<ExperimentResults> RunExperiment(const Experiment& exp, const RunOptions& opts);
 
 // The experiment's served twin under replay = "both": the baseline and every variant that can
 // run served (llama.cpp, alone) under ServedName with replay served; forks as [branch] says

@@ -79,7 +79,7 @@ TEST(RunExperiment, EndToEndOnTheTinyModelWithReuseAndRefusal) {
   auto e = ParseForRun(p, ro);
   ASSERT_TRUE(e.ok()) << e.status().message();
   ro.memory_budget = 1ull << 20;
-  auto r = RunExperiment(*e, ro);
+  auto r = fixtures::RunToJson(*e, ro);
   ASSERT_TRUE(r.ok()) << r.status().message();
   const auto& res = *r;
   ASSERT_EQ(res["configs"].size(), 3u);
@@ -102,7 +102,7 @@ TEST(RunExperiment, EndToEndOnTheTinyModelWithReuseAndRefusal) {
   for (const char* f : {"results.json", "report.html", "report.md", "results.csv"})
     EXPECT_TRUE(fs::exists(fs::path(ro.outdir) / f)) << f;
   // A second run reuses every capture.
-  auto again = RunExperiment(*e, ro);
+  auto again = fixtures::RunToJson(*e, ro);
   ASSERT_TRUE(again.ok());
   for (const auto& c : (*again)["configs"])
     for (const auto& reused : c["reused"]) EXPECT_TRUE(reused.get<bool>()) << c["name"];
@@ -120,7 +120,7 @@ TEST(RunExperiment, ForksFollowedDuringCapturesMatchTheBranchStage) {
   RunOptions ro;
   auto e = ParseForRun(p, ro);
   ASSERT_TRUE(e.ok()) << e.status().message();
-  auto r = RunExperiment(*e, ro);
+  auto r = fixtures::RunToJson(*e, ro);
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_EQ((*r)["branches"].size(), 1u) << "the tiny model's 4-bit KV cache must flip for this test to mean anything";
   const auto& b = (*r)["branches"][0];

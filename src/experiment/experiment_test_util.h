@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "experiment/experiment.h"
 #include "testing/tiny_model.h"
 
 namespace flipscope::fixtures {
@@ -26,6 +27,13 @@ inline std::string MakeExperiment(const std::string& name, const std::string& bo
   w.close();
   std::ofstream(dir / "exp.toml") << "model = \"tiny.gguf\"\nworkload = \"work.txt\"\nwindow = 64\n" << body;
   return (dir / "exp.toml").string();
+}
+
+// Runs the experiment and hands back its results as results.json holds them (the tests check the file's form).
+inline Result<nlohmann::json> RunToJson(const Experiment& exp, const RunOptions& opts) {
+  auto r = RunExperiment(exp, opts);
+  if (!r.ok()) return r.status();
+  return r->ToJson();
 }
 
 // Runs the headless-Chromium report checker (tests/ref/check_report_chromium.py) on

@@ -12,6 +12,7 @@
 
 #include "branch/branch.h"
 #include "experiment/experiment.h"
+#include "experiment/experiment_test_util.h"
 #include "testing/tiny_model.h"
 #include "util/util.h"
 
@@ -60,7 +61,7 @@ void RunEqualsBranch(const std::string& name, const std::string& model, const st
   RunOptions ro;
   ro.outdir = (dir / "out").string();
   ro.log = Log::Quiet();
-  auto r = RunExperiment(*exp, ro);
+  auto r = fixtures::RunToJson(*exp, ro);
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_EQ((*r)["branches"].size(), 1u) << name << ": the 4-bit KV cache must flip for this test to mean anything";
   const json& run = (*r)["branches"][0];

@@ -25,7 +25,7 @@ TEST(ExperimentLayers, VariantsFlipsAreRecomputedKeptAndReported) {
   RunOptions ro;
   ro.outdir = (fs::path(p).parent_path() / "out").string();
   ro.log.bars = false;
-  auto r = RunExperiment(*e, ro);
+  auto r = fixtures::RunToJson(*e, ro);
   ASSERT_TRUE(r.ok()) << r.status().message();
   const auto& layers = (*r)["layers"];
   ASSERT_EQ(layers.size(), 2u) << "the tiny model's 4-bit KV cache must flip for this test to mean anything";
@@ -54,7 +54,7 @@ TEST(ExperimentLayers, VariantsFlipsAreRecomputedKeptAndReported) {
   const fs::path kept = fs::path(ro.outdir) / "layers" / "kv-q4_0.json";
   ASSERT_TRUE(fs::exists(kept));
   const auto written = fs::last_write_time(kept);
-  auto again = RunExperiment(*e, ro);
+  auto again = fixtures::RunToJson(*e, ro);
   ASSERT_TRUE(again.ok()) << again.status().message();
   EXPECT_EQ(fs::last_write_time(kept), written);
   // (Token texts may have gone through JSON's replacement of invalid UTF-8: compare the numbers.)

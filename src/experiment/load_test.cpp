@@ -38,7 +38,7 @@ TEST(ExperimentLoad, TheFloorAloneAndUnderLoadSideBySide) {
   RunOptions ro;
   ro.outdir = (fs::path(p).parent_path() / "out").string();
   ro.log.bars = false;
-  auto r = RunExperiment(*e, ro);
+  auto r = fixtures::RunToJson(*e, ro);
   ASSERT_TRUE(r.ok()) << r.status().message();
   const auto& lf = (*r)["load_floor"];
   ASSERT_EQ(lf.size(), 2u) << lf.dump();

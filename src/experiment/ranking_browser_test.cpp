@@ -61,7 +61,7 @@ TEST(RankingInChromium, TheOrderAndTieLabelsAreTheRecipes) {
   fs::path dir = fs::path(FLIPSCOPE_BINARY_DIR) / "ranking_browser_test";
   fs::remove_all(dir);
   fs::create_directories(dir);
-  ASSERT_TRUE(WriteReport(results, dir.string()).ok());
+  ASSERT_TRUE(WriteReport(ExperimentResults::FromJson(results), dir.string()).ok());
   std::string out;
   const json page = CheckInChromium(dir / "report.html", &out);
   ASSERT_TRUE(page.is_object()) << out;
@@ -95,11 +95,12 @@ TEST(RankingInChromium, TheOrderAndTieLabelsAreTheRecipes) {
             std::string::npos)
       << page["headline"];
   // The terminal summary says the same: the same order, tie groups and key.
-  const std::string term = TerminalSummary(results, "");
+  const std::string term = TerminalSummary(ExperimentResults::FromJson(results), "");
   size_t at = 0;
   for (const json& r : ranking) {
     const int group = r["tie_group"];
-    const std::string cell = std::to_string(group) + (group_size[group] > 1 ? "=" : "") + "  " + r["config"].get<std::string>();
+    const std::string cell =
+        std::to_string(group) + (group_size[group] > 1 ? "=" : "") + "  " + r["config"].get<std::string>();
     const size_t found = term.find(cell, at);
     EXPECT_NE(found, std::string::npos) << cell << "\n" << term;
     if (found != std::string::npos) at = found;

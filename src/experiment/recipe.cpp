@@ -92,7 +92,7 @@ std::optional<Estimate> DamageOf(const RecipeRow& r, bool is_baseline) {
 
 // Every measured configuration, and the baseline even when it ran once; with the exact
 // reference their distance to it.
-std::vector<RecipeRow> Rows(const ExperimentResults& results, const ResultsRows& typed, const ModelInfo& model) {
+std::vector<RecipeRow> Rows(const ExperimentResults& results, const ModelInfo& model) {
   std::vector<RecipeRow> rows;
   const std::vector<ConfigEntry>& configs = results.measured.configs;
   const std::string baseline = configs[0].name;
@@ -106,17 +106,18 @@ std::vector<RecipeRow> Rows(const ExperimentResults& results, const ResultsRows&
                 read::Get(c.fields, "model_file_size", 0.0)};
     if (s) r.flip = RateOf(*s);
     // Measured under served replay too: its served figures rank it (what a deployment computed).
-    if ((r.served = typed.FindServed(r.name)))
+    if ((r.served = results.served ? results.served->measured.Row(ServedName(r.name)) : nullptr))
       r.rate = r.served->median_flip_rate, r.kl = r.served->kl_mean, r.flip = RateOf(*r.served);
     r.damage = DamageOf(r, r.name == baseline);
     if (auto k = Knobs::FromJson(read::Sub(c.fields, "knobs")); k.ok() && r.kv >= 0) r.knobs = *k;
     r.swa_full = CapturedSwaFull(c.fields, model);
     r.memory = MemoryAt(r, model);
-    for (const SummaryRow& e : typed.reference)
-      if (e.config == r.name) r.exact = RateOf(e), r.exact_kl = e.kl_mean;
+    if (results.reference)
+      for (const SummaryRow& e : results.reference->summary)
+        if (e.config == r.name) r.exact = RateOf(e), r.exact_kl = e.kl_mean;
     rows.push_back(r);
   };
-  for (const SummaryRow& s : typed.summary)
+  for (const SummaryRow& s : results.measured.summary)
     for (const ConfigEntry& c : configs)
       if (c.name == s.config) add(c, &s);
   if (std::none_of(rows.begin(), rows.end(), [&](const RecipeRow& r) { return r.name == baseline; }))
@@ -323,8 +324,7 @@ json MakeRecipe(const json& results, const ModelInfo& model) {
 
 json MakeRecipe(const ExperimentResults& results, const ModelInfo& model) {
   Budget budget{read::Opt<double>(results.settings, "memory_budget_bytes"), &model};
-  const ResultsRows typed = results.Rows();
-  std::vector<RecipeRow> rows = Rows(results, typed, model);
+  std::vector<RecipeRow> rows = Rows(results, model);
   budget.cap = ContextCap(rows, model);
   const RankingKey key = Rank(rows);
   const std::string baseline = results.measured.configs[0].name;
@@ -332,7 +332,7 @@ json MakeRecipe(const ExperimentResults& results, const ModelInfo& model) {
   const RecipeRow& best = qualified ? *qualified : rows.front();
   const json ctx = budget.ContextAt(best.weights, best.knobs, best.swa_full);
   const int64_t c = ctx.is_number() ? ctx.get<int64_t>() : budget.cap;
-  json warnings = LoadWarnings(typed, results.baseline);
+  json warnings = LoadWarnings(results.measured, results.baseline);
   if (best.knobs)  // a server's context is its own
     for (std::string& w :
          ContextWarnings(c, read::Opt<int64_t>(results.workload, "n_tokens").value_or(0), model, ctx.is_number()))

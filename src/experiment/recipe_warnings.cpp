@@ -10,11 +10,11 @@ using nlohmann::json;
 
 // A configuration that is within the repeat floor alone (or is the baseline) but flips above it
 // when other sequences share its batches: its alone figures do not hold on a busy server.
-json LoadWarnings(const ResultsRows& rows, const std::string& baseline) {
+json LoadWarnings(const Measurements& measured, const std::string& baseline) {
   json out = json::array();
-  for (const SummaryRow& s : rows.summary) {
+  for (const SummaryRow& s : measured.summary) {
     if (!s.load || s.alone.empty() || !s.above_floor.value_or(false)) continue;
-    const SummaryRow* alone = rows.Find(s.alone);
+    const SummaryRow* alone = measured.Row(s.alone);
     const bool fine_alone = alone ? !alone->above_floor.value_or(true) : s.alone == baseline;
     if (!fine_alone) continue;
     out.push_back(

@@ -42,7 +42,7 @@ TEST(ExperimentReference, EveryCaptureAgainstExactRankedAndReported) {
   RunOptions ro;
   ro.outdir = (fs::path(p).parent_path() / "out").string();
   ro.log.bars = false;
-  auto r = RunExperiment(*e, ro);
+  auto r = fixtures::RunToJson(*e, ro);
   ASSERT_TRUE(r.ok()) << r.status().message();
 
   const auto& ref = (*r)["reference"];
@@ -87,7 +87,7 @@ TEST(ExperimentReference, EveryCaptureAgainstExactRankedAndReported) {
 
   // A second run reuses the exact capture.
   const auto written = fs::last_write_time(exact);
-  auto again = RunExperiment(*e, ro);
+  auto again = fixtures::RunToJson(*e, ro);
   ASSERT_TRUE(again.ok()) << again.status().message();
   EXPECT_EQ(fs::last_write_time(exact), written);
   EXPECT_EQ((*again)["reference"]["reused"][0], true);

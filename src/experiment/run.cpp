@@ -83,7 +83,7 @@ void AddRecipe(ExperimentResults& results, const ModelInfo& model, const RunOpti
 
 }  // namespace
 
-Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& opts) {
+Result<ExperimentResults> RunExperiment(const Experiment& exp, const RunOptions& opts) {
   std::error_code ec;
   fs::create_directories(fs::path(opts.outdir) / "captures", ec);
   if (ec) return Status::Error(opts.outdir + ": cannot create the results folder: " + ec.message());
@@ -116,11 +116,10 @@ Result<nlohmann::json> RunExperiment(const Experiment& exp, const RunOptions& op
   if (exp.replay_both) FS_RETURN_IF_ERROR(RunServed(exp, opts, model, hashes, results));
   AddRecipe(results, model, opts);
   // 6. Results (written from the typed results, once) and report.
-  const nlohmann::json doc = results.ToJson();
   FS_RETURN_IF_ERROR(WriteFileAtomic((fs::path(opts.outdir) / "results.json").string(),
-                                     doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace)));
-  FS_RETURN_IF_ERROR(WriteReport(doc, opts.outdir));
-  return doc;
+                                     results.ToJson().dump(1, ' ', false, nlohmann::json::error_handler_t::replace)));
+  FS_RETURN_IF_ERROR(WriteReport(results, opts.outdir));
+  return results;
 }
 
 }  // namespace flipscope

@@ -10,6 +10,7 @@
 #include "capture/capture.h"
 #include "compare/compare.h"
 #include "experiment/experiment.h"
+#include "experiment/experiment_test_util.h"
 #include "testing/chats.h"
 #include "testing/tiny_model.h"
 #include "util/util.h"
@@ -49,8 +50,7 @@ TEST(ServedExperiment, ReplayMixesAreRefusedInOneLine) {
   const std::string head = "[baseline]\nthreads = 1\n[[variant]]\nname = \"v\"\n";
   auto both = MakeChatExperiment("both-own", "replay = \"both\"\n" + head + "replay = \"served\"\n");
   EXPECT_NE(ParseError(both).find("exp.toml:"), std::string::npos) << ParseError(both);
-  EXPECT_NE(ParseError(both).find("'v' sets replay, which replay = \"both\""), std::string::npos)
-      << ParseError(both);
+  EXPECT_NE(ParseError(both).find("'v' sets replay, which replay = \"both\""), std::string::npos) << ParseError(both);
   auto mixed = MakeChatExperiment("mixed", head + "replay = \"served\"\ncache_type_k = \"q8_0\"\n");
   EXPECT_NE(ParseError(mixed).find("variant 'v' changes replay and other settings"), std::string::npos)
       << ParseError(mixed);
@@ -74,7 +74,7 @@ TEST(ServedExperiment, BothReplaysComparedLikeWithLike) {
   RunOptions ro;
   ro.outdir = (fs::path(p).parent_path() / "out").string();
   ro.log = Log::Quiet();
-  auto r = RunExperiment(*e, ro);
+  auto r = fixtures::RunToJson(*e, ro);
   ASSERT_TRUE(r.ok()) << r.status().message();
   const auto& served = (*r)["served"];
   // The served twins: every configuration but the loaded one, each run served.
@@ -85,7 +85,8 @@ TEST(ServedExperiment, BothReplaysComparedLikeWithLike) {
   ASSERT_NE(Named(served["skipped"], "config", "loaded"), nullptr);
   // Like with like: the served variant against the served baseline's first capture.
   ASSERT_NE(Named(served["comparisons"], "config", "kv-q4_0@served"), nullptr);
-  for (const auto& c : served["comparisons"]) EXPECT_NE(c["config"].get<std::string>().find("@served"), std::string::npos);
+  for (const auto& c : served["comparisons"])
+    EXPECT_NE(c["config"].get<std::string>().find("@served"), std::string::npos);
   ASSERT_NE(Named(served["summary"], "config", "kv-q4_0@served"), nullptr);
   EXPECT_TRUE(served["floor"].is_object());
 

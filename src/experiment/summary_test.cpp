@@ -57,16 +57,16 @@ TEST(Summarize, TheSummaryAndTheReportShowTheSameMedianRepeat) {
   EXPECT_DOUBLE_EQ(even["median_flip_rate"].get<double>(), 0.03);
   EXPECT_EQ(even["median_repeat"], 1);
   EXPECT_EQ(even["flips"], 2);
-  const nlohmann::json* shown = report::MedianComparison(results, "even");
+  const ComparisonRecord* shown = report::MedianComparison(measured, "even");
   ASSERT_NE(shown, nullptr);
-  EXPECT_EQ((*shown)["repeat"], 1);
-  EXPECT_EQ((*shown)["compare"]["flips"].size(), even["flips"].get<size_t>());
+  EXPECT_EQ(shown->entry.repeat, 1);
+  EXPECT_EQ(shown->compare["flips"].size(), even["flips"].get<size_t>());
   // odd: rates 5%, 1%, 3%: the middle one, repeat 2.
   const auto& odd = results["summary"][2];
   EXPECT_EQ(odd["median_repeat"], 2);
   EXPECT_EQ(odd["flips"], 3);
-  EXPECT_EQ((*report::MedianComparison(results, "odd"))["repeat"], 2);
+  EXPECT_EQ(report::MedianComparison(measured, "odd")->entry.repeat, 2);
   // A results file from before median_repeat existed: the report's own rule gives the same repeat.
   for (auto& s : results["summary"]) s.erase("median_repeat");
-  EXPECT_EQ((*report::MedianComparison(results, "even"))["repeat"], 1);
+  EXPECT_EQ(report::MedianComparison(Measurements::ReadFrom(results), "even")->entry.repeat, 1);
 }

@@ -22,7 +22,7 @@ inline nlohmann::json RunVerified(const std::string& exp_path) {
   auto e = ParseExperiment(exp_path);
   EXPECT_TRUE(e.ok()) << e.status().message();
   if (!e.ok()) return {};
-  auto r = RunExperiment(*e, ro);
+  auto r = fixtures::RunToJson(*e, ro);
   EXPECT_TRUE(r.ok()) << r.status().message();
   return r.ok() ? *r : nlohmann::json();
 }

@@ -229,12 +229,11 @@ std::string ForksSection(const json& doc) {
            "<p>The forks were not followed in this history (docs/history.md says what following them "
            "needs).</p></section>";
   out += "<p>" + E(Str(forks, "how")) + "</p>";
-  json group = {{"config", StepName(s)},
-                {"counts", Sub(forks, "counts")},
-                {"records", Sub(forks, "records")},
-                {"branch_config", Sub(forks, "config")}};
-  // The experiment report's branch section over this one pair, nested in this one.
-  return out + report::HtmlBranchesSection(json{{"branches", json::array({group})}}) + "</section>";
+  ExperimentResults one;  // the experiment report's branch section over this one pair, nested in this one
+  one.measured.branches = {BranchRecord{
+      StepName(s),
+      {{"counts", Sub(forks, "counts")}, {"records", Sub(forks, "records")}, {"branch_config", Sub(forks, "config")}}}};
+  return out + report::HtmlBranchesSection(one) + "</section>";
 }
 
 }  // namespace

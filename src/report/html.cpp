@@ -106,7 +106,7 @@ std::string TableHtml(const report::TextTable& t) {
 }
 
 // The floor alone beside the floor under each load; empty when no load was measured.
-std::string LoadFloorSection(const json& r) {
+std::string LoadFloorSection(const ExperimentResults& r) {
   report::TextTable t = report::LoadFloorTable(r);
   if (t.rows.empty()) return "";
   return "<section id=\"load-floor\"><h2>Repeat floor alone and under load</h2><p>The reference configuration "
@@ -115,15 +115,15 @@ std::string LoadFloorSection(const json& r) {
 }
 
 // One chart over every configuration with comparisons, plus its data as a table (defined below).
-std::string ChartFigure(const json& r, const std::string& id, const std::string& field, bool flip_chart,
+std::string ChartFigure(const ExperimentResults& r, const std::string& id, const std::string& field, bool flip_chart,
                         bool against_exact = false);
 
 // Every configuration against the exact reference, and the flip rate per window against it.
-std::string ExactSection(const json& r) {
+std::string ExactSection(const ExperimentResults& r) {
   report::TextTable t = report::ExactTable(r);
   if (t.rows.empty()) return "";
-  json shadow = r;  // the same document with the comparisons against exact, for the chart
-  shadow["comparisons"] = r["reference"]["comparisons"];
+  ExperimentResults shadow = r;  // the same results with the comparisons against exact, for the chart
+  shadow.measured.comparisons = r.reference->comparisons;
   return "<section id=\"exact\"><h2>Against the exact reference</h2><p>Every capture compared with the FP64 exact "
          "engine's capture of the same tokens (docs/exact.md): its distance to the weights' true function, beside "
          "its distance to the baseline. Median over repeats; the interval is the median repeat's.</p>" +
@@ -131,7 +131,7 @@ std::string ExactSection(const json& r) {
 }
 
 // replay = "both": each configuration's prefill-vs-served distance and the ranking under each.
-std::string ServedSection(const json& r) {
+std::string ServedSection(const ExperimentResults& r) {
   const std::string sentence = report::ReplaySentence(r);
   if (sentence.empty()) return "";
   return "<section id=\"served\"><h2>Prefill against served replay</h2><p>" + E(sentence) +
@@ -144,7 +144,7 @@ std::string ServedSection(const json& r) {
          TableHtml(report::ReplayRankingTable(r)) + "</section>";
 }
 
-std::string Headline(const json& r) {
+std::string Headline(const ExperimentResults& r) {
   std::string out = "<section id=\"headline\"><h2>Summary</h2><ul>";
   if (!report::FloorSentence(r).empty()) out += "<li>" + E(report::FloorSentence(r)) + "</li>";
   // The first place, or the first tie group: none of a tie is "the most faithful".
@@ -163,7 +163,7 @@ std::string Headline(const json& r) {
     for (const std::string& n : first) names += (names.empty() ? "" : ", ") + n;
     out += "<li>Most faithful, indistinguishable on this workload: " + names + ".</li>";
   }
-  const json& recipe = Sub(r, "recipe");
+  const json& recipe = r.recipe;
   if (!Str(recipe, "recommended").empty())
     out += fmt::format("<li>Recommended: <strong>{}</strong> — {}. {}</li>", E(Str(recipe, "recommended")),
                        E(Str(recipe, "reason")), E(report::RecommendationBasis(r)));
@@ -171,7 +171,7 @@ std::string Headline(const json& r) {
   return out + "</ul></section>" + LoadFloorSection(r);
 }
 
-std::string RankingSection(const json& r) {
+std::string RankingSection(const ExperimentResults& r) {
   std::string out = "<section id=\"ranking\"><h2>Ranking by fidelity</h2>";
   out += "<p class=\"ranking-key\">" + E(report::RankingKeyText(r)) + "</p>";
   out +=
@@ -183,8 +183,7 @@ std::string RankingSection(const json& r) {
   for (const std::string& t : report::TieLines(r)) out += "<p class=\"tie-note\">" + E(t) + ".</p>";
   std::vector<std::string> header;
   for (const std::string& h : report::RankingHeader(r)) header.push_back(E(h));
-  out +=
-      "<div class=\"table-wrap\"><table class=\"ranking\"><thead>" + report::HtmlRow(header, true) + "</thead>";
+  out += "<div class=\"table-wrap\"><table class=\"ranking\"><thead>" + report::HtmlRow(header, true) + "</thead>";
   std::string refused;
   int open_group = -1;  // each tie group is its own <tbody>, so that a tie reads as one block
   for (const auto& row : report::RankedConfigs(r)) {
@@ -218,7 +217,7 @@ std::string RankingSection(const json& r) {
 }
 
 // One chart over every configuration with comparisons, plus its data as a table.
-std::string ChartFigure(const json& r, const std::string& id, const std::string& field, bool flip_chart,
+std::string ChartFigure(const ExperimentResults& r, const std::string& id, const std::string& field, bool flip_chart,
                         bool against_exact) {
   report::Chart chart;
   chart.id = id;
@@ -238,7 +237,7 @@ std::string ChartFigure(const json& r, const std::string& id, const std::string&
         "engine's capture of the same tokens, median over repeats.";
   auto centre = [](const report::WindowPoint& p) { return (p.begin + p.end) / 2000.0; };
   for (const auto& row : report::RankedConfigs(r)) {
-    auto pts = report::WindowSeries(r, row.name, field);
+    auto pts = report::WindowSeries(r.measured.comparisons, row.name, field);
     if (pts.empty()) continue;
     report::ChartSeries s;
     s.name = row.is_baseline && !against_exact ? row.name + " (repeat)" : row.name;
@@ -249,13 +248,14 @@ std::string ChartFigure(const json& r, const std::string& id, const std::string&
                                    Count(p.begin), Count(p.end), flip_chart ? Percent(p.value) : Small(p.value),
                                    p.repeats, p.repeats == 1 ? "" : "s") +
                        (p.merged_probes > 0 ? fmt::format(" · includes the final window's {} probes, too few to "
-                                                          "stand alone", Count(p.merged_probes))
+                                                          "stand alone",
+                                                          Count(p.merged_probes))
                                             : ""));
     }
     chart.series.push_back(std::move(s));
     if (!flip_chart || !row.is_baseline || against_exact) continue;
-    auto lo = report::WindowSeries(r, row.name, "flip_rate_ci/0");
-    auto hi = report::WindowSeries(r, row.name, "flip_rate_ci/1");
+    auto lo = report::WindowSeries(r.measured.comparisons, row.name, "flip_rate_ci/0");
+    auto hi = report::WindowSeries(r.measured.comparisons, row.name, "flip_rate_ci/1");
     if (lo.empty() || lo.size() != hi.size()) continue;
     report::ChartBand b{"repeat floor (95% CI)", {}, {}, {}};
     for (size_t i = 0; i < lo.size(); ++i) {
@@ -272,8 +272,8 @@ std::string ChartFigure(const json& r, const std::string& id, const std::string&
       id, report::RenderSvgChart(chart), E(chart.description), TableHtml(report::WindowTable(r, field, flip_chart)));
 }
 
-std::string RecipeSection(const json& r) {
-  const json& recipe = Sub(r, "recipe");
+std::string RecipeSection(const ExperimentResults& r) {
+  const json& recipe = r.recipe;
   if (!recipe.is_object()) return "";
   std::string out = "<section id=\"recipe\"><h2>Recipe</h2>";
   if (!Str(recipe, "recommended").empty())
@@ -321,10 +321,10 @@ std::string report::HtmlRow(const std::vector<std::string>& cells, bool header) 
 
 const char* report::PageStyle() { return kStyle; }
 
-std::string RenderHtml(const json& r) {
-  const std::string name = Str(r, "name", "experiment");
-  const json& model = Sub(r, "model");
-  const json& workload = Sub(r, "workload");
+std::string RenderHtml(const ExperimentResults& r) {
+  const std::string name = report::Or(r.name, "experiment");
+  const json& model = r.model;
+  const json& workload = r.workload;
   std::string out =
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
@@ -334,7 +334,7 @@ std::string RenderHtml(const json& r) {
       "<p class=\"meta\">Model <strong>{}</strong> · workload <code>{}</code> ({} tokens) · "
       "created {} · flipscope {}</p>",
       E(Str(model, "name", Str(model, "path", "?"))), E(Str(workload, "path", "?")),
-      E(Count(Num(workload, "n_tokens"))), E(Str(r, "created", "?")), E(Str(r, "flipscope_version", "?")));
+      E(Count(Num(workload, "n_tokens"))), E(report::Or(r.created)), E(report::Or(r.flipscope_version)));
   // Navigation to the sections this document has (the recipe is optional).
   out += "<nav aria-label=\"Sections\"><ul>";
   for (const auto& [id, title] : std::vector<std::pair<std::string, std::string>>{{"headline", "Summary"},
@@ -347,8 +347,8 @@ std::string RenderHtml(const json& r) {
                                                                                   {"layers", "Layers"},
                                                                                   {"recipe", "Recipe"},
                                                                                   {"disclosure", "Disclosure"}})
-    if ((id != "recipe" || Sub(r, "recipe").is_object()) && (id != "layers" || !Sub(r, "layers").empty()) &&
-        (id != "exact" || Sub(r, "reference").is_object()) && (id != "served" || Sub(r, "served").is_object()))
+    if ((id != "recipe" || r.recipe.is_object()) && (id != "layers" || (r.layers && !r.layers->empty())) &&
+        (id != "exact" || r.reference) && (id != "served" || r.served))
       out += fmt::format("<li><a href=\"#{}\">{}</a></li>", id, title);
   out += "</ul></nav></header><main>";
   out += Headline(r) + RankingSection(r) + ExactSection(r) + ServedSection(r);
@@ -357,7 +357,7 @@ std::string RenderHtml(const json& r) {
   out += "</section>";
   out += report::HtmlFlipsSection(r) + report::HtmlBranchesSection(r) + report::HtmlLayersSection(r) +
          RecipeSection(r) + report::HtmlDisclosureSection(r);
-  out += "</main><footer><p>Written by flipscope " + E(Str(r, "flipscope_version", "?")) +
+  out += "</main><footer><p>Written by flipscope " + E(report::Or(r.flipscope_version)) +
          ". This file is self-contained: it loads nothing from the network.</p></footer>";
   out += std::string("<script>") + kScript + "</script></body></html>\n";
   return out;

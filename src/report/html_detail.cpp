@@ -35,9 +35,9 @@ std::string TokenCode(const std::string& text) { return "<code class=\"t\">" + E
 // The flip's class; confident flips (the costly kind) stand out.
 // Each repeat's capture time in whole seconds, or "reused" where a re-run took the capture an
 // earlier run had made (its time then is only the check's).
-std::string CaptureSeconds(const json& c) {
-  const json& secs = Sub(c, "capture_seconds");
-  const json& reused = Sub(c, "reused");
+std::string CaptureSeconds(const ConfigEntry& c) {
+  const json& secs = Sub(c.fields, "capture_seconds");
+  const json& reused = Sub(c.fields, "reused");
   if (!secs.is_array()) return InlineText(secs);
   std::string out;
   for (size_t i = 0; i < secs.size(); ++i) {
@@ -53,11 +53,12 @@ std::string ClassCell(const std::string& klass) {
 }
 
 // The id of the flip's own layers chart (HtmlLayersSection), or "" when [layers] did not look into it.
-std::string LayersAnchor(const json& r, const std::string& config, int position) {
-  const json& all = Sub(r, "layers");
+std::string LayersAnchor(const ExperimentResults& r, const std::string& config, int position) {
+  if (!r.layers) return "";
+  const std::vector<LayersRecord>& all = *r.layers;
   for (size_t k = 0; k < all.size(); ++k) {
-    if (Str(all[k], "config") != config) continue;
-    for (const json& f : Sub(Sub(all[k], "result"), "flips"))
+    if (all[k].config != config || !all[k].result) continue;
+    for (const json& f : Sub(*all[k].result, "flips"))
       if (Int(f, "position", -1) == position) return fmt::format("layers-{}-p{}", k, position);
   }
   return "";
@@ -106,7 +107,7 @@ std::string FutureTokens(const json& fut, int first_diff, const std::string& own
   return out + "</pre>";
 }
 
-std::string BranchRecord(const std::string& config, const json& b) {
+std::string BranchRecordHtml(const std::string& config, const json& b) {
   // Token indexes of the first difference in each future (absent when the texts are equal).
   int diff_base = Int(b, "first_difference", -1);
   int diff_cand = Int(b, "first_difference_cand", diff_base);
@@ -174,7 +175,7 @@ std::string RecordRow(const json& b) {
 std::string BranchRecords(const std::string& config, const json& records) {
   std::string out;
   const size_t n = records.is_array() ? records.size() : 0;
-  for (size_t i = 0; i < n && i < kMaxRecordsShown; ++i) out += BranchRecord(config, records[i]);
+  for (size_t i = 0; i < n && i < kMaxRecordsShown; ++i) out += BranchRecordHtml(config, records[i]);
   if (n <= kMaxRecordsShown) return out;
   const size_t rows = std::min(n - kMaxRecordsShown, kMaxFlipsShown);
   out += fmt::format(
@@ -195,18 +196,18 @@ std::string BranchRecords(const std::string& config, const json& records) {
 
 }  // namespace
 
-std::string HtmlFlipsSection(const json& r) {
+std::string HtmlFlipsSection(const ExperimentResults& r) {
   std::string out =
       "<section id=\"flips\"><h2>Flips</h2><p>Every position where a configuration's greedy token differs from "
       "the reference's, in the configuration's median repeat. <em>Confident</em>: the reference's top-1 "
       "probability was at least the confident threshold; <em>uncertain</em>: below 0.5; <em>moderate</em>: in "
       "between. The context is the text before the flip, followed by the reference's token.</p>";
   for (const ConfigRow& row : RankedConfigs(r)) {
-    const json* cmp = MedianComparison(r, row.name);
+    const ComparisonRecord* cmp = MedianComparison(r.measured, row.name);
     if (!cmp) continue;
-    const json& flips = Sub(Sub(*cmp, "compare"), "flips");
+    const json& flips = Sub(cmp->compare, "flips");
     size_t n = flips.is_array() ? flips.size() : 0;
-    const json& overall = Sub(Sub(*cmp, "compare"), "overall");
+    const json& overall = Sub(cmp->compare, "overall");
     out += fmt::format("<details><summary>{} — {} flips ({} confident) in {}</summary>", E(row.name), Count(double(n)),
                        Count(Num(overall, "confident_flips")), E(RepeatLabel(*cmp)));
     if (n == 0) {
@@ -228,16 +229,16 @@ std::string HtmlFlipsSection(const json& r) {
   return out + "</section>";
 }
 
-std::string HtmlBranchesSection(const json& r) {
-  const json& groups = Sub(r, "branches");
+std::string HtmlBranchesSection(const ExperimentResults& r) {
   std::string out = "<section id=\"branches\"><h2>Following the fork</h2>";
-  if (!groups.is_array() || groups.empty())
+  if (!r.measured.branches || r.measured.branches->empty())
     return out + "<p>No branch records in this experiment (the branch stage did not run).</p></section>";
   out +=
       "<p>At a flip, both configurations decode greedily from the shared prefix. Hover a token for its "
       "probability; the first differing token is marked.</p>";
-  for (const json& g : groups) {
-    const std::string config = Str(g, "config", "?");
+  for (const BranchRecord& group : *r.measured.branches) {
+    const json& g = group.document;
+    const std::string config = Or(group.config);
     out += "<h3>" + E(config) + "</h3>";
     const json& counts = Sub(g, "counts");
     if (counts.is_object()) out += "<p>" + E(ForkedText(counts)) + "</p>";
@@ -262,7 +263,7 @@ std::string HtmlBranchesSection(const json& r) {
   return out + "</section>";
 }
 
-std::string HtmlDisclosureSection(const json& r) {
+std::string HtmlDisclosureSection(const ExperimentResults& r) {
   std::string out = "<section id=\"disclosure\"><h2>Disclosure</h2>", group;
   for (const Fact& f : Disclosure(r)) {
     if (f.group != group) {
@@ -275,12 +276,13 @@ std::string HtmlDisclosureSection(const json& r) {
   out += "<h3>Configurations</h3><div class=\"table-wrap\"><table><thead>" +
          HtmlRow({"Configuration", "Status", "Flags", "Repeats", "Capture seconds", "Captures"}, true) +
          "</thead><tbody>";
-  const json& configs = Sub(r, "configs");
-  if (configs.is_array())
-    for (const json& c : configs)
-      out += HtmlRow({E(Str(c, "name")), E(Str(c, "status", "ok")), "<code>" + E(Str(c, "flags")) + "</code>",
-                      E(Count(Num(c, "repeats"))), E(CaptureSeconds(c)),
-                      "<small>" + E(InlineText(Sub(c, "captures"))) + "</small>"});
+  for (const ConfigEntry& c : r.measured.configs) {
+    // The capture paths as read (a list that was not all paths stays in the entry's fields).
+    const json& captures = Sub(c.fields, "captures").is_null() ? json(c.captures) : Sub(c.fields, "captures");
+    out += HtmlRow({E(c.name), E(StatusText(c)), "<code>" + E(Str(c.fields, "flags")) + "</code>",
+                    E(Count(Num(c.fields, "repeats"))), E(CaptureSeconds(c)),
+                    "<small>" + E(InlineText(captures)) + "</small>"});
+  }
   return out + "</tbody></table></div></section>";
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "report/report.h"
+#include "results/experiment_results.h"
 #include "results/read.h"
 #include "results/results.h"
 
@@ -48,14 +49,22 @@ std::string Count(std::optional<double> v);
 // "6 of 14 flips" where a layers document looked into a subset of a pair's flips, else "14 flips".
 std::string FlipsOf(const nlohmann::json& layers);
 
+// s, or the fallback when s is empty (a document field it did not hold).
+std::string Or(const std::string& s, std::string_view fallback = "?");
+// The baseline's name ("baseline" when the document does not say).
+std::string BaselineName(const ExperimentResults& results);
+// A configuration's status as its entry spells it: "ok" when it says none, and a name this version
+// does not know as written.
+std::string StatusText(const ConfigEntry& config);
+
 // One configuration as the report shows it, merged from configs[], summary[] and recipe.
 struct ConfigRow {
   std::string name, description, status, reason, flags;  // status as the file spells it
   ConfigStatus state = ConfigStatus::kOk;                // status read (a name it does not know: failed)
-  std::string replay = "prefill";  // what its captures ran (configs[].knobs.replay)
-  const nlohmann::json* config = nullptr;  // the configs[] entry, if any
-  std::optional<SummaryRow> summary;       // the summary[] entry, if any
-  int rank = 0;                            // 1-based among measured configs; 0 when not ranked
+  std::string replay = "prefill";                        // what its captures ran (configs[].knobs.replay)
+  const ConfigEntry* config = nullptr;                   // the configs[] entry, if any
+  std::optional<SummaryRow> summary;                     // the summary[] entry, if any
+  int rank = 0;                                          // 1-based among measured configs; 0 when not ranked
   // Its statistical tie group (recipe.ranking[].tie_group, 1-based; 0 when the recipe gives none)
   // and how many configurations share it; its recipe.ranking entry (null when none).
   int tie_group = 0, tie_size = 1;
@@ -65,9 +74,9 @@ struct ConfigRow {
 };
 // Measured configurations in ranking order (recipe.ranking: names or {"config": name} objects;
 // else median flip rate then KL mean), then the refused / failed ones in file order.
-std::vector<ConfigRow> RankedConfigs(const nlohmann::json& results);
+std::vector<ConfigRow> RankedConfigs(const ExperimentResults& results);
 // The context length the report speaks of: the baseline's ctx_size, else the workload's length.
-std::optional<double> ContextLength(const nlohmann::json& results);
+std::optional<double> ContextLength(const ExperimentResults& results);
 
 // Per-window value of one configuration: the median over its repeats (comparisons[]).
 struct WindowPoint {
@@ -77,21 +86,21 @@ struct WindowPoint {
   int repeats = 0;
   double merged_probes = 0;  // > 0: the final window's probes merged into this one (too few to stand alone)
 };
-// Median over repeats of windows[].<field> for config; field is a pointer as for NumAt. A final
+// Median over repeats of windows[].<field> for config among comparisons; field is a pointer as for NumAt. A final
 // window with fewer than a quarter of the others' median probes is merged into the one before it
 // (flips, probes, flip rate, interval and KL mean recomputed; other fields absent there).
-std::vector<WindowPoint> WindowSeries(const nlohmann::json& results, const std::string& config,
+std::vector<WindowPoint> WindowSeries(const std::vector<ComparisonRecord>& comparisons, const std::string& config,
                                       const std::string& field);
 // The comparison shown for a configuration: the repeat its summary row names (median_repeat),
 // else its median repeat by overall flip rate (the lower middle for an even count, ties in
 // repeat order: the summary's rule); null when the configuration has no comparison.
-const nlohmann::json* MedianComparison(const nlohmann::json& results, const std::string& config);
+const ComparisonRecord* MedianComparison(const Measurements& measured, const std::string& config);
 
 // "repeat 2" for a comparisons[] entry: its 0-based capture index, shown 1-based.
-std::string RepeatLabel(const nlohmann::json& comparison);
+std::string RepeatLabel(const ComparisonRecord& comparison);
 // One sentence on the reference's repeat floor (bit-identical, a flip rate, or why there is none);
 // empty when results has no floor.
-std::string FloorSentence(const nlohmann::json& results);
+std::string FloorSentence(const ExperimentResults& results);
 
 // A line chart drawn as inline SVG.
 struct ChartSeries {
@@ -125,7 +134,7 @@ std::string RenderFlipLayersChart(const nlohmann::json& layers, size_t flip_inde
 std::string FlipLayersLine(const nlohmann::json& flip);
 // The experiment report's section for results["layers"] (the [layers] table): per configuration
 // the birth counts, the small-multiples chart and each flip's own chart; "" when there are none.
-std::string HtmlLayersSection(const nlohmann::json& results);
+std::string HtmlLayersSection(const ExperimentResults& results);
 
 // Plain-text tables and facts that the HTML and Markdown renderers both lay out.
 struct TextTable {
@@ -134,46 +143,46 @@ struct TextTable {
 };
 // Column titles of the ranking table ("#", "Configuration", metrics...; the distance to the
 // exact reference where the results have one).
-std::vector<std::string> RankingHeader(const nlohmann::json& results);
+std::vector<std::string> RankingHeader(const ExperimentResults& results);
 // The metric cells of a measured row, in RankingHeader order after "#" and "Configuration".
-std::vector<std::string> RankingCells(const nlohmann::json& results, const ConfigRow& row);
+std::vector<std::string> RankingCells(const ExperimentResults& results, const ConfigRow& row);
 // The "#" cell: the tie group, "2=" when others share it; the plain rank without tie groups.
 std::string RankCell(const ConfigRow& row);
 // What the ranking's order rests on (recipe.ranking_key, the configurations whose forks were not
 // followed, the tie groups) in sentences; a fallback for results written before it was recorded.
-std::string RankingKeyText(const nlohmann::json& results);
+std::string RankingKeyText(const ExperimentResults& results);
 // The tie groups of more than one configuration, one line each: "kv-q8_0, fa-off: indistinguishable
 // on this workload (ordered by the memory each needs)".
-std::vector<std::string> TieLines(const nlohmann::json& results);
+std::vector<std::string> TieLines(const ExperimentResults& results);
 // What the recommendation rests on and how sure it is (recipe.basis); "" when not recorded.
-std::string RecommendationBasis(const nlohmann::json& results);
+std::string RecommendationBasis(const ExperimentResults& results);
 // Per-window medians over repeats of one field, one column per configuration with comparisons.
-TextTable WindowTable(const nlohmann::json& results, const std::string& field, bool percent);
+TextTable WindowTable(const ExperimentResults& results, const std::string& field, bool percent);
 // The repeat floor alone (load 0) and under each load (results["load_floor"], docs/load.md) side
 // by side; no rows when the experiment measured no load.
-TextTable LoadFloorTable(const nlohmann::json& results);
+TextTable LoadFloorTable(const ExperimentResults& results);
 // Every configuration against the exact reference (results["reference"]["summary"]: median over
 // repeats, the median repeat's counts and interval) beside its figures against the baseline; no
 // rows without the reference.
-TextTable ExactTable(const nlohmann::json& results);
+TextTable ExactTable(const ExperimentResults& results);
 // replay = "both" (results["served"], docs/served.md). The replay a configs[] entry ran
 // ("prefill" when its knobs do not say).
-std::string ReplayOf(const nlohmann::json& config);
+std::string ReplayOf(const ConfigEntry& config);
 // What the served part measured, how it compares, whether the ranking changed, and what was
 // not captured served; "" without a served part.
-std::string ReplaySentence(const nlohmann::json& results);
+std::string ReplaySentence(const ExperimentResults& results);
 // Per configuration its prefill capture against its served one: flips, KL, bit-identical rows,
 // and the flips where the model wrote the predicted token, inside tool calls, and elsewhere.
-TextTable ReplayDistanceTable(const nlohmann::json& results);
+TextTable ReplayDistanceTable(const ExperimentResults& results);
 // The same distance's flip rate per window, one column per configuration.
-TextTable ReplayWindowTable(const nlohmann::json& results);
+TextTable ReplayWindowTable(const ExperimentResults& results);
 // Each configuration's place and figures under prefill replay and under served replay.
-TextTable ReplayRankingTable(const nlohmann::json& results);
+TextTable ReplayRankingTable(const ExperimentResults& results);
 // How the recipe ranked (recipe.ranked_by) and, per configuration whose forks were followed,
 // how many of its forks started from the token generation reproduced; "" when it says neither.
-std::string RecipeRankedBy(const nlohmann::json& results);
+std::string RecipeRankedBy(const ExperimentResults& results);
 // The recipe's warnings, one sentence each (a configuration fine alone that flips under load).
-std::vector<std::string> RecipeWarnings(const nlohmann::json& results);
+std::vector<std::string> RecipeWarnings(const ExperimentResults& results);
 // What the recipe's memory budget covers (weights and KV cache), for the KV table's caption.
 std::string RecipeBudgetText(const nlohmann::json& recipe);
 // The recommended command's KV cache as llama.cpp allocates it, one sentence; "" when unknown.
@@ -193,7 +202,7 @@ struct Fact {
   bool code = false;  // a hash, path or command: shown in monospace
 };
 // Every disclosure fact that results holds; absent ones are left out.
-std::vector<Fact> Disclosure(const nlohmann::json& results);
+std::vector<Fact> Disclosure(const ExperimentResults& results);
 
 // The report page's inline CSS, shared by the other pages that show its sections (history.html).
 const char* PageStyle();
@@ -202,9 +211,9 @@ const char* PageStyle();
 std::string HtmlRow(const std::vector<std::string>& cells, bool header = false);
 // The sections after the charts, each a <section> with an id: flips, branches, disclosure.
 // HtmlDisclosureSection also lists every configuration's flags and captures.
-std::string HtmlFlipsSection(const nlohmann::json& results);
-std::string HtmlBranchesSection(const nlohmann::json& results);
-std::string HtmlDisclosureSection(const nlohmann::json& results);
+std::string HtmlFlipsSection(const ExperimentResults& results);
+std::string HtmlBranchesSection(const ExperimentResults& results);
+std::string HtmlDisclosureSection(const ExperimentResults& results);
 
 }  // namespace report
 

@@ -149,23 +149,23 @@ std::string FlipLayersLine(const json& f) {
                      f["logits"].is_object() ? f["logits"].value("rel", 0.0) : 0.0);
 }
 
-std::string HtmlLayersSection(const json& r) {
-  const json& all = r.contains("layers") ? r["layers"] : json();
-  if (!all.is_array() || all.empty()) return "";
+std::string HtmlLayersSection(const ExperimentResults& r) {
+  if (!r.layers || r.layers->empty()) return "";
+  const std::vector<LayersRecord>& all = *r.layers;
   std::string out =
       "<section id=\"layers\"><h2>Where the flips are born</h2><p>Each flip recomputed in both "
       "configurations, every layer's attention output, MLP output and residual stream compared at the "
       "flip's position (relative difference, log scale): one thin line per flip, the median bold "
       "(docs/layers.md). A flip is born where the residual difference first jumps past the level the "
       "layers before it set.</p>";
-  for (const json& e : all) {
-    const std::string name = e.value("config", std::string("?"));
-    if (!e.contains("result")) {
+  for (const LayersRecord& e : all) {
+    const std::string name = Or(e.config);
+    if (!e.result) {
       out += fmt::format("<p><strong>{}</strong>: not looked into ({}).</p>", HtmlEscape(name),
-                         HtmlEscape(e.value("skipped", e.value("error", std::string("no result")))));
+                         HtmlEscape(e.skipped.value_or(e.error.value_or("no result"))));
       continue;
     }
-    const json& l = e["result"];
+    const json& l = *e.result;
     const json& s = Sub(l, "summary");
     const json& b = Sub(s, "births");
     out += fmt::format(
@@ -216,9 +216,9 @@ std::string RenderLayersHtml(const nlohmann::json& layers) {
       "body{font-family:system-ui,sans-serif;max-width:900px;margin:2em auto;color:#111}"
       "svg{width:100%;height:auto}td,th{padding:2px 10px;text-align:right}</style></head><body>";
   html += "<h1>Where the flips are born</h1><p>" + HtmlEscape(Label(layers)) + "</p>";
-  html += fmt::format("<p>{}; born in attention {}, in the MLP {}, at the embedding {}, no jump {}.</p>",
-                      FlipsOf(layers), b.value("attention", 0), b.value("mlp", 0), b.value("embedding", 0),
-                      b.value("none", 0));
+  html +=
+      fmt::format("<p>{}; born in attention {}, in the MLP {}, at the embedding {}, no jump {}.</p>", FlipsOf(layers),
+                  b.value("attention", 0), b.value("mlp", 0), b.value("embedding", 0), b.value("none", 0));
   const json& j = s["largest_jumps"];
   html += fmt::format(
       "<p>After the birth, the largest growth of the difference is in attention for {} flips, in the "

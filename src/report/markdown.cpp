@@ -81,14 +81,13 @@ std::string MdTable(const TextTable& t) {
   return out + "\n";
 }
 
-std::string Ranking(const json& r) {
+std::string Ranking(const ExperimentResults& r) {
   TextTable t;
   t.header = RankingHeader(r);
   std::string refused;
   for (const ConfigRow& row : RankedConfigs(r)) {
-    std::string name =
-        row.name + " (" + row.replay + " replay)" + (row.is_baseline ? " (reference)" : "") +
-        (row.is_recommended ? " (recommended)" : "");
+    std::string name = row.name + " (" + row.replay + " replay)" + (row.is_baseline ? " (reference)" : "") +
+                       (row.is_recommended ? " (recommended)" : "");
     if (row.rank == 0) {
       refused += fmt::format("- **{}** — {}: {}\n", MdText(row.name),
                              MdText(row.state == ConfigStatus::kOk ? "not measured" : row.status),
@@ -108,14 +107,14 @@ std::string Ranking(const json& r) {
   return out;
 }
 
-std::string Flips(const json& r) {
+std::string Flips(const ExperimentResults& r) {
   std::string out =
       "## Flips\n\nPositions where a configuration's greedy token differs from the reference's, in its "
       "median repeat.\n\n";
   for (const ConfigRow& row : RankedConfigs(r)) {
-    const json* cmp = MedianComparison(r, row.name);
+    const ComparisonRecord* cmp = MedianComparison(r.measured, row.name);
     if (!cmp) continue;
-    const json& flips = Sub(Sub(*cmp, "compare"), "flips");
+    const json& flips = Sub(cmp->compare, "flips");
     size_t n = flips.is_array() ? flips.size() : 0;
     out += fmt::format("### {} — {} flips ({})\n\n", MdText(row.name), Count(double(n)), RepeatLabel(*cmp));
     if (n == 0) continue;
@@ -134,12 +133,12 @@ std::string Flips(const json& r) {
   return out;
 }
 
-std::string Branches(const json& r) {
-  const json& groups = Sub(r, "branches");
-  if (!groups.is_array() || groups.empty()) return "";
+std::string Branches(const ExperimentResults& r) {
+  if (!r.measured.branches || r.measured.branches->empty()) return "";
   std::string out = "## Following the fork\n\n";
-  for (const json& g : groups) {
-    out += "### " + MdText(Str(g, "config", "?")) + "\n\n";
+  for (const BranchRecord& group : *r.measured.branches) {
+    const json& g = group.document;
+    out += "### " + MdText(Or(group.config)) + "\n\n";
     if (Sub(g, "counts").is_object()) out += MdText(ForkedText(Sub(g, "counts"))) + "\n\n";
     if (!DecodingText(g).empty()) out += MdText(DecodingText(g)) + "\n\n";
     if (!OutcomeCountsText(Sub(g, "counts")).empty())
@@ -163,8 +162,8 @@ std::string Branches(const json& r) {
   return out;
 }
 
-std::string Recipe(const json& r) {
-  const json& recipe = Sub(r, "recipe");
+std::string Recipe(const ExperimentResults& r) {
+  const json& recipe = r.recipe;
   if (!recipe.is_object()) return "";
   std::string out = "## Recipe\n\n";
   if (!Str(recipe, "recommended").empty())
@@ -183,25 +182,25 @@ std::string Recipe(const json& r) {
                  "KV cache at -c " + Count(Num(recipe, "context")), "Context that fits the budget"},
                 {}};
     for (const json& k : kv)
-      t.rows.push_back({Str(k, "type"), Count(Num(k, "bytes_per_token")), HumanBytes(Num(k, "bytes_at_context").value_or(0)),
-                        Count(Num(k, "context_at_budget"))});
+      t.rows.push_back({Str(k, "type"), Count(Num(k, "bytes_per_token")),
+                        HumanBytes(Num(k, "bytes_at_context").value_or(0)), Count(Num(k, "context_at_budget"))});
     out += "KV cache per type (" + MdText(report::RecipeBudgetText(recipe)) + "):\n\n" + MdTable(t);
   }
   return out;
 }
 
 // [layers]: per configuration where its flips are born (the charts are in the HTML report).
-std::string Layers(const json& r) {
-  const json& all = Sub(r, "layers");
-  if (!all.is_array() || all.empty()) return "";
+std::string Layers(const ExperimentResults& r) {
+  if (!r.layers || r.layers->empty()) return "";
   TextTable t{{"Configuration", "Flips", "Born in attention", "Born in the MLP", "At the embedding", "No jump",
                "Birth layers", "Median logits difference"},
               {}};
-  for (const json& e : all) {
-    const json& s = Sub(Sub(e, "result"), "summary");
+  for (const LayersRecord& e : *r.layers) {
+    static const json kNone;
+    const json& s = Sub(e.result ? *e.result : kNone, "summary");
     if (!s.is_object()) {
       t.rows.push_back(
-          {Str(e, "config"), "not looked into: " + Str(e, "skipped", Str(e, "error")), "", "", "", "", "", ""});
+          {e.config, "not looked into: " + e.skipped.value_or(e.error.value_or("")), "", "", "", "", "", ""});
       continue;
     }
     const json& b = Sub(s, "births");
@@ -209,7 +208,7 @@ std::string Layers(const json& r) {
     for (const json& l : Sub(s, "birth_layers"))
       if (int n = Int(l, "attention", 0) + Int(l, "mlp", 0); n > 0)
         at += (at.empty() ? "" : ", ") + fmt::format("{} ({})", Int(l, "layer", 0), n);
-    t.rows.push_back({Str(e, "config"), Count(Num(s, "flips")), Count(Num(b, "attention")), Count(Num(b, "mlp")),
+    t.rows.push_back({e.config, Count(Num(s, "flips")), Count(Num(b, "attention")), Count(Num(b, "mlp")),
                       Count(Num(b, "embedding")), Count(Num(b, "none")), at.empty() ? "—" : at,
                       Small(Num(s, "median_logits_rel"))});
   }
@@ -218,7 +217,7 @@ std::string Layers(const json& r) {
          MdTable(t);
 }
 
-std::string DisclosureList(const json& r) {
+std::string DisclosureList(const ExperimentResults& r) {
   std::string out = "## Disclosure\n", group;
   for (const Fact& f : Disclosure(r)) {
     if (f.group != group) out += "\n### " + MdText(group = f.group) + "\n\n";
@@ -229,13 +228,13 @@ std::string DisclosureList(const json& r) {
 
 }  // namespace
 
-std::string RenderMarkdown(const json& r) {
-  const json& model = Sub(r, "model");
-  const json& wl = Sub(r, "workload");
-  std::string out = "# flipscope report: " + MdText(Str(r, "name", "experiment")) + "\n\n";
+std::string RenderMarkdown(const ExperimentResults& r) {
+  const json& model = r.model;
+  const json& wl = r.workload;
+  std::string out = "# flipscope report: " + MdText(Or(r.name, "experiment")) + "\n\n";
   out += fmt::format("Model {} · workload {} ({} tokens) · created {}\n\n",
                      MdText(Str(model, "name", Str(model, "path", "?"))), MdCode(Str(wl, "path", "?"), false),
-                     Count(Num(wl, "n_tokens")), MdText(Str(r, "created", "?")));
+                     Count(Num(wl, "n_tokens")), MdText(Or(r.created)));
   if (!FloorSentence(r).empty()) out += MdText(FloorSentence(r)) + "\n\n";
   if (TextTable t = LoadFloorTable(r); !t.rows.empty())
     out +=
@@ -263,9 +262,9 @@ std::string RenderMarkdown(const json& r) {
 namespace {
 
 // The terminal's floor lines: the repeat floor, then the floor under each load.
-std::string TerminalFloor(const json& r) {
+std::string TerminalFloor(const ExperimentResults& r) {
   std::string out;
-  const std::optional<Floor> floor = ReadResults(r).floor;
+  const std::optional<Floor>& floor = r.measured.floor;
   auto count = [](std::optional<int64_t> v) { return v ? Count(double(*v)) : Count(std::nullopt); };
   if (floor && floor->bit_identical.value_or(false))
     out += "  repeat floor: bit-for-bit identical\n";
@@ -283,16 +282,18 @@ std::string TerminalFloor(const json& r) {
 
 // The terminal's ranking table. The stated key is the real key: the distance to exact is a
 // column where it ranks, and the damage rate where it ranks; "2=" marks a tie group.
-std::string TerminalRanking(const json& r) {
-  const bool exact = Sub(Sub(r, "reference"), "summary").is_array();
-  const bool damage = Str(Sub(r, "recipe"), "ranking_mode").find("damage") != std::string::npos;
+std::string TerminalRanking(const ExperimentResults& r) {
+  const bool exact = r.reference.has_value();
+  const bool damage = Str(r.recipe, "ranking_mode").find("damage") != std::string::npos;
   auto line = [&](const std::string& rank, const std::string& name, const std::string& ex, const std::string& dmg,
-                  const std::string& rate, const std::string& kl, const std::string& confident, const std::string& above) {
+                  const std::string& rate, const std::string& kl, const std::string& confident,
+                  const std::string& above) {
     return fmt::format("  {:>3}  {:<24}{}{} {:>9} {:>9} {:>9} {:>11}\n", rank, name,
                        exact ? fmt::format(" {:>9}", ex) : "", damage ? fmt::format(" {:>12}", dmg) : "", rate, kl,
                        confident, above);
   };
-  std::string out = line("#", "configuration", "vs exact", "damage rate", "flip rate", "KL mean", "confident", "above floor");
+  std::string out =
+      line("#", "configuration", "vs exact", "damage rate", "flip rate", "KL mean", "confident", "above floor");
   for (const ConfigRow& row : RankedConfigs(r)) {
     std::string name = row.name + (row.replay != "prefill" ? " [" + row.replay + "]" : "") +
                        (row.is_baseline ? " (reference)" : "") + (row.is_recommended ? " *" : "");
@@ -306,15 +307,15 @@ std::string TerminalRanking(const json& r) {
     const std::string ex = ranked ? Percent(Num(*ranked, "exact_flip_rate")) : "—";
     const std::string dmg = ranked ? Percent(Num(*ranked, "damage_rate")) : "—";
     const std::string unforked = s.flips == 0 || row.is_baseline ? "0" : "not followed";
-    out += line(RankCell(row), name, ex, s.forks ? dmg : unforked, Percent(s.median_flip_rate),
-                Small(s.kl_mean), Count(double(s.confident_flips)), above);
+    out += line(RankCell(row), name, ex, s.forks ? dmg : unforked, Percent(s.median_flip_rate), Small(s.kl_mean),
+                Count(double(s.confident_flips)), above);
   }
   return out;
 }
 
 // What following the forks found, with the flips where the model only reads kept apart; then
 // the prefill-vs-served distances and whether the ranking changes under served replay.
-std::string TerminalForksAndReplay(const json& r) {
+std::string TerminalForksAndReplay(const ExperimentResults& r) {
   std::string out;
   for (const ConfigRow& row : RankedConfigs(r)) {
     if (!row.summary || !row.summary->forks) continue;
@@ -328,16 +329,16 @@ std::string TerminalForksAndReplay(const json& r) {
   for (const auto& row : ReplayDistanceTable(r).rows)
     out += fmt::format("  prefill vs served, {}: {} flips ({}), {} bit-identical; model wrote {}\n", row[0], row[1],
                        row[2], row[6], row[7]);
-  if (const ResultsRows rows = ReadResults(r); rows.replay_ranking)
-    out += rows.replay_ranking->changed ? "  the ranking changes under served replay\n"
-                                        : "  the ranking does not change under served replay\n";
+  if (r.served && r.served->ranking)
+    out += r.served->ranking->changed ? "  the ranking changes under served replay\n"
+                                      : "  the ranking does not change under served replay\n";
   return out;
 }
 
 // The terminal's recipe lines: the recommendation and its basis, warnings, launch and verification.
-std::string TerminalRecipe(const json& r) {
+std::string TerminalRecipe(const ExperimentResults& r) {
   std::string out;
-  const json& recipe = Sub(r, "recipe");
+  const json& recipe = r.recipe;
   if (!Str(recipe, "recommended").empty())
     out += "  recommended (*): " + Str(recipe, "recommended") + " — " + Str(recipe, "reason") + "\n" +
            (RecommendationBasis(r).empty() ? "" : "  " + RecommendationBasis(r) + "\n");
@@ -350,12 +351,12 @@ std::string TerminalRecipe(const json& r) {
 
 }  // namespace
 
-std::string TerminalSummary(const json& r, const std::string& html_path) {
-  std::string out = fmt::format("{}: {} configurations", Str(r, "name", "experiment"), RankedConfigs(r).size());
-  if (Num(Sub(r, "workload"), "n_tokens")) out += ", " + Count(Num(Sub(r, "workload"), "n_tokens")) + " tokens";
+std::string TerminalSummary(const ExperimentResults& r, const std::string& html_path) {
+  std::string out = fmt::format("{}: {} configurations", Or(r.name, "experiment"), RankedConfigs(r).size());
+  if (Num(r.workload, "n_tokens")) out += ", " + Count(Num(r.workload, "n_tokens")) + " tokens";
   out += "\n" + TerminalFloor(r) + TerminalRanking(r);
   for (const std::string& t : TieLines(r)) out += "  " + t + "\n";
-  out += "  ranked by: " + Str(Sub(r, "recipe"), "ranking_key", "(not recorded)") + "\n";
+  out += "  ranked by: " + Str(r.recipe, "ranking_key", "(not recorded)") + "\n";
   out += TerminalForksAndReplay(r) + TerminalRecipe(r);
   if (!html_path.empty()) out += "  report: " + html_path + "\n";
   return out;

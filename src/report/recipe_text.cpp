@@ -10,8 +10,8 @@
 
 namespace flipscope::report {
 
-std::string RankingKeyText(const nlohmann::json& results) {
-  const nlohmann::json& recipe = Sub(results, "recipe");
+std::string RankingKeyText(const ExperimentResults& results) {
+  const nlohmann::json& recipe = results.recipe;
   const std::string key = Str(recipe, "ranking_key");
   if (key.empty())  // results written before the recipe stated its key
     return "Ordered by the recipe of the flipscope version that wrote these results; it did not record its key.";
@@ -21,7 +21,7 @@ std::string RankingKeyText(const nlohmann::json& results) {
   return out;
 }
 
-std::vector<std::string> TieLines(const nlohmann::json& results) {
+std::vector<std::string> TieLines(const ExperimentResults& results) {
   std::map<int, std::vector<std::string>> groups;
   for (const ConfigRow& row : RankedConfigs(results))
     if (row.tie_size > 1) groups[row.tie_group].push_back(row.name);
@@ -29,15 +29,16 @@ std::vector<std::string> TieLines(const nlohmann::json& results) {
   for (const auto& [group, names] : groups) {
     std::string list;
     for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
-    out.push_back(fmt::format("tie group {}: {}: indistinguishable on this workload (their 95% intervals overlap); "
-                              "listed by the memory each needs, least first",
-                              group, list));
+    out.push_back(
+        fmt::format("tie group {}: {}: indistinguishable on this workload (their 95% intervals overlap); "
+                    "listed by the memory each needs, least first",
+                    group, list));
   }
   return out;
 }
 
-std::string RecommendationBasis(const nlohmann::json& results) {
-  const nlohmann::json& basis = Sub(Sub(results, "recipe"), "basis");
+std::string RecommendationBasis(const ExperimentResults& results) {
+  const nlohmann::json& basis = Sub(results.recipe, "basis");
   if (!basis.is_object()) return "";
   return "It rests on " + Str(basis, "rests_on") + ". Confidence: " + Str(basis, "confidence") + " (" +
          Str(basis, "why") + ").";
@@ -46,18 +47,20 @@ std::string RecommendationBasis(const nlohmann::json& results) {
 std::string RecipeBudgetText(const nlohmann::json& recipe) {
   auto budget = Num(recipe, "memory_budget_bytes");
   if (!budget) return "no memory budget set: the context is the training context";
-  return fmt::format("memory budget {} for the weights ({}) and the KV cache together; the context is the largest "
-                     "whose KV cache fits in what the weights leave",
-                     HumanBytes(*budget), HumanBytes(Num(recipe, "weights_bytes").value_or(0)));
+  return fmt::format(
+      "memory budget {} for the weights ({}) and the KV cache together; the context is the largest "
+      "whose KV cache fits in what the weights leave",
+      HumanBytes(*budget), HumanBytes(Num(recipe, "weights_bytes").value_or(0)));
 }
 
 std::string RecipeMemoryLine(const nlohmann::json& recipe) {
   const nlohmann::json& kv = Sub(recipe, "kv_cache");
   auto bytes = Num(kv, "bytes");
   if (!bytes) return "";
-  std::string out = fmt::format("KV cache of this command at -c {}: {}, as llama.cpp allocates it (one sequence; "
-                                "sliding-window layers keep their window unless --swa-full)",
-                                Count(Num(recipe, "context")), HumanBytes(*bytes));
+  std::string out = fmt::format(
+      "KV cache of this command at -c {}: {}, as llama.cpp allocates it (one sequence; "
+      "sliding-window layers keep their window unless --swa-full)",
+      Count(Num(recipe, "context")), HumanBytes(*bytes));
   auto without = Num(kv, "bytes_without_swa_full");
   if (Sub(kv, "swa_full") == true && without && *without != *bytes)
     out += fmt::format("; the capture kept every sliding-window cell (--swa-full), without which it would be {}",
@@ -85,7 +88,8 @@ std::string RecipeVerificationLine(const nlohmann::json& recipe) {
   if (status == "unverified") return "The recommended command is unverified: " + Str(v, "error") + ".";
   const int checked = Int(v, "probes_checked", 0), matched = Int(v, "matched", 0);
   std::string out = fmt::format(
-      "The recommended command was served by llama-server and matched {}/{} probes (a sample of {} of the capture's {}: "
+      "The recommended command was served by llama-server and matched {}/{} probes (a sample of {} of the capture's "
+      "{}: "
       "the greedy token equal{}",
       matched, checked, checked, Count(Num(v, "probes_total")),
       Int(v, "logprobs_compared", 0) > 0
@@ -99,9 +103,10 @@ std::string RecipeVerificationLine(const nlohmann::json& recipe) {
   for (const nlohmann::json& m : Sub(v, "near_ties"))
     ties += fmt::format("{}position {} ({})", ties.empty() ? "" : ", ", Int(m, "position", -1), Str(m, "why"));
   if (!ties.empty())
-    out += fmt::format("; near-ties, where the capture's top two are within {:.2g} nats and the server's batching of the "
-                       "prompt can choose either: {}",
-                       Num(v, "near_tie").value_or(0), ties);
+    out += fmt::format(
+        "; near-ties, where the capture's top two are within {:.2g} nats and the server's batching of the "
+        "prompt can choose either: {}",
+        Num(v, "near_tie").value_or(0), ties);
   if (!Sub(v, "mismatches").empty()) {
     std::string where;
     for (const nlohmann::json& m : Sub(v, "mismatches"))

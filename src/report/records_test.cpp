@@ -1,9 +1,8 @@
 // A branch group with more records than the page shows in full: the first ones keep both futures
 // token by token, the next ones are one summary row each, and the page says how many it left to
 // results.json; a group within the limit is unchanged.
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include "report/internal.h"
 
@@ -20,9 +19,16 @@ size_t CountOf(const std::string& hay, const std::string& needle) {
 
 json Record(int i) {
   json fut = {{"text", "ab"}, {"pieces", {"a", "b"}}, {"probs", {0.5, 0.6}}, {"tokens", {1, 2}}};
-  return {{"position", 1000 + i}, {"span", fmt::format("tool call #{}", i)}, {"base_text", "x<"},
-          {"cand_text", "y&"}, {"verdict", "divergent"}, {"outcome", "damage"}, {"outcome_kind", "wrong_command"},
-          {"outcome_reason", fmt::format("reason <{}>", i)}, {"base_future", fut}, {"cand_future", fut}};
+  return {{"position", 1000 + i},
+          {"span", fmt::format("tool call #{}", i)},
+          {"base_text", "x<"},
+          {"cand_text", "y&"},
+          {"verdict", "divergent"},
+          {"outcome", "damage"},
+          {"outcome_kind", "wrong_command"},
+          {"outcome_reason", fmt::format("reason <{}>", i)},
+          {"base_future", fut},
+          {"cand_future", fut}};
 }
 
 json WithRecords(int n) {
@@ -32,7 +38,7 @@ json WithRecords(int n) {
 }
 
 TEST(ReportRecords, FirstSixteenInFullTheNextAsRowsTheRestCounted) {
-  const std::string html = report::HtmlBranchesSection(WithRecords(16 + 200 + 7));
+  const std::string html = report::HtmlBranchesSection(ExperimentResults::FromJson(WithRecords(16 + 200 + 7)));
   EXPECT_EQ(CountOf(html, "<article class=\"branch\">"), 16u);
   EXPECT_EQ(CountOf(html, "<table class=\"records\">"), 1u);
   EXPECT_NE(html.find("kv-q4_0 — 207 more branch records, one line each"), std::string::npos);
@@ -47,7 +53,7 @@ TEST(ReportRecords, FirstSixteenInFullTheNextAsRowsTheRestCounted) {
 }
 
 TEST(ReportRecords, AGroupWithinTheLimitIsShownWhole) {
-  const std::string html = report::HtmlBranchesSection(WithRecords(16));
+  const std::string html = report::HtmlBranchesSection(ExperimentResults::FromJson(WithRecords(16)));
   EXPECT_EQ(CountOf(html, "<article class=\"branch\">"), 16u);
   EXPECT_EQ(html.find("<table class=\"records\">"), std::string::npos);
   EXPECT_EQ(html.find("more branch records"), std::string::npos);

@@ -1,27 +1,29 @@
-// report: renders an experiment's results document (results.json, written by the experiment
-// stage; its schema is in docs/report.md) into report.md, results.csv, one self-contained
-// report.html (inline CSS and SVG, no network) and a short terminal summary. Missing optional
-// parts of the document are left out of the output, never an error; renderers do not print.
+// report: renders an experiment's results (ExperimentResults, as the experiment stage hands them
+// over or as results/ reads them back from results.json; the schema is in docs/report.md) into
+// report.md, results.csv, one self-contained report.html (inline CSS and SVG, no network) and a
+// short terminal summary. Missing optional parts are left out of the output, never an error;
+// renderers do not print.
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "results/experiment_results.h"
 #include "util/status.h"
 
 namespace flipscope {
 
 // Writes outdir/report.html, outdir/report.md and outdir/results.csv (each atomically); error
-// names the file that could not be written, or says results is not a JSON object.
-Status WriteReport(const nlohmann::json& results, const std::string& outdir);
+// names the file or folder that could not be written.
+Status WriteReport(const ExperimentResults& results, const std::string& outdir);
 // The whole HTML page: one file that opens from disk with no network access.
-std::string RenderHtml(const nlohmann::json& results);
+std::string RenderHtml(const ExperimentResults& results);
 // The report as GitHub-flavoured Markdown (tables; no charts).
-std::string RenderMarkdown(const nlohmann::json& results);
+std::string RenderMarkdown(const ExperimentResults& results);
 // One row per configuration (ranked ones first, then refused/failed), RFC 4180 quoting.
-std::string RenderCsv(const nlohmann::json& results);
+std::string RenderCsv(const ExperimentResults& results);
 // A few lines for the terminal: ranking, floor, recommendation and where the report is.
-std::string TerminalSummary(const nlohmann::json& results, const std::string& html_path);
+std::string TerminalSummary(const ExperimentResults& results, const std::string& html_path);
 // Whether the recipe's command was served and matched the capture (recipe.verification), one line.
 std::string RecipeVerificationText(const nlohmann::json& recipe);
 

@@ -40,7 +40,7 @@ TEST(ReportBrowser, SampleReportRendersOfflineWithoutErrors) {
   auto text = ReadFile(std::string(FLIPSCOPE_SOURCE_DIR) + "/tests/data/results-sample.json");
   ASSERT_TRUE(text.ok()) << text.status().message();
   fs::path dir = FreshDir("sample");
-  ASSERT_TRUE(WriteReport(nlohmann::json::parse(*text), dir.string()).ok());
+  ASSERT_TRUE(WriteReport(ExperimentResults::FromJson(nlohmann::json::parse(*text)), dir.string()).ok());
   auto [rc, out] = CheckInChromium(dir / "report.html", "--screenshot " + (dir / "report.png").string());
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("\"ranking_rows\": 6"), std::string::npos) << out;
@@ -61,10 +61,11 @@ TEST(ReportBrowser, FirstMaskedTokenIsMarked) {
   rec["base_future"]["decoding"] = "grammar";
   rec["base_future"]["first_masked"] = false;
   fs::path dir = FreshDir("masked");
-  ASSERT_TRUE(WriteReport(r, dir.string()).ok());
+  ASSERT_TRUE(WriteReport(ExperimentResults::FromJson(r), dir.string()).ok());
   auto [rc, out] = CheckInChromium(dir / "report.html");
   EXPECT_EQ(rc, 0) << out;
-  EXPECT_NE(out.find("\"title\": \"first masked: the grammar rejected this configuration's own choice"), std::string::npos)
+  EXPECT_NE(out.find("\"title\": \"first masked: the grammar rejected this configuration's own choice"),
+            std::string::npos)
       << out;
   EXPECT_EQ(out.find("\"masked_marks\": []"), std::string::npos) << out;
   EXPECT_NE(out.find("\"visible\": true"), std::string::npos) << out;
@@ -78,7 +79,8 @@ TEST(ReportBrowser, HistoryPageRendersOfflineWithoutErrors) {
   const nlohmann::json doc = nlohmann::json::parse(*text);
   fs::path dir = FreshDir("history");
   ASSERT_TRUE(WriteFileAtomic((dir / "history.html").string(), RenderHistoryHtml(doc)).ok());
-  auto [rc, out] = CheckInChromium(dir / "history.html", "--page history --screenshot " + (dir / "history.png").string());
+  auto [rc, out] =
+      CheckInChromium(dir / "history.html", "--page history --screenshot " + (dir / "history.png").string());
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find(fmt::format("\"history_rows\": {}", doc["steps"].size())), std::string::npos) << out;
   EXPECT_NE(out.find(fmt::format("\"exact_rows\": {}", doc["to_exact"].size())), std::string::npos) << out;

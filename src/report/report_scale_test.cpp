@@ -14,16 +14,16 @@
 #include <ctime>
 #include <filesystem>
 
-#include "testing/shell.h"
 #include "report/internal.h"
+#include "testing/shell.h"
 #include "util/util.h"
 
 namespace flipscope {
 namespace {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
 using fixtures::RunShell;
+using nlohmann::json;
 
 constexpr int kRecords = 1200;  // every fork of a variant flipping ~1% of 100K tokens followed
 // 16 records in full, 200 summary rows, the flips (200 at most per configuration), the charts
@@ -47,8 +47,8 @@ TEST(ReportScale, HundredThousandTokenReportLoadsInChromiumWithinThreeSeconds) {
   // FLIPSCOPE_SCALE_RESULTS names another document to stretch (a real experiment's results.json,
   // its own records laid end to end) for the figures in docs/performance.md.
   const char* other = std::getenv("FLIPSCOPE_SCALE_RESULTS");
-  const std::string from = other ? std::string(other) : src + "/tests/data/results-sample.json --records " +
-                                                            std::to_string(kRecords);
+  const std::string from =
+      other ? std::string(other) : src + "/tests/data/results-sample.json --records " + std::to_string(kRecords);
   auto [rc, made] = RunShell(py + " " + src + "/bench/scale_results.py " + from + " --tokens 100000 -o " +
                              (dir / "results.json").string());
   ASSERT_EQ(rc, 0) << made;
@@ -62,15 +62,16 @@ TEST(ReportScale, HundredThousandTokenReportLoadsInChromiumWithinThreeSeconds) {
 
   const std::clock_t c0 = std::clock();
   const auto t0 = std::chrono::steady_clock::now();
-  ASSERT_TRUE(WriteReport(r, dir.string()).ok());
+  ASSERT_TRUE(WriteReport(ExperimentResults::FromJson(r), dir.string()).ok());
   const double render_cpu = double(std::clock() - c0) / CLOCKS_PER_SEC;
   const double render_wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
   const fs::path html = dir / "report.html";
   const double mib = double(fs::file_size(html)) / (1 << 20);
-  std::printf("results.json %.1f MiB; render %.2f s wall, %.2f s CPU; process peak RSS %.0f MiB; report.html %.2f MiB\n",
-              double(text->size()) / (1 << 20), render_wall, render_cpu, double(u.ru_maxrss) / 1024, mib);
+  std::printf(
+      "results.json %.1f MiB; render %.2f s wall, %.2f s CPU; process peak RSS %.0f MiB; report.html %.2f MiB\n",
+      double(text->size()) / (1 << 20), render_wall, render_cpu, double(u.ru_maxrss) / 1024, mib);
   if (!other) {
     EXPECT_LT(mib, kMaxHtmlMiB);
   }

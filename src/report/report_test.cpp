@@ -66,7 +66,7 @@ TEST(Report, NumbersMatchAnIndependentComputation) {
   for (json& c : r["configs"])
     if (c["status"] == "refused") c["reason"] = std::string(c["reason"]) + ", \"really\"\nsecond line";
   ASSERT_TRUE(WriteFileAtomic((dir / "results.json").string(), r.dump()).ok());
-  ASSERT_TRUE(WriteReport(r, dir.string()).ok());
+  ASSERT_TRUE(WriteReport(ExperimentResults::FromJson(r), dir.string()).ok());
   json series = json::object();
   for (const std::string& name : ComparedConfigs(r))
     for (const auto& [field, pointer] :
@@ -74,7 +74,8 @@ TEST(Report, NumbersMatchAnIndependentComputation) {
                                                           {"kl_mean", "kl_mean"},
                                                           {"flip_rate_ci_lo", "flip_rate_ci/0"},
                                                           {"flip_rate_ci_hi", "flip_rate_ci/1"}})
-      for (const auto& p : report::WindowSeries(r, name, pointer)) series[name][field].push_back({p.index, p.value});
+      for (const auto& p : report::WindowSeries(ExperimentResults::FromJson(r).measured.comparisons, name, pointer))
+        series[name][field].push_back({p.index, p.value});
   ASSERT_TRUE(WriteFileAtomic((dir / "series.json").string(), series.dump()).ok());
   const std::string check = std::string(FLIPSCOPE_PYTHON) + " " + FLIPSCOPE_SOURCE_DIR +
                             "/tests/ref/check_report_numbers.py " + (dir / "results.json").string() + " ";
@@ -97,7 +98,7 @@ TEST(Report, NumbersMatchAnIndependentComputation) {
 
 TEST(Report, MarkdownRanksEscapesAndListsRefused) {
   const json& r = Sample();
-  std::string md = RenderMarkdown(r);
+  std::string md = RenderMarkdown(ExperimentResults::FromJson(r));
   // The ranking table lists measured configurations in the recipe's order.
   std::vector<size_t> at;
   for (const json& e : r["recipe"]["ranking"]) {
@@ -125,7 +126,7 @@ TEST(Report, MarkdownRendersBackticksAndEmptyTokensAsCode) {
   json r = Sample();
   json& flips = r["comparisons"][0]["compare"]["flips"];
   flips = json::array({{{"position", 7}, {"span", "x"}, {"base_text", "``a`"}, {"cand_text", ""}, {"context", "|"}}});
-  std::string md = RenderMarkdown(r);
+  std::string md = RenderMarkdown(ExperimentResults::FromJson(r));
   EXPECT_NE(md.find("``` ``a` ```"), std::string::npos);  // fence longer than the longest backtick run
   EXPECT_NE(md.find("*(empty)*"), std::string::npos);
   EXPECT_NE(md.find("` \\| `"), std::string::npos);
@@ -134,7 +135,7 @@ TEST(Report, MarkdownRendersBackticksAndEmptyTokensAsCode) {
 TEST(Report, CsvHasOneRowPerConfigurationAndQuotesText) {
   json r = Sample();
   r["configs"][5]["reason"] = "a, \"b\"\nc";
-  std::string csv = RenderCsv(r);
+  std::string csv = RenderCsv(ExperimentResults::FromJson(r));
   EXPECT_EQ(csv.rfind("rank,config,status,reason,", 0), 0u);
   EXPECT_EQ(CountOf(csv, "\r\n"), r["configs"].size() + 1);  // header + rows; the field's "\n" is not a row end
   EXPECT_NE(csv.find(",fa-off-kv-q8_0,refused,\"a, \"\"b\"\"\nc\","), std::string::npos) << csv;
@@ -143,7 +144,7 @@ TEST(Report, CsvHasOneRowPerConfigurationAndQuotesText) {
 
 TEST(Report, HtmlEscapesEveryPieceOfData) {
   const json& r = Sample();
-  std::string html = RenderHtml(r);
+  std::string html = RenderHtml(ExperimentResults::FromJson(r));
   // Exactly one script element: the page's own; data never closes or opens one.
   EXPECT_EQ(CountOf(html, "<script"), 1u);
   EXPECT_EQ(CountOf(html, "</script>"), 1u);
@@ -169,7 +170,7 @@ TEST(Report, HtmlEscapesEveryPieceOfData) {
 
 TEST(Report, HtmlHasBothChartsWithEverySeriesAndTheFloorBand) {
   const json& r = Sample();
-  std::string html = RenderHtml(r);
+  std::string html = RenderHtml(ExperimentResults::FromJson(r));
   ASSERT_EQ(CountOf(html, "<svg"), 2u);
   size_t second = html.find("<svg", html.find("<svg") + 1);
   std::string flip_svg = html.substr(html.find("<svg"), second - html.find("<svg"));
@@ -189,14 +190,14 @@ TEST(Report, HtmlHasBothChartsWithEverySeriesAndTheFloorBand) {
 
 TEST(Report, RefusedConfigurationIsShownWithItsReason) {
   const json& r = Sample();
-  std::string html = RenderHtml(r);
+  std::string html = RenderHtml(ExperimentResults::FromJson(r));
   size_t row = html.find("<tr class=\"refused\">");
   ASSERT_NE(row, std::string::npos);
   std::string tr = html.substr(row, html.find("</tr>", row) - row);
   EXPECT_NE(tr.find("fa-off-kv-q8_0"), std::string::npos);
   EXPECT_NE(tr.find(HtmlEscape(RefusedReason(r))), std::string::npos);
   EXPECT_NE(tr.find(">refused<"), std::string::npos);
-  std::string term = TerminalSummary(r, "out/report.html");
+  std::string term = TerminalSummary(ExperimentResults::FromJson(r), "out/report.html");
   EXPECT_NE(term.find("   -  fa-off-kv-q8_0           refused: " + RefusedReason(r)), std::string::npos) << term;
   EXPECT_NE(term.find("    4  kv-q8_0 *                   0.944%  1.08e-03         0         yes"), std::string::npos)
       << term;
@@ -206,7 +207,7 @@ TEST(Report, RefusedConfigurationIsShownWithItsReason) {
 }
 
 TEST(Report, BranchViewerShowsBothFuturesAndTheFirstDifference) {
-  std::string html = RenderHtml(Sample());
+  std::string html = RenderHtml(ExperimentResults::FromJson(Sample()));
   EXPECT_EQ(CountOf(html, "<article class=\"branch\">"), 2u);
   EXPECT_EQ(CountOf(html, "<mark class=\"diff\""), 4u);  // the first differing token in each future
   EXPECT_NE(html.find(R"(<span class="tok" title="token 0 · id 1000 · p=0.920 · ql">ql</span>)"), std::string::npos);
@@ -229,8 +230,8 @@ TEST(Report, BranchesSayHowTheFuturesWereDecodedAndWhatFreeDecodingGave) {
   EXPECT_NE(line.find("under the tool-call grammar"), std::string::npos) << line;
   EXPECT_NE(line.find("damage 3 (invalid_tool_call 2, literal_mutated 1)"), std::string::npos) << line;
   EXPECT_NE(line.find("invalid_tool_call verdicts 7 free, 0 under the grammar"), std::string::npos) << line;
-  EXPECT_NE(RenderHtml(r).find("The same forks decoded free"), std::string::npos);
-  EXPECT_NE(RenderMarkdown(r).find("The same forks decoded free"), std::string::npos);
+  EXPECT_NE(RenderHtml(ExperimentResults::FromJson(r)).find("The same forks decoded free"), std::string::npos);
+  EXPECT_NE(RenderMarkdown(ExperimentResults::FromJson(r)).find("The same forks decoded free"), std::string::npos);
   // Free futures say why; a group from before decodings were recorded says nothing.
   g.erase("free_counts");
   g["branch_config"]["decoding"] = {{"asked", "auto"}, {"used", "free"}, {"why", "no tools"}};
@@ -240,7 +241,7 @@ TEST(Report, BranchesSayHowTheFuturesWereDecodedAndWhatFreeDecodingGave) {
 }
 
 TEST(Report, DisclosureAndRecipe) {
-  std::string html = RenderHtml(Sample());
+  std::string html = RenderHtml(ExperimentResults::FromJson(Sample()));
   for (const char* s :
        {"b6710-9b8f4a2", "NVIDIA H200", "AVX512 = 1", "9a8b7c6d5e4f3021", "agent-session &lt;prod&gt;.jsonl",
         "every 32 tokens; 100% inside: tool_calls; 1,695 probes", "40,960 tokens", "KL(base||cand)",
@@ -257,7 +258,7 @@ TEST(Report, CaptureTimesSayWhichCapturesWereReused) {
                                {"capture_seconds", {2.2e-06, 211.6}},
                                {"reused", {true, false}},
                                {"captures", {"a", "b"}}}});
-  std::string html = RenderHtml(r);
+  std::string html = RenderHtml(ExperimentResults::FromJson(r));
   EXPECT_NE(html.find("<td>reused, 212 s</td>"), std::string::npos);
   EXPECT_EQ(html.find("2.2e-06"), std::string::npos);
 }
@@ -270,14 +271,16 @@ TEST(Report, MissingOptionalPartsAreLeftOut) {
   r["comparisons"][3]["compare"]["truncated"] = true;
   r["comparisons"][3]["compare"]["kl_estimate"] = "tail bucket <estimate>";
   for (const json& doc : {json::object(), json{{"name", "bare"}}, json{{"configs", json::array({{{"name", 3}}})}}, r}) {
-    std::string html = RenderHtml(doc), md = RenderMarkdown(doc), csv = RenderCsv(doc);
+    std::string html = RenderHtml(ExperimentResults::FromJson(doc)),
+                md = RenderMarkdown(ExperimentResults::FromJson(doc)),
+                csv = RenderCsv(ExperimentResults::FromJson(doc));
     EXPECT_NE(html.find("</html>"), std::string::npos);
     EXPECT_NE(html.find("table class=\"ranking\""), std::string::npos);
     EXPECT_FALSE(md.empty());
     EXPECT_EQ(csv.rfind("rank,config", 0), 0u);
-    EXPECT_FALSE(TerminalSummary(doc, "").empty());
+    EXPECT_FALSE(TerminalSummary(ExperimentResults::FromJson(doc), "").empty());
   }
-  std::string html = RenderHtml(r);
+  std::string html = RenderHtml(ExperimentResults::FromJson(r));
   EXPECT_NE(html.find("No branch records"), std::string::npos);
   EXPECT_EQ(html.find("id=\"recipe\""), std::string::npos);
   EXPECT_EQ(html.find("href=\"#recipe\""), std::string::npos);
@@ -305,10 +308,10 @@ TEST(Report, DocumentsWithWrongTypesRenderWithoutThrowing) {
     json r = Sample();
     MutateTypes(r, rng, seed % 2 ? 50 : 400);
     std::string html;
-    EXPECT_NO_THROW(html = RenderHtml(r)) << "seed " << seed;
-    EXPECT_NO_THROW(RenderMarkdown(r)) << "seed " << seed;
-    EXPECT_NO_THROW(RenderCsv(r)) << "seed " << seed;
-    EXPECT_NO_THROW(TerminalSummary(r, "")) << "seed " << seed;
+    EXPECT_NO_THROW(html = RenderHtml(ExperimentResults::FromJson(r))) << "seed " << seed;
+    EXPECT_NO_THROW(RenderMarkdown(ExperimentResults::FromJson(r))) << "seed " << seed;
+    EXPECT_NO_THROW(RenderCsv(ExperimentResults::FromJson(r))) << "seed " << seed;
+    EXPECT_NO_THROW(TerminalSummary(ExperimentResults::FromJson(r), "")) << "seed " << seed;
     EXPECT_EQ(CountOf(html, "<script"), 1u) << "seed " << seed;
   }
 }
@@ -324,13 +327,14 @@ TEST(Report, ReferenceThatRanOnceIsListedWithoutFigures) {
                 {"flip_rate", nullptr},
                 {"bit_identical", nullptr},
                 {"note", "the baseline ran once: no repeat floor"}};
-  std::string html = RenderHtml(r);
+  std::string html = RenderHtml(ExperimentResults::FromJson(r));
   size_t row = html.find("<tr class=\"refused\"><td class=\"num\">—</td><td><strong>baseline</strong>");
   ASSERT_NE(row, std::string::npos);
   EXPECT_NE(html.find("the reference configuration ran once", row), std::string::npos);
   EXPECT_NE(html.find("No repeat floor: the baseline ran once: no repeat floor."), std::string::npos);
   EXPECT_EQ(html.find("class=\"band\""), std::string::npos);
-  EXPECT_NE(TerminalSummary(r, "").find("repeat floor: none (the baseline ran once: no repeat floor)"),
+  EXPECT_NE(TerminalSummary(ExperimentResults::FromJson(r), "")
+                .find("repeat floor: none (the baseline ran once: no repeat floor)"),
             std::string::npos);
 }
 
@@ -338,29 +342,27 @@ TEST(Report, RankingFollowsTheRecipeElseFidelity) {
   json r = Sample();
   r["recipe"]["ranking"] = {"kv-q4_0", "baseline"};  // names; the others follow by fidelity
   std::vector<std::string> got;
-  for (const auto& row : report::RankedConfigs(r)) got.push_back(row.name);
+  for (const auto& row : report::RankedConfigs(ExperimentResults::FromJson(r))) got.push_back(row.name);
   EXPECT_EQ(got, (std::vector<std::string>{"kv-q4_0", "baseline", "threads-4", "fa-off", "kv-q8_0", "fa-off-kv-q8_0"}));
   r.erase("recipe");
   got.clear();
-  for (const auto& row : report::RankedConfigs(r)) got.push_back(row.name + ":" + std::to_string(row.rank));
+  for (const auto& row : report::RankedConfigs(ExperimentResults::FromJson(r)))
+    got.push_back(row.name + ":" + std::to_string(row.rank));
   EXPECT_EQ(got, (std::vector<std::string>{"threads-4:1", "baseline:2", "fa-off:3", "kv-q8_0:4", "kv-q4_0:5",
                                            "fa-off-kv-q8_0:0"}));
 }
 
 TEST(Report, WriteReportWritesThreeFilesOrNone) {
   fs::path dir = FreshDir("write");
-  ASSERT_TRUE(WriteReport(Sample(), (dir / "out").string()).ok());
+  ASSERT_TRUE(WriteReport(ExperimentResults::FromJson(Sample()), (dir / "out").string()).ok());
   for (const char* f : {"report.html", "report.md", "results.csv"}) EXPECT_TRUE(fs::is_regular_file(dir / "out" / f));
-  EXPECT_EQ(*ReadFile((dir / "out/report.html").string()), RenderHtml(Sample()));
+  EXPECT_EQ(*ReadFile((dir / "out/report.html").string()), RenderHtml(ExperimentResults::FromJson(Sample())));
 
-  Status st = WriteReport(json::array(), (dir / "arr").string());
-  EXPECT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("results is not a JSON object"), std::string::npos);
   ASSERT_TRUE(WriteFileAtomic((dir / "file").string(), "x").ok());
-  st = WriteReport(Sample(), (dir / "file/sub").string());
+  Status st = WriteReport(ExperimentResults::FromJson(Sample()), (dir / "file/sub").string());
   EXPECT_FALSE(st.ok());
   EXPECT_NE(st.message().find((dir / "file/sub").string()), std::string::npos) << st.message();
-  EXPECT_FALSE(fs::exists(dir / "arr" / "report.html"));
+  EXPECT_FALSE(fs::exists(dir / "file/sub" / "report.html"));
 }
 
 TEST(ReportFormat, NumbersAndTokens) {

@@ -21,13 +21,12 @@ double Median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
-// Every comparisons[] entry of one configuration, in file order.
-std::vector<const json*> ComparisonsOf(const json& results, const std::string& config) {
-  std::vector<const json*> out;
-  const json& cmps = Sub(results, "comparisons");
-  if (!cmps.is_array()) return out;
-  for (const json& c : cmps)
-    if (Str(c, "config") == config && Sub(c, "compare").is_object()) out.push_back(&c);
+// Every comparison of one configuration that holds a compare document, in file order.
+std::vector<const ComparisonRecord*> ComparisonsOf(const std::vector<ComparisonRecord>& comparisons,
+                                                   const std::string& config) {
+  std::vector<const ComparisonRecord*> out;
+  for (const ComparisonRecord& c : comparisons)
+    if (c.entry.config == config && c.compare.is_object()) out.push_back(&c);
   return out;
 }
 
@@ -123,9 +122,9 @@ std::string DecodingText(const json& group) {
   const json& free = Sub(group, "free_counts");
   if (free.is_object()) {
     const json& counts = Sub(group, "counts");
-    out += fmt::format(
-        " The same forks decoded free: {}; invalid_tool_call verdicts {} free, {} under the grammar.",
-        OutcomeCountsText(free), InlineText(Sub(free, "invalid_tool_call")), InlineText(Sub(counts, "invalid_tool_call")));
+    out += fmt::format(" The same forks decoded free: {}; invalid_tool_call verdicts {} free, {} under the grammar.",
+                       OutcomeCountsText(free), InlineText(Sub(free, "invalid_tool_call")),
+                       InlineText(Sub(counts, "invalid_tool_call")));
   }
   return out;
 }
@@ -160,25 +159,31 @@ std::string Count(std::optional<double> v) {
   return (*v < 0 ? "-" : "") + out;
 }
 
-std::optional<double> ContextLength(const json& results) {
-  std::string base = Str(results, "baseline", "baseline");
-  const json& configs = Sub(results, "configs");
-  if (configs.is_array())
-    for (const json& c : configs)
-      if (Str(c, "name") == base) {
-        auto ctx = Num(Sub(c, "knobs"), "ctx_size");
-        if (ctx && *ctx > 0) return ctx;
-      }
-  return Num(Sub(results, "workload"), "n_tokens");
+std::string Or(const std::string& s, std::string_view fallback) { return s.empty() ? std::string(fallback) : s; }
+
+std::string BaselineName(const ExperimentResults& results) {
+  return results.baseline.empty() ? "baseline" : results.baseline;
+}
+
+std::string StatusText(const ConfigEntry& config) {
+  return config.status ? std::string(NameOf(*config.status)) : Str(config.fields, "status", "ok");
+}
+
+std::optional<double> ContextLength(const ExperimentResults& results) {
+  if (const ConfigEntry* c = results.measured.Config(BaselineName(results))) {
+    auto ctx = Num(Sub(c->fields, "knobs"), "ctx_size");
+    if (ctx && *ctx > 0) return ctx;
+  }
+  return Num(results.workload, "n_tokens");
 }
 
 namespace {
 
 // One row per configuration (configs[] in file order, then summary rows naming others), with its
 // summary, and whether it is the baseline or the recommended one.
-std::vector<ConfigRow> ConfigRows(const json& results) {
-  const std::string base = Str(results, "baseline", "baseline");
-  const std::string recommended = Str(Sub(results, "recipe"), "recommended");
+std::vector<ConfigRow> ConfigRows(const ExperimentResults& results) {
+  const std::string base = BaselineName(results);
+  const std::string recommended = Str(results.recipe, "recommended");
   const std::optional<double> ctx = ContextLength(results);
   std::vector<ConfigRow> rows;
   std::map<std::string, size_t> index;  // name -> position in rows
@@ -191,23 +196,21 @@ std::vector<ConfigRow> ConfigRows(const json& results) {
     }
     return rows[it->second];
   };
-  const json& configs = Sub(results, "configs");
-  if (configs.is_array())
-    for (const json& c : configs) {
-      if (Str(c, "name").empty()) continue;
-      ConfigRow& r = row_for(Str(c, "name"));
-      r.config = &c;
-      r.description = Str(c, "description");
-      r.status = Str(c, "status", "ok");
-      r.state = FromName<ConfigStatus>(r.status).value_or(ConfigStatus::kFailed);
-      r.reason = Str(c, "reason");
-      r.flags = Str(c, "flags");
-      r.replay = ReplayOf(c);
-      r.kv_bytes_per_token = Num(c, "kv_bytes_per_token");
-      if (r.kv_bytes_per_token && ctx) r.kv_bytes_at_context = *r.kv_bytes_per_token * *ctx;
-    }
-  for (SummaryRow& s : ReadResults(results).summary)
-    if (!s.config.empty()) row_for(s.config).summary = std::move(s);
+  for (const ConfigEntry& c : results.measured.configs) {
+    if (c.name.empty()) continue;
+    ConfigRow& r = row_for(c.name);
+    r.config = &c;
+    r.description = Str(c.fields, "description");
+    r.status = StatusText(c);
+    r.state = FromName<ConfigStatus>(r.status).value_or(ConfigStatus::kFailed);
+    r.reason = c.reason.value_or("");
+    r.flags = Str(c.fields, "flags");
+    r.replay = ReplayOf(c);
+    r.kv_bytes_per_token = Num(c.fields, "kv_bytes_per_token");
+    if (r.kv_bytes_per_token && ctx) r.kv_bytes_at_context = *r.kv_bytes_per_token * *ctx;
+  }
+  for (const SummaryRow& s : results.measured.summary)
+    if (!s.config.empty()) row_for(s.config).summary = s;
   for (ConfigRow& r : rows) {
     r.is_baseline = r.name == base;
     r.is_recommended = !recommended.empty() && r.name == recommended;
@@ -238,15 +241,16 @@ std::map<int, int> OrderRows(std::vector<ConfigRow>& rows, const json& ranking) 
     for (const json& n : ranking)
       if (n.is_object())
         for (ConfigRow& r : rows)
-          if (r.name == Str(n, "config")) r.ranked = &n, r.tie_group = Int(n, "tie_group", 0), ++group_size[r.tie_group];
+          if (r.name == Str(n, "config"))
+            r.ranked = &n, r.tie_group = Int(n, "tie_group", 0), ++group_size[r.tie_group];
   return group_size;
 }
 
 }  // namespace
 
-std::vector<ConfigRow> RankedConfigs(const json& results) {
+std::vector<ConfigRow> RankedConfigs(const ExperimentResults& results) {
   std::vector<ConfigRow> rows = ConfigRows(results);
-  std::map<int, int> group_size = OrderRows(rows, Sub(Sub(results, "recipe"), "ranking"));
+  std::map<int, int> group_size = OrderRows(rows, Sub(results.recipe, "ranking"));
   int rank = 0;
   for (ConfigRow& r : rows) {
     if (r.tie_group > 0) r.tie_size = group_size[r.tie_group];
@@ -259,11 +263,12 @@ std::vector<ConfigRow> RankedConfigs(const json& results) {
   return rows;
 }
 
-std::vector<WindowPoint> WindowSeries(const json& results, const std::string& config, const std::string& field) {
+std::vector<WindowPoint> WindowSeries(const std::vector<ComparisonRecord>& comparisons, const std::string& config,
+                                      const std::string& field) {
   std::map<int, WindowPoint> points;
   std::map<int, std::vector<double>> values;
-  for (const json* c : ComparisonsOf(results, config)) {
-    const json windows = ShownWindows(Sub(Sub(*c, "compare"), "windows"));
+  for (const ComparisonRecord* c : ComparisonsOf(comparisons, config)) {
+    const json windows = ShownWindows(Sub(c->compare, "windows"));
     if (!windows.is_array()) continue;
     for (const json& w : windows) {
       int idx = Int(w, "index", -1);
@@ -286,17 +291,15 @@ std::vector<WindowPoint> WindowSeries(const json& results, const std::string& co
   return out;
 }
 
-const json* MedianComparison(const json& results, const std::string& config) {
-  std::vector<const json*> cmps = ComparisonsOf(results, config);
+const ComparisonRecord* MedianComparison(const Measurements& measured, const std::string& config) {
+  std::vector<const ComparisonRecord*> cmps = ComparisonsOf(measured.comparisons, config);
   if (cmps.empty()) return nullptr;
   // The repeat the summary chose (results written since it names one), else the same rule.
-  const json& summary = Sub(results, "summary");
-  for (const json& s : summary.is_array() ? summary : json::array())
-    if (Str(s, "config") == config && Sub(s, "median_repeat").is_number_integer())
-      for (const json* c : cmps)
-        if (Sub(*c, "repeat") == s["median_repeat"]) return c;
+  if (const SummaryRow* s = measured.Row(config); s && s->median_repeat)
+    for (const ComparisonRecord* c : cmps)
+      if (c->entry.repeat == *s->median_repeat) return c;
   std::vector<double> rates;
-  for (const json* c : cmps) rates.push_back(Num(Sub(Sub(*c, "compare"), "overall"), "flip_rate").value_or(0));
+  for (const ComparisonRecord* c : cmps) rates.push_back(Num(Sub(c->compare, "overall"), "flip_rate").value_or(0));
   return cmps[MedianRepeatIndex(rates)];
 }
 

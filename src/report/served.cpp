@@ -28,34 +28,39 @@ std::string Place(const std::vector<std::string>& order, const std::string& name
   return it == order.end() ? "—" : std::to_string(it - order.begin() + 1);
 }
 
+// The served twin's summary row of a (prefill) configuration, or nullptr.
+const SummaryRow* ServedRow(const ServedResults& served, const std::string& config) {
+  return served.measured.Row(ServedName(config));
+}
+
 }  // namespace
 
-std::string ReplayOf(const json& config) {
-  const std::string r = Str(Sub(config, "knobs"), "replay");
+std::string ReplayOf(const ConfigEntry& config) {
+  const std::string r = Str(Sub(config.fields, "knobs"), "replay");
   return r.empty() ? "prefill" : r;
 }
 
-std::string ReplaySentence(const json& r) {
-  const ResultsRows rows = ReadResults(r);
-  if (rows.replay_distance.empty() && rows.served.empty()) return "";
+std::string ReplaySentence(const ExperimentResults& r) {
+  if (!r.served || (r.served->distance.empty() && r.served->measured.summary.empty())) return "";
   std::string out =
       "Every configuration was captured twice: prefilled in chunks (prefill replay), and as a deployment computed "
       "it, what the model wrote decoded one token per step (served replay, docs/served.md). Each replay is "
       "compared like with like: a served capture only with the served baseline (" +
-      Str(Sub(r, "served"), "baseline", "?") + ").";
-  if (rows.replay_ranking)
-    out += rows.replay_ranking->changed ? " The ranking of configurations changes under served replay."
-                                        : " The ranking of configurations does not change under served replay.";
-  for (const json& s : Sub(Sub(r, "served"), "skipped"))
+      Or(r.served->baseline) + ").";
+  if (r.served->ranking)
+    out += r.served->ranking->changed ? " The ranking of configurations changes under served replay."
+                                      : " The ranking of configurations does not change under served replay.";
+  for (const json& s : r.served->skipped)
     out += " " + Str(s, "config") + " was not captured served: " + Str(s, "reason") + ".";
   return out;
 }
 
-TextTable ReplayDistanceTable(const json& r) {
+TextTable ReplayDistanceTable(const ExperimentResults& r) {
   TextTable t{{"Configuration", "Flips / probes", "Flip rate", "95% CI", "KL mean", "KL p99", "Bit-identical rows",
                "Model wrote", "Tool calls", "Elsewhere"},
               {}};
-  for (const ReplayDistance& d : ReadResults(r).replay_distance) {
+  if (!r.served) return t;
+  for (const ReplayDistance& d : r.served->distance) {
     const ComparisonFigures& f = d.figures;
     const std::string ci =
         f.flip_rate_ci ? Percent((*f.flip_rate_ci)[0], 2) + " – " + Percent((*f.flip_rate_ci)[1], 2) : "—";
@@ -67,22 +72,22 @@ TextTable ReplayDistanceTable(const json& r) {
   return t;
 }
 
-TextTable ReplayWindowTable(const json& r) {
+TextTable ReplayWindowTable(const ExperimentResults& r) {
   TextTable t{{"Window (tokens)"}, {}};
-  const json& distance = Sub(Sub(r, "served"), "distance");
-  if (!distance.is_array()) return t;
-  std::vector<const json*> columns;
-  for (const json& d : distance)
-    if (Sub(d, "windows").is_array()) t.header.push_back(Str(d, "config")), columns.push_back(&d);
+  if (!r.served) return t;
+  std::vector<const json*> columns;  // each distance's windows
+  for (const ReplayDistance& d : r.served->distance)
+    if (d.windows && d.windows->is_array()) t.header.push_back(d.config), columns.push_back(&*d.windows);
   if (columns.empty()) return t;
-  for (const json& w : Sub(*columns[0], "windows")) {
+  for (const json& w : *columns[0]) {
     const int index = Int(w, "index", -1);
     std::vector<std::string> cells{fmt::format("{} ({}–{})", index, Count(Num(w, "begin")), Count(Num(w, "end")))};
     for (const json* d : columns) {
       std::string v = "—";
-      for (const json& o : Sub(*d, "windows"))
+      for (const json& o : *d)
         if (Int(o, "index", -2) == index)
-          v = fmt::format("{} ({} / {})", Percent(Num(o, "flip_rate")), Count(Num(o, "flips")), Count(Num(o, "probes")));
+          v = fmt::format("{} ({} / {})", Percent(Num(o, "flip_rate")), Count(Num(o, "flips")),
+                          Count(Num(o, "probes")));
       cells.push_back(v);
     }
     t.rows.push_back(std::move(cells));
@@ -90,25 +95,25 @@ TextTable ReplayWindowTable(const json& r) {
   return t;
 }
 
-TextTable ReplayRankingTable(const json& r) {
+TextTable ReplayRankingTable(const ExperimentResults& r) {
   TextTable t{{"Configuration", "Rank (prefill)", "Rank (served)", "Flip rate (prefill)", "Flip rate (served)",
                "KL mean (served)", "Above served floor"},
               {}};
-  const ResultsRows rows = ReadResults(r);
-  if (!rows.replay_ranking) return t;
-  for (const std::string& name : rows.replay_ranking->prefill) {
-    const SummaryRow* p = rows.Find(name);
-    const SummaryRow* s = rows.FindServed(name);
+  if (!r.served || !r.served->ranking) return t;
+  const ReplayRanking& ranking = *r.served->ranking;
+  for (const std::string& name : ranking.prefill) {
+    const SummaryRow* p = r.measured.Row(name);
+    const SummaryRow* s = ServedRow(*r.served, name);
     const std::string above = s && s->above_floor ? (*s->above_floor ? "yes" : "no") : "—";
-    t.rows.push_back({name, Place(rows.replay_ranking->prefill, name), Place(rows.replay_ranking->served, name),
+    t.rows.push_back({name, Place(ranking.prefill, name), Place(ranking.served, name),
                       p ? Percent(p->median_flip_rate) : "(baseline)", s ? Percent(s->median_flip_rate) : "(baseline)",
                       s ? Small(s->kl_mean) : "—", above});
   }
   return t;
 }
 
-std::string RecipeRankedBy(const json& r) {
-  const json& recipe = Sub(r, "recipe");
+std::string RecipeRankedBy(const ExperimentResults& r) {
+  const json& recipe = r.recipe;
   std::string out = Str(recipe, "ranked_by").empty() ? "" : "Ranked by " + Str(recipe, "ranked_by") + ".";
   std::string forks;
   for (const json& row : Sub(recipe, "ranking")) {
@@ -118,8 +123,10 @@ std::string RecipeRankedBy(const json& r) {
                          Count(Num(f, "of")));
   }
   if (!forks.empty())
-    out += (out.empty() ? "" : " ") + std::string("Forks whose capture's token generation reproduced (the other "
-                                                  "check that a capture matches generation): ") +
+    out += (out.empty() ? "" : " ") +
+           std::string(
+               "Forks whose capture's token generation reproduced (the other "
+               "check that a capture matches generation): ") +
            forks + ".";
   return out;
 }

@@ -11,9 +11,9 @@ namespace {
 using nlohmann::json;
 
 json Row(const std::string& config, double rate, int64_t flips, bool above) {
-  return {{"config", config}, {"repeats", 1},       {"median_flip_rate", rate}, {"flips", flips},
-          {"probes", 200},    {"kl_mean", rate / 10}, {"above_floor", above},     {"bit_identical", 0},
-          {"bit_identical_of", 200}};
+  return {{"config", config},     {"repeats", 1},       {"median_flip_rate", rate},
+          {"flips", flips},       {"probes", 200},      {"kl_mean", rate / 10},
+          {"above_floor", above}, {"bit_identical", 0}, {"bit_identical_of", 200}};
 }
 
 json Document(bool changed) {
@@ -59,7 +59,7 @@ json Document(bool changed) {
 
 TEST(ReportServed, SectionShowsTheDistanceWindowsAndRankingUnderEachReplay) {
   const json doc = Document(true);
-  const std::string md = RenderMarkdown(doc);
+  const std::string md = RenderMarkdown(ExperimentResults::FromJson(doc));
   EXPECT_NE(md.find("## Prefill against served replay"), std::string::npos) << md;
   EXPECT_NE(md.find("The ranking of configurations changes under served replay."), std::string::npos);
   EXPECT_NE(md.find("loaded was not captured served: runs under load."), std::string::npos);
@@ -74,27 +74,28 @@ TEST(ReportServed, SectionShowsTheDistanceWindowsAndRankingUnderEachReplay) {
   EXPECT_NE(md.find("kv-q4 (prefill replay)"), std::string::npos);
   EXPECT_NE(md.find("Ranked by served replay where it was measured."), std::string::npos);
   EXPECT_NE(md.find("kv-q4 5 of 6"), std::string::npos);
-  const std::string html = RenderHtml(doc);
+  const std::string html = RenderHtml(ExperimentResults::FromJson(doc));
   EXPECT_NE(html.find("<section id=\"served\"><h2>Prefill against served replay</h2>"), std::string::npos);
   EXPECT_NE(html.find("<a href=\"#served\">"), std::string::npos);
   EXPECT_NE(html.find("prefill replay</span>"), std::string::npos);
-  const std::string term = TerminalSummary(doc, "");
+  const std::string term = TerminalSummary(ExperimentResults::FromJson(doc), "");
   EXPECT_NE(term.find("prefill vs served, kv-q8: 3 / 200 flips (1.500%), 17 of 200 bit-identical"), std::string::npos)
       << term;
   EXPECT_NE(term.find("the ranking changes under served replay"), std::string::npos);
-  EXPECT_NE(RenderMarkdown(Document(false)).find("does not change under served replay"), std::string::npos);
+  EXPECT_NE(RenderMarkdown(ExperimentResults::FromJson(Document(false))).find("does not change under served replay"),
+            std::string::npos);
 }
 
 TEST(ReportServed, NoServedPartNoSection) {
   json doc = Document(false);
   doc.erase("served");
-  EXPECT_EQ(RenderMarkdown(doc).find("Prefill against served"), std::string::npos);
-  const std::string html = RenderHtml(doc);
+  EXPECT_EQ(RenderMarkdown(ExperimentResults::FromJson(doc)).find("Prefill against served"), std::string::npos);
+  const std::string html = RenderHtml(ExperimentResults::FromJson(doc));
   EXPECT_EQ(html.find("id=\"served\""), std::string::npos);
   EXPECT_EQ(html.find("href=\"#served\""), std::string::npos);
   doc["served"] = "garbage";
-  EXPECT_EQ(report::ReplaySentence(doc), "");
-  EXPECT_TRUE(report::ReplayDistanceTable(doc).rows.empty());
+  EXPECT_EQ(report::ReplaySentence(ExperimentResults::FromJson(doc)), "");
+  EXPECT_TRUE(report::ReplayDistanceTable(ExperimentResults::FromJson(doc)).rows.empty());
 }
 
 }  // namespace

@@ -26,14 +26,15 @@ std::string CountOf(std::optional<int64_t> v) { return v ? Count(double(*v)) : C
 
 namespace {
 // Whether the results hold the exact reference's figures (then the table shows the distance to it).
-bool HasExact(const json& results) { return Sub(Sub(results, "reference"), "summary").is_array(); }
+bool HasExact(const ExperimentResults& results) { return results.reference.has_value(); }
 }  // namespace
 
-std::vector<std::string> RankingHeader(const json& results) {
+std::vector<std::string> RankingHeader(const ExperimentResults& results) {
   std::vector<std::string> h{"#", "Configuration"};
   if (HasExact(results)) h.push_back("Flip rate against exact (95% CI)");
-  for (std::string c : {"Median flip rate", "95% CI", "Flips / probes", "Damage / repair (forks); damage rate (95% CI)",
-                        "Confident flips", "KL mean", "KL p99", "Bit-identical probes", "Above floor", "KV bytes/token"})
+  for (std::string c :
+       {"Median flip rate", "95% CI", "Flips / probes", "Damage / repair (forks); damage rate (95% CI)",
+        "Confident flips", "KL mean", "KL p99", "Bit-identical probes", "Above floor", "KV bytes/token"})
     h.push_back(c);
   h.push_back("KV memory at " + Count(ContextLength(results)) + " tokens");
   return h;
@@ -58,19 +59,20 @@ std::string ForksCell(const SummaryRow& s) {
 }
 
 // The distance to the exact reference with its interval (the recipe's figures, else reference.summary's).
-std::string ExactCell(const json& results, const ConfigRow& row) {
+std::string ExactCell(const ExperimentResults& results, const ConfigRow& row) {
   std::optional<double> rate = row.ranked ? Num(*row.ranked, "exact_flip_rate") : std::nullopt;
   std::optional<Interval> ci;
   if (row.ranked && Sub(*row.ranked, "exact_flip_rate_ci").is_array())
-    ci = Interval{NumAt(*row.ranked, "exact_flip_rate_ci/0").value_or(0), NumAt(*row.ranked, "exact_flip_rate_ci/1").value_or(0)};
-  if (!rate)
-    for (const SummaryRow& e : ReadResults(results).reference)
+    ci = Interval{NumAt(*row.ranked, "exact_flip_rate_ci/0").value_or(0),
+                  NumAt(*row.ranked, "exact_flip_rate_ci/1").value_or(0)};
+  if (!rate && results.reference)
+    for (const SummaryRow& e : results.reference->summary)
       if (e.config == row.name) rate = e.median_flip_rate, ci = e.flip_rate_ci;
   return rate ? Percent(*rate) + " (" + IntervalText(ci) + ")" : "—";
 }
 }  // namespace
 
-std::vector<std::string> RankingCells(const json& results, const ConfigRow& row) {
+std::vector<std::string> RankingCells(const ExperimentResults& results, const ConfigRow& row) {
   const std::string kv_at = row.kv_bytes_at_context ? HumanBytes(*row.kv_bytes_at_context) : "—";
   std::vector<std::string> cells;
   if (HasExact(results)) cells.push_back(ExactCell(results, row));
@@ -82,25 +84,26 @@ std::vector<std::string> RankingCells(const json& results, const ConfigRow& row)
   }
   const SummaryRow& s = *row.summary;
   const std::optional<ForkCounts>& f = s.forks;
-  std::vector<std::string> rest{
-      Percent(s.median_flip_rate), IntervalText(s.flip_rate_ci),
-      Count(double(s.flips)) + " / " + Count(double(s.probes)),
-      // What following the forks found ("—" where they were not followed).
-      f ? ForksCell(s) : s.median_flip_rate > 0 && !row.is_baseline ? "not followed" : "—",
-      Count(double(s.confident_flips)), Small(s.kl_mean), Small(s.kl_p99),
-      Count(double(s.bit_identical)) + " of " + Count(double(s.bit_identical_of)), YesNo(s.above_floor),
-      Count(row.kv_bytes_per_token), kv_at};
+  std::vector<std::string> rest{Percent(s.median_flip_rate), IntervalText(s.flip_rate_ci),
+                                Count(double(s.flips)) + " / " + Count(double(s.probes)),
+                                // What following the forks found ("—" where they were not followed).
+                                f                                            ? ForksCell(s)
+                                : s.median_flip_rate > 0 && !row.is_baseline ? "not followed"
+                                                                             : "—",
+                                Count(double(s.confident_flips)), Small(s.kl_mean), Small(s.kl_p99),
+                                Count(double(s.bit_identical)) + " of " + Count(double(s.bit_identical_of)),
+                                YesNo(s.above_floor), Count(row.kv_bytes_per_token), kv_at};
   cells.insert(cells.end(), rest.begin(), rest.end());
   return cells;
 }
 
-TextTable WindowTable(const json& results, const std::string& field, bool percent) {
+TextTable WindowTable(const ExperimentResults& results, const std::string& field, bool percent) {
   TextTable t;
   t.header.push_back("Window (tokens)");
   std::vector<std::vector<WindowPoint>> columns;
   std::set<std::tuple<int, double, double>> windows;  // every window any configuration has
   for (const ConfigRow& row : RankedConfigs(results)) {
-    auto pts = WindowSeries(results, row.name, field);
+    auto pts = WindowSeries(results.measured.comparisons, row.name, field);
     if (pts.empty()) continue;
     for (const auto& p : pts) windows.emplace(p.index, p.begin, p.end);
     t.header.push_back(row.name);
@@ -119,13 +122,10 @@ TextTable WindowTable(const json& results, const std::string& field, bool percen
   return t;
 }
 
-std::string RepeatLabel(const json& comparison) {
-  auto r = Num(comparison, "repeat");
-  return r ? "repeat " + Count(*r + 1) : "repeat ?";
-}
+std::string RepeatLabel(const ComparisonRecord& comparison) { return "repeat " + Count(comparison.entry.repeat + 1.0); }
 
-std::string FloorSentence(const json& r) {
-  const std::optional<Floor> floor = ReadResults(r).floor;
+std::string FloorSentence(const ExperimentResults& r) {
+  const std::optional<Floor>& floor = r.measured.floor;
   if (!floor) return "";
   if (floor->bit_identical.value_or(false))
     return "Repeatability: the reference configuration repeated itself bit for bit (" + Count(double(floor->repeats)) +
@@ -137,27 +137,27 @@ std::string FloorSentence(const json& r) {
          "); divergences are measured against it.";
 }
 
-TextTable LoadFloorTable(const json& r) {
+TextTable LoadFloorTable(const ExperimentResults& r) {
   TextTable t{{"Load", "Configuration", "Repeats", "Flips", "Probes", "Flip rate", "KL mean", "Bit-identical"}, {}};
-  for (const LoadFloorRow& f : ReadResults(r).load_floor)
+  for (const LoadFloorRow& f : r.measured.load_floor)
     t.rows.push_back({Count(double(f.load)) + (f.load == 0 ? " (alone)" : ""), f.config, Count(double(f.repeats)),
                       CountOf(f.flips), CountOf(f.probes), Percent(f.flip_rate), Small(f.kl_mean),
                       YesNo(f.bit_identical)});
   return t;
 }
 
-TextTable ExactTable(const json& r) {
+TextTable ExactTable(const ExperimentResults& r) {
   TextTable t{{"Configuration", "Repeats", "Flips vs exact", "Probes", "Flip rate vs exact", "95% CI", "KL vs exact",
                "Flip rate vs baseline", "KL vs baseline"},
               {}};
-  const ResultsRows rows = ReadResults(r);
-  const std::string base = Str(r, "baseline", "baseline");
-  const bool base_floor = rows.floor && rows.floor->flip_rate;
-  for (const SummaryRow& e : rows.reference) {
+  if (!r.reference) return t;
+  const std::string base = BaselineName(r);
+  const bool base_floor = r.measured.floor && r.measured.floor->flip_rate;
+  for (const SummaryRow& e : r.reference->summary) {
     std::string vs_rate = "—", vs_kl = "—";
     if (e.config == base && !base_floor) {
       vs_rate = vs_kl = "(the reference)";
-    } else if (const SummaryRow* s = rows.Find(e.config)) {
+    } else if (const SummaryRow* s = r.measured.Row(e.config)) {
       vs_rate = Percent(s->median_flip_rate) + (e.config == base ? " (repeats)" : "");
       vs_kl = Small(s->kl_mean);
     }
@@ -167,9 +167,9 @@ TextTable ExactTable(const json& r) {
   return t;
 }
 
-std::vector<std::string> RecipeWarnings(const json& r) {
+std::vector<std::string> RecipeWarnings(const ExperimentResults& r) {
   std::vector<std::string> out;
-  const json& w = Sub(Sub(r, "recipe"), "warnings");
+  const json& w = Sub(r.recipe, "warnings");
   if (w.is_array())
     for (const json& line : w)
       if (line.is_string()) out.push_back(line.get<std::string>());
@@ -179,19 +179,12 @@ std::vector<std::string> RecipeWarnings(const json& r) {
 namespace {
 
 // The reference configuration's configs[] entry, or nullptr.
-const json* BaseConfig(const json& r) {
-  const std::string base = Str(r, "baseline", "baseline");
-  const json& configs = Sub(r, "configs");
-  if (configs.is_array())
-    for (const json& c : configs)
-      if (Str(c, "name") == base) return &c;
-  return nullptr;
-}
+const ConfigEntry* BaseConfig(const ExperimentResults& r) { return r.measured.Config(BaselineName(r)); }
 
 // The engine block the reference ran with (its capture's), else the run's environment.
-const json& BaseEngine(const json& r) {
-  const json* c = BaseConfig(r);
-  return c && Sub(*c, "engine").is_object() ? Sub(*c, "engine") : Sub(r, "environment");
+const json& BaseEngine(const ExperimentResults& r) {
+  const ConfigEntry* c = BaseConfig(r);
+  return c && Sub(c->fields, "engine").is_object() ? Sub(c->fields, "engine") : r.environment;
 }
 
 std::string DevicesText(const json& engine) {
@@ -205,45 +198,42 @@ std::string DevicesText(const json& engine) {
 
 // A configuration whose CPU kernel path differs from the reference's (another ISA, repacked or
 // AMX weights) is named: that difference is part of what its numbers measure.
-std::string OtherKernelPaths(const json& r, const std::string& base_path) {
+std::string OtherKernelPaths(const ExperimentResults& r, const std::string& base_path) {
   if (base_path.empty()) return "";
   std::string other;
-  const json& configs = Sub(r, "configs");
-  for (const json& c : configs.is_array() ? configs : json::array()) {
-    const std::string path = Str(Sub(Sub(c, "engine"), "kernel_path"), "summary");
-    if (!path.empty() && path != base_path)
-      other += fmt::format("{}{}: {}", other.empty() ? "" : "; ", Str(c, "name"), path);
+  for (const ConfigEntry& c : r.measured.configs) {
+    const std::string path = Str(Sub(Sub(c.fields, "engine"), "kernel_path"), "summary");
+    if (!path.empty() && path != base_path) other += fmt::format("{}{}: {}", other.empty() ? "" : "; ", c.name, path);
   }
   return other.empty() ? "none: every configuration ran the reference's" : other;
 }
 
 // Per configuration, the settings llama.cpp decided itself (-fa auto resolved, sizes clamped):
 // its flags and knobs are those effective values, this says what was asked and why they differ.
-std::string DecidedByLlama(const json& r) {
+std::string DecidedByLlama(const ExperimentResults& r) {
   // The reference's lines once; another configuration's only where they differ from them.
-  const json* base = BaseConfig(r);
-  const std::vector<std::string> base_notes = base ? ResolvedNotes(Sub(*base, "engine")) : std::vector<std::string>{};
+  const ConfigEntry* base = BaseConfig(r);
+  const std::vector<std::string> base_notes =
+      base ? ResolvedNotes(Sub(base->fields, "engine")) : std::vector<std::string>{};
   std::string out;
-  if (base && !base_notes.empty())
-    out = fmt::format("{}: {}", Str(*base, "name"), fmt::join(base_notes, "; "));
-  const json& configs = Sub(r, "configs");
-  for (const json& c : configs.is_array() ? configs : json::array()) {
+  if (base && !base_notes.empty()) out = fmt::format("{}: {}", base->name, fmt::join(base_notes, "; "));
+  for (const ConfigEntry& c : r.measured.configs) {
     if (&c == base) continue;
-    std::vector<std::string> notes = ResolvedNotes(Sub(c, "engine"), base_notes);
-    if (!notes.empty()) out += fmt::format("{}{}: {}", out.empty() ? "" : " · ", Str(c, "name"), fmt::join(notes, "; "));
+    std::vector<std::string> notes = ResolvedNotes(Sub(c.fields, "engine"), base_notes);
+    if (!notes.empty()) out += fmt::format("{}{}: {}", out.empty() ? "" : " · ", c.name, fmt::join(notes, "; "));
   }
   return out.empty() ? "nothing: every configuration ran its settings as requested"
                      : out + (base ? " (other configurations: as the reference)" : "");
 }
 
-std::vector<Fact> RuntimeFacts(const json& r) {
+std::vector<Fact> RuntimeFacts(const ExperimentResults& r) {
   const std::string g = "Reference and runtime";
-  const json* base_cfg = BaseConfig(r);
+  const ConfigEntry* base_cfg = BaseConfig(r);
   const json& engine = BaseEngine(r);
   const std::string base_path = Str(Sub(engine, "kernel_path"), "summary");
-  return {{g, "Reference configuration", Str(r, "baseline", "baseline"), false},
-          {g, "Reference flags", base_cfg ? Str(*base_cfg, "flags") : "", true},
-          {g, "Reference knobs", base_cfg ? InlineText(Sub(*base_cfg, "knobs")) : "", true},
+  return {{g, "Reference configuration", BaselineName(r), false},
+          {g, "Reference flags", base_cfg ? Str(base_cfg->fields, "flags") : "", true},
+          {g, "Reference knobs", base_cfg ? InlineText(Sub(base_cfg->fields, "knobs")) : "", true},
           {g, "Settings llama.cpp decided", DecidedByLlama(r), false},
           {g, "Engine", Str(engine, "engine"), false},
           {g, "llama.cpp", Str(engine, "llama_cpp"), true},
@@ -256,10 +246,10 @@ std::vector<Fact> RuntimeFacts(const json& r) {
           {g, "Other kernel paths", OtherKernelPaths(r, base_path), true}};
 }
 
-std::vector<Fact> ModelFacts(const json& r) {
+std::vector<Fact> ModelFacts(const ExperimentResults& r) {
   const std::string g = "Model and workload";
-  const json& model = Sub(r, "model");
-  const json& wl = Sub(r, "workload");
+  const json& model = r.model;
+  const json& wl = r.workload;
   const json& tpl = Sub(wl, "template");
   auto count_or_empty = [](std::optional<double> v) { return v ? Count(v) : std::string(); };
   std::string layers;
@@ -292,10 +282,10 @@ struct ComparisonsMethod {
   int truncated = 0, n = 0;
   double skipped = 0;
 };
-ComparisonsMethod MethodOf(const json& cmps) {
+ComparisonsMethod MethodOf(const std::vector<ComparisonRecord>& cmps) {
   ComparisonsMethod m;
-  for (const json& c : cmps.is_array() ? cmps : json::array()) {
-    const json& cj = Sub(c, "compare");
+  for (const ComparisonRecord& c : cmps) {
+    const json& cj = c.compare;
     ++m.n;
     if (m.kl_dir.empty()) m.kl_dir = Str(cj, "kl_direction");
     if (m.kl_estimate.empty() && Sub(cj, "truncated") == true) m.kl_estimate = Str(cj, "kl_estimate");
@@ -305,11 +295,11 @@ ComparisonsMethod MethodOf(const json& cmps) {
   return m;
 }
 
-std::vector<Fact> MethodFacts(const json& r) {
+std::vector<Fact> MethodFacts(const ExperimentResults& r) {
   const std::string g = "Method";
-  const json& plan = Sub(r, "probe_plan");
-  const json& settings = Sub(r, "settings");
-  const ComparisonsMethod m = MethodOf(Sub(r, "comparisons"));
+  const json& plan = r.probe_plan;
+  const json& settings = r.settings;
+  const ComparisonsMethod m = MethodOf(r.measured.comparisons);
   std::string plan_text;
   if (plan.is_object())
     plan_text = fmt::format("every {} tokens; 100% inside: {}; {} probes", Count(Num(plan, "stride")),
@@ -331,14 +321,13 @@ std::vector<Fact> MethodFacts(const json& r) {
        "median over repeats; every repeat of every configuration is compared with the reference's first capture, "
        "and the reference's own repeats give the floor",
        false},
-      {g, "Experiment file", Str(r, "experiment_file"), true},
-      {g, "Results written by", "flipscope " + Str(r, "flipscope_version", "?") + " at " + Str(r, "created", "?"),
-       false}};
+      {g, "Experiment file", r.experiment_file, true},
+      {g, "Results written by", "flipscope " + Or(r.flipscope_version) + " at " + Or(r.created), false}};
 }
 
 }  // namespace
 
-std::vector<Fact> Disclosure(const json& r) {
+std::vector<Fact> Disclosure(const ExperimentResults& r) {
   std::vector<Fact> facts = RuntimeFacts(r);
   for (auto part : {ModelFacts, MethodFacts})
     for (Fact& f : part(r)) facts.push_back(std::move(f));

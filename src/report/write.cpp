@@ -30,20 +30,21 @@ std::string CsvValue(const json& v) {
 std::string CsvNumber(std::optional<double> v) { return v ? fmt::format("{}", *v) : ""; }
 
 // results.csv's columns, in order (docs/report.md).
+// clang-format off
 constexpr const char* kCsvColumns[] = {
     "rank",          "config",           "status",          "reason",          "description",
     "flags",         "repeats",          "median_flip_rate", "flip_rate_ci_lo", "flip_rate_ci_hi",
     "flips",         "probes",           "confident_flips", "kl_mean",         "kl_p99",
     "kl_max",        "bit_identical",    "bit_identical_of", "above_floor",    "kv_bytes_per_token",
     "kv_bytes_at_context", "baseline",   "recommended",     "replay"};
+// clang-format on
 
 // The rows of results.csv: the ranked configurations, then under replay = "both" the served
-// twins, unranked: their figures are against the served baseline (results["served"], read as a
-// results document of its own).
-std::vector<report::ConfigRow> CsvRows(const json& r) {
+// twins, unranked: their figures are against the served baseline (results.served, seen as
+// results of their own: `served`, which must outlive the rows).
+std::vector<report::ConfigRow> CsvRows(const ExperimentResults& r, const ExperimentResults& served) {
   std::vector<report::ConfigRow> rows = report::RankedConfigs(r);
-  const json& served = report::Sub(r, "served");
-  if (served.is_object())
+  if (r.served)
     for (report::ConfigRow& row : report::RankedConfigs(served)) {
       row.rank = 0, row.is_recommended = false;
       rows.push_back(std::move(row));
@@ -53,11 +54,11 @@ std::vector<report::ConfigRow> CsvRows(const json& r) {
 
 // One configuration's cells, in kCsvColumns' order.
 std::vector<std::string> CsvCells(const report::ConfigRow& row) {
-  static const json kNone;
   // A summary field as the document holds it (numbers at full precision), "" without a summary.
   auto field = [&](auto get) { return row.summary ? CsvValue(json(get(*row.summary))) : std::string(); };
   const auto& ci = row.summary ? row.summary->flip_rate_ci : std::nullopt;
-  const json& cfg = row.config ? *row.config : kNone;
+  static const json kNone;
+  const json& cfg = row.config ? row.config->fields : kNone;
   return {row.rank ? std::to_string(row.rank) : "",
           row.name,
           row.status,
@@ -93,14 +94,15 @@ std::string CsvLine(const std::vector<std::string>& cells) {
 
 }  // namespace
 
-std::string RenderCsv(const json& r) {
+std::string RenderCsv(const ExperimentResults& r) {
   std::string out = CsvLine(std::vector<std::string>(std::begin(kCsvColumns), std::end(kCsvColumns)));
-  for (const report::ConfigRow& row : CsvRows(r)) out += CsvLine(CsvCells(row));
+  ExperimentResults served;  // the served twins as results of their own: their baseline and measurements
+  if (r.served) served.baseline = r.served->baseline, served.measured = r.served->measured;
+  for (const report::ConfigRow& row : CsvRows(r, served)) out += CsvLine(CsvCells(row));
   return out;
 }
 
-Status WriteReport(const json& results, const std::string& outdir) {
-  if (!results.is_object()) return Status::Error(outdir + ": results is not a JSON object");
+Status WriteReport(const ExperimentResults& results, const std::string& outdir) {
   std::error_code ec;
   std::filesystem::create_directories(outdir, ec);
   if (ec) return Status::Error(outdir + ": cannot create the folder: " + ec.message());

@@ -59,7 +59,8 @@ ConfigEntry ConfigEntry::FromJson(const json& j) {
   if ((e.reason = read::Opt<std::string>(j, "reason"))) e.fields.erase("reason");
   if ((e.model_path = read::Opt<std::string>(j, "model_path"))) e.fields.erase("model_path");
   const json& caps = read::Sub(j, "captures");
-  const bool all_paths = caps.is_array() && std::all_of(caps.begin(), caps.end(), [](const json& c) { return c.is_string(); });
+  const bool all_paths =
+      caps.is_array() && std::all_of(caps.begin(), caps.end(), [](const json& c) { return c.is_string(); });
   if (all_paths) {
     for (const json& c : caps) e.captures.push_back(c.get<std::string>());
     e.fields.erase("captures");
@@ -186,9 +187,9 @@ namespace {
 
 // The top-level keys ExperimentResults types (everything else stays in extra).
 constexpr std::initializer_list<const char*> kTopLevel = {
-    "flipscope_version", "created",   "name",        "experiment_file", "baseline", "model",   "settings",
+    "flipscope_version", "created",    "name",        "experiment_file", "baseline",    "model", "settings",
     "workload",          "probe_plan", "environment", "configs",         "comparisons", "floor", "summary",
-    "load_floor",        "branches",  "reference",   "layers",          "served",   "recipe"};
+    "load_floor",        "branches",   "reference",   "layers",          "served",      "recipe"};
 
 }  // namespace
 
@@ -231,21 +232,6 @@ ExperimentResults ExperimentResults::FromJson(const json& j) {
   if (read::Sub(j, "served").is_object()) r.served = ServedResults::FromJson(j["served"]);
   r.recipe = read::Sub(j, "recipe");
   return r;
-}
-
-ResultsRows ExperimentResults::Rows() const {
-  ResultsRows rows;
-  rows.summary = measured.summary;
-  rows.floor = measured.floor;
-  rows.load_floor = measured.load_floor;
-  if (reference) rows.reference = reference->summary;
-  if (served) {
-    rows.served = served->measured.summary;
-    rows.served_floor = served->measured.floor;
-    rows.replay_distance = served->distance;
-    rows.replay_ranking = served->ranking;
-  }
-  return rows;
 }
 
 }  // namespace flipscope

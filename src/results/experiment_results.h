@@ -19,10 +19,10 @@ namespace flipscope {
 // One configuration's entry (configs[], reference, served.configs[]): how its captures ended.
 struct ConfigEntry {
   std::string name;
-  std::optional<ConfigStatus> status;      // absent until its captures end
-  std::optional<std::string> reason;       // why it was refused or failed
-  std::vector<std::string> captures;       // capture paths, one per repeat made, in repeat order
-  std::optional<std::string> model_path;   // the model file it ran (requantized ones in OUT/models)
+  std::optional<ConfigStatus> status;     // absent until its captures end
+  std::optional<std::string> reason;      // why it was refused or failed
+  std::vector<std::string> captures;      // capture paths, one per repeat made, in repeat order
+  std::optional<std::string> model_path;  // the model file it ran (requantized ones in OUT/models)
   // Every other field as the experiment wrote it (description, changes, repeats, knobs, flags,
   // engine, timings, capture_seconds, reused, kv_bytes_per_token, ...), and a typed field whose
   // value could not be read, kept as it was.
@@ -37,8 +37,8 @@ struct ConfigEntry {
 
 // One comparison (comparisons[], reference.comparisons[]): a capture against the base one.
 struct ComparisonRecord {
-  ComparisonEntry entry;     // the configuration, its repeat and the figures summaries use
-  nlohmann::json compare;    // compare's document (docs/compare.md): overall, windows, flips, ...
+  ComparisonEntry entry;   // the configuration, its repeat and the figures summaries use
+  nlohmann::json compare;  // compare's document (docs/compare.md): overall, windows, flips, ...
 
   nlohmann::json ToJson() const;
   // The figures are read from the compare document (ComparisonFigures::FromCompareJson).
@@ -62,9 +62,9 @@ struct BranchRecord {
 // Where one configuration's flips are born (layers[]): the layers stage's document, or why not.
 struct LayersRecord {
   std::string config;
-  std::optional<std::string> skipped;     // why the layers stage cannot look into it
-  std::optional<std::string> error;       // its rows did not reproduce (said, not fatal)
-  std::optional<nlohmann::json> result;   // the layers stage's document (docs/layers.md)
+  std::optional<std::string> skipped;    // why the layers stage cannot look into it
+  std::optional<std::string> error;      // its rows did not reproduce (said, not fatal)
+  std::optional<nlohmann::json> result;  // the layers stage's document (docs/layers.md)
 
   nlohmann::json ToJson() const;
   static LayersRecord FromJson(const nlohmann::json& j);
@@ -93,9 +93,9 @@ struct Measurements {
 
 // The exact reference (results.json reference): its capture and every capture against it.
 struct ReferenceResults {
-  ConfigEntry capture;                         // the exact capture's entry
-  std::vector<ComparisonRecord> comparisons;   // the exact capture as base
-  std::vector<SummaryRow> summary;             // written with SummaryRow::ToReferenceJson
+  ConfigEntry capture;                        // the exact capture's entry
+  std::vector<ComparisonRecord> comparisons;  // the exact capture as base
+  std::vector<SummaryRow> summary;            // written with SummaryRow::ToReferenceJson
 
   nlohmann::json ToJson() const;
   static ReferenceResults FromJson(const nlohmann::json& j);
@@ -104,8 +104,8 @@ struct ReferenceResults {
 // replay = "both" (results.json served): the served twins measured like the prefill
 // configurations, each configuration's prefill-vs-served distance and the ranking under each.
 struct ServedResults {
-  std::string baseline;                             // the served baseline's name
-  nlohmann::json skipped = nlohmann::json::array(); // [{config, reason}]: no served twin
+  std::string baseline;                              // the served baseline's name
+  nlohmann::json skipped = nlohmann::json::array();  // [{config, reason}]: no served twin
   Measurements measured;
   std::vector<ReplayDistance> distance;
   std::optional<ReplayRanking> ranking;
@@ -135,8 +135,6 @@ struct ExperimentResults {
   nlohmann::json ToJson() const;
   // Reads a results document; never fails (what is missing stays empty).
   static ExperimentResults FromJson(const nlohmann::json& j);
-  // The typed rows the report ranks and shows (as ReadResults reads them from ToJson()).
-  ResultsRows Rows() const;
 };
 
 }  // namespace flipscope

@@ -60,7 +60,9 @@ Interval Wilson95(double k, double n) {
   return {lo, hi};
 }
 
-std::optional<Interval> SummaryRow::DamageRateCi() const { return forks ? ForkRateCi(*this, forks->damage) : std::nullopt; }
+std::optional<Interval> SummaryRow::DamageRateCi() const {
+  return forks ? ForkRateCi(*this, forks->damage) : std::nullopt;
+}
 
 std::optional<double> SummaryRow::RepairRate() const {
   if (!forks) return std::nullopt;
@@ -70,7 +72,9 @@ std::optional<double> SummaryRow::RepairRate() const {
   return median_flip_rate * double(forks->repair) / double(forks->followed) * double(forks->forkable) / double(flips);
 }
 
-std::optional<Interval> SummaryRow::RepairRateCi() const { return forks ? ForkRateCi(*this, forks->repair) : std::nullopt; }
+std::optional<Interval> SummaryRow::RepairRateCi() const {
+  return forks ? ForkRateCi(*this, forks->repair) : std::nullopt;
+}
 
 std::vector<RankedRow> RankWithTies(const std::vector<RankInput>& rows) {
   std::vector<RankedRow> out;

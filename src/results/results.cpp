@@ -89,7 +89,7 @@ json SummaryRow::ToJson() const {
   json j = {{"config", config},
             {"repeats", repeats},
             {"median_flip_rate", median_flip_rate},
-            {"median_repeat", median_repeat},
+            {"median_repeat", OrNull(median_repeat)},
             {"flip_rates", flip_rates},
             {"flip_rate_ci", OrNull(flip_rate_ci)},
             {"flips", flips},
@@ -128,7 +128,7 @@ json SummaryRow::ToReferenceJson() const {
   return {{"config", config},
           {"repeats", repeats},
           {"median_flip_rate", median_flip_rate},
-          {"median_repeat", median_repeat},
+          {"median_repeat", OrNull(median_repeat)},
           {"flip_rate_ci", OrNull(flip_rate_ci)},
           {"flips", flips},
           {"probes", probes},
@@ -141,7 +141,7 @@ SummaryRow SummaryRow::FromJson(const json& j) {
   s.config = Get<std::string>(j, "config", "");
   s.repeats = Get(j, "repeats", 0);
   s.median_flip_rate = Get(j, "median_flip_rate", 0.0);
-  s.median_repeat = Get(j, "median_repeat", 0);
+  s.median_repeat = Opt<int>(j, "median_repeat");
   for (const json& r : At(j, "flip_rates").is_array() ? At(j, "flip_rates") : json::array())
     if (r.is_number()) s.flip_rates.push_back(r.get<double>());
   s.flip_rate_ci = OptInterval(j, "flip_rate_ci");
@@ -243,16 +243,10 @@ LoadFloorRow LoadFloorRow::FromJson(const json& j) {
   return r;
 }
 
-const SummaryRow* ResultsRows::Find(const std::string& config) const {
-  for (const SummaryRow& s : summary)
-    if (s.config == config) return &s;
-  return nullptr;
-}
-
 std::string ServedName(const std::string& config) { return config + "@served"; }
 
 json ReplayGroup::ToJson() const {
-  return {{"group", name},       {"probes", probes},   {"flips", flips},
+  return {{"group", name},          {"probes", probes},   {"flips", flips},
           {"flip_rate", flip_rate}, {"kl_mean", kl_mean}, {"bit_identical", bit_identical}};
 }
 
@@ -273,15 +267,15 @@ json ReplayDistance::ToJson() const {
   for (const ReplayGroup& g : groups) groups_json.push_back(g.ToJson());
   json j = {{"config", config},
             {"flips", f.flips},
-          {"probes", f.probes},
-          {"flip_rate", f.flip_rate},
-          {"flip_rate_ci", OrNull(f.flip_rate_ci)},
-          {"confident_flips", f.confident_flips},
-          {"kl_mean", f.kl_mean},
-          {"kl_p99", f.kl_p99},
-          {"kl_max", f.kl_max},
-          {"bit_identical", f.bit_identical},
-          {"probes_compared", f.probes_compared},
+            {"probes", f.probes},
+            {"flip_rate", f.flip_rate},
+            {"flip_rate_ci", OrNull(f.flip_rate_ci)},
+            {"confident_flips", f.confident_flips},
+            {"kl_mean", f.kl_mean},
+            {"kl_p99", f.kl_p99},
+            {"kl_max", f.kl_max},
+            {"bit_identical", f.bit_identical},
+            {"probes_compared", f.probes_compared},
             {"groups", groups_json}};
   if (windows) j["windows"] = *windows;
   return j;
@@ -323,35 +317,10 @@ ReplayRanking ReplayRanking::FromJson(const json& j) {
   return r;
 }
 
-const SummaryRow* ResultsRows::FindServed(const std::string& config) const {
-  for (const SummaryRow& s : served)
-    if (s.config == ServedName(config)) return &s;
-  return nullptr;
-}
-
 std::optional<ConfigStatus> ReadConfigStatus(const json& config) {
   const json* status = config.is_object() && config.contains("status") ? &config["status"] : nullptr;
   if (!status || !status->is_string()) return std::nullopt;
   return FromName<ConfigStatus>(status->get<std::string>());
-}
-
-ResultsRows ReadResults(const json& results) {
-  ResultsRows r;
-  auto rows = [](const json& a, auto read, auto& out) {
-    if (!a.is_array()) return;
-    for (const json& e : a)
-      if (e.is_object()) out.push_back(read(e));
-  };
-  rows(At(results, "summary"), SummaryRow::FromJson, r.summary);
-  rows(At(results, "load_floor"), LoadFloorRow::FromJson, r.load_floor);
-  rows(At(At(results, "reference"), "summary"), SummaryRow::FromJson, r.reference);
-  if (At(results, "floor").is_object()) r.floor = Floor::FromJson(At(results, "floor"));
-  const json& served = At(results, "served");
-  rows(At(served, "summary"), SummaryRow::FromJson, r.served);
-  rows(At(served, "distance"), ReplayDistance::FromJson, r.replay_distance);
-  if (At(served, "floor").is_object()) r.served_floor = Floor::FromJson(At(served, "floor"));
-  if (At(served, "ranking").is_object()) r.replay_ranking = ReplayRanking::FromJson(At(served, "ranking"));
-  return r;
 }
 
 std::vector<std::string> ResolvedNotes(const json& engine, const std::vector<std::string>& except) {

@@ -1,9 +1,9 @@
 // results: the typed rows of an experiment's results document (results.json; docs/report.md)
 // that the experiment stage computes and the report stage ranks and shows: each configuration's
 // summary over its repeats, the repeat floor, the load floor and the exact reference's summary.
-// The experiment writes them with ToJson; the report reads a whole document once with
-// ReadResults, which tolerates missing or mistyped parts (they come back empty, never an error).
-// The whole document, typed, is ExperimentResults (results/experiment_results.h).
+// The experiment writes them with ToJson; each FromJson tolerates missing or mistyped parts (they
+// come back empty, never an error). The whole document, typed, is ExperimentResults
+// (results/experiment_results.h), which the report reads.
 #pragma once
 
 #include <array>
@@ -70,7 +70,7 @@ struct SummaryRow {
   std::string config;
   int repeats = 0;
   double median_flip_rate = 0;
-  int median_repeat = 0;
+  std::optional<int> median_repeat;  // the repeat whose counts these are; absent in files before it
   std::vector<double> flip_rates;
   // The median repeat's counts and interval; KL figures are medians over repeats.
   std::optional<Interval> flip_rate_ci;
@@ -125,8 +125,8 @@ struct RankInput {
   double last = 0;             // a final, non-statistical order (e.g. KL mean), lowest first
 };
 struct RankedRow {
-  size_t index = 0;    // into the input
-  int tie_group = 0;   // 1-based; rows sharing one are indistinguishable on every key
+  size_t index = 0;   // into the input
+  int tie_group = 0;  // 1-based; rows sharing one are indistinguishable on every key
 };
 // Orders rows by keys[0]: each group starts at the best remaining row, and takes every row whose
 // keys[0] interval overlaps it; within a group the same by keys[1], and so on. The last level's
@@ -205,26 +205,6 @@ struct ReplayRanking {
   nlohmann::json ToJson() const;
   static ReplayRanking FromJson(const nlohmann::json& j);
 };
-
-// The typed parts of one results document, read once at the report's boundary.
-struct ResultsRows {
-  std::vector<SummaryRow> summary;  // summary[], in file order
-  std::optional<Floor> floor;       // floor, when present
-  std::vector<LoadFloorRow> load_floor;
-  std::vector<SummaryRow> reference;  // reference.summary[]: against exact
-  // replay = "both": served.summary[] (served twins against the served baseline), its floor,
-  // each configuration's prefill-vs-served distance and the ranking under each replay.
-  std::vector<SummaryRow> served;
-  std::optional<Floor> served_floor;
-  std::vector<ReplayDistance> replay_distance;
-  std::optional<ReplayRanking> replay_ranking;
-  // The summary row of a configuration, or nullptr.
-  const SummaryRow* Find(const std::string& config) const;
-  // The served twin's summary row of a (prefill) configuration, or nullptr.
-  const SummaryRow* FindServed(const std::string& config) const;
-};
-// Reads the typed parts of a results document; never fails (what is missing stays empty).
-ResultsRows ReadResults(const nlohmann::json& results);
 
 // The settings llama.cpp decided differently from a configuration's request, from its capture's
 // engine block ("resolved": key -> {requested, effective, reason}), one line each, e.g.

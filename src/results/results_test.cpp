@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "results/experiment_results.h"
+
 namespace flipscope {
 namespace {
 
@@ -86,21 +88,22 @@ TEST(Floor, ThresholdIsTheIntervalsTopUnlessBitForBit) {
 }
 
 TEST(ReadResults, ToleratesMissingAndMistypedParts) {
-  EXPECT_TRUE(ReadResults(json()).summary.empty());
+  EXPECT_TRUE(ExperimentResults::FromJson(json()).measured.summary.empty());
   const json doc = {{"summary", json::array({SummaryRow::Of("q8", Entries({0.01})).ToJson(), 7, "x"})},
                     {"floor", {{"repeats", "two"}, {"flip_rate", nullptr}}},
                     {"load_floor", json::array({{{"load", 3}, {"config", "q8-load3"}, {"flips", "many"}}})},
                     {"reference", {{"summary", "none"}}}};
-  ResultsRows r = ReadResults(doc);
+  const ExperimentResults read = ExperimentResults::FromJson(doc);
+  const Measurements& r = read.measured;
   ASSERT_EQ(r.summary.size(), 1u);
-  ASSERT_NE(r.Find("q8"), nullptr);
-  EXPECT_EQ(r.Find("q9"), nullptr);
+  ASSERT_NE(r.Row("q8"), nullptr);
+  EXPECT_EQ(r.Row("q9"), nullptr);
   ASSERT_TRUE(r.floor);
   EXPECT_EQ(r.floor->repeats, 0);
   EXPECT_FALSE(r.floor->flip_rate);
   ASSERT_EQ(r.load_floor.size(), 1u);
   EXPECT_FALSE(r.load_floor[0].flips);
-  EXPECT_TRUE(r.reference.empty());
+  EXPECT_TRUE(!read.reference || read.reference->summary.empty());
 }
 
 }  // namespace
@@ -113,7 +116,9 @@ TEST(ReplayRows, WrittenAndReadBackAndToleratedWhenMistyped) {
   ReplayDistance d;
   d.config = "q8";
   d.figures = ComparisonFigures::FromCompareJson(Compare(0.02, 2, 0.003, 7));
-  d.groups = {{"written", 60, 2, 0, 2.0 / 60, 0.004}, {"tool_calls", 40, 1, 0, 0.025, 0.005}, {"elsewhere", 40, 0, 7, 0, 0.001}};
+  d.groups = {{"written", 60, 2, 0, 2.0 / 60, 0.004},
+              {"tool_calls", 40, 1, 0, 0.025, 0.005},
+              {"elsewhere", 40, 0, 7, 0, 0.001}};
   ReplayRanking k{{"baseline", "q8", "q4"}, {"baseline", "q4", "q8"}, true};
   json doc = {{"summary", json::array()},
               {"served",
@@ -121,9 +126,11 @@ TEST(ReplayRows, WrittenAndReadBackAndToleratedWhenMistyped) {
                 {"floor", Floor::Of(std::nullopt, 1).ToJson()},
                 {"distance", {d.ToJson(), "not an object"}},
                 {"ranking", k.ToJson()}}}};
-  const ResultsRows rows = ReadResults(json::parse(doc.dump()));
-  ASSERT_EQ(rows.replay_distance.size(), 1u);
-  const ReplayDistance& back = rows.replay_distance[0];
+  const ExperimentResults read = ExperimentResults::FromJson(json::parse(doc.dump()));
+  ASSERT_TRUE(read.served);
+  const ServedResults& rows = *read.served;
+  ASSERT_EQ(rows.distance.size(), 1u);
+  const ReplayDistance& back = rows.distance[0];
   EXPECT_EQ(back.config, "q8");
   EXPECT_EQ(back.figures.flips, 2);
   EXPECT_EQ(back.figures.probes, 100);
@@ -135,26 +142,28 @@ TEST(ReplayRows, WrittenAndReadBackAndToleratedWhenMistyped) {
   EXPECT_EQ(back.groups[2].name, "elsewhere");
   EXPECT_EQ(back.groups[2].bit_identical, 7);
   EXPECT_DOUBLE_EQ(back.groups[0].flip_rate, 2.0 / 60);
-  ASSERT_TRUE(rows.replay_ranking);
-  EXPECT_EQ(rows.replay_ranking->served, k.served);
-  EXPECT_TRUE(rows.replay_ranking->changed);
-  EXPECT_TRUE(rows.served_floor);
-  ASSERT_NE(rows.FindServed("q8"), nullptr);
-  EXPECT_DOUBLE_EQ(rows.FindServed("q8")->median_flip_rate, 0.03);
-  EXPECT_EQ(rows.FindServed("q4"), nullptr);
-  EXPECT_EQ(rows.Find("q8"), nullptr) << "served rows are not prefill rows";
+  ASSERT_TRUE(rows.ranking);
+  EXPECT_EQ(rows.ranking->served, k.served);
+  EXPECT_TRUE(rows.ranking->changed);
+  EXPECT_TRUE(rows.measured.floor);
+  ASSERT_NE(rows.measured.Row(ServedName("q8")), nullptr);
+  EXPECT_DOUBLE_EQ(rows.measured.Row(ServedName("q8"))->median_flip_rate, 0.03);
+  EXPECT_EQ(rows.measured.Row(ServedName("q4")), nullptr);
+  EXPECT_EQ(read.measured.Row("q8"), nullptr) << "served rows are not prefill rows";
 
-  json bad = {{"served", {{"distance", {{{"config", 3}, {"groups", "x"}, {"flips", "two"}}}}, {"ranking", {{"prefill", 1}}}}}};
-  const ResultsRows tolerant = ReadResults(bad);
-  ASSERT_EQ(tolerant.replay_distance.size(), 1u);
-  EXPECT_EQ(tolerant.replay_distance[0].config, "");
-  EXPECT_EQ(tolerant.replay_distance[0].figures.flips, 0);
-  EXPECT_TRUE(tolerant.replay_distance[0].groups.empty());
-  ASSERT_TRUE(tolerant.replay_ranking);
-  EXPECT_TRUE(tolerant.replay_ranking->prefill.empty());
-  EXPECT_TRUE(ReadResults(json{{"served", 7}}).replay_distance.empty());
+  json bad = {
+      {"served", {{"distance", {{{"config", 3}, {"groups", "x"}, {"flips", "two"}}}}, {"ranking", {{"prefill", 1}}}}}};
+  const ExperimentResults tolerant_doc = ExperimentResults::FromJson(bad);
+  ASSERT_TRUE(tolerant_doc.served);
+  const ServedResults& tolerant = *tolerant_doc.served;
+  ASSERT_EQ(tolerant.distance.size(), 1u);
+  EXPECT_EQ(tolerant.distance[0].config, "");
+  EXPECT_EQ(tolerant.distance[0].figures.flips, 0);
+  EXPECT_TRUE(tolerant.distance[0].groups.empty());
+  ASSERT_TRUE(tolerant.ranking);
+  EXPECT_TRUE(tolerant.ranking->prefill.empty());
+  EXPECT_FALSE(ExperimentResults::FromJson(json{{"served", 7}}).served);
 }
-
 
 // The interval the recipe and the report derive is compare's: the same figures as Python's
 // (tests/data/make-results-sample.py wrote fa-off's 11 flips of 1,695 into the sample).
