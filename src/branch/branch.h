@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -62,22 +63,16 @@ struct BranchOptions {
   Log log;                 // status lines and progress bars (bars on a terminal only)
 };
 
-// Futures one side already decoded while it was captured (the experiment runner forks during
-// its captures): position -> the future from that side's own first token there. `reproduced`:
-// the row at each position is bit-for-bit the side's capture's (true for the capture's own
-// pass; for a repeat of the baseline, whether the repeat's row equals the compared capture's).
-struct DecodedFutures {
-  std::map<int32_t, Future> at;
-  std::map<int32_t, bool> reproduced;
-  int max_tokens = 0;             // the token budget they were decoded with
-  int max_call_tokens = 0;        // and the cap on an open tool call (0: none)
-  std::string decoding = "free";  // "grammar" or "free": the decoding they were asked with (ForkDecoding::used)
-  std::string source;             // the capture file that decoded them
-};
-
 struct BranchRequest {
   std::string base_path, cand_path;  // capture files
   BranchOptions options;
+  // The transcript's spans, tool definitions and tool-call form, in place of the captures' own
+  // (which captures of token ids do not have: a history's workers are fed the rendered ids); its
+  // `record` is unused. nullopt: the base capture's manifest.
+  std::optional<ManifestWorkload> transcript;
+  // Both sides' futures must come from `decoded` (each side's own llama.cpp decoded them: a
+  // history's versions); a side they do not cover is an error, never a pass of this binary's.
+  bool decoded_only = false;
   // Per side (base, cand): futures decoded already; a side they cover entirely (every branch
   // point, the same first token, at least max_tokens long or ended) needs no pass of its own.
   std::optional<DecodedFutures> decoded[2];

@@ -8,6 +8,8 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -44,10 +46,33 @@ Result<std::vector<int32_t>> PlanProbes(const ProbePlan& plan, int32_t n_tokens,
 struct CaptureForks {
   ForkPlanner plan;  // empty: no forks
   int max_tokens = 64;
-  ExtendFn extend;  // empty: every future stops at max_tokens
+  ExtendFn extend;                       // empty: every future stops at max_tokens
   std::optional<DecodeGrammar> grammar;  // futures decode under it (LlamaEngine::SetGrammar); none: free
   PlannedForkSink sink;
 };
+
+// Futures one side already decoded while it was captured (the experiment runner forks during
+// its captures): position -> the future from that side's own first token there. `reproduced`:
+// the row at each position is bit-for-bit the side's capture's (true for the capture's own
+// pass; for a repeat of the baseline, whether the repeat's row equals the compared capture's).
+struct DecodedFutures {
+  std::map<int32_t, Future> at;
+  std::map<int32_t, bool> reproduced;
+  int max_tokens = 0;             // the token budget they were decoded with
+  int max_call_tokens = 0;        // and the cap on an open tool call (0: none)
+  std::string decoding = "free";  // "grammar" or "free": the decoding they were asked with (ForkDecoding::used)
+  std::string source;             // the capture file that decoded them
+};
+
+// Keeps a capture's decoded futures beside it (CAPTURE.forks.json, written atomically), stamped
+// with the creation times of the capture and of `base` (the capture the forks were planned against;
+// the capture itself when it chose them alone).
+Status WriteDecoded(const std::string& capture, const std::string& base, const DecodedFutures& d);
+// The futures kept beside a capture; nullopt when absent, unreadable, or older than either capture.
+std::optional<DecodedFutures> ReadDecoded(const std::string& capture, const std::string& base);
+// Forks a capture decodes at `points` (probe positions), each from its own greedy token there,
+// free (no grammar), max_tokens each with no extension; the futures go to *out.
+CaptureForks OwnForks(std::set<int32_t> points, int max_tokens, std::shared_ptr<DecodedFutures> out);
 
 // The engine a capture runs: linked llama.cpp, the FP64 reference, or a server over HTTP.
 enum class EngineKind { kLlama, kExact, kOpenai };

@@ -104,10 +104,6 @@ Result<CaptureForks> VariantForks(const std::string& base0, const BranchSettings
 // out->reproduced whether the repeat's row there equals r0's.
 Result<CaptureForks> BaselineForks(const std::string& base0, const std::set<int32_t>& points, const BranchSettings& s,
                                    std::shared_ptr<DecodedFutures> out);
-// Keeps a capture's decoded futures beside it (CAPTURE.forks.json, written atomically).
-Status WriteDecoded(const std::string& capture, const std::string& base0, const DecodedFutures& d);
-// The futures kept beside a capture; nullopt when absent, unreadable, or older than either capture.
-std::optional<DecodedFutures> ReadDecoded(const std::string& capture, const std::string& base0);
 
 // replay = "both", once results.served holds the served twins' measurements: each
 // configuration's first prefill capture (base) against its twin's (served.distance: figures,
