@@ -1,8 +1,12 @@
 // `flipscope capture -m MODEL -w WORKLOAD -o OUT.safetensors [knobs]`
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <limits>
 #include <map>
+#include <set>
 
+#include "branch/branch.h"
 #include "capture/capture.h"
 #include "cli/commands.h"
 #include "results/results.h"
@@ -83,6 +87,61 @@ Status ReadNames(const std::string& engine_name, const std::string& api_name, co
 
 }  // namespace
 
+namespace {
+
+// --fork-at's positions (none without it), with the request's forks set to decode them into *out.
+template <typename Opts>
+Result<std::set<int32_t>> ForkPoints(Opts& o, std::shared_ptr<DecodedFutures> out) {
+  if (o.fork_at.empty()) return std::set<int32_t>();
+  if (o.req.engine != EngineKind::kLlama) return Status::InvalidArgument("--fork-at needs --engine llama");
+  if (o.fork_tokens < 1) return Status::InvalidArgument("--fork-tokens must be >= 1");
+  // Positions past the workload are no probes: refused after the capture, by name.
+  FS_ASSIGN_OR_RETURN(auto list, SelectPositions(o.fork_at, std::numeric_limits<int32_t>::max() - 1, {}, "--fork-at"));
+  std::set<int32_t> points(list.begin(), list.end());
+  o.req.forks = OwnForks(points, o.fork_tokens, std::move(out));
+  return points;
+}
+
+// Writes the futures of --fork-at beside the capture; an error names the positions that were no probes.
+Status KeepFutures(const std::string& capture, const std::set<int32_t>& points, const DecodedFutures& d) {
+  if (points.empty()) return Status::Ok();
+  std::vector<int32_t> missing;
+  for (int32_t p : points)
+    if (!d.at.count(p)) missing.push_back(p);
+  if (!missing.empty()) {
+    const size_t shown = std::min<size_t>(missing.size(), 5);
+    const std::string list =
+        fmt::format("{}{}", fmt::join(missing.begin(), missing.begin() + long(shown), ", "),
+                    missing.size() > shown ? fmt::format(" and {} more", missing.size() - shown) : "");
+    return Status::InvalidArgument(
+        fmt::format("--fork-at: {} {} of {}, which is written without futures (fork "
+                    "where rows are stored: --stride, --full)",
+                    list, missing.size() == 1 ? "is not a probe position" : "are not probe positions", capture));
+  }
+  FS_RETURN_IF_ERROR(WriteDecoded(capture, capture, d));
+  fmt::print(stderr, "wrote {}.forks.json: {} futures of up to {} tokens\n", capture, d.at.size(), d.max_tokens);
+  return Status::Ok();
+}
+
+// The capture's terminal line: what was written and what ran.
+void SayCaptured(const std::string& path, const CaptureManifest& m) {
+  // The engine's flags leave the replay out (they are what a launch command would take), so a
+  // served capture says so here.
+  std::string replay;
+  if (m.replay == "served" && m.served.is_object() && m.served.contains("fed_singly"))
+    replay = fmt::format(", --replay served ({} of {} tokens fed alone)", m.served.value("fed_singly", 0),
+                         m.workload.record.value("n_tokens", 0));
+  else if (m.replay == "served")
+    replay = ", --replay served";
+  fmt::print(stderr, "wrote {}: {} tokens, {} probes, {:.1f} tok/s, {}{}\n", path,
+             m.workload.record.value("n_tokens", 0), m.probe_plan.value("n_probes", int64_t(0)),
+             m.timings.value("tokens_per_s", 0.0), m.engine.flags, replay);
+  // The flags above are what ran; where llama.cpp decided a setting itself, say what and why.
+  for (const std::string& note : ResolvedNotes(m.engine.record)) fmt::print(stderr, "  {}\n", note);
+}
+
+}  // namespace
+
 Action DefineCapture(CLI::App* cmd) {
   struct Opts {
     CaptureRequest req;
@@ -93,6 +152,8 @@ Action DefineCapture(CLI::App* cmd) {
     std::map<std::string, std::string> knob_texts;
     bool quiet = false;
     int load_repeats = 0;
+    std::string fork_at;  // probe positions to fork at, from the capture's own greedy token
+    int fork_tokens = BranchOptions().max_tokens;
   };
   auto o = std::make_shared<Opts>();
   cmd->add_option("-m,--model", o->req.model_path, "GGUF model file (with --engine openai: its tokenizer only)")
@@ -114,6 +175,11 @@ Action DefineCapture(CLI::App* cmd) {
                   "--load: transcripts or text the fillers are cut from (repeatable; default: the workload itself)");
   cmd->add_option("--load-repeats", o->load_repeats,
                   "--load: capture alone to -o, then R times under load, and count the repeats bit-identical to it");
+  cmd->add_option(
+      "--fork-at", o->fork_at,
+      "Also decode a greedy future at these probe positions (ranges A-B,C-D as --full), each from this capture's own "
+      "top-1 token; written to OUTPUT.forks.json for flipscope branch");
+  cmd->add_option("--fork-tokens", o->fork_tokens, "--fork-at: each future's length in tokens")->capture_default_str();
   AddKnobFlags(cmd, o->knob_texts);
   AddServerFlags(cmd, o->req.http, o->api);
   return [o, cmd]() -> int {
@@ -124,21 +190,13 @@ Action DefineCapture(CLI::App* cmd) {
     o->req.log.bars = !o->quiet;
     if (Status st = ReadNames(o->engine, o->api, o->format, o->req); !st.ok()) return Fail(st);
     if (o->load_repeats > 0) return LoadFloor(o->req, o->load_repeats);
+    auto forks = std::make_shared<DecodedFutures>();
+    auto points = ForkPoints(*o, forks);
+    if (!points.ok()) return Fail(points.status());
     auto m = RunCapture(o->req);
     if (!m.ok()) return Fail(WithCaptureFlags(m.status()));
-    // The engine's flags leave the replay out (they are what a launch command would take), so a
-    // served capture says so here.
-    std::string replay;
-    if (m->replay == "served" && m->served.is_object() && m->served.contains("fed_singly"))
-      replay = fmt::format(", --replay served ({} of {} tokens fed alone)", m->served.value("fed_singly", 0),
-                           m->workload.record.value("n_tokens", 0));
-    else if (m->replay == "served")
-      replay = ", --replay served";
-    fmt::print(stderr, "wrote {}: {} tokens, {} probes, {:.1f} tok/s, {}{}\n", o->req.out_path,
-               m->workload.record.value("n_tokens", 0), m->probe_plan["n_probes"].get<int64_t>(),
-               m->timings["tokens_per_s"].get<double>(), m->engine.flags, replay);
-    // The flags above are what ran; where llama.cpp decided a setting itself, say what and why.
-    for (const std::string& note : ResolvedNotes(m->engine.record)) fmt::print(stderr, "  {}\n", note);
+    SayCaptured(o->req.out_path, *m);
+    if (Status st = KeepFutures(o->req.out_path, *points, *forks); !st.ok()) return Fail(st);
     return 0;
   };
 }

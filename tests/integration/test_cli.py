@@ -112,6 +112,35 @@ class Capture(unittest.TestCase):
         names = {t["function"]["name"] for t in m["workload"]["tools"]}
         self.assertTrue(any(n in s["label"] for s in calls for n in names))
 
+    def test_fork_at_decodes_futures_from_the_captures_own_tokens(self):
+        plain = self.capture("plain.safetensors", "-fa", "on")
+        positions = load_file(plain)["positions"].tolist()
+        chosen = [positions[3], positions[10], positions[11]]
+        spec = ",".join(f"{p}-{p}" for p in chosen)
+        forked = self.capture("forked.safetensors", "-fa", "on", "--fork-at", spec, "--fork-tokens", "12")
+        tp, tf = load_file(plain), load_file(forked)
+        # Forks do not change the rows.
+        self.assertTrue(np.array_equal(tp["digest"], tf["digest"]))
+        with open(forked + ".forks.json") as f:
+            doc = json.load(f)
+        self.assertEqual(doc["format"], "flipscope.forks")
+        self.assertEqual((doc["max_tokens"], doc["decoding"]), (12, "free"))
+        futures = {f["position"]: f for f in doc["futures"]}
+        self.assertEqual(sorted(futures), sorted(chosen))
+        argmax = dict(zip(tf["positions"].tolist(), tf["argmax"].tolist()))
+        for p, fut in futures.items():
+            self.assertEqual(fut["tokens"][0], argmax[p], p)  # from the capture's own greedy token
+            self.assertTrue(len(fut["tokens"]) == 12 or fut["stop"] != "budget", fut)
+        # A position that stores no row: one line naming it, and no futures file.
+        missing = next(p for p in range(1, 10**6) if p not in set(positions))
+        path = os.path.join(TMP, "notprobe.safetensors")
+        p = run("capture", "-m", SMOL, "-w", short_session(), "-o", path, "-t", "2", "--fork-at",
+                f"{missing}-{missing}", check=False)
+        self.assertNotEqual(p.returncode, 0)
+        line = one_error_line(self, p.stderr)
+        self.assertIn(f"--fork-at: {missing} is not a probe position of", line)
+        self.assertFalse(os.path.exists(path + ".forks.json"))
+
     def test_repack_is_a_knob_and_the_kernel_path_is_recorded(self):
         """--repack off keeps Gemma 3's Q4_K/Q6_K weights out of ggml's extra buffer types; the
         manifest says where the weights were, and compare says so when the paths differ."""
