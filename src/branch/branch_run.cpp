@@ -73,7 +73,10 @@ Result<std::vector<Point>> PlanPoints(const Side& b, const Side& c, const Branch
     in_range.assign(t.tokens.size(), false);
     for (int32_t p : selected) in_range[size_t(p)] = true;
   }
-  FS_ASSIGN_OR_RETURN(ForkFilter where, ForkWhere(*b.cap, o.fork_where));
+  // Where the model writes, by the transcript's spans (the manifest's, or those the request gave).
+  const ForkFilter where = o.fork_where == ForkScope::kAll
+                               ? ForkFilter()
+                               : ForkFilter([&spans = t.spans](int32_t p) { return ModelWrites(spans, p + 1); });
   auto pb = b.cap->positions(), pc = c.cap->positions();
   auto ab = b.cap->argmax(), ac = c.cap->argmax();
   std::vector<Point> points;
@@ -112,10 +115,9 @@ Result<std::vector<Point>> PlanPoints(const Side& b, const Side& c, const Branch
 }
 
 // The tool definitions (for function names and required arguments) and the tool-call markers.
-void ResolveTools(const CaptureReader& cap, const std::string& model_path, Transcript* t,
+void ResolveTools(const CaptureReader& cap, const ManifestWorkload& w, const std::string& model_path, Transcript* t,
                   std::vector<std::string>* warnings) {
   const CaptureManifest& m = cap.manifest();
-  const ManifestWorkload& w = m.workload;
   if (!w.tools.is_null()) {
     auto tools = ParseToolSpecs(w.tools);
     if (tools.ok())
@@ -189,10 +191,10 @@ std::vector<int32_t> PointPositions(const std::vector<Point>& points) {
 namespace branch {
 
 Status ReadTranscript(const CaptureReader& cap, const std::string& model_path, Transcript* t,
-                      std::vector<std::string>* warnings) {
+                      std::vector<std::string>* warnings, const ManifestWorkload* given) {
   auto tok = cap.tokens();
   t->tokens.assign(tok.begin(), tok.end());
-  const ManifestWorkload& w = cap.manifest().workload;
+  const ManifestWorkload& w = given ? *given : cap.manifest().workload;
   if (!w.spans_status.ok()) return w.spans_status.Prefixed(cap.path() + ": manifest spans");
   t->spans = w.spans;
   // The vocabulary's texts, read without the weights (a side may have no engine of its own).
@@ -200,7 +202,7 @@ Status ReadTranscript(const CaptureReader& cap, const std::string& model_path, T
   t->vocab.clear();
   for (int32_t id = 0; id < VocabSize(cap); ++id) t->vocab.push_back(text_of(id));
   t->Index();
-  ResolveTools(cap, model_path, t, warnings);
+  ResolveTools(cap, w, model_path, t, warnings);
   return Status::Ok();
 }
 
@@ -256,10 +258,12 @@ Status FreshPass(const Transcript& t, const std::vector<Point>& points, const br
 }
 
 // A side's futures: those decoded during a capture when they cover every point, else its own
-// pass (which a server's capture cannot have here: its server is not running).
-Status PassSide(const std::optional<DecodedFutures>& decoded, const Transcript& t, const std::vector<Point>& points,
-                const branch::CallBudget& budget, const BranchOptions& o, const ForkDecoding& decoding, Side* s,
-                std::vector<std::string>* warnings) {
+// pass (which a server's capture cannot have here: its server is not running; nor, with decoded_only,
+// a capture of another llama.cpp version).
+Status PassSide(const std::optional<DecodedFutures>& decoded, bool decoded_only, const Transcript& t,
+                const std::vector<Point>& points, const branch::CallBudget& budget, const BranchOptions& o,
+                const ForkDecoding& decoding, Side* s, std::vector<std::string>* warnings) {
+  if (!decoded && decoded_only) return Status::Error(s->cap->path() + ": no futures decoded by its own version");
   if (decoded) {
     // A server's futures are its completions, whatever this run would decode with.
     const std::string used = s->served_flags.empty() ? decoding.used : decoded->decoding;
@@ -268,6 +272,10 @@ Status PassSide(const std::optional<DecodedFutures>& decoded, const Transcript& 
       s->pass = std::move(*known);
       return Status::Ok();
     }
+    if (decoded_only)
+      return Status::Error(
+          fmt::format("{}: the futures decoded by its own version ({}) do not cover every branch point", s->cap->path(),
+                      decoded->source));
     if (s->served_flags.empty())
       warnings->push_back(
           fmt::format("{}: the futures decoded during {} do not cover every branch point; its pass "
@@ -331,7 +339,8 @@ Result<json> RunBranches(const BranchRequest& req) {
   if (served) decoding.info = ServedDecodingInfo();
   std::vector<std::string> warnings;
   Transcript t;
-  FS_RETURN_IF_ERROR(branch::ReadTranscript(*sides[0].cap, sides[0].model_path, &t, &warnings));
+  FS_RETURN_IF_ERROR(branch::ReadTranscript(*sides[0].cap, sides[0].model_path, &t, &warnings,
+                                            req.transcript ? &*req.transcript : nullptr));
   const branch::CallBudget budget(t, o.max_tokens, o.max_call_tokens, decoding.used == "grammar");
   int64_t available = 0;
   std::vector<int32_t> elsewhere;
@@ -342,7 +351,8 @@ Result<json> RunBranches(const BranchRequest& req) {
     sides[1].firsts.push_back(p.cand_token);
   }
   for (int si = 0; si < 2 && !points.empty(); ++si)  // no points: nothing to decode
-    FS_RETURN_IF_ERROR(PassSide(req.decoded[si], t, points, budget, o, decoding, &sides[si], &warnings));
+    FS_RETURN_IF_ERROR(
+        PassSide(req.decoded[si], req.decoded_only, t, points, budget, o, decoding, &sides[si], &warnings));
 
   json records =
       points.empty() ? json::array() : branch::BuildRecords(t, points, sides[0].pass, sides[1].pass, o, budget);

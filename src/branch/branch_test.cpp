@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <set>
 
 #include "capture/capture.h"
 #include "testing/futures.h"
@@ -131,9 +133,14 @@ TEST(RunBranches, FlipsOfAQuantizedKvCacheCheckedIndependently) {
 TEST(RunBranches, ForksOnlyWhereTheModelWritesTheNextToken) {
   const nlohmann::json spans = {
       {{"kind", "message"}, {"begin", 0}, {"end", 120}, {"index", 1}, {"role", "user"}, {"label", "message #1 user"}},
-      {{"kind", "message"}, {"begin", 120}, {"end", 240}, {"index", 2}, {"role", "assistant"},
+      {{"kind", "message"},
+       {"begin", 120},
+       {"end", 240},
+       {"index", 2},
+       {"role", "assistant"},
        {"label", "message #2 assistant"}}};
-  const Pair chat{fixtures::TempPath("branch-chat-base.safetensors"), fixtures::TempPath("branch-chat-cand.safetensors")};
+  const Pair chat{fixtures::TempPath("branch-chat-base.safetensors"),
+                  fixtures::TempPath("branch-chat-cand.safetensors")};
   WriteCapture(chat.base, TinyModel(), CpuKnobs("f16"), Tokens(240), 2, spans);
   WriteCapture(chat.cand, TinyModel(), CpuKnobs("q4_0"), Tokens(240), 2, spans);
   BranchRequest r = Request();
@@ -143,7 +150,8 @@ TEST(RunBranches, ForksOnlyWhereTheModelWritesTheNextToken) {
   auto all = RunBranches(r);
   ASSERT_TRUE(all.ok()) << all.status().message();
   std::vector<int> reads, writes;  // flip positions whose next token is the user's / the assistant's
-  for (const auto& rec : (*all)["records"]) (rec["position"].get<int>() + 1 < 120 ? reads : writes).push_back(rec["position"]);
+  for (const auto& rec : (*all)["records"])
+    (rec["position"].get<int>() + 1 < 120 ? reads : writes).push_back(rec["position"]);
   ASSERT_FALSE(reads.empty()) << "the tiny model must flip in the user's message for this test to mean anything";
   ASSERT_GE(writes.size(), 2u) << "and twice in the assistant's";
   EXPECT_EQ((*all)["counts"]["teacher_forced_only"], 0);
@@ -162,8 +170,8 @@ TEST(RunBranches, ForksOnlyWhereTheModelWritesTheNextToken) {
   EXPECT_EQ((*out)["counts"]["branch_points"], writes.size());
   EXPECT_EQ((*out)["counts"]["total"], writes.size() - 1);
   const std::string text = SummaryText((*out)["counts"]);
-  EXPECT_NE(text.find(fmt::format("{} branches: the first {} of {} branch points", writes.size() - 1,
-                                  writes.size() - 1, writes.size())),
+  EXPECT_NE(text.find(fmt::format("{} branches: the first {} of {} branch points", writes.size() - 1, writes.size() - 1,
+                                  writes.size())),
             std::string::npos)
       << text;
   EXPECT_NE(text.find(fmt::format("{:>6} teacher-forced only", reads.size())), std::string::npos) << text;
@@ -180,7 +188,11 @@ TEST(RunBranches, ForksOnlyWhereTheModelWritesTheNextToken) {
 TEST(RunBranches, FollowsAServedCaptureOnItsOwnSchedule) {
   const nlohmann::json spans = {
       {{"kind", "message"}, {"begin", 0}, {"end", 120}, {"index", 1}, {"role", "user"}, {"label", "message #1 user"}},
-      {{"kind", "message"}, {"begin", 120}, {"end", 240}, {"index", 2}, {"role", "assistant"},
+      {{"kind", "message"},
+       {"begin", 120},
+       {"end", 240},
+       {"index", 2},
+       {"role", "assistant"},
        {"label", "message #2 assistant"}}};
   const std::string base = fixtures::TempPath("branch-served-base.safetensors"),
                     prefill = fixtures::TempPath("branch-served-prefill.safetensors"),
@@ -375,4 +387,86 @@ TEST(Flips, OnlyCommonProbesWhereTheGreedyTokensDiffer) {
   EXPECT_EQ(f[0].cand_token, 9);
   EXPECT_EQ(f[1].position, 8);
   EXPECT_TRUE(Flips(pb, ab, pb, ab).empty());
+}
+
+// A history's path: captures of token ids (no spans in their manifests), the transcript given
+// with the request, and each side's futures decoded while it was captured (OwnForks, as
+// `capture --fork-at` does in each version's worker): the same records as the branch stage's own
+// pass over the same captures and transcript; with decoded_only, no pass of this binary's.
+TEST(RunBranches, TakesTheTranscriptAndEachSidesFuturesItIsGiven) {
+  const std::string dir = fixtures::TempPath("branch-given");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string tokens = dir + "/work.tokens";
+  std::ofstream(tokens) << fmt::format("{}\n", fmt::join(Tokens(240), " "));
+  auto capture = [&](const std::string& kv, std::set<int32_t> points, std::shared_ptr<DecodedFutures> out) {
+    CaptureRequest req;
+    req.model_path = TinyModel();
+    req.workload_path = tokens;
+    req.workload.format = WorkloadFormat::kTokens;
+    req.out_path = dir + "/" + kv + ".safetensors";
+    req.knobs = CpuKnobs(kv);
+    req.plan.stride = 2;
+    req.log.bars = false;
+    if (!points.empty()) req.forks = OwnForks(std::move(points), 10, out);
+    auto m = RunCapture(req);
+    EXPECT_TRUE(m.ok()) << m.status().message();
+    return req.out_path;
+  };
+  BranchRequest r = Request();
+  r.base_path = capture("f16", {}, nullptr);
+  r.cand_path = capture("q4_0", {}, nullptr);
+  const nlohmann::json spans = {
+      {{"kind", "message"}, {"begin", 0}, {"end", 120}, {"index", 1}, {"role", "user"}, {"label", "message #1 user"}},
+      {{"kind", "message"},
+       {"begin", 120},
+       {"end", 240},
+       {"index", 2},
+       {"role", "assistant"},
+       {"label", "message #2 assistant"}}};
+  ManifestWorkload t;
+  t.spans = *SpansFromJson(spans);
+  t.tool_call_form = "<tool_call> in content";
+  r.transcript = t;
+  r.options.max_call_tokens = 0;  // as the workers decode: max_tokens each, free
+  r.options.decoding = "free";
+  auto own = RunBranches(r);  // this binary's own pass on each side
+  ASSERT_TRUE(own.ok()) << own.status().message();
+  std::set<int32_t> points;
+  for (const auto& rec : (*own)["records"]) points.insert(rec["position"].get<int32_t>());
+  // Forks only in the assistant's message: the spans given were used (the manifests have none).
+  ASSERT_GE(points.size(), 2u)
+      << "f16 against q4_0 must flip in the assistant's message for this test to mean anything";
+  EXPECT_GE(*points.begin() + 1, 120);
+  EXPECT_GT((*own)["counts"]["teacher_forced_only"].get<int>(), 0);
+
+  r.decoded_only = true;  // a history: never this binary's pass
+  auto refused = RunBranches(r);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("no futures decoded by its own version"), std::string::npos)
+      << refused.status().message();
+
+  for (int side = 0; side < 2; ++side) {
+    auto d = std::make_shared<DecodedFutures>();
+    const std::string path = capture(side == 0 ? "f16" : "q4_0", points, d);
+    ASSERT_EQ(d->at.size(), points.size());
+    ASSERT_TRUE(WriteDecoded(path, path, *d).ok());
+    r.decoded[side] = ReadDecoded(path, path);
+    ASSERT_TRUE(r.decoded[side]) << path;
+    EXPECT_EQ(r.decoded[side]->at.size(), points.size());
+  }
+  auto given = RunBranches(r);
+  ASSERT_TRUE(given.ok()) << given.status().message();
+  for (const char* side : {"base", "cand"})
+    EXPECT_FALSE((*given)["config"][side]["decoded_during_capture"].is_null()) << side;
+  ASSERT_EQ((*given)["records"].size(), (*own)["records"].size());
+  for (size_t i = 0; i < (*own)["records"].size(); ++i) {
+    const auto &a = (*own)["records"][i], &b = (*given)["records"][i];
+    EXPECT_EQ(a["position"], b["position"]);
+    EXPECT_EQ(a["base_future"]["tokens"], b["base_future"]["tokens"]) << a["position"];
+    EXPECT_EQ(a["cand_future"]["tokens"], b["cand_future"]["tokens"]) << a["position"];
+    EXPECT_EQ(a["verdict"], b["verdict"]);
+    EXPECT_EQ(a["outcome"], b["outcome"]);
+  }
+  EXPECT_EQ((*given)["counts"], (*own)["counts"]);
 }

@@ -40,9 +40,10 @@ struct Transcript {
 
 // The transcript of a capture: its tokens, spans, vocabulary texts, tools and tool-call markers
 // (the workload file is read again for tools an older manifest lacks); problems that leave tool
-// calls unchecked go to warnings.
+// calls unchecked go to warnings. `given`: the spans, tools and tool-call form to use in place of
+// the manifest's (BranchRequest::transcript); null: the manifest's.
 Status ReadTranscript(const CaptureReader& cap, const std::string& model_path, Transcript* t,
-                      std::vector<std::string>* warnings);
+                      std::vector<std::string>* warnings, const ManifestWorkload* given = nullptr);
 
 // The "let calls finish" rule over one transcript (docs/branch.md): past max_tokens, a future
 // decodes on while the tool call it is in (open at the point, or opened by the future) has not
