@@ -50,9 +50,16 @@ Action DefineHistory(CLI::App* cmd) {
   auto* commits = cmd->add_option("--commits", r.commits, "Commits (ids, tags, branches) of --llama-src, in order");
   commits->delimiter(',');
   cmd->add_option("--reference", o->reference, "exact: also compare every release with the FP64 exact engine");
+  cmd->add_option("--forks", r.forks,
+                  "Follow the forks at the first N flips (where the model writes) of the step that changed most, "
+                  "each side's future decoded by its own version")
+      ->capture_default_str();
+  cmd->add_option("--fork-tokens", r.fork_tokens, "--forks: each future's length in tokens")->capture_default_str();
   cmd->add_flag("-q,--quiet", o->quiet, "No progress bars");
   AddKnobFlags(cmd, o->knob_texts);
   return [o, cmd]() -> int {
+    if (o->req.forks < 0) return Fail(Status::InvalidArgument("--forks must be >= 0"));
+    if (o->req.fork_tokens < 1) return Fail(Status::InvalidArgument("--fork-tokens must be >= 1"));
     if (!o->reference.empty() && o->reference != "exact")
       return Fail(Status::InvalidArgument("--reference must be exact (the FP64 exact engine, docs/exact.md)"));
     o->req.reference_exact = o->reference == "exact";

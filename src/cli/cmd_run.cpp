@@ -25,6 +25,8 @@ HistoryRequest HistoryOf(const Experiment& exp, const std::string& outdir, bool 
   r.llama_src = exp.history.llama_src;
   r.commits = exp.history.commits;
   r.max_tokens = exp.history.max_tokens;
+  r.forks = exp.history.forks;
+  if (exp.history.fork_tokens > 0) r.fork_tokens = exp.history.fork_tokens;
   r.reference_exact = exp.reference == "exact";
   r.window = exp.window;
   r.confident = exp.confident;

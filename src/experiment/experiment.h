@@ -87,6 +87,10 @@ struct HistorySettings {
   std::vector<std::string> configs;
   std::string cpu;     // every version's llama.cpp CPU build: portable, native, or "" (the main build's)
   int max_tokens = 0;  // > 0: only the workload's first max_tokens tokens
+  // > 0: the forks at the first `forks` flips of the step that changed most, fork_tokens long
+  // (HistoryRequest's); releases and commits only.
+  int forks = 0;
+  int fork_tokens = 0;  // 0: the history stage's default
 };
 
 struct Experiment {

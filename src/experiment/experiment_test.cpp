@@ -234,12 +234,17 @@ TEST(ParseExperiment, HistoryTableTakesReleasesOverTheBaseline) {
   EXPECT_FALSE(ParseExperiment(fixtures::MakeExperiment("nohistory", "")).value().history.enabled);
   // Commits of a checkout, its path relative to the experiment file's folder, and a token limit.
   auto pc = fixtures::MakeExperiment(
-      "history-commits", "[history]\nllama_src = \"llama.cpp\"\ncommits = [\"b5000\", \"b5010\"]\nmax_tokens = 64\n");
+      "history-commits",
+      "[history]\nllama_src = \"llama.cpp\"\ncommits = [\"b5000\", \"b5010\"]\nmax_tokens = 64\nforks = 4\n"
+      "fork_tokens = 32\n");
   auto ec = ParseExperiment(pc);
   ASSERT_TRUE(ec.ok()) << ec.status().message();
   EXPECT_EQ(ec->history.commits, (std::vector<std::string>{"b5000", "b5010"}));
   EXPECT_EQ(ec->history.llama_src, (std::filesystem::path(pc).parent_path() / "llama.cpp").string());
   EXPECT_EQ(ec->history.max_tokens, 64);
+  EXPECT_EQ(ec->history.forks, 4);
+  EXPECT_EQ(ec->history.fork_tokens, 32);
+  EXPECT_EQ(e->history.forks, 0);
   EXPECT_TRUE(ec->history.releases.empty());
   // The file's own configurations in order (variants allowed: they are the versions).
   auto pk = ParseExperiment(fixtures::MakeExperiment(
@@ -269,7 +274,11 @@ TEST(ParseExperiment, HistoryTableTakesReleasesOverTheBaseline) {
         Bad{"[history]\nreleases = [\"0.3.35\", \"0.3.36\"]\nllama_src = \"x\"\ncommits = [\"a\", \"b\"]\n",
             ":4: [history] takes one of releases, commits"},
         Bad{"[history]\nllama_src = \"x\"\ncommits = [\"a\"]\n", ":6: commits needs at least two"},
-        Bad{"[history]\nreleases = [\"0.3.35\", \"0.3.36\"]\nmax_tokens = 0\n", ":6: max_tokens must be"}}) {
+        Bad{"[history]\nreleases = [\"0.3.35\", \"0.3.36\"]\nmax_tokens = 0\n", ":6: max_tokens must be"},
+        Bad{"[history]\nreleases = [\"0.3.35\", \"0.3.36\"]\nforks = -1\n", ":6: forks must be a whole number >= 0"},
+        Bad{"[history]\nreleases = [\"0.3.35\", \"0.3.36\"]\nfork_tokens = 0\n", ":6: fork_tokens must be"},
+        Bad{"[history]\nconfigs = [\"baseline\", \"q8\"]\nforks = 2\n[[variant]]\nname = \"q8\"\nthreads = 1\n",
+            "no llama_src, cpu, max_tokens or forks"}}) {
     auto bad = ParseExperiment(fixtures::MakeExperiment("badhistory", b.body));
     ASSERT_FALSE(bad.ok()) << b.body;
     EXPECT_NE(bad.status().message().find(b.words), std::string::npos) << bad.status().message();

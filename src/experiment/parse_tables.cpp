@@ -133,11 +133,12 @@ Status ReadVersions(const ParseCtx& c, const toml::node& n, const char* what, co
 }
 
 // [history]: releases = ["0.3.35", "0.3.36"], or llama_src = "DIR" with commits = ["A", "B"];
-// cpu = "portable" | "native"; max_tokens = N. Paths relative to the experiment file's folder.
+// cpu = "portable" | "native"; max_tokens = N; forks = N, fork_tokens = T (the forks at the step that
+// changed most). Paths relative to the experiment file's folder.
 Status ReadHistory(const ParseCtx& c, const toml::node& node, const std::string& dir, HistorySettings& out) {
   out.enabled = true;
   FS_RETURN_IF_ERROR(ReadSection(
-      c, node, "[history]", "releases, llama_src, commits, configs, cpu, max_tokens",
+      c, node, "[history]", "releases, llama_src, commits, configs, cpu, max_tokens, forks, fork_tokens",
       [&](const std::string& key, const toml::node& n, bool* known) {
         if (key == "cpu") {
           FS_RETURN_IF_ERROR(Get(c, n, out.cpu, "cpu must be \"portable\" or \"native\""));
@@ -149,11 +150,13 @@ Status ReadHistory(const ParseCtx& c, const toml::node& node, const std::string&
           out.llama_src = ExpandPath(out.llama_src, dir);
           return Status::Ok();
         }
-        if (key == "max_tokens") {
+        if (key == "max_tokens" || key == "forks" || key == "fork_tokens") {
+          const bool zero_ok = key == "forks";  // forks = 0: none followed
+          const std::string what = key + (zero_ok ? " must be a whole number >= 0" : " must be a whole number > 0");
           int64_t v = 0;
-          FS_RETURN_IF_ERROR(Get(c, n, v, "max_tokens must be a whole number > 0"));
-          if (v <= 0 || v > INT32_MAX) return c.At(n, "max_tokens must be a whole number > 0");
-          out.max_tokens = int(v);
+          FS_RETURN_IF_ERROR(Get(c, n, v, what.c_str()));
+          if (v < (zero_ok ? 0 : 1) || v > INT32_MAX) return c.At(n, what);
+          (key == "max_tokens" ? out.max_tokens : key == "forks" ? out.forks : out.fork_tokens) = int(v);
           return Status::Ok();
         }
         if (key == "releases")
@@ -174,10 +177,10 @@ Status ReadHistory(const ParseCtx& c, const toml::node& node, const std::string&
   if (int(!out.releases.empty()) + int(!out.commits.empty()) + int(!out.configs.empty()) > 1)
     return err("[history] takes one of releases, commits (of llama_src) or configs");
   if (!out.configs.empty()) {
-    if (!out.llama_src.empty() || !out.cpu.empty() || out.max_tokens > 0)
+    if (!out.llama_src.empty() || !out.cpu.empty() || out.max_tokens > 0 || out.forks > 0)
       return err(
-          "[history] configs compares this file's configurations as the run captures them: no llama_src, cpu "
-          "or max_tokens");
+          "[history] configs compares this file's configurations as the run captures them: no llama_src, cpu, "
+          "max_tokens or forks (its [branch] follows the forks)");
     return Status::Ok();
   }
   if (!out.commits.empty() && out.llama_src.empty())

@@ -184,6 +184,10 @@ struct HistoryRequest {
   std::vector<std::string> commits;
   int max_tokens = 0;            // > 0: only the workload's first max_tokens tokens
   bool reference_exact = false;  // also capture with the FP64 exact engine and compare each release with it
+  // > 0: follow the forks at the first `forks` flips (where the model writes) of the step that
+  // changed most, each side's futures (fork_tokens long) decoded by its own version's worker.
+  int forks = 0;
+  int fork_tokens = 64;
   int window = 8192;
   double confident = 0.9;
   std::string out_dir;

@@ -118,12 +118,29 @@ Result<WorkerInput> PrepareWorkerInput(const WorkerInputOptions& o) {
 }
 
 Result<double> CaptureInWorker(const Worker& w, const CaptureRequest& req, const std::string& log_path,
-                               const std::string& name) {
+                               const std::string& name, const std::vector<std::string>& extra) {
   double t0 = NowSeconds();
-  FS_ASSIGN_OR_RETURN(int code, RunProcess(WorkerArgs(w, req), log_path));
+  std::vector<std::string> args = WorkerArgs(w, req);
+  args.insert(args.end(), extra.begin(), extra.end());
+  FS_ASSIGN_OR_RETURN(int code, RunProcess(args, log_path));
   if (code != 0)
     return Status::Error(fmt::format("{}: the worker's capture failed (exit {}): {}", name, code, LogTail(log_path)));
   return NowSeconds() - t0;
+}
+
+Result<Worker> VersionWorker(const HistoryRequest& hr, const nlohmann::json& entry, std::string* name) {
+  Worker w;
+  if (entry.contains("commit")) {
+    const std::string commit = entry["commit"].get<std::string>();
+    FS_ASSIGN_OR_RETURN(w, PrepareCommitWorker(hr.llama_src, commit, hr.worker));
+    if (w.binary.empty()) return Status::Error(w.error);
+    *name = "llama.cpp " + commit.substr(0, 12);
+    return w;
+  }
+  FS_ASSIGN_OR_RETURN(Release rel, ParseRelease(entry["release"].get<std::string>()));
+  FS_ASSIGN_OR_RETURN(w, PrepareWorker(rel, hr.worker));
+  *name = "llama-cpp-python " + rel.ToString();
+  return w;
 }
 
 }  // namespace history
@@ -138,18 +155,11 @@ using history::Reusable;
 Status CaptureVersion(const HistoryRequest& hr, const CaptureRequest& req, const nlohmann::json& request,
                       const std::string& logs_dir, nlohmann::json& entry) {
   const bool is_commit = entry.contains("commit");
-  std::string name, field, value;
-  Worker w;
-  if (is_commit) {
-    value = entry["commit"].get<std::string>();
-    FS_ASSIGN_OR_RETURN(w, PrepareCommitWorker(hr.llama_src, value, hr.worker));
-    if (w.binary.empty()) return Status::Error(w.error);
-    name = "llama.cpp " + value.substr(0, 12), field = "commit";
-  } else {
-    FS_ASSIGN_OR_RETURN(Release rel, ParseRelease(entry["release"].get<std::string>()));
-    FS_ASSIGN_OR_RETURN(w, PrepareWorker(rel, hr.worker));
-    name = value = "llama-cpp-python " + rel.ToString(), field = "release";
-  }
+  std::string name;
+  FS_ASSIGN_OR_RETURN(Worker w, history::VersionWorker(hr, entry, &name));
+  // What the manifest's llama_source must say: the commit, or the release as named.
+  const std::string field = is_commit ? "commit" : "release";
+  const std::string value = is_commit ? entry["commit"].get<std::string>() : name;
   entry["worker"] = w.binary;
   entry["worker_build_seconds"] = w.build_seconds;
   if (is_commit) entry["llama_build_seconds"] = w.llama_build_seconds;
@@ -258,6 +268,7 @@ Result<nlohmann::json> RunHistory(const HistoryRequest& hr) {
     doc["exact"] = std::move(entry);
   }
   FS_RETURN_IF_ERROR(history::CompareAll(hr, doc));
+  FS_RETURN_IF_ERROR(history::FollowForks(hr, in, doc));
   FS_RETURN_IF_ERROR(WriteFileAtomic((out / "history.json").string(), doc.dump(2) + "\n"));
   FS_RETURN_IF_ERROR(WriteFileAtomic((out / "history.md").string(), HistoryMarkdown(doc)));
   return doc;

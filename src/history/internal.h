@@ -54,10 +54,17 @@ struct WorkerInput {
 // Renders and tokenizes the workload, keeps the first max_tokens tokens (and the spans there),
 // writes out_dir/workload.tokens and makes the request every worker runs.
 Result<WorkerInput> PrepareWorkerInput(const WorkerInputOptions& options);
-// Runs req in worker w (its output appended to log_path); returns the seconds it took, or an
-// error naming `name` and the log's last line.
+// Runs req in worker w (its output appended to log_path), with `extra` arguments after the
+// request's; returns the seconds it took, or an error naming `name` and the log's last line.
 Result<double> CaptureInWorker(const Worker& w, const CaptureRequest& req, const std::string& log_path,
-                               const std::string& name);
+                               const std::string& name, const std::vector<std::string>& extra = {});
+// The worker of a history.json "versions" entry (a release, or a commit of hr.llama_src: built or
+// found in the cache); *name gets the version as the terminal names it.
+Result<Worker> VersionWorker(const HistoryRequest& hr, const nlohmann::json& entry, std::string* name);
+// With hr.forks > 0 and a step that flips: follows the forks at the first hr.forks flips where
+// the model writes of doc's step that changed most, each side's futures decoded by its own
+// version's worker, and sets doc["forks"] ({how, counts, records, config}: the branch output).
+Status FollowForks(const HistoryRequest& hr, const WorkerInput& in, nlohmann::json& doc);
 
 // Fills a bisect.json document's "result" from the finished search: the candidates and, when
 // one is left, the files it changed (git show in br.llama_src) and its comparison with good.

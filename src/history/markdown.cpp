@@ -63,6 +63,21 @@ std::string TowardExact(const json& doc) {
 }  // namespace
 
 namespace {
+// "Forks followed at this step: 8 of 11 forkable flips; damage 0, ..." from history.json's forks.
+std::string ForksLine(const json& forks) {
+  const json& c = forks.value("counts", json::object());
+  const json& o = c.value("outcomes", json::object());
+  auto total = [&](const char* k) {
+    const json& v = o.value(k, json());
+    return v.is_object() ? v.value("total", int64_t(0)) : v.is_number() ? v.get<int64_t>() : int64_t(0);
+  };
+  return fmt::format(
+      "Forks followed at this step: {} of {} forkable flips; damage {}, repair {}, both fail {}, benign {}, "
+      "different but fine {}.",
+      c.value("total", int64_t(0)), c.value("branch_points", c.value("total", int64_t(0))), total("damage"),
+      total("repair"), total("both_fail"), total("benign"), total("different_but_fine"));
+}
+
 // The comparisons: each version against the one before, against the first, the distance to
 // exact, per window, and the flips of the step that changed most.
 std::string HistoryBody(const json& doc) {
@@ -77,19 +92,7 @@ std::string HistoryBody(const json& doc) {
     md += fmt::format("\n### Flips of the step that changed most ({} -> {})\n\n", s["base"].get<std::string>(),
                       s["cand"].get<std::string>());
     if (s["flip_list"].empty()) md += "None: no greedy choice changed.\n";
-    if (doc.contains("forks")) {
-      const json& c = doc["forks"].value("counts", json::object());
-      const json& o = c.value("outcomes", json::object());
-      auto total = [&](const char* k) {
-        const json& v = o.value(k, json());
-        return v.is_object() ? v.value("total", int64_t(0)) : v.is_number() ? v.get<int64_t>() : int64_t(0);
-      };
-      md += fmt::format(
-          "\nForks followed at this step: {} of {} forkable flips; damage {}, repair {}, both fail {}, "
-          "benign {}.\n",
-          c.value("total", int64_t(0)), c.value("branch_points", c.value("total", int64_t(0))), total("damage"),
-          total("repair"), total("both_fail"), total("benign"));
-    }
+    if (doc.contains("forks")) md += "\n" + ForksLine(doc["forks"]) + "\n";
     for (const auto& f : s["flip_list"])
       md += fmt::format("- position {}: `{}` -> `{}` (base top-1 probability {}, KL {:.3g}, {})\n",
                         f["position"].get<int>(), VisibleToken(f["base_text"].get<std::string>()),
@@ -141,6 +144,11 @@ std::string HistoryTerminal(const json& doc) {
   };
   for (const char* k : {"steps", "from_first", "to_exact"})
     for (const auto& s : doc[k]) row(s);
+  if (doc.contains("forks") && doc.value("changed_most", -1) >= 0) {
+    const json& s = doc["steps"][size_t(doc["changed_most"].get<int>())];
+    out += fmt::format("{} -> {}: {}\n", s["base"].get<std::string>(), s["cand"].get<std::string>(),
+                       ForksLine(doc["forks"]));
+  }
   return out;
 }
 

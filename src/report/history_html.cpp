@@ -226,8 +226,9 @@ std::string ForksSection(const json& doc) {
            "step is not one of those, so its forks were not followed.</p></section>";
   if (!forks.is_object())
     return out +
-           "<p>The forks were not followed in this history (docs/history.md says what following them "
-           "needs).</p></section>";
+           "<p>The forks were not followed in this history: <code>flipscope history --forks N</code> (or "
+           "<code>forks = N</code> in <code>[history]</code>) follows them, each side's futures decoded by its "
+           "own version.</p></section>";
   out += "<p>" + E(Str(forks, "how")) + "</p>";
   ExperimentResults one;  // the experiment report's branch section over this one pair, nested in this one
   one.measured.branches = {BranchRecord{

@@ -1,8 +1,10 @@
 """flipscope history over two real llama-cpp-python releases on SmolLM2 and the demo session: each
 release's capture worker built into the cache (minutes the first time), its capture fed the same
 token ids, and every figure of history.json checked against tests/ref/compare_ref.py (numpy FP64)
-over the capture files. Then the rerun reuses every capture, and bad release lists are refused in
-one line before anything is built."""
+over the capture files; the forks at the step that changed most, each side's futures decoded by its
+own release's worker, when that step flips. Then the rerun reuses every capture, and bad release
+lists are refused in one line before anything is built. FLIPSCOPE_HISTORY_RELEASES and
+FLIPSCOPE_HISTORY_MODEL=gemma run it over other releases or Gemma 3 (whose pair flips)."""
 import json
 import os
 import subprocess
@@ -15,6 +17,9 @@ from safetensors.numpy import load_file
 import common
 
 RELEASES = os.environ.get("FLIPSCOPE_HISTORY_RELEASES", "0.3.35,0.3.36").split(",")
+GEMMA = os.environ.get("FLIPSCOPE_HISTORY_MODEL", "") == "gemma"
+MODEL = ["-m", common.GEMMA, "--chat-template", "gemma"] if GEMMA else ["-m", common.SMOL]
+FORKS = 4
 DEMO = os.path.join(common.SRC, "examples", "netops-demo.json")
 REF = os.path.join(common.SRC, "tests", "ref", "compare_ref.py")
 
@@ -30,8 +35,9 @@ class History(unittest.TestCase):
     def setUpClass(cls):
         cls.dir = common.temp_folder("flipscope-history-")
         cls.out = os.path.join(cls.dir, "h")
-        cls.args = ["history", "-m", common.SMOL, "-w", DEMO, "--releases", ",".join(RELEASES), "-o", cls.out,
-                    "--reference", "exact", "--full", "tool_calls", "--window", "2048", "-fa", "on", "-t", "2", "-q"]
+        cls.args = ["history", *MODEL, "-w", DEMO, "--releases", ",".join(RELEASES), "-o", cls.out,
+                    "--reference", "exact", "--full", "tool_calls", "--window", "2048", "-fa", "on", "-t", "2", "-q",
+                    "--forks", str(FORKS), "--fork-tokens", "16"]
         p = common.run(*cls.args)
         print(p.stdout)
         with open(os.path.join(cls.out, "history.json")) as f:
@@ -92,7 +98,7 @@ class History(unittest.TestCase):
                   f"{s['bit_identical']}, KL mean {s['kl_mean']:.3e} (numpy {r['overall']['kl_base_cand']['mean']:.3e})")
         # The supported pair on SmolLM2 is the history's "does not differ" case (docs/history.md):
         # ggml changed, but not on this model's path, so every row is bit for bit.
-        if RELEASES == ["0.3.35", "0.3.36"]:
+        if RELEASES == ["0.3.35", "0.3.36"] and not GEMMA:
             s = self.doc["steps"][0]
             self.assertEqual((s["bit_identical"], s["flips"], s["kl_max"]), (s["probes"], 0, 0.0))
         with open(os.path.join(self.out, "history.md")) as f:
@@ -100,6 +106,31 @@ class History(unittest.TestCase):
         self.assertIn("Distance to exact", md)
         for rel in RELEASES:
             self.assertIn(rel, md)
+
+    def test_forks_at_the_step_that_changed_most(self):
+        step = self.doc["steps"][self.doc["changed_most"]]
+        if step["flips"] == 0:  # nothing to follow: no forks, and the page says no choice changed
+            self.assertNotIn("forks", self.doc)
+            return
+        forks = self.doc["forks"]
+        caps = {e["release"]: load_file(e["capture"]) for e in self.doc["versions"]}
+        base, cand = caps[step["base"]], caps[step["cand"]]
+        argmax = [dict(zip(c["positions"].tolist(), c["argmax"].tolist())) for c in (base, cand)]
+        flips = [p for p in argmax[0] if p in argmax[1] and argmax[0][p] != argmax[1][p]]
+        c = forks["counts"]
+        self.assertEqual(c["total"], min(FORKS, c["branch_points"]))
+        self.assertEqual(c["total"], len(forks["records"]))
+        self.assertEqual(c["branch_points"] + c["teacher_forced_only"], len(flips))
+        for side in ("base", "cand"):  # decoded by each version's own worker, never by this binary
+            self.assertTrue(forks["config"][side]["decoded_during_capture"], side)
+        for r in forks["records"]:
+            self.assertIn(r["position"], flips)
+            self.assertEqual(r["base_future"]["tokens"][0], argmax[0][r["position"]])
+            self.assertEqual(r["cand_future"]["tokens"][0], argmax[1][r["position"]])
+            self.assertLessEqual(len(r["base_future"]["tokens"]), 16)
+            self.assertTrue(r["span"], r)  # the transcript's spans reached the judge
+        with open(os.path.join(self.out, "history.md")) as f:
+            self.assertIn(f"Forks followed at this step: {forks['counts']['total']} of", f.read())
 
     def test_page_renders_offline(self):
         html = os.path.join(self.out, "history.html")
