@@ -95,7 +95,7 @@ void Parts(int32_t n_vocab, const std::vector<std::vector<float>>& rows, const s
   Time("pwrite F32 row (page cache)", rows, [&](auto& r, size_t i) {
     sink = sink + uint64_t(::pwrite(fd, r.data(), r.size() * 4, off_t(i * r.size() * 4)));
   });
-  Time("pwrite BF16 row (page cache)", rows, [&](auto& r, size_t i) {
+  Time("pwrite BF16 row (page cache)", rows, [&](auto&, size_t i) {
     sink = sink + uint64_t(::pwrite(fd, bf16.data(), bf16.size() * 2, off_t(i * bf16.size() * 2)));
   });
   ::close(fd);

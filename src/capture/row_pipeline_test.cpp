@@ -176,7 +176,9 @@ TEST(RowPipeline, DefaultShapeBoundsTheRowsInFlight) {
     EXPECT_GE(s.in_flight, s.workers);
     EXPECT_LE(s.in_flight, 256);
     // At most 64 MiB of rows, unless the two-per-worker floor asks for more.
-    if (s.in_flight > 2 * s.workers) EXPECT_LE(int64_t(s.in_flight) * nv * 4, int64_t(64) << 20) << nv;
+    if (s.in_flight > 2 * s.workers) {
+      EXPECT_LE(int64_t(s.in_flight) * nv * 4, int64_t(64) << 20) << nv;
+    }
   }
   EXPECT_EQ(DefaultRowPipelineShape(262144, 1).in_flight, 1);
   EXPECT_EQ(DefaultRowPipelineShape(262144, 1).workers, 1);
