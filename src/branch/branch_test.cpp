@@ -111,6 +111,18 @@ int PythonCheck(const nlohmann::json& out, std::string* said, const Pair& captur
   return rc;
 }
 
+// The spans of a 240-token chat: a user message, then the assistant's (from position 120).
+nlohmann::json UserThenAssistant() {
+  return {
+      {{"kind", "message"}, {"begin", 0}, {"end", 120}, {"index", 1}, {"role", "user"}, {"label", "message #1 user"}},
+      {{"kind", "message"},
+       {"begin", 120},
+       {"end", 240},
+       {"index", 2},
+       {"role", "assistant"},
+       {"label", "message #2 assistant"}}};
+}
+
 }  // namespace
 
 TEST(RunBranches, FlipsOfAQuantizedKvCacheCheckedIndependently) {
@@ -131,14 +143,7 @@ TEST(RunBranches, FlipsOfAQuantizedKvCacheCheckedIndependently) {
 // Forks only where the model writes: a user message then an assistant one; flips predicting a
 // user token are teacher-forced only, counted apart, and never use up --max-branches.
 TEST(RunBranches, ForksOnlyWhereTheModelWritesTheNextToken) {
-  const nlohmann::json spans = {
-      {{"kind", "message"}, {"begin", 0}, {"end", 120}, {"index", 1}, {"role", "user"}, {"label", "message #1 user"}},
-      {{"kind", "message"},
-       {"begin", 120},
-       {"end", 240},
-       {"index", 2},
-       {"role", "assistant"},
-       {"label", "message #2 assistant"}}};
+  const nlohmann::json spans = UserThenAssistant();
   const Pair chat{fixtures::TempPath("branch-chat-base.safetensors"),
                   fixtures::TempPath("branch-chat-cand.safetensors")};
   WriteCapture(chat.base, TinyModel(), CpuKnobs("f16"), Tokens(240), 2, spans);
@@ -186,14 +191,7 @@ TEST(RunBranches, ForksOnlyWhereTheModelWritesTheNextToken) {
 // one token per decode step again, so its rows are the served capture's bit for bit (a prefill
 // pass would not reproduce them) and the forks start from the served cache.
 TEST(RunBranches, FollowsAServedCaptureOnItsOwnSchedule) {
-  const nlohmann::json spans = {
-      {{"kind", "message"}, {"begin", 0}, {"end", 120}, {"index", 1}, {"role", "user"}, {"label", "message #1 user"}},
-      {{"kind", "message"},
-       {"begin", 120},
-       {"end", 240},
-       {"index", 2},
-       {"role", "assistant"},
-       {"label", "message #2 assistant"}}};
+  const nlohmann::json spans = UserThenAssistant();
   const std::string base = fixtures::TempPath("branch-served-base.safetensors"),
                     prefill = fixtures::TempPath("branch-served-prefill.safetensors"),
                     served = fixtures::TempPath("branch-served-cand.safetensors");
@@ -416,14 +414,7 @@ TEST(RunBranches, TakesTheTranscriptAndEachSidesFuturesItIsGiven) {
   BranchRequest r = Request();
   r.base_path = capture("f16", {}, nullptr);
   r.cand_path = capture("q4_0", {}, nullptr);
-  const nlohmann::json spans = {
-      {{"kind", "message"}, {"begin", 0}, {"end", 120}, {"index", 1}, {"role", "user"}, {"label", "message #1 user"}},
-      {{"kind", "message"},
-       {"begin", 120},
-       {"end", 240},
-       {"index", 2},
-       {"role", "assistant"},
-       {"label", "message #2 assistant"}}};
+  const nlohmann::json spans = UserThenAssistant();
   ManifestWorkload t;
   t.spans = *SpansFromJson(spans);
   t.tool_call_form = "<tool_call> in content";
