@@ -7,7 +7,7 @@
 
 #include "engine/engine.h"
 #include "experiment/experiment.h"
-#include "experiment/experiment_test_util.h"
+#include "support/experiment_test_util.h"
 #include "util/util.h"
 
 using namespace flipscope;

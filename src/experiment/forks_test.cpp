@@ -12,7 +12,7 @@
 
 #include "branch/branch.h"
 #include "experiment/experiment.h"
-#include "experiment/experiment_test_util.h"
+#include "support/experiment_test_util.h"
 #include "testing/tiny_model.h"
 #include "util/util.h"
 

@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "experiment/experiment.h"
-#include "experiment/experiment_test_util.h"
+#include "support/experiment_test_util.h"
 #include "experiment/steps.h"
 #include "testing/tiny_model.h"
 

@@ -8,7 +8,7 @@
 
 #include "capture/capture.h"
 #include "experiment/experiment.h"
-#include "experiment/experiment_test_util.h"
+#include "support/experiment_test_util.h"
 #include "util/util.h"
 
 using namespace flipscope;

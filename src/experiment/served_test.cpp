@@ -10,7 +10,7 @@
 #include "capture/capture.h"
 #include "compare/compare.h"
 #include "experiment/experiment.h"
-#include "experiment/experiment_test_util.h"
+#include "support/experiment_test_util.h"
 #include "testing/chats.h"
 #include "testing/tiny_model.h"
 #include "util/util.h"

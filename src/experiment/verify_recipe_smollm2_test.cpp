@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "experiment/verify_recipe_test_util.h"
+#include "support/verify_recipe_test_util.h"
 
 namespace flipscope {
 namespace {

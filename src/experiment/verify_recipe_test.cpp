@@ -11,7 +11,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "experiment/verify_recipe_test_util.h"
+#include "support/verify_recipe_test_util.h"
 #include "experiment/steps.h"
 #include "report/report.h"
 

@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "experiment/experiment.h"
-#include "experiment/experiment_test_util.h"
+#include "support/experiment_test_util.h"
 #include "report/report.h"
 
 namespace flipscope::fixtures {
