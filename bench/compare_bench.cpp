@@ -9,6 +9,10 @@
 //   compare_bench kernel [--vocab V] [--rows N]
 //       one thread's row kernels alone (rows already in memory), in thread CPU time, for every
 //       instruction set this CPU runs: ms per row pair, rows/s and GB/s of F32 logits.
+//   compare_bench compare BASE CAND [--threads T] [--repeat R]
+//       the compare stage over two captures (CompareFiles, as `flipscope compare` runs it), R times:
+//       each run's wall seconds, the metric pass's GB/s of logits and the flips, as JSON (for a
+//       machine that has no flipscope binary, e.g. a GPU host measured through a carried binary).
 #include <fmt/format.h>
 #include <time.h>
 
@@ -187,6 +191,30 @@ int Kernel(int argc, char** argv) {
   return 0;
 }
 
+int CompareRuns(int argc, char** argv) {
+  flipscope::CompareOptions o;
+  o.threads = std::stoi(Flag(argc, argv, "--threads", "0"));
+  const int repeat = std::stoi(Flag(argc, argv, "--repeat", "3"));
+  nlohmann::json runs = nlohmann::json::array();
+  for (int r = 0; r < repeat; ++r) {
+    auto t0 = Clock::now();
+    auto c = flipscope::CompareFiles(argv[2], argv[3], o);
+    if (!c.ok()) {
+      std::fprintf(stderr, "compare_bench: %s\n", c.status().message().c_str());
+      return 1;
+    }
+    runs.push_back({{"seconds", Since(t0)},
+                    {"metric_seconds", c->seconds},
+                    {"threads", c->threads},
+                    {"isa", c->isa},
+                    {"gb_per_s", c->seconds > 0 ? double(c->logit_bytes) / c->seconds / 1e9 : 0.0},
+                    {"flips", c->overall.flips},
+                    {"probes", c->probes_compared}});
+  }
+  fmt::print("{}\n", runs.dump());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -194,9 +222,11 @@ int main(int argc, char** argv) {
   if (mode == "generate" && argc > 2) return Generate(argc, argv);
   if (mode == "bandwidth") return Bandwidth(argc, argv);
   if (mode == "kernel") return Kernel(argc, argv);
+  if (mode == "compare" && argc > 3) return CompareRuns(argc, argv);
   std::fprintf(stderr,
                "usage: compare_bench generate OUT_DIR [--tokens N] [--stride S] [--vocab V] [--store f32|bf16]\n"
                "       compare_bench bandwidth [--mib N] [--threads T]\n"
-               "       compare_bench kernel [--vocab V] [--rows N]\n");
+               "       compare_bench kernel [--vocab V] [--rows N]\n"
+               "       compare_bench compare BASE CAND [--threads T] [--repeat R]\n");
   return 2;
 }
