@@ -220,6 +220,8 @@ std::string ForksSection(const json& doc) {
     out += "</tbody></table></div>";
   }
   const json& forks = Sub(doc, "forks");
+  if (!forks.is_object() && List(s, "flip_list").empty())
+    return out + "<p>No greedy choice changed at this step: there is no fork to follow.</p></section>";
   if (!forks.is_object() && Str(doc, "kind") == "configurations")
     return out +
            "<p>The run follows forks between the baseline and a variant (its <code>[branch]</code>); this "

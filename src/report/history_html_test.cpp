@@ -96,6 +96,13 @@ TEST(HistoryHtml, StepsExactAndWindowsFromTheDocument) {
       << page;
   EXPECT_NE(page.find("<strong>0.3.35 → 0.3.36</strong>, 4 flips"), std::string::npos);
   EXPECT_NE(page.find("were not followed"), std::string::npos);
+  EXPECT_NE(page.find("--forks N"), std::string::npos) << "it says how to follow them";
+  // A step with no flip has no fork to follow, and says so instead.
+  json calm = Doc();
+  for (json& s : calm["steps"]) s["flip_list"] = json::array();
+  const std::string none = RenderHistoryHtml(calm);
+  EXPECT_NE(none.find("there is no fork to follow"), std::string::npos);
+  EXPECT_EQ(none.find("were not followed"), std::string::npos);
 }
 
 TEST(HistoryHtml, WithoutExactSaysHowToGetIt) {
