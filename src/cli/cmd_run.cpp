@@ -27,7 +27,7 @@ HistoryRequest HistoryOf(const Experiment& exp, const std::string& outdir, bool 
   r.max_tokens = exp.history.max_tokens;
   r.forks = exp.history.forks;
   if (exp.history.fork_tokens > 0) r.fork_tokens = exp.history.fork_tokens;
-  r.reference_exact = exp.reference == "exact";
+  r.reference_exact = exp.reference_exact;
   r.window = exp.window;
   r.confident = exp.confident;
   r.out_dir = outdir;

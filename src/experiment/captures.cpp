@@ -122,7 +122,8 @@ struct Runner {
     // A variant's lines only where they differ from the baseline's, which are printed first.
     if (r_begin == 0) {
       const bool is_base = &c == &exp.baseline;
-      std::vector<std::string> notes = ResolvedNotes(entry["engine"], is_base ? std::vector<std::string>{} : base_notes);
+      std::vector<std::string> notes =
+          ResolvedNotes(entry["engine"], is_base ? std::vector<std::string>{} : base_notes);
       for (const std::string& note : notes) opts.log.Info("  " + c.name + ": " + note);
       if (is_base) base_notes = std::move(notes);
     }
@@ -272,7 +273,7 @@ struct Runner {
     return DecodeOverHttp(up, capture, base0, points, first, exp.branch, opts.log, &d);
   }
 
-  std::string base0;  // the baseline's first capture, once made
+  std::string base0;                    // the baseline's first capture, once made
   std::vector<std::string> base_notes;  // what llama.cpp decided for the baseline (ResolvedNotes)
 };
 
@@ -321,7 +322,7 @@ Status CaptureInOrder(Runner& runner, const Experiment& exp, const ModelInfo& mo
   FS_ASSIGN_OR_RETURN(base_status, runner.CaptureConfig(exp.baseline, 1, exp.baseline.repeats, base_entry));
   if (base_status != ConfigStatus::kOk) return CaptureFailed(exp, "the baseline's repeats", base_entry);
   base_entry["kv_bytes_per_token"] = kv_bytes(exp.baseline);
-  if (exp.reference == "exact") FS_RETURN_IF_ERROR(CaptureReference(runner, exp, reference));
+  if (exp.reference_exact) FS_RETURN_IF_ERROR(CaptureReference(runner, exp, reference));
   m.configs.push_back(ConfigEntry::FromJson(base_entry));
   for (const auto& e : variant_entries) m.configs.push_back(ConfigEntry::FromJson(e));
   return Status::Ok();

@@ -101,9 +101,10 @@ struct Experiment {
   StoreDtype store = StoreDtype::kF32;
   int window = 8192;
   double confident = 0.9;
-  // "exact": the FP64 exact engine captures the workload once, and every configuration (the
-  // baseline's repeats too) is also compared with it (docs/exact.md); "" = none.
-  std::string reference;
+  // reference = "exact" (the only reference there is): the FP64 exact engine captures the
+  // workload once, and every configuration (the baseline's repeats too) is also compared with it
+  // (docs/exact.md).
+  bool reference_exact = false;
   // replay = "both": every llama.cpp configuration is also captured under served replay and
   // compared like with like (docs/served.md, "In experiments"); the served twins are ServedTwin's.
   bool replay_both = false;

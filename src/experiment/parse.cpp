@@ -91,9 +91,10 @@ Status ReadSetting(const ParseCtx& c, const std::string& key, const toml::node& 
     if (w < 1) return c.At(node, "window must be >= 1");
     exp.window = int(w);
   } else if (key == "reference") {
-    FS_RETURN_IF_ERROR(Get(c, node, exp.reference, "reference must be \"exact\""));
-    if (exp.reference != "exact")
-      return c.At(node, "reference must be \"exact\" (the FP64 exact engine, docs/exact.md)");
+    std::string reference;
+    FS_RETURN_IF_ERROR(Get(c, node, reference, "reference must be \"exact\""));
+    if (reference != "exact") return c.At(node, "reference must be \"exact\" (the FP64 exact engine, docs/exact.md)");
+    exp.reference_exact = true;
   } else if (key == "replay") {
     std::string r;
     FS_RETURN_IF_ERROR(Get(c, node, r, "replay must be \"both\""));
@@ -165,7 +166,7 @@ Status CheckNames(const Experiment& exp) {
   auto is_variant = [&](const std::string& name) {
     return std::any_of(exp.variants.begin(), exp.variants.end(), [&](const ConfigSpec& v) { return v.name == name; });
   };
-  if (exp.reference == "exact" && (exp.baseline.name == "exact" || is_variant("exact")))
+  if (exp.reference_exact && (exp.baseline.name == "exact" || is_variant("exact")))
     return Status::Error(exp.path + ": a configuration named 'exact' clashes with reference = \"exact\" (rename it)");
   for (const auto& [table, names] : {std::pair{"[branch]", &exp.branch.configs}, {"[layers]", &exp.layers.configs}})
     for (const auto& name : *names)

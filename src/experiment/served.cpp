@@ -18,7 +18,7 @@ using nlohmann::json;
 Experiment ServedTwin(const Experiment& exp, json* skipped) {
   Experiment sv = exp;
   sv.replay_both = false;
-  sv.reference.clear();
+  sv.reference_exact = false;
   sv.layers.enabled = false;
   // Forks are followed for the twins too, so that a configuration ranked by its served figures
   // carries damage measured on the same replay (like with like).
