@@ -74,9 +74,7 @@ Result<std::vector<Point>> PlanPoints(const Side& b, const Side& c, const Branch
     for (int32_t p : selected) in_range[size_t(p)] = true;
   }
   // Where the model writes, by the transcript's spans (the manifest's, or those the request gave).
-  const ForkFilter where = o.fork_where == ForkScope::kAll
-                               ? ForkFilter()
-                               : ForkFilter([&spans = t.spans](int32_t p) { return ModelWrites(spans, p + 1); });
+  const ForkFilter where = ForkWhere(t.spans, o.fork_where);
   auto pb = b.cap->positions(), pc = c.cap->positions();
   auto ab = b.cap->argmax(), ac = c.cap->argmax();
   std::vector<Point> points;

@@ -82,12 +82,16 @@ std::vector<Flip> FirstNFlips(std::span<const int32_t> pb, std::span<const int32
   return out;
 }
 
+ForkFilter ForkWhere(std::vector<Span> spans, ForkScope scope) {
+  if (scope == ForkScope::kAll) return ForkFilter();
+  return ForkFilter([spans = std::move(spans)](int32_t p) { return ModelWrites(spans, p + 1); });
+}
+
 Result<ForkFilter> ForkWhere(const CaptureReader& cap, ForkScope scope) {
   if (scope == ForkScope::kAll) return ForkFilter();
   const ManifestWorkload& w = cap.manifest().workload;
   if (!w.spans_status.ok()) return w.spans_status.Prefixed(cap.path() + ": manifest spans");
-  std::vector<Span> spans = w.spans;
-  return ForkFilter([spans = std::move(spans)](int32_t p) { return ModelWrites(spans, p + 1); });
+  return ForkWhere(w.spans, scope);
 }
 
 }  // namespace flipscope

@@ -63,7 +63,9 @@ struct Names<ForkScope> {
   static constexpr std::pair<ForkScope, const char*> v[] = {{ForkScope::kAssistant, "assistant"},
                                                             {ForkScope::kAll, "all"}};
 };
-// The fork filter of `scope` over a capture's workload (kAll: null); errors name unreadable spans.
+// The fork filter of `scope` over a transcript's spans (kAll: null).
+ForkFilter ForkWhere(std::vector<Span> spans, ForkScope scope);
+// The same over a capture's workload; errors name unreadable spans.
 Result<ForkFilter> ForkWhere(const CaptureReader& cap, ForkScope scope);
 
 // Which flips a fork follower's max forks go to (branch's pick): kFirst the first max by position;

@@ -6,7 +6,6 @@
 #include <map>
 #include <set>
 
-#include "branch/branch.h"
 #include "capture/capture.h"
 #include "cli/commands.h"
 #include "results/results.h"
@@ -89,16 +88,16 @@ Status ReadNames(const std::string& engine_name, const std::string& api_name, co
 
 namespace {
 
-// --fork-at's positions (none without it), with the request's forks set to decode them into *out.
-template <typename Opts>
-Result<std::set<int32_t>> ForkPoints(Opts& o, std::shared_ptr<DecodedFutures> out) {
-  if (o.fork_at.empty()) return std::set<int32_t>();
-  if (o.req.engine != EngineKind::kLlama) return Status::InvalidArgument("--fork-at needs --engine llama");
-  if (o.fork_tokens < 1) return Status::InvalidArgument("--fork-tokens must be >= 1");
+// --fork-at's positions (none without it), with req's forks set to decode them into *out.
+Result<std::set<int32_t>> ForkPoints(const std::string& fork_at, int fork_tokens, CaptureRequest& req,
+                                     std::shared_ptr<DecodedFutures> out) {
+  if (fork_at.empty()) return std::set<int32_t>();
+  if (req.engine != EngineKind::kLlama) return Status::InvalidArgument("--fork-at needs --engine llama");
+  if (fork_tokens < 1) return Status::InvalidArgument("--fork-tokens must be >= 1");
   // Positions past the workload are no probes: refused after the capture, by name.
-  FS_ASSIGN_OR_RETURN(auto list, SelectPositions(o.fork_at, std::numeric_limits<int32_t>::max() - 1, {}, "--fork-at"));
+  FS_ASSIGN_OR_RETURN(auto list, SelectPositions(fork_at, std::numeric_limits<int32_t>::max() - 1, {}, "--fork-at"));
   std::set<int32_t> points(list.begin(), list.end());
-  o.req.forks = OwnForks(points, o.fork_tokens, std::move(out));
+  req.forks = OwnForks(points, fork_tokens, std::move(out));
   return points;
 }
 
@@ -153,7 +152,7 @@ Action DefineCapture(CLI::App* cmd) {
     bool quiet = false;
     int load_repeats = 0;
     std::string fork_at;  // probe positions to fork at, from the capture's own greedy token
-    int fork_tokens = BranchOptions().max_tokens;
+    int fork_tokens = CaptureForks().max_tokens;
   };
   auto o = std::make_shared<Opts>();
   cmd->add_option("-m,--model", o->req.model_path, "GGUF model file (with --engine openai: its tokenizer only)")
@@ -191,7 +190,7 @@ Action DefineCapture(CLI::App* cmd) {
     if (Status st = ReadNames(o->engine, o->api, o->format, o->req); !st.ok()) return Fail(st);
     if (o->load_repeats > 0) return LoadFloor(o->req, o->load_repeats);
     auto forks = std::make_shared<DecodedFutures>();
-    auto points = ForkPoints(*o, forks);
+    auto points = ForkPoints(o->fork_at, o->fork_tokens, o->req, forks);
     if (!points.ok()) return Fail(points.status());
     auto m = RunCapture(o->req);
     if (!m.ok()) return Fail(WithCaptureFlags(m.status()));

@@ -22,8 +22,7 @@ Result<std::set<int32_t>> StepPoints(const std::string& base, const std::string&
                                      int max) {
   FS_ASSIGN_OR_RETURN(auto b, CaptureReader::Open(base));
   FS_ASSIGN_OR_RETURN(auto c, CaptureReader::Open(cand));
-  FirstFlips rule(
-      max, [&spans](int32_t p) { return ModelWrites(spans, p + 1); }, ForkPick::kFirst, int64_t(b->tokens().size()));
+  FirstFlips rule(max, ForkWhere(spans, ForkScope::kAssistant), ForkPick::kFirst, int64_t(b->tokens().size()));
   std::set<int32_t> points;
   for (const Flip& f : Flips(b->positions(), b->argmax(), c->positions(), c->argmax()))
     if (rule.Take(f.position, f.base_token, f.cand_token)) points.insert(f.position);

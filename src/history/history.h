@@ -187,7 +187,7 @@ struct HistoryRequest {
   // > 0: follow the forks at the first `forks` flips (where the model writes) of the step that
   // changed most, each side's futures (fork_tokens long) decoded by its own version's worker.
   int forks = 0;
-  int fork_tokens = 64;
+  int fork_tokens = CaptureForks().max_tokens;
   int window = 8192;
   double confident = 0.9;
   std::string out_dir;
