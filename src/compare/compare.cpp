@@ -215,6 +215,7 @@ Result<Comparison> Compare(const CaptureReader& base, const CaptureReader& cand,
   c.base_topk = base.truncated() ? base.topk() : 0;
   c.cand_topk = cand.truncated() ? cand.topk() : 0;
   c.truncated = base.truncated() || cand.truncated();
+  c.kl_direction = KlDirectionText(), c.kl_estimate = KlEstimateText(c.truncated);
   c.window = options.window;
   c.base_kernel_path = base.manifest().engine.kernel_path;
   c.cand_kernel_path = cand.manifest().engine.kernel_path;

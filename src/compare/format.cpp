@@ -1,5 +1,5 @@
-// Output of comparisons: the JSON contract (docs/compare.md), and the terminal, Markdown and CSV
-// views. The table views share one set of row builders; only the final layout differs.
+// Output of comparisons: the terminal, Markdown and CSV views (the JSON document is
+// results/comparison.cpp's). The table views share one set of row builders; only the final layout differs.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -9,22 +9,6 @@
 
 namespace flipscope {
 namespace {
-using nlohmann::json;
-
-json Num(double v) { return std::isnan(v) ? json(nullptr) : json(v); }
-json Ci(std::pair<double, double> ci) { return json::array({ci.first, ci.second}); }
-
-json KlJson(const compare::KlStats& s) {
-  json pct = json::object();
-  for (size_t i = 0; i < compare::kKlPercentiles.size(); ++i)
-    pct[fmt::format("{:.1f}", compare::kKlPercentiles[i])] = Num(s.percentiles[i]);
-  return {{"mean", Num(s.mean)}, {"median", Num(s.median)}, {"p99", Num(s.p99)},
-          {"max", Num(s.max)},   {"min", Num(s.min)},       {"percentiles", pct}};
-}
-
-json SideJson(const std::string& path, const std::string& store, int32_t topk) {
-  return {{"path", path}, {"store", store}, {"topk", topk}};
-}
 
 // ---- Text helpers ------------------------------------------------------------------------------
 
@@ -168,12 +152,6 @@ Rows FlipRows(const Comparison& c, bool have_text, size_t limit) {
   return rows;
 }
 
-bool HaveText(const Comparison& c) {
-  for (const auto& f : c.flips)
-    if (!f.base_text.empty() || !f.context.empty()) return true;
-  return false;
-}
-
 // RFC 4180 quoting.
 std::string CsvCell(const std::string& s) {
   if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
@@ -183,105 +161,6 @@ std::string CsvCell(const std::string& s) {
 }
 
 }  // namespace
-
-namespace {
-
-// The windows of c, one object each.
-json WindowsJson(const Comparison& c) {
-  json windows = json::array();
-  for (const auto& w : c.windows)
-    windows.push_back({{"index", w.index},
-                       {"begin", w.begin},
-                       {"end", w.end},
-                       {"probes", w.probes},
-                       {"flips", w.flips},
-                       {"flip_rate", w.flip_rate},
-                       {"flip_rate_ci", Ci(w.flip_rate_ci)},
-                       {"kl_mean", Num(w.kl_mean)},
-                       {"kl_median", Num(w.kl_median)},
-                       {"kl_p99", Num(w.kl_p99)},
-                       {"kl_max", Num(w.kl_max)}});
-  return windows;
-}
-
-// The flips of c, one object each; token texts and context are null when c has no text.
-json FlipsJson(const Comparison& c) {
-  json flips = json::array();
-  const bool have_text = HaveText(c);
-  auto text = [&](const std::string& s) { return have_text ? json(s) : json(nullptr); };
-  for (const auto& f : c.flips)
-    flips.push_back({{"position", f.position},
-                     {"window", f.window},
-                     {"span", f.span.empty() ? json(nullptr) : json(f.span)},
-                     {"span_kind", f.span_kind.empty() ? json(nullptr) : json(f.span_kind)},
-                     {"base_token", f.base_token},
-                     {"base_text", text(f.base_text)},
-                     {"base_prob", Num(f.base_prob)},
-                     {"cand_token", f.cand_token},
-                     {"cand_text", text(f.cand_text)},
-                     {"cand_prob", Num(f.cand_prob)},
-                     {"cand_prob_of_base_token", Num(f.cand_prob_of_base_token)},
-                     {"base_margin", Num(f.base_margin)},
-                     {"kl", Num(f.kl)},
-                     {"class", f.klass},
-                     {"transcript_token", f.transcript_token},
-                     {"context", text(f.context)}});
-  return flips;
-}
-
-// The figures over every compared probe.
-json OverallJson(const OverallStats& o) {
-  return {{"probes", o.probes},
-          {"flips", o.flips},
-          {"flip_rate", o.flip_rate},
-          {"flip_rate_ci", Ci(o.flip_rate_ci)},
-          {"confident_flips", o.confident_flips},
-          {"uncertain_flips", o.uncertain_flips},
-          {"same_top1_rate", o.same_top1_rate},
-          {"top5_agree", Num(o.top5_agree)},
-          {"top10_agree", Num(o.top10_agree)},
-          {"js_mean", Num(o.js_mean)},
-          {"kl_base_cand", KlJson(o.kl_base_cand)},
-          {"kl_cand_base", KlJson(o.kl_cand_base)}};
-}
-
-}  // namespace
-
-json ToJson(const Comparison& c) {
-  return {
-      {"base", SideJson(c.base_path, c.base_store, c.base_topk)},
-      {"cand", SideJson(c.cand_path, c.cand_store, c.cand_topk)},
-      {"kl_direction", "KL(base||cand) = sum P_base (log P_base - log P_cand)"},
-      {"kl_estimate", c.truncated ? "tail bucket: ids both captures know, plus one bucket for the rest (a lower bound)"
-                                  : "exact: full vocabulary"},
-      {"truncated", c.truncated},
-      {"flags",
-       {{"base", c.base_flags.empty() ? json(nullptr) : json(c.base_flags)},
-        {"cand", c.cand_flags.empty() ? json(nullptr) : json(c.cand_flags)}}},
-      {"replay", {{"base", c.base_replay}, {"cand", c.cand_replay}}},
-      {"kernel_path",
-       {{"base", c.base_kernel_path.empty() ? json(nullptr) : json(c.base_kernel_path)},
-        {"cand", c.cand_kernel_path.empty() ? json(nullptr) : json(c.cand_kernel_path)},
-        {"differ", c.kernel_paths_differ}}},
-      {"window", c.window},
-      {"probes_compared", c.probes_compared},
-      {"probes_skipped_base", c.probes_skipped_base},
-      {"probes_skipped_cand", c.probes_skipped_cand},
-      {"bit_identical", c.bit_identical},
-      {"all_bit_identical", c.bit_identical == c.probes_compared},
-      {"overall", OverallJson(c.overall)},
-      {"windows", WindowsJson(c)},
-      {"flips", FlipsJson(c)},
-      {"timing",
-       {{"seconds", c.seconds},
-        {"threads", c.threads},
-        {"isa", c.isa},
-        {"logit_bytes", c.logit_bytes},
-        {"gb_per_s", c.seconds > 0 ? double(c.logit_bytes) / c.seconds / 1e9 : 0.0}}},
-  };
-}
-
-void to_json(json& j, const Comparison& c) { j = ToJson(c); }
 
 std::string RenderCompareTable(const std::vector<Comparison>& cs) {
   std::string out;

@@ -101,12 +101,11 @@ Status ReplayDistances(const Experiment& exp, ExperimentResults& results, const 
     FS_ASSIGN_OR_RETURN(auto base, CaptureReader::Open(c.captures[0]));
     FS_ASSIGN_OR_RETURN(auto cand, CaptureReader::Open(twin->captures[0]));
     FS_ASSIGN_OR_RETURN(Comparison cmp, Compare(*base, *cand, co));
-    const json cmp_json = ToJson(cmp);
     ReplayDistance d;
     d.config = c.name;
-    d.figures = ComparisonFigures::FromCompareJson(cmp_json);
+    d.figures = ComparisonFigures::Of(cmp);
     d.groups = Groups(cmp, base->manifest().workload.spans);
-    d.windows = cmp_json.value("windows", json::array());
+    d.windows = cmp.windows;
     served.distance.push_back(std::move(d));
   }
   served.ranking = RankBoth(results);

@@ -20,17 +20,12 @@ std::vector<ComparisonEntry> ComparisonsOf(const std::vector<ComparisonRecord>& 
   return out;
 }
 
-// The figures a summary is made of, straight from the comparison (not read back from its JSON).
-ComparisonEntry EntryOf(const std::string& config, size_t repeat, const Comparison& c) {
-  const OverallStats& o = c.overall;
-  ComparisonFigures f;
-  f.flip_rate = o.flip_rate;
-  f.flip_rate_ci = Interval{o.flip_rate_ci.first, o.flip_rate_ci.second};
-  f.flips = o.flips, f.probes = o.probes, f.confident_flips = o.confident_flips, f.uncertain_flips = o.uncertain_flips;
-  f.kl_mean = o.kl_base_cand.mean, f.kl_p99 = o.kl_base_cand.p99, f.kl_max = o.kl_base_cand.max;
-  if (std::isfinite(o.same_top1_rate)) f.same_top1_rate = o.same_top1_rate;
-  f.bit_identical = c.bit_identical, f.probes_compared = c.probes_compared;
-  return {config, int(repeat), f};
+// A comparison's entry in comparisons[]. Its per-probe metrics are dropped: results.json does not
+// hold them, so a record made here equals the one read back from the file.
+ComparisonRecord RecordOf(const std::string& config, size_t repeat, Comparison c) {
+  ComparisonEntry e{config, int(repeat), ComparisonFigures::Of(c)};
+  c.probes = {};
+  return {std::move(e), std::move(c)};
 }
 
 }  // namespace
@@ -63,7 +58,7 @@ Status CompareAll(const Experiment& exp, Measurements& m, const Log& log) {
       log.Info(fmt::format("  comparing {} (repeat {}) with the baseline", c.name, r + 1));
       auto cmp = CompareFiles(base0, c.captures[r], co);
       if (!cmp.ok()) return cmp.status();
-      m.comparisons.push_back({EntryOf(c.name, r, *cmp), ToJson(*cmp)});
+      m.comparisons.push_back(RecordOf(c.name, r, std::move(*cmp)));
     }
   }
   return Status::Ok();
@@ -80,7 +75,7 @@ Status CompareWithReference(const Experiment& exp, ExperimentResults& results, c
       log.Info(fmt::format("  comparing {} (repeat {}) with the exact reference", c.name, r + 1));
       auto cmp = CompareFiles(exact, c.captures[r], co);
       if (!cmp.ok()) return cmp.status().Prefixed("against the exact reference");
-      ref.comparisons.push_back({EntryOf(c.name, r, *cmp), ToJson(*cmp)});
+      ref.comparisons.push_back(RecordOf(c.name, r, std::move(*cmp)));
     }
   }
   ref.summary.clear();

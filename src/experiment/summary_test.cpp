@@ -11,7 +11,7 @@ using namespace flipscope;
 namespace {
 
 // One comparison entry of results.json with `flips` of 100 probes.
-nlohmann::json Comparison(const std::string& config, int repeat, int flips) {
+nlohmann::json ComparisonDoc(const std::string& config, int repeat, int flips) {
   const double rate = flips / 100.0;
   nlohmann::json overall = {{"flip_rate", rate},
                             {"flip_rate_ci", {rate / 2, rate * 2}},
@@ -45,8 +45,8 @@ TEST(Summarize, TheSummaryAndTheReportShowTheSameMedianRepeat) {
                               {{"name", "even"}, {"status", "ok"}},
                               {{"name", "odd"}, {"status", "ok"}}}},
                             {"comparisons",
-                             {Comparison("baseline", 1, 0), Comparison("even", 0, 4), Comparison("even", 1, 2),
-                              Comparison("odd", 0, 5), Comparison("odd", 1, 1), Comparison("odd", 2, 3)}}};
+                             {ComparisonDoc("baseline", 1, 0), ComparisonDoc("even", 0, 4), ComparisonDoc("even", 1, 2),
+                              ComparisonDoc("odd", 0, 5), ComparisonDoc("odd", 1, 1), ComparisonDoc("odd", 2, 3)}}};
   // The comparisons with the figures CompareAll hands over (read from their compare documents).
   Measurements measured = Measurements::ReadFrom(results);
   Summarize(exp, measured);
@@ -60,7 +60,7 @@ TEST(Summarize, TheSummaryAndTheReportShowTheSameMedianRepeat) {
   const ComparisonRecord* shown = report::MedianComparison(measured, "even");
   ASSERT_NE(shown, nullptr);
   EXPECT_EQ(shown->entry.repeat, 1);
-  EXPECT_EQ(shown->compare["flips"].size(), even["flips"].get<size_t>());
+  EXPECT_EQ(shown->compare->flips.size(), even["flips"].get<size_t>());
   // odd: rates 5%, 1%, 3%: the middle one, repeat 2.
   const auto& odd = results["summary"][2];
   EXPECT_EQ(odd["median_repeat"], 2);

@@ -115,7 +115,7 @@ std::string LoadFloorSection(const ExperimentResults& r) {
 }
 
 // One chart over every configuration with comparisons, plus its data as a table (defined below).
-std::string ChartFigure(const ExperimentResults& r, const std::string& id, const std::string& field, bool flip_chart,
+std::string ChartFigure(const ExperimentResults& r, const std::string& id, report::WindowFigure field, bool flip_chart,
                         bool against_exact = false);
 
 // Every configuration against the exact reference, and the flip rate per window against it.
@@ -127,7 +127,7 @@ std::string ExactSection(const ExperimentResults& r) {
   return "<section id=\"exact\"><h2>Against the exact reference</h2><p>Every capture compared with the FP64 exact "
          "engine's capture of the same tokens (docs/exact.md): its distance to the weights' true function, beside "
          "its distance to the baseline. Median over repeats; the interval is the median repeat's.</p>" +
-         TableHtml(t) + ChartFigure(shadow, "exact-flip-chart", "flip_rate", true, true) + "</section>";
+         TableHtml(t) + ChartFigure(shadow, "exact-flip-chart", report::WindowFigure::kFlipRate, true, true) + "</section>";
 }
 
 // replay = "both": each configuration's prefill-vs-served distance and the ranking under each.
@@ -217,7 +217,7 @@ std::string RankingSection(const ExperimentResults& r) {
 }
 
 // One chart over every configuration with comparisons, plus its data as a table.
-std::string ChartFigure(const ExperimentResults& r, const std::string& id, const std::string& field, bool flip_chart,
+std::string ChartFigure(const ExperimentResults& r, const std::string& id, report::WindowFigure field, bool flip_chart,
                         bool against_exact) {
   report::Chart chart;
   chart.id = id;
@@ -254,8 +254,8 @@ std::string ChartFigure(const ExperimentResults& r, const std::string& id, const
     }
     chart.series.push_back(std::move(s));
     if (!flip_chart || !row.is_baseline || against_exact) continue;
-    auto lo = report::WindowSeries(r.measured.comparisons, row.name, "flip_rate_ci/0");
-    auto hi = report::WindowSeries(r.measured.comparisons, row.name, "flip_rate_ci/1");
+    auto lo = report::WindowSeries(r.measured.comparisons, row.name, report::WindowFigure::kFlipRateLo);
+    auto hi = report::WindowSeries(r.measured.comparisons, row.name, report::WindowFigure::kFlipRateHi);
     if (lo.empty() || lo.size() != hi.size()) continue;
     report::ChartBand b{"repeat floor (95% CI)", {}, {}, {}};
     for (size_t i = 0; i < lo.size(); ++i) {
@@ -353,7 +353,8 @@ std::string RenderHtml(const ExperimentResults& r) {
   out += "</ul></nav></header><main>";
   out += Headline(r) + RankingSection(r) + ExactSection(r) + ServedSection(r);
   out += "<section id=\"charts\"><h2>Divergence along the workload</h2>";
-  out += ChartFigure(r, "flip-chart", "flip_rate", true) + ChartFigure(r, "kl-chart", "kl_mean", false);
+  out += ChartFigure(r, "flip-chart", report::WindowFigure::kFlipRate, true) +
+         ChartFigure(r, "kl-chart", report::WindowFigure::kKlMean, false);
   out += "</section>";
   out += report::HtmlFlipsSection(r) + report::HtmlBranchesSection(r) + report::HtmlLayersSection(r) +
          RecipeSection(r) + report::HtmlDisclosureSection(r);

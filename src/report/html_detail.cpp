@@ -65,19 +65,18 @@ std::string LayersAnchor(const ExperimentResults& r, const std::string& config, 
 }
 
 // One row of the flips table; anchor links the position to the flip's layers chart.
-std::string FlipRow(const json& f, const std::string& anchor) {
-  std::string pos = Count(Num(f, "position"));
+std::string FlipRow(const FlipRecord& f, const std::string& anchor) {
+  std::string pos = Count(double(f.position));
   if (!anchor.empty()) pos = "<a href=\"#" + anchor + "\" title=\"where this flip is born\">" + pos + "</a>";
-  std::string row =
-      HtmlRow({pos, Count(Num(f, "window")), E(Str(f, "span", "—")), ClassCell(Str(f, "class", "—")),
-               TokenCode(Str(f, "base_text")) + " " + E(Prob(Num(f, "base_prob"))),
-               TokenCode(Str(f, "cand_text")) + " " + E(Prob(Num(f, "cand_prob"))),
-               E(Prob(Num(f, "cand_prob_of_base_token"))), E(Small(Num(f, "base_margin"))), E(Small(Num(f, "kl")))});
+  std::string row = HtmlRow({pos, Count(double(f.window)), E(Or(f.span, "—")), ClassCell(Or(f.klass, "—")),
+                             TokenCode(f.base_text) + " " + E(Prob(Figure(f.base_prob))),
+                             TokenCode(f.cand_text) + " " + E(Prob(Figure(f.cand_prob))),
+                             E(Prob(Figure(f.cand_prob_of_base_token))), E(Small(Figure(f.base_margin))),
+                             E(Small(Figure(f.kl)))});
   // The context cell has its own width rules, so it goes in before "</tr>" by hand.
   // The context is the text before the flip; the reference's token follows it, marked.
-  return row.insert(row.size() - 5, "<td class=\"ctx\"><pre>" + E(Str(f, "context")) +
-                                        "<mark title=\"reference token\">" + E(Str(f, "base_text")) +
-                                        "</mark></pre></td>");
+  return row.insert(row.size() - 5, "<td class=\"ctx\"><pre>" + E(f.context) + "<mark title=\"reference token\">" +
+                                        E(f.base_text) + "</mark></pre></td>");
 }
 
 // One future as token spans: hover shows index, id and probability; the first difference is
@@ -205,11 +204,10 @@ std::string HtmlFlipsSection(const ExperimentResults& r) {
   for (const ConfigRow& row : RankedConfigs(r)) {
     const ComparisonRecord* cmp = MedianComparison(r.measured, row.name);
     if (!cmp) continue;
-    const json& flips = Sub(cmp->compare, "flips");
-    size_t n = flips.is_array() ? flips.size() : 0;
-    const json& overall = Sub(cmp->compare, "overall");
+    const std::vector<FlipRecord>& flips = cmp->compare->flips;
+    const size_t n = flips.size();
     out += fmt::format("<details><summary>{} — {} flips ({} confident) in {}</summary>", E(row.name), Count(double(n)),
-                       Count(Num(overall, "confident_flips")), E(RepeatLabel(*cmp)));
+                       Count(double(cmp->compare->overall.confident_flips)), E(RepeatLabel(*cmp)));
     if (n == 0) {
       out += "<p>No flips.</p></details>";
       continue;
@@ -220,7 +218,7 @@ std::string HtmlFlipsSection(const ExperimentResults& r) {
                    true) +
            "</thead><tbody>";
     for (size_t i = 0; i < n && i < kMaxFlipsShown; ++i)
-      out += FlipRow(flips[i], LayersAnchor(r, row.name, Int(flips[i], "position", -1)));
+      out += FlipRow(flips[i], LayersAnchor(r, row.name, flips[i].position));
     out += "</tbody></table></div>";
     if (n > kMaxFlipsShown)
       out += fmt::format("<p>{} more flips are listed in results.json.</p>", Count(double(n - kMaxFlipsShown)));

@@ -49,6 +49,9 @@ std::string Count(std::optional<double> v);
 // "6 of 14 flips" where a layers document looked into a subset of a pair's flips, else "14 flips".
 std::string FlipsOf(const nlohmann::json& layers);
 
+// A figure that NaN marks as absent (a truncated capture cannot give it), as an optional.
+inline std::optional<double> Figure(double v) { return v == v ? std::optional<double>(v) : std::nullopt; }
+
 // s, or the fallback when s is empty (a document field it did not hold).
 std::string Or(const std::string& s, std::string_view fallback = "?");
 // The baseline's name ("baseline" when the document does not say).
@@ -86,11 +89,14 @@ struct WindowPoint {
   int repeats = 0;
   double merged_probes = 0;  // > 0: the final window's probes merged into this one (too few to stand alone)
 };
-// Median over repeats of windows[].<field> for config among comparisons; field is a pointer as for NumAt. A final
-// window with fewer than a quarter of the others' median probes is merged into the one before it
-// (flips, probes, flip rate, interval and KL mean recomputed; other fields absent there).
+// A figure of a window that a per-window series shows.
+enum class WindowFigure { kFlipRate, kFlipRateLo, kFlipRateHi, kKlMean, kKlMedian, kKlP99, kKlMax };
+// Median over repeats of a window figure for config among comparisons. A final window with fewer
+// than a quarter of the others' median probes is merged into the one before it (flips, probes,
+// flip rate, interval, KL mean and max recomputed; the other figures absent there). A NaN figure
+// is absent.
 std::vector<WindowPoint> WindowSeries(const std::vector<ComparisonRecord>& comparisons, const std::string& config,
-                                      const std::string& field);
+                                      WindowFigure figure);
 // The comparison shown for a configuration: the repeat its summary row names (median_repeat),
 // else its median repeat by overall flip rate (the lower middle for an even count, ties in
 // repeat order: the summary's rule); null when the configuration has no comparison.
@@ -157,7 +163,7 @@ std::vector<std::string> TieLines(const ExperimentResults& results);
 // What the recommendation rests on and how sure it is (recipe.basis); "" when not recorded.
 std::string RecommendationBasis(const ExperimentResults& results);
 // Per-window medians over repeats of one field, one column per configuration with comparisons.
-TextTable WindowTable(const ExperimentResults& results, const std::string& field, bool percent);
+TextTable WindowTable(const ExperimentResults& results, WindowFigure figure, bool percent);
 // The repeat floor alone (load 0) and under each load (results["load_floor"], docs/load.md) side
 // by side; no rows when the experiment measured no load.
 TextTable LoadFloorTable(const ExperimentResults& results);

@@ -114,18 +114,17 @@ std::string Flips(const ExperimentResults& r) {
   for (const ConfigRow& row : RankedConfigs(r)) {
     const ComparisonRecord* cmp = MedianComparison(r.measured, row.name);
     if (!cmp) continue;
-    const json& flips = Sub(cmp->compare, "flips");
-    size_t n = flips.is_array() ? flips.size() : 0;
+    const std::vector<FlipRecord>& flips = cmp->compare->flips;
+    const size_t n = flips.size();
     out += fmt::format("### {} — {} flips ({})\n\n", MdText(row.name), Count(double(n)), RepeatLabel(*cmp));
     if (n == 0) continue;
     out += MdRow({"Position", "Span", "Class", "Reference token (p)", "Candidate token (p)", "KL", "Context"}) +
            MdRow({"---:", "---", "---", "---", "---", "---:", "---"});
     for (size_t i = 0; i < n && i < kMaxFlipsListed; ++i) {
-      const json& f = flips[i];
-      auto prob = [&](const char* key) { return Num(f, key) ? fmt::format(" {:.3f}", *Num(f, key)) : ""; };
-      out += MdRow({Count(Num(f, "position")), MdText(Str(f, "span")), MdText(Str(f, "class")),
-                    MdToken(Str(f, "base_text")) + prob("base_prob"), MdToken(Str(f, "cand_text")) + prob("cand_prob"),
-                    Small(Num(f, "kl")), MdCode(Str(f, "context"))});
+      const FlipRecord& f = flips[i];
+      auto prob = [](double p) { return p == p ? fmt::format(" {:.3f}", p) : ""; };
+      out += MdRow({Count(double(f.position)), MdText(f.span), MdText(f.klass), MdToken(f.base_text) + prob(f.base_prob),
+                    MdToken(f.cand_text) + prob(f.cand_prob), Small(Figure(f.kl)), MdCode(f.context)});
     }
     if (n > kMaxFlipsListed) out += fmt::format("\n{} more flips are listed in results.json.\n", n - kMaxFlipsListed);
     out += "\n";
@@ -254,8 +253,8 @@ std::string RenderMarkdown(const ExperimentResults& r) {
            MdTable(ReplayDistanceTable(r)) + "Flip rate per window, prefill against served:\n\n" +
            MdTable(ReplayWindowTable(r)) + "Ranking under each replay (each against its own baseline):\n\n" +
            MdTable(ReplayRankingTable(r));
-  out += "## Flip rate per window\n\nMedian over repeats.\n\n" + MdTable(WindowTable(r, "flip_rate", true));
-  out += "## KL(base||cand) mean per window\n\nMedian over repeats.\n\n" + MdTable(WindowTable(r, "kl_mean", false));
+  out += "## Flip rate per window\n\nMedian over repeats.\n\n" + MdTable(WindowTable(r, WindowFigure::kFlipRate, true));
+  out += "## KL(base||cand) mean per window\n\nMedian over repeats.\n\n" + MdTable(WindowTable(r, WindowFigure::kKlMean, false));
   return out + Flips(r) + Branches(r) + Layers(r) + Recipe(r) + DisclosureList(r);
 }
 

@@ -69,12 +69,12 @@ TEST(Report, NumbersMatchAnIndependentComputation) {
   ASSERT_TRUE(WriteReport(ExperimentResults::FromJson(r), dir.string()).ok());
   json series = json::object();
   for (const std::string& name : ComparedConfigs(r))
-    for (const auto& [field, pointer] :
-         std::vector<std::pair<std::string, std::string>>{{"flip_rate", "flip_rate"},
-                                                          {"kl_mean", "kl_mean"},
-                                                          {"flip_rate_ci_lo", "flip_rate_ci/0"},
-                                                          {"flip_rate_ci_hi", "flip_rate_ci/1"}})
-      for (const auto& p : report::WindowSeries(ExperimentResults::FromJson(r).measured.comparisons, name, pointer))
+    for (const auto& [field, figure] :
+         std::vector<std::pair<std::string, report::WindowFigure>>{{"flip_rate", report::WindowFigure::kFlipRate},
+                                                                   {"kl_mean", report::WindowFigure::kKlMean},
+                                                                   {"flip_rate_ci_lo", report::WindowFigure::kFlipRateLo},
+                                                                   {"flip_rate_ci_hi", report::WindowFigure::kFlipRateHi}})
+      for (const auto& p : report::WindowSeries(ExperimentResults::FromJson(r).measured.comparisons, name, figure))
         series[name][field].push_back({p.index, p.value});
   ASSERT_TRUE(WriteFileAtomic((dir / "series.json").string(), series.dump()).ok());
   const std::string check = std::string(FLIPSCOPE_PYTHON) + " " + FLIPSCOPE_SOURCE_DIR +

@@ -26,8 +26,32 @@ std::vector<const ComparisonRecord*> ComparisonsOf(const std::vector<ComparisonR
                                                    const std::string& config) {
   std::vector<const ComparisonRecord*> out;
   for (const ComparisonRecord& c : comparisons)
-    if (c.entry.config == config && c.compare.is_object()) out.push_back(&c);
+    if (c.entry.config == config && c.compare) out.push_back(&c);
   return out;
+}
+
+// A window as the report shows it: merged_probes > 0 when the final window was merged into it,
+// and then only the figures that merge are present.
+struct ShownWindow {
+  WindowStats w;
+  double merged_probes = 0;
+};
+
+// A figure of a shown window; nullopt when absent there or NaN.
+std::optional<double> FigureOf(const ShownWindow& s, WindowFigure figure) {
+  const WindowStats& w = s.w;
+  const bool merged = s.merged_probes > 0;
+  double v = compare::kNaN;
+  switch (figure) {
+    case WindowFigure::kFlipRate: v = w.flip_rate; break;
+    case WindowFigure::kFlipRateLo: v = w.flip_rate_ci.first; break;
+    case WindowFigure::kFlipRateHi: v = w.flip_rate_ci.second; break;
+    case WindowFigure::kKlMean: v = w.kl_mean; break;
+    case WindowFigure::kKlMax: v = w.kl_max; break;
+    case WindowFigure::kKlMedian: v = merged ? compare::kNaN : w.kl_median; break;
+    case WindowFigure::kKlP99: v = merged ? compare::kNaN : w.kl_p99; break;
+  }
+  return std::isnan(v) ? std::nullopt : std::optional<double>(v);
 }
 
 // A comparison's windows as the report shows them: a final window holding fewer than a quarter
@@ -35,31 +59,29 @@ std::vector<const ComparisonRecord*> ComparisonsOf(const std::vector<ComparisonR
 // window) is merged into the one before it, so that its wide interval does not dominate a chart.
 // The merged window's flips, probes, flip rate, Wilson interval and probe-weighted KL mean are
 // recomputed; figures that cannot be merged (KL median, p99) are left out of it.
-json ShownWindows(const json& windows) {
-  if (!windows.is_array() || windows.size() < 2) return windows;
+std::vector<ShownWindow> ShownWindows(const std::vector<WindowStats>& windows) {
+  std::vector<ShownWindow> out;
+  for (const WindowStats& w : windows) out.push_back({w, 0});
+  if (windows.size() < 2) return out;
   std::vector<double> probes;
-  for (size_t i = 0; i + 1 < windows.size(); ++i) probes.push_back(Num(windows[i], "probes").value_or(0));
-  const json& last = windows.back();
-  const double n_last = Num(last, "probes").value_or(0);
-  if (n_last <= 0 || n_last >= Median(probes) / 4) return windows;
-  json out = windows;
-  out.erase(out.size() - 1);
-  json& prev = out.back();
-  const double n_prev = Num(prev, "probes").value_or(0), n = n_prev + n_last;
-  const double flips = Num(prev, "flips").value_or(0) + Num(last, "flips").value_or(0);
+  for (size_t i = 0; i + 1 < windows.size(); ++i) probes.push_back(double(windows[i].probes));
+  const WindowStats& last = windows.back();
+  const double n_last = double(last.probes);
+  if (n_last <= 0 || n_last >= Median(probes) / 4) return out;
+  out.pop_back();
+  WindowStats& prev = out.back().w;
+  const double n_prev = double(prev.probes), n = n_prev + n_last;
+  const double flips = double(prev.flips + last.flips);
   const auto [lo, hi] = Wilson95(flips, n);
-  json merged = {{"index", prev.value("index", 0)},
-                 {"begin", Sub(prev, "begin")},
-                 {"end", Sub(last, "end")},
-                 {"probes", n},
-                 {"flips", flips},
-                 {"flip_rate", n > 0 ? flips / n : 0.0},
-                 {"flip_rate_ci", {lo, hi}},
-                 {"merged_probes", n_last}};
-  if (auto a = Num(prev, "kl_mean"), b = Num(last, "kl_mean"); a && b && n > 0)
-    merged["kl_mean"] = (*a * n_prev + *b * n_last) / n;
-  if (auto a = Num(prev, "kl_max"), b = Num(last, "kl_max"); a && b) merged["kl_max"] = std::max(*a, *b);
-  prev = merged;
+  prev.end = last.end;
+  prev.probes += last.probes, prev.flips += last.flips;
+  prev.flip_rate = n > 0 ? flips / n : 0.0;
+  prev.flip_rate_ci = {lo, hi};
+  // NaN (absent) in either stays NaN: the merged figure is left out.
+  prev.kl_mean = n > 0 ? (prev.kl_mean * n_prev + last.kl_mean * n_last) / n : compare::kNaN;
+  prev.kl_max = std::max(prev.kl_max, last.kl_max);
+  if (std::isnan(last.kl_max)) prev.kl_max = compare::kNaN;
+  out.back().merged_probes = n_last;
   return out;
 }
 
@@ -264,21 +286,19 @@ std::vector<ConfigRow> RankedConfigs(const ExperimentResults& results) {
 }
 
 std::vector<WindowPoint> WindowSeries(const std::vector<ComparisonRecord>& comparisons, const std::string& config,
-                                      const std::string& field) {
+                                      WindowFigure figure) {
   std::map<int, WindowPoint> points;
   std::map<int, std::vector<double>> values;
   for (const ComparisonRecord* c : ComparisonsOf(comparisons, config)) {
-    const json windows = ShownWindows(Sub(c->compare, "windows"));
-    if (!windows.is_array()) continue;
-    for (const json& w : windows) {
-      int idx = Int(w, "index", -1);
-      auto v = NumAt(w, field);
+    for (const ShownWindow& s : ShownWindows(c->compare->windows)) {
+      const int idx = int(s.w.index);
+      const auto v = FigureOf(s, figure);
       if (idx < 0 || !v) continue;
       WindowPoint& p = points[idx];
       p.index = idx;
-      p.begin = Num(w, "begin").value_or(0);
-      p.end = Num(w, "end").value_or(p.begin);
-      p.merged_probes = std::max(p.merged_probes, Num(w, "merged_probes").value_or(0));
+      p.begin = double(s.w.begin);
+      p.end = double(s.w.end);
+      p.merged_probes = std::max(p.merged_probes, s.merged_probes);
       values[p.index].push_back(*v);
     }
   }
@@ -299,7 +319,7 @@ const ComparisonRecord* MedianComparison(const Measurements& measured, const std
     for (const ComparisonRecord* c : cmps)
       if (c->entry.repeat == *s->median_repeat) return c;
   std::vector<double> rates;
-  for (const ComparisonRecord* c : cmps) rates.push_back(Num(Sub(c->compare, "overall"), "flip_rate").value_or(0));
+  for (const ComparisonRecord* c : cmps) rates.push_back(c->compare->overall.flip_rate);
   return cmps[MedianRepeatIndex(rates)];
 }
 

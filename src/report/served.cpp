@@ -75,19 +75,18 @@ TextTable ReplayDistanceTable(const ExperimentResults& r) {
 TextTable ReplayWindowTable(const ExperimentResults& r) {
   TextTable t{{"Window (tokens)"}, {}};
   if (!r.served) return t;
-  std::vector<const json*> columns;  // each distance's windows
+  std::vector<const std::vector<WindowStats>*> columns;  // each distance's windows
   for (const ReplayDistance& d : r.served->distance)
-    if (d.windows && d.windows->is_array()) t.header.push_back(d.config), columns.push_back(&*d.windows);
+    if (d.windows) t.header.push_back(d.config), columns.push_back(&*d.windows);
   if (columns.empty()) return t;
-  for (const json& w : *columns[0]) {
-    const int index = Int(w, "index", -1);
-    std::vector<std::string> cells{fmt::format("{} ({}–{})", index, Count(Num(w, "begin")), Count(Num(w, "end")))};
-    for (const json* d : columns) {
+  for (const WindowStats& w : *columns[0]) {
+    std::vector<std::string> cells{
+        fmt::format("{} ({}–{})", w.index, Count(double(w.begin)), Count(double(w.end)))};
+    for (const std::vector<WindowStats>* d : columns) {
       std::string v = "—";
-      for (const json& o : *d)
-        if (Int(o, "index", -2) == index)
-          v = fmt::format("{} ({} / {})", Percent(Num(o, "flip_rate")), Count(Num(o, "flips")),
-                          Count(Num(o, "probes")));
+      for (const WindowStats& o : *d)
+        if (o.index == w.index)
+          v = fmt::format("{} ({} / {})", Percent(o.flip_rate), Count(double(o.flips)), Count(double(o.probes)));
       cells.push_back(v);
     }
     t.rows.push_back(std::move(cells));

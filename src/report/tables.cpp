@@ -97,13 +97,13 @@ std::vector<std::string> RankingCells(const ExperimentResults& results, const Co
   return cells;
 }
 
-TextTable WindowTable(const ExperimentResults& results, const std::string& field, bool percent) {
+TextTable WindowTable(const ExperimentResults& results, WindowFigure figure, bool percent) {
   TextTable t;
   t.header.push_back("Window (tokens)");
   std::vector<std::vector<WindowPoint>> columns;
   std::set<std::tuple<int, double, double>> windows;  // every window any configuration has
   for (const ConfigRow& row : RankedConfigs(results)) {
-    auto pts = WindowSeries(results.measured.comparisons, row.name, field);
+    auto pts = WindowSeries(results.measured.comparisons, row.name, figure);
     if (pts.empty()) continue;
     for (const auto& p : pts) windows.emplace(p.index, p.begin, p.end);
     t.header.push_back(row.name);
@@ -285,12 +285,12 @@ struct ComparisonsMethod {
 ComparisonsMethod MethodOf(const std::vector<ComparisonRecord>& cmps) {
   ComparisonsMethod m;
   for (const ComparisonRecord& c : cmps) {
-    const json& cj = c.compare;
     ++m.n;
-    if (m.kl_dir.empty()) m.kl_dir = Str(cj, "kl_direction");
-    if (m.kl_estimate.empty() && Sub(cj, "truncated") == true) m.kl_estimate = Str(cj, "kl_estimate");
-    if (Sub(cj, "truncated") == true) ++m.truncated;
-    m.skipped += Num(cj, "probes_skipped_base").value_or(0) + Num(cj, "probes_skipped_cand").value_or(0);
+    if (!c.compare) continue;
+    if (m.kl_dir.empty()) m.kl_dir = c.compare->kl_direction;
+    if (m.kl_estimate.empty() && c.compare->truncated) m.kl_estimate = c.compare->kl_estimate;
+    if (c.compare->truncated) ++m.truncated;
+    m.skipped += double(c.compare->probes_skipped_base + c.compare->probes_skipped_cand);
   }
   return m;
 }

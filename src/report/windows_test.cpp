@@ -30,25 +30,25 @@ std::vector<ComparisonRecord> Comparisons(const json& doc) {
 
 TEST(ReportWindows, AShortFinalWindowIsMergedIntoItsNeighbour) {
   const json r = ResultsWithLastWindow(5, 2);  // 5 probes: 40% flips, an interval up to ~77%
-  const auto rate = report::WindowSeries(Comparisons(r), "q4", "flip_rate");
+  const auto rate = report::WindowSeries(Comparisons(r), "q4", report::WindowFigure::kFlipRate);
   ASSERT_EQ(rate.size(), 2u);
   EXPECT_DOUBLE_EQ(rate[1].value, 4.0 / 125);
   EXPECT_EQ(rate[1].begin, 2048);
   EXPECT_EQ(rate[1].end, 4200);
   EXPECT_EQ(rate[1].merged_probes, 5);
-  const auto hi = report::WindowSeries(Comparisons(r), "q4", "flip_rate_ci/1");
+  const auto hi = report::WindowSeries(Comparisons(r), "q4", report::WindowFigure::kFlipRateHi);
   ASSERT_EQ(hi.size(), 2u);
   EXPECT_DOUBLE_EQ(hi[1].value, Wilson95(4, 125)[1]);
   EXPECT_LT(hi[1].value, 0.1);
-  EXPECT_DOUBLE_EQ(report::WindowSeries(Comparisons(r), "q4", "kl_mean")[1].value, (0.002 * 120 + 0.002 * 5) / 125);
+  EXPECT_DOUBLE_EQ(report::WindowSeries(Comparisons(r), "q4", report::WindowFigure::kKlMean)[1].value, (0.002 * 120 + 0.002 * 5) / 125);
   // A percentile cannot be merged: the merged window has none.
-  EXPECT_EQ(report::WindowSeries(Comparisons(r), "q4", "kl_p99").size(), 1u);
+  EXPECT_EQ(report::WindowSeries(Comparisons(r), "q4", report::WindowFigure::kKlP99).size(), 1u);
   EXPECT_EQ(rate[0].merged_probes, 0);
 }
 
 TEST(ReportWindows, AFinalWindowOfOrdinarySizeStays) {
   const json r = ResultsWithLastWindow(40, 2);  // a third of the others' 110: not merged
-  const auto rate = report::WindowSeries(Comparisons(r), "q4", "flip_rate");
+  const auto rate = report::WindowSeries(Comparisons(r), "q4", report::WindowFigure::kFlipRate);
   ASSERT_EQ(rate.size(), 3u);
   EXPECT_DOUBLE_EQ(rate[2].value, 2.0 / 40);
   EXPECT_EQ(rate[2].merged_probes, 0);

@@ -69,13 +69,14 @@ ConfigEntry ConfigEntry::FromJson(const json& j) {
 }
 
 json ComparisonRecord::ToJson() const {
-  return {{"config", entry.config}, {"repeat", entry.repeat}, {"compare", compare}};
+  return {{"config", entry.config}, {"repeat", entry.repeat}, {"compare", compare ? flipscope::ToJson(*compare) : json()}};
 }
 
 ComparisonRecord ComparisonRecord::FromJson(const json& j) {
   ComparisonRecord c;
-  c.compare = read::Sub(j, "compare");
-  c.entry = {read::Str(j, "config"), read::Get(j, "repeat", 0), ComparisonFigures::FromCompareJson(c.compare)};
+  const json& doc = read::Sub(j, "compare");
+  if (doc.is_object()) c.compare = ComparisonFromJson(doc);
+  c.entry = {read::Str(j, "config"), read::Get(j, "repeat", 0), c.compare ? ComparisonFigures::Of(*c.compare) : ComparisonFigures{}};
   return c;
 }
 

@@ -1,10 +1,10 @@
 // The whole results document of an experiment (results.json; docs/report.md), typed: what ran,
 // each configuration's captures, the comparisons, the summary and floors, the exact reference,
 // the forks followed, the layers, the served replay and the recipe. The experiment stage fills an
-// ExperimentResults step by step and writes results.json from it once; only this file's ToJson and
-// FromJson turn it into JSON and back. A document the experiment wrote reads back and writes out
-// identically (FromJson then ToJson). Sub-documents that other stages define (compare's document,
-// the branch stage's, the layers stage's) are kept whole beside the figures read from them.
+// ExperimentResults step by step and writes results.json from it once; only results/ turns it into
+// JSON and back. A document the experiment wrote reads back and writes out identically (FromJson
+// then ToJson). Comparisons are typed (results/comparison.h); the documents that the branch and
+// layers stages define are kept whole beside the figures read from them.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -37,11 +37,11 @@ struct ConfigEntry {
 
 // One comparison (comparisons[], reference.comparisons[]): a capture against the base one.
 struct ComparisonRecord {
-  ComparisonEntry entry;   // the configuration, its repeat and the figures summaries use
-  nlohmann::json compare;  // compare's document (docs/compare.md): overall, windows, flips, ...
+  ComparisonEntry entry;              // the configuration, its repeat and the figures summaries use
+  std::optional<Comparison> compare;  // compare's result; none when a document holds no object there
 
   nlohmann::json ToJson() const;
-  // The figures are read from the compare document (ComparisonFigures::FromCompareJson).
+  // The figures are the compare document's (ComparisonFigures::Of).
   static ComparisonRecord FromJson(const nlohmann::json& j);
 };
 

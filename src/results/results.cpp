@@ -2,6 +2,7 @@
 #include "results/results.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "results/read.h"
@@ -28,22 +29,17 @@ const json& At(const json& j, const char* key) { return read::Sub(j, key); }
 
 }  // namespace
 
-ComparisonFigures ComparisonFigures::FromCompareJson(const json& compare) {
-  const json& o = At(compare, "overall");
-  const json& kl = At(o, "kl_base_cand");
+ComparisonFigures ComparisonFigures::Of(const Comparison& c) {
+  const OverallStats& o = c.overall;
   ComparisonFigures f;
-  f.flip_rate = Get(o, "flip_rate", 0.0);
-  f.flip_rate_ci = OptInterval(o, "flip_rate_ci");
-  f.flips = Get<int64_t>(o, "flips", 0);
-  f.probes = Get<int64_t>(o, "probes", 0);
-  f.confident_flips = Get<int64_t>(o, "confident_flips", 0);
-  f.uncertain_flips = Get<int64_t>(o, "uncertain_flips", 0);
-  f.kl_mean = Get(kl, "mean", 0.0);
-  f.kl_p99 = Get(kl, "p99", 0.0);
-  f.kl_max = Get(kl, "max", 0.0);
-  f.same_top1_rate = Opt<double>(o, "same_top1_rate");
-  f.bit_identical = Get<int64_t>(compare, "bit_identical", 0);
-  f.probes_compared = Get<int64_t>(compare, "probes_compared", 0);
+  f.flip_rate = o.flip_rate;
+  f.flip_rate_ci = Interval{o.flip_rate_ci.first, o.flip_rate_ci.second};
+  f.flips = o.flips, f.probes = o.probes, f.confident_flips = o.confident_flips, f.uncertain_flips = o.uncertain_flips;
+  // A figure an old document lacks (NaN when read) counts as 0, as it always did.
+  auto finite = [](double v) { return std::isfinite(v) ? v : 0.0; };
+  f.kl_mean = finite(o.kl_base_cand.mean), f.kl_p99 = finite(o.kl_base_cand.p99), f.kl_max = finite(o.kl_base_cand.max);
+  if (std::isfinite(o.same_top1_rate)) f.same_top1_rate = o.same_top1_rate;
+  f.bit_identical = c.bit_identical, f.probes_compared = c.probes_compared;
   return f;
 }
 
@@ -277,7 +273,7 @@ json ReplayDistance::ToJson() const {
             {"bit_identical", f.bit_identical},
             {"probes_compared", f.probes_compared},
             {"groups", groups_json}};
-  if (windows) j["windows"] = *windows;
+  if (windows) j["windows"] = WindowsToJson(*windows);
   return j;
 }
 
@@ -299,7 +295,7 @@ ReplayDistance ReplayDistance::FromJson(const json& j) {
   if (groups.is_array())
     for (const json& g : groups)
       if (g.is_object()) d.groups.push_back(ReplayGroup::FromJson(g));
-  if (j.is_object() && j.contains("windows")) d.windows = j["windows"];
+  if (j.is_object() && j.contains("windows")) d.windows = WindowsFromJson(j["windows"]);
   return d;
 }
 

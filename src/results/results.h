@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "results/comparison.h"
 #include "util/names.h"
 
 namespace flipscope {
@@ -41,8 +42,8 @@ struct ComparisonFigures {
   std::optional<double> same_top1_rate;
   int64_t bit_identical = 0, probes_compared = 0;
 
-  // Reads a `flipscope compare --json` document (compare's ToJson); absent figures read as 0.
-  static ComparisonFigures FromCompareJson(const nlohmann::json& compare);
+  // The figures of a comparison.
+  static ComparisonFigures Of(const Comparison& c);
 };
 
 // One entry of comparisons[]: a configuration's repeat against the reference capture.
@@ -190,7 +191,7 @@ struct ReplayDistance {
   std::string config;         // the prefill configuration's name
   ComparisonFigures figures;  // flips, rate, interval, KL, bit-identical rows of the whole capture
   std::vector<ReplayGroup> groups;
-  std::optional<nlohmann::json> windows;  // compare's per-window figures ("windows"), when kept
+  std::optional<std::vector<WindowStats>> windows;  // compare's per-window figures, when kept
 
   nlohmann::json ToJson() const;
   static ReplayDistance FromJson(const nlohmann::json& j);

@@ -29,7 +29,7 @@ std::vector<ComparisonEntry> Entries(std::vector<double> rates) {
   for (size_t i = 0; i < rates.size(); ++i)
     out.push_back(
         {"q8", int(i),
-         ComparisonFigures::FromCompareJson(Compare(rates[i], int64_t(rates[i] * 100), 0.001 * double(i + 1), 90))});
+         ComparisonFigures::Of(ComparisonFromJson(Compare(rates[i], int64_t(rates[i] * 100), 0.001 * double(i + 1), 90)))});
   return out;
 }
 
@@ -115,7 +115,7 @@ namespace {
 TEST(ReplayRows, WrittenAndReadBackAndToleratedWhenMistyped) {
   ReplayDistance d;
   d.config = "q8";
-  d.figures = ComparisonFigures::FromCompareJson(Compare(0.02, 2, 0.003, 7));
+  d.figures = ComparisonFigures::Of(ComparisonFromJson(Compare(0.02, 2, 0.003, 7)));
   d.groups = {{"written", 60, 2, 0, 2.0 / 60, 0.004},
               {"tool_calls", 40, 1, 0, 0.025, 0.005},
               {"elsewhere", 40, 0, 7, 0, 0.001}};
