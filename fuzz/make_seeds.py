@@ -6,7 +6,7 @@ Seeds: captures written by flipscope (SmolLM2 over a short text, BF16; the manif
 and BF16) and by
 safetensors' own serializer (tests/ref/check_capture.py's sample, a truncated top-k capture),
 their manifests, the example transcript as JSON and JSONL and a token-id list, the example
-experiment files, a small GGUF written by the gguf package and a safetensors checkpoint. The
+experiment files, two results.json files of tests/data, a small GGUF written by the gguf package and a safetensors checkpoint. The
 results are committed; rerun this when a format changes. docs/reliability.md describes them.
 """
 import json
@@ -132,6 +132,13 @@ reconverge = 4
 """)
 
 
+def results_files():
+    # Results written by flipscope run: every part a run can have (v0.1.0) and an older layout.
+    for name in ("results-v0.1.0.json", "results-sample.json"):
+        with open(os.path.join(ROOT, "tests", "data", name)) as f:
+            out("fuzz_results", name, f.read())
+
+
 def gguf_file(tmp):
     import gguf
     path = os.path.join(tmp, "tiny.gguf")
@@ -182,6 +189,7 @@ def main(flipscope):
         python_captures(tmp)
         transcripts(tmp)
         experiments()
+        results_files()
         gguf_file(tmp)
         safetensors_checkpoint(tmp)
     finally:

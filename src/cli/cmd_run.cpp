@@ -115,16 +115,12 @@ Action DefineReport(CLI::App* cmd) {
   cmd->add_option("results", o->results, "results.json written by flipscope run")->required();
   cmd->add_option("-o,--output", o->outdir, "Folder for the report files")->required();
   return [o]() -> int {
-    auto text = ReadFile(o->results);
-    if (!text.ok()) return Fail(text.status());
-    nlohmann::json results = nlohmann::json::parse(*text, nullptr, false);
-    if (results.is_discarded() || !results.is_object() || !results.contains("configs") ||
-        !results["configs"].is_array())
-      return Fail(Status::Error(o->results + ": not a results.json written by flipscope run"));
+    auto results = ReadResultsFile(o->results);
+    if (!results.ok()) return Fail(results.status());
     std::error_code ec;
     std::filesystem::create_directories(o->outdir, ec);
     if (ec) return Fail(Status::Error(o->outdir + ": " + ec.message()));
-    if (Status st = WriteReport(ExperimentResults::FromJson(results), o->outdir); !st.ok()) return Fail(st);
+    if (Status st = WriteReport(*results, o->outdir); !st.ok()) return Fail(st);
     fmt::print("report: {}\n", (std::filesystem::path(o->outdir) / "report.html").string());
     return 0;
   };

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "results/read.h"
+#include "util/util.h"
 
 namespace flipscope {
 
@@ -233,6 +234,16 @@ ExperimentResults ExperimentResults::FromJson(const json& j) {
   if (read::Sub(j, "served").is_object()) r.served = ServedResults::FromJson(j["served"]);
   r.recipe = read::Sub(j, "recipe");
   return r;
+}
+
+Result<ExperimentResults> ReadResultsFile(const std::string& path) {
+  auto text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  const json doc = json::parse(*text, nullptr, false);
+  if (doc.is_discarded()) return Status::Error(path + ": not a results.json written by flipscope run (not JSON)");
+  if (!doc.is_object() || !read::Sub(doc, "configs").is_array())
+    return Status::Error(path + ": not a results.json written by flipscope run (no configs array)");
+  return ExperimentResults::FromJson(doc);
 }
 
 }  // namespace flipscope

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "results/results.h"
+#include "util/status.h"
 
 namespace flipscope {
 
@@ -136,5 +137,9 @@ struct ExperimentResults {
   // Reads a results document; never fails (what is missing stays empty).
   static ExperimentResults FromJson(const nlohmann::json& j);
 };
+
+// Reads a results.json file; an error names the file in one line (missing, not JSON, or not a
+// results document: no "configs" array).
+Result<ExperimentResults> ReadResultsFile(const std::string& path);
 
 }  // namespace flipscope
