@@ -16,7 +16,7 @@ namespace {
 using nlohmann::json;
 
 // A configuration's KV bytes per token; -1 when unknown (a server configuration).
-double Kv(const ConfigEntry& c) { return read::Opt<double>(c.fields, "kv_bytes_per_token").value_or(-1.0); }
+double Kv(const ConfigEntry& c) { return c.kv_bytes_per_token.value_or(-1.0); }
 
 // One configuration as the recipe weighs it.
 struct RecipeRow {
@@ -103,7 +103,7 @@ std::vector<RecipeRow> Rows(const ExperimentResults& results, const ModelInfo& m
                 s ? s->median_flip_rate : 0.0,
                 s ? s->kl_mean : 0.0,
                 Kv(c),
-                read::Get(c.fields, "model_file_size", 0.0)};
+                double(c.model_file_size.value_or(0))};
     if (s) r.flip = RateOf(*s);
     // Measured under served replay too: its served figures rank it (what a deployment computed).
     if ((r.served = results.served ? results.served->measured.Row(ServedName(r.name)) : nullptr))

@@ -36,14 +36,13 @@ std::string TokenCode(const std::string& text) { return "<code class=\"t\">" + E
 // Each repeat's capture time in whole seconds, or "reused" where a re-run took the capture an
 // earlier run had made (its time then is only the check's).
 std::string CaptureSeconds(const ConfigEntry& c) {
-  const json& secs = Sub(c.fields, "capture_seconds");
-  const json& reused = Sub(c.fields, "reused");
-  if (!secs.is_array()) return InlineText(secs);
+  if (!c.capture_seconds) return InlineText(Sub(c.fields, "capture_seconds"));  // absent, or as read
+  const std::vector<double>& secs = *c.capture_seconds;
   std::string out;
   for (size_t i = 0; i < secs.size(); ++i) {
-    const bool was_reused = reused.is_array() && i < reused.size() && reused[i].is_boolean() && reused[i].get<bool>();
+    const bool was_reused = c.reused && i < c.reused->size() && (*c.reused)[i];
     if (!out.empty()) out += ", ";
-    out += was_reused ? "reused" : secs[i].is_number() ? fmt::format("{:.0f} s", secs[i].get<double>()) : "—";
+    out += was_reused ? "reused" : fmt::format("{:.0f} s", secs[i]);
   }
   return out;
 }
@@ -277,8 +276,8 @@ std::string HtmlDisclosureSection(const ExperimentResults& r) {
   for (const ConfigEntry& c : r.measured.configs) {
     // The capture paths as read (a list that was not all paths stays in the entry's fields).
     const json& captures = Sub(c.fields, "captures").is_null() ? json(c.captures) : Sub(c.fields, "captures");
-    out += HtmlRow({E(c.name), E(StatusText(c)), "<code>" + E(Str(c.fields, "flags")) + "</code>",
-                    E(Count(Num(c.fields, "repeats"))), E(CaptureSeconds(c)),
+    out += HtmlRow({E(c.name), E(StatusText(c)), "<code>" + E(c.flags.value_or("")) + "</code>",
+                    E(Count(c.repeats ? std::optional<double>(double(*c.repeats)) : std::nullopt)), E(CaptureSeconds(c)),
                     "<small>" + E(InlineText(captures)) + "</small>"});
   }
   return out + "</tbody></table></div></section>";

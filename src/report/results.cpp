@@ -222,13 +222,13 @@ std::vector<ConfigRow> ConfigRows(const ExperimentResults& results) {
     if (c.name.empty()) continue;
     ConfigRow& r = row_for(c.name);
     r.config = &c;
-    r.description = Str(c.fields, "description");
+    r.description = c.description.value_or("");
     r.status = StatusText(c);
     r.state = FromName<ConfigStatus>(r.status).value_or(ConfigStatus::kFailed);
     r.reason = c.reason.value_or("");
-    r.flags = Str(c.fields, "flags");
+    r.flags = c.flags.value_or("");
     r.replay = ReplayOf(c);
-    r.kv_bytes_per_token = Num(c.fields, "kv_bytes_per_token");
+    r.kv_bytes_per_token = c.kv_bytes_per_token;
     if (r.kv_bytes_per_token && ctx) r.kv_bytes_at_context = *r.kv_bytes_per_token * *ctx;
   }
   for (const SummaryRow& s : results.measured.summary)

@@ -232,7 +232,7 @@ std::vector<Fact> RuntimeFacts(const ExperimentResults& r) {
   const json& engine = BaseEngine(r);
   const std::string base_path = Str(Sub(engine, "kernel_path"), "summary");
   return {{g, "Reference configuration", BaselineName(r), false},
-          {g, "Reference flags", base_cfg ? Str(base_cfg->fields, "flags") : "", true},
+          {g, "Reference flags", base_cfg ? base_cfg->flags.value_or("") : "", true},
           {g, "Reference knobs", base_cfg ? InlineText(Sub(base_cfg->fields, "knobs")) : "", true},
           {g, "Settings llama.cpp decided", DecidedByLlama(r), false},
           {g, "Engine", Str(engine, "engine"), false},

@@ -65,7 +65,7 @@ std::vector<std::string> CsvCells(const report::ConfigRow& row) {
           row.reason,
           row.description,
           row.flags,
-          CsvValue(report::Sub(cfg, "repeats")),
+          row.config && row.config->repeats ? CsvValue(json(*row.config->repeats)) : CsvValue(report::Sub(cfg, "repeats")),
           field([](const SummaryRow& s) { return s.median_flip_rate; }),
           ci ? CsvValue(json((*ci)[0])) : "",
           ci ? CsvValue(json((*ci)[1])) : "",

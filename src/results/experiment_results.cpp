@@ -40,6 +40,48 @@ json Without(const json& j, std::initializer_list<const char*> keys) {
   return out;
 }
 
+// Moves fields[key] into out when `is` accepts the value's JSON type exactly, so that writing
+// gives back the same bytes; a value of another type stays in fields.
+template <typename T, typename Is>
+void Take(json& fields, const char* key, std::optional<T>& out, Is is) {
+  auto it = fields.find(key);
+  if (it == fields.end() || !is(*it)) return;
+  out = it->template get<T>();
+  fields.erase(it);
+}
+bool IsString(const json& v) { return v.is_string(); }
+bool IsInteger(const json& v) { return v.is_number_integer(); }
+bool IsUnsigned(const json& v) { return v.is_number_unsigned(); }
+bool IsFloat(const json& v) { return v.is_number_float(); }
+bool IsBool(const json& v) { return v.is_boolean(); }
+// An array whose every element `is` accepts.
+template <typename Is>
+auto ListOf(Is is) {
+  return [is](const json& v) { return v.is_array() && std::all_of(v.begin(), v.end(), is); };
+}
+
+// The entry's typed facts into j (ConfigEntry::ToJson).
+void WriteFacts(const ConfigEntry& e, json& j) {
+  if (e.description) j["description"] = *e.description;
+  if (e.flags) j["flags"] = *e.flags;
+  if (e.repeats) j["repeats"] = *e.repeats;
+  if (e.capture_seconds) j["capture_seconds"] = *e.capture_seconds;
+  if (e.reused) j["reused"] = *e.reused;
+  if (e.kv_bytes_per_token) j["kv_bytes_per_token"] = *e.kv_bytes_per_token;
+  if (e.model_file_size) j["model_file_size"] = *e.model_file_size;
+}
+
+// The entry's typed facts out of its fields (ConfigEntry::FromJson).
+void TakeFacts(ConfigEntry& e) {
+  Take(e.fields, "description", e.description, IsString);
+  Take(e.fields, "flags", e.flags, IsString);
+  Take(e.fields, "repeats", e.repeats, IsInteger);
+  Take(e.fields, "capture_seconds", e.capture_seconds, ListOf(IsFloat));
+  Take(e.fields, "reused", e.reused, ListOf(IsBool));
+  Take(e.fields, "kv_bytes_per_token", e.kv_bytes_per_token, IsFloat);
+  Take(e.fields, "model_file_size", e.model_file_size, IsUnsigned);
+}
+
 }  // namespace
 
 json ConfigEntry::ToJson() const {
@@ -49,6 +91,7 @@ json ConfigEntry::ToJson() const {
   if (reason) j["reason"] = *reason;
   if (!j.contains("captures")) j["captures"] = captures;
   if (model_path) j["model_path"] = *model_path;
+  WriteFacts(*this, j);
   return j;
 }
 
@@ -66,6 +109,7 @@ ConfigEntry ConfigEntry::FromJson(const json& j) {
     for (const json& c : caps) e.captures.push_back(c.get<std::string>());
     e.fields.erase("captures");
   }
+  TakeFacts(e);
   return e;
 }
 

@@ -24,9 +24,17 @@ struct ConfigEntry {
   std::optional<std::string> reason;      // why it was refused or failed
   std::vector<std::string> captures;      // capture paths, one per repeat made, in repeat order
   std::optional<std::string> model_path;  // the model file it ran (requantized ones in OUT/models)
-  // Every other field as the experiment wrote it (description, changes, repeats, knobs, flags,
-  // engine, timings, capture_seconds, reused, kv_bytes_per_token, ...), and a typed field whose
-  // value could not be read, kept as it was.
+  // What the experiment file said of it and what its captures recorded; absent where an entry
+  // does not hold the field (or holds another type: then the value stays in fields, as read).
+  std::optional<std::string> description;
+  std::optional<std::string> flags;  // the settings it ran with, as llama.cpp flags (effective values)
+  std::optional<int64_t> repeats;    // captures asked for
+  std::optional<std::vector<double>> capture_seconds;  // each repeat's capture, wall seconds
+  std::optional<std::vector<bool>> reused;             // each repeat's capture was an earlier run's
+  std::optional<double> kv_bytes_per_token;            // KV cache bytes per token of context
+  std::optional<uint64_t> model_file_size;             // bytes of the model file it ran
+  // Every other field as the experiment wrote it (changes, knobs, engine, timings, ...), and a
+  // typed field whose value could not be read, kept as it was.
   nlohmann::json fields = nlohmann::json::object();
 
   // Whether its captures all ran.

@@ -37,6 +37,21 @@ TEST(ExperimentResults, AFileTheExperimentWroteRoundTripsByteForByte) {
   EXPECT_TRUE(r.measured.configs[0].Ok());
   EXPECT_EQ(r.measured.configs[0].captures.size(), 2u);
   EXPECT_FALSE(r.measured.comparisons.empty());
+  // Comparisons and a configuration's facts are typed: nothing of them is left as unknown.
+  for (const ComparisonRecord& c : r.measured.comparisons) {
+    ASSERT_TRUE(c.compare);
+    EXPECT_TRUE(c.compare->extra.empty()) << c.compare->extra.dump();
+    EXPECT_EQ(c.compare->overall.probes, c.entry.figures.probes);
+    EXPECT_FALSE(c.compare->windows.empty());
+  }
+  const ConfigEntry& base = r.measured.configs[0];
+  EXPECT_TRUE(base.description && base.flags && base.kv_bytes_per_token && base.model_file_size);
+  EXPECT_EQ(base.repeats.value_or(0), 2);
+  ASSERT_TRUE(base.capture_seconds && base.reused);
+  EXPECT_EQ(base.capture_seconds->size(), 2u);
+  for (const char* key : {"description", "flags", "repeats", "capture_seconds", "reused", "kv_bytes_per_token",
+                          "model_file_size"})
+    EXPECT_FALSE(base.fields.contains(key)) << key;
   EXPECT_TRUE(r.measured.floor);
   EXPECT_FALSE(r.measured.summary.empty());
   ASSERT_TRUE(r.measured.branches);
@@ -65,6 +80,30 @@ TEST(ExperimentResults, UnknownAndMistypedPartsAreKeptAsRead) {
   const json back = r.ToJson();
   EXPECT_EQ(back["future_part"], doc["future_part"]);
   EXPECT_EQ(back["configs"][0], doc["configs"][0]);
+
+  // A fact of another type than this version writes stays in fields and is written back as read;
+  // an integer where a float is written is not turned into one.
+  const json facts = {{"name", "b"},           {"model_file_size", "unknown"}, {"kv_bytes_per_token", 23040},
+                      {"repeats", 2},          {"capture_seconds", {1.5, 2}},  {"reused", {false, true}},
+                      {"flags", nullptr}};
+  const ConfigEntry e = ConfigEntry::FromJson(facts);
+  EXPECT_FALSE(e.model_file_size);
+  EXPECT_FALSE(e.kv_bytes_per_token);
+  EXPECT_FALSE(e.capture_seconds);
+  EXPECT_FALSE(e.flags);
+  EXPECT_EQ(e.repeats.value_or(0), 2);
+  ASSERT_TRUE(e.reused);
+  EXPECT_TRUE((*e.reused)[1]);
+  json written = e.ToJson();
+  written.erase("captures");
+  EXPECT_EQ(written.dump(), facts.dump());
+
+  // A compare document's field this version does not know is kept and written back.
+  json cmp = {{"config", "b"}, {"repeat", 0}, {"compare", {{"future_figure", {1, 2}}, {"window", 64}}}};
+  const ComparisonRecord c = ComparisonRecord::FromJson(cmp);
+  ASSERT_TRUE(c.compare);
+  EXPECT_EQ(c.compare->window, 64);
+  EXPECT_EQ(c.ToJson()["compare"]["future_figure"], cmp["compare"]["future_figure"]);
 }
 
 TEST(ExperimentResults, ReadingNeverFails) {
