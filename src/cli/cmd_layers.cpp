@@ -13,23 +13,18 @@ namespace flipscope::cli {
 
 namespace {
 
-void PrintSummary(const nlohmann::json& out) {
-  const auto& cfg = out["config"];
-  const auto& s = out["summary"];
-  const auto& b = s["births"];
+void PrintSummary(const LayersResult& out) {
+  const LayersSummary s = Summarize(out);
   fmt::print("{} of {} flips recomputed over {} layers ({}); every final row reproduced its capture's digest\n",
-             cfg["flips_compared"].get<int64_t>(), cfg["flips_available"].get<int64_t>(), cfg["n_layer"].get<int>(),
-             cfg["architecture"].get<std::string>());
-  fmt::print("born in attention {}, in the MLP {}, at the embedding {}, no jump {}\n", b["attention"].get<int>(),
-             b["mlp"].get<int>(), b["embedding"].get<int>(), b["none"].get<int>());
-  for (const auto& l : s["birth_layers"])
-    if (l["attention"].get<int>() + l["mlp"].get<int>() > 0)
-      fmt::print("  layer {:>3}: attention {:>4}  mlp {:>4}\n", l["layer"].get<int>(), l["attention"].get<int>(),
-                 l["mlp"].get<int>());
-  const auto& j = s["largest_jumps"];
-  fmt::print("after the birth, the largest growth is in attention for {}, in the MLP for {} flips\n",
-             j["attention"].get<int>(), j["mlp"].get<int>());
-  fmt::print("median relative difference of the logits at the flips: {:.4g}\n", s["median_logits_rel"].get<double>());
+             out.flips_compared, out.flips_available, out.n_layer, out.architecture);
+  fmt::print("born in attention {}, in the MLP {}, at the embedding {}, no jump {}\n", s.born_attention, s.born_mlp,
+             s.born_embedding, s.born_none);
+  for (size_t l = 0; l < s.birth_layers.size(); ++l)
+    if (s.birth_layers[l][0] + s.birth_layers[l][1] > 0)
+      fmt::print("  layer {:>3}: attention {:>4}  mlp {:>4}\n", l, s.birth_layers[l][0], s.birth_layers[l][1]);
+  fmt::print("after the birth, the largest growth is in attention for {}, in the MLP for {} flips\n", s.jump_attention,
+             s.jump_mlp);
+  fmt::print("median relative difference of the logits at the flips: {:.4g}\n", s.median_logits_rel);
 }
 
 Status CheckFolder(const std::string& path) {
@@ -72,7 +67,8 @@ Action DefineLayers(CLI::App* cmd) {
     if (!out.ok())
       return Fail(
           FieldsAsFlags(out.status(), {{"max_flips", "--max-flips"}, {"jump", "--jump"}, {"floor", "--floor"}}));
-    Status st = WriteFileAtomic(o->out, out->dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    Status st =
+        WriteFileAtomic(o->out, ToJson(*out).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     if (st.ok() && !o->html.empty()) st = WriteFileAtomic(o->html, RenderLayersHtml(*out));
     if (!st.ok()) return Fail(st);
     PrintSummary(*out);

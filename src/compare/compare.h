@@ -109,9 +109,6 @@ double FullMargin(std::span<const float> row, const RowSummary& s, int32_t argma
 
 // The 95% Wilson score interval of k successes in n trials; {0, 1} when n == 0.
 std::pair<double, double> WilsonInterval(int64_t k, int64_t n, double z = 1.959963984540054);
-// Percentile q in [0, 100] of sorted values by linear interpolation (numpy's default and
-// llama-perplexity's rule); NaN when empty.
-double Percentile(std::span<const double> sorted, double q);
 
 // Statistics of a set of KL values (any order); all zero when empty.
 KlStats ComputeKlStats(std::vector<double> values);

@@ -13,15 +13,6 @@ namespace compare {
 
 std::pair<double, double> WilsonInterval(int64_t k, int64_t n, double z) { return WilsonScore(double(k), double(n), z); }
 
-double Percentile(std::span<const double> sorted, double q) {
-  if (sorted.empty()) return kNaN;
-  const double pos = q / 100.0 * double(sorted.size() - 1);
-  const size_t lo = size_t(std::floor(pos));
-  const size_t hi = std::min(lo + 1, sorted.size() - 1);
-  const double frac = pos - double(lo);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * frac;
-}
-
 KlStats ComputeKlStats(std::vector<double> values) {
   KlStats s;
   if (values.empty()) return s;

@@ -29,18 +29,19 @@ std::string Unsupported(const ConfigSpec& c) {
 }
 
 // The kept result for these captures and settings, if it is newer than both captures.
-std::optional<nlohmann::json> Kept(const std::string& path, const std::string& base, const std::string& cand,
-                                   const LayersSettings& s) {
+std::optional<LayersResult> Kept(const std::string& path, const std::string& base, const std::string& cand,
+                                 const LayersSettings& s) {
   std::error_code ec;
   auto t = fs::last_write_time(path, ec);
   if (ec || t < fs::last_write_time(base, ec) || ec || t < fs::last_write_time(cand, ec) || ec) return std::nullopt;
   auto text = ReadFile(path);
   if (!text.ok()) return std::nullopt;
-  auto j = nlohmann::json::parse(*text, nullptr, false);
-  if (!j.is_object() || j.value("max_flips", -1) != s.options.max_flips ||
-      j.value("exact", !s.options.exact) != s.options.exact)
+  const auto j = nlohmann::json::parse(*text, nullptr, false);
+  if (!j.is_object()) return std::nullopt;
+  LayersResult r = LayersResultFromJson(j);
+  if (r.max_flips.value_or(-1) != s.options.max_flips || r.exact_asked.value_or(!s.options.exact) != s.options.exact)
     return std::nullopt;
-  return j;
+  return r;
 }
 
 }  // namespace
@@ -67,7 +68,7 @@ Status LayersAll(const Experiment& exp, ExperimentResults& results, const RunOpt
     }
     const std::string& cand = c.captures[0];
     const std::string kept_path = (dir / (c.name + ".json")).string();
-    std::optional<nlohmann::json> got = Kept(kept_path, base, cand, exp.layers);
+    std::optional<LayersResult> got = Kept(kept_path, base, cand, exp.layers);
     if (!got) {
       opts.log.Info(fmt::format("  recomputing the flips of {} layer by layer", c.name));
       LayersRequest req{base, cand, {}};
@@ -79,13 +80,13 @@ Status LayersAll(const Experiment& exp, ExperimentResults& results, const RunOpt
         out.push_back(std::move(entry));
         continue;
       }
-      got = *r;
-      (*got)["max_flips"] = exp.layers.options.max_flips;
-      (*got)["exact"] = exp.layers.options.exact;
+      got = std::move(*r);
+      got->max_flips = exp.layers.options.max_flips;
+      got->exact_asked = exp.layers.options.exact;
       std::error_code ec;
       fs::create_directories(dir, ec);
       FS_RETURN_IF_ERROR(
-          WriteFileAtomic(kept_path, got->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
+          WriteFileAtomic(kept_path, ToJson(*got).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
     }
     entry.result = std::move(*got);
     out.push_back(std::move(entry));

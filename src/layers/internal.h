@@ -56,9 +56,7 @@ class Collector {
 };
 
 // One record per flip: each point's comparison and the birth (docs/layers.md).
-nlohmann::json FlipsJson(const std::vector<Flip>& flips, const Collector& col, int n_layer, const LayersOptions& o,
-                         const std::function<std::string(int32_t)>& detok);
-// Birth counts (attention against MLP, per layer) and per-layer medians over the flip records.
-nlohmann::json SummaryJson(const nlohmann::json& flips, int n_layer);
+std::vector<LayersFlip> FlipRecords(const std::vector<Flip>& flips, const Collector& col, int n_layer,
+                                    const LayersOptions& o, const std::function<std::string(int32_t)>& detok);
 
 }  // namespace flipscope::layers

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "results/layers_result.h"
 #include "util/status.h"
 #include "util/util.h"
 
@@ -30,17 +31,6 @@ struct LayersRequest {
   LayersOptions options;
 };
 
-// The graph tensors that hold one layer's sub-block outputs, as llama.cpp names them ("{}" is
-// the layer), plus the embedding and the final norm around the layers.
-struct LayerTaps {
-  std::string embedding;   // the residual stream entering layer 0 (llama: its attention norm);
-                           // the first tapped tensor of every ubatch (TensorTap::ubatch_marker)
-  std::string attn_out;    // what attention adds to the residual stream
-  std::string attn_resid;  // the residual stream after attention
-  std::string mlp_out;     // what the MLP adds
-  std::string layer_out;   // the residual stream after the layer
-  std::string final_norm;  // the output norm (input of the logits' matrix product)
-};
 // The taps of an architecture (llama, gemma3); an error names the architecture otherwise.
 Result<LayerTaps> TapsFor(const std::string& architecture);
 
@@ -51,11 +41,7 @@ enum class LayerPart { kAttnOut = 0, kAttnResid = 1, kMlpOut = 2, kLayerOut = 3 
 inline int PointIndex(int layer, LayerPart part) { return 1 + 4 * layer + int(part); }
 inline int PointCount(int n_layer) { return 2 + 4 * n_layer; }
 
-// Two rows compared in FP64: ||a - b|| / ||a|| (0 when both are zero) and their cosine.
-struct RowDiff {
-  double rel = 0;
-  double cosine = 1;
-};
+// Two rows compared in FP64 (RowDiff, results/layers_result.h).
 // Contract: a and b have the same length.
 RowDiff DiffRows(std::span<const float> a, std::span<const float> b);
 // The same with an FP64 reference row a (the exact engine's).
@@ -66,9 +52,8 @@ RowDiff DiffRows(std::span<const double> a, std::span<const float> b);
 // Returns the first index whose difference is >= floor and > jump x the largest before it, or -1.
 int BirthIndex(std::span<const double> stream, double jump, double floor);
 
-// Recomputes both captures at their flips and compares every layer. Returns {"config": {...},
-// "flips": [...], "summary": {...}} (docs/layers.md); fails when a recomputed final row does
-// not have its capture's digest.
-Result<nlohmann::json> RunLayers(const LayersRequest& req);
+// Recomputes both captures at their flips and compares every layer (the document: ToJson,
+// docs/layers.md); fails when a recomputed final row does not have its capture's digest.
+Result<LayersResult> RunLayers(const LayersRequest& req);
 
 }  // namespace flipscope

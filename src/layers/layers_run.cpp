@@ -111,14 +111,9 @@ Result<json> RunExact(const Side& base, const std::vector<Flip>& flips, layers::
   return json{{"model", base.replay.model_path}, {"engine", (*engine)->Describe()}, {"seconds", NowSeconds() - t0}};
 }
 
-json SideJson(const Side& s) {
-  return {{"capture", s.cap->path()},
-          {"model", s.replay.model_path},
-          {"model_sha256", s.replay.model_sha256},
-          {"knobs", s.replay.knobs.ToJson()},
-          {"flags", s.replay.knobs.ToFlags()},
-          {"rows_checked", s.rows_checked},
-          {"seconds", s.seconds}};
+LayersSide SideOf(const Side& s) {
+  return {s.cap->path(),         s.replay.model_path, s.replay.model_sha256, s.replay.knobs.ToFlags(),
+          s.replay.knobs.ToJson(), s.rows_checked,    s.seconds};
 }
 
 // Opens both captures of req and what re-running them takes; refuses a served-replay capture and
@@ -141,15 +136,9 @@ Status OpenSides(const LayersRequest& req, Side (&sides)[2]) {
   return CheckSameWorkloadAndArchitecture(*sides[0].cap, *sides[1].cap);
 }
 
-// The graph tensors read per layer, by their llama.cpp names.
-json TapsJson(const LayerTaps& taps) {
-  return {{"embedding", taps.embedding}, {"attn_out", taps.attn_out},   {"attn_resid", taps.attn_resid},
-          {"mlp_out", taps.mlp_out},     {"layer_out", taps.layer_out}, {"final_norm", taps.final_norm}};
-}
-
 }  // namespace
 
-Result<json> RunLayers(const LayersRequest& req) {
+Result<LayersResult> RunLayers(const LayersRequest& req) {
   const LayersOptions& o = req.options;
   if (o.max_flips < 0) return Status::InvalidArgument("max_flips must be >= 0");
   if (!(o.jump > 1)) return Status::InvalidArgument("jump must be > 1");
@@ -175,20 +164,14 @@ Result<json> RunLayers(const LayersRequest& req) {
   FS_RETURN_IF_ERROR(RunPass(sides[1], flips, names, taps->embedding, col.CompareCand(), o.log.bars));
 
   auto detok = LoadDetokenizer(sides[0].replay.model_path);
-  json out;
-  out["config"] = {{"base", SideJson(sides[0])},
-                   {"cand", SideJson(sides[1])},
-                   {"architecture", arch},
-                   {"n_layer", n_layer},
-                   {"taps", TapsJson(*taps)},
-                   {"jump", o.jump},
-                   {"floor", o.floor},
-                   {"flips_available", available},
-                   {"flips_compared", flips.size()},
-                   {"exact", exact_cfg},
-                   {"rows_peak_bytes", col.peak_bytes()}};
-  out["flips"] = layers::FlipsJson(flips, col, n_layer, o, detok.ok() ? *detok : nullptr);
-  out["summary"] = layers::SummaryJson(out["flips"], n_layer);
+  LayersResult out;
+  out.base = SideOf(sides[0]), out.cand = SideOf(sides[1]);
+  out.architecture = arch, out.n_layer = n_layer, out.taps = *taps;
+  out.jump = o.jump, out.floor = o.floor;
+  out.flips_available = available, out.flips_compared = int64_t(flips.size());
+  out.exact = exact_cfg;
+  out.rows_peak_bytes = int64_t(col.peak_bytes());
+  out.flips = layers::FlipRecords(flips, col, n_layer, o, detok.ok() ? *detok : nullptr);
   return out;
 }
 

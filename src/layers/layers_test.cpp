@@ -70,7 +70,7 @@ nlohmann::json Layers(const std::string& base, const std::string& cand) {
   req.options.log.bars = false;
   auto out = RunLayers(req);
   EXPECT_TRUE(out.ok()) << out.status().message();
-  return out.ok() ? *out : nlohmann::json();
+  return out.ok() ? ToJson(*out) : nlohmann::json();  // the document (docs/layers.md)
 }
 
 // Every flip is born at (layer, block), and nothing before that sub-block differs at all.
@@ -270,8 +270,9 @@ TEST(RunLayers, EachSideAgainstTheExactReference) {
   LayersRequest req{Capture(d, d + "/base.gguf", "base", "f32"), Capture(d, d + "/cand.gguf", "cand", "f32"), {}};
   req.options.log.bars = false;
   req.options.exact = true;
-  auto out = RunLayers(req);
-  ASSERT_TRUE(out.ok()) << out.status().message();
+  auto got = RunLayers(req);
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  const std::optional<nlohmann::json> out = ToJson(*got);  // the document (docs/layers.md)
   ASSERT_GT((*out)["flips"].size(), 0u);
   for (const auto& f : (*out)["flips"]) {
     const auto& base = f["vs_exact"]["base"];

@@ -8,11 +8,6 @@
 
 namespace flipscope::layers {
 namespace {
-using json = nlohmann::json;
-
-constexpr const char* kPartKeys[] = {"attn_out", "attn_resid", "mlp_out", "layer_out"};
-
-json DiffJson(const RowDiff& d) { return {{"rel", d.rel}, {"cosine", d.cosine}}; }
 
 // The residual stream's relative differences: the embedding, then after each sub-block.
 std::vector<double> Stream(const Collector& col, size_t f, int n_layer) {
@@ -24,38 +19,31 @@ std::vector<double> Stream(const Collector& col, size_t f, int n_layer) {
   return s;
 }
 
-json Where(int at) {
-  return {{"layer", at == 0 ? -1 : (at - 1) / 2},
-          {"block", at == 0 ? "embedding" : (at % 2 == 1 ? "attention" : "mlp")}};
+StreamPlace Where(int at) {
+  return {at == 0 ? -1 : (at - 1) / 2, at == 0 ? "embedding" : (at % 2 == 1 ? "attention" : "mlp")};
 }
 
-json BirthJson(std::span<const double> stream, int at) {
-  if (at < 0) return nullptr;
-  json b = Where(at);
-  b["rel"] = stream[size_t(at)];
-  b["level_before"] = at == 0 ? 0 : *std::max_element(stream.begin(), stream.begin() + at);
-  return b;
+// The birth of a flip at stream index `at` (none for -1), with its size and the level before it.
+void SetBirth(std::span<const double> stream, int at, LayersFlip& f) {
+  if (at < 0) return;
+  f.birth = Where(at);
+  f.birth_rel = stream[size_t(at)];
+  f.birth_level_before = at == 0 ? 0 : *std::max_element(stream.begin(), stream.begin() + at);
 }
 
 // After the birth, the sub-block that multiplies the largest difference so far the most: where
-// a difference that began elsewhere is amplified (null without a birth or a later growth).
-json LargestJumpJson(std::span<const double> stream, int birth) {
-  if (birth < 0) return nullptr;
+// a difference that began elsewhere is amplified (none without a birth or a later growth).
+void SetLargestJump(std::span<const double> stream, int birth, LayersFlip& f) {
+  if (birth < 0) return;
   double level = *std::max_element(stream.begin(), stream.begin() + birth + 1), best = 1;
   int at = -1;
   for (size_t i = size_t(birth) + 1; i < stream.size(); ++i) {
     if (level > 0 && stream[i] / level > best) best = stream[i] / level, at = int(i);
     level = std::max(level, stream[i]);
   }
-  if (at < 0) return nullptr;
-  json j = Where(at);
-  j["factor"] = best;
-  return j;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : compare::Percentile(v, 50);
+  if (at < 0) return;
+  f.largest_jump = Where(at);
+  f.largest_jump_factor = best;
 }
 
 }  // namespace
@@ -128,94 +116,38 @@ RowFn Collector::CompareCand() {
 }
 
 // One side's relative differences from the exact rows at every point of flip f.
-json VsExactJson(const Collector& col, int side, size_t f, int n_layer) {
-  json layers = json::array();
+LayersFlip::VsExact VsExactOf(const Collector& col, int side, size_t f, int n_layer) {
+  LayersFlip::VsExact v{col.vs_exact(side, f, 0).rel, col.vs_exact(side, f, PointCount(n_layer) - 1).rel, {}};
   for (int l = 0; l < n_layer; ++l) {
-    json one = {{"layer", l}};
-    for (int k = 0; k < 4; ++k) one[kPartKeys[k]] = col.vs_exact(side, f, PointIndex(l, LayerPart(k))).rel;
-    layers.push_back(one);
+    std::array<double, 4> one{};
+    for (int k = 0; k < 4; ++k) one[size_t(k)] = col.vs_exact(side, f, PointIndex(l, LayerPart(k))).rel;
+    v.layers.push_back(one);
   }
-  return {{"embedding", col.vs_exact(side, f, 0).rel},
-          {"layers", layers},
-          {"final_norm", col.vs_exact(side, f, PointCount(n_layer) - 1).rel}};
+  return v;
 }
 
-json FlipsJson(const std::vector<Flip>& flips, const Collector& col, int n_layer, const LayersOptions& o,
-               const std::function<std::string(int32_t)>& detok) {
-  json out = json::array();
+std::vector<LayersFlip> FlipRecords(const std::vector<Flip>& flips, const Collector& col, int n_layer,
+                                    const LayersOptions& o, const std::function<std::string(int32_t)>& detok) {
+  std::vector<LayersFlip> out;
   for (size_t f = 0; f < flips.size(); ++f) {
-    json layers = json::array();
+    LayersFlip rec;
+    rec.position = flips[f].position, rec.base_token = flips[f].base_token, rec.cand_token = flips[f].cand_token;
     for (int l = 0; l < n_layer; ++l) {
-      json one = {{"layer", l}};
-      for (int k = 0; k < 4; ++k) one[kPartKeys[k]] = DiffJson(col.diff(f, PointIndex(l, LayerPart(k))));
-      layers.push_back(one);
+      std::array<RowDiff, 4> one;
+      for (int k = 0; k < 4; ++k) one[size_t(k)] = col.diff(f, PointIndex(l, LayerPart(k)));
+      rec.layers.push_back(one);
     }
+    rec.embedding = col.diff(f, 0);
+    rec.final_norm = col.diff(f, PointCount(n_layer) - 1);
+    rec.logits = col.diff(f, kLogitsPoint);
     std::vector<double> stream = Stream(col, f, n_layer);
     const int birth = BirthIndex(stream, o.jump, o.floor);
-    json rec = {{"position", flips[f].position},
-                {"base_token", flips[f].base_token},
-                {"cand_token", flips[f].cand_token},
-                {"embedding", DiffJson(col.diff(f, 0))},
-                {"layers", layers},
-                {"final_norm", DiffJson(col.diff(f, PointCount(n_layer) - 1))},
-                {"logits", DiffJson(col.diff(f, kLogitsPoint))},
-                {"birth", BirthJson(stream, birth)},
-                {"largest_jump", LargestJumpJson(stream, birth)}};
+    SetBirth(stream, birth, rec);
+    SetLargestJump(stream, birth, rec);
     if (col.has_exact())
-      rec["vs_exact"] = {{"base", VsExactJson(col, 0, f, n_layer)}, {"cand", VsExactJson(col, 1, f, n_layer)}};
-    if (detok) {
-      rec["base_text"] = detok(flips[f].base_token);
-      rec["cand_text"] = detok(flips[f].cand_token);
-    }
+      rec.vs_exact = std::array<LayersFlip::VsExact, 2>{VsExactOf(col, 0, f, n_layer), VsExactOf(col, 1, f, n_layer)};
+    if (detok) rec.base_text = detok(flips[f].base_token), rec.cand_text = detok(flips[f].cand_token);
     out.push_back(std::move(rec));
-  }
-  return out;
-}
-
-json SummaryJson(const json& flips, int n_layer) {
-  json births = {{"embedding", 0}, {"attention", 0}, {"mlp", 0}, {"none", 0}};
-  json by_layer = json::array();
-  for (int l = 0; l < n_layer; ++l) by_layer.push_back({{"layer", l}, {"attention", 0}, {"mlp", 0}});
-  for (const json& f : flips) {
-    const json& b = f["birth"];
-    if (b.is_null()) {
-      births["none"] = births["none"].get<int>() + 1;
-      continue;
-    }
-    const std::string block = b["block"];
-    births[block] = births[block].get<int>() + 1;
-    if (int l = b["layer"]; l >= 0) by_layer[size_t(l)][block] = by_layer[size_t(l)][block].get<int>() + 1;
-  }
-  json jumps = {{"attention", 0}, {"mlp", 0}, {"none", 0}};
-  for (const json& f : flips) {
-    const std::string k = f["largest_jump"].is_null() ? "none" : f["largest_jump"]["block"].get<std::string>();
-    jumps[k] = jumps[k].get<int>() + 1;
-  }
-  json median = json::object();
-  for (const char* key : kPartKeys) {
-    json per_layer = json::array();
-    for (int l = 0; l < n_layer; ++l) {
-      std::vector<double> v;
-      for (const json& f : flips) v.push_back(f["layers"][size_t(l)][key]["rel"].get<double>());
-      per_layer.push_back(Median(v));
-    }
-    median[key] = per_layer;
-  }
-  std::vector<double> logits;
-  for (const json& f : flips) logits.push_back(f["logits"]["rel"].get<double>());
-  json out = {{"flips", flips.size()},  {"births", births},     {"birth_layers", by_layer},
-              {"largest_jumps", jumps}, {"median_rel", median}, {"median_logits_rel", Median(logits)}};
-  if (!flips.empty() && flips[0].contains("vs_exact")) {
-    // Per side, the median over flips of the residual stream's distance from the exact value.
-    for (const char* side : {"base", "cand"}) {
-      json per_layer = json::array();
-      for (int l = 0; l < n_layer; ++l) {
-        std::vector<double> v;
-        for (const json& f : flips) v.push_back(f["vs_exact"][side]["layers"][size_t(l)]["layer_out"].get<double>());
-        per_layer.push_back(Median(v));
-      }
-      out["vs_exact_median_layer_out"][side] = per_layer;
-    }
   }
   return out;
 }

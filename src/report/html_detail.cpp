@@ -57,8 +57,8 @@ std::string LayersAnchor(const ExperimentResults& r, const std::string& config, 
   const std::vector<LayersRecord>& all = *r.layers;
   for (size_t k = 0; k < all.size(); ++k) {
     if (all[k].config != config || !all[k].result) continue;
-    for (const json& f : Sub(*all[k].result, "flips"))
-      if (Int(f, "position", -1) == position) return fmt::format("layers-{}-p{}", k, position);
+    for (const LayersFlip& f : all[k].result->flips)
+      if (f.position == position) return fmt::format("layers-{}-p{}", k, position);
   }
   return "";
 }

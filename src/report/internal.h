@@ -47,7 +47,7 @@ std::string Small(std::optional<double> v);
 // Integer with thousands separators: 40000 -> "40,000" ("—" when absent).
 std::string Count(std::optional<double> v);
 // "6 of 14 flips" where a layers document looked into a subset of a pair's flips, else "14 flips".
-std::string FlipsOf(const nlohmann::json& layers);
+std::string FlipsOf(const LayersResult& layers);
 
 // A figure that NaN marks as absent (a truncated capture cannot give it), as an optional.
 inline std::optional<double> Figure(double v) { return v == v ? std::optional<double>(v) : std::nullopt; }
@@ -134,10 +134,10 @@ std::string RenderSvgChart(const Chart& chart);
 // difference against the layer, one thin line per flip and the median bold; one flip's own
 // chart; and a self-contained page with both and the birth counts.
 // id names the chart's SVG elements (unique in a page); id_prefix goes before a flip's own ids.
-std::string RenderLayersChart(const nlohmann::json& layers, const std::string& id = "layers");
-std::string RenderFlipLayersChart(const nlohmann::json& layers, size_t flip_index, const std::string& id_prefix = "");
+std::string RenderLayersChart(const LayersResult& layers, const std::string& id = "layers");
+std::string RenderFlipLayersChart(const LayersResult& layers, size_t flip_index, const std::string& id_prefix = "");
 // One flip of the layers document as one line of HTML: tokens, birth, largest growth, logits' difference.
-std::string FlipLayersLine(const nlohmann::json& flip);
+std::string FlipLayersLine(const LayersFlip& flip);
 // The experiment report's section for results["layers"] (the [layers] table): per configuration
 // the birth counts, the small-multiples chart and each flip's own chart; "" when there are none.
 std::string HtmlLayersSection(const ExperimentResults& results);

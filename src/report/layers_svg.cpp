@@ -12,29 +12,26 @@
 namespace flipscope::report {
 namespace {
 
-using json = nlohmann::json;
-
 struct Panel {
-  const char* key;
+  size_t part;  // the layer point (kLayerPartKeys order)
   const char* title;
 };
-constexpr Panel kPanels[] = {
-    {"attn_out", "attention output"}, {"mlp_out", "MLP output"}, {"layer_out", "residual stream after the layer"}};
+constexpr Panel kPanels[] = {{0, "attention output"}, {2, "MLP output"}, {3, "residual stream after the layer"}};
 constexpr double kPanelW = 236, kPanelH = 190, kGap = 20, kLeft = 58, kTop = 44, kBottom = 36;
 
 // One line's values per layer for one panel.
-std::vector<double> LineOf(const json& flip, const char* key) {
+std::vector<double> LineOf(const LayersFlip& flip, size_t part) {
   std::vector<double> v;
-  for (const json& l : flip["layers"]) v.push_back(l[key].value("rel", 0.0));
+  for (const auto& l : flip.layers) v.push_back(l[part].rel);
   return v;
 }
 
 // Decades lo..hi covering every positive value; values <= 0 are drawn on the bottom edge.
-std::pair<int, int> Decades(const json& flips) {
+std::pair<int, int> Decades(const std::vector<LayersFlip>& flips) {
   double lo = INFINITY, hi = 0;
-  for (const json& f : flips)
+  for (const LayersFlip& f : flips)
     for (const Panel& p : kPanels)
-      for (double v : LineOf(f, p.key))
+      for (double v : LineOf(f, p.part))
         if (v > 0 && std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
   if (hi == 0) return {-6, -3};
   int d0 = int(std::floor(std::log10(lo))), d1 = int(std::ceil(std::log10(hi)));
@@ -78,11 +75,11 @@ std::string Axes(const Frame& f, const Panel& p) {
 }
 
 // The per-layer median over flips of one panel's values.
-std::vector<double> MedianLine(const json& flips, const char* key, size_t n_layer) {
+std::vector<double> MedianLine(const std::vector<LayersFlip>& flips, size_t part, size_t n_layer) {
   std::vector<double> med;
   for (size_t l = 0; l < n_layer; ++l) {
     std::vector<double> v;
-    for (const json& f : flips) v.push_back(f["layers"][l][key].value("rel", 0.0));
+    for (const LayersFlip& f : flips) v.push_back(l < f.layers.size() ? f.layers[l][part].rel : 0.0);
     std::sort(v.begin(), v.end());
     med.push_back(v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2);
   }
@@ -90,8 +87,8 @@ std::vector<double> MedianLine(const json& flips, const char* key, size_t n_laye
 }
 
 // Small multiples over `flips` (one thin line each); with bold_median the median is drawn bold.
-std::string Multiples(const std::string& id, const std::string& title, const std::string& desc, const json& flips,
-                      size_t n_layer, bool bold_median) {
+std::string Multiples(const std::string& id, const std::string& title, const std::string& desc,
+                      const std::vector<LayersFlip>& flips, size_t n_layer, bool bold_median) {
   auto [d0, d1] = Decades(flips);
   const double width = kLeft + 3 * kPanelW + 2 * kGap + 12, height = kTop + kPanelH + kBottom + 8;
   std::string out = fmt::format(
@@ -109,44 +106,38 @@ std::string Multiples(const std::string& id, const std::string& title, const std
     const char* thin = bold_median ? R"(stroke="#0072B2" stroke-opacity="0.35" stroke-width="0.8")"
                                    : R"(stroke="#D55E00" stroke-width="1.8")";
     out += "<g class=\"series\">";  // one panel's lines (the report checker counts series)
-    for (const json& fl : flips)
+    for (const LayersFlip& fl : flips)
       out += fmt::format(R"(<path d="{}" fill="none" {}><title>position {}</title></path>)",
-                         Path(f, LineOf(fl, kPanels[i].key)), thin, fl.value("position", 0));
+                         Path(f, LineOf(fl, kPanels[i].part)), thin, fl.position);
     if (bold_median)
       out += fmt::format(R"(<path d="{}" fill="none" stroke="#000" stroke-width="2.6"><title>median</title></path>)",
-                         Path(f, MedianLine(flips, kPanels[i].key, n_layer)));
+                         Path(f, MedianLine(flips, kPanels[i].part, n_layer)));
     out += "</g>";
   }
   return out + "</svg>";
 }
 
-std::string Label(const json& layers) {
-  const json& c = layers["config"];
-  return fmt::format("{} against {}", c["cand"].value("flags", std::string("?")),
-                     c["base"].value("flags", std::string("?")));
+std::string Label(const LayersResult& layers) {
+  return fmt::format("{} against {}", Or(layers.cand.flags), Or(layers.base.flags));
 }
 
 }  // namespace
 
-std::string FlipsOf(const json& layers) {
-  const json& cfg = Sub(layers, "config");
-  const int shown = Int(cfg, "flips_compared", int(Sub(layers, "flips").size()));
-  const int available = Int(cfg, "flips_available", shown);
+std::string FlipsOf(const LayersResult& layers) {
+  // A document that does not say how many it compared compared the flips it lists.
+  const int64_t shown = layers.flips_compared > 0 ? layers.flips_compared : int64_t(layers.flips.size());
+  const int64_t available = std::max(layers.flips_available, shown);
   return available > shown ? fmt::format("{} of {} flips", shown, available) : fmt::format("{} flips", shown);
 }
 
-std::string FlipLayersLine(const json& f) {
-  const json& birth = f["birth"];
-  std::string born = birth.is_object()
-                         ? fmt::format("born in layer {} {}", birth.value("layer", 0), birth.value("block", ""))
-                         : "no jump";
-  if (const json& lj = f["largest_jump"]; lj.is_object())
-    born += fmt::format(", grows most in layer {} {} (x{:.3g})", lj.value("layer", 0), lj.value("block", ""),
-                        lj.value("factor", 0.0));
-  return fmt::format("position {}: {} &rarr; {}, {}, logits relative difference {:.3g}", f.value("position", 0),
-                     HtmlEscape(VisibleToken(f.value("base_text", std::string()))),
-                     HtmlEscape(VisibleToken(f.value("cand_text", std::string()))), HtmlEscape(born),
-                     f["logits"].is_object() ? f["logits"].value("rel", 0.0) : 0.0);
+std::string FlipLayersLine(const LayersFlip& f) {
+  std::string born = f.birth ? fmt::format("born in layer {} {}", f.birth->layer, f.birth->block) : "no jump";
+  if (f.largest_jump)
+    born += fmt::format(", grows most in layer {} {} (x{:.3g})", f.largest_jump->layer, f.largest_jump->block,
+                        f.largest_jump_factor);
+  return fmt::format("position {}: {} &rarr; {}, {}, logits relative difference {:.3g}", f.position,
+                     HtmlEscape(VisibleToken(f.base_text.value_or(""))), HtmlEscape(VisibleToken(f.cand_text.value_or(""))),
+                     HtmlEscape(born), f.logits.rel);
 }
 
 std::string HtmlLayersSection(const ExperimentResults& r) {
@@ -165,27 +156,26 @@ std::string HtmlLayersSection(const ExperimentResults& r) {
                          HtmlEscape(e.skipped.value_or(e.error.value_or("no result"))));
       continue;
     }
-    const json& l = *e.result;
-    const json& s = Sub(l, "summary");
-    const json& b = Sub(s, "births");
+    const LayersResult& l = *e.result;
+    const LayersSummary s = Summarize(l);
     out += fmt::format(
         "<h3>{}</h3><p>{}: born in attention {}, in the MLP {}, at the embedding {}, no jump {}; "
         "median relative difference of the logits {}.</p>",
-        HtmlEscape(name), FlipsOf(l), Int(b, "attention", 0), Int(b, "mlp", 0), Int(b, "embedding", 0),
-        Int(b, "none", 0), Small(Num(s, "median_logits_rel")));
+        HtmlEscape(name), FlipsOf(l), s.born_attention, s.born_mlp, s.born_embedding, s.born_none,
+        Small(s.median_logits_rel));
     const std::string id = "layers-" + std::to_string(&e - &all[0]);
     out += RenderLayersChart(l, id);
-    for (size_t i = 0; i < Sub(l, "flips").size(); ++i)
-      out += fmt::format("<details id=\"{}-p{}\"><summary>{}</summary>", id, Int(l["flips"][i], "position", 0),
-                         FlipLayersLine(l["flips"][i])) +
+    for (size_t i = 0; i < l.flips.size(); ++i)
+      out += fmt::format("<details id=\"{}-p{}\"><summary>{}</summary>", id, l.flips[i].position,
+                         FlipLayersLine(l.flips[i])) +
              RenderFlipLayersChart(l, i, id + "-") + "</details>";
   }
   return out + "</section>";
 }
 
-std::string RenderLayersChart(const json& layers, const std::string& id) {
-  const json& flips = layers["flips"];
-  size_t n_layer = size_t(layers["config"].value("n_layer", 0));
+std::string RenderLayersChart(const LayersResult& layers, const std::string& id) {
+  const std::vector<LayersFlip>& flips = layers.flips;
+  const size_t n_layer = size_t(std::max(layers.n_layer, 0));
   std::string desc = fmt::format(
       "{}: {}; per layer the norm of the difference over the norm, log scale; one "
       "thin line per flip, the median bold",
@@ -194,12 +184,12 @@ std::string RenderLayersChart(const json& layers, const std::string& id) {
   return Multiples(id, title, desc, flips, n_layer, true);
 }
 
-std::string RenderFlipLayersChart(const json& layers, size_t i, const std::string& id_prefix) {
-  const json& flip = layers["flips"][i];
-  size_t n_layer = size_t(layers["config"].value("n_layer", 0));
-  std::string title = fmt::format("position {}", flip.value("position", 0));
-  return Multiples(fmt::format("{}flip{}", id_prefix, i), title, "this flip's relative difference per layer",
-                   json::array({flip}), n_layer, false);
+std::string RenderFlipLayersChart(const LayersResult& layers, size_t i, const std::string& id_prefix) {
+  const LayersFlip& flip = layers.flips[i];
+  const size_t n_layer = size_t(std::max(layers.n_layer, 0));
+  std::string title = fmt::format("position {}", flip.position);
+  return Multiples(fmt::format("{}flip{}", id_prefix, i), title, "this flip's relative difference per layer", {flip},
+                   n_layer, false);
 }
 
 }  // namespace flipscope::report
@@ -208,32 +198,28 @@ namespace flipscope {
 
 using namespace report;  // the page is made of the report's layer charts
 
-std::string RenderLayersHtml(const nlohmann::json& layers) {
-  const json& s = layers["summary"];
-  const json& b = s["births"];
+std::string RenderLayersHtml(const LayersResult& layers) {
+  const LayersSummary s = Summarize(layers);
   std::string html =
       "<!doctype html><html><head><meta charset=\"utf-8\"><title>flipscope layers</title><style>"
       "body{font-family:system-ui,sans-serif;max-width:900px;margin:2em auto;color:#111}"
       "svg{width:100%;height:auto}td,th{padding:2px 10px;text-align:right}</style></head><body>";
   html += "<h1>Where the flips are born</h1><p>" + HtmlEscape(Label(layers)) + "</p>";
-  html +=
-      fmt::format("<p>{}; born in attention {}, in the MLP {}, at the embedding {}, no jump {}.</p>", FlipsOf(layers),
-                  b.value("attention", 0), b.value("mlp", 0), b.value("embedding", 0), b.value("none", 0));
-  const json& j = s["largest_jumps"];
+  html += fmt::format("<p>{}; born in attention {}, in the MLP {}, at the embedding {}, no jump {}.</p>",
+                      FlipsOf(layers), s.born_attention, s.born_mlp, s.born_embedding, s.born_none);
   html += fmt::format(
       "<p>After the birth, the largest growth of the difference is in attention for {} flips, in the "
       "MLP for {}.</p>",
-      j.value("attention", 0), j.value("mlp", 0));
+      s.jump_attention, s.jump_mlp);
   html += RenderLayersChart(layers);
   html += "<table><tr><th>layer</th><th>born in attention</th><th>born in the MLP</th></tr>";
-  for (const json& l : s["birth_layers"])
-    if (l.value("attention", 0) + l.value("mlp", 0) > 0)
-      html += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td></tr>", l.value("layer", 0), l.value("attention", 0),
-                          l.value("mlp", 0));
+  for (size_t l = 0; l < s.birth_layers.size(); ++l)
+    if (s.birth_layers[l][0] + s.birth_layers[l][1] > 0)
+      html += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td></tr>", l, s.birth_layers[l][0], s.birth_layers[l][1]);
   html += "</table><h2>Each flip</h2>";
-  for (size_t i = 0; i < layers["flips"].size(); ++i)
-    html += "<details><summary>" + FlipLayersLine(layers["flips"][i]) + "</summary>" +
-            RenderFlipLayersChart(layers, i) + "</details>";
+  for (size_t i = 0; i < layers.flips.size(); ++i)
+    html += "<details><summary>" + FlipLayersLine(layers.flips[i]) + "</summary>" + RenderFlipLayersChart(layers, i) +
+            "</details>";
   return html + "</body></html>\n";
 }
 

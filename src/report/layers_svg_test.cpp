@@ -12,7 +12,7 @@ using json = nlohmann::json;
 namespace {
 
 // Three flips over three layers whose every value is 1e-3, 1e-2 and 1e-1 respectively.
-json Layers() {
+LayersResult Layers() {
   json flips = json::array();
   int i = 0;
   for (double v : {1e-3, 1e-1, 1e-2}) {
@@ -35,9 +35,9 @@ json Layers() {
                   {"births", {{"attention", 3}, {"mlp", 0}, {"embedding", 0}, {"none", 0}}},
                   {"birth_layers", json::array({{{"layer", 0}, {"attention", 3}, {"mlp", 0}}})},
                   {"largest_jumps", {{"attention", 0}, {"mlp", 0}, {"none", 3}}}};
-  return {{"config", {{"n_layer", 3}, {"base", {{"flags", "-fa on"}}}, {"cand", {{"flags", "-fa off"}}}}},
-          {"flips", flips},
-          {"summary", summary}};
+  return LayersResultFromJson({{"config", {{"n_layer", 3}, {"base", {{"flags", "-fa on"}}}, {"cand", {{"flags", "-fa off"}}}}},
+                               {"flips", flips},
+                               {"summary", summary}});
 }
 
 std::vector<std::string> Paths(const std::string& svg, const std::string& attrs) {
@@ -62,7 +62,7 @@ TEST(LayersChart, ThinLinePerFlipAndTheMedianIsTheMiddleOne) {
 }
 
 TEST(LayersChart, AFlipsOwnChartAndThePage) {
-  json l = Layers();
+  const LayersResult l = Layers();
   std::string one = report::RenderFlipLayersChart(l, 1);
   EXPECT_EQ(Paths(one, "stroke=\"#D55E00\"").size(), 3u);
   EXPECT_TRUE(Paths(one, "stroke=\"#000\"").empty());

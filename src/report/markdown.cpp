@@ -195,21 +195,19 @@ std::string Layers(const ExperimentResults& r) {
                "Birth layers", "Median logits difference"},
               {}};
   for (const LayersRecord& e : *r.layers) {
-    static const json kNone;
-    const json& s = Sub(e.result ? *e.result : kNone, "summary");
-    if (!s.is_object()) {
+    if (!e.result) {
       t.rows.push_back(
           {e.config, "not looked into: " + e.skipped.value_or(e.error.value_or("")), "", "", "", "", "", ""});
       continue;
     }
-    const json& b = Sub(s, "births");
+    const LayersSummary s = Summarize(*e.result);
     std::string at;  // "0 (12), 3 (2)": layers where flips are born, with their counts
-    for (const json& l : Sub(s, "birth_layers"))
-      if (int n = Int(l, "attention", 0) + Int(l, "mlp", 0); n > 0)
-        at += (at.empty() ? "" : ", ") + fmt::format("{} ({})", Int(l, "layer", 0), n);
-    t.rows.push_back({e.config, Count(Num(s, "flips")), Count(Num(b, "attention")), Count(Num(b, "mlp")),
-                      Count(Num(b, "embedding")), Count(Num(b, "none")), at.empty() ? "—" : at,
-                      Small(Num(s, "median_logits_rel"))});
+    for (size_t l = 0; l < s.birth_layers.size(); ++l)
+      if (int64_t n = s.birth_layers[l][0] + s.birth_layers[l][1]; n > 0)
+        at += (at.empty() ? "" : ", ") + fmt::format("{} ({})", l, n);
+    auto count = [](int64_t n) { return Count(double(n)); };
+    t.rows.push_back({e.config, count(s.flips), count(s.born_attention), count(s.born_mlp), count(s.born_embedding),
+                      count(s.born_none), at.empty() ? "—" : at, Small(s.median_logits_rel)});
   }
   return "## Where the flips are born\n\nEach flip recomputed layer by layer in both configurations "
          "(docs/layers.md); the charts are in report.html.\n\n" +

@@ -32,6 +32,6 @@ std::string RecipeVerificationText(const nlohmann::json& recipe);
 std::string RenderHistoryHtml(const nlohmann::json& history);
 
 // The page of `flipscope layers --html`: the layers document's charts and birth counts, self-contained.
-std::string RenderLayersHtml(const nlohmann::json& layers);
+std::string RenderLayersHtml(const LayersResult& layers);
 
 }  // namespace flipscope

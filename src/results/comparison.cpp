@@ -144,6 +144,15 @@ void ReadSides(const json& j, Comparison& c) {
 
 }  // namespace
 
+double compare::Percentile(std::span<const double> sorted, double q) {
+  if (sorted.empty()) return kNaN;
+  const double pos = q / 100.0 * double(sorted.size() - 1);
+  const size_t lo = size_t(std::floor(pos));
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  const double frac = pos - double(lo);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * frac;
+}
+
 const char* KlDirectionText() { return "KL(base||cand) = sum P_base (log P_base - log P_cand)"; }
 
 const char* KlEstimateText(bool truncated) {

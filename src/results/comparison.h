@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,6 +39,10 @@ struct ProbeMetrics {
 
 // The KL percentiles llama-perplexity prints, as JSON keys "99.9", "99.0", ... "0.1".
 inline constexpr std::array<double, 9> kKlPercentiles = {99.9, 99.0, 95.0, 90.0, 50.0, 10.0, 5.0, 1.0, 0.1};
+
+// Percentile q in [0, 100] of sorted values by linear interpolation (numpy's default and
+// llama-perplexity's rule); NaN when empty.
+double Percentile(std::span<const double> sorted, double q);
 
 struct KlStats {
   double mean = 0, median = 0, p99 = 0, max = 0, min = 0;

@@ -149,7 +149,7 @@ json LayersRecord::ToJson() const {
   json j = {{"config", config}};
   if (skipped) j["skipped"] = *skipped;
   if (error) j["error"] = *error;
-  if (result) j["result"] = *result;
+  if (result) j["result"] = flipscope::ToJson(*result);
   return j;
 }
 
@@ -158,7 +158,7 @@ LayersRecord LayersRecord::FromJson(const json& j) {
   r.config = read::Str(j, "config");
   r.skipped = read::Opt<std::string>(j, "skipped");
   r.error = read::Opt<std::string>(j, "error");
-  if (j.contains("result")) r.result = j["result"];
+  if (const json& doc = read::Sub(j, "result"); doc.is_object()) r.result = LayersResultFromJson(doc);
   return r;
 }
 

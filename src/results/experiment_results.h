@@ -3,8 +3,8 @@
 // the forks followed, the layers, the served replay and the recipe. The experiment stage fills an
 // ExperimentResults step by step and writes results.json from it once; only results/ turns it into
 // JSON and back. A document the experiment wrote reads back and writes out identically (FromJson
-// then ToJson). Comparisons are typed (results/comparison.h); the documents that the branch and
-// layers stages define are kept whole beside the figures read from them.
+// then ToJson). Comparisons and layers are typed (results/comparison.h, results/layers_result.h); the
+// branch stage's document is kept whole beside the counts read from it.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "results/layers_result.h"
 #include "results/results.h"
 #include "util/status.h"
 
@@ -73,7 +74,7 @@ struct LayersRecord {
   std::string config;
   std::optional<std::string> skipped;    // why the layers stage cannot look into it
   std::optional<std::string> error;      // its rows did not reproduce (said, not fatal)
-  std::optional<nlohmann::json> result;  // the layers stage's document (docs/layers.md)
+  std::optional<LayersResult> result;    // the layers stage's result (docs/layers.md)
 
   nlohmann::json ToJson() const;
   static LayersRecord FromJson(const nlohmann::json& j);
