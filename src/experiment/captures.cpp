@@ -87,15 +87,15 @@ struct Runner {
     return (fs::path(opts.outdir) / "captures" / fmt::format("{}-r{}.safetensors", c.name, r)).string();
   }
 
-  // Captures repeats [r_begin, r_end) of one configuration into its results entry (made when
-  // null), whose "status" and "reason" say how it ended. Returns that status: a refused or failed
+  // Captures repeats [r_begin, r_end) of one configuration into its results entry (made when it
+  // has no name yet), whose status and reason say how it ended. Returns that status: a refused or failed
   // configuration is recorded and the run goes on; an error ends the run (a server
   // configuration's failure), naming the experiment file and the configuration.
-  Result<ConfigStatus> CaptureConfig(const ConfigSpec& c, int r_begin, int r_end, nlohmann::json& entry) {
-    if (entry.is_null()) entry = NewEntry(c);
+  Result<ConfigStatus> CaptureConfig(const ConfigSpec& c, int r_begin, int r_end, ConfigEntry& entry) {
+    if (entry.name.empty()) entry = NewEntry(c);
     auto stop = [&](ConfigStatus status, const Status& why) {
-      entry["status"] = std::string(NameOf(status));
-      entry["reason"] = why.message();
+      entry.status = status;
+      entry.reason = why.message();
       opts.log.Info(fmt::format("  {}: {}: {}", c.name, NameOf(status), why.message()));
       return status;
     };
@@ -106,42 +106,51 @@ struct Runner {
     if (served) server = std::make_unique<ServerSession>(c, ServerLogPath(c), opts.log);
     auto model = ConfigModel(c, opts.outdir);
     if (!model.ok()) return stop(ConfigStatus::kFailed, model.status());
-    entry["model_path"] = *model;
+    entry.model_path = *model;
     for (int r = r_begin; r < r_end; ++r) {
       Result<ConfigStatus> one = CaptureRepeat(c, r, *model, server.get(), entry);
       if (!one.ok()) return Fatal(c, one.status());
-      if (*one != ConfigStatus::kOk) return stop(*one, Status::Error(entry["reason"].get<std::string>()));
+      if (*one != ConfigStatus::kOk) return stop(*one, Status::Error(entry.reason.value_or("")));
     }
-    if (served && entry["captures"].size() > 0) {
+    if (served && !entry.captures.empty()) {
       if (Status st = ServerFutures(c, r_begin, r_end, *server); !st.ok()) return Fatal(c, st);
     }
-    auto first = CaptureReader::Open(entry["captures"][0].get<std::string>());
+    auto first = CaptureReader::Open(entry.captures[0]);
     if (!first.ok()) return stop(ConfigStatus::kFailed, first.status());
-    entry.update(ManifestFacts((*first)->manifest())["config"]);
+    AddFacts(ManifestFacts((*first)->manifest())["config"], entry);
     CheckRanAsAsked(c, entry);
     // A variant's lines only where they differ from the baseline's, which are printed first.
     if (r_begin == 0) {
       const bool is_base = &c == &exp.baseline;
       std::vector<std::string> notes =
-          ResolvedNotes(entry["engine"], is_base ? std::vector<std::string>{} : base_notes);
+          ResolvedNotes(entry.fields["engine"], is_base ? std::vector<std::string>{} : base_notes);
       for (const std::string& note : notes) opts.log.Info("  " + c.name + ": " + note);
       if (is_base) base_notes = std::move(notes);
     }
-    if (entry["flags"].is_null()) entry["flags"] = c.knobs.ToFlags();
-    entry["status"] = std::string(NameOf(ConfigStatus::kOk));
-    entry["model_file_size"] = fs::file_size(*model);
+    if (!entry.flags) entry.flags = c.knobs.ToFlags();
+    entry.status = ConfigStatus::kOk;
+    entry.model_file_size = uint64_t(fs::file_size(*model));
     return ConfigStatus::kOk;
   }
 
   // A configuration's results entry before its first capture.
-  static nlohmann::json NewEntry(const ConfigSpec& c) {
-    return {{"name", c.name},
-            {"description", c.description},
-            {"changes", c.changes},
-            {"repeats", c.repeats},
-            {"captures", nlohmann::json::array()},
-            {"capture_seconds", nlohmann::json::array()},
-            {"reused", nlohmann::json::array()}};
+  static ConfigEntry NewEntry(const ConfigSpec& c) {
+    ConfigEntry e;
+    e.name = c.name, e.description = c.description, e.repeats = c.repeats;
+    e.capture_seconds.emplace(), e.reused.emplace();
+    e.fields["changes"] = c.changes;
+    return e;
+  }
+
+  // The first capture's manifest facts (ManifestFacts' "config": knobs, flags, engine, timings)
+  // into the entry: the flags as its member (a capture that records none leaves it unset), the
+  // rest as the capture recorded them.
+  static void AddFacts(const nlohmann::json& facts, ConfigEntry& entry) {
+    for (auto it = facts.begin(); it != facts.end(); ++it)
+      if (it.key() != "flags")
+        entry.fields[it.key()] = *it;
+      else if (it->is_string())
+        entry.flags = it->get<std::string>();
   }
 
   // The request of repeat r of configuration c over model (a server configuration's asked HTTP
@@ -168,9 +177,9 @@ struct Runner {
   // Captures repeat r of c into entry (or reuses the capture of an equal request). Returns kOk,
   // or kRefused / kFailed with entry["reason"] set; an error when a server configuration failed.
   Result<ConfigStatus> CaptureRepeat(const ConfigSpec& c, int r, const std::string& model, ServerSession* server,
-                                     nlohmann::json& entry) {
+                                     ConfigEntry& entry) {
     auto fail = [&](ConfigStatus status, const Status& why) {
-      entry["reason"] = why.message();
+      entry.reason = why.message();
       return status;
     };
     auto model_sha = Sha(model);
@@ -208,22 +217,23 @@ struct Runner {
       }
     }
     if (r == 0 && &c == &exp.baseline) base0 = req.out_path;
-    entry["captures"].push_back(req.out_path);
-    entry["capture_seconds"].push_back(NowSeconds() - t0);
-    entry["reused"].push_back(reuse);
+    entry.captures.push_back(req.out_path);
+    entry.capture_seconds->push_back(NowSeconds() - t0);
+    entry.reused->push_back(reuse);
     return ConfigStatus::kOk;
   }
 
   // What llama.cpp decided itself (-fa auto, clamped sizes): the flags were the request. A knob
   // the file set must have run as written, or engine.resolved must say why not: a configuration's
   // name and changes may never describe a kernel that did not run. Each one that did not is
-  // listed in entry["contradictions"] and said.
-  void CheckRanAsAsked(const ConfigSpec& c, nlohmann::json& entry) const {
-    const nlohmann::json& ran = entry["knobs"];
+  // listed in the entry's "contradictions" and said.
+  void CheckRanAsAsked(const ConfigSpec& c, ConfigEntry& entry) const {
+    const nlohmann::json ran = entry.fields["knobs"];
+    const nlohmann::json& engine = entry.fields["engine"];
     for (const auto& [key, asked] : c.changes.items())
       if (FindKnob(key) && ran.is_object() && ran.contains(key) && ran[key] != asked &&
-          !entry["engine"].value("resolved", nlohmann::json::object()).contains(key)) {
-        entry["contradictions"].push_back({{"knob", key}, {"asked", asked}, {"ran", ran[key]}});
+          !(engine.is_object() && engine.value("resolved", nlohmann::json::object()).contains(key))) {
+        entry.fields["contradictions"].push_back({{"knob", key}, {"asked", asked}, {"ran", ran[key]}});
         opts.log.Info(fmt::format("  {}: warning: {} was set to {} but the capture records {} with no reason", c.name,
                                   key, asked.dump(), ran[key].dump()));
       }
@@ -279,8 +289,8 @@ struct Runner {
 
 // The error that ends the run when a capture it cannot go on without was refused or failed:
 // "<what> could not be captured" with the entry's reason.
-Status CaptureFailed(const Experiment& exp, const std::string& what, const nlohmann::json& entry) {
-  return Status::Error(exp.path + ": " + what + " could not be captured: " + entry.value("reason", std::string("?")));
+Status CaptureFailed(const Experiment& exp, const std::string& what, const ConfigEntry& entry) {
+  return Status::Error(exp.path + ": " + what + " could not be captured: " + entry.reason.value_or("?"));
 }
 
 // 1b. The exact reference into *reference: the FP64 engine over the same tokens and probes,
@@ -292,10 +302,10 @@ Status CaptureReference(Runner& runner, const Experiment& exp, std::optional<Ref
   ref.model_path = exp.model;
   ref.engine = EngineKind::kExact;
   ref.knobs.n_threads = exp.baseline.knobs.n_threads;
-  nlohmann::json entry;
+  ConfigEntry entry;
   FS_ASSIGN_OR_RETURN(ConfigStatus status, runner.CaptureConfig(ref, 0, 1, entry));
   if (status != ConfigStatus::kOk) return CaptureFailed(exp, "the exact reference", entry);
-  reference->emplace().capture = ConfigEntry::FromJson(entry);
+  reference->emplace().capture = std::move(entry);
   return Status::Ok();
 }
 
@@ -303,28 +313,32 @@ Status CaptureReference(Runner& runner, const Experiment& exp, std::optional<Ref
 Status CaptureInOrder(Runner& runner, const Experiment& exp, const ModelInfo& model, Measurements& m,
                       std::optional<ReferenceResults>* reference) {
   m.configs.clear();
-  nlohmann::json base_entry;
+  ConfigEntry base_entry;
   FS_ASSIGN_OR_RETURN(ConfigStatus base_status, runner.CaptureConfig(exp.baseline, 0, 1, base_entry));
   if (base_status != ConfigStatus::kOk) return CaptureFailed(exp, "the baseline", base_entry);
-  // A server decides its own KV cache, which the knobs do not describe: its KV bytes are unknown.
-  auto kv_bytes = [&](const ConfigSpec& c) {
-    return c.engine == EngineKind::kOpenai ? nlohmann::json(nullptr) : nlohmann::json(KvBytesPerToken(model, c.knobs));
+  // A server decides its own KV cache, which the knobs do not describe: its KV bytes are unknown
+  // (written as null).
+  auto kv_bytes = [&](const ConfigSpec& c, ConfigEntry& e) {
+    if (c.engine == EngineKind::kOpenai)
+      e.fields["kv_bytes_per_token"] = nullptr;
+    else
+      e.kv_bytes_per_token = KvBytesPerToken(model, c.knobs);
   };
-  std::vector<nlohmann::json> variant_entries;
+  std::vector<ConfigEntry> variant_entries;
   for (const auto& v : exp.variants) {
-    nlohmann::json entry;
+    ConfigEntry entry;
     FS_RETURN_IF_ERROR(runner.CaptureConfig(v, 0, v.repeats, entry).status());
-    entry["kv_bytes_per_token"] = kv_bytes(v);
-    variant_entries.push_back(entry);
+    kv_bytes(v, entry);
+    variant_entries.push_back(std::move(entry));
   }
   // The baseline's second call also runs when it has one repeat: a server baseline decodes its
   // futures at the variants' flips then.
   FS_ASSIGN_OR_RETURN(base_status, runner.CaptureConfig(exp.baseline, 1, exp.baseline.repeats, base_entry));
   if (base_status != ConfigStatus::kOk) return CaptureFailed(exp, "the baseline's repeats", base_entry);
-  base_entry["kv_bytes_per_token"] = kv_bytes(exp.baseline);
+  kv_bytes(exp.baseline, base_entry);
   if (exp.reference_exact) FS_RETURN_IF_ERROR(CaptureReference(runner, exp, reference));
-  m.configs.push_back(ConfigEntry::FromJson(base_entry));
-  for (const auto& e : variant_entries) m.configs.push_back(ConfigEntry::FromJson(e));
+  m.configs.push_back(std::move(base_entry));
+  for (auto& e : variant_entries) m.configs.push_back(std::move(e));
   return Status::Ok();
 }
 
