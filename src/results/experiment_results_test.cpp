@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -104,6 +105,27 @@ TEST(ExperimentResults, UnknownAndMistypedPartsAreKeptAsRead) {
   ASSERT_TRUE(c.compare);
   EXPECT_EQ(c.compare->window, 64);
   EXPECT_EQ(c.ToJson()["compare"]["future_figure"], cmp["compare"]["future_figure"]);
+}
+
+// Found by fuzz_results: a number far outside an integer field's range (here a flip's position)
+// was converted anyway, which is undefined; it now reads as the field's default.
+TEST(ExperimentResults, NumbersOutsideAnIntegerFieldsRangeReadAsItsDefault) {
+  const json doc = {{"window", 1e300},
+                    {"probes_compared", -1e19},
+                    {"bit_identical", 18446744073709551615ull},
+                    {"base", {{"topk", 3e9}}},
+                    {"flips", {{{"position", 1e300}, {"base_token", -3e9}, {"window", std::nan("")}}}}};
+  const Comparison c = ComparisonFromJson(doc);
+  EXPECT_EQ(c.window, 0);
+  EXPECT_EQ(c.probes_compared, 0);
+  EXPECT_EQ(c.bit_identical, 0);
+  EXPECT_EQ(c.base_topk, 0);
+  ASSERT_EQ(c.flips.size(), 1u);
+  EXPECT_EQ(c.flips[0].position, 0);
+  EXPECT_EQ(c.flips[0].base_token, -1);
+  // In range, a float is truncated as before.
+  EXPECT_EQ(ComparisonFromJson(json{{"window", 64.0}}).window, 64);
+  EXPECT_EQ(ComparisonFromJson(json{{"window", -2.0}}).window, -2);
 }
 
 TEST(ExperimentResults, ReadingNeverFails) {

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -26,7 +27,26 @@ std::optional<double> NumAt(const nlohmann::json& j, const std::string& pointer)
 // The interval [lo, hi] at key, when it is an array of two numbers.
 std::optional<std::array<double, 2>> Interval2(const nlohmann::json& j, std::string_view key);
 
-// The value at key when it has type T (bool, std::string or a number), else fallback.
+// Whether the number v is a value of the arithmetic type T: for an integer type, a value in its
+// range (a float is truncated; NaN, infinities and out-of-range values are not, since converting
+// them is undefined).
+template <typename T>
+bool Fits(const nlohmann::json& v) {
+  if (!v.is_number()) return false;
+  if constexpr (std::is_integral_v<T>) {
+    using Lim = std::numeric_limits<T>;
+    if (v.is_number_float()) {
+      const double d = v.get<double>();
+      // double(Lim::max()) may round up to 2^bits: compare with <, against the power of two.
+      return d >= double(Lim::min()) && d < 2.0 * double(Lim::max() / 2 + 1);
+    }
+    if (v.is_number_unsigned()) return v.get<uint64_t>() <= uint64_t(Lim::max());
+    const int64_t i = v.get<int64_t>();
+    return i >= 0 ? uint64_t(i) <= uint64_t(Lim::max()) : Lim::is_signed && i >= int64_t(Lim::min());
+  }
+  return true;
+}
+// The value at key when it has type T (bool, std::string or a number that Fits), else fallback.
 template <typename T>
 T Get(const nlohmann::json& j, std::string_view key, T fallback) {
   const nlohmann::json& v = Sub(j, key);
@@ -35,9 +55,9 @@ T Get(const nlohmann::json& j, std::string_view key, T fallback) {
   else if constexpr (std::is_same_v<T, std::string>)
     return v.is_string() ? v.get<std::string>() : fallback;
   else
-    return v.is_number() ? v.get<T>() : fallback;
+    return Fits<T>(v) ? v.get<T>() : fallback;
 }
-// The value at key when it has type T (bool, std::string or a number), else nullopt.
+// The value at key when it has type T (bool, std::string or a number that Fits), else nullopt.
 template <typename T>
 std::optional<T> Opt(const nlohmann::json& j, std::string_view key) {
   const nlohmann::json& v = Sub(j, key);
@@ -46,7 +66,7 @@ std::optional<T> Opt(const nlohmann::json& j, std::string_view key) {
   else if constexpr (std::is_same_v<T, std::string>)
     return v.is_string() ? std::optional<T>(v.get<std::string>()) : std::nullopt;
   else
-    return v.is_number() ? std::optional<T>(v.get<T>()) : std::nullopt;
+    return Fits<T>(v) ? std::optional<T>(v.get<T>()) : std::nullopt;
 }
 // An optional as JSON: the value, or null.
 template <typename T>
