@@ -175,7 +175,7 @@ struct Runner {
   }
 
   // Captures repeat r of c into entry (or reuses the capture of an equal request). Returns kOk,
-  // or kRefused / kFailed with entry["reason"] set; an error when a server configuration failed.
+  // or kRefused / kFailed with the entry's reason set; an error when a server configuration failed.
   Result<ConfigStatus> CaptureRepeat(const ConfigSpec& c, int r, const std::string& model, ServerSession* server,
                                      ConfigEntry& entry) {
     auto fail = [&](ConfigStatus status, const Status& why) {
