@@ -139,7 +139,7 @@ Result<ExperimentResults> RunExperiment(const Experiment& exp, const RunOptions&
 // run served (llama.cpp, alone) under ServedName with replay served; forks as [branch] says
 // (names mapped to their twins), no layers or exact reference. Each configuration left out is appended to *skipped as
 // {"config", "reason"}.
-Experiment ServedTwin(const Experiment& exp, nlohmann::json* skipped);
+Experiment ServedTwin(const Experiment& exp, std::vector<ServedSkip>* skipped);
 
 struct ModelInfo;
 // The recipe from an experiment's results (its configs, summary, forks, served replay and

@@ -323,7 +323,7 @@ json MakeRecipe(const json& results, const ModelInfo& model) {
 }
 
 json MakeRecipe(const ExperimentResults& results, const ModelInfo& model) {
-  Budget budget{read::Opt<double>(results.settings, "memory_budget_bytes"), &model};
+  Budget budget{results.settings.memory_budget_bytes, &model};
   std::vector<RecipeRow> rows = Rows(results, model);
   budget.cap = ContextCap(rows, model);
   const RankingKey key = Rank(rows);

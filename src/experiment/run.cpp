@@ -42,11 +42,10 @@ ExperimentResults ResultsHead(const Experiment& exp, const RunOptions& opts, con
   r.experiment_file = exp.path;
   r.model = model.ToJson();
   r.baseline = exp.baseline.name;
-  r.settings = {{"window", exp.window},
-                {"confident", exp.confident},
-                {"memory_budget_bytes", opts.memory_budget  ? nlohmann::json(*opts.memory_budget)
-                                        : exp.memory_budget ? nlohmann::json(*exp.memory_budget)
-                                                            : nlohmann::json(nullptr)}};
+  r.settings.window = exp.window;
+  r.settings.confident = exp.confident;
+  const std::optional<uint64_t> budget = opts.memory_budget ? opts.memory_budget : exp.memory_budget;
+  if (budget) r.settings.memory_budget_bytes = double(*budget);
   return r;
 }
 

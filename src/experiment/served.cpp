@@ -15,7 +15,7 @@ namespace flipscope {
 
 using nlohmann::json;
 
-Experiment ServedTwin(const Experiment& exp, json* skipped) {
+Experiment ServedTwin(const Experiment& exp, std::vector<ServedSkip>* skipped) {
   Experiment sv = exp;
   sv.replay_both = false;
   sv.reference_exact = false;
@@ -30,8 +30,7 @@ Experiment ServedTwin(const Experiment& exp, json* skipped) {
     // A server configuration's twin is captured over HTTP (one-token requests over its prefix
     // cache, docs/served.md "Over HTTP"): a server that cannot prove it is refused there, not here.
     if (v.knobs.load > 0) {
-      skipped->push_back(
-          {{"config", v.name}, {"reason", "runs under load: served replay does not run under --load yet"}});
+      skipped->push_back({v.name, "runs under load: served replay does not run under --load yet"});
       continue;
     }
     ConfigSpec t = v;

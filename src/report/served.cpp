@@ -50,8 +50,7 @@ std::string ReplaySentence(const ExperimentResults& r) {
   if (r.served->ranking)
     out += r.served->ranking->changed ? " The ranking of configurations changes under served replay."
                                       : " The ranking of configurations does not change under served replay.";
-  for (const json& s : r.served->skipped)
-    out += " " + Str(s, "config") + " was not captured served: " + Str(s, "reason") + ".";
+  for (const ServedSkip& s : r.served->skipped) out += " " + s.config + " was not captured served: " + s.reason + ".";
   return out;
 }
 

@@ -298,7 +298,7 @@ ComparisonsMethod MethodOf(const std::vector<ComparisonRecord>& cmps) {
 std::vector<Fact> MethodFacts(const ExperimentResults& r) {
   const std::string g = "Method";
   const json& plan = r.probe_plan;
-  const json& settings = r.settings;
+  const RunSettings& settings = r.settings;
   const ComparisonsMethod m = MethodOf(r.measured.comparisons);
   std::string plan_text;
   if (plan.is_object())
@@ -308,8 +308,8 @@ std::vector<Fact> MethodFacts(const ExperimentResults& r) {
   return {
       {g, "Context length", ContextLength(r) ? Count(ContextLength(r)) + " tokens" : "", false},
       {g, "Sampled positions", plan_text, false},
-      {g, "Window", Num(settings, "window") ? Count(Num(settings, "window")) + " tokens" : "", false},
-      {g, "Confident flip", "reference top-1 probability ≥ " + Small(Num(settings, "confident").value_or(0.9)), false},
+      {g, "Window", settings.window ? Count(double(*settings.window)) + " tokens" : "", false},
+      {g, "Confident flip", "reference top-1 probability ≥ " + Small(settings.confident.value_or(0.9)), false},
       {g, "KL direction", (m.kl_dir.empty() ? "KL(base||cand)" : m.kl_dir) + "; base is the reference", false},
       {g, "Truncation",
        m.truncated ? fmt::format("top-k (truncated) in {} of {} comparisons", m.truncated, m.n)

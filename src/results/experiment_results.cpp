@@ -4,6 +4,7 @@
 #include "results/experiment_results.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "results/read.h"
 #include "util/util.h"
@@ -211,8 +212,31 @@ ReferenceResults ReferenceResults::FromJson(const json& j) {
   return r;
 }
 
+json RunSettings::ToJson() const {
+  json j = fields.is_object() ? fields : json::object();
+  if (window) j["window"] = *window;
+  if (confident) j["confident"] = *confident;
+  const std::optional<double>& b = memory_budget_bytes;
+  const bool whole = b && *b >= 0 && *b < 0x1p64 && *b == std::floor(*b);
+  j["memory_budget_bytes"] = !b ? json(nullptr) : whole ? json(uint64_t(*b)) : json(*b);
+  return j;
+}
+
+RunSettings RunSettings::FromJson(const json& j) {
+  RunSettings r;
+  r.fields = Without(j, {});
+  Take(r.fields, "window", r.window, IsInteger);
+  Take(r.fields, "confident", r.confident, IsFloat);
+  Take(r.fields, "memory_budget_bytes", r.memory_budget_bytes, [](const json& v) { return v.is_number(); });
+  // null is how no budget is written; another value stays as read.
+  if (auto it = r.fields.find("memory_budget_bytes"); it != r.fields.end() && it->is_null()) r.fields.erase(it);
+  return r;
+}
+
 json ServedResults::ToJson() const {
-  json j = {{"baseline", baseline}, {"skipped", skipped}};
+  json skips = json::array();
+  for (const ServedSkip& k : skipped) skips.push_back({{"config", k.config}, {"reason", k.reason}});
+  json j = {{"baseline", baseline}, {"skipped", std::move(skips)}};
   measured.WriteInto(j);
   j["distance"] = ArrayOf(distance);
   if (ranking) j["ranking"] = ranking->ToJson();
@@ -222,7 +246,8 @@ json ServedResults::ToJson() const {
 ServedResults ServedResults::FromJson(const json& j) {
   ServedResults s;
   s.baseline = read::Str(j, "baseline");
-  if (read::Sub(j, "skipped").is_array()) s.skipped = j["skipped"];
+  for (const json& k : read::Sub(j, "skipped").is_array() ? j["skipped"] : json::array())
+    s.skipped.push_back({read::Str(k, "config"), read::Str(k, "reason")});
   s.measured = Measurements::ReadFrom(j);
   s.distance = ObjectsAt<ReplayDistance>(j, "distance", ReplayDistance::FromJson);
   if (read::Sub(j, "ranking").is_object()) s.ranking = ReplayRanking::FromJson(j["ranking"]);
@@ -247,7 +272,7 @@ json ExperimentResults::ToJson() const {
   j["experiment_file"] = experiment_file;
   j["baseline"] = baseline;
   j["model"] = model;
-  j["settings"] = settings;
+  j["settings"] = settings.ToJson();
   j["workload"] = workload;
   j["probe_plan"] = probe_plan;
   j["environment"] = environment;
@@ -268,7 +293,7 @@ ExperimentResults ExperimentResults::FromJson(const json& j) {
   r.experiment_file = read::Str(j, "experiment_file");
   r.baseline = read::Str(j, "baseline");
   r.model = read::Sub(j, "model");
-  r.settings = read::Sub(j, "settings");
+  r.settings = RunSettings::FromJson(read::Sub(j, "settings"));
   r.workload = read::Sub(j, "workload");
   r.probe_plan = read::Sub(j, "probe_plan");
   r.environment = read::Sub(j, "environment");

@@ -111,11 +111,16 @@ struct ReferenceResults {
   static ReferenceResults FromJson(const nlohmann::json& j);
 };
 
+// A configuration left without a served twin, and why (served.skipped[]).
+struct ServedSkip {
+  std::string config, reason;
+};
+
 // replay = "both" (results.json served): the served twins measured like the prefill
 // configurations, each configuration's prefill-vs-served distance and the ranking under each.
 struct ServedResults {
-  std::string baseline;                              // the served baseline's name
-  nlohmann::json skipped = nlohmann::json::array();  // [{config, reason}]: no served twin
+  std::string baseline;             // the served baseline's name
+  std::vector<ServedSkip> skipped;  // no served twin
   Measurements measured;
   std::vector<ReplayDistance> distance;
   std::optional<ReplayRanking> ranking;
@@ -124,12 +129,26 @@ struct ServedResults {
   static ServedResults FromJson(const nlohmann::json& j);
 };
 
+// The run's settings (results.json settings); each absent where a document does not hold it (or
+// holds another type: then it stays in fields, as read).
+struct RunSettings {
+  std::optional<int64_t> window;     // flip-rate window in positions
+  std::optional<double> confident;   // a confident flip's reference top-1 probability
+  // The recipe's budget in bytes; none: no budget (written as null). Written as an integer when it
+  // is a whole number of bytes (as the experiment writes it).
+  std::optional<double> memory_budget_bytes;
+  nlohmann::json fields = nlohmann::json::object();
+
+  nlohmann::json ToJson() const;
+  static RunSettings FromJson(const nlohmann::json& j);
+};
+
 // The whole document.
 struct ExperimentResults {
   // What ran, on which model, with which settings.
   std::string flipscope_version, created, name, experiment_file, baseline;
   nlohmann::json model;     // the model's facts (ModelInfo::ToJson)
-  nlohmann::json settings;  // window, confident, memory_budget_bytes
+  RunSettings settings;
   // The run's facts, from the baseline's first capture's manifest.
   nlohmann::json workload, probe_plan, environment;
   Measurements measured;

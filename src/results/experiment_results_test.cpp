@@ -99,6 +99,15 @@ TEST(ExperimentResults, UnknownAndMistypedPartsAreKeptAsRead) {
   written.erase("captures");
   EXPECT_EQ(written.dump(), facts.dump());
 
+  // The run's settings: a budget in whole bytes is written back as the integer it was, one field
+  // this version does not know is kept.
+  const json settings = {{"window", 64}, {"confident", 0.9}, {"memory_budget_bytes", 8589934592ull}, {"later", 1}};
+  const RunSettings rs = RunSettings::FromJson(settings);
+  EXPECT_EQ(rs.window.value_or(0), 64);
+  EXPECT_DOUBLE_EQ(rs.memory_budget_bytes.value_or(0), 8589934592.0);
+  EXPECT_EQ(rs.ToJson().dump(), settings.dump());
+  EXPECT_FALSE(RunSettings::FromJson(json{{"memory_budget_bytes", nullptr}}).memory_budget_bytes);
+
   // A compare document's field this version does not know is kept and written back.
   json cmp = {{"config", "b"}, {"repeat", 0}, {"compare", {{"future_figure", {1, 2}}, {"window", 64}}}};
   const ComparisonRecord c = ComparisonRecord::FromJson(cmp);
