@@ -60,7 +60,8 @@ std::string ForksCell(const SummaryRow& s) {
 
 // The distance to the exact reference with its interval (the recipe's figures, else reference.summary's).
 std::string ExactCell(const ExperimentResults& results, const ConfigRow& row) {
-  std::optional<double> rate = row.ranked ? Num(*row.ranked, "exact_flip_rate") : std::nullopt;
+  std::optional<double> rate;
+  if (row.ranked) rate = Num(*row.ranked, "exact_flip_rate");
   std::optional<Interval> ci;
   if (row.ranked && Sub(*row.ranked, "exact_flip_rate_ci").is_array())
     ci = Interval{NumAt(*row.ranked, "exact_flip_rate_ci/0").value_or(0),

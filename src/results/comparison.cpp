@@ -16,11 +16,11 @@ using read::Str;
 using read::Sub;
 
 // The top-level fields ToJson writes; any other field of a document read is kept in extra.
-constexpr const char* kKnown[] = {"base",        "cand",          "kl_direction",  "kl_estimate",  "truncated",
-                                  "flags",       "replay",        "kernel_path",   "window",       "probes_compared",
-                                  "probes_skipped_base",          "probes_skipped_cand",           "bit_identical",
-                                  "all_bit_identical",            "overall",       "windows",      "flips",
-                                  "timing"};
+constexpr std::initializer_list<const char*> kKnown = {
+    "base",          "cand",          "kl_direction",        "kl_estimate",         "truncated",     "flags",
+    "replay",        "kernel_path",   "window",              "probes_compared",     "probes_skipped_base",
+    "probes_skipped_cand",            "bit_identical",       "all_bit_identical",   "overall",       "windows",
+    "flips",         "timing"};
 
 json Num(double v) { return std::isnan(v) ? json(nullptr) : json(v); }
 json Ci(std::pair<double, double> ci) { return json::array({ci.first, ci.second}); }
@@ -209,8 +209,7 @@ json ToJson(const Comparison& c) {
         {"logit_bytes", c.logit_bytes},
         {"gb_per_s", c.seconds > 0 ? double(c.logit_bytes) / c.seconds / 1e9 : 0.0}}},
   };
-  if (c.extra.is_object())
-    for (auto it = c.extra.begin(); it != c.extra.end(); ++it) j.emplace(it.key(), *it);
+  read::KeepExtra(j, c.extra);
   return j;
 }
 
@@ -231,9 +230,7 @@ Comparison ComparisonFromJson(const json& j) {
   const json& flips = Sub(j, "flips");
   if (flips.is_array())
     for (const json& f : flips) c.flips.push_back(FlipFrom(f));
-  if (j.is_object())
-    for (auto it = j.begin(); it != j.end(); ++it)
-      if (std::find(std::begin(kKnown), std::end(kKnown), it.key()) == std::end(kKnown)) c.extra[it.key()] = *it;
+  c.extra = read::Without(j, kKnown);
   return c;
 }
 

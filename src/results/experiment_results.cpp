@@ -34,12 +34,6 @@ json ArrayOf(const std::vector<T>& items) {
   return a;
 }
 
-// j without the keys, an object in every case.
-json Without(const json& j, std::initializer_list<const char*> keys) {
-  json out = j.is_object() ? j : json::object();
-  for (const char* k : keys) out.erase(k);
-  return out;
-}
 
 // Moves fields[key] into out when `is` accepts the value's JSON type exactly, so that writing
 // gives back the same bytes; a value of another type stays in fields.
@@ -98,7 +92,7 @@ json ConfigEntry::ToJson() const {
 
 ConfigEntry ConfigEntry::FromJson(const json& j) {
   ConfigEntry e;
-  e.fields = Without(j, {"name"});
+  e.fields = read::Without(j, {"name"});
   e.name = read::Str(j, "name");
   if ((e.status = ReadConfigStatus(j))) e.fields.erase("status");
   if ((e.reason = read::Opt<std::string>(j, "reason"))) e.fields.erase("reason");
@@ -144,7 +138,7 @@ json BranchRecord::ToJson() const {
   return j;
 }
 
-BranchRecord BranchRecord::FromJson(const json& j) { return {read::Str(j, "config"), Without(j, {"config"})}; }
+BranchRecord BranchRecord::FromJson(const json& j) { return {read::Str(j, "config"), read::Without(j, {"config"})}; }
 
 json LayersRecord::ToJson() const {
   json j = {{"config", config}};
@@ -206,7 +200,7 @@ json ReferenceResults::ToJson() const {
 
 ReferenceResults ReferenceResults::FromJson(const json& j) {
   ReferenceResults r;
-  r.capture = ConfigEntry::FromJson(Without(j, {"comparisons", "summary"}));
+  r.capture = ConfigEntry::FromJson(read::Without(j, {"comparisons", "summary"}));
   r.comparisons = ObjectsAt<ComparisonRecord>(j, "comparisons", ComparisonRecord::FromJson);
   r.summary = ObjectsAt<SummaryRow>(j, "summary", SummaryRow::FromJson);
   return r;
@@ -224,7 +218,7 @@ json RunSettings::ToJson() const {
 
 RunSettings RunSettings::FromJson(const json& j) {
   RunSettings r;
-  r.fields = Without(j, {});
+  r.fields = read::Without(j, {});
   Take(r.fields, "window", r.window, IsInteger);
   Take(r.fields, "confident", r.confident, IsFloat);
   Take(r.fields, "memory_budget_bytes", r.memory_budget_bytes, [](const json& v) { return v.is_number(); });
@@ -286,7 +280,7 @@ json ExperimentResults::ToJson() const {
 
 ExperimentResults ExperimentResults::FromJson(const json& j) {
   ExperimentResults r;
-  r.extra = Without(j, kTopLevel);
+  r.extra = read::Without(j, kTopLevel);
   r.flipscope_version = read::Str(j, "flipscope_version");
   r.created = read::Str(j, "created");
   r.name = read::Str(j, "name");

@@ -14,7 +14,8 @@ using read::Get;
 using read::Str;
 using read::Sub;
 
-constexpr const char* kKnown[] = {"config", "flips", "summary", "max_flips", "exact"};
+// The top-level fields ToJson writes; any other field of a document read is kept in extra.
+constexpr std::initializer_list<const char*> kKnown = {"config", "flips", "summary", "max_flips", "exact"};
 
 json DiffJson(const RowDiff& d) { return {{"rel", d.rel}, {"cosine", d.cosine}}; }
 RowDiff DiffFrom(const json& j) { return {Get(j, "rel", 0.0), Get(j, "cosine", 1.0)}; }
@@ -211,8 +212,7 @@ json ToJson(const LayersResult& r) {
   json j = {{"config", ConfigJson(r)}, {"flips", std::move(flips)}, {"summary", SummaryJson(Summarize(r))}};
   if (r.max_flips) j["max_flips"] = *r.max_flips;
   if (r.exact_asked) j["exact"] = *r.exact_asked;
-  if (r.extra.is_object())
-    for (auto it = r.extra.begin(); it != r.extra.end(); ++it) j.emplace(it.key(), *it);
+  read::KeepExtra(j, r.extra);
   return j;
 }
 
@@ -222,9 +222,7 @@ LayersResult LayersResultFromJson(const json& j) {
   r.flips = Each<LayersFlip>(Sub(j, "flips"), FlipFrom);
   r.max_flips = read::Opt<int64_t>(j, "max_flips");
   r.exact_asked = read::Opt<bool>(j, "exact");
-  if (j.is_object())
-    for (auto it = j.begin(); it != j.end(); ++it)
-      if (std::find(std::begin(kKnown), std::end(kKnown), it.key()) == std::end(kKnown)) r.extra[it.key()] = *it;
+  r.extra = read::Without(j, kKnown);
   return r;
 }
 

@@ -50,4 +50,15 @@ std::optional<std::array<double, 2>> Interval2(const json& j, std::string_view k
   return std::array<double, 2>{v[0].get<double>(), v[1].get<double>()};
 }
 
+json Without(const json& j, std::initializer_list<const char*> keys) {
+  json out = j.is_object() ? j : json::object();
+  for (const char* k : keys) out.erase(k);
+  return out;
+}
+
+void KeepExtra(json& j, const json& extra) {
+  if (extra.is_object())
+    for (auto it = extra.begin(); it != extra.end(); ++it) j.emplace(it.key(), *it);
+}
+
 }  // namespace flipscope::read

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <initializer_list>
 #include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -68,6 +69,12 @@ std::optional<T> Opt(const nlohmann::json& j, std::string_view key) {
   else
     return Fits<T>(v) ? std::optional<T>(v.get<T>()) : std::nullopt;
 }
+// j without the keys, an object in every case (a document's fields that a type does not own: kept
+// as read and written back, for files of later versions).
+nlohmann::json Without(const nlohmann::json& j, std::initializer_list<const char*> keys);
+// Adds to the object j each field of extra that j does not hold (extra's fields as read).
+void KeepExtra(nlohmann::json& j, const nlohmann::json& extra);
+
 // An optional as JSON: the value, or null.
 template <typename T>
 nlohmann::json OrNull(const std::optional<T>& v) {
