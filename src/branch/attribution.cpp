@@ -56,27 +56,22 @@ Attribution Attribute(const SideJudgement& base, const SideJudgement& cand, cons
   return {Outcome::kDifferentButFine, Failure::kNone, both};
 }
 
-nlohmann::json SideJson(const SideJudgement& s, const FutureText& f) {
-  nlohmann::json call = nullptr;
+ForkSideJudgement SideRecord(const SideJudgement& s, const FutureText& f) {
+  ForkSideJudgement out;
+  out.failure = FailureName(s.failure);
+  out.reason = s.reason;
   if (s.call_present)
-    call = {{"closed", s.call_closed},
-            {"problem", s.call_problem.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.call_problem)},
-            {"call", s.call ? *s.call : nlohmann::json(nullptr)},
-            {"matches_reference", s.call_matches        ? nlohmann::json(*s.call_matches)
-                                  : s.call_diverged.empty() ? nlohmann::json(nullptr)
-                                                            : nlohmann::json(false)}};
-  nlohmann::json mutation = nullptr;
-  if (s.mutation) mutation = {{"literal", s.mutation->literal}, {"copy", s.mutation->copy}};
-  return {{"failure", FailureName(s.failure)},
-          {"reason", s.reason},
-          {"tool_call", call},
-          {"literal_mutation", mutation},
-          {"follows_reference", s.follows_reference},
-          {"rejoins_at", s.rejoins ? nlohmann::json{{"future", s.rejoins->base_at}, {"transcript", s.rejoins->cand_at}}
-                                   : nlohmann::json(nullptr)},
-          {"ended", f.ended},
-          {"stop", f.stop.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.stop)},
-          {"call_cap_hit", f.cap_hit}};
+    out.tool_call = ForkToolCall{
+        s.call_closed, s.call_problem.empty() ? std::nullopt : std::optional<std::string>(s.call_problem),
+        s.call ? *s.call : nlohmann::json(nullptr),
+        s.call_matches ? s.call_matches : s.call_diverged.empty() ? std::nullopt : std::optional<bool>(false)};
+  if (s.mutation) out.literal_mutation = ForkSideJudgement::Mutation{s.mutation->literal, s.mutation->copy};
+  out.follows_reference = s.follows_reference;
+  if (s.rejoins) out.rejoins_at = ForkSideJudgement::Rejoin{s.rejoins->base_at, s.rejoins->cand_at};
+  out.ended = f.ended;
+  if (!f.stop.empty()) out.stop = f.stop;
+  out.call_cap_hit = f.cap_hit;
+  return out;
 }
 
 }  // namespace flipscope

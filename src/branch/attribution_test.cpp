@@ -148,7 +148,9 @@ Adding the rule.
   EXPECT_EQ(b.failure, Failure::kInvalidToolCall) << b.reason;
   EXPECT_EQ(c.failure, Failure::kWrongCommand) << c.reason;
   EXPECT_NE(c.reason.find("\"apply_config\" sets \"lines[0]\""), std::string::npos) << c.reason;
-  EXPECT_EQ(SideJson(c, cand)["tool_call"]["matches_reference"], false);
+  const ForkSideJudgement record = SideRecord(c, cand);
+  ASSERT_TRUE(record.tool_call.has_value());
+  EXPECT_EQ(record.tool_call->matches_reference, std::optional<bool>(false));
   const Attribution a = Attribute(b, c, Judge(ctx, base, cand, ref), ctx.reconverge);
   EXPECT_EQ(a.outcome, Outcome::kBothFail) << a.reason;
   EXPECT_EQ(a.kind, Failure::kWrongCommand);

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "capture/capture.h"
+#include "results/branch_result.h"
 #include "engine/engine.h"
 #include "util/names.h"
 #include "util/status.h"
@@ -82,24 +83,24 @@ struct BranchRequest {
 };
 
 // Re-creates both captures' engines from their manifests (model file checked by SHA-256),
-// decodes both futures at every branch point and judges them. Returns
-// {"config": {..., "warnings": [...]}, "records": [...], "counts": {...}} (docs/branch.md).
-Result<nlohmann::json> RunBranches(const BranchRequest& req);
+// decodes both futures at every branch point and judges them: how it ran (with its warnings),
+// one record per branch point and the counts (docs/branch.md; results/ writes its document).
+Result<BranchResult> RunBranches(const BranchRequest& req);
 
 // How the futures over a capture's transcript decode: `used` ("grammar" or "free"), the grammar
-// (with `used` grammar), and `info` for the output's config ({"asked", "used", "why", and for a
-// grammar "source", "lazy", "triggers", "gbnf_sha256"}).
+// (with `used` grammar), and `info` for the output's config (asked, used, why, and for a grammar
+// its source, laziness, triggers and hash).
 struct ForkDecoding {
   std::string used = "free";
   std::optional<DecodeGrammar> grammar;
-  nlohmann::json info;
+  ForkDecodingInfo info;
 };
 // Resolves a decoding option (a DecodingMode's name) for the capture's workload, model and chat
 // template (from its manifest); an error naming the field "decoding" for an unknown option, or
 // for "grammar" where llama.cpp derives no tool-call grammar (the error says why).
 Result<ForkDecoding> ResolveDecoding(const std::string& capture_path, const std::string& decoding);
-// The config's "decoding" for a server's futures: free, and why (what the request sends).
-nlohmann::json ServedDecodingInfo();
+// The config's decoding for a server's futures: free, and why (what the request sends).
+ForkDecodingInfo ServedDecodingInfo();
 
 // The decode-budget extension for forks over a capture's transcript ("let calls finish"): past
 // max_tokens a future inside a tool call decodes on until the call closes, runs clearly past the
@@ -107,13 +108,12 @@ nlohmann::json ServedDecodingInfo();
 Result<ExtendFn> CallExtension(const std::string& capture_path, int max_tokens, int max_call_tokens,
                                bool constrained = false);
 
-// Counts per verdict over records, every verdict present (zeros included) plus "total", and
-// "outcomes": {"damage": {"total", per failure kind}, "repair": {...}, "both_fail",
-// "different_but_fine", "benign"} counted from each record's "outcome". (RunBranches adds
-// "branch_points" and "teacher_forced_only", which records cannot tell.)
-nlohmann::json CountVerdicts(const nlohmann::json& records);
+// Counts per verdict over records and their total, and the outcomes (damage and repair by failure
+// kind, the others plain) counted from each record's attribution. (RunBranches adds branch_points
+// and teacher_forced_only, which records cannot tell.)
+BranchCounts CountVerdicts(const std::vector<ForkRecord>& records);
 // Terminal lines summarising counts: the damage and repair the change did, then the verdicts.
-std::string SummaryText(const nlohmann::json& counts);
+std::string SummaryText(const BranchCounts& counts);
 
 // One side's pass: teacher-forced over the transcript with the capture's probes (so the rows
 // keep the capture's numerics), forking at each branch point, or re-prefilling each branch's

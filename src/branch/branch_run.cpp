@@ -161,21 +161,18 @@ void ResolveTools(const CaptureReader& cap, const ManifestWorkload& w, const std
   }
 }
 
-json SideJson(const Side& s) {
-  int64_t reproduced = std::count(s.pass.reproduced.begin(), s.pass.reproduced.end(), true);
+ForkSideInfo SideInfo(const Side& s) {
   const bool served = !s.served_flags.empty();
-  return {{"capture", s.cap->path()},
-          {"model", s.model_path},
-          {"model_sha256", s.model_sha256},
-          {"knobs", served ? json(nullptr) : s.knobs.ToJson()},
-          {"flags", served ? s.served_flags : s.knobs.ToFlags()},
-          {"engine", served ? "openai" : "llama"},
-          {"forked", s.pass.forked},
-          {"seconds", s.pass.seconds},
-          {"rows_checked", s.pass.rows_checked},
-          {"rows_reproduced", s.pass.rows_reproduced},
-          {"branches_reproduced", reproduced},
-          {"decoded_during_capture", s.pass.decoded_during.empty() ? json(nullptr) : json(s.pass.decoded_during)}};
+  ForkSideInfo out;
+  out.capture = s.cap->path(), out.model = s.model_path, out.model_sha256 = s.model_sha256;
+  out.knobs = served ? json(nullptr) : s.knobs.ToJson();
+  out.flags = served ? s.served_flags : s.knobs.ToFlags();
+  out.engine = served ? "openai" : "llama";
+  out.forked = s.pass.forked, out.seconds = s.pass.seconds;
+  out.rows_checked = s.pass.rows_checked, out.rows_reproduced = s.pass.rows_reproduced;
+  out.branches_reproduced = std::count(s.pass.reproduced.begin(), s.pass.reproduced.end(), true);
+  if (!s.pass.decoded_during.empty()) out.decoded_during_capture = s.pass.decoded_during;
+  return out;
 }
 
 std::vector<int32_t> PointPositions(const std::vector<Point>& points) {
@@ -287,41 +284,33 @@ Status PassSide(const std::optional<DecodedFutures>& decoded, bool decoded_only,
   return FreshPass(t, points, budget, o, decoding, s, warnings);
 }
 
-// The output's "config" (docs/branch.md): both sides, the options, what was found and warned.
-json ConfigJson(const Side (&sides)[2], const BranchOptions& o, const json& decoding, const Transcript& t,
-                int64_t available, const std::vector<int32_t>& elsewhere, size_t n_branches,
-                const std::vector<std::string>& warnings, double seconds) {
-  json tool_names = json::array();
-  for (const ToolSpec& ts : t.tools) tool_names.push_back(ts.name);
-  json teacher_forced = json::array();
+// The output's config (docs/branch.md): both sides, the options, what was found and warned.
+BranchRunInfo RunInfo(const Side (&sides)[2], const BranchOptions& o, const ForkDecodingInfo& decoding,
+                      const Transcript& t, int64_t available, const std::vector<int32_t>& elsewhere,
+                      size_t n_branches, std::vector<std::string> warnings, double seconds) {
+  BranchRunInfo c;
+  c.base = SideInfo(sides[0]), c.cand = SideInfo(sides[1]);
+  c.at = std::string(NameOf(o.at)), c.ranges = o.ranges, c.max_tokens = o.max_tokens, c.max_call_tokens = o.max_call_tokens;
+  c.max_branches = o.max_branches, c.pick = std::string(NameOf(o.pick)), c.reconverge = o.reconverge;
+  c.fork_where = std::string(NameOf(o.fork_where)), c.decoding = decoding;
+  c.n_tokens = int64_t(t.tokens.size()), c.branch_points = available, c.n_branches = int64_t(n_branches);
+  auto& teacher_forced = c.teacher_forced_only.emplace();
   for (int32_t p : elsewhere) {
-    const std::string span = SpanLabelAt(t.spans, p + 1);
-    teacher_forced.push_back({{"position", p}, {"span", span.empty() ? json(nullptr) : json(span)}});
+    std::string span = SpanLabelAt(t.spans, p + 1);
+    teacher_forced.push_back({p, span.empty() ? std::nullopt : std::optional<std::string>(std::move(span))});
   }
-  return {{"base", SideJson(sides[0])},
-          {"cand", SideJson(sides[1])},
-          {"at", std::string(NameOf(o.at))},
-          {"ranges", o.ranges},
-          {"max_tokens", o.max_tokens},
-          {"max_call_tokens", o.max_call_tokens},
-          {"max_branches", o.max_branches},
-          {"pick", std::string(NameOf(o.pick))},
-          {"reconverge", o.reconverge},
-          {"fork_where", std::string(NameOf(o.fork_where))},
-          {"decoding", decoding},
-          {"n_tokens", t.tokens.size()},
-          {"branch_points", available},
-          {"n_branches", n_branches},
-          {"teacher_forced_only", teacher_forced},
-          {"envelope", {{"open", t.envelope.open}, {"close", t.envelope.close}}},
-          {"tools", t.tools.empty() ? json(nullptr) : tool_names},
-          {"warnings", warnings},
-          {"seconds", seconds}};
+  c.envelope = {{t.envelope.open, t.envelope.close}};
+  if (!t.tools.empty()) {
+    auto& names = c.tools.emplace();
+    for (const ToolSpec& ts : t.tools) names.push_back(ts.name);
+  }
+  c.warnings = std::move(warnings), c.seconds = seconds;
+  return c;
 }
 
 }  // namespace
 
-Result<json> RunBranches(const BranchRequest& req) {
+Result<BranchResult> RunBranches(const BranchRequest& req) {
   const double t0 = NowSeconds();
   const BranchOptions& o = req.options;
   FS_RETURN_IF_ERROR(ValidateOptions(o));
@@ -352,14 +341,14 @@ Result<json> RunBranches(const BranchRequest& req) {
     FS_RETURN_IF_ERROR(
         PassSide(req.decoded[si], req.decoded_only, t, points, budget, o, decoding, &sides[si], &warnings));
 
-  json records =
-      points.empty() ? json::array() : branch::BuildRecords(t, points, sides[0].pass, sides[1].pass, o, budget);
-  json config =
-      ConfigJson(sides, o, decoding.info, t, available, elsewhere, points.size(), warnings, NowSeconds() - t0);
-  json counts = CountVerdicts(records);
-  counts["branch_points"] = available;                        // before --max-branches
-  counts["teacher_forced_only"] = int64_t(elsewhere.size());  // never forked, never damage or repair
-  return json{{"config", config}, {"records", records}, {"counts", counts}};
+  BranchResult out;
+  if (!points.empty()) out.records = branch::BuildRecords(t, points, sides[0].pass, sides[1].pass, o, budget);
+  out.config = RunInfo(sides, o, decoding.info, t, available, elsewhere, points.size(), std::move(warnings),
+                       NowSeconds() - t0);
+  out.counts = CountVerdicts(out.records);
+  out.counts.branch_points = available;                        // before --max-branches
+  out.counts.teacher_forced_only = int64_t(elsewhere.size());  // never forked, never damage or repair
+  return out;
 }
 
 }  // namespace flipscope

@@ -12,11 +12,13 @@
 #include <set>
 
 #include "capture/capture.h"
+#include "support/branches.h"
 #include "testing/futures.h"
 #include "testing/tiny_model.h"
 #include "util/util.h"
 
 using namespace flipscope;
+using flipscope::fixtures::RunBranchesJson;
 namespace fs = std::filesystem;
 
 namespace {
@@ -126,7 +128,7 @@ nlohmann::json UserThenAssistant() {
 }  // namespace
 
 TEST(RunBranches, FlipsOfAQuantizedKvCacheCheckedIndependently) {
-  auto out = RunBranches(Request());
+  auto out = RunBranchesJson(Request());
   ASSERT_TRUE(out.ok()) << out.status().message();
   const auto& records = (*out)["records"];
   ASSERT_GT(records.size(), 0u) << "f16 against q4_0 should flip somewhere on 120 probes";
@@ -152,7 +154,7 @@ TEST(RunBranches, ForksOnlyWhereTheModelWritesTheNextToken) {
   r.base_path = chat.base;
   r.cand_path = chat.cand;
   r.options.fork_where = ForkScope::kAll;
-  auto all = RunBranches(r);
+  auto all = RunBranchesJson(r);
   ASSERT_TRUE(all.ok()) << all.status().message();
   std::vector<int> reads, writes;  // flip positions whose next token is the user's / the assistant's
   for (const auto& rec : (*all)["records"])
@@ -163,7 +165,7 @@ TEST(RunBranches, ForksOnlyWhereTheModelWritesTheNextToken) {
 
   r.options.fork_where = ForkScope::kAssistant;
   r.options.max_branches = int(writes.size()) - 1;  // the first N of the forkable flips, not of all flips
-  auto out = RunBranches(r);
+  auto out = RunBranchesJson(r);
   ASSERT_TRUE(out.ok()) << out.status().message();
   std::vector<int> forked, read;
   for (const auto& rec : (*out)["records"]) forked.push_back(rec["position"]);
@@ -174,7 +176,7 @@ TEST(RunBranches, ForksOnlyWhereTheModelWritesTheNextToken) {
   EXPECT_EQ((*out)["counts"]["teacher_forced_only"], reads.size());
   EXPECT_EQ((*out)["counts"]["branch_points"], writes.size());
   EXPECT_EQ((*out)["counts"]["total"], writes.size() - 1);
-  const std::string text = SummaryText((*out)["counts"]);
+  const std::string text = SummaryText(BranchCountsFromJson((*out)["counts"]));
   EXPECT_NE(text.find(fmt::format("{} branches: the first {} of {} branch points", writes.size() - 1, writes.size() - 1,
                                   writes.size())),
             std::string::npos)
@@ -210,7 +212,7 @@ TEST(RunBranches, FollowsAServedCaptureOnItsOwnSchedule) {
   r.base_path = base;
   r.cand_path = served;
   r.options.fork_where = ForkScope::kAll;
-  auto out = RunBranches(r);
+  auto out = RunBranchesJson(r);
   ASSERT_TRUE(out.ok()) << out.status().message();
   const auto& cand = (*out)["config"]["cand"];
   EXPECT_GT(cand["rows_checked"].get<int>(), 0);
@@ -223,7 +225,7 @@ TEST(RunBranches, FollowsAServedCaptureOnItsOwnSchedule) {
 // `flipscope branch` writes the records the library returns (the run is deterministic), says how
 // many, and refuses an output folder that does not exist in one line.
 TEST(BranchCommand, WritesTheLibraryRecordsAndRefusesAMissingFolder) {
-  auto out = RunBranches(Request());
+  auto out = RunBranchesJson(Request());
   ASSERT_TRUE(out.ok()) << out.status().message();
   const std::string exe = std::string(FLIPSCOPE_BINARY_DIR) + "/bin/flipscope";
   ASSERT_TRUE(fs::exists(exe)) << exe << " is not built";
@@ -246,10 +248,10 @@ TEST(BranchCommand, WritesTheLibraryRecordsAndRefusesAMissingFolder) {
 // differ from the teacher-forced pass, so the kernels may round differently (repacked weights,
 // AMX, tiled attention); what holds on every kernel path is ExpectSameGreedyFuture's guarantee.
 TEST(RunBranches, ReprefillingGivesTheForkedRecords) {
-  auto forked = RunBranches(Request(6));
+  auto forked = RunBranchesJson(Request(6));
   BranchRequest slow = Request(6);
   slow.options.allow_fork = false;
-  auto fresh = RunBranches(slow);
+  auto fresh = RunBranchesJson(slow);
   ASSERT_TRUE(forked.ok()) << forked.status().message();
   ASSERT_TRUE(fresh.ok()) << fresh.status().message();
   EXPECT_TRUE((*forked)["config"]["base"]["forked"].get<bool>());
@@ -272,7 +274,7 @@ TEST(RunBranches, RangesAndMaxBranches) {
   BranchRequest r = Request(4);
   r.options.at = BranchAt::kRanges;
   r.options.ranges = "10-19,200-201";
-  auto out = RunBranches(r);
+  auto out = RunBranchesJson(r);
   ASSERT_TRUE(out.ok()) << out.status().message();
   std::vector<int> got;
   for (const auto& rec : (*out)["records"]) got.push_back(rec["position"]);
@@ -280,7 +282,7 @@ TEST(RunBranches, RangesAndMaxBranches) {
   ASSERT_EQ((*out)["config"]["warnings"].size(), 1u);
   EXPECT_NE((*out)["config"]["warnings"][0].get<std::string>().find("6 of the 12 positions"), std::string::npos);
   r.options.max_branches = 2;
-  out = RunBranches(r);
+  out = RunBranchesJson(r);
   ASSERT_TRUE(out.ok());
   EXPECT_EQ((*out)["records"].size(), 2u);
   EXPECT_EQ((*out)["config"]["branch_points"], 6);
@@ -301,12 +303,12 @@ TEST(RunBranches, ChangedOrMissingModelNamesTheExpectedHash) {
   fixtures::TinyModelOptions other;
   other.seed = 7;
   ASSERT_TRUE(fixtures::WriteTinyModel(model, other).ok());
-  auto out = RunBranches(r);
+  auto out = RunBranchesJson(r);
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().message(),
             base + ": the model file " + model + " has changed: sha256 " + *Sha256File(model) + ", expected " + sha);
   fs::remove(model);
-  out = RunBranches(r);
+  out = RunBranchesJson(r);
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().message(),
             base + ": the model file " + model + " cannot be read (expected sha256 " + sha + ")");
@@ -317,7 +319,7 @@ TEST(RunBranches, RefusesCapturesOfDifferentTokensAndBadOptions) {
   WriteCapture(other, TinyModel(), CpuKnobs("f16"), Tokens(240, 41), 2);
   BranchRequest r = Request();
   r.cand_path = other;
-  auto out = RunBranches(r);
+  auto out = RunBranchesJson(r);
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.status().message().find(other + ": fed different tokens than " + Captures().base +
                                         " (first difference at position 1: "),
@@ -327,18 +329,18 @@ TEST(RunBranches, RefusesCapturesOfDifferentTokensAndBadOptions) {
   // A bad name is refused where it is read (the CLI reads --at).
   EXPECT_EQ(ParseName<BranchAt>("everywhere", "at").status().message(), "at must be flips or ranges, not 'everywhere'");
   r.options.at = BranchAt::kRanges;
-  EXPECT_EQ(RunBranches(r).status().message(), "at ranges needs ranges A-B,... or tool_calls");
+  EXPECT_EQ(RunBranchesJson(r).status().message(), "at ranges needs ranges A-B,... or tool_calls");
   r.options.ranges = "9-3";
-  EXPECT_EQ(RunBranches(r).status().message(), "ranges: '9-3' is not tool_calls or a range A-B (0 <= A <= B)");
+  EXPECT_EQ(RunBranchesJson(r).status().message(), "ranges: '9-3' is not tool_calls or a range A-B (0 <= A <= B)");
   // The same rule as capture's --full: a range that starts past the last scored position is an error.
   r.options.ranges = "5000-6000";
-  EXPECT_NE(RunBranches(r).status().message().find("ranges: range 5000-6000 starts past the workload's last scored "
+  EXPECT_NE(RunBranchesJson(r).status().message().find("ranges: range 5000-6000 starts past the workload's last scored "
                                                    "position "),
             std::string::npos)
-      << RunBranches(r).status().message();
+      << RunBranchesJson(r).status().message();
   r = Request();
   r.base_path = "/nonexistent/base.safetensors";
-  EXPECT_NE(RunBranches(r).status().message().find("/nonexistent/base.safetensors"), std::string::npos);
+  EXPECT_NE(RunBranchesJson(r).status().message().find("/nonexistent/base.safetensors"), std::string::npos);
 }
 
 TEST(Summary, CountsEveryVerdictAndOutcome) {
@@ -347,7 +349,9 @@ TEST(Summary, CountsEveryVerdictAndOutcome) {
        {{"verdict", "invalid_tool_call"}, {"outcome", "both_fail"}, {"outcome_kind", "invalid_tool_call"}},
        {{"verdict", "invalid_tool_call"}, {"outcome", "damage"}, {"outcome_kind", "invalid_tool_call"}},
        {{"verdict", "literal_mutated"}, {"outcome", "repair"}, {"outcome_kind", "literal_mutated"}}});
-  auto c = CountVerdicts(records);
+  std::vector<ForkRecord> typed;
+  for (const auto& r : records) typed.push_back(ForkRecordFromJson(r));
+  auto c = ToJson(CountVerdicts(typed));
   nlohmann::json kinds = {{"invalid_tool_call", 0}, {"literal_mutated", 0}, {"wrong_command", 0}};
   nlohmann::json damage = kinds, repair = kinds;
   damage["total"] = damage["invalid_tool_call"] = 1;
@@ -362,7 +366,7 @@ TEST(Summary, CountsEveryVerdictAndOutcome) {
              {"total", 4},
              {"outcomes",
               {{"damage", damage}, {"repair", repair}, {"both_fail", 1}, {"different_but_fine", 0}, {"benign", 1}}}}));
-  std::string text = SummaryText(c);
+  std::string text = SummaryText(BranchCountsFromJson(c));
   EXPECT_NE(text.find("4 branches"), std::string::npos);
   EXPECT_NE(
       text.find("     1 damage: the candidate breaks what the reference's future got right (1 invalid_tool_call)"),
@@ -421,7 +425,7 @@ TEST(RunBranches, TakesTheTranscriptAndEachSidesFuturesItIsGiven) {
   r.transcript = t;
   r.options.max_call_tokens = 0;  // as the workers decode: max_tokens each, free
   r.options.decoding = "free";
-  auto own = RunBranches(r);  // this binary's own pass on each side
+  auto own = RunBranchesJson(r);  // this binary's own pass on each side
   ASSERT_TRUE(own.ok()) << own.status().message();
   std::set<int32_t> points;
   for (const auto& rec : (*own)["records"]) points.insert(rec["position"].get<int32_t>());
@@ -432,7 +436,7 @@ TEST(RunBranches, TakesTheTranscriptAndEachSidesFuturesItIsGiven) {
   EXPECT_GT((*own)["counts"]["teacher_forced_only"].get<int>(), 0);
 
   r.decoded_only = true;  // a history: never this binary's pass
-  auto refused = RunBranches(r);
+  auto refused = RunBranchesJson(r);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("no futures decoded by its own version"), std::string::npos)
       << refused.status().message();
@@ -446,7 +450,7 @@ TEST(RunBranches, TakesTheTranscriptAndEachSidesFuturesItIsGiven) {
     ASSERT_TRUE(r.decoded[side]) << path;
     EXPECT_EQ(r.decoded[side]->at.size(), points.size());
   }
-  auto given = RunBranches(r);
+  auto given = RunBranchesJson(r);
   ASSERT_TRUE(given.ok()) << given.status().message();
   for (const char* side : {"base", "cand"})
     EXPECT_FALSE((*given)["config"][side]["decoded_during_capture"].is_null()) << side;

@@ -44,22 +44,23 @@ nlohmann::ordered_json OrderedTools(const ManifestWorkload& w, const json& tools
 
 }  // namespace
 
-nlohmann::json ServedDecodingInfo() {
-  return {{"asked", "free"},
-          {"used", "free"},
-          {"why",
-           "a server's futures are plain completions of the token prompt at temperature 0 (vLLM "
-           "/v1/completions, SGLang /generate) with no tools in the request, so neither the "
-           "server's tool parser nor a grammar constrains them"}};
+ForkDecodingInfo ServedDecodingInfo() {
+  ForkDecodingInfo d;
+  d.asked = d.used = "free";
+  d.why =
+      "a server's futures are plain completions of the token prompt at temperature 0 (vLLM "
+      "/v1/completions, SGLang /generate) with no tools in the request, so neither the "
+      "server's tool parser nor a grammar constrains them";
+  return d;
 }
 
 Result<ForkDecoding> ResolveDecoding(const std::string& capture_path, const std::string& decoding) {
   FS_ASSIGN_OR_RETURN(const DecodingMode mode, ParseName<DecodingMode>(decoding, "decoding"));
   ForkDecoding out;
-  out.info = {{"asked", decoding}, {"used", "free"}};
+  out.info.asked = decoding, out.info.used = "free";
   auto free_because = [&](const std::string& why) -> Result<ForkDecoding> {
     if (mode == DecodingMode::kGrammar) return Status::Error(capture_path + ": decoding grammar: " + why);
-    out.info["why"] = why;
+    out.info.why = why;
     return out;
   };
   if (mode == DecodingMode::kFree) return free_because("asked");
@@ -92,11 +93,10 @@ Result<ForkDecoding> ResolveDecoding(const std::string& capture_path, const std:
   };
   out.used = "grammar";
   out.grammar = std::move(dg);
-  out.info = {{"asked", decoding},     {"used", "grammar"},  {"source", g->source},
-              {"lazy", g->lazy},       {"triggers", g->triggers},
-              {"gbnf_sha256", Sha256Hex(g->gbnf)}};
+  out.info.used = "grammar", out.info.source = g->source, out.info.lazy = g->lazy;
+  out.info.triggers = g->triggers, out.info.gbnf_sha256 = Sha256Hex(g->gbnf);
   if (sorted)
-    out.info["key_order"] =
+    out.info.key_order =
         "sorted: the capture does not record the tools' own key order (tools_text), so the grammar "
         "lays out arguments alphabetically and calls written in the schema's order leave it";
   return out;

@@ -71,7 +71,7 @@ class CallBudget {
 };
 
 // The judged record of every point (docs/branch.md), in point order.
-nlohmann::json BuildRecords(const Transcript& t, const std::vector<Point>& points, const SidePass& base,
-                            const SidePass& cand, const BranchOptions& options, const CallBudget& budget);
+std::vector<ForkRecord> BuildRecords(const Transcript& t, const std::vector<Point>& points, const SidePass& base,
+                                     const SidePass& cand, const BranchOptions& options, const CallBudget& budget);
 
 }  // namespace flipscope::branch

@@ -97,8 +97,7 @@ void ExpectConsistent(const JudgeContext& ctx, const FutureText& base, const Fut
   for (int s = 0; s < 2; ++s) {
     EXPECT_EQ(sides[s].follows_reference, sides[s].writes_reference || sides[s].rejoins.has_value()) << where;
     if (sides[s].rejoins) ExpectAlignedWithinK(*futures[s], ref, *sides[s].rejoins, ctx.reconverge, where + " (side)");
-    const nlohmann::json j = SideJson(sides[s], *futures[s]);
-    EXPECT_EQ(j.at("rejoins_at").is_null(), !sides[s].rejoins.has_value()) << where;
+    EXPECT_EQ(SideRecord(sides[s], *futures[s]).rejoins_at.has_value(), sides[s].rejoins.has_value()) << where;
   }
 }
 

@@ -47,14 +47,16 @@ FutureText DecodedText(const Transcript& t, const CallBudget& budget, int32_t po
 }
 
 // A side's future in the record, with how it was decoded (docs/branch.md, "Decoding the futures").
-nlohmann::json FutureJson(const FutureText& f, const SidePass& side, size_t i) {
+ForkFuture FutureOf(const FutureText& f, const SidePass& side, size_t i) {
   const bool known = i < side.decodings.size();  // passes made before decodings were kept: free
-  return {{"text", Utf8(f.Text())},
-          {"tokens", side.tokens[i]},
-          {"probs", side.probs[i]},
-          {"pieces", Utf8(f.pieces)},
-          {"decoding", known ? side.decodings[i] : std::string("free")},
-          {"first_masked", known && side.first_masked[i]}};
+  ForkFuture out;
+  out.text = Utf8(f.Text());
+  out.tokens.assign(side.tokens[i].begin(), side.tokens[i].end());
+  out.probs.assign(side.probs[i].begin(), side.probs[i].end());
+  out.pieces = Utf8(f.pieces);
+  out.decoding = known ? side.decodings[i] : std::string("free");
+  out.first_masked = known && side.first_masked[i];
+  return out;
 }
 
 // Whether the model writes every token of [from, to): one turn of its own, no one else's text.
@@ -107,14 +109,23 @@ class ContextLiterals {
   std::vector<const Span*> pending_;  // spans begun but not yet ended
 };
 
-// A JSON value with every string made valid UTF-8 (judgement reasons quote future text).
+// A JSON value with every string made valid UTF-8 (a tool call parsed from a future's text).
 nlohmann::json Utf8Json(const nlohmann::json& j) {
   return nlohmann::json::parse(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
-template <typename T>
-nlohmann::json OrNull(const std::optional<T>& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+// A side's judgement for the record, every string made valid UTF-8 (judgement reasons quote
+// future text).
+ForkSideJudgement SideOf(const SideJudgement& s, const FutureText& f) {
+  ForkSideJudgement out = SideRecord(s, f);
+  out.reason = Utf8(out.reason);
+  if (auto& c = out.tool_call) {
+    if (c->problem) c->problem = Utf8(*c->problem);
+    c->call = Utf8Json(c->call);
+  }
+  if (auto& m = out.literal_mutation) m->literal = Utf8(m->literal), m->copy = Utf8(m->copy);
+  if (out.stop) out.stop = Utf8(*out.stop);
+  return out;
 }
 
 // The token of future f that holds byte `byte` of its text (its length when none does).
@@ -174,9 +185,10 @@ const std::string& Transcript::Piece(int32_t token) const {
   return token >= 0 && size_t(token) < vocab.size() ? vocab[size_t(token)] : empty;
 }
 
-nlohmann::json BuildRecords(const Transcript& t, const std::vector<Point>& points, const SidePass& base,
-                            const SidePass& cand, const BranchOptions& o, const CallBudget& budget) {
-  nlohmann::json records = nlohmann::json::array();
+std::vector<ForkRecord> BuildRecords(const Transcript& t, const std::vector<Point>& points, const SidePass& base,
+                                     const SidePass& cand, const BranchOptions& o, const CallBudget& budget) {
+  std::vector<ForkRecord> records;
+  records.reserve(points.size());
   ContextLiterals literals(t);
   // A literal the session names anywhere is a real one: a future that writes it early chose it,
   // it did not mangle a copy.
@@ -202,85 +214,55 @@ nlohmann::json BuildRecords(const Transcript& t, const std::vector<Point>& point
       diff_base = TokenAtByte(bf, *j.first_difference);
       diff_cand = TokenAtByte(cf, *j.first_difference);
     }
-    std::string span = SpanLabelAt(t.spans, next);
-    records.push_back({
-        {"position", pt.position},
-        {"span", span.empty() ? nlohmann::json(nullptr) : nlohmann::json(span)},
-        {"base_token", pt.base_token},
-        {"base_text", Utf8(t.Piece(pt.base_token))},
-        {"cand_token", pt.cand_token},
-        {"cand_text", Utf8(t.Piece(pt.cand_token))},
-        {"base_future", FutureJson(bf, base, i)},
-        {"cand_future", FutureJson(cf, cand, i)},
-        {"reference", {{"text", Utf8(rf.Text())}, {"tokens", texts.ref_tokens}}},
-        {"prefix_tail", Utf8(Tail(ctx.prefix, kPrefixTailBytes))},
-        {"reconverge_at", j.reconverge ? nlohmann::json(j.reconverge->base_at) : nlohmann::json(nullptr)},
-        {"reconverge_cand_at", j.reconverge ? nlohmann::json(j.reconverge->cand_at) : nlohmann::json(nullptr)},
-        {"first_difference", OrNull(diff_base)},
-        {"first_difference_cand", OrNull(diff_cand)},
-        {"first_difference_byte", OrNull(j.first_difference)},
-        {"verdict", VerdictName(j.verdict)},
-        {"reason", Utf8(j.reason)},
-        {"base", Utf8Json(SideJson(sb, bf))},
-        {"cand", Utf8Json(SideJson(sc, cf))},
-        {"outcome", OutcomeName(a.outcome)},
-        {"outcome_kind", a.kind == Failure::kNone ? nlohmann::json(nullptr) : nlohmann::json(FailureName(a.kind))},
-        {"outcome_reason", Utf8(a.reason)},
-        {"call_cap_hit", bf.cap_hit || cf.cap_hit},
-        {"reproduced", base.reproduced[i] && cand.reproduced[i]},
-    });
+    ForkRecord r;
+    r.position = pt.position;
+    if (std::string span = SpanLabelAt(t.spans, next); !span.empty()) r.span = std::move(span);
+    r.base_token = pt.base_token, r.base_text = Utf8(t.Piece(pt.base_token));
+    r.cand_token = pt.cand_token, r.cand_text = Utf8(t.Piece(pt.cand_token));
+    r.base_future = FutureOf(bf, base, i), r.cand_future = FutureOf(cf, cand, i);
+    r.reference_text = Utf8(rf.Text());
+    r.reference_tokens.assign(texts.ref_tokens.begin(), texts.ref_tokens.end());
+    r.prefix_tail = Utf8(Tail(ctx.prefix, kPrefixTailBytes));
+    if (j.reconverge) r.reconverge_at = j.reconverge->base_at, r.reconverge_cand_at = j.reconverge->cand_at;
+    r.first_difference = diff_base, r.first_difference_cand = diff_cand;
+    if (j.first_difference) r.first_difference_byte = int64_t(*j.first_difference);
+    r.verdict = VerdictName(j.verdict), r.reason = Utf8(j.reason);
+    r.attribution = ForkAttribution{OutcomeName(a.outcome),
+                                    a.kind == Failure::kNone ? std::nullopt : std::optional<std::string>(FailureName(a.kind)),
+                                    Utf8(a.reason), bf.cap_hit || cf.cap_hit, SideOf(sb, bf), SideOf(sc, cf)};
+    r.reproduced = base.reproduced[i] && cand.reproduced[i];
+    records.push_back(std::move(r));
   }
   return records;
 }
 
 }  // namespace branch
 
-namespace {
-
-// Adds one to counter[key] (created at zero).
-void Bump(nlohmann::json& counter, const std::string& key) { counter[key] = counter.value(key, int64_t(0)) + 1; }
-
-// The outcome counts of records: damage and repair by failure kind, the other outcomes plain.
-nlohmann::json CountOutcomes(const nlohmann::json& records) {
-  nlohmann::json out = nlohmann::json::object();
-  for (Outcome o : AllOutcomes()) {
-    if (o != Outcome::kDamage && o != Outcome::kRepair) {
-      out[OutcomeName(o)] = 0;
+BranchCounts CountVerdicts(const std::vector<ForkRecord>& records) {
+  BranchCounts c;
+  OutcomeTally& o = c.outcomes.emplace();
+  for (const ForkRecord& r : records) {
+    if (int64_t* v = c.OfVerdict(r.verdict)) ++*v, ++c.total;
+    if (!r.attribution) continue;
+    const std::string& name = r.attribution->outcome;
+    FailureTally* by_kind = name == OutcomeName(Outcome::kDamage)   ? &o.damage
+                            : name == OutcomeName(Outcome::kRepair) ? &o.repair
+                                                                    : nullptr;
+    if (!by_kind) {
+      int64_t* n = name == OutcomeName(Outcome::kBothFail)           ? &o.both_fail
+                   : name == OutcomeName(Outcome::kDifferentButFine) ? &o.different_but_fine
+                   : name == OutcomeName(Outcome::kBenign)           ? &o.benign
+                                                                     : nullptr;
+      if (n) ++*n;
       continue;
     }
-    nlohmann::json& by_kind = out[OutcomeName(o)] = {{"total", 0}};
-    for (Failure f : {Failure::kInvalidToolCall, Failure::kLiteralMutated, Failure::kWrongCommand})
-      by_kind[FailureName(f)] = 0;
+    ++by_kind->total;
+    if (int64_t* k = by_kind->Of(r.attribution->kind.value_or(""))) ++*k;
   }
-  for (const auto& r : records) {
-    const std::string o = r.value("outcome", std::string());
-    if (!out.contains(o)) continue;
-    if (!out[o].is_object()) {
-      Bump(out, o);
-      continue;
-    }
-    Bump(out[o], "total");
-    if (r.contains("outcome_kind") && r["outcome_kind"].is_string()) Bump(out[o], r["outcome_kind"].get<std::string>());
-  }
-  return out;
+  return c;
 }
 
-}  // namespace
-
-nlohmann::json CountVerdicts(const nlohmann::json& records) {
-  nlohmann::json counts = nlohmann::json::object();
-  for (Verdict v : AllVerdicts()) counts[VerdictName(v)] = 0;
-  for (const auto& r : records)
-    if (r.contains("verdict") && r["verdict"].is_string() && counts.contains(r["verdict"].get<std::string>()))
-      Bump(counts, r["verdict"].get<std::string>());
-  int64_t total = 0;
-  for (Verdict v : AllVerdicts()) total += counts[VerdictName(v)].get<int64_t>();
-  counts["total"] = total;
-  counts["outcomes"] = CountOutcomes(records);
-  return counts;
-}
-
-std::string SummaryText(const nlohmann::json& counts) {
+std::string SummaryText(const BranchCounts& counts) {
   struct Line {
     Verdict v;
     const char* what;
@@ -293,42 +275,44 @@ std::string SummaryText(const nlohmann::json& counts) {
       {Verdict::kDivergent, "divergent branches (different, well-formed text)"},
       {Verdict::kBenign, "benign branches (the same text, or agreeing again quickly)"},
   };
-  const int64_t total = counts.value("total", int64_t(0)), points = counts.value("branch_points", total);
+  const int64_t total = counts.total, points = counts.branch_points.value_or(total);
   // A subset says what it is a subset of.
   std::string out = points > total ? fmt::format("{} branches: the first {} of {} branch points\n", total, total, points)
                                    : fmt::format("{} branches\n", total);
-  if (const int64_t read = counts.value("teacher_forced_only", int64_t(0)); read > 0)
+  if (const int64_t read = counts.teacher_forced_only.value_or(0); read > 0)
     out += fmt::format(
         "  {:>6} teacher-forced only: where the model reads the next token (system or user text, tool "
         "results), not forked, neither damage nor repair  [teacher_forced_only]\n",
         read);
-  const nlohmann::json outcomes = counts.value("outcomes", nlohmann::json::object());
   // What the change did, each future judged on its own: the damage and repair by failure kind.
-  auto kinds = [](const nlohmann::json& by_kind) {
+  auto kinds = [](const FailureTally& by_kind) {
     std::vector<std::string> parts;
     for (Failure f : {Failure::kInvalidToolCall, Failure::kLiteralMutated, Failure::kWrongCommand})
-      if (by_kind.value(FailureName(f), int64_t(0)) > 0)
-        parts.push_back(fmt::format("{} {}", by_kind.value(FailureName(f), int64_t(0)), FailureName(f)));
+      if (const int64_t n = *by_kind.Of(FailureName(f)); n > 0) parts.push_back(fmt::format("{} {}", n, FailureName(f)));
     return parts.empty() ? std::string() : fmt::format(" ({})", fmt::join(parts, ", "));
   };
-  static const std::pair<Outcome, const char*> outcome_lines[] = {
-      {Outcome::kDamage, "damage: the candidate breaks what the reference's future got right"},
-      {Outcome::kRepair, "repair: the candidate gets right what the reference's future broke"},
-      {Outcome::kBothFail, "both futures fail"},
-      {Outcome::kDifferentButFine, "different but fine"},
-      {Outcome::kBenign, "benign (the same text, or agreeing again quickly)"},
-  };
-  if (outcomes.is_object() && !outcomes.empty()) {
+  if (const auto& o = counts.outcomes) {
+    const struct {
+      Outcome outcome;
+      int64_t n;
+      std::string kinds;
+      const char* what;
+    } outcome_lines[] = {
+        {Outcome::kDamage, o->damage.total, kinds(o->damage),
+         "damage: the candidate breaks what the reference's future got right"},
+        {Outcome::kRepair, o->repair.total, kinds(o->repair),
+         "repair: the candidate gets right what the reference's future broke"},
+        {Outcome::kBothFail, o->both_fail, "", "both futures fail"},
+        {Outcome::kDifferentButFine, o->different_but_fine, "", "different but fine"},
+        {Outcome::kBenign, o->benign, "", "benign (the same text, or agreeing again quickly)"},
+    };
     out += "  what the change did:\n";
-    for (const auto& [o, what] : outcome_lines) {
-      const nlohmann::json v = outcomes.value(OutcomeName(o), nlohmann::json(0));
-      const int64_t n = v.is_object() ? v.value("total", int64_t(0)) : v.get<int64_t>();
-      out += fmt::format("  {:>6} {}{}  [{}]\n", n, what, v.is_object() ? kinds(v) : "", OutcomeName(o));
-    }
+    for (const auto& l : outcome_lines)
+      out += fmt::format("  {:>6} {}{}  [{}]\n", l.n, l.what, l.kinds, OutcomeName(l.outcome));
     out += "  verdicts on the pair of futures:\n";
   }
   for (const Line& l : lines)
-    out += fmt::format("  {:>6} {}  [{}]\n", counts.value(VerdictName(l.v), int64_t(0)), l.what, VerdictName(l.v));
+    out += fmt::format("  {:>6} {}  [{}]\n", *counts.OfVerdict(VerdictName(l.v)), l.what, VerdictName(l.v));
   return out;
 }
 

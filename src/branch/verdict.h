@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "results/branch_result.h"
 #include "util/status.h"
 
 namespace flipscope {
@@ -205,9 +206,9 @@ struct SideJudgement {
 // Judges a future against the transcript's continuation alone: its call (valid, or with its
 // reason; against the transcript's call), literals it mangles, whether it rejoins the transcript.
 SideJudgement JudgeSide(const JudgeContext& ctx, const FutureText& future, const FutureText& reference);
-// The JSON of a side judgement: {"failure", "reason", "tool_call": {...} | null, "literal_mutation",
-// "follows_reference", "rejoins_at": {"future", "transcript"} | null, "ended", "call_cap_hit"}.
-nlohmann::json SideJson(const SideJudgement& s, const FutureText& f);
+// A side judgement as a branch record holds it (records[].base, .cand in docs/branch.md), with
+// how its future ended; strings as they are (the record builder makes them valid UTF-8).
+ForkSideJudgement SideRecord(const SideJudgement& s, const FutureText& f);
 
 // The outcome of a branch, from the two judgements: what the change (base -> cand) did.
 enum class Outcome { kDamage, kRepair, kBothFail, kDifferentButFine, kBenign };

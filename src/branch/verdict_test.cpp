@@ -122,12 +122,15 @@ TEST(Reconvergence, SideAndPairSayTheSameThing) {
   ASSERT_TRUE(s.rejoins.has_value());
   EXPECT_TRUE(s.follows_reference);
   EXPECT_EQ(s.reason, "agrees with the transcript again from its token 2 (the transcript's token 2)");
-  EXPECT_EQ(SideJson(s, fut)["rejoins_at"], (nlohmann::json{{"future", 2}, {"transcript", 2}}));
+  const auto rejoins = SideRecord(s, fut).rejoins_at;
+  ASSERT_TRUE(rejoins.has_value());
+  EXPECT_EQ(rejoins->future, 2);
+  EXPECT_EQ(rejoins->transcript, 2);
   // The transcript's own text, ended where the transcript goes on: follows without a rejoin.
   s = JudgeSide(ctx, F({" The", " port"}, true), ref);
   EXPECT_TRUE(s.follows_reference);
   EXPECT_TRUE(s.writes_reference);
-  EXPECT_TRUE(SideJson(s, F({" The", " port"}, true))["rejoins_at"].is_null());
+  EXPECT_FALSE(SideRecord(s, F({" The", " port"}, true)).rejoins_at.has_value());
   // Prose that shares a K-run only far away is divergent, and says nothing about agreeing again.
   auto far = F({" I", " will", " look", " first", " at", " the", " logs", " and", " then", " The", " port", " is",
                 " open"});

@@ -17,29 +17,27 @@ namespace {
 // are in the JSON.
 constexpr size_t kShownRecords = 12;
 
-void PrintSummary(const nlohmann::json& out, const std::string& path) {
-  const auto& cfg = out["config"];
-  const bool everywhere = cfg["fork_where"] == "all";
-  fmt::print("{} branch points ({} at {}{}), {} of {} followed for {} tokens; fork: base {}, cand {}\n",
-             cfg["branch_points"].get<int64_t>(), cfg["at"].get<std::string>(),
-             cfg["at"] == "ranges" ? cfg["ranges"].get<std::string>() : "flips",
-             everywhere ? "" : ", where the model writes", cfg["n_branches"].get<int64_t>(),
-             cfg["branch_points"].get<int64_t>(), cfg["max_tokens"].get<int>(),
-             cfg["base"]["forked"].get<bool>() ? "yes" : "re-prefill",
-             cfg["cand"]["forked"].get<bool>() ? "yes" : "re-prefill");
-  const auto& dec = cfg["decoding"];
-  fmt::print("futures decoded {}{}\n", dec.value("used", std::string("free")),
-             dec.contains("why")      ? " (" + dec["why"].get<std::string>() + ")"
-             : dec.contains("source") ? " (the grammar of the " + dec["source"].get<std::string>() + ")"
-                                      : "");
-  fmt::print("{}", SummaryText(out["counts"]));
+void PrintSummary(const BranchResult& out, const std::string& path) {
+  const BranchRunInfo& cfg = out.config;
+  const bool everywhere = cfg.fork_where == "all";
+  const int64_t points = cfg.branch_points.value_or(0);
+  auto forked = [](const std::optional<ForkSideInfo>& side) { return side && side->forked ? "yes" : "re-prefill"; };
+  fmt::print("{} branch points ({} at {}{}), {} of {} followed for {} tokens; fork: base {}, cand {}\n", points,
+             cfg.at, cfg.at == "ranges" ? cfg.ranges.value_or("") : "flips", everywhere ? "" : ", where the model writes",
+             cfg.n_branches.value_or(0), points, cfg.max_tokens, forked(cfg.base), forked(cfg.cand));
+  const ForkDecodingInfo dec = cfg.decoding.value_or(ForkDecodingInfo{});
+  fmt::print("futures decoded {}{}\n", dec.used.empty() ? "free" : dec.used,
+             dec.why      ? " (" + *dec.why + ")"
+             : dec.source ? " (the grammar of the " + *dec.source + ")"
+                          : "");
+  fmt::print("{}", SummaryText(out.counts));
   size_t shown = 0, not_reproduced = 0;
-  for (const auto& r : out["records"]) {
-    not_reproduced += !r["reproduced"].get<bool>();
-    if ((r["outcome"] != "damage" && r["outcome"] != "repair") || shown == kShownRecords) continue;
+  for (const ForkRecord& r : out.records) {
+    not_reproduced += !r.reproduced;
+    const auto& a = r.attribution;
+    if (!a || (a->outcome != "damage" && a->outcome != "repair") || shown == kShownRecords) continue;
     ++shown;
-    fmt::print("  position {:>7}  {:<6} {:<17}  {}\n", r["position"].get<int64_t>(), r["outcome"].get<std::string>(),
-               r["outcome_kind"].get<std::string>(), r["outcome_reason"].get<std::string>());
+    fmt::print("  position {:>7}  {:<6} {:<17}  {}\n", r.position, a->outcome, a->kind.value_or(""), a->reason);
   }
   if (not_reproduced > 0)
     fmt::print("{} branch points where a recomputed row differs from its capture (see \"reproduced\")\n",
@@ -127,9 +125,9 @@ Action DefineBranch(CLI::App* cmd) {
     if (Status st = ReadBranchModes(*o); !st.ok()) return Fail(st);
     auto out = RunBranches(o->req);
     if (!out.ok()) return Fail(WithBranchFlags(out.status()));
-    for (const auto& w : (*out)["config"]["warnings"])
-      fmt::print(stderr, "flipscope: warning: {}\n", w.get<std::string>());
-    Status st = WriteFileAtomic(o->out, out->dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    for (const std::string& w : out->config.warnings) fmt::print(stderr, "flipscope: warning: {}\n", w);
+    Status st =
+        WriteFileAtomic(o->out, out->ToJson().dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     if (!st.ok()) return Fail(st);
     PrintSummary(*out, o->out);
     return 0;

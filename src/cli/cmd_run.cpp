@@ -52,7 +52,7 @@ Status WriteConfigHistory(const Experiment& exp, const ExperimentResults& r, con
     h.versions.push_back({name, c->captures.front()});
   }
   if (r.measured.branches)  // the run's forks: the baseline against each variant
-    for (const BranchRecord& b : *r.measured.branches) h.forks.push_back({exp.baseline.name, b.config, b.document});
+    for (const BranchRecord& b : *r.measured.branches) h.forks.push_back({exp.baseline.name, b.config, b.result});
   if (r.reference && r.reference->capture.Ok() && !r.reference->capture.captures.empty())
     h.exact_capture = r.reference->capture.captures.front();
   FS_ASSIGN_OR_RETURN(nlohmann::json doc, HistoryOfCaptures(h));

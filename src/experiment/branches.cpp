@@ -36,19 +36,16 @@ Status BranchAll(const Experiment& exp, Measurements& m, const RunOptions& opts)
     opts.log.Info(fmt::format("  following the forks of {}", c.name));
     auto b = RunBranches(req);
     if (!b.ok()) return b.status().Prefixed("branches of " + c.name);
-    nlohmann::json doc = *b;
-    if (exp.branch.compare_free && doc["config"]["decoding"]["used"] == "grammar") {
+    BranchRecord record{c.name, std::move(*b)};
+    if (exp.branch.compare_free && record.result.config.decoding && record.result.config.decoding->used == "grammar") {
       // The same forks, unconstrained: what the verdicts would be without the server's grammar.
       opts.log.Info(fmt::format("  following the forks of {} again, free", c.name));
       req.options.decoding = "free";
       auto free = RunBranches(req);
       if (!free.ok()) return free.status().Prefixed("free branches of " + c.name);
-      doc["free_counts"] = (*free)["counts"];
+      record.free_counts = std::move(free->counts);
     }
-    // The branch stage's own "config" (its settings) makes room for the configuration's name.
-    doc["branch_config"] = doc.value("config", nlohmann::json());
-    doc.erase("config");
-    m.branches->push_back({c.name, std::move(doc)});
+    m.branches->push_back(std::move(record));
   }
   return Status::Ok();
 }

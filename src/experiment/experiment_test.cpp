@@ -8,11 +8,13 @@
 
 #include "branch/branch.h"
 #include "capture/capture.h"
+#include "support/branches.h"
 #include "support/experiment_test_util.h"
 #include "testing/tiny_model.h"
 #include "util/util.h"
 
 using namespace flipscope;
+using flipscope::fixtures::RunBranchesJson;
 namespace fs = std::filesystem;
 
 namespace {
@@ -137,7 +139,7 @@ TEST(RunExperiment, ForksFollowedDuringCapturesMatchTheBranchStage) {
   req.options.max_tokens = 6;
   req.options.max_branches = 5;
   req.options.log.bars = false;
-  auto own = RunBranches(req);
+  auto own = RunBranchesJson(req);
   ASSERT_TRUE(own.ok()) << own.status().message();
   EXPECT_TRUE((*own)["config"]["cand"]["decoded_during_capture"].is_null());
   EXPECT_EQ((*own)["records"], b["records"]);

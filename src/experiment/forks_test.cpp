@@ -12,6 +12,7 @@
 
 #include "branch/branch.h"
 #include "experiment/experiment.h"
+#include "support/branches.h"
 #include "support/experiment_test_util.h"
 #include "testing/tiny_model.h"
 #include "util/util.h"
@@ -80,7 +81,7 @@ void RunEqualsBranch(const std::string& name, const std::string& model, const st
   req.options.pick = pick;
   req.options.fork_where = f.where;
   req.options.log = Log::Quiet();
-  auto own = RunBranches(req);
+  auto own = fixtures::RunBranchesJson(req);
   ASSERT_TRUE(own.ok()) << own.status().message();
   EXPECT_TRUE((*own)["config"]["cand"]["decoded_during_capture"].is_null());
   const json& a = run["records"];
@@ -133,7 +134,7 @@ void RunEqualsBranch(const std::string& name, const std::string& model, const st
   EXPECT_EQ(constrained, used == "grammar" ? int(2 * b.size()) : 0) << name;
   std::printf("%s: %zu forks (%d inside tool calls, %d futures extended), %s teacher-forced only\n%s", name.c_str(),
               b.size(), in_call, extended, (*own)["counts"]["teacher_forced_only"].dump().c_str(),
-              SummaryText((*own)["counts"]).c_str());
+              SummaryText(BranchCountsFromJson((*own)["counts"])).c_str());
 }
 
 TEST(ForksDuringCaptures, RecordsEqualTheBranchStageOnSmolLM2) {

@@ -189,12 +189,9 @@ json Reproduced(const Measurements& m, const std::string& config) {
   static const std::vector<BranchRecord> none;
   for (const BranchRecord& b : m.branches ? *m.branches : none) {
     if (b.config != config) continue;
-    int64_t yes = 0, of = 0;
-    const json& records = read::Sub(b.document, "records");
-    for (const auto& r : records.is_array() ? records : json::array())
-      if (r.is_object() && r.contains("reproduced") && r["reproduced"].is_boolean())
-        ++of, yes += r["reproduced"].get<bool>();
-    return {{"reproduced", yes}, {"of", of}};
+    const auto& records = b.result.records;
+    const int64_t yes = std::count_if(records.begin(), records.end(), [](const ForkRecord& r) { return r.reproduced; });
+    return {{"reproduced", yes}, {"of", int64_t(records.size())}};
   }
   return nullptr;
 }

@@ -91,14 +91,12 @@ Status FollowForks(const HistoryRequest& hr, const WorkerInput& in, nlohmann::js
       FS_ASSIGN_OR_RETURN(br.decoded[si], VersionFutures(hr, in.req, si == 0 ? base : cand, points, logs));
     }
   }
-  FS_ASSIGN_OR_RETURN(nlohmann::json branches, RunBranches(br));
-  doc["forks"] = {
-      {"how", fmt::format("Forks followed at the first {} flips where the model writes (of {} there), "
-                          "each side's {}-token future decoded greedily by its own version's worker.",
-                          points.size(), branches["counts"].value("branch_points", int64_t(0)), hr.fork_tokens)},
-      {"counts", branches.value("counts", nlohmann::json::object())},
-      {"records", branches.value("records", nlohmann::json::array())},
-      {"config", branches.value("config", nlohmann::json::object())}};
+  FS_ASSIGN_OR_RETURN(const BranchResult branches, RunBranches(br));
+  doc["forks"] = branches.ToJson();  // config, records, counts
+  doc["forks"]["how"] = fmt::format(
+      "Forks followed at the first {} flips where the model writes (of {} there), each side's {}-token future "
+      "decoded greedily by its own version's worker.",
+      points.size(), branches.counts.branch_points.value_or(0), hr.fork_tokens);
   return Status::Ok();
 }
 

@@ -13,6 +13,7 @@
 
 #include "capture/capture.h"
 #include "engine/engine.h"
+#include "results/branch_result.h"
 #include "util/status.h"
 #include "util/util.h"
 #include "workload/workload.h"
@@ -209,10 +210,10 @@ struct CapturedVersion {
   std::string name, capture;
 };
 // Forks followed elsewhere between two versions' captures (an experiment's branch stage, base
-// the baseline): the branch stage's document (docs/branch.md: branch_config, counts, records).
+// the baseline): the branch stage's result.
 struct FollowedForks {
   std::string base, cand;
-  nlohmann::json document;
+  BranchResult result;
 };
 struct CapturedHistory {
   std::string model_path, workload_path;  // for the document's head and the flips' token texts

@@ -174,14 +174,13 @@ Result<nlohmann::json> HistoryOfCaptures(const CapturedHistory& h) {
   if (const int best = doc["changed_most"].get<int>(); best >= 0) {
     const nlohmann::json& step = doc["steps"][size_t(best)];
     for (const FollowedForks& f : h.forks)
-      if (f.base == step["base"].get<std::string>() && f.cand == step["cand"].get<std::string>())
-        doc["forks"] = {
-            {"how", fmt::format("Forks followed by the run between {} and {} (its branch stage: each side's "
-                                "futures decoded by its own configuration).",
-                                f.base, f.cand)},
-            {"counts", f.document.value("counts", nlohmann::json::object())},
-            {"records", f.document.value("records", nlohmann::json::array())},
-            {"config", f.document.value("branch_config", nlohmann::json::object())}};
+      if (f.base == step["base"].get<std::string>() && f.cand == step["cand"].get<std::string>()) {
+        doc["forks"] = f.result.ToJson();  // config, records, counts
+        doc["forks"]["how"] = fmt::format(
+            "Forks followed by the run between {} and {} (its branch stage: each side's futures decoded by its "
+            "own configuration).",
+            f.base, f.cand);
+      }
   }
   const std::filesystem::path out(h.out_dir);
   FS_RETURN_IF_ERROR(WriteFileAtomic((out / "history.json").string(), doc.dump(2) + "\n"));

@@ -233,9 +233,10 @@ std::string ForksSection(const json& doc) {
            "own version.</p></section>";
   out += "<p>" + E(Str(forks, "how")) + "</p>";
   ExperimentResults one;  // the experiment report's branch section over this one pair, nested in this one
-  one.measured.branches = {BranchRecord{
-      StepName(s),
-      {{"counts", Sub(forks, "counts")}, {"records", Sub(forks, "records")}, {"branch_config", Sub(forks, "config")}}}};
+  one.measured.branches = {BranchRecord::FromJson({{"config", StepName(s)},
+                                                   {"counts", Sub(forks, "counts")},
+                                                   {"records", Sub(forks, "records")},
+                                                   {"branch_config", Sub(forks, "config")}})};
   return out + report::HtmlBranchesSection(one) + "</section>";
 }
 

@@ -2,6 +2,9 @@
 // (both futures side by side) and the disclosure of everything a divergence claim rests on.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <limits>
+
 #include "report/internal.h"
 #include "util/util.h"
 
@@ -80,22 +83,17 @@ std::string FlipRow(const FlipRecord& f, const std::string& anchor) {
 
 // One future as token spans: hover shows index, id and probability; the first difference is
 // marked, and a first token the grammar put in place of the side's own choice (`first_masked`).
-std::string FutureTokens(const json& fut, int first_diff, const std::string& own_choice) {
-  const json& pieces = Sub(fut, "pieces");
-  const json& probs = Sub(fut, "probs");
-  const json& ids = Sub(fut, "tokens");
-  if (!pieces.is_array() || pieces.empty()) return "<pre>" + E(Str(fut, "text", "—")) + "</pre>";
+std::string FutureTokens(const ForkFuture& fut, int first_diff, const std::string& own_choice) {
+  if (fut.pieces.empty()) return "<pre>" + E(fut.text) + "</pre>";
   std::string out = "<pre>";
-  for (size_t i = 0; i < pieces.size(); ++i) {
+  for (size_t i = 0; i < fut.pieces.size(); ++i) {
     std::string tip = fmt::format("token {}", i);
-    if (ids.is_array() && i < ids.size() && ids[i].is_number()) tip += fmt::format(" · id {}", ids[i].get<int64_t>());
-    if (probs.is_array() && i < probs.size() && probs[i].is_number())
-      tip += fmt::format(" · p={:.3f}", probs[i].get<double>());
-    const std::string piece = pieces[i].is_string() ? pieces[i].get<std::string>() : "";
+    if (i < fut.tokens.size()) tip += fmt::format(" · id {}", fut.tokens[i]);
+    if (i < fut.probs.size()) tip += fmt::format(" · p={:.3f}", fut.probs[i]);
+    const std::string& piece = fut.pieces[i];
     tip += " · " + VisibleToken(piece);
-    std::string text = E(piece);
-    std::string span = fmt::format(R"(<span class="tok" title="{}">{}</span>)", E(tip), text);
-    if (i == 0 && Sub(fut, "first_masked") == true)
+    std::string span = fmt::format(R"(<span class="tok" title="{}">{}</span>)", E(tip), E(piece));
+    if (i == 0 && fut.first_masked)
       span = "<mark class=\"masked\" title=\"" +
              E("first masked: the grammar rejected this configuration's own choice " + VisibleToken(own_choice) +
                "; the future starts from the best token it allows") +
@@ -105,74 +103,84 @@ std::string FutureTokens(const json& fut, int first_diff, const std::string& own
   return out + "</pre>";
 }
 
-std::string BranchRecordHtml(const std::string& config, const json& b) {
+// A token index of a record as an int (-1 or `fallback` when none).
+int TokenIndex(const std::optional<int64_t>& v, int fallback) {
+  return v ? int(std::clamp<int64_t>(*v, std::numeric_limits<int>::min(), std::numeric_limits<int>::max())) : fallback;
+}
+
+// The outcome badge's words: "damage: invalid_tool_call"; "" for records judged before outcomes.
+std::string OutcomeWords(const ForkRecord& b) {
+  if (!b.attribution) return "";
+  const std::string kind = b.attribution->kind.value_or("");
+  return b.attribution->outcome + (kind.empty() ? "" : ": " + kind);
+}
+
+std::string Verdict(const ForkRecord& b) { return b.verdict.empty() ? "unjudged" : b.verdict; }
+
+std::string BranchRecordHtml(const std::string& config, const ForkRecord& b) {
   // Token indexes of the first difference in each future (absent when the texts are equal).
-  int diff_base = Int(b, "first_difference", -1);
-  int diff_cand = Int(b, "first_difference_cand", diff_base);
-  auto reconverge = Num(b, "reconverge_at");
-  std::string verdict = Str(b, "verdict", "unjudged");
-  std::string cls = verdict == "benign" ? "rec" : "bad";
+  const int diff_base = TokenIndex(b.first_difference, -1);
+  const int diff_cand = TokenIndex(b.first_difference_cand, diff_base);
+  const std::string verdict = Verdict(b);
+  const std::string cls = verdict == "benign" ? "rec" : "bad";
   // The outcome (what the change did) first; the pair's verdict beside it.
-  const std::string outcome = Str(b, "outcome");
+  const std::string outcome = b.attribution ? b.attribution->outcome : "";
   std::string outcome_badge;
   if (!outcome.empty())
-    outcome_badge = fmt::format(" <span class=\"badge {}\">{}{}</span>", OutcomeClass(outcome), E(outcome),
-                                Str(b, "outcome_kind").empty() ? "" : ": " + E(Str(b, "outcome_kind")));
+    outcome_badge = fmt::format(" <span class=\"badge {}\">{}</span>", OutcomeClass(outcome), E(OutcomeWords(b)));
   std::string out = fmt::format(
       "<article class=\"branch\"><h3>{} · position {} · {}{} <span class=\"badge {}\">{}</span></h3>", E(config),
-      E(Count(Num(b, "position"))), E(Str(b, "span", "outside any span")), outcome_badge, cls, E(verdict));
-  if (!Str(b, "outcome_reason").empty()) out += "<p>" + E(Str(b, "outcome_reason")) + "</p>";
-  if (!Str(b, "reason").empty()) out += "<p>" + E(Str(b, "reason")) + "</p>";
+      E(Count(double(b.position))), E(b.span.value_or("outside any span")), outcome_badge, cls, E(verdict));
+  if (b.attribution && !b.attribution->reason.empty()) out += "<p>" + E(b.attribution->reason) + "</p>";
+  if (!b.reason.empty()) out += "<p>" + E(b.reason) + "</p>";
   out += fmt::format(
-      "<p>The reference configuration picked {} where the candidate picked {}. {}</p>", TokenCode(Str(b, "base_text")),
-      TokenCode(Str(b, "cand_text")),
-      reconverge ? fmt::format("The futures agree again from token {} of the reference's future.", Count(reconverge))
-                 : std::string("The futures do not agree again within the decoded length."));
-  if (Sub(b, "reproduced") == false)
+      "<p>The reference configuration picked {} where the candidate picked {}. {}</p>", TokenCode(b.base_text),
+      TokenCode(b.cand_text),
+      b.reconverge_at
+          ? fmt::format("The futures agree again from token {} of the reference's future.", Count(double(*b.reconverge_at)))
+          : std::string("The futures do not agree again within the decoded length."));
+  if (!b.reproduced)
     out +=
         "<p><strong>Note:</strong> a recomputed row did not match its capture's digest here, so this future "
         "may not be the captured configuration's.</p>";
-  out += "<h4>Shared prefix (tail)</h4><pre class=\"prefix\">…" + E(Str(b, "prefix_tail")) + "</pre>";
-  for (const char* side : {"base", "cand"}) {
-    const json& fut = Sub(b, std::string(side) + "_future");
-    if (Sub(fut, "first_masked") == true)
+  out += "<h4>Shared prefix (tail)</h4><pre class=\"prefix\">…" + E(b.prefix_tail) + "</pre>";
+  for (const auto* side : {&b.base_future, &b.cand_future}) {
+    const bool base = side == &b.base_future;
+    if (side->first_masked)
       out += fmt::format(
           "<p>The tool-call grammar masked the {} choice {} here (first masked): a server constraining its calls "
           "would not write it, so this future starts from the best token the grammar allows (marked).</p>",
-          side == std::string("base") ? "reference configuration's" : "candidate's",
-          TokenCode(Str(b, std::string(side) + "_text")));
+          base ? "reference configuration's" : "candidate's", TokenCode(base ? b.base_text : b.cand_text));
   }
-  auto heading = [&](const char* title, const char* side) {
-    const std::string decoding = Str(Sub(b, std::string(side) + "_future"), "decoding");
+  auto heading = [&](const char* title, const ForkFuture& f) {
+    const std::string decoding = f.decoding.value_or("");
     return "<h4>" + std::string(title) + (decoding.empty() ? "" : " <small>(" + E(decoding) + ")</small>") + "</h4>";
   };
-  out += "<div class=\"futures\"><div class=\"future base\">" + heading("Reference configuration's future", "base") +
-         FutureTokens(Sub(b, "base_future"), diff_base, Str(b, "base_text")) + "</div><div class=\"future cand\">" +
-         heading("Candidate's future", "cand") + FutureTokens(Sub(b, "cand_future"), diff_cand, Str(b, "cand_text")) +
+  out += "<div class=\"futures\"><div class=\"future base\">" +
+         heading("Reference configuration's future", b.base_future) +
+         FutureTokens(b.base_future, diff_base, b.base_text) + "</div><div class=\"future cand\">" +
+         heading("Candidate's future", b.cand_future) + FutureTokens(b.cand_future, diff_cand, b.cand_text) +
          "</div></div>";
-  const json& ref = Sub(b, "reference");
-  if (ref.is_object()) out += "<h4>Reference continuation (the workload)</h4><pre>" + E(Str(ref, "text")) + "</pre>";
+  out += "<h4>Reference continuation (the workload)</h4><pre>" + E(b.reference_text) + "</pre>";
   return out + "</article>";
 }
 
 // A branch record as one row of the summary table: where, what each side picked, what it did.
-std::string RecordRow(const json& b) {
-  std::string outcome = Str(b, "outcome");
-  if (!outcome.empty() && !Str(b, "outcome_kind").empty()) outcome += ": " + Str(b, "outcome_kind");
-  auto reconverge = Num(b, "reconverge_at");
-  return HtmlRow({Count(Num(b, "position")), E(Str(b, "span", "outside any span")),
-                  TokenCode(Str(b, "base_text")) + " → " + TokenCode(Str(b, "cand_text")),
-                  outcome.empty()
-                      ? "—"
-                      : fmt::format("<span class=\"badge {}\">{}</span>", OutcomeClass(Str(b, "outcome")), E(outcome)),
-                  E(Str(b, "verdict", "unjudged")), reconverge ? "token " + Count(reconverge) : "no",
-                  E(Str(b, "outcome_reason", Str(b, "reason")))});
+std::string RecordRow(const ForkRecord& b) {
+  const std::string outcome = OutcomeWords(b);
+  const std::string& why = b.attribution ? b.attribution->reason : b.reason;
+  return HtmlRow({Count(double(b.position)), E(b.span.value_or("outside any span")),
+                  TokenCode(b.base_text) + " → " + TokenCode(b.cand_text),
+                  outcome.empty() ? "—"
+                                  : fmt::format("<span class=\"badge {}\">{}</span>",
+                                                OutcomeClass(b.attribution->outcome), E(outcome)),
+                  E(Verdict(b)), b.reconverge_at ? "token " + Count(double(*b.reconverge_at)) : "no", E(why)});
 }
 
 // A configuration's records: the first kMaxRecordsShown in full, then summary rows, then a count.
-std::string BranchRecords(const std::string& config, const json& records) {
+std::string BranchRecords(const std::string& config, const std::vector<ForkRecord>& records) {
   std::string out;
-  const size_t n = records.is_array() ? records.size() : 0;
+  const size_t n = records.size();
   for (size_t i = 0; i < n && i < kMaxRecordsShown; ++i) out += BranchRecordHtml(config, records[i]);
   if (n <= kMaxRecordsShown) return out;
   const size_t rows = std::min(n - kMaxRecordsShown, kMaxFlipsShown);
@@ -234,28 +242,24 @@ std::string HtmlBranchesSection(const ExperimentResults& r) {
       "<p>At a flip, both configurations decode greedily from the shared prefix. Hover a token for its "
       "probability; the first differing token is marked.</p>";
   for (const BranchRecord& group : *r.measured.branches) {
-    const json& g = group.document;
+    const BranchCounts& counts = group.result.counts;
     const std::string config = Or(group.config);
     out += "<h3>" + E(config) + "</h3>";
-    const json& counts = Sub(g, "counts");
-    if (counts.is_object()) out += "<p>" + E(ForkedText(counts)) + "</p>";
-    if (!DecodingText(g).empty()) out += "<p>" + E(DecodingText(g)) + "</p>";
-    if (Sub(counts, "outcomes").is_object()) {
+    out += "<p>" + E(ForkedText(counts)) + "</p>";
+    if (!DecodingText(group).empty()) out += "<p>" + E(DecodingText(group)) + "</p>";
+    if (counts.outcomes) {
       out += "<p>What the change did:";
-      for (auto it = counts["outcomes"].begin(); it != counts["outcomes"].end(); ++it)
-        out += fmt::format(" <span class=\"badge {}\">{}: {}</span>", OutcomeClass(it.key()), E(it.key()),
-                           E(it->is_object() ? InlineText(Sub(*it, "total")) : InlineText(*it)));
+      for (const auto& [name, n] : counts.OutcomesByName())
+        out += fmt::format(" <span class=\"badge {}\">{}: {}</span>", OutcomeClass(name), E(name), E(InlineText(n)));
       out += "</p><p>" + E(OutcomeCountsText(counts)) + "</p>";
     }
-    if (counts.is_object() && !counts.empty()) {
-      out += "<p>Verdicts:";
-      for (auto it = counts.begin(); it != counts.end(); ++it)
-        if (it.key() != "outcomes" && it.key() != "branch_points" && it.key() != "teacher_forced_only")
-          out += fmt::format(" <span class=\"badge {}\">{}: {}</span>", it.key() == "benign" ? "rec" : "neutral",
-                             E(it.key()), E(InlineText(*it)));
-      out += "</p>";
-    }
-    out += BranchRecords(config, Sub(g, "records"));
+    out += "<p>Verdicts:";
+    const json verdicts = VerdictCounts(counts);
+    for (auto it = verdicts.begin(); it != verdicts.end(); ++it)
+      out += fmt::format(" <span class=\"badge {}\">{}: {}</span>", it.key() == "benign" ? "rec" : "neutral",
+                         E(it.key()), E(InlineText(*it)));
+    out += "</p>";
+    out += BranchRecords(config, group.result.records);
   }
   return out + "</section>";
 }

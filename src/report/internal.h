@@ -28,17 +28,19 @@ using read::Sub;
 // Any JSON value as one line of plain text: arrays joined with ", ", objects as key=value.
 std::string InlineText(const nlohmann::json& v);
 
-// A branch group's outcome counts (counts["outcomes"]) as one line, damage and repair first with
-// their failure kinds: "damage 3 (invalid_tool_call 2, literal_mutated 1), repair 1, both_fail 5, ...";
+// A branch group's outcome counts (counts.outcomes) as one line, by name, damage and repair with
+// their failure kinds: "benign 2, both_fail 5, damage 3 (invalid_tool_call 2, literal_mutated 1), ...";
 // "" when the counts hold no outcomes (records judged before attribution).
-std::string OutcomeCountsText(const nlohmann::json& counts);
-// The verdicts on the pairs of futures (counts without "outcomes") as one line.
+std::string OutcomeCountsText(const BranchCounts& counts);
 // "Followed 12 of 17 branch points. 14 teacher-forced only: ..." from a branch group's counts.
-std::string ForkedText(const nlohmann::json& counts);
+std::string ForkedText(const BranchCounts& counts);
 // How a branch group's futures were decoded (branch_config.decoding) and, with free_counts, what
 // the same forks decoded free gave; "" for groups that do not say.
-std::string DecodingText(const nlohmann::json& group);
-std::string VerdictCountsText(const nlohmann::json& counts);
+std::string DecodingText(const BranchRecord& group);
+// The verdicts on the pairs of futures (counts without outcomes and points), by name, as written.
+nlohmann::json VerdictCounts(const BranchCounts& counts);
+// VerdictCounts as one line: "benign=0, divergent=2, ...".
+std::string VerdictCountsText(const BranchCounts& counts);
 
 // "0.370%" for a fraction 0.0037 ("—" when absent).
 std::string Percent(std::optional<double> fraction, int decimals = 3);

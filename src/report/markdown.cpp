@@ -136,26 +136,24 @@ std::string Branches(const ExperimentResults& r) {
   if (!r.measured.branches || r.measured.branches->empty()) return "";
   std::string out = "## Following the fork\n\n";
   for (const BranchRecord& group : *r.measured.branches) {
-    const json& g = group.document;
+    const BranchCounts& counts = group.result.counts;
     out += "### " + MdText(Or(group.config)) + "\n\n";
-    if (Sub(g, "counts").is_object()) out += MdText(ForkedText(Sub(g, "counts"))) + "\n\n";
-    if (!DecodingText(g).empty()) out += MdText(DecodingText(g)) + "\n\n";
-    if (!OutcomeCountsText(Sub(g, "counts")).empty())
-      out += "What the change did: " + MdText(OutcomeCountsText(Sub(g, "counts"))) + "\n\n";
-    if (Sub(g, "counts").is_object()) out += "Verdicts: " + MdText(VerdictCountsText(Sub(g, "counts"))) + "\n\n";
-    if (!Sub(g, "records").is_array()) continue;
-    for (const json& b : Sub(g, "records")) {
-      out += fmt::format("#### Position {} ({}): {}{}\n\n", Count(Num(b, "position")), MdText(Str(b, "span")),
-                         Str(b, "outcome").empty() ? "" : MdText(Str(b, "outcome")) + " · ",
-                         MdText(Str(b, "verdict", "unjudged")));
-      if (!Str(b, "outcome_reason").empty()) out += MdText(Str(b, "outcome_reason")) + "\n\n";
-      if (!Str(b, "reason").empty()) out += MdText(Str(b, "reason")) + "\n\n";
-      out += "Reference picked " + MdToken(Str(b, "base_text"), false) + ", candidate picked " +
-             MdToken(Str(b, "cand_text"), false) + ".\n\nShared prefix (tail):\n\n" + MdBlock(Str(b, "prefix_tail"));
-      out += "Reference configuration's future:\n\n" + MdBlock(Str(Sub(b, "base_future"), "text"));
-      out += "Candidate's future:\n\n" + MdBlock(Str(Sub(b, "cand_future"), "text"));
-      if (Sub(b, "reference").is_object())
-        out += "Reference continuation (the workload):\n\n" + MdBlock(Str(Sub(b, "reference"), "text"));
+    out += MdText(ForkedText(counts)) + "\n\n";
+    if (!DecodingText(group).empty()) out += MdText(DecodingText(group)) + "\n\n";
+    if (!OutcomeCountsText(counts).empty()) out += "What the change did: " + MdText(OutcomeCountsText(counts)) + "\n\n";
+    out += "Verdicts: " + MdText(VerdictCountsText(counts)) + "\n\n";
+    for (const ForkRecord& b : group.result.records) {
+      const std::string outcome = b.attribution ? b.attribution->outcome : "";
+      out += fmt::format("#### Position {} ({}): {}{}\n\n", Count(double(b.position)), MdText(b.span.value_or("")),
+                         outcome.empty() ? "" : MdText(outcome) + " · ",
+                         MdText(b.verdict.empty() ? "unjudged" : b.verdict));
+      if (b.attribution && !b.attribution->reason.empty()) out += MdText(b.attribution->reason) + "\n\n";
+      if (!b.reason.empty()) out += MdText(b.reason) + "\n\n";
+      out += "Reference picked " + MdToken(b.base_text, false) + ", candidate picked " + MdToken(b.cand_text, false) +
+             ".\n\nShared prefix (tail):\n\n" + MdBlock(b.prefix_tail);
+      out += "Reference configuration's future:\n\n" + MdBlock(b.base_future.text);
+      out += "Candidate's future:\n\n" + MdBlock(b.cand_future.text);
+      out += "Reference continuation (the workload):\n\n" + MdBlock(b.reference_text);
     }
   }
   return out;

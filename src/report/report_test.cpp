@@ -226,7 +226,7 @@ TEST(Report, BranchesSayHowTheFuturesWereDecodedAndWhatFreeDecodingGave) {
   free["invalid_tool_call"] = 7;
   free["outcomes"]["damage"] = {{"total", 3}, {"invalid_tool_call", 2}, {"literal_mutated", 1}, {"wrong_command", 0}};
   g["free_counts"] = free;
-  const std::string line = report::DecodingText(g);
+  const std::string line = report::DecodingText(BranchRecord::FromJson(g));
   EXPECT_NE(line.find("under the tool-call grammar"), std::string::npos) << line;
   EXPECT_NE(line.find("damage 3 (invalid_tool_call 2, literal_mutated 1)"), std::string::npos) << line;
   EXPECT_NE(line.find("invalid_tool_call verdicts 7 free, 0 under the grammar"), std::string::npos) << line;
@@ -235,9 +235,9 @@ TEST(Report, BranchesSayHowTheFuturesWereDecodedAndWhatFreeDecodingGave) {
   // Free futures say why; a group from before decodings were recorded says nothing.
   g.erase("free_counts");
   g["branch_config"]["decoding"] = {{"asked", "auto"}, {"used", "free"}, {"why", "no tools"}};
-  EXPECT_EQ(report::DecodingText(g), "Futures decoded free (unconstrained greedy): no tools.");
+  EXPECT_EQ(report::DecodingText(BranchRecord::FromJson(g)), "Futures decoded free (unconstrained greedy): no tools.");
   g["branch_config"].erase("decoding");
-  EXPECT_EQ(report::DecodingText(g), "");
+  EXPECT_EQ(report::DecodingText(BranchRecord::FromJson(g)), "");
 }
 
 TEST(Report, DisclosureAndRecipe) {

@@ -99,29 +99,31 @@ std::string InlineText(const json& v) {
   return out;
 }
 
-std::string OutcomeCountsText(const json& counts) {
-  const json& outcomes = Sub(counts, "outcomes");
-  if (!outcomes.is_object()) return "";
+std::string OutcomeCountsText(const BranchCounts& counts) {
+  if (!counts.outcomes) return "";
+  const OutcomeTally& o = *counts.outcomes;
+  // The failure kinds that occurred, by name.
+  auto kinds = [](const FailureTally& t) {
+    std::string out;
+    for (const auto& [name, n] : {std::pair<const char*, int64_t>{"invalid_tool_call", t.invalid_tool_call},
+                                  {"literal_mutated", t.literal_mutated},
+                                  {"wrong_command", t.wrong_command}})
+      if (n > 0) out += (out.empty() ? "" : ", ") + std::string(name) + " " + InlineText(n);
+    return out.empty() ? out : " (" + out + ")";
+  };
   std::string out;
-  for (auto it = outcomes.begin(); it != outcomes.end(); ++it) {
-    if (!out.empty()) out += ", ";
-    if (!it->is_object()) {
-      out += it.key() + " " + InlineText(*it);
-      continue;
-    }
-    std::string kinds;  // the failure kinds that occurred
-    for (auto k = it->begin(); k != it->end(); ++k)
-      if (k.key() != "total" && k->is_number() && k->get<double>() > 0)
-        kinds += (kinds.empty() ? "" : ", ") + k.key() + " " + InlineText(*k);
-    out += it.key() + " " + InlineText(Sub(*it, "total")) + (kinds.empty() ? "" : " (" + kinds + ")");
+  for (const auto& [name, n] : counts.OutcomesByName()) {
+    out += (out.empty() ? "" : ", ") + name + " " + InlineText(n);
+    if (name == "damage") out += kinds(o.damage);
+    if (name == "repair") out += kinds(o.repair);
   }
   return out;
 }
 
-std::string ForkedText(const json& counts) {
-  const int64_t total = int64_t(Num(counts, "total").value_or(0));
-  const int64_t points = int64_t(Num(counts, "branch_points").value_or(double(total)));
-  const int64_t read = int64_t(Num(counts, "teacher_forced_only").value_or(0));
+std::string ForkedText(const BranchCounts& counts) {
+  const int64_t total = counts.total;
+  const int64_t points = counts.branch_points.value_or(total);
+  const int64_t read = counts.teacher_forced_only.value_or(0);
   std::string out = points > total ? fmt::format("Followed {} of {} branch points.", total, points)
                                    : fmt::format("Followed {} branch points.", total);
   if (read > 0)
@@ -132,30 +134,29 @@ std::string ForkedText(const json& counts) {
   return out;
 }
 
-std::string DecodingText(const json& group) {
-  const json& d = Sub(Sub(group, "branch_config"), "decoding");
-  if (!d.is_object()) return "";  // branches followed before decodings were recorded: free
+std::string DecodingText(const BranchRecord& group) {
+  const auto& d = group.result.config.decoding;
+  if (!d) return "";  // branches followed before decodings were recorded: free
   std::string out;
-  if (Str(d, "used") == "grammar")
-    out = "Futures decoded under the tool-call grammar a llama.cpp server would build (" + Str(d, "source") +
+  if (d->used == "grammar")
+    out = "Futures decoded under the tool-call grammar a llama.cpp server would build (" + d->source.value_or("") +
           "): greedy among the tokens it allows, once a call starts.";
   else
-    out = "Futures decoded free (unconstrained greedy)" + (Str(d, "why").empty() ? "" : ": " + Str(d, "why")) + ".";
-  const json& free = Sub(group, "free_counts");
-  if (free.is_object()) {
-    const json& counts = Sub(group, "counts");
+    out = "Futures decoded free (unconstrained greedy)" + (d->why.value_or("").empty() ? "" : ": " + *d->why) + ".";
+  if (const auto& free = group.free_counts)
     out += fmt::format(" The same forks decoded free: {}; invalid_tool_call verdicts {} free, {} under the grammar.",
-                       OutcomeCountsText(free), InlineText(Sub(free, "invalid_tool_call")),
-                       InlineText(Sub(counts, "invalid_tool_call")));
-  }
+                       OutcomeCountsText(*free), InlineText(free->invalid_tool_call),
+                       InlineText(group.result.counts.invalid_tool_call));
   return out;
 }
 
-std::string VerdictCountsText(const json& counts) {
-  json flat = counts.is_object() ? counts : json::object();
+json VerdictCounts(const BranchCounts& counts) {
+  json flat = ToJson(counts);  // the document's own order, and fields of later versions
   for (const char* k : {"outcomes", "branch_points", "teacher_forced_only"}) flat.erase(k);
-  return InlineText(flat);
+  return flat;
 }
+
+std::string VerdictCountsText(const BranchCounts& counts) { return InlineText(VerdictCounts(counts)); }
 
 std::string Percent(std::optional<double> fraction, int decimals) {
   if (!fraction || !std::isfinite(*fraction)) return "—";

@@ -121,24 +121,35 @@ ComparisonRecord ComparisonRecord::FromJson(const json& j) {
 }
 
 ForkCounts BranchRecord::Counts() const {
-  const json& counts = read::Sub(document, "counts");
-  const json& outcomes = read::Sub(counts, "outcomes");
+  const BranchCounts& c = result.counts;
   ForkCounts f;
-  f.followed = read::Get<int64_t>(counts, "total", 0);
-  f.damage = read::Get<int64_t>(read::Sub(outcomes, "damage"), "total", 0);
-  f.repair = read::Get<int64_t>(read::Sub(outcomes, "repair"), "total", 0);
-  f.teacher_forced_only = read::Get<int64_t>(counts, "teacher_forced_only", 0);
-  f.forkable = read::Get<int64_t>(counts, "branch_points", f.followed);
+  f.followed = c.total;
+  f.damage = c.outcomes ? c.outcomes->damage.total : 0;
+  f.repair = c.outcomes ? c.outcomes->repair.total : 0;
+  f.teacher_forced_only = c.teacher_forced_only.value_or(0);
+  f.forkable = c.branch_points.value_or(f.followed);
   return f;
 }
 
 json BranchRecord::ToJson() const {
-  json j = document;
+  json j = result.ToJson();
+  j["branch_config"] = std::move(j["config"]);
   j["config"] = config;
+  if (free_counts) j["free_counts"] = flipscope::ToJson(*free_counts);
+  read::KeepExtra(j, extra);
   return j;
 }
 
-BranchRecord BranchRecord::FromJson(const json& j) { return {read::Str(j, "config"), read::Without(j, {"config"})}; }
+BranchRecord BranchRecord::FromJson(const json& j) {
+  BranchRecord b;
+  b.config = read::Str(j, "config");
+  b.result = BranchResult::FromJson({{"config", read::Sub(j, "branch_config")},
+                                     {"records", read::Sub(j, "records")},
+                                     {"counts", read::Sub(j, "counts")}});
+  if (read::Sub(j, "free_counts").is_object()) b.free_counts = BranchCountsFromJson(j["free_counts"]);
+  b.extra = read::Without(j, {"config", "branch_config", "records", "counts", "free_counts"});
+  return b;
+}
 
 json LayersRecord::ToJson() const {
   json j = {{"config", config}};

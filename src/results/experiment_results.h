@@ -3,8 +3,8 @@
 // the forks followed, the layers, the served replay and the recipe. The experiment stage fills an
 // ExperimentResults step by step and writes results.json from it once; only results/ turns it into
 // JSON and back. A document the experiment wrote reads back and writes out identically (FromJson
-// then ToJson). Comparisons and layers are typed (results/comparison.h, results/layers_result.h); the
-// branch stage's document is kept whole beside the counts read from it.
+// then ToJson). Comparisons, layers and forks are typed (results/comparison.h, results/layers_result.h,
+// results/branch_result.h).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "results/branch_result.h"
 #include "results/layers_result.h"
 #include "results/results.h"
 #include "util/status.h"
@@ -55,14 +56,16 @@ struct ComparisonRecord {
   static ComparisonRecord FromJson(const nlohmann::json& j);
 };
 
-// What following one configuration's forks found (branches[]): the branch stage's document
-// (docs/branch.md) with its own "config" under "branch_config", and "config" naming the
-// configuration.
+// What following one configuration's forks found (branches[]): the branch stage's result, its
+// own "config" written as "branch_config" so that "config" names the configuration.
 struct BranchRecord {
   std::string config;
-  nlohmann::json document = nlohmann::json::object();  // every field but "config"
+  BranchResult result;
+  // The same forks decoded free when the result's were under a grammar ([branch] compare_free).
+  std::optional<BranchCounts> free_counts;
+  nlohmann::json extra = nlohmann::json::object();  // fields this version does not know, as read
 
-  // The counts the summary's damage fields are made of (document.counts): forks followed,
+  // The counts the summary's damage fields are made of (result.counts): forks followed,
   // damage, repair, teacher-forced-only flips, forkable flips (branch_points); damage_rate is 0.
   ForkCounts Counts() const;
   nlohmann::json ToJson() const;

@@ -10,6 +10,7 @@
 namespace flipscope {
 namespace {
 using nlohmann::json;
+using read::Each;
 using read::Get;
 using read::Str;
 using read::Sub;
@@ -22,15 +23,6 @@ RowDiff DiffFrom(const json& j) { return {Get(j, "rel", 0.0), Get(j, "cosine", 1
 
 json PlaceJson(const StreamPlace& p) { return {{"layer", p.layer}, {"block", p.block}}; }
 StreamPlace PlaceFrom(const json& j) { return {Get(j, "layer", -1), Str(j, "block")}; }
-
-// Each element of an array (none when j is not one) read by from.
-template <typename T, typename From>
-std::vector<T> Each(const json& j, From from) {
-  std::vector<T> out;
-  if (j.is_array())
-    for (const json& e : j) out.push_back(from(e));
-  return out;
-}
 
 json SideJson(const LayersSide& s) {
   return {{"capture", s.capture}, {"model", s.model},         {"model_sha256", s.model_sha256},

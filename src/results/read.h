@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 namespace flipscope::read {
 
@@ -47,27 +48,43 @@ bool Fits(const nlohmann::json& v) {
   }
   return true;
 }
-// The value at key when it has type T (bool, std::string or a number that Fits), else fallback.
+// The value v when it has type T (bool, std::string or a number that Fits), else nullopt.
 template <typename T>
-T Get(const nlohmann::json& j, std::string_view key, T fallback) {
-  const nlohmann::json& v = Sub(j, key);
-  if constexpr (std::is_same_v<T, bool>)
-    return v.is_boolean() ? v.get<bool>() : fallback;
-  else if constexpr (std::is_same_v<T, std::string>)
-    return v.is_string() ? v.get<std::string>() : fallback;
-  else
-    return Fits<T>(v) ? v.get<T>() : fallback;
-}
-// The value at key when it has type T (bool, std::string or a number that Fits), else nullopt.
-template <typename T>
-std::optional<T> Opt(const nlohmann::json& j, std::string_view key) {
-  const nlohmann::json& v = Sub(j, key);
+std::optional<T> As(const nlohmann::json& v) {
   if constexpr (std::is_same_v<T, bool>)
     return v.is_boolean() ? std::optional<T>(v.get<bool>()) : std::nullopt;
   else if constexpr (std::is_same_v<T, std::string>)
     return v.is_string() ? std::optional<T>(v.get<std::string>()) : std::nullopt;
   else
     return Fits<T>(v) ? std::optional<T>(v.get<T>()) : std::nullopt;
+}
+// The value at key when it has type T (bool, std::string or a number that Fits), else fallback.
+template <typename T>
+T Get(const nlohmann::json& j, std::string_view key, T fallback) {
+  return As<T>(Sub(j, key)).value_or(fallback);
+}
+// The value at key when it has type T (bool, std::string or a number that Fits), else nullopt.
+template <typename T>
+std::optional<T> Opt(const nlohmann::json& j, std::string_view key) {
+  return As<T>(Sub(j, key));
+}
+// The elements of the array at key that have type T (as As reads them); the others are left out.
+template <typename T>
+std::vector<T> Values(const nlohmann::json& j, std::string_view key) {
+  std::vector<T> out;
+  const nlohmann::json& a = Sub(j, key);
+  if (a.is_array())
+    for (const nlohmann::json& e : a)
+      if (auto v = As<T>(e)) out.push_back(std::move(*v));
+  return out;
+}
+// Each element of the array j (none when j is not one), read by from.
+template <typename T, typename From>
+std::vector<T> Each(const nlohmann::json& j, From from) {
+  std::vector<T> out;
+  if (j.is_array())
+    for (const nlohmann::json& e : j) out.push_back(from(e));
+  return out;
 }
 // j without the keys, an object in every case (a document's fields that a type does not own: kept
 // as read and written back, for files of later versions).

@@ -15,6 +15,7 @@
 
 #include "branch/branch.h"
 #include "capture/capture.h"
+#include "support/branches.h"
 #include "testing/tiny_model.h"
 #include "util/util.h"
 
@@ -67,7 +68,7 @@ inline void NetopsBranchCase(int target_tokens, int64_t min_rows_checked) {
   // tool results), and this case checks how futures are re-created, not where they are forked.
   req.options.fork_where = ForkScope::kAll;
   req.options.log.bars = false;
-  auto out = RunBranches(req);
+  auto out = fixtures::RunBranchesJson(req);
   ASSERT_TRUE(out.ok()) << out.status().message();
   const auto& cfg = (*out)["config"];
   const auto& records = (*out)["records"];
@@ -88,7 +89,7 @@ inline void NetopsBranchCase(int target_tokens, int64_t min_rows_checked) {
   std::string cmd = fmt::format("{} {}/tests/ref/branch_check.py {} {} {} > {} 2>&1", FLIPSCOPE_PYTHON,
                                 FLIPSCOPE_SOURCE_DIR, req.base_path, req.cand_path, json_path, log);
   EXPECT_EQ(std::system(cmd.c_str()), 0) << *ReadFile(log);
-  std::printf("%s", SummaryText((*out)["counts"]).c_str());
+  std::printf("%s", SummaryText(BranchCountsFromJson((*out)["counts"])).c_str());
   for (const auto& r : records)
     std::printf("  %6d %-17s %s\n", r["position"].get<int>(), r["verdict"].get<std::string>().c_str(),
                 r["reason"].get<std::string>().c_str());
