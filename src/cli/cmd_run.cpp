@@ -99,10 +99,9 @@ Action DefineRun(CLI::App* cmd) {
       if (Status st = WriteConfigHistory(*exp, *results, o->outdir); !st.ok()) return Fail(st);
     fmt::print("finished in {:.0f} s\n", NowSeconds() - t0);
     // A recipe that was asked to be proven and was not fails the run (its report is written).
-    const nlohmann::json& recipe = results->recipe;
-    const nlohmann::json& v = recipe.is_object() ? recipe.value("verification", nlohmann::json()) : nlohmann::json();
-    if (v.is_object() && v.value("status", "") != "matched")
-      return Fail(Status::Error("--verify-recipe: " + RecipeVerificationText(recipe)));
+    if (const auto& recipe = results->recipe; recipe && recipe->verification.is_object() &&
+                                               recipe->verification.value("status", "") != "matched")
+      return Fail(Status::Error("--verify-recipe: " + RecipeVerificationText(*recipe)));
     return 0;
   };
 }

@@ -146,8 +146,8 @@ struct ModelInfo;
 // reference) and the baseline's model (KV shape, training context): configurations ranked by
 // fidelity against memory, KV bytes per token per KV type, the context a memory budget fits, and
 // launch commands.
-nlohmann::json MakeRecipe(const ExperimentResults& results, const ModelInfo& model);
-// The same from a results document (read with ExperimentResults::FromJson).
+RecipeResult MakeRecipe(const ExperimentResults& results, const ModelInfo& model);
+// The same from a results document (read with ExperimentResults::FromJson), as its document.
 nlohmann::json MakeRecipe(const nlohmann::json& results, const ModelInfo& model);
 
 }  // namespace flipscope

@@ -48,9 +48,9 @@ struct Budget {
   const ModelInfo* model = nullptr;
   int64_t cap = 0;  // the longest context the recipe states: see ContextCap
   // The largest context whose KV cache, as llama.cpp allocates it, fits in the budget once the
-  // weights are subtracted, capped at `cap`; null without a budget or knobs.
-  json ContextAt(double weights, const std::optional<Knobs>& knobs, bool swa_full) const {
-    if (!bytes || !knobs) return nullptr;
+  // weights are subtracted, capped at `cap`; none without a budget or knobs.
+  std::optional<int64_t> ContextAt(double weights, const std::optional<Knobs>& knobs, bool swa_full) const {
+    if (!bytes || !knobs) return std::nullopt;
     const double left = *bytes - weights;
     if (left <= 0) return 0;
     return ContextFitting(*model, *knobs, left, swa_full, cap);
@@ -126,10 +126,9 @@ std::vector<RecipeRow> Rows(const ExperimentResults& results, const ModelInfo& m
 }
 
 // "a, b and c".
-std::string Names(const json& names) {
+std::string Names(const std::vector<std::string>& names) {
   std::string out;
-  for (size_t i = 0; i < names.size(); ++i)
-    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i].get<std::string>();
+  for (size_t i = 0; i < names.size(); ++i) out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
   return out;
 }
 
@@ -184,54 +183,42 @@ std::string ReplayOf(const ConfigEntry& config) {
 }
 
 // How often a configuration's forks started from the token its capture's row chose, as the
-// generation reproduced it (branch records' "reproduced"): {"reproduced", "of"}; null without forks.
-json Reproduced(const Measurements& m, const std::string& config) {
+// generation reproduced it (branch records' "reproduced"); none without forks.
+std::optional<RecipeRankingRow::Reproduced> Reproduced(const Measurements& m, const std::string& config) {
   static const std::vector<BranchRecord> none;
   for (const BranchRecord& b : m.branches ? *m.branches : none) {
     if (b.config != config) continue;
     const auto& records = b.result.records;
     const int64_t yes = std::count_if(records.begin(), records.end(), [](const ForkRecord& r) { return r.reproduced; });
-    return {{"reproduced", yes}, {"of", int64_t(records.size())}};
+    return RecipeRankingRow::Reproduced{yes, int64_t(records.size())};
   }
-  return nullptr;
+  return std::nullopt;
 }
 
-json RankingJson(const ExperimentResults& results, const std::vector<RecipeRow>& rows, const Budget& budget) {
-  auto finite = [](double v) { return std::isfinite(v) ? json(v) : json(); };
-  json ranking = json::array();
+std::optional<double> Finite(double v) { return std::isfinite(v) ? std::optional<double>(v) : std::nullopt; }
+
+std::vector<RecipeRankingRow> Ranking(const ExperimentResults& results, const std::vector<RecipeRow>& rows,
+                                      const Budget& budget) {
+  std::vector<RecipeRankingRow> ranking;
   for (const RecipeRow& r : rows) {
-    // What following the forks found; null where they were not followed.
-    json damage, repair, followed, damage_rate;
-    if (r.Forked()) {
-      const ForkCounts& f = *r.Ranked()->forks;
-      damage = f.damage, repair = f.repair, followed = f.followed, damage_rate = f.damage_rate;
+    RecipeRankingRow o;
+    o.config = r.name, o.tie_group = r.tie_group, o.replay = r.served ? "served" : ReplayOf(*r.config);
+    o.median_flip_rate = r.rate, o.flip_rate_ci = r.flip.ci;
+    if (r.Forked()) {  // what following the forks found; none where they were not followed
+      const SummaryRow& s = *r.Ranked();
+      o.damage = s.forks->damage, o.repair = s.forks->repair, o.branches_followed = s.forks->followed;
+      o.damage_rate = s.forks->damage_rate, o.damage_rate_ci = r.damage->ci;
+      o.repair_rate = *s.RepairRate(), o.repair_rate_ci = *s.RepairRateCi();
     }
-    json repair_rate, repair_ci;
-    if (r.Forked()) repair_rate = *r.Ranked()->RepairRate(), repair_ci = *r.Ranked()->RepairRateCi();
-    auto interval = [](const std::optional<Estimate>& e) { return e ? json(e->ci) : json(); };
-    ranking.push_back({{"config", r.name},
-                       {"tie_group", r.tie_group},
-                       {"replay", r.served ? "served" : ReplayOf(*r.config)},
-                       {"median_flip_rate", r.rate},
-                       {"flip_rate_ci", r.flip.ci},
-                       {"damage", damage},
-                       {"repair", repair},
-                       {"branches_followed", followed},
-                       {"damage_rate", damage_rate},
-                       {"damage_rate_ci", r.Forked() ? interval(r.damage) : json()},
-                       {"repair_rate", repair_rate},
-                       {"repair_rate_ci", repair_ci},
-                       {"kl_mean", r.kl},
-                       {"exact_flip_rate", r.exact ? json(r.exact->value) : json()},
-                       {"exact_flip_rate_ci", interval(r.exact)},
-                       {"exact_kl_mean", finite(r.exact_kl)},
-                       {"memory_bytes", finite(r.memory)},
-                       {"kv_bytes_per_token", r.kv < 0 ? json(nullptr) : json(r.kv)},
-                       {"weights_bytes", r.weights},
-                       {"context_at_budget", budget.ContextAt(r.weights, r.knobs, r.swa_full)},
-                       {"above_floor", r.Above()},
-                       {"forks_reproduced", r.served ? Reproduced(results.served->measured, r.served->config)
-                                                     : Reproduced(results.measured, r.name)}});
+    o.kl_mean = r.kl;
+    if (r.exact) o.exact_flip_rate = r.exact->value, o.exact_flip_rate_ci = r.exact->ci;
+    o.exact_kl_mean = Finite(r.exact_kl), o.memory_bytes = Finite(r.memory);
+    if (r.kv >= 0) o.kv_bytes_per_token = r.kv;
+    o.weights_bytes = r.weights, o.context_at_budget = budget.ContextAt(r.weights, r.knobs, r.swa_full);
+    o.above_floor = r.Above();
+    o.forks_reproduced = r.served ? Reproduced(results.served->measured, r.served->config)
+                                  : Reproduced(results.measured, r.name);
+    ranking.push_back(std::move(o));
   }
   return ranking;
 }
@@ -268,9 +255,9 @@ std::string Pct(double v) { return fmt::format("{:.2f}%", 100 * v); }
 // What the recommendation rests on (probes, forks, intervals, who it is tied with) and how sure
 // it is: "high", "medium" (forks sampled, or tied with a configuration above the floor) or "low"
 // (nothing qualified, no repeat floor, or its flips' futures unknown).
-json Basis(const RecipeRow& best, const std::vector<RecipeRow>& rows, const RankingKey& key, bool fallback) {
+RecipeBasis Basis(const RecipeRow& best, const std::vector<RecipeRow>& rows, const RankingKey& key, bool fallback) {
   const SummaryRow* s = best.Ranked();
-  json tied = json::array();
+  std::vector<std::string> tied;
   bool tied_above = false;
   for (const RecipeRow& r : rows)
     if (r.tie_group == best.tie_group && r.name != best.name) tied.push_back(r.name), tied_above |= r.Above();
@@ -294,21 +281,21 @@ json Basis(const RecipeRow& best, const std::vector<RecipeRow>& rows, const Rank
   if (!s) level = "low", why = "the baseline ran once: there is no repeat floor";
   if (fallback) level = "low", why = "no configuration qualified; the first ranked is shown";
   if (!tied.empty()) rests += "; indistinguishable on this workload from " + Names(tied);
-  return {{"rests_on", rests}, {"tie_group", best.tie_group},           {"tied_with", tied}, {"confidence", level},
-          {"why", why},        {"probes", s ? json(s->probes) : json()}};
+  RecipeBasis b;
+  b.rests_on = rests, b.confidence = level, b.why = why, b.tie_group = best.tie_group, b.tied_with = tied;
+  if (s) b.probes = s->probes;
+  return b;
 }
 
 // Every KV cache type's bytes per token (of full-attention layers) for this model, its KV cache
 // at the recommended context with the recommended -ub and --swa-full, and the context each leaves.
-json KvTypes(const ModelInfo& model, const Budget& budget, const RecipeRow& best, int64_t n_ctx) {
-  json out = json::array();
+std::vector<RecipeKvType> KvTypes(const ModelInfo& model, const Budget& budget, const RecipeRow& best, int64_t n_ctx) {
+  std::vector<RecipeKvType> out;
   for (const auto& t : KvCacheTypes()) {
     Knobs k = best.knobs.value_or(Knobs());
     k.cache_type_k = k.cache_type_v = t;
-    out.push_back({{"type", std::string(NameOf(t))},
-                   {"bytes_per_token", KvBytesPerToken(model, k)},
-                   {"bytes_at_context", KvCacheMemory(model, k, n_ctx, best.swa_full).bytes},
-                   {"context_at_budget", budget.ContextAt(best.weights, k, best.swa_full)}});
+    out.push_back({std::string(NameOf(t)), KvBytesPerToken(model, k), KvCacheMemory(model, k, n_ctx, best.swa_full).bytes,
+                   budget.ContextAt(best.weights, k, best.swa_full)});
   }
   return out;
 }
@@ -316,10 +303,30 @@ json KvTypes(const ModelInfo& model, const Budget& budget, const RecipeRow& best
 }  // namespace
 
 json MakeRecipe(const json& results, const ModelInfo& model) {
-  return MakeRecipe(ExperimentResults::FromJson(results), model);
+  return ToJson(MakeRecipe(ExperimentResults::FromJson(results), model));
 }
 
-json MakeRecipe(const ExperimentResults& results, const ModelInfo& model) {
+// The commands that run the recommended configuration at context c. A server configuration: the
+// command that served its captures, as run, with its variables; one reached by URL has no command
+// flipscope knows (its flags, where recorded).
+void Commands(const ExperimentResults& results, const RecipeRow& best, const ModelInfo& model, int64_t c,
+              RecipeResult& out) {
+  const json best_config = best.config->ToJson();
+  out.server_command = LlamaCommand("llama-server", best_config, results.workload, model, c);
+  out.cli_command = LlamaCommand("llama-cli", best_config, results.workload, model, c);
+  if (best.kv >= 0) return;
+  json launch = ServerLaunch(best_config);
+  const json flags = read::Sub(best_config, "flags");
+  out.server_command = launch.is_object()  ? launch["command"].get<std::string>()
+                       : flags.is_string() ? flags.get<std::string>()
+                                           : "";
+  out.cli_command = "";
+  if (!launch.is_object())
+    launch = {{"note", "a server flipscope did not start (url): its launch command is not known here"}};
+  out.server_launch = std::move(launch);
+}
+
+RecipeResult MakeRecipe(const ExperimentResults& results, const ModelInfo& model) {
   Budget budget{results.settings.memory_budget_bytes, &model};
   std::vector<RecipeRow> rows = Rows(results, model);
   budget.cap = ContextCap(rows, model);
@@ -327,54 +334,32 @@ json MakeRecipe(const ExperimentResults& results, const ModelInfo& model) {
   const std::string baseline = results.measured.configs[0].name;
   const RecipeRow* qualified = Recommend(rows, baseline);
   const RecipeRow& best = qualified ? *qualified : rows.front();
-  const json ctx = budget.ContextAt(best.weights, best.knobs, best.swa_full);
-  const int64_t c = ctx.is_number() ? ctx.get<int64_t>() : budget.cap;
-  json warnings = LoadWarnings(results.measured, results.baseline);
+  const std::optional<int64_t> ctx = budget.ContextAt(best.weights, best.knobs, best.swa_full);
+  const int64_t c = ctx.value_or(budget.cap);
+  RecipeResult out;
+  out.recommended = best.name;
+  out.warnings = LoadWarnings(results.measured, results.baseline);
   if (best.knobs)  // a server's context is its own
     for (std::string& w :
-         ContextWarnings(c, read::Opt<int64_t>(results.workload, "n_tokens").value_or(0), model, ctx.is_number()))
-      warnings.push_back(std::move(w));
-  const json best_config = best.config->ToJson();
-  std::string server_command = LlamaCommand("llama-server", best_config, results.workload, model, c);
-  std::string cli_command = LlamaCommand("llama-cli", best_config, results.workload, model, c);
-  json kv_cache = nullptr;  // what the command allocates, and without --swa-full where that differs
-  if (best.knobs)
-    kv_cache = {{"bytes", KvCacheMemory(model, *best.knobs, c, best.swa_full).bytes},
-                {"swa_full", best.swa_full},
-                {"bytes_without_swa_full", KvCacheMemory(model, *best.knobs, c, false).bytes}};
-  // A server configuration: the command that served its captures, as run, with its variables;
-  // one reached by URL has no command flipscope knows (its flags, where recorded).
-  json launch = nullptr;
-  if (best.kv < 0) {
-    launch = ServerLaunch(best_config);
-    const json flags = read::Sub(best_config, "flags");
-    server_command = launch.is_object()  ? launch["command"].get<std::string>()
-                     : flags.is_string() ? flags.get<std::string>()
-                                         : "";
-    cli_command = "";
-    if (!launch.is_object())
-      launch = {{"note", "a server flipscope did not start (url): its launch command is not known here"}};
-  }
-  return {{"recommended", best.name},
-          {"warnings", warnings},
-          {"reason", Reason(best, baseline) + (best.served ? " (measured under served replay)" : "")},
-          {"ranked_by", std::any_of(rows.begin(), rows.end(), [](const RecipeRow& r) { return r.served; })
-                            ? "served replay where it was measured (replay = \"both\"), else prefill"
-                            : ReplayOf(results.measured.configs[0]) + " replay"},
-          {"ranking_key", key.Text()},
-          {"ranking_mode", key.by_exact ? (key.by_damage ? "exact, damage" : "exact")
-                                        : (key.by_damage ? "damage, flip rate" : "flip rate")},
-          {"lacking_forks", key.lacking_forks},
-          {"basis", Basis(best, rows, key, !qualified)},
-          {"ranking", RankingJson(results, rows, budget)},
-          {"kv_types", KvTypes(model, budget, best, c)},
-          {"kv_cache", kv_cache},
-          {"weights_bytes", best.weights},
-          {"memory_budget_bytes", budget.bytes ? json(*budget.bytes) : json(nullptr)},
-          {"context", c},
-          {"server_command", server_command},
-          {"cli_command", cli_command},
-          {"server_launch", launch}};
+         ContextWarnings(c, read::Opt<int64_t>(results.workload, "n_tokens").value_or(0), model, ctx.has_value()))
+      out.warnings.push_back(std::move(w));
+  out.reason = Reason(best, baseline) + (best.served ? " (measured under served replay)" : "");
+  out.ranked_by = std::any_of(rows.begin(), rows.end(), [](const RecipeRow& r) { return r.served; })
+                      ? "served replay where it was measured (replay = \"both\"), else prefill"
+                      : ReplayOf(results.measured.configs[0]) + " replay";
+  out.ranking_key = key.Text();
+  out.ranking_mode = key.by_exact ? (key.by_damage ? "exact, damage" : "exact")
+                                  : (key.by_damage ? "damage, flip rate" : "flip rate");
+  out.lacking_forks = key.lacking_forks;
+  out.basis = Basis(best, rows, key, !qualified);
+  out.ranking = Ranking(results, rows, budget);
+  out.kv_types = KvTypes(model, budget, best, c);
+  if (best.knobs)  // what the command allocates, and without --swa-full where that differs
+    out.kv_cache = RecipeKvCache{KvCacheMemory(model, *best.knobs, c, best.swa_full).bytes,
+                                 KvCacheMemory(model, *best.knobs, c, false).bytes, best.swa_full};
+  out.weights_bytes = best.weights, out.memory_budget_bytes = budget.bytes, out.context = c;
+  Commands(results, best, model, c, out);
+  return out;
 }
 
 }  // namespace flipscope

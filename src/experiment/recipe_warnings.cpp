@@ -10,8 +10,8 @@ using nlohmann::json;
 
 // A configuration that is within the repeat floor alone (or is the baseline) but flips above it
 // when other sequences share its batches: its alone figures do not hold on a busy server.
-json LoadWarnings(const Measurements& measured, const std::string& baseline) {
-  json out = json::array();
+std::vector<std::string> LoadWarnings(const Measurements& measured, const std::string& baseline) {
+  std::vector<std::string> out;
   for (const SummaryRow& s : measured.summary) {
     if (!s.load || s.alone.empty() || !s.above_floor.value_or(false)) continue;
     const SummaryRow* alone = measured.Row(s.alone);

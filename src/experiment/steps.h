@@ -115,7 +115,7 @@ Status ReplayDistances(const Experiment& exp, ExperimentResults& results, const 
 
 // One line per configuration that is within the repeat floor alone (or is the baseline) but flips
 // above it when other sequences share its batches: its alone figures do not hold on a busy server.
-nlohmann::json LoadWarnings(const Measurements& measured, const std::string& baseline);
+std::vector<std::string> LoadWarnings(const Measurements& measured, const std::string& baseline);
 // What the recipe's context means for the session measured (session tokens): too short to hold
 // it (budget: because the memory budget leaves no more), or past the model's training context.
 std::vector<std::string> ContextWarnings(int64_t context, int64_t session, const ModelInfo& model, bool budget);

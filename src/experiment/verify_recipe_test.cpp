@@ -51,7 +51,7 @@ TEST(VerifyRecipe, TheRecommendedCommandServesTheCapturedTokens) {
   const std::string why = v.value("error", "");
   EXPECT_EQ(why, "llama-server refuses the flag --no-such-flag");
   bad["recipe"]["verification"] = v;
-  EXPECT_EQ(RecipeVerificationText(bad["recipe"]),
+  EXPECT_EQ(RecipeVerificationText(RecipeFromJson(bad["recipe"])),
             "The recommended command is unverified: llama-server refuses the flag --no-such-flag.");
   // A bad value of a flag it knows is named with llama.cpp's reason.
   bad["recipe"]["server_command"] = cmd + " -ctk f17";
@@ -81,7 +81,7 @@ TEST(VerifyRecipe, NearTiesAreToldApartFromMismatches) {
                              {"mismatches", nlohmann::json::array()},
                              {"near_tie", 0.1},
                              {"near_ties", {{{"position", 7}, {"why", "served token 3, captured 4, 0.0096 nats below it in the capture"}}}}}}};
-  const std::string line = RecipeVerificationText(recipe);
+  const std::string line = RecipeVerificationText(RecipeFromJson(recipe));
   EXPECT_NE(line.find("matched 1/2 probes"), std::string::npos) << line;
   EXPECT_NE(line.find("near-ties, where the capture's top two are within 0.1 nats"), std::string::npos) << line;
   EXPECT_NE(line.find("position 7 (served token 3, captured 4"), std::string::npos) << line;

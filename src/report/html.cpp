@@ -163,10 +163,9 @@ std::string Headline(const ExperimentResults& r) {
     for (const std::string& n : first) names += (names.empty() ? "" : ", ") + n;
     out += "<li>Most faithful, indistinguishable on this workload: " + names + ".</li>";
   }
-  const json& recipe = r.recipe;
-  if (!Str(recipe, "recommended").empty())
-    out += fmt::format("<li>Recommended: <strong>{}</strong> — {}. {}</li>", E(Str(recipe, "recommended")),
-                       E(Str(recipe, "reason")), E(report::RecommendationBasis(r)));
+  if (r.recipe && !r.recipe->recommended.empty())
+    out += fmt::format("<li>Recommended: <strong>{}</strong> — {}. {}</li>", E(r.recipe->recommended),
+                       E(r.recipe->reason), E(report::RecommendationBasis(r)));
   for (const std::string& w : report::RecipeWarnings(r)) out += "<li><strong>Warning:</strong> " + E(w) + "</li>";
   return out + "</ul></section>" + LoadFloorSection(r);
 }
@@ -273,33 +272,30 @@ std::string ChartFigure(const ExperimentResults& r, const std::string& id, repor
 }
 
 std::string RecipeSection(const ExperimentResults& r) {
-  const json& recipe = r.recipe;
-  if (!recipe.is_object()) return "";
+  if (!r.recipe) return "";
+  const RecipeResult& recipe = *r.recipe;
   std::string out = "<section id=\"recipe\"><h2>Recipe</h2>";
-  if (!Str(recipe, "recommended").empty())
-    out += fmt::format("<p>Recommended configuration: <strong>{}</strong> — {}</p>", E(Str(recipe, "recommended")),
-                       E(Str(recipe, "reason")));
+  if (!recipe.recommended.empty())
+    out += fmt::format("<p>Recommended configuration: <strong>{}</strong> — {}</p>", E(recipe.recommended),
+                       E(recipe.reason));
   if (const std::string by = report::RecipeRankedBy(r); !by.empty()) out += "<p>" + E(by) + "</p>";
-  for (const char* key : {"server_command", "cli_command"})
-    if (!Str(recipe, key).empty())
-      out += fmt::format("<h3>{}</h3><pre><code>{}</code></pre>",
-                         key[0] == 's' ? report::RecipeServerLabel(recipe) : "llama-cli", E(Str(recipe, key)));
+  for (const auto& [label, command] : {std::pair{report::RecipeServerLabel(recipe), recipe.server_command},
+                                       std::pair{std::string("llama-cli"), recipe.cli_command}})
+    if (!command.empty()) out += fmt::format("<h3>{}</h3><pre><code>{}</code></pre>", label, E(command));
   if (const std::string launch = report::RecipeLaunchLine(recipe); !launch.empty())
     out += "<p id=\"recipe-launch\">" + E(launch) + "</p>";
   out += "<p>" + E(report::RecipeMemoryLine(recipe)) + "</p><p id=\"recipe-verification\">" +
          E(report::RecipeVerificationLine(recipe)) + "</p>";
-  const json& kv = Sub(recipe, "kv_types");
-  if (kv.is_array() && !kv.empty()) {
+  if (!recipe.kv_types.empty()) {
     out += fmt::format("<h3>KV cache per type</h3><p>{}.</p>", E(report::RecipeBudgetText(recipe)));
     out += "<table class=\"kv\"><thead>" +
            report::HtmlRow({"KV type", "Bytes per token (full-attention layers)",
-                            E("KV cache at -c " + Count(Num(recipe, "context"))), "Context that fits the budget"},
+                            E("KV cache at -c " + Count(report::Figure(recipe.context))), "Context that fits the budget"},
                            true) +
            "</thead><tbody>";
-    for (const json& t : kv)
-      out += report::HtmlRow({"<code>" + E(Str(t, "type")) + "</code>", E(Count(Num(t, "bytes_per_token"))),
-                              E(HumanBytes(Num(t, "bytes_at_context").value_or(0))),
-                              E(Count(Num(t, "context_at_budget")))});
+    for (const RecipeKvType& t : recipe.kv_types)
+      out += report::HtmlRow({"<code>" + E(t.type) + "</code>", E(Count(t.bytes_per_token)),
+                              E(HumanBytes(t.bytes_at_context.value_or(0))), E(Count(report::Figure(t.context_at_budget)))});
     out += "</tbody></table>";
   }
   return out + "</section>";
@@ -347,7 +343,7 @@ std::string RenderHtml(const ExperimentResults& r) {
                                                                                   {"layers", "Layers"},
                                                                                   {"recipe", "Recipe"},
                                                                                   {"disclosure", "Disclosure"}})
-    if ((id != "recipe" || r.recipe.is_object()) && (id != "layers" || (r.layers && !r.layers->empty())) &&
+    if ((id != "recipe" || r.recipe.has_value()) && (id != "layers" || (r.layers && !r.layers->empty())) &&
         (id != "exact" || r.reference) && (id != "served" || r.served))
       out += fmt::format("<li><a href=\"#{}\">{}</a></li>", id, title);
   out += "</ul></nav></header><main>";

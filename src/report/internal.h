@@ -53,6 +53,10 @@ std::string FlipsOf(const LayersResult& layers);
 
 // A figure that NaN marks as absent (a truncated capture cannot give it), as an optional.
 inline std::optional<double> Figure(double v) { return v == v ? std::optional<double>(v) : std::nullopt; }
+// An optional count as a figure (none stays none).
+inline std::optional<double> Figure(const std::optional<int64_t>& v) {
+  return v ? std::optional<double>(double(*v)) : std::nullopt;
+}
 
 // s, or the fallback when s is empty (a document field it did not hold).
 std::string Or(const std::string& s, std::string_view fallback = "?");
@@ -73,7 +77,7 @@ struct ConfigRow {
   // Its statistical tie group (recipe.ranking[].tie_group, 1-based; 0 when the recipe gives none)
   // and how many configurations share it; its recipe.ranking entry (null when none).
   int tie_group = 0, tie_size = 1;
-  const nlohmann::json* ranked = nullptr;
+  const RecipeRankingRow* ranked = nullptr;
   bool is_baseline = false, is_recommended = false;
   std::optional<double> kv_bytes_per_token, kv_bytes_at_context;
 };
@@ -192,18 +196,18 @@ std::string RecipeRankedBy(const ExperimentResults& results);
 // The recipe's warnings, one sentence each (a configuration fine alone that flips under load).
 std::vector<std::string> RecipeWarnings(const ExperimentResults& results);
 // What the recipe's memory budget covers (weights and KV cache), for the KV table's caption.
-std::string RecipeBudgetText(const nlohmann::json& recipe);
+std::string RecipeBudgetText(const RecipeResult& recipe);
 // The recommended command's KV cache as llama.cpp allocates it, one sentence; "" when unknown.
-std::string RecipeMemoryLine(const nlohmann::json& recipe);
+std::string RecipeMemoryLine(const RecipeResult& recipe);
 // The name shown above recipe.server_command: "llama-server", or for a server configuration
 // "launch command (as run)".
-std::string RecipeServerLabel(const nlohmann::json& recipe);
+std::string RecipeServerLabel(const RecipeResult& recipe);
 // For a server configuration, what its command is (recipe.server_launch.note), one sentence; ""
 // for a llama configuration.
-std::string RecipeLaunchLine(const nlohmann::json& recipe);
+std::string RecipeLaunchLine(const RecipeResult& recipe);
 // Whether the recommended command was served and matched the capture (recipe.verification), one
 // sentence: "... matched N/N probes ...", where it did not, or why it is unverified.
-std::string RecipeVerificationLine(const nlohmann::json& recipe);
+std::string RecipeVerificationLine(const RecipeResult& recipe);
 // One fact a divergence claim rests on (model, workload, engine, method), grouped for display.
 struct Fact {
   std::string group, term, value;

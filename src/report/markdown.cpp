@@ -160,27 +160,26 @@ std::string Branches(const ExperimentResults& r) {
 }
 
 std::string Recipe(const ExperimentResults& r) {
-  const json& recipe = r.recipe;
-  if (!recipe.is_object()) return "";
+  if (!r.recipe) return "";
+  const RecipeResult& recipe = *r.recipe;
   std::string out = "## Recipe\n\n";
-  if (!Str(recipe, "recommended").empty())
-    out += "Recommended: **" + MdText(Str(recipe, "recommended")) + "** — " + MdText(Str(recipe, "reason")) + "\n\n" +
+  if (!recipe.recommended.empty())
+    out += "Recommended: **" + MdText(recipe.recommended) + "** — " + MdText(recipe.reason) + "\n\n" +
            (RecommendationBasis(r).empty() ? "" : MdText(RecommendationBasis(r)) + "\n\n");
   if (const std::string by = RecipeRankedBy(r); !by.empty()) out += MdText(by) + "\n\n";
   for (const std::string& w : RecipeWarnings(r)) out += "**Warning:** " + MdText(w) + "\n\n";
-  if (!Str(recipe, "server_command").empty())
-    out += report::RecipeServerLabel(recipe) + ":\n\n" + MdBlock(Str(recipe, "server_command"));
+  if (!recipe.server_command.empty())
+    out += report::RecipeServerLabel(recipe) + ":\n\n" + MdBlock(recipe.server_command);
   if (const std::string launch = report::RecipeLaunchLine(recipe); !launch.empty()) out += MdText(launch) + "\n\n";
-  if (!Str(recipe, "cli_command").empty()) out += "llama-cli:\n\n" + MdBlock(Str(recipe, "cli_command"));
+  if (!recipe.cli_command.empty()) out += "llama-cli:\n\n" + MdBlock(recipe.cli_command);
   out += MdText(report::RecipeMemoryLine(recipe)) + "\n\n" + MdText(report::RecipeVerificationLine(recipe)) + "\n\n";
-  const json& kv = Sub(recipe, "kv_types");
-  if (kv.is_array() && !kv.empty()) {
+  if (!recipe.kv_types.empty()) {
     TextTable t{{"KV type", "Bytes per token (full-attention layers)",
-                 "KV cache at -c " + Count(Num(recipe, "context")), "Context that fits the budget"},
+                 "KV cache at -c " + Count(Figure(recipe.context)), "Context that fits the budget"},
                 {}};
-    for (const json& k : kv)
-      t.rows.push_back({Str(k, "type"), Count(Num(k, "bytes_per_token")),
-                        HumanBytes(Num(k, "bytes_at_context").value_or(0)), Count(Num(k, "context_at_budget"))});
+    for (const RecipeKvType& k : recipe.kv_types)
+      t.rows.push_back({k.type, Count(k.bytes_per_token), HumanBytes(k.bytes_at_context.value_or(0)),
+                        Count(Figure(k.context_at_budget))});
     out += "KV cache per type (" + MdText(report::RecipeBudgetText(recipe)) + "):\n\n" + MdTable(t);
   }
   return out;
@@ -279,7 +278,7 @@ std::string TerminalFloor(const ExperimentResults& r) {
 // column where it ranks, and the damage rate where it ranks; "2=" marks a tie group.
 std::string TerminalRanking(const ExperimentResults& r) {
   const bool exact = r.reference.has_value();
-  const bool damage = Str(r.recipe, "ranking_mode").find("damage") != std::string::npos;
+  const bool damage = r.recipe && r.recipe->ranking_mode.value_or("").find("damage") != std::string::npos;
   auto line = [&](const std::string& rank, const std::string& name, const std::string& ex, const std::string& dmg,
                   const std::string& rate, const std::string& kl, const std::string& confident,
                   const std::string& above) {
@@ -298,9 +297,9 @@ std::string TerminalRanking(const ExperimentResults& r) {
     }
     const SummaryRow& s = *row.summary;
     const std::string above = s.above_floor ? (*s.above_floor ? "yes" : "no") : "-";
-    const json* ranked = row.ranked;
-    const std::string ex = ranked ? Percent(Num(*ranked, "exact_flip_rate")) : "—";
-    const std::string dmg = ranked ? Percent(Num(*ranked, "damage_rate")) : "—";
+    const RecipeRankingRow* ranked = row.ranked;
+    const std::string ex = ranked ? Percent(ranked->exact_flip_rate) : "—";
+    const std::string dmg = ranked ? Percent(ranked->damage_rate) : "—";
     const std::string unforked = s.flips == 0 || row.is_baseline ? "0" : "not followed";
     out += line(RankCell(row), name, ex, s.forks ? dmg : unforked, Percent(s.median_flip_rate), Small(s.kl_mean),
                 Count(double(s.confident_flips)), above);
@@ -333,14 +332,15 @@ std::string TerminalForksAndReplay(const ExperimentResults& r) {
 // The terminal's recipe lines: the recommendation and its basis, warnings, launch and verification.
 std::string TerminalRecipe(const ExperimentResults& r) {
   std::string out;
-  const json& recipe = r.recipe;
-  if (!Str(recipe, "recommended").empty())
-    out += "  recommended (*): " + Str(recipe, "recommended") + " — " + Str(recipe, "reason") + "\n" +
+  if (!r.recipe) return out;
+  const RecipeResult& recipe = *r.recipe;
+  if (!recipe.recommended.empty())
+    out += "  recommended (*): " + recipe.recommended + " — " + recipe.reason + "\n" +
            (RecommendationBasis(r).empty() ? "" : "  " + RecommendationBasis(r) + "\n");
   for (const std::string& w : RecipeWarnings(r)) out += "  warning: " + w + "\n";
-  if (!Str(recipe, "server_command").empty()) out += "  launch: " + Str(recipe, "server_command") + "\n";
+  if (!recipe.server_command.empty()) out += "  launch: " + recipe.server_command + "\n";
   if (const std::string launch = RecipeLaunchLine(recipe); !launch.empty()) out += "  " + launch + "\n";
-  if (Sub(recipe, "verification").is_object()) out += "  " + RecipeVerificationLine(recipe) + "\n";
+  if (recipe.verification.is_object()) out += "  " + RecipeVerificationLine(recipe) + "\n";
   return out;
 }
 
@@ -351,7 +351,7 @@ std::string TerminalSummary(const ExperimentResults& r, const std::string& html_
   if (Num(r.workload, "n_tokens")) out += ", " + Count(Num(r.workload, "n_tokens")) + " tokens";
   out += "\n" + TerminalFloor(r) + TerminalRanking(r);
   for (const std::string& t : TieLines(r)) out += "  " + t + "\n";
-  out += "  ranked by: " + Str(r.recipe, "ranking_key", "(not recorded)") + "\n";
+  out += "  ranked by: " + (r.recipe && r.recipe->ranking_key ? *r.recipe->ranking_key : "(not recorded)") + "\n";
   out += TerminalForksAndReplay(r) + TerminalRecipe(r);
   if (!html_path.empty()) out += "  report: " + html_path + "\n";
   return out;

@@ -11,12 +11,11 @@
 namespace flipscope::report {
 
 std::string RankingKeyText(const ExperimentResults& results) {
-  const nlohmann::json& recipe = results.recipe;
-  const std::string key = Str(recipe, "ranking_key");
+  const std::string key = results.recipe ? results.recipe->ranking_key.value_or("") : "";
   if (key.empty())  // results written before the recipe stated its key
     return "Ordered by the recipe of the flipscope version that wrote these results; it did not record its key.";
   std::string out = "Ordered by " + key + ".";
-  if (Sub(recipe, "lacking_forks").is_array() && !Sub(recipe, "lacking_forks").empty())
+  if (const auto& lacking = results.recipe->lacking_forks; lacking && !lacking->empty())
     out += " To compare damage, follow the forks of every configuration that flips ([branch] without configs).";
   return out;
 }
@@ -38,49 +37,46 @@ std::vector<std::string> TieLines(const ExperimentResults& results) {
 }
 
 std::string RecommendationBasis(const ExperimentResults& results) {
-  const nlohmann::json& basis = Sub(results.recipe, "basis");
-  if (!basis.is_object()) return "";
-  return "It rests on " + Str(basis, "rests_on") + ". Confidence: " + Str(basis, "confidence") + " (" +
-         Str(basis, "why") + ").";
+  if (!results.recipe || !results.recipe->basis) return "";
+  const RecipeBasis& basis = *results.recipe->basis;
+  return "It rests on " + basis.rests_on + ". Confidence: " + basis.confidence + " (" + basis.why + ").";
 }
 
-std::string RecipeBudgetText(const nlohmann::json& recipe) {
-  auto budget = Num(recipe, "memory_budget_bytes");
+std::string RecipeBudgetText(const RecipeResult& recipe) {
+  const auto& budget = recipe.memory_budget_bytes;
   if (!budget) return "no memory budget set: the context is the training context";
   return fmt::format(
       "memory budget {} for the weights ({}) and the KV cache together; the context is the largest "
       "whose KV cache fits in what the weights leave",
-      HumanBytes(*budget), HumanBytes(Num(recipe, "weights_bytes").value_or(0)));
+      HumanBytes(*budget), HumanBytes(recipe.weights_bytes.value_or(0)));
 }
 
-std::string RecipeMemoryLine(const nlohmann::json& recipe) {
-  const nlohmann::json& kv = Sub(recipe, "kv_cache");
-  auto bytes = Num(kv, "bytes");
-  if (!bytes) return "";
+std::string RecipeMemoryLine(const RecipeResult& recipe) {
+  if (!recipe.kv_cache) return "";
+  const RecipeKvCache& kv = *recipe.kv_cache;
   std::string out = fmt::format(
       "KV cache of this command at -c {}: {}, as llama.cpp allocates it (one sequence; "
       "sliding-window layers keep their window unless --swa-full)",
-      Count(Num(recipe, "context")), HumanBytes(*bytes));
-  auto without = Num(kv, "bytes_without_swa_full");
-  if (Sub(kv, "swa_full") == true && without && *without != *bytes)
+      Count(Figure(recipe.context)), HumanBytes(kv.bytes));
+  if (kv.swa_full && kv.bytes_without_swa_full != kv.bytes)
     out += fmt::format("; the capture kept every sliding-window cell (--swa-full), without which it would be {}",
-                       HumanBytes(*without));
+                       HumanBytes(kv.bytes_without_swa_full));
   return out + ".";
 }
 
-std::string RecipeServerLabel(const nlohmann::json& recipe) {
-  return Sub(recipe, "server_launch").is_object() ? "launch command (as run)" : "llama-server";
+std::string RecipeServerLabel(const RecipeResult& recipe) {
+  return recipe.server_launch.is_object() ? "launch command (as run)" : "llama-server";
 }
 
-std::string RecipeLaunchLine(const nlohmann::json& recipe) {
-  const std::string note = Str(Sub(recipe, "server_launch"), "note");
+std::string RecipeLaunchLine(const RecipeResult& recipe) {
+  const std::string note = Str(recipe.server_launch, "note");
   if (note.empty()) return "";
   return "The recommended configuration is a server: this is " + note + ".";
 }
 
-std::string RecipeVerificationLine(const nlohmann::json& recipe) {
-  const nlohmann::json& v = Sub(recipe, "verification");
-  if (!v.is_object() && !Str(Sub(recipe, "server_launch"), "command").empty())
+std::string RecipeVerificationLine(const RecipeResult& recipe) {
+  const nlohmann::json& v = recipe.verification;
+  if (!v.is_object() && !Str(recipe.server_launch, "command").empty())
     return "This command served the recommended configuration's own captures in this run.";
   if (!v.is_object())
     return "The recommended command has not been served (flipscope run --verify-recipe starts it and checks it).";
@@ -120,6 +116,6 @@ std::string RecipeVerificationLine(const nlohmann::json& recipe) {
 
 namespace flipscope {
 
-std::string RecipeVerificationText(const nlohmann::json& recipe) { return report::RecipeVerificationLine(recipe); }
+std::string RecipeVerificationText(const RecipeResult& recipe) { return report::RecipeVerificationLine(recipe); }
 
 }  // namespace flipscope

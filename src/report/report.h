@@ -25,7 +25,7 @@ std::string RenderCsv(const ExperimentResults& results);
 // A few lines for the terminal: ranking, floor, recommendation and where the report is.
 std::string TerminalSummary(const ExperimentResults& results, const std::string& html_path);
 // Whether the recipe's command was served and matched the capture (recipe.verification), one line.
-std::string RecipeVerificationText(const nlohmann::json& recipe);
+std::string RecipeVerificationText(const RecipeResult& recipe);
 
 // The page of `flipscope history` (history.html) from its history.json (docs/history.md): versions,
 // steps with per-window charts, distance to exact and the forks of the step that changed most.

@@ -2,6 +2,8 @@
 // per-window series every renderer shares.
 #include <fmt/format.h>
 
+#include <limits>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -206,7 +208,7 @@ namespace {
 // summary, and whether it is the baseline or the recommended one.
 std::vector<ConfigRow> ConfigRows(const ExperimentResults& results) {
   const std::string base = BaselineName(results);
-  const std::string recommended = Str(results.recipe, "recommended");
+  const std::string recommended = results.recipe ? results.recipe->recommended : "";
   const std::optional<double> ctx = ContextLength(results);
   std::vector<ConfigRow> rows;
   std::map<std::string, size_t> index;  // name -> position in rows
@@ -241,16 +243,20 @@ std::vector<ConfigRow> ConfigRows(const ExperimentResults& results) {
   return rows;
 }
 
+// A ranking row's tie group as an int (0 when it gives none).
+int TieGroup(const RecipeRankingRow& n) {
+  return n.tie_group ? int(std::clamp<int64_t>(*n.tie_group, std::numeric_limits<int>::min(),
+                                               std::numeric_limits<int>::max()))
+                     : 0;
+}
+
 // Orders rows: the experiment's ranking (recipe.ranking) where given; measured rows it does not
 // name follow, by fidelity (median flip rate, then KL mean); then rows without measurements.
 // Each row the ranking names gets its entry and tie group. Returns each tie group's size.
-std::map<int, int> OrderRows(std::vector<ConfigRow>& rows, const json& ranking) {
+std::map<int, int> OrderRows(std::vector<ConfigRow>& rows, const std::vector<RecipeRankingRow>& ranking) {
   std::map<std::string, int> given;
-  if (ranking.is_array())
-    for (const json& n : ranking) {  // names, or objects that name their "config"
-      std::string name = n.is_string() ? n.get<std::string>() : Str(n, "config");
-      if (!name.empty()) given.emplace(name, int(given.size()));
-    }
+  for (const RecipeRankingRow& n : ranking)  // names, or rows that name their configuration
+    if (!n.config.empty()) given.emplace(n.config, int(given.size()));
   auto key = [&](const ConfigRow& r) {
     bool measured = r.summary && r.state == ConfigStatus::kOk;
     auto g = given.find(r.name);
@@ -260,12 +266,10 @@ std::map<int, int> OrderRows(std::vector<ConfigRow>& rows, const json& ranking) 
   };
   std::stable_sort(rows.begin(), rows.end(), [&](const ConfigRow& a, const ConfigRow& b) { return key(a) < key(b); });
   std::map<int, int> group_size;
-  if (ranking.is_array())
-    for (const json& n : ranking)
-      if (n.is_object())
-        for (ConfigRow& r : rows)
-          if (r.name == Str(n, "config"))
-            r.ranked = &n, r.tie_group = Int(n, "tie_group", 0), ++group_size[r.tie_group];
+  for (const RecipeRankingRow& n : ranking)
+    if (!n.name_only)
+      for (ConfigRow& r : rows)
+        if (r.name == n.config) r.ranked = &n, r.tie_group = TieGroup(n), ++group_size[r.tie_group];
   return group_size;
 }
 
@@ -273,7 +277,8 @@ std::map<int, int> OrderRows(std::vector<ConfigRow>& rows, const json& ranking) 
 
 std::vector<ConfigRow> RankedConfigs(const ExperimentResults& results) {
   std::vector<ConfigRow> rows = ConfigRows(results);
-  std::map<int, int> group_size = OrderRows(rows, Sub(results.recipe, "ranking"));
+  static const std::vector<RecipeRankingRow> none;
+  std::map<int, int> group_size = OrderRows(rows, results.recipe ? results.recipe->ranking : none);
   int rank = 0;
   for (ConfigRow& r : rows) {
     if (r.tie_group > 0) r.tie_size = group_size[r.tie_group];

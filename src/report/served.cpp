@@ -111,14 +111,16 @@ TextTable ReplayRankingTable(const ExperimentResults& r) {
 }
 
 std::string RecipeRankedBy(const ExperimentResults& r) {
-  const json& recipe = r.recipe;
-  std::string out = Str(recipe, "ranked_by").empty() ? "" : "Ranked by " + Str(recipe, "ranked_by") + ".";
+  if (!r.recipe) return "";
+  const RecipeResult& recipe = *r.recipe;
+  const std::string by = recipe.ranked_by.value_or("");
+  std::string out = by.empty() ? "" : "Ranked by " + by + ".";
   std::string forks;
-  for (const json& row : Sub(recipe, "ranking")) {
-    const json& f = Sub(row, "forks_reproduced");
-    if (!Num(f, "of")) continue;
-    forks += fmt::format("{}{} {} of {}", forks.empty() ? "" : ", ", Str(row, "config"), Count(Num(f, "reproduced")),
-                         Count(Num(f, "of")));
+  for (const RecipeRankingRow& row : recipe.ranking) {
+    const auto& f = row.forks_reproduced;
+    if (!f) continue;
+    forks += fmt::format("{}{} {} of {}", forks.empty() ? "" : ", ", row.config, Count(double(f->reproduced)),
+                         Count(double(f->of)));
   }
   if (!forks.empty())
     out += (out.empty() ? "" : " ") +

@@ -61,11 +61,10 @@ std::string ForksCell(const SummaryRow& s) {
 // The distance to the exact reference with its interval (the recipe's figures, else reference.summary's).
 std::string ExactCell(const ExperimentResults& results, const ConfigRow& row) {
   std::optional<double> rate;
-  if (row.ranked) rate = Num(*row.ranked, "exact_flip_rate");
+  if (row.ranked) rate = row.ranked->exact_flip_rate;
   std::optional<Interval> ci;
-  if (row.ranked && Sub(*row.ranked, "exact_flip_rate_ci").is_array())
-    ci = Interval{NumAt(*row.ranked, "exact_flip_rate_ci/0").value_or(0),
-                  NumAt(*row.ranked, "exact_flip_rate_ci/1").value_or(0)};
+  if (row.ranked && row.ranked->exact_flip_rate_ci)
+    ci = Interval{(*row.ranked->exact_flip_rate_ci)[0], (*row.ranked->exact_flip_rate_ci)[1]};
   if (!rate && results.reference)
     for (const SummaryRow& e : results.reference->summary)
       if (e.config == row.name) rate = e.median_flip_rate, ci = e.flip_rate_ci;
@@ -170,10 +169,7 @@ TextTable ExactTable(const ExperimentResults& r) {
 
 std::vector<std::string> RecipeWarnings(const ExperimentResults& r) {
   std::vector<std::string> out;
-  const json& w = Sub(r.recipe, "warnings");
-  if (w.is_array())
-    for (const json& line : w)
-      if (line.is_string()) out.push_back(line.get<std::string>());
+  if (r.recipe) out = r.recipe->warnings;
   return out;
 }
 

@@ -285,7 +285,7 @@ json ExperimentResults::ToJson() const {
   if (reference) j["reference"] = reference->ToJson();
   if (layers) j["layers"] = ArrayOf(*layers);
   if (served) j["served"] = served->ToJson();
-  if (!recipe.is_null()) j["recipe"] = recipe;
+  if (recipe) j["recipe"] = flipscope::ToJson(*recipe);
   return j;
 }
 
@@ -306,7 +306,7 @@ ExperimentResults ExperimentResults::FromJson(const json& j) {
   if (read::Sub(j, "reference").is_object()) r.reference = ReferenceResults::FromJson(j["reference"]);
   if (read::Sub(j, "layers").is_array()) r.layers = ObjectsAt<LayersRecord>(j, "layers", LayersRecord::FromJson);
   if (read::Sub(j, "served").is_object()) r.served = ServedResults::FromJson(j["served"]);
-  r.recipe = read::Sub(j, "recipe");
+  if (read::Sub(j, "recipe").is_object()) r.recipe = RecipeFromJson(j["recipe"]);
   return r;
 }
 

@@ -3,8 +3,8 @@
 // the forks followed, the layers, the served replay and the recipe. The experiment stage fills an
 // ExperimentResults step by step and writes results.json from it once; only results/ turns it into
 // JSON and back. A document the experiment wrote reads back and writes out identically (FromJson
-// then ToJson). Comparisons, layers and forks are typed (results/comparison.h, results/layers_result.h,
-// results/branch_result.h).
+// then ToJson). Comparisons, layers, forks and the recipe are typed (results/comparison.h,
+// results/layers_result.h, results/branch_result.h, results/recipe_result.h).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -14,6 +14,7 @@
 
 #include "results/branch_result.h"
 #include "results/layers_result.h"
+#include "results/recipe_result.h"
 #include "results/results.h"
 #include "util/status.h"
 
@@ -158,7 +159,7 @@ struct ExperimentResults {
   std::optional<ReferenceResults> reference;
   std::optional<std::vector<LayersRecord>> layers;  // written when [layers] ran
   std::optional<ServedResults> served;
-  nlohmann::json recipe;  // the recipe step's document (MakeRecipe); null: none
+  std::optional<RecipeResult> recipe;  // the recipe step's (MakeRecipe); none: no recipe
   // Top-level fields this version does not know, kept as read and written back (forward
   // compatibility of files).
   nlohmann::json extra = nlohmann::json::object();

@@ -67,7 +67,7 @@ TEST(ExperimentResults, AFileTheExperimentWroteRoundTripsByteForByte) {
   EXPECT_FALSE(r.served->measured.summary.empty());
   EXPECT_FALSE(r.served->distance.empty());
   EXPECT_TRUE(r.served->ranking);
-  EXPECT_TRUE(r.recipe.is_object());
+  EXPECT_TRUE(r.recipe.has_value());
 }
 
 TEST(ExperimentResults, UnknownAndMistypedPartsAreKeptAsRead) {

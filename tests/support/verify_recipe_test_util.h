@@ -34,7 +34,7 @@ inline void ExpectMatched(const nlohmann::json& res) {
   EXPECT_GT(v["probes_checked"].get<int>(), 0);
   EXPECT_EQ(v["matched"], v["probes_checked"]);
   EXPECT_EQ(v["command"], res["recipe"]["server_command"]);
-  const std::string line = RecipeVerificationText(res["recipe"]);
+  const std::string line = RecipeVerificationText(RecipeFromJson(res["recipe"]));
   EXPECT_NE(line.find(fmt::format("matched {}/{} probes", v["matched"].get<int>(), v["probes_checked"].get<int>())),
             std::string::npos)
       << line;

@@ -1,0 +1,97 @@
+// The recipe (results.json "recipe"; docs/report.md), typed: the configuration to run and why, the
+// ranking every configuration got, its memory at each KV cache type, and the commands. The
+// experiment's recipe step builds a RecipeResult; only results/ turns it into JSON and back.
+// Reading is tolerant (outside input): a figure that is absent or null reads as none, a field of
+// another type as its default, and unknown fields are kept in `extra` and written back. Fields
+// that files of earlier versions lack are written back as null (they render the same).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace flipscope {
+
+// One configuration in the recipe's ranking (recipe.ranking[]), best first.
+struct RecipeRankingRow {
+  std::string config;
+  bool name_only = false;           // the ranking of an early file listed names alone
+  std::optional<int64_t> tie_group;  // 1-based statistical tie group
+  std::optional<std::string> replay;  // prefill, decode or served: the captures its figures come from
+  double median_flip_rate = 0, kl_mean = 0;
+  std::optional<std::array<double, 2>> flip_rate_ci;
+  // What following its forks found; none where they were not followed.
+  std::optional<int64_t> damage, repair, branches_followed;
+  std::optional<double> damage_rate, repair_rate;
+  std::optional<std::array<double, 2>> damage_rate_ci, repair_rate_ci;
+  // Against the exact reference, when there is one.
+  std::optional<double> exact_flip_rate, exact_kl_mean;
+  std::optional<std::array<double, 2>> exact_flip_rate_ci;
+  std::optional<double> memory_bytes;        // weights + KV cache at the training context; none: unknown
+  std::optional<double> kv_bytes_per_token;  // none for a server
+  std::optional<double> weights_bytes;       // none in early files
+  std::optional<int64_t> context_at_budget;  // the context its memory budget leaves; none without one
+  std::optional<bool> above_floor;           // flips above the repeat floor; none in early files
+  struct Reproduced {
+    int64_t reproduced = 0, of = 0;  // forks that started from the token its capture's row chose
+  };
+  std::optional<Reproduced> forks_reproduced;
+  nlohmann::json extra = nlohmann::json::object();
+};
+
+// What the recommendation rests on and how sure it is (recipe.basis).
+struct RecipeBasis {
+  std::string rests_on, confidence, why;  // confidence: high, medium or low
+  int64_t tie_group = 0;
+  std::vector<std::string> tied_with;
+  std::optional<int64_t> probes;
+  nlohmann::json extra = nlohmann::json::object();
+};
+
+// One KV cache type for the recommended configuration (recipe.kv_types[]).
+struct RecipeKvType {
+  std::string type;
+  double bytes_per_token = 0;
+  std::optional<double> bytes_at_context;
+  std::optional<int64_t> context_at_budget;
+  nlohmann::json extra = nlohmann::json::object();
+};
+
+// The KV cache the recommended command allocates (recipe.kv_cache).
+struct RecipeKvCache {
+  double bytes = 0, bytes_without_swa_full = 0;
+  bool swa_full = false;
+};
+
+struct RecipeResult {
+  std::string recommended, reason;
+  std::vector<std::string> warnings;
+  std::optional<std::string> ranked_by, ranking_key, ranking_mode;  // none in early files
+  std::optional<std::vector<std::string>> lacking_forks;  // flipping configurations whose forks were not followed
+  std::optional<RecipeBasis> basis;
+  std::vector<RecipeRankingRow> ranking;
+  std::vector<RecipeKvType> kv_types;
+  std::optional<RecipeKvCache> kv_cache;  // none for a server configuration
+  std::optional<double> weights_bytes;
+  std::optional<double> memory_budget_bytes;  // none: no budget
+  std::optional<int64_t> context;             // the -c of the commands
+  std::string server_command, cli_command;
+  // A server configuration's launch record (the command it ran, as asked and as run, its
+  // environment, or a note); null otherwise. As the experiment recorded it.
+  nlohmann::json server_launch;
+  // --verify-recipe's check of the command against the capture (docs/experiment.md); null when not run.
+  nlohmann::json verification;
+  nlohmann::json extra = nlohmann::json::object();
+
+  // The ranking row of a configuration; null when it has none.
+  const RecipeRankingRow* Row(const std::string& config) const;
+};
+
+nlohmann::json ToJson(const RecipeResult& r);
+// Never fails: what is missing or mistyped reads as empty.
+RecipeResult RecipeFromJson(const nlohmann::json& j);
+
+}  // namespace flipscope
