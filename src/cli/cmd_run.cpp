@@ -99,8 +99,7 @@ Action DefineRun(CLI::App* cmd) {
       if (Status st = WriteConfigHistory(*exp, *results, o->outdir); !st.ok()) return Fail(st);
     fmt::print("finished in {:.0f} s\n", NowSeconds() - t0);
     // A recipe that was asked to be proven and was not fails the run (its report is written).
-    if (const auto& recipe = results->recipe; recipe && recipe->verification.is_object() &&
-                                               recipe->verification.value("status", "") != "matched")
+    if (const auto& recipe = results->recipe; recipe && recipe->verification && recipe->verification->status != "matched")
       return Fail(Status::Error("--verify-recipe: " + RecipeVerificationText(*recipe)));
     return 0;
   };

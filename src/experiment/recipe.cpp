@@ -315,14 +315,11 @@ void Commands(const ExperimentResults& results, const RecipeRow& best, const Mod
   out.server_command = LlamaCommand("llama-server", best_config, results.workload, model, c);
   out.cli_command = LlamaCommand("llama-cli", best_config, results.workload, model, c);
   if (best.kv >= 0) return;
-  json launch = ServerLaunch(best_config);
+  std::optional<RecipeServerLaunch> launch = ServerLaunch(best_config);
   const json flags = read::Sub(best_config, "flags");
-  out.server_command = launch.is_object()  ? launch["command"].get<std::string>()
-                       : flags.is_string() ? flags.get<std::string>()
-                                           : "";
+  out.server_command = launch ? *launch->command : flags.is_string() ? flags.get<std::string>() : "";
   out.cli_command = "";
-  if (!launch.is_object())
-    launch = {{"note", "a server flipscope did not start (url): its launch command is not known here"}};
+  if (!launch) launch.emplace().note = "a server flipscope did not start (url): its launch command is not known here";
   out.server_launch = std::move(launch);
 }
 

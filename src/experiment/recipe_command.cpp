@@ -53,24 +53,25 @@ std::string EnvPrefix(const json& env) {
 
 }  // namespace
 
-json ServerLaunch(const json& config) {
+std::optional<RecipeServerLaunch> ServerLaunch(const json& config) {
   // Each field looked up without assuming the entry's shape (results.json is outside input).
   auto field = [](const json& j, const char* key) { return j.is_object() && j.contains(key) ? j[key] : json(); };
   const json launch = field(field(config, "engine"), "launch");
   const json run = field(launch, "run"), asked = field(launch, "asked");
   const json command = field(run, "command"), url = field(run, "url");
-  if (!command.is_string()) return nullptr;
+  if (!command.is_string()) return std::nullopt;
   const json env = field(asked, "env").is_object() ? field(asked, "env") : json::object();
   const std::string as_run = command.get<std::string>();
   std::string note = "the launch command flipscope ran for this server configuration, as it was run (its {port} filled in";
   note += url.is_string() ? " for " + url.get<std::string>() + ")" : ")";
   note += env.empty() ? ", with no variable set on top of flipscope's environment"
                       : ", with the variables it set on top of flipscope's environment";
-  return {{"command", EnvPrefix(env) + as_run},
-          {"as_run", as_run},
-          {"asked", field(asked, "command")},
-          {"env", env},
-          {"note", note}};
+  RecipeServerLaunch out;
+  out.command = EnvPrefix(env) + as_run, out.as_run = as_run, out.asked = field(asked, "command"), out.note = note;
+  auto& vars = out.env.emplace();
+  for (auto it = env.begin(); it != env.end(); ++it)
+    vars[it.key()] = it->is_string() ? it->get<std::string>() : it->dump();  // as EnvPrefix sets it
+  return out;
 }
 
 bool CapturedSwaFull(const json& config, const ModelInfo& model) {

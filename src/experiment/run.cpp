@@ -76,7 +76,7 @@ void AddRecipe(ExperimentResults& results, const ModelInfo& model, const RunOpti
   if (opts.verify_recipe) {
     VerifyOptions vo;
     vo.log_path = (fs::path(opts.outdir) / "captures" / "recipe.server.log").string();
-    results.recipe->verification = VerifyRecipe(results.ToJson(), vo, opts.log);
+    results.recipe->verification = VerifyRecipe(results, vo, opts.log);
   }
 }
 

@@ -44,7 +44,7 @@ std::string LlamaCommand(const std::string& tool, const nlohmann::json& config, 
 // A launched server configuration's command as it was run, from its results.json configs[] entry
 // (engine.launch): {"command": the variables it set ("K=v ") then the command as run, "as_run",
 // "asked" (with {port}), "env", "note": what the command is, in words}; null for any other.
-nlohmann::json ServerLaunch(const nlohmann::json& config);
+std::optional<RecipeServerLaunch> ServerLaunch(const nlohmann::json& config);
 // What results.json takes from a capture's manifest: {"config": {knobs, flags (null when absent),
 // engine, timings}, "run": {workload without spans, probe_plan, environment}}; absent blocks come
 // out null (engine, workload and timings: an empty object).
@@ -132,15 +132,15 @@ struct VerifyOptions {
   double request_timeout_s = 300;
   std::string log_path;  // llama-server's output
 };
-// Starts results["recipe"]["server_command"] as printed (llama-server of this build, a free port)
+// Starts the recipe's server_command as printed (llama-server of this build, a free port)
 // and checks at up to max_probes of the recommended configuration's first capture's probes that
 // the served greedy token equals the capture's, and how far the top-k log-probabilities are from
-// the capture's. Returns recipe.verification: {"status": "matched"|"differs"|"unverified", "command",
-// "probes_checked", "matched", "mismatches" [{position, why}], "near_ties" [{position, why}]
-// (matched: no mismatch beyond near-ties), "logprobs_compared",
-// "logprobs_within_tolerance", "max_logprob_diff", ...}, or for
-// "unverified" a one-line "error" (a refused flag is named). Never throws; the server is stopped.
-nlohmann::json VerifyRecipe(const nlohmann::json& results, const VerifyOptions& opts, const Log& log);
+// the capture's. Returns the recipe's verification: status matched, differs or unverified, the
+// command, the probes checked and matched, mismatches and near-ties (each {position, why};
+// matched: no mismatch beyond near-ties), the log-probabilities compared and within tolerance and
+// their largest difference; for unverified a one-line error (a refused flag is named). Never
+// throws; the server is stopped.
+RecipeVerification VerifyRecipe(const ExperimentResults& results, const VerifyOptions& opts, const Log& log);
 
 // How a served greedy token compares with the capture's at one probe, from the capture's own
 // log-probabilities of its top-1 and of the served token (NaN: outside a truncated capture's top-k).

@@ -85,8 +85,9 @@ Result<std::vector<double>> CapturedLogprobs(const CaptureReader& cap, int64_t i
 
 // Sends the capture's sampled probes to a running llama-server and compares its answers:
 // recipe.verification without "command", "llama_server" and "seconds"; errors say which request failed.
-Result<json> CheckProbes(const HttpOptions& http, const CaptureReader& c, const VerifyOptions& o) {
-  json checked = json::array(), mismatches = json::array(), near_ties = json::array();
+Result<RecipeVerification> CheckProbes(const HttpOptions& http, const CaptureReader& c, const VerifyOptions& o) {
+  RecipeVerification v;
+  std::vector<int64_t>& checked = v.positions.emplace();
   double max_diff = 0;
   int with_logprobs = 0;  // probes whose log-probabilities the server returned
   int within = 0;         // ... and were within the tolerance of the capture's
@@ -111,32 +112,26 @@ Result<json> CheckProbes(const HttpOptions& http, const CaptureReader& c, const 
     FS_ASSIGN_OR_RETURN(std::vector<double> pair, CapturedLogprobs(c, i, {want, served.token}));
     const auto verdict = JudgeServedChoice(served.token == want, pair[0], pair[1], o.near_tie);
     if (verdict != ServedChoiceVerdict::kSame)
-      (verdict == ServedChoiceVerdict::kNearTie ? near_ties : mismatches)
-          .push_back({{"position", p},
-                      {"why", fmt::format("served token {}, captured {}{}", served.token, want,
-                                          std::isnan(pair[1]) ? std::string()
-                                                              : fmt::format(", {:.3g} nats below it in the capture",
-                                                                            pair[0] - pair[1]))}});
+      (verdict == ServedChoiceVerdict::kNearTie ? v.near_ties : v.mismatches)
+          .push_back({p, fmt::format("served token {}, captured {}{}", served.token, want,
+                                     std::isnan(pair[1])
+                                         ? std::string()
+                                         : fmt::format(", {:.3g} nats below it in the capture", pair[0] - pair[1]))});
     checked.push_back(p);
   }
-  const int n = int(checked.size());
-  return json{{"status", mismatches.empty() ? "matched" : "differs"},
-              {"probes_total", c.positions().size()},
-              {"probes_checked", n},
-              {"positions", checked},
-              {"matched", n - int(mismatches.size()) - int(near_ties.size())},
-              {"mismatches", mismatches},
-              {"near_ties", near_ties},
-              {"near_tie", o.near_tie},
-              {"top_k", o.top_k},
-              {"logprobs_compared", with_logprobs},
-              {"logprobs_within_tolerance", within},
-              {"max_logprob_diff", max_diff},
-              {"tolerance", o.tolerance}};
+  const int64_t n = int64_t(checked.size());
+  v.status = v.mismatches.empty() ? "matched" : "differs";
+  v.probes_total = int64_t(c.positions().size()), v.probes_checked = n;
+  v.matched = n - int64_t(v.mismatches.size()) - int64_t(v.near_ties.size());
+  v.near_tie = o.near_tie, v.top_k = o.top_k, v.logprobs_compared = with_logprobs;
+  v.logprobs_within_tolerance = within, v.max_logprob_diff = max_diff, v.tolerance = o.tolerance;
+  return v;
 }
 
-json Unverified(const std::string& command, const std::string& why) {
-  return {{"status", "unverified"}, {"command", command}, {"error", why}};
+RecipeVerification Unverified(const std::string& command, const std::string& why) {
+  RecipeVerification v;
+  v.status = "unverified", v.command = command, v.error = why;
+  return v;
 }
 
 }  // namespace
@@ -147,19 +142,16 @@ ServedChoiceVerdict JudgeServedChoice(bool same_token, double captured_top_lp, d
   return captured_top_lp - captured_served_lp <= near_tie ? ServedChoiceVerdict::kNearTie : ServedChoiceVerdict::kDiffers;
 }
 
-json VerifyRecipe(const json& results, const VerifyOptions& o, const Log& log) {
-  const json& recipe = results["recipe"];
-  const std::string command = recipe.value("server_command", "");
+RecipeVerification VerifyRecipe(const ExperimentResults& results, const VerifyOptions& o, const Log& log) {
+  const std::string command = results.recipe ? results.recipe->server_command : "";
   const std::string prefix = "llama-server ";
   if (command.rfind(prefix, 0) != 0)
     return Unverified(command, "the recommended command is not a llama-server command (a server's own launch command "
                                "is served by the experiment itself)");
-  const json* config = nullptr;
-  for (const json& c : results["configs"])
-    if (c["name"] == recipe["recommended"]) config = &c;
-  if (!config || !(*config)["captures"].is_array() || (*config)["captures"].empty())
+  const ConfigEntry* config = results.measured.Config(results.recipe->recommended);
+  if (!config || config->captures.empty())
     return Unverified(command, "the recommended configuration has no capture to check against");
-  auto cap = CaptureReader::Open((*config)["captures"][0].get<std::string>());
+  auto cap = CaptureReader::Open(config->captures.front());
   if (!cap.ok()) return Unverified(command, cap.status().message());
   auto server = LlamaServerPath();
   if (!server.ok()) return Unverified(command, server.status().message());
@@ -182,7 +174,7 @@ json VerifyRecipe(const json& results, const VerifyOptions& o, const Log& log) {
   http.timeout_s = o.request_timeout_s;
   auto v = CheckProbes(http, **cap, o);
   if (!v.ok()) return Unverified(command, v.status().message());
-  v->update({{"command", command}, {"llama_server", *server}, {"seconds", NowSeconds() - t0}});
+  v->command = command, v->llama_server = *server, v->seconds = NowSeconds() - t0;
   return *v;
 }
 

@@ -46,7 +46,7 @@ TEST(VerifyRecipe, TheRecommendedCommandServesTheCapturedTokens) {
   bad["recipe"]["server_command"] = cmd + " --no-such-flag";
   VerifyOptions vo;
   vo.log_path = (fs::path(p).parent_path() / "out" / "bad.server.log").string();
-  const nlohmann::json v = VerifyRecipe(bad, vo, Log::Quiet());
+  const nlohmann::json v = ToJson(VerifyRecipe(ExperimentResults::FromJson(bad), vo, Log::Quiet()));
   EXPECT_EQ(v["status"], "unverified") << v.dump();
   const std::string why = v.value("error", "");
   EXPECT_EQ(why, "llama-server refuses the flag --no-such-flag");
@@ -55,7 +55,7 @@ TEST(VerifyRecipe, TheRecommendedCommandServesTheCapturedTokens) {
             "The recommended command is unverified: llama-server refuses the flag --no-such-flag.");
   // A bad value of a flag it knows is named with llama.cpp's reason.
   bad["recipe"]["server_command"] = cmd + " -ctk f17";
-  const nlohmann::json v2 = VerifyRecipe(bad, vo, Log::Quiet());
+  const nlohmann::json v2 = ToJson(VerifyRecipe(ExperimentResults::FromJson(bad), vo, Log::Quiet()));
   EXPECT_EQ(v2["status"], "unverified");
   EXPECT_NE(v2.value("error", "").find("llama-server refuses -ctk"), std::string::npos) << v2.dump();
   EXPECT_EQ(v2.value("error", "").find('\n'), std::string::npos);

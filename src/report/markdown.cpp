@@ -340,7 +340,7 @@ std::string TerminalRecipe(const ExperimentResults& r) {
   for (const std::string& w : RecipeWarnings(r)) out += "  warning: " + w + "\n";
   if (!recipe.server_command.empty()) out += "  launch: " + recipe.server_command + "\n";
   if (const std::string launch = RecipeLaunchLine(recipe); !launch.empty()) out += "  " + launch + "\n";
-  if (recipe.verification.is_object()) out += "  " + RecipeVerificationLine(recipe) + "\n";
+  if (recipe.verification) out += "  " + RecipeVerificationLine(recipe) + "\n";
   return out;
 }
 

@@ -65,50 +65,49 @@ std::string RecipeMemoryLine(const RecipeResult& recipe) {
 }
 
 std::string RecipeServerLabel(const RecipeResult& recipe) {
-  return recipe.server_launch.is_object() ? "launch command (as run)" : "llama-server";
+  return recipe.server_launch ? "launch command (as run)" : "llama-server";
 }
 
 std::string RecipeLaunchLine(const RecipeResult& recipe) {
-  const std::string note = Str(recipe.server_launch, "note");
+  const std::string note = recipe.server_launch ? recipe.server_launch->note : "";
   if (note.empty()) return "";
   return "The recommended configuration is a server: this is " + note + ".";
 }
 
 std::string RecipeVerificationLine(const RecipeResult& recipe) {
-  const nlohmann::json& v = recipe.verification;
-  if (!v.is_object() && !Str(recipe.server_launch, "command").empty())
+  if (!recipe.verification && recipe.server_launch && !recipe.server_launch->command.value_or("").empty())
     return "This command served the recommended configuration's own captures in this run.";
-  if (!v.is_object())
+  if (!recipe.verification)
     return "The recommended command has not been served (flipscope run --verify-recipe starts it and checks it).";
-  const std::string status = Str(v, "status");
-  if (status == "unverified") return "The recommended command is unverified: " + Str(v, "error") + ".";
-  const int checked = Int(v, "probes_checked", 0), matched = Int(v, "matched", 0);
+  const RecipeVerification& v = *recipe.verification;
+  if (v.status == "unverified") return "The recommended command is unverified: " + v.error.value_or("") + ".";
+  const int64_t checked = v.probes_checked.value_or(0), matched = v.matched.value_or(0);
+  const int64_t compared = v.logprobs_compared.value_or(0);
   std::string out = fmt::format(
       "The recommended command was served by llama-server and matched {}/{} probes (a sample of {} of the capture's "
       "{}: "
       "the greedy token equal{}",
-      matched, checked, checked, Count(Num(v, "probes_total")),
-      Int(v, "logprobs_compared", 0) > 0
+      matched, checked, checked, Count(Figure(v.probes_total)),
+      compared > 0
           ? fmt::format("; the top {} log-probabilities, each relative to its top-1, within {:.2g} of the capture's at "
                         "{} of the {} probes where llama-server returned them, at most {:.2g} apart",
-                        Int(v, "top_k", 0), Num(v, "tolerance").value_or(0), Int(v, "logprobs_within_tolerance", 0),
-                        Int(v, "logprobs_compared", 0), Num(v, "max_logprob_diff").value_or(0))
+                        v.top_k.value_or(0), v.tolerance.value_or(0), v.logprobs_within_tolerance.value_or(0),
+                        compared, v.max_logprob_diff.value_or(0))
           : "");
   out += ")";
-  std::string ties;
-  for (const nlohmann::json& m : Sub(v, "near_ties"))
-    ties += fmt::format("{}position {} ({})", ties.empty() ? "" : ", ", Int(m, "position", -1), Str(m, "why"));
-  if (!ties.empty())
+  // Where the served token differed: "position 12 (served token 5, captured 7), ...".
+  auto where = [](const std::vector<RecipeProbeNote>& notes) {
+    std::string list;
+    for (const RecipeProbeNote& m : notes)
+      list += fmt::format("{}position {} ({})", list.empty() ? "" : ", ", m.position, m.why);
+    return list;
+  };
+  if (const std::string ties = where(v.near_ties); !ties.empty())
     out += fmt::format(
         "; near-ties, where the capture's top two are within {:.2g} nats and the server's batching of the "
         "prompt can choose either: {}",
-        Num(v, "near_tie").value_or(0), ties);
-  if (!Sub(v, "mismatches").empty()) {
-    std::string where;
-    for (const nlohmann::json& m : Sub(v, "mismatches"))
-      where += fmt::format("{}position {} ({})", where.empty() ? "" : ", ", Int(m, "position", -1), Str(m, "why"));
-    out += "; it did not at " + where;
-  }
+        v.near_tie.value_or(0), ties);
+  if (!v.mismatches.empty()) out += "; it did not at " + where(v.mismatches);
   return out + ".";
 }
 

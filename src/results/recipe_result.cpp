@@ -97,6 +97,39 @@ RecipeKvType KvTypeFrom(const json& j) {
           read::Without(j, {"type", "bytes_per_token", "bytes_at_context", "context_at_budget"})};
 }
 
+json LaunchJson(const RecipeServerLaunch& l) {
+  json j = {{"note", l.note}};
+  if (l.command) j["command"] = *l.command;
+  if (l.as_run) j["as_run"] = *l.as_run;
+  if (!l.asked.is_null() || l.command) j["asked"] = l.asked;
+  if (l.env) j["env"] = *l.env;
+  read::KeepExtra(j, l.extra);
+  return j;
+}
+RecipeServerLaunch LaunchFrom(const json& j) {
+  RecipeServerLaunch l;
+  l.command = Opt<std::string>(j, "command"), l.as_run = Opt<std::string>(j, "as_run"), l.asked = Sub(j, "asked");
+  if (const json& env = Sub(j, "env"); env.is_object()) {
+    auto& out = l.env.emplace();
+    for (auto it = env.begin(); it != env.end(); ++it)
+      if (it->is_string()) out[it.key()] = it->get<std::string>();
+  }
+  l.note = Str(j, "note");
+  l.extra = read::Without(j, {"command", "as_run", "asked", "env", "note"});
+  return l;
+}
+
+json NotesJson(const std::vector<RecipeProbeNote>& notes) {
+  json a = json::array();
+  for (const RecipeProbeNote& n : notes) a.push_back({{"position", n.position}, {"why", n.why}});
+  return a;
+}
+std::vector<RecipeProbeNote> NotesFrom(const json& j) {
+  return read::Each<RecipeProbeNote>(j, [](const json& n) {
+    return RecipeProbeNote{Get<int64_t>(n, "position", -1), Str(n, "why")};
+  });
+}
+
 constexpr std::initializer_list<const char*> kKeys = {
     "recommended", "reason",    "warnings",      "ranked_by", "ranking_key",         "ranking_mode",
     "lacking_forks", "basis",   "ranking",       "kv_types",  "kv_cache",            "weights_bytes",
@@ -104,6 +137,40 @@ constexpr std::initializer_list<const char*> kKeys = {
     "verification"};
 
 }  // namespace
+
+json ToJson(const RecipeVerification& v) {
+  json j = {{"status", v.status}, {"command", v.command}};
+  const auto put = [&j](const char* key, const auto& value) {
+    if (value) j[key] = *value;
+  };
+  put("error", v.error), put("llama_server", v.llama_server), put("seconds", v.seconds);
+  put("probes_total", v.probes_total), put("probes_checked", v.probes_checked), put("matched", v.matched);
+  put("positions", v.positions), put("near_tie", v.near_tie), put("tolerance", v.tolerance);
+  put("max_logprob_diff", v.max_logprob_diff), put("top_k", v.top_k), put("logprobs_compared", v.logprobs_compared);
+  put("logprobs_within_tolerance", v.logprobs_within_tolerance);
+  if (v.status != "unverified") j["mismatches"] = NotesJson(v.mismatches), j["near_ties"] = NotesJson(v.near_ties);
+  read::KeepExtra(j, v.extra);
+  return j;
+}
+
+RecipeVerification RecipeVerificationFromJson(const json& j) {
+  RecipeVerification v;
+  v.status = Str(j, "status"), v.command = Str(j, "command"), v.error = Opt<std::string>(j, "error");
+  v.llama_server = Opt<std::string>(j, "llama_server"), v.seconds = Opt<double>(j, "seconds");
+  v.probes_total = Opt<int64_t>(j, "probes_total"), v.probes_checked = Opt<int64_t>(j, "probes_checked");
+  v.matched = Opt<int64_t>(j, "matched");
+  if (Sub(j, "positions").is_array()) v.positions = Values<int64_t>(j, "positions");
+  v.mismatches = NotesFrom(Sub(j, "mismatches")), v.near_ties = NotesFrom(Sub(j, "near_ties"));
+  v.near_tie = Opt<double>(j, "near_tie"), v.tolerance = Opt<double>(j, "tolerance");
+  v.max_logprob_diff = Opt<double>(j, "max_logprob_diff"), v.top_k = Opt<int64_t>(j, "top_k");
+  v.logprobs_compared = Opt<int64_t>(j, "logprobs_compared");
+  v.logprobs_within_tolerance = Opt<int64_t>(j, "logprobs_within_tolerance");
+  v.extra = read::Without(j, {"status", "command", "error", "llama_server", "seconds", "probes_total",
+                              "probes_checked", "matched", "positions", "mismatches", "near_ties", "near_tie",
+                              "tolerance", "max_logprob_diff", "top_k", "logprobs_compared",
+                              "logprobs_within_tolerance"});
+  return v;
+}
 
 const RecipeRankingRow* RecipeResult::Row(const std::string& config) const {
   for (const RecipeRankingRow& r : ranking)
@@ -134,8 +201,8 @@ json ToJson(const RecipeResult& r) {
             {"context", OrNull(r.context)},
             {"server_command", r.server_command},
             {"cli_command", r.cli_command},
-            {"server_launch", r.server_launch}};
-  if (!r.verification.is_null()) j["verification"] = r.verification;
+            {"server_launch", r.server_launch ? LaunchJson(*r.server_launch) : json(nullptr)}};
+  if (r.verification) j["verification"] = ToJson(*r.verification);
   read::KeepExtra(j, r.extra);
   return j;
 }
@@ -154,7 +221,8 @@ RecipeResult RecipeFromJson(const json& j) {
   r.weights_bytes = Opt<double>(j, "weights_bytes"), r.memory_budget_bytes = Opt<double>(j, "memory_budget_bytes");
   r.context = Opt<int64_t>(j, "context");
   r.server_command = Str(j, "server_command"), r.cli_command = Str(j, "cli_command");
-  r.server_launch = Sub(j, "server_launch"), r.verification = Sub(j, "verification");
+  if (Sub(j, "server_launch").is_object()) r.server_launch = LaunchFrom(j["server_launch"]);
+  if (Sub(j, "verification").is_object()) r.verification = RecipeVerificationFromJson(j["verification"]);
   r.extra = read::Without(j, kKeys);
   return r;
 }

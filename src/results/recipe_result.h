@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -66,6 +67,39 @@ struct RecipeKvCache {
   bool swa_full = false;
 };
 
+// A server configuration's launch (recipe.server_launch): the command it ran with its variables,
+// as asked and as run; or, for a server reached by URL, only a note.
+struct RecipeServerLaunch {
+  std::optional<std::string> command;  // the variables it set, then the command as run
+  std::optional<std::string> as_run;
+  nlohmann::json asked;                 // the launch command as the experiment file gave it (null when none)
+  std::optional<std::map<std::string, std::string>> env;  // the variables set on top of flipscope's
+  std::string note;                     // what this command is, one phrase
+  nlohmann::json extra = nlohmann::json::object();
+};
+
+// Where the recommended command served the capture's probes differently (mismatches[], near_ties[]).
+struct RecipeProbeNote {
+  int64_t position = 0;
+  std::string why;
+};
+
+// --verify-recipe's check of the recommended command against the capture (recipe.verification;
+// docs/experiment.md): matched, differs, or unverified with the error.
+struct RecipeVerification {
+  std::string status;  // matched, differs or unverified
+  std::string command;
+  std::optional<std::string> error;         // unverified: why
+  std::optional<std::string> llama_server;  // the llama-server binary served
+  std::optional<double> seconds;
+  std::optional<int64_t> probes_total, probes_checked, matched;
+  std::optional<std::vector<int64_t>> positions;  // the probes checked
+  std::vector<RecipeProbeNote> mismatches, near_ties;
+  std::optional<double> near_tie, tolerance, max_logprob_diff;  // nats
+  std::optional<int64_t> top_k, logprobs_compared, logprobs_within_tolerance;
+  nlohmann::json extra = nlohmann::json::object();
+};
+
 struct RecipeResult {
   std::string recommended, reason;
   std::vector<std::string> warnings;
@@ -79,17 +113,16 @@ struct RecipeResult {
   std::optional<double> memory_budget_bytes;  // none: no budget
   std::optional<int64_t> context;             // the -c of the commands
   std::string server_command, cli_command;
-  // A server configuration's launch record (the command it ran, as asked and as run, its
-  // environment, or a note); null otherwise. As the experiment recorded it.
-  nlohmann::json server_launch;
-  // --verify-recipe's check of the command against the capture (docs/experiment.md); null when not run.
-  nlohmann::json verification;
+  std::optional<RecipeServerLaunch> server_launch;  // a server configuration's; none otherwise
+  std::optional<RecipeVerification> verification;  // none when --verify-recipe did not run
   nlohmann::json extra = nlohmann::json::object();
 
   // The ranking row of a configuration; null when it has none.
   const RecipeRankingRow* Row(const std::string& config) const;
 };
 
+nlohmann::json ToJson(const RecipeVerification& v);
+RecipeVerification RecipeVerificationFromJson(const nlohmann::json& j);
 nlohmann::json ToJson(const RecipeResult& r);
 // Never fails: what is missing or mistyped reads as empty.
 RecipeResult RecipeFromJson(const nlohmann::json& j);
