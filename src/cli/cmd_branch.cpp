@@ -22,9 +22,11 @@ void PrintSummary(const BranchResult& out, const std::string& path) {
   const bool everywhere = cfg.fork_where == "all";
   const int64_t points = cfg.branch_points.value_or(0);
   auto forked = [](const std::optional<ForkSideInfo>& side) { return side && side->forked ? "yes" : "re-prefill"; };
-  fmt::print("{} branch points ({} at {}{}), {} of {} followed for {} tokens; fork: base {}, cand {}\n", points,
-             cfg.at, cfg.at == "ranges" ? cfg.ranges.value_or("") : "flips", everywhere ? "" : ", where the model writes",
-             cfg.n_branches.value_or(0), points, cfg.max_tokens, forked(cfg.base), forked(cfg.cand));
+  // "at flips" or "at ranges 100-200,300-400".
+  const std::string at = cfg.at == "ranges" ? "ranges " + cfg.ranges.value_or("") : "flips";
+  fmt::print("{} branch points (at {}{}), {} of {} followed for {} tokens; fork: base {}, cand {}\n", points, at,
+             everywhere ? "" : ", where the model writes", cfg.n_branches.value_or(0), points, cfg.max_tokens,
+             forked(cfg.base), forked(cfg.cand));
   const ForkDecodingInfo dec = cfg.decoding.value_or(ForkDecodingInfo{});
   fmt::print("futures decoded {}{}\n", dec.used.empty() ? "free" : dec.used,
              dec.why      ? " (" + *dec.why + ")"
