@@ -27,7 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   CompareOptions options;
   options.threads = 1;
-  options.progress = false;
+  options.log = Log::Quiet();
   auto c = Compare(r, r, options);
   fuzz::ExpectOneLineError(c.status(), path);
   return 0;

@@ -4,7 +4,7 @@
 // accepted list prints back, line by line, to the same text; every id is lowercase hex of 40 or
 // 64 digits and no subject holds a line break; errors are one line. A parsed criterion prints back
 // to one that parses to the same criterion. Every changed file is a non-empty line of the text, with
-no line break or trailing carriage return, and they come in the text's order.
+// no line break or trailing carriage return, and they come in the text's order.
 #include <cstdlib>
 #include <string>
 

@@ -59,7 +59,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!cand.ok()) std::abort();  // the fixed candidate is valid
   CompareOptions options;
   options.threads = 1;
-  options.progress = false;
+  options.log = Log::Quiet();
   auto c = Compare(**base, **cand, options);
   if (!c.ok() || c->flips.size() != 2) std::abort();  // every probe flips 1 -> 2
   return 0;
