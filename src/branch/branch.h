@@ -57,9 +57,9 @@ struct BranchOptions {
   // kAssistant: fork only where a deployed model writes the next token (assistant messages and
   // their tool calls); the others are counted as teacher-forced only. kAll: everywhere.
   ForkScope fork_where = ForkScope::kAssistant;
-  // How the futures are decoded (docs/branch.md, "Decoding the futures"): a DecodingMode's name,
-  // read by ResolveDecoding (the experiment's parser checks it where its file is read).
-  std::string decoding{NameOf(DecodingMode::kAuto)};
+  // How the futures are decoded (docs/branch.md, "Decoding the futures"); ResolveDecoding
+  // resolves kAuto for a capture.
+  DecodingMode decoding = DecodingMode::kAuto;
   bool allow_fork = true;  // false: re-prefill every branch (the slow baseline, for benchmarks)
   Log log;                 // status lines and progress bars (bars on a terminal only)
 };
@@ -95,10 +95,9 @@ struct ForkDecoding {
   std::optional<DecodeGrammar> grammar;
   ForkDecodingInfo info;
 };
-// Resolves a decoding option (a DecodingMode's name) for the capture's workload, model and chat
-// template (from its manifest); an error naming the field "decoding" for an unknown option, or
-// for "grammar" where llama.cpp derives no tool-call grammar (the error says why).
-Result<ForkDecoding> ResolveDecoding(const std::string& capture_path, const std::string& decoding);
+// Resolves a decoding mode for the capture's workload, model and chat template (from its
+// manifest); an error for grammar where llama.cpp derives no tool-call grammar (it says why).
+Result<ForkDecoding> ResolveDecoding(const std::string& capture_path, DecodingMode mode);
 // The config's decoding for a server's futures: free, and why (what the request sends).
 ForkDecodingInfo ServedDecodingInfo();
 

@@ -322,7 +322,7 @@ Result<BranchResult> RunBranches(const BranchRequest& req) {
   const bool served = !sides[0].served_flags.empty() || !sides[1].served_flags.empty();
   FS_ASSIGN_OR_RETURN(
       ForkDecoding decoding,
-      ResolveDecoding(sides[0].cap->path(), served ? std::string(NameOf(DecodingMode::kFree)) : o.decoding));
+      ResolveDecoding(sides[0].cap->path(), served ? DecodingMode::kFree : o.decoding));
   if (served) decoding.info = ServedDecodingInfo();
   std::vector<std::string> warnings;
   Transcript t;

@@ -424,7 +424,7 @@ TEST(RunBranches, TakesTheTranscriptAndEachSidesFuturesItIsGiven) {
   t.tool_call_form = "<tool_call> in content";
   r.transcript = t;
   r.options.max_call_tokens = 0;  // as the workers decode: max_tokens each, free
-  r.options.decoding = "free";
+  r.options.decoding = DecodingMode::kFree;
   auto own = RunBranchesJson(r);  // this binary's own pass on each side
   ASSERT_TRUE(own.ok()) << own.status().message();
   std::set<int32_t> points;

@@ -54,10 +54,9 @@ ForkDecodingInfo ServedDecodingInfo() {
   return d;
 }
 
-Result<ForkDecoding> ResolveDecoding(const std::string& capture_path, const std::string& decoding) {
-  FS_ASSIGN_OR_RETURN(const DecodingMode mode, ParseName<DecodingMode>(decoding, "decoding"));
+Result<ForkDecoding> ResolveDecoding(const std::string& capture_path, DecodingMode mode) {
   ForkDecoding out;
-  out.info.asked = decoding, out.info.used = "free";
+  out.info.asked = NameOf(mode), out.info.used = "free";
   auto free_because = [&](const std::string& why) -> Result<ForkDecoding> {
     if (mode == DecodingMode::kGrammar) return Status::Error(capture_path + ": decoding grammar: " + why);
     out.info.why = why;

@@ -64,7 +64,7 @@ Status WithBranchFlags(const Status& st) {
 struct BranchOpts {
   BranchRequest req;
   std::string at{NameOf(BranchOptions().at)}, fork_where{NameOf(BranchOptions().fork_where)},
-      pick{NameOf(BranchOptions().pick)};
+      pick{NameOf(BranchOptions().pick)}, decoding{NameOf(BranchOptions().decoding)};
   std::string out;
   bool quiet = false, no_fork = false;
 };
@@ -91,7 +91,7 @@ void AddBranchOptionFlags(CLI::App* cmd, BranchOpts& o) {
                   "Fork only where the model writes the next token (assistant: assistant messages and their "
                   "tool calls) or everywhere (all); the others count as teacher-forced only")
       ->capture_default_str();
-  cmd->add_option("--fork-decoding", o.req.options.decoding,
+  cmd->add_option("--fork-decoding", o.decoding,
                   "How futures decode: grammar (greedy under the tool-call grammar llama-server would build for "
                   "the workload's tools), free (unconstrained greedy), or auto (grammar where the chat template "
                   "renders tool calls, else free)")
@@ -105,6 +105,7 @@ Status ReadBranchModes(BranchOpts& o) {
   FS_ASSIGN_OR_RETURN(o.req.options.at, ParseName<BranchAt>(o.at, "--at"));
   FS_ASSIGN_OR_RETURN(o.req.options.fork_where, ParseName<ForkScope>(o.fork_where, "--fork-where"));
   FS_ASSIGN_OR_RETURN(o.req.options.pick, ParseName<ForkPick>(o.pick, "--pick"));
+  FS_ASSIGN_OR_RETURN(o.req.options.decoding, ParseName<DecodingMode>(o.decoding, "--fork-decoding"));
   o.req.options.allow_fork = !o.no_fork;
   o.req.options.log.bars = !o.quiet;
   return Status::Ok();

@@ -40,7 +40,7 @@ Status BranchAll(const Experiment& exp, Measurements& m, const RunOptions& opts)
     if (exp.branch.compare_free && record.result.config.decoding && record.result.config.decoding->used == "grammar") {
       // The same forks, unconstrained: what the verdicts would be without the server's grammar.
       opts.log.Info(fmt::format("  following the forks of {} again, free", c.name));
-      req.options.decoding = "free";
+      req.options.decoding = DecodingMode::kFree;
       auto free = RunBranches(req);
       if (!free.ok()) return free.status().Prefixed("free branches of " + c.name);
       record.free_counts = std::move(free->counts);

@@ -77,7 +77,7 @@ void RunEqualsBranch(const std::string& name, const std::string& model, const st
   req.options.max_tokens = kMaxTokens;
   req.options.max_call_tokens = kMaxCallTokens;
   req.options.max_branches = max_branches;
-  req.options.decoding = decoding;
+  req.options.decoding = *FromName<DecodingMode>(decoding);
   req.options.pick = pick;
   req.options.fork_where = f.where;
   req.options.log = Log::Quiet();

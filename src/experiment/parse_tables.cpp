@@ -76,9 +76,11 @@ Status ReadBranch(const ParseCtx& c, const toml::node& node, BranchSettings& out
       return Status::Ok();
     }
     if (key == "decoding") {
-      FS_RETURN_IF_ERROR(Get(c, n, out.options.decoding, "decoding must be a string"));
-      if (out.options.decoding != "auto" && out.options.decoding != "grammar" && out.options.decoding != "free")
-        return c.At(n, "decoding must be \"auto\", \"grammar\" or \"free\", not \"" + out.options.decoding + "\"");
+      std::string name;
+      FS_RETURN_IF_ERROR(Get(c, n, name, "decoding must be a string"));
+      const std::optional<DecodingMode> mode = FromName<DecodingMode>(name);
+      if (!mode) return c.At(n, "decoding must be \"auto\", \"grammar\" or \"free\", not \"" + name + "\"");
+      out.options.decoding = *mode;
       return Status::Ok();
     }
     int* count = key == "max_tokens"        ? &out.options.max_tokens

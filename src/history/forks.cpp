@@ -77,7 +77,7 @@ Status FollowForks(const HistoryRequest& hr, const WorkerInput& in, nlohmann::js
   br.options.max_branches = hr.forks;
   br.options.max_tokens = hr.fork_tokens;
   br.options.max_call_tokens = 0;  // the workers decode max_tokens each: no "let calls finish"
-  br.options.decoding = std::string(NameOf(DecodingMode::kFree));
+  br.options.decoding = DecodingMode::kFree;
   br.options.log = Log::Quiet();
   ManifestWorkload t;
   t.spans = w.spans;
