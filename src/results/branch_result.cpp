@@ -38,7 +38,9 @@ ForkFuture FutureFrom(const json& j) {
 }
 
 json ToolCallJson(const ForkToolCall& c) {
-  json j = {{"closed", c.closed}, {"problem", OrNull(c.problem)}, {"call", c.call},
+  json j = {{"closed", c.closed},
+            {"problem", OrNull(c.problem)},
+            {"call", c.call},
             {"matches_reference", OrNull(c.matches_reference)}};
   read::KeepExtra(j, c.extra);
   return j;
@@ -49,18 +51,19 @@ ForkToolCall ToolCallFrom(const json& j) {
 }
 
 json SideJson(const ForkSideJudgement& s) {
-  json j = {{"failure", s.failure},
-            {"reason", s.reason},
-            {"tool_call", s.tool_call ? ToolCallJson(*s.tool_call) : json(nullptr)},
-            {"literal_mutation", s.literal_mutation ? json{{"literal", s.literal_mutation->literal},
-                                                          {"copy", s.literal_mutation->copy}}
-                                                    : json(nullptr)},
-            {"follows_reference", s.follows_reference},
-            {"rejoins_at", s.rejoins_at ? json{{"future", s.rejoins_at->future}, {"transcript", s.rejoins_at->transcript}}
-                                        : json(nullptr)},
-            {"ended", s.ended},
-            {"stop", OrNull(s.stop)},
-            {"call_cap_hit", s.call_cap_hit}};
+  json j = {
+      {"failure", s.failure},
+      {"reason", s.reason},
+      {"tool_call", s.tool_call ? ToolCallJson(*s.tool_call) : json(nullptr)},
+      {"literal_mutation", s.literal_mutation
+                               ? json{{"literal", s.literal_mutation->literal}, {"copy", s.literal_mutation->copy}}
+                               : json(nullptr)},
+      {"follows_reference", s.follows_reference},
+      {"rejoins_at",
+       s.rejoins_at ? json{{"future", s.rejoins_at->future}, {"transcript", s.rejoins_at->transcript}} : json(nullptr)},
+      {"ended", s.ended},
+      {"stop", OrNull(s.stop)},
+      {"call_cap_hit", s.call_cap_hit}};
   read::KeepExtra(j, s.extra);
   return j;
 }
@@ -73,19 +76,37 @@ ForkSideJudgement SideFrom(const json& j) {
   s.follows_reference = Get(j, "follows_reference", false);
   if (const json& r = Sub(j, "rejoins_at"); r.is_object())
     s.rejoins_at = ForkSideJudgement::Rejoin{Get<int64_t>(r, "future", 0), Get<int64_t>(r, "transcript", 0)};
-  s.ended = Get(j, "ended", false), s.stop = Opt<std::string>(j, "stop"), s.call_cap_hit = Get(j, "call_cap_hit", false);
+  s.ended = Get(j, "ended", false), s.stop = Opt<std::string>(j, "stop"),
+  s.call_cap_hit = Get(j, "call_cap_hit", false);
   s.extra = read::Without(j, {"failure", "reason", "tool_call", "literal_mutation", "follows_reference", "rejoins_at",
                               "ended", "stop", "call_cap_hit"});
   return s;
 }
 
-constexpr std::initializer_list<const char*> kRecordKeys = {
-    "position",       "span",         "base_token",         "base_text",     "cand_token",
-    "cand_text",      "base_future",  "cand_future",        "reference",     "prefix_tail",
-    "reconverge_at",  "reconverge_cand_at",                 "first_difference",
-    "first_difference_cand",          "first_difference_byte",              "verdict",
-    "reason",         "base",         "cand",               "outcome",       "outcome_kind",
-    "outcome_reason", "call_cap_hit", "reproduced"};
+constexpr std::initializer_list<const char*> kRecordKeys = {"position",
+                                                            "span",
+                                                            "base_token",
+                                                            "base_text",
+                                                            "cand_token",
+                                                            "cand_text",
+                                                            "base_future",
+                                                            "cand_future",
+                                                            "reference",
+                                                            "prefix_tail",
+                                                            "reconverge_at",
+                                                            "reconverge_cand_at",
+                                                            "first_difference",
+                                                            "first_difference_cand",
+                                                            "first_difference_byte",
+                                                            "verdict",
+                                                            "reason",
+                                                            "base",
+                                                            "cand",
+                                                            "outcome",
+                                                            "outcome_kind",
+                                                            "outcome_reason",
+                                                            "call_cap_hit",
+                                                            "reproduced"};
 
 json FailureTallyJson(const FailureTally& t) {
   return {{"total", t.total},
@@ -144,10 +165,13 @@ ForkSideInfo SideInfoFrom(const json& j) {
   return s;
 }
 
-constexpr std::initializer_list<const char*> kRunInfoKeys = {
-    "base",       "cand",       "at",       "ranges",       "max_tokens", "max_call_tokens",     "max_branches",
-    "pick",       "reconverge", "fork_where", "decoding",   "n_tokens",   "branch_points",       "n_branches",
-    "teacher_forced_only",      "envelope", "tools",        "warnings",   "seconds"};
+constexpr std::initializer_list<const char*> kRunInfoKeys = {"base",          "cand",       "at",
+                                                             "ranges",        "max_tokens", "max_call_tokens",
+                                                             "max_branches",  "pick",       "reconverge",
+                                                             "fork_where",    "decoding",   "n_tokens",
+                                                             "branch_points", "n_branches", "teacher_forced_only",
+                                                             "envelope",      "tools",      "warnings",
+                                                             "seconds"};
 
 }  // namespace
 
@@ -185,7 +209,8 @@ ForkRecord ForkRecordFromJson(const json& j) {
   r.base_token = Get<int64_t>(j, "base_token", 0), r.base_text = Str(j, "base_text");
   r.cand_token = Get<int64_t>(j, "cand_token", 0), r.cand_text = Str(j, "cand_text");
   r.base_future = FutureFrom(Sub(j, "base_future")), r.cand_future = FutureFrom(Sub(j, "cand_future"));
-  r.reference_text = Str(Sub(j, "reference"), "text"), r.reference_tokens = Values<int64_t>(Sub(j, "reference"), "tokens");
+  r.reference_text = Str(Sub(j, "reference"), "text"),
+  r.reference_tokens = Values<int64_t>(Sub(j, "reference"), "tokens");
   r.prefix_tail = Str(j, "prefix_tail");
   r.reconverge_at = Opt<int64_t>(j, "reconverge_at"), r.reconverge_cand_at = Opt<int64_t>(j, "reconverge_cand_at");
   r.first_difference = Opt<int64_t>(j, "first_difference");
@@ -193,8 +218,9 @@ ForkRecord ForkRecordFromJson(const json& j) {
   r.first_difference_byte = Opt<int64_t>(j, "first_difference_byte");
   r.verdict = Str(j, "verdict"), r.reason = Str(j, "reason"), r.reproduced = Get(j, "reproduced", true);
   if (Sub(j, "outcome").is_string())
-    r.attribution = ForkAttribution{Str(j, "outcome"), Opt<std::string>(j, "outcome_kind"), Str(j, "outcome_reason"),
-                                    Get(j, "call_cap_hit", false), SideFrom(Sub(j, "base")), SideFrom(Sub(j, "cand"))};
+    r.attribution = ForkAttribution{Str(j, "outcome"),        Opt<std::string>(j, "outcome_kind"),
+                                    Str(j, "outcome_reason"), Get(j, "call_cap_hit", false),
+                                    SideFrom(Sub(j, "base")), SideFrom(Sub(j, "cand"))};
   r.extra = read::Without(j, kRecordKeys);
   return r;
 }
@@ -310,7 +336,8 @@ BranchRunInfo BranchRunInfoFromJson(const json& j) {
 json BranchResult::ToJson() const {
   json records_json = json::array();
   for (const ForkRecord& r : records) records_json.push_back(flipscope::ToJson(r));
-  return {{"config", flipscope::ToJson(config)}, {"records", std::move(records_json)},
+  return {{"config", flipscope::ToJson(config)},
+          {"records", std::move(records_json)},
           {"counts", flipscope::ToJson(counts)}};
 }
 

@@ -32,16 +32,16 @@ struct ForkFuture {
 // The tool call of a future judged on its own (records[].base.tool_call).
 struct ForkToolCall {
   bool closed = false;
-  std::optional<std::string> problem;      // why it is not a valid call; none when well-formed
-  nlohmann::json call;                     // the closed, well-formed call {"name", "arguments"}, or null
-  std::optional<bool> matches_reference;   // against the transcript's call; none when either is incomplete
+  std::optional<std::string> problem;     // why it is not a valid call; none when well-formed
+  nlohmann::json call;                    // the closed, well-formed call {"name", "arguments"}, or null
+  std::optional<bool> matches_reference;  // against the transcript's call; none when either is incomplete
   nlohmann::json extra = nlohmann::json::object();
 };
 
 // One future judged on its own against the transcript (records[].base, .cand).
 struct ForkSideJudgement {
-  std::string failure = "none";  // a failure's name: none, invalid_tool_call, literal_mutated, wrong_command
-  std::string reason;            // one line
+  std::string failure = "none";           // a failure's name: none, invalid_tool_call, literal_mutated, wrong_command
+  std::string reason;                     // one line
   std::optional<ForkToolCall> tool_call;  // none when the future is in no call
   struct Mutation {
     std::string literal, copy;  // the context's literal, and the future's wrong copy of it
@@ -61,10 +61,10 @@ struct ForkSideJudgement {
 // What the change (base -> cand) did at one branch point, each future judged on its own; absent
 // from files written before outcomes were attributed.
 struct ForkAttribution {
-  std::string outcome;                    // damage, repair, both_fail, different_but_fine, benign
-  std::optional<std::string> kind;        // the failure behind it (outcome_kind); none when nothing failed
-  std::string reason;                     // one line (outcome_reason)
-  bool call_cap_hit = false;              // either future was cut at the call cap
+  std::string outcome;              // damage, repair, both_fail, different_but_fine, benign
+  std::optional<std::string> kind;  // the failure behind it (outcome_kind); none when nothing failed
+  std::string reason;               // one line (outcome_reason)
+  bool call_cap_hit = false;        // either future was cut at the call cap
   ForkSideJudgement base, cand;
 };
 
@@ -75,7 +75,7 @@ struct ForkRecord {
   int64_t base_token = 0, cand_token = 0;
   std::string base_text, cand_text;
   ForkFuture base_future, cand_future;
-  std::string reference_text;            // the transcript's own continuation (reference.text)
+  std::string reference_text;             // the transcript's own continuation (reference.text)
   std::vector<int64_t> reference_tokens;  // (reference.tokens)
   std::string prefix_tail;                // the last ~200 bytes before the point
   // Token indexes where the futures agree again (base's, cand's); none when they do not.
@@ -104,10 +104,10 @@ struct OutcomeTally {
 // The counts of a branch run (counts, free_counts): verdicts, outcomes, points.
 struct BranchCounts {
   int64_t benign = 0, divergent = 0, invalid_tool_call = 0, literal_mutated = 0, wrong_command = 0;
-  int64_t total = 0;                             // records judged
-  std::optional<int64_t> branch_points;          // forkable flips before max_branches
-  std::optional<int64_t> teacher_forced_only;    // flips where the model reads, never forked
-  std::optional<OutcomeTally> outcomes;          // none in files written before outcomes
+  int64_t total = 0;                           // records judged
+  std::optional<int64_t> branch_points;        // forkable flips before max_branches
+  std::optional<int64_t> teacher_forced_only;  // flips where the model reads, never forked
+  std::optional<OutcomeTally> outcomes;        // none in files written before outcomes
   nlohmann::json extra = nlohmann::json::object();
 
   // The count of a verdict's name; null for another name.
@@ -124,22 +124,22 @@ struct BranchCounts {
 // How the futures were decoded (config.decoding): asked and used, and why, or the grammar's facts.
 struct ForkDecodingInfo {
   std::string asked, used;
-  std::optional<std::string> why;          // why free was used
-  std::optional<std::string> source;       // the grammar's source
-  std::optional<bool> lazy;                // the grammar applies from its triggers on
+  std::optional<std::string> why;                    // why free was used
+  std::optional<std::string> source;                 // the grammar's source
+  std::optional<bool> lazy;                          // the grammar applies from its triggers on
   std::optional<std::vector<std::string>> triggers;  // the grammar's triggers as llama.cpp states them
-  std::optional<std::string> gbnf_sha256;  // the grammar text's hash
-  std::optional<std::string> key_order;    // a note on the arguments' key order
+  std::optional<std::string> gbnf_sha256;            // the grammar text's hash
+  std::optional<std::string> key_order;              // a note on the arguments' key order
   nlohmann::json extra = nlohmann::json::object();
 };
 
 // One side of a branch run (config.base, .cand): its capture, model, settings and pass.
 struct ForkSideInfo {
   std::string capture, model, model_sha256;
-  nlohmann::json knobs;                    // the capture's settings record (null for a server)
-  std::string flags;                       // as llama.cpp or server flags
-  std::optional<std::string> engine;       // llama or openai; none in older files
-  bool forked = false;                     // its pass forked the memory (else re-prefilled)
+  nlohmann::json knobs;               // the capture's settings record (null for a server)
+  std::string flags;                  // as llama.cpp or server flags
+  std::optional<std::string> engine;  // llama or openai; none in older files
+  bool forked = false;                // its pass forked the memory (else re-prefilled)
   double seconds = 0;
   int64_t rows_checked = 0, rows_reproduced = 0, branches_reproduced = 0;
   std::optional<std::string> decoded_during_capture;  // where its futures were decoded, if not here
@@ -164,9 +164,9 @@ struct BranchRunInfo {
     int64_t position = 0;
     std::optional<std::string> span;
   };
-  std::optional<std::vector<ReadOnly>> teacher_forced_only;  // flips where the model reads
+  std::optional<std::vector<ReadOnly>> teacher_forced_only;     // flips where the model reads
   std::optional<std::pair<std::string, std::string>> envelope;  // tool-call markers (open, close)
-  std::optional<std::vector<std::string>> tools;               // tool names; none when unknown (null)
+  std::optional<std::vector<std::string>> tools;                // tool names; none when unknown (null)
   std::vector<std::string> warnings;
   std::optional<double> seconds;
   nlohmann::json extra = nlohmann::json::object();

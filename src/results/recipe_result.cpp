@@ -38,9 +38,9 @@ json RowJson(const RecipeRankingRow& r) {
             {"weights_bytes", OrNull(r.weights_bytes)},
             {"context_at_budget", OrNull(r.context_at_budget)},
             {"above_floor", OrNull(r.above_floor)},
-            {"forks_reproduced", r.forks_reproduced ? json{{"reproduced", r.forks_reproduced->reproduced},
-                                                           {"of", r.forks_reproduced->of}}
-                                                     : json(nullptr)}};
+            {"forks_reproduced",
+             r.forks_reproduced ? json{{"reproduced", r.forks_reproduced->reproduced}, {"of", r.forks_reproduced->of}}
+                                : json(nullptr)}};
   read::KeepExtra(j, r.extra);
   return j;
 }
@@ -65,28 +65,37 @@ RecipeRankingRow RowFrom(const json& j) {
   r.above_floor = Opt<bool>(j, "above_floor");
   if (const json& f = Sub(j, "forks_reproduced"); f.is_object())
     r.forks_reproduced = RecipeRankingRow::Reproduced{Get<int64_t>(f, "reproduced", 0), Get<int64_t>(f, "of", 0)};
-  r.extra = read::Without(
-      j, {"config", "tie_group", "replay", "median_flip_rate", "flip_rate_ci", "damage", "repair", "branches_followed",
-          "damage_rate", "damage_rate_ci", "repair_rate", "repair_rate_ci", "kl_mean", "exact_flip_rate",
-          "exact_flip_rate_ci", "exact_kl_mean", "memory_bytes", "kv_bytes_per_token", "weights_bytes",
-          "context_at_budget", "above_floor", "forks_reproduced"});
+  r.extra = read::Without(j, {"config",           "tie_group",         "replay",
+                              "median_flip_rate", "flip_rate_ci",      "damage",
+                              "repair",           "branches_followed", "damage_rate",
+                              "damage_rate_ci",   "repair_rate",       "repair_rate_ci",
+                              "kl_mean",          "exact_flip_rate",   "exact_flip_rate_ci",
+                              "exact_kl_mean",    "memory_bytes",      "kv_bytes_per_token",
+                              "weights_bytes",    "context_at_budget", "above_floor",
+                              "forks_reproduced"});
   return r;
 }
 
 json BasisJson(const RecipeBasis& b) {
-  json j = {{"rests_on", b.rests_on}, {"tie_group", b.tie_group}, {"tied_with", b.tied_with},
-            {"confidence", b.confidence}, {"why", b.why},       {"probes", OrNull(b.probes)}};
+  json j = {
+      {"rests_on", b.rests_on}, {"tie_group", b.tie_group},  {"tied_with", b.tied_with}, {"confidence", b.confidence},
+      {"why", b.why},           {"probes", OrNull(b.probes)}};
   read::KeepExtra(j, b.extra);
   return j;
 }
 RecipeBasis BasisFrom(const json& j) {
-  return {Str(j, "rests_on"),         Str(j, "confidence"),       Str(j, "why"),
-          Get<int64_t>(j, "tie_group", 0), Values<std::string>(j, "tied_with"), Opt<int64_t>(j, "probes"),
+  return {Str(j, "rests_on"),
+          Str(j, "confidence"),
+          Str(j, "why"),
+          Get<int64_t>(j, "tie_group", 0),
+          Values<std::string>(j, "tied_with"),
+          Opt<int64_t>(j, "probes"),
           read::Without(j, {"rests_on", "tie_group", "tied_with", "confidence", "why", "probes"})};
 }
 
 json KvTypeJson(const RecipeKvType& t) {
-  json j = {{"type", t.type}, {"bytes_per_token", t.bytes_per_token}, {"context_at_budget", OrNull(t.context_at_budget)}};
+  json j = {
+      {"type", t.type}, {"bytes_per_token", t.bytes_per_token}, {"context_at_budget", OrNull(t.context_at_budget)}};
   if (t.bytes_at_context) j["bytes_at_context"] = *t.bytes_at_context;  // absent in early files
   read::KeepExtra(j, t.extra);
   return j;
@@ -131,10 +140,9 @@ std::vector<RecipeProbeNote> NotesFrom(const json& j) {
 }
 
 constexpr std::initializer_list<const char*> kKeys = {
-    "recommended", "reason",    "warnings",      "ranked_by", "ranking_key",         "ranking_mode",
-    "lacking_forks", "basis",   "ranking",       "kv_types",  "kv_cache",            "weights_bytes",
-    "memory_budget_bytes",      "context",       "server_command", "cli_command",    "server_launch",
-    "verification"};
+    "recommended",         "reason",  "warnings",       "ranked_by",   "ranking_key",   "ranking_mode",
+    "lacking_forks",       "basis",   "ranking",        "kv_types",    "kv_cache",      "weights_bytes",
+    "memory_budget_bytes", "context", "server_command", "cli_command", "server_launch", "verification"};
 
 }  // namespace
 
@@ -165,10 +173,9 @@ RecipeVerification RecipeVerificationFromJson(const json& j) {
   v.max_logprob_diff = Opt<double>(j, "max_logprob_diff"), v.top_k = Opt<int64_t>(j, "top_k");
   v.logprobs_compared = Opt<int64_t>(j, "logprobs_compared");
   v.logprobs_within_tolerance = Opt<int64_t>(j, "logprobs_within_tolerance");
-  v.extra = read::Without(j, {"status", "command", "error", "llama_server", "seconds", "probes_total",
-                              "probes_checked", "matched", "positions", "mismatches", "near_ties", "near_tie",
-                              "tolerance", "max_logprob_diff", "top_k", "logprobs_compared",
-                              "logprobs_within_tolerance"});
+  v.extra = read::Without(j, {"status", "command", "error", "llama_server", "seconds", "probes_total", "probes_checked",
+                              "matched", "positions", "mismatches", "near_ties", "near_tie", "tolerance",
+                              "max_logprob_diff", "top_k", "logprobs_compared", "logprobs_within_tolerance"});
   return v;
 }
 
@@ -217,7 +224,8 @@ RecipeResult RecipeFromJson(const json& j) {
   r.ranking = read::Each<RecipeRankingRow>(Sub(j, "ranking"), RowFrom);
   r.kv_types = read::Each<RecipeKvType>(Sub(j, "kv_types"), KvTypeFrom);
   if (const json& kv = Sub(j, "kv_cache"); kv.is_object())
-    r.kv_cache = RecipeKvCache{Get(kv, "bytes", 0.0), Get(kv, "bytes_without_swa_full", 0.0), Get(kv, "swa_full", false)};
+    r.kv_cache =
+        RecipeKvCache{Get(kv, "bytes", 0.0), Get(kv, "bytes_without_swa_full", 0.0), Get(kv, "swa_full", false)};
   r.weights_bytes = Opt<double>(j, "weights_bytes"), r.memory_budget_bytes = Opt<double>(j, "memory_budget_bytes");
   r.context = Opt<int64_t>(j, "context");
   r.server_command = Str(j, "server_command"), r.cli_command = Str(j, "cli_command");

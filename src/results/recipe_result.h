@@ -19,8 +19,8 @@ namespace flipscope {
 // One configuration in the recipe's ranking (recipe.ranking[]), best first.
 struct RecipeRankingRow {
   std::string config;
-  bool name_only = false;           // the ranking of an early file listed names alone
-  std::optional<int64_t> tie_group;  // 1-based statistical tie group
+  bool name_only = false;             // the ranking of an early file listed names alone
+  std::optional<int64_t> tie_group;   // 1-based statistical tie group
   std::optional<std::string> replay;  // prefill, decode or served: the captures its figures come from
   double median_flip_rate = 0, kl_mean = 0;
   std::optional<std::array<double, 2>> flip_rate_ci;
@@ -72,9 +72,9 @@ struct RecipeKvCache {
 struct RecipeServerLaunch {
   std::optional<std::string> command;  // the variables it set, then the command as run
   std::optional<std::string> as_run;
-  nlohmann::json asked;                 // the launch command as the experiment file gave it (null when none)
+  nlohmann::json asked;  // the launch command as the experiment file gave it (null when none)
   std::optional<std::map<std::string, std::string>> env;  // the variables set on top of flipscope's
-  std::string note;                     // what this command is, one phrase
+  std::string note;                                       // what this command is, one phrase
   nlohmann::json extra = nlohmann::json::object();
 };
 
@@ -114,7 +114,7 @@ struct RecipeResult {
   std::optional<int64_t> context;             // the -c of the commands
   std::string server_command, cli_command;
   std::optional<RecipeServerLaunch> server_launch;  // a server configuration's; none otherwise
-  std::optional<RecipeVerification> verification;  // none when --verify-recipe did not run
+  std::optional<RecipeVerification> verification;   // none when --verify-recipe did not run
   nlohmann::json extra = nlohmann::json::object();
 
   // The ranking row of a configuration; null when it has none.

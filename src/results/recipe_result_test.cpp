@@ -95,21 +95,32 @@ TEST(RecipeResult, NamesOnlyRankingsAndUnknownFieldsComeBack) {
 // they were written.
 TEST(RecipeResult, LaunchesAndVerificationsComeBackAsWritten) {
   json doc = Recipe("tests/data/results-v0.1.0.json");
-  const json launches[] = {
-      {{"command", "CUDA_VISIBLE_DEVICES=1 vllm serve m --port 8001"},
-       {"as_run", "vllm serve m --port 8001"},
-       {"asked", "vllm serve m --port {port}"},
-       {"env", {{"CUDA_VISIBLE_DEVICES", "1"}}},
-       {"note", "the launch command flipscope ran"}},
-      {{"note", "a server flipscope did not start (url): its launch command is not known here"}}};
+  const json launches[] = {{{"command", "CUDA_VISIBLE_DEVICES=1 vllm serve m --port 8001"},
+                            {"as_run", "vllm serve m --port 8001"},
+                            {"asked", "vllm serve m --port {port}"},
+                            {"env", {{"CUDA_VISIBLE_DEVICES", "1"}}},
+                            {"note", "the launch command flipscope ran"}},
+                           {{"note", "a server flipscope did not start (url): its launch command is not known here"}}};
   const json checks[] = {
-      {{"status", "differs"}, {"command", "llama-server -m m.gguf"}, {"llama_server", "/x/llama-server"},
-       {"seconds", 1.5}, {"probes_total", 90}, {"probes_checked", 3}, {"positions", {4, 40, 80}}, {"matched", 1},
+      {{"status", "differs"},
+       {"command", "llama-server -m m.gguf"},
+       {"llama_server", "/x/llama-server"},
+       {"seconds", 1.5},
+       {"probes_total", 90},
+       {"probes_checked", 3},
+       {"positions", {4, 40, 80}},
+       {"matched", 1},
        {"mismatches", {{{"position", 40}, {"why", "served token 5, captured 7"}}}},
        {"near_ties", {{{"position", 80}, {"why", "served token 2, captured 3, 0.01 nats below it"}}}},
-       {"near_tie", 0.1}, {"top_k", 5}, {"logprobs_compared", 3}, {"logprobs_within_tolerance", 2},
-       {"max_logprob_diff", 0.02}, {"tolerance", 0.01}},
-      {{"status", "unverified"}, {"command", "llama-server -m m.gguf --x"}, {"error", "llama-server refuses the flag --x"}}};
+       {"near_tie", 0.1},
+       {"top_k", 5},
+       {"logprobs_compared", 3},
+       {"logprobs_within_tolerance", 2},
+       {"max_logprob_diff", 0.02},
+       {"tolerance", 0.01}},
+      {{"status", "unverified"},
+       {"command", "llama-server -m m.gguf --x"},
+       {"error", "llama-server refuses the flag --x"}}};
   for (const json& launch : launches)
     for (const json& check : checks) {
       doc["server_launch"] = launch, doc["verification"] = check;
