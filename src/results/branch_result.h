@@ -1,10 +1,12 @@
 // The branch stage's result (docs/branch.md), typed: how it ran (its settings, both sides, the
 // futures' decoding), one judged record per branch point, and the counts. The branch stage
 // builds a BranchResult; only results/ turns it into JSON and back. Reading is tolerant (outside
-// input): a field of another type reads as its default, a group of fields that older versions did
-// not write stays empty (nullopt) and is not written back, unknown fields are kept in `extra` and
-// written back. Verdict, outcome and failure names stay words here: a file of a later version may
-// hold one this version does not know, and the report shows it as written.
+// input): a field of another type reads as its default; the groups older versions did not write
+// (a record's attribution, a future's decoding, the outcome counts) stay empty and are not written
+// back, while a single field they lack (a side's stop, the tools) reads as none and is written as
+// null; unknown fields are kept in `extra` and written back. Verdict, outcome and failure names
+// stay words here: a file of a later version may hold one this version does not know, and the
+// report shows it as written.
 #pragma once
 
 #include <cstdint>
