@@ -143,9 +143,10 @@ json BranchRecord::ToJson() const {
 BranchRecord BranchRecord::FromJson(const json& j) {
   BranchRecord b;
   b.config = read::Str(j, "config");
-  b.result = BranchResult::FromJson({{"config", read::Sub(j, "branch_config")},
-                                     {"records", read::Sub(j, "records")},
-                                     {"counts", read::Sub(j, "counts")}});
+  // The branch output's parts, read in place (a session whose every fork was followed holds many records).
+  b.result.config = BranchRunInfoFromJson(read::Sub(j, "branch_config"));
+  b.result.records = read::Each<ForkRecord>(read::Sub(j, "records"), ForkRecordFromJson);
+  b.result.counts = BranchCountsFromJson(read::Sub(j, "counts"));
   if (read::Sub(j, "free_counts").is_object()) b.free_counts = BranchCountsFromJson(j["free_counts"]);
   b.extra = read::Without(j, {"config", "branch_config", "records", "counts", "free_counts"});
   return b;
