@@ -2,9 +2,6 @@
 // (both futures side by side) and the disclosure of everything a divergence claim rests on.
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <limits>
-
 #include "report/internal.h"
 #include "util/util.h"
 
@@ -103,11 +100,6 @@ std::string FutureTokens(const ForkFuture& fut, int first_diff, const std::strin
   return out + "</pre>";
 }
 
-// A token index of a record as an int (-1 or `fallback` when none).
-int TokenIndex(const std::optional<int64_t>& v, int fallback) {
-  return v ? int(std::clamp<int64_t>(*v, std::numeric_limits<int>::min(), std::numeric_limits<int>::max())) : fallback;
-}
-
 // The outcome badge's words: "damage: invalid_tool_call"; "" for records judged before outcomes.
 std::string OutcomeWords(const ForkRecord& b) {
   if (!b.attribution) return "";
@@ -115,13 +107,11 @@ std::string OutcomeWords(const ForkRecord& b) {
   return b.attribution->outcome + (kind.empty() ? "" : ": " + kind);
 }
 
-std::string Verdict(const ForkRecord& b) { return b.verdict.empty() ? "unjudged" : b.verdict; }
-
 std::string BranchRecordHtml(const std::string& config, const ForkRecord& b) {
   // Token indexes of the first difference in each future (absent when the texts are equal).
-  const int diff_base = TokenIndex(b.first_difference, -1);
-  const int diff_cand = TokenIndex(b.first_difference_cand, diff_base);
-  const std::string verdict = Verdict(b);
+  const int diff_base = IntOr(b.first_difference, -1);
+  const int diff_cand = IntOr(b.first_difference_cand, diff_base);
+  const std::string verdict = VerdictWord(b);
   const std::string cls = verdict == "benign" ? "rec" : "bad";
   // The outcome (what the change did) first; the pair's verdict beside it.
   const std::string outcome = b.attribution ? b.attribution->outcome : "";
@@ -174,7 +164,7 @@ std::string RecordRow(const ForkRecord& b) {
                   outcome.empty() ? "—"
                                   : fmt::format("<span class=\"badge {}\">{}</span>",
                                                 OutcomeClass(b.attribution->outcome), E(outcome)),
-                  E(Verdict(b)), b.reconverge_at ? "token " + Count(double(*b.reconverge_at)) : "no", E(why)});
+                  E(VerdictWord(b)), b.reconverge_at ? "token " + Count(double(*b.reconverge_at)) : "no", E(why)});
 }
 
 // A configuration's records: the first kMaxRecordsShown in full, then summary rows, then a count.

@@ -2,6 +2,9 @@
 // tests; not part of the stage's interface (report.h).
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -53,6 +56,13 @@ std::string FlipsOf(const LayersResult& layers);
 
 // A figure that NaN marks as absent (a truncated capture cannot give it), as an optional.
 inline std::optional<double> Figure(double v) { return v == v ? std::optional<double>(v) : std::nullopt; }
+// An optional integer as an int, clamped to int's range; fallback when none.
+inline int IntOr(const std::optional<int64_t>& v, int fallback) {
+  return v ? int(std::clamp<int64_t>(*v, std::numeric_limits<int>::min(), std::numeric_limits<int>::max()))
+           : fallback;
+}
+// A branch record's verdict as shown: "unjudged" for a record without one.
+inline std::string VerdictWord(const ForkRecord& b) { return b.verdict.empty() ? "unjudged" : b.verdict; }
 // An optional count as a figure (none stays none).
 inline std::optional<double> Figure(const std::optional<int64_t>& v) {
   return v ? std::optional<double>(double(*v)) : std::nullopt;

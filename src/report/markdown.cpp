@@ -146,7 +146,7 @@ std::string Branches(const ExperimentResults& r) {
       const std::string outcome = b.attribution ? b.attribution->outcome : "";
       out += fmt::format("#### Position {} ({}): {}{}\n\n", Count(double(b.position)), MdText(b.span.value_or("")),
                          outcome.empty() ? "" : MdText(outcome) + " · ",
-                         MdText(b.verdict.empty() ? "unjudged" : b.verdict));
+                         MdText(VerdictWord(b)));
       if (b.attribution && !b.attribution->reason.empty()) out += MdText(b.attribution->reason) + "\n\n";
       if (!b.reason.empty()) out += MdText(b.reason) + "\n\n";
       out += "Reference picked " + MdToken(b.base_text, false) + ", candidate picked " + MdToken(b.cand_text, false) +

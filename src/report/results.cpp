@@ -2,8 +2,6 @@
 // per-window series every renderer shares.
 #include <fmt/format.h>
 
-#include <limits>
-
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -243,13 +241,6 @@ std::vector<ConfigRow> ConfigRows(const ExperimentResults& results) {
   return rows;
 }
 
-// A ranking row's tie group as an int (0 when it gives none).
-int TieGroup(const RecipeRankingRow& n) {
-  return n.tie_group ? int(std::clamp<int64_t>(*n.tie_group, std::numeric_limits<int>::min(),
-                                               std::numeric_limits<int>::max()))
-                     : 0;
-}
-
 // Orders rows: the experiment's ranking (recipe.ranking) where given; measured rows it does not
 // name follow, by fidelity (median flip rate, then KL mean); then rows without measurements.
 // Each row the ranking names gets its entry and tie group. Returns each tie group's size.
@@ -269,7 +260,7 @@ std::map<int, int> OrderRows(std::vector<ConfigRow>& rows, const std::vector<Rec
   for (const RecipeRankingRow& n : ranking)
     if (!n.name_only)
       for (ConfigRow& r : rows)
-        if (r.name == n.config) r.ranked = &n, r.tie_group = TieGroup(n), ++group_size[r.tie_group];
+        if (r.name == n.config) r.ranked = &n, r.tie_group = IntOr(n.tie_group, 0), ++group_size[r.tie_group];
   return group_size;
 }
 

@@ -12,15 +12,10 @@ using read::As;
 using read::Get;
 using read::Opt;
 using read::OrNull;
+using read::PutIf;
 using read::Str;
 using read::Sub;
 using read::Values;
-
-// Writes the optional's value under key when it has one (a field older files did not write).
-template <typename T>
-void PutIf(json& j, const char* key, const std::optional<T>& v) {
-  if (v) j[key] = *v;
-}
 
 json FutureJson(const ForkFuture& f) {
   json j = {{"text", f.text}, {"tokens", f.tokens}, {"probs", f.probs}, {"pieces", f.pieces}};

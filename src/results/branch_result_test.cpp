@@ -4,21 +4,18 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "results/experiment_results.h"
+#include "util/util.h"
 
 namespace flipscope {
 namespace {
 
 using nlohmann::json;
 
+// A file of the source tree (tests/data), parsed.
 json ReadJson(const std::string& relative) {
-  std::ifstream f(std::string(FLIPSCOPE_SOURCE_DIR) + "/" + relative);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return json::parse(ss.str());
+  auto text = ReadFile(std::string(FLIPSCOPE_SOURCE_DIR) + "/" + relative);
+  return text.ok() ? json::parse(*text) : json();
 }
 
 std::string Dump(const json& j) { return j.dump(1, ' ', false, json::error_handler_t::replace); }

@@ -57,13 +57,10 @@ auto ListOf(Is is) {
 
 // The entry's typed facts into j (ConfigEntry::ToJson).
 void WriteFacts(const ConfigEntry& e, json& j) {
-  if (e.description) j["description"] = *e.description;
-  if (e.flags) j["flags"] = *e.flags;
-  if (e.repeats) j["repeats"] = *e.repeats;
-  if (e.capture_seconds) j["capture_seconds"] = *e.capture_seconds;
-  if (e.reused) j["reused"] = *e.reused;
-  if (e.kv_bytes_per_token) j["kv_bytes_per_token"] = *e.kv_bytes_per_token;
-  if (e.model_file_size) j["model_file_size"] = *e.model_file_size;
+  read::PutIf(j, "description", e.description), read::PutIf(j, "flags", e.flags);
+  read::PutIf(j, "repeats", e.repeats), read::PutIf(j, "capture_seconds", e.capture_seconds);
+  read::PutIf(j, "reused", e.reused), read::PutIf(j, "kv_bytes_per_token", e.kv_bytes_per_token);
+  read::PutIf(j, "model_file_size", e.model_file_size);
 }
 
 // The entry's typed facts out of its fields (ConfigEntry::FromJson).

@@ -92,6 +92,11 @@ nlohmann::json Without(const nlohmann::json& j, std::initializer_list<const char
 // Adds to the object j each field of extra that j does not hold (extra's fields as read).
 void KeepExtra(nlohmann::json& j, const nlohmann::json& extra);
 
+// Writes the optional's value under key when it has one (a field that files of some versions lack).
+template <typename T>
+void PutIf(nlohmann::json& j, const char* key, const std::optional<T>& v) {
+  if (v) j[key] = *v;
+}
 // An optional as JSON: the value, or null.
 template <typename T>
 nlohmann::json OrNull(const std::optional<T>& v) {

@@ -9,6 +9,7 @@ using nlohmann::json;
 using read::Get;
 using read::Opt;
 using read::OrNull;
+using read::PutIf;
 using read::Str;
 using read::Sub;
 using read::Values;
@@ -96,7 +97,7 @@ RecipeBasis BasisFrom(const json& j) {
 json KvTypeJson(const RecipeKvType& t) {
   json j = {
       {"type", t.type}, {"bytes_per_token", t.bytes_per_token}, {"context_at_budget", OrNull(t.context_at_budget)}};
-  if (t.bytes_at_context) j["bytes_at_context"] = *t.bytes_at_context;  // absent in early files
+  PutIf(j, "bytes_at_context", t.bytes_at_context);  // absent in early files
   read::KeepExtra(j, t.extra);
   return j;
 }
@@ -108,10 +109,9 @@ RecipeKvType KvTypeFrom(const json& j) {
 
 json LaunchJson(const RecipeServerLaunch& l) {
   json j = {{"note", l.note}};
-  if (l.command) j["command"] = *l.command;
-  if (l.as_run) j["as_run"] = *l.as_run;
+  PutIf(j, "command", l.command), PutIf(j, "as_run", l.as_run);
   if (!l.asked.is_null() || l.command) j["asked"] = l.asked;
-  if (l.env) j["env"] = *l.env;
+  PutIf(j, "env", l.env);
   read::KeepExtra(j, l.extra);
   return j;
 }
@@ -148,14 +148,12 @@ constexpr std::initializer_list<const char*> kKeys = {
 
 json ToJson(const RecipeVerification& v) {
   json j = {{"status", v.status}, {"command", v.command}};
-  const auto put = [&j](const char* key, const auto& value) {
-    if (value) j[key] = *value;
-  };
-  put("error", v.error), put("llama_server", v.llama_server), put("seconds", v.seconds);
-  put("probes_total", v.probes_total), put("probes_checked", v.probes_checked), put("matched", v.matched);
-  put("positions", v.positions), put("near_tie", v.near_tie), put("tolerance", v.tolerance);
-  put("max_logprob_diff", v.max_logprob_diff), put("top_k", v.top_k), put("logprobs_compared", v.logprobs_compared);
-  put("logprobs_within_tolerance", v.logprobs_within_tolerance);
+  PutIf(j, "error", v.error), PutIf(j, "llama_server", v.llama_server), PutIf(j, "seconds", v.seconds);
+  PutIf(j, "probes_total", v.probes_total), PutIf(j, "probes_checked", v.probes_checked);
+  PutIf(j, "matched", v.matched), PutIf(j, "positions", v.positions), PutIf(j, "near_tie", v.near_tie);
+  PutIf(j, "tolerance", v.tolerance), PutIf(j, "max_logprob_diff", v.max_logprob_diff), PutIf(j, "top_k", v.top_k);
+  PutIf(j, "logprobs_compared", v.logprobs_compared);
+  PutIf(j, "logprobs_within_tolerance", v.logprobs_within_tolerance);
   if (v.status != "unverified") j["mismatches"] = NotesJson(v.mismatches), j["near_ties"] = NotesJson(v.near_ties);
   read::KeepExtra(j, v.extra);
   return j;

@@ -4,19 +4,17 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
+#include "util/util.h"
 
 namespace flipscope {
 namespace {
 
 using nlohmann::json;
 
+// The recipe of a results file of the source tree (tests/data).
 json Recipe(const std::string& relative) {
-  std::ifstream f(std::string(FLIPSCOPE_SOURCE_DIR) + "/" + relative);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return json::parse(ss.str())["recipe"];
+  auto text = ReadFile(std::string(FLIPSCOPE_SOURCE_DIR) + "/" + relative);
+  return text.ok() ? json::parse(*text)["recipe"] : json();
 }
 
 std::string Dump(const json& j) { return j.dump(1, ' ', false, json::error_handler_t::replace); }
