@@ -53,7 +53,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!base.ok()) return 0;
   // The reader parsed the manifest once (CaptureManifest::FromJson); what stages take from it:
   const CaptureManifest& m = (*base)->manifest();
-  (void)ManifestFacts(m);
+  ConfigEntry entry;
+  AddCaptureFacts(m, entry);
+  ExperimentResults results;
+  AddRunFacts(m, results);
+  (void)entry.ToJson(), (void)results.ToJson();
   (void)m.ToJson();
   auto cand = CaptureReader::Open(cand_path);
   if (!cand.ok()) std::abort();  // the fixed candidate is valid

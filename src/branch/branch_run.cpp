@@ -40,7 +40,7 @@ struct Side {
 // Opens a capture and checks its model file is the one it was captured with.
 Status OpenSide(const std::string& path, std::map<std::string, std::string>* hashes, Side* s) {
   FS_ASSIGN_OR_RETURN(s->cap, CaptureReader::Open(path));
-  const ManifestEngine& engine = s->cap->manifest().engine;
+  const EngineRecord& engine = s->cap->manifest().engine;
   if (FromName<EngineKind>(engine.name) == EngineKind::kOpenai) {
     // A server's capture: its futures are decoded over HTTP while its server runs (flipscope run).
     s->served_flags = engine.flags.empty() ? std::string("--engine openai") : engine.flags;

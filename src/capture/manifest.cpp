@@ -42,16 +42,6 @@ ManifestWorkload ReadWorkload(const json& block) {
   return w;
 }
 
-ManifestEngine ReadEngine(const json& block) {
-  ManifestEngine e;
-  e.record = block.is_object() ? block : json::object();
-  e.name = Text(block, "engine");
-  if (e.name.empty()) e.name = Text(block, "name");  // older exact captures
-  e.flags = Text(block, "flags");
-  e.kernel_path = Text(At(block, "kernel_path"), "summary");
-  return e;
-}
-
 }  // namespace
 
 json CaptureManifest::ToJson() const {
@@ -90,7 +80,8 @@ CaptureManifest CaptureManifest::FromJson(const json& j) {
   m.model = ModelInfo::FromJson(At(j, "model"));
   m.tokenizer_sha256 = Text(j, "tokenizer_sha256");
   m.workload = ReadWorkload(At(j, "workload"));
-  m.engine = ReadEngine(At(j, "engine"));
+  const json engine = At(j, "engine");
+  m.engine = EngineRecord::Of(engine.is_object() ? engine : json::object());
   m.knobs = At(j, "knobs");
   if (!m.knobs.is_null()) m.parsed_knobs = Knobs::FromJson(m.knobs);
   if (const std::string replay = Text(m.knobs, "replay"); !replay.empty()) m.replay = replay;

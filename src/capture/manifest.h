@@ -29,14 +29,6 @@ struct ManifestWorkload {
   nlohmann::json tools;
 };
 
-// The manifest's "engine" block (Engine::Describe()) and the fields of it stages decide on.
-struct ManifestEngine {
-  nlohmann::json record = nlohmann::json::object();  // written as is
-  // Read only: the engine's name ("llama", "exact", "openai"; older exact captures say "name",
-  // empty when neither is recorded), its flags and its kernel path's summary (empty when absent).
-  std::string name, flags, kernel_path;
-};
-
 struct CaptureManifest {
   std::string format = "flipscope.capture";
   int format_version = 1;
@@ -45,7 +37,7 @@ struct CaptureManifest {
   ModelInfo model;               // read back tolerantly: absent facts stay default
   std::string tokenizer_sha256;  // empty: not recorded
   ManifestWorkload workload;
-  ManifestEngine engine;
+  EngineRecord engine;  // the "engine" block (Engine::Describe()), read once
   // The resolved knobs as recorded (null when absent) and, when read, their parse: the knobs
   // re-run a capture with (an error naming the bad key).
   nlohmann::json knobs;

@@ -136,7 +136,7 @@ void SayCaptured(const std::string& path, const CaptureManifest& m) {
              m.workload.record.value("n_tokens", 0), m.probe_plan.value("n_probes", int64_t(0)),
              m.timings.value("tokens_per_s", 0.0), m.engine.flags, replay);
   // The flags above are what ran; where llama.cpp decided a setting itself, say what and why.
-  for (const std::string& note : ResolvedNotes(m.engine.record)) fmt::print(stderr, "  {}\n", note);
+  for (const std::string& note : ResolvedNotes(m.engine)) fmt::print(stderr, "  {}\n", note);
 }
 
 }  // namespace

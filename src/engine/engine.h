@@ -6,6 +6,7 @@
 #pragma once
 
 #include "engine/engine_base.h"   // Engine, Row, Future, the build's facts
+#include "engine/engine_record.h"  // EngineRecord: an engine's self-description, read once
 #include "engine/http_engine.h"   // HttpOptions, HttpEngine, LlamaServerChoice, RedactUrl
 #include "engine/knobs.h"         // Knobs, KnobTable(), FlashAttn, SplitMode, Repack, Replay
 #include "engine/llama_engine.h"  // LlamaEngine, forks, TensorTap

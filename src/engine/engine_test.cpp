@@ -1,5 +1,6 @@
 #include "engine/engine.h"
 
+#include <ggml.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -107,10 +108,26 @@ TEST(Knobs, TableDrivesJsonFlagsAndText) {
     ASSERT_TRUE(SetKnobFromText(k, *FindKnob("split_mode"), std::string(ToString(m))).ok());
     EXPECT_EQ(k.split_mode, m);
   }
-  // KV sizes come from ggml's type traits.
+  // KV sizes are ggml's type traits (written out in knobs.cpp, which links no llama.cpp library).
   EXPECT_DOUBLE_EQ(KvTypeBytesPerElement(KvCacheType::kQ8_0), 34.0 / 32);
   EXPECT_DOUBLE_EQ(KvTypeBytesPerElement(KvCacheType::kQ4_1), 20.0 / 32);
   EXPECT_DOUBLE_EQ(KvTypeBytesPerElement(KvCacheType::kBF16), 2.0);
+}
+
+// Every KV cache type's bytes per element is what the pinned ggml says, found by its name.
+TEST(Knobs, KvBytesPerElementAreGgmlsTypeTraits) {
+  for (KvCacheType t : KvCacheTypes()) {
+    int found = 0;
+    for (int g = 0; g < GGML_TYPE_COUNT; ++g) {
+      const char* name = ggml_type_name(ggml_type(g));
+      if (name == nullptr || NameOf(t) != name) continue;
+      ++found;
+      EXPECT_DOUBLE_EQ(KvTypeBytesPerElement(t),
+                       double(ggml_type_size(ggml_type(g))) / double(ggml_blck_size(ggml_type(g))))
+          << name;
+    }
+    EXPECT_EQ(found, 1) << NameOf(t);
+  }
 }
 
 // With --repack off no weight sits in an extra buffer type (whatever this CPU could repack).

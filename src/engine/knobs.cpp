@@ -1,11 +1,10 @@
 // Knobs: the one table of numerics knobs, and their JSON round trip, validation and flags.
 #include <fmt/format.h>
-#include <ggml.h>
 
 #include <cmath>
 #include <type_traits>
 
-#include "engine/engine.h"
+#include "engine/knobs.h"
 #include "util/names.h"
 
 namespace flipscope {
@@ -30,25 +29,24 @@ struct Names<Repack> {
 };
 
 template <>
-struct Names<FutureStop> {
-  static constexpr std::pair<FutureStop, const char*> v[] = {
-      {FutureStop::kBudget, "budget"}, {FutureStop::kEnd, "end_of_generation"}, {FutureStop::kContext, "context"}};
-};
-
-template <>
 struct Names<Replay> {
   static constexpr std::pair<Replay, const char*> v[] = {{Replay::kPrefill, "prefill"}, {Replay::kServed, "served"}};
 };
 
 namespace {
 
-// KV cache types with ggml's type.
-const std::pair<KvCacheType, ggml_type> kKvTypes[] = {
-    {KvCacheType::kF32, GGML_TYPE_F32},       {KvCacheType::kF16, GGML_TYPE_F16},
-    {KvCacheType::kBF16, GGML_TYPE_BF16},     {KvCacheType::kQ8_0, GGML_TYPE_Q8_0},
-    {KvCacheType::kQ4_0, GGML_TYPE_Q4_0},     {KvCacheType::kQ4_1, GGML_TYPE_Q4_1},
-    {KvCacheType::kIQ4_NL, GGML_TYPE_IQ4_NL}, {KvCacheType::kQ5_0, GGML_TYPE_Q5_0},
-    {KvCacheType::kQ5_1, GGML_TYPE_Q5_1}};
+// Bytes and elements per block of each KV cache type, as ggml's type traits have them (a block
+// is one element for the float types): written out so that reading knobs needs no llama.cpp
+// library (results/ reads them); engine_test checks them against ggml_type_size/ggml_blck_size.
+struct KvBlock {
+  KvCacheType type;
+  int bytes, elements;
+};
+constexpr KvBlock kKvBlocks[] = {{KvCacheType::kF32, 4, 1},     {KvCacheType::kF16, 2, 1},
+                                 {KvCacheType::kBF16, 2, 1},    {KvCacheType::kQ8_0, 34, 32},
+                                 {KvCacheType::kQ4_0, 18, 32},  {KvCacheType::kQ4_1, 20, 32},
+                                 {KvCacheType::kIQ4_NL, 18, 32}, {KvCacheType::kQ5_0, 22, 32},
+                                 {KvCacheType::kQ5_1, 24, 32}};
 
 template <typename T>
 std::string Expected() {
@@ -106,10 +104,6 @@ std::string_view ToString(FlashAttn v) { return NameOf(v); }
 std::string_view ToString(SplitMode v) { return NameOf(v); }
 std::string_view ToString(Repack v) { return NameOf(v); }
 std::string_view ToString(Replay v) { return NameOf(v); }
-
-const char* FutureStopName(FutureStop s) { return NameOf(s).data(); }
-
-std::optional<FutureStop> FutureStopFromName(std::string_view name) { return FromName<FutureStop>(name); }
 
 const std::vector<KnobInfo>& KnobTable() {
   static const std::vector<KnobInfo> table = {
@@ -202,8 +196,8 @@ const std::vector<KvCacheType>& KvCacheTypes() {
 }
 
 double KvTypeBytesPerElement(KvCacheType t) {
-  for (auto& [e, type] : kKvTypes)
-    if (t == e) return double(ggml_type_size(type)) / double(ggml_blck_size(type));
+  for (const KvBlock& b : kKvBlocks)
+    if (t == b.type) return double(b.bytes) / double(b.elements);
   return std::nan("");
 }
 
@@ -273,13 +267,6 @@ std::string Knobs::ToFlags() const {
     s += " " + flag + " " + text;
   }
   return s.empty() ? s : s.substr(1);
-}
-
-int32_t ArgmaxLowest(std::span<const float> row) {
-  int32_t best = 0;
-  for (size_t i = 1; i < row.size(); ++i)
-    if (row[i] > row[size_t(best)]) best = int32_t(i);  // strict: ties keep the lowest id
-  return best;
 }
 
 }  // namespace flipscope

@@ -117,13 +117,13 @@ struct Runner {
     }
     auto first = CaptureReader::Open(entry.captures[0]);
     if (!first.ok()) return stop(ConfigStatus::kFailed, first.status());
-    AddFacts(ManifestFacts((*first)->manifest())["config"], entry);
+    AddCaptureFacts((*first)->manifest(), entry);
     CheckRanAsAsked(c, entry);
     // A variant's lines only where they differ from the baseline's, which are printed first.
     if (r_begin == 0) {
       const bool is_base = &c == &exp.baseline;
       std::vector<std::string> notes =
-          ResolvedNotes(entry.fields["engine"], is_base ? std::vector<std::string>{} : base_notes);
+          ResolvedNotes(*entry.engine, is_base ? std::vector<std::string>{} : base_notes);
       for (const std::string& note : notes) opts.log.Info("  " + c.name + ": " + note);
       if (is_base) base_notes = std::move(notes);
     }
@@ -138,19 +138,8 @@ struct Runner {
     ConfigEntry e;
     e.name = c.name, e.description = c.description, e.repeats = c.repeats;
     e.capture_seconds.emplace(), e.reused.emplace();
-    e.fields["changes"] = c.changes;
+    e.changes = c.changes;
     return e;
-  }
-
-  // The first capture's manifest facts (ManifestFacts' "config": knobs, flags, engine, timings)
-  // into the entry: the flags as its member (a capture that records none leaves it unset), the
-  // rest as the capture recorded them.
-  static void AddFacts(const nlohmann::json& facts, ConfigEntry& entry) {
-    for (auto it = facts.begin(); it != facts.end(); ++it)
-      if (it.key() != "flags")
-        entry.fields[it.key()] = *it;
-      else if (it->is_string())
-        entry.flags = it->get<std::string>();
   }
 
   // The request of repeat r of configuration c over model (a server configuration's asked HTTP
@@ -228,12 +217,15 @@ struct Runner {
   // name and changes may never describe a kernel that did not run. Each one that did not is
   // listed in the entry's "contradictions" and said.
   void CheckRanAsAsked(const ConfigSpec& c, ConfigEntry& entry) const {
-    const nlohmann::json ran = entry.fields["knobs"];
-    const nlohmann::json& engine = entry.fields["engine"];
+    const nlohmann::json& ran = entry.knobs->record;
+    const std::vector<KnobResolution>& resolved = entry.engine->resolved;
+    auto explained = [&](const std::string& key) {
+      return std::any_of(resolved.begin(), resolved.end(), [&](const KnobResolution& r) { return r.key == key; });
+    };
     for (const auto& [key, asked] : c.changes.items())
-      if (FindKnob(key) && ran.is_object() && ran.contains(key) && ran[key] != asked &&
-          !(engine.is_object() && engine.value("resolved", nlohmann::json::object()).contains(key))) {
-        entry.fields["contradictions"].push_back({{"knob", key}, {"asked", asked}, {"ran", ran[key]}});
+      if (FindKnob(key) && ran.is_object() && ran.contains(key) && ran[key] != asked && !explained(key)) {
+        if (!entry.contradictions) entry.contradictions.emplace();
+        entry.contradictions->push_back({key, asked, ran[key]});
         opts.log.Info(fmt::format("  {}: warning: {} was set to {} but the capture records {} with no reason", c.name,
                                   key, asked.dump(), ran[key].dump()));
       }

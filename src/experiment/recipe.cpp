@@ -6,7 +6,7 @@
 
 #include "experiment/steps.h"
 #include "results/experiment_results.h"
-#include "results/read.h"
+#include "util/read.h"
 #include "results/results.h"
 #include "util/util.h"
 
@@ -109,8 +109,8 @@ std::vector<RecipeRow> Rows(const ExperimentResults& results, const ModelInfo& m
     if ((r.served = results.served ? results.served->measured.Row(ServedName(r.name)) : nullptr))
       r.rate = r.served->median_flip_rate, r.kl = r.served->kl_mean, r.flip = RateOf(*r.served);
     r.damage = DamageOf(r, r.name == baseline);
-    if (auto k = Knobs::FromJson(read::Sub(c.fields, "knobs")); k.ok() && r.kv >= 0) r.knobs = *k;
-    r.swa_full = CapturedSwaFull(c.fields, model);
+    if (const Knobs* k = c.RanKnobs(); k && r.kv >= 0) r.knobs = *k;
+    r.swa_full = CapturedSwaFull(c, model);
     r.memory = MemoryAt(r, model);
     if (results.reference)
       for (const SummaryRow& e : results.reference->summary)
@@ -179,7 +179,7 @@ RankingKey Rank(std::vector<RecipeRow>& rows) {
 
 // The replay a configuration's captures ran (its knobs; a capture without one was a prefill).
 std::string ReplayOf(const ConfigEntry& config) {
-  return read::Str(read::Sub(config.fields, "knobs"), "replay", "prefill");
+  return std::string(ToString(config.RanReplay()));
 }
 
 // How often a configuration's forks started from the token its capture's row chose, as the
@@ -311,13 +311,12 @@ json MakeRecipe(const json& results, const ModelInfo& model) {
 // flipscope knows (its flags, where recorded).
 void Commands(const ExperimentResults& results, const RecipeRow& best, const ModelInfo& model, int64_t c,
               RecipeResult& out) {
-  const json best_config = best.config->ToJson();
-  out.server_command = LlamaCommand("llama-server", best_config, results.workload, model, c);
-  out.cli_command = LlamaCommand("llama-cli", best_config, results.workload, model, c);
+  const ConfigEntry& best_config = *best.config;
+  out.server_command = LlamaCommand("llama-server", best_config, results.workload.facts, model, c);
+  out.cli_command = LlamaCommand("llama-cli", best_config, results.workload.facts, model, c);
   if (best.kv >= 0) return;
   std::optional<RecipeServerLaunch> launch = ServerLaunch(best_config);
-  const json flags = read::Sub(best_config, "flags");
-  out.server_command = launch ? *launch->command : flags.is_string() ? flags.get<std::string>() : "";
+  out.server_command = launch ? *launch->command : best_config.flags.value_or("");
   out.cli_command = "";
   if (!launch) launch.emplace().note = "a server flipscope did not start (url): its launch command is not known here";
   out.server_launch = std::move(launch);
@@ -338,7 +337,7 @@ RecipeResult MakeRecipe(const ExperimentResults& results, const ModelInfo& model
   out.warnings = LoadWarnings(results.measured, results.baseline);
   if (best.knobs)  // a server's context is its own
     for (std::string& w :
-         ContextWarnings(c, read::Opt<int64_t>(results.workload, "n_tokens").value_or(0), model, ctx.has_value()))
+         ContextWarnings(c, results.workload.facts.n_tokens.value_or(0), model, ctx.has_value()))
       out.warnings.push_back(std::move(w));
   out.reason = Reason(best, baseline) + (best.served ? " (measured under served replay)" : "");
   out.ranked_by = std::any_of(rows.begin(), rows.end(), [](const RecipeRow& r) { return r.served; })

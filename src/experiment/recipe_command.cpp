@@ -21,72 +21,55 @@ std::string ShellWord(const std::string& s) {
 
 // The flags of a configuration's knobs without the context it was captured at (the recipe
 // states the context to serve); the recorded flags when no knobs are.
-std::string KnobFlags(const json& config) {
-  if (auto k = Knobs::FromJson(config.value("knobs", json())); k.ok()) {
-    k->n_ctx = 0;
-    return k->ToFlags();
+std::string KnobFlags(const ConfigEntry& config) {
+  if (const Knobs* ran = config.RanKnobs()) {
+    Knobs k = *ran;
+    k.n_ctx = 0;
+    return k.ToFlags();
   }
-  auto flags = config.find("flags");
-  return flags != config.end() && flags->is_string() ? flags->get<std::string>() : "";
+  return config.flags.value_or("");
 }
 
 // The chat template the workload was rendered with, as llama.cpp's tools take it: a built-in
 // name goes through llama.cpp's non-Jinja path (as flipscope rendered it; with Jinja on, a name
 // would be read as template source), a file by its path; the model's own needs no flag.
-std::string TemplateFlags(const json& workload) {
-  if (!workload.is_object() || !workload.contains("template")) return "";
-  const json* t = &workload["template"];
-  if (!t->is_object() || !(*t)["name"].is_string()) return "";
-  const std::string source = t->value("source", ""), name = (*t)["name"];
-  if (source == "builtin") return " --no-jinja --chat-template " + ShellWord(name);
-  if (source == "file") return " --chat-template-file " + ShellWord(name);
+std::string TemplateFlags(const WorkloadFacts& workload) {
+  if (!workload.template_name) return "";
+  const std::string& name = *workload.template_name;
+  if (workload.template_source == "builtin") return " --no-jinja --chat-template " + ShellWord(name);
+  if (workload.template_source == "file") return " --chat-template-file " + ShellWord(name);
   return "";
 }
 
 // A shell line that sets env's variables for one command: "K=v K2=v2 " (words quoted as needed).
-std::string EnvPrefix(const json& env) {
+std::string EnvPrefix(const std::map<std::string, std::string>& env) {
   std::string out;
-  if (env.is_object())
-    for (const auto& [k, v] : env.items()) out += k + "=" + ShellWord(v.is_string() ? v.get<std::string>() : v.dump()) + " ";
+  for (const auto& [k, v] : env) out += k + "=" + ShellWord(v) + " ";
   return out;
 }
 
 }  // namespace
 
-std::optional<RecipeServerLaunch> ServerLaunch(const json& config) {
-  // Each field looked up without assuming the entry's shape (results.json is outside input).
-  auto field = [](const json& j, const char* key) { return j.is_object() && j.contains(key) ? j[key] : json(); };
-  const json launch = field(field(config, "engine"), "launch");
-  const json run = field(launch, "run"), asked = field(launch, "asked");
-  const json command = field(run, "command"), url = field(run, "url");
-  if (!command.is_string()) return std::nullopt;
-  const json env = field(asked, "env").is_object() ? field(asked, "env") : json::object();
-  const std::string as_run = command.get<std::string>();
+std::optional<RecipeServerLaunch> ServerLaunch(const ConfigEntry& config) {
+  const std::optional<EngineLaunch>& launch = config.engine ? config.engine->launch : std::nullopt;
+  if (!launch || !launch->command) return std::nullopt;
   std::string note = "the launch command flipscope ran for this server configuration, as it was run (its {port} filled in";
-  note += url.is_string() ? " for " + url.get<std::string>() + ")" : ")";
-  note += env.empty() ? ", with no variable set on top of flipscope's environment"
-                      : ", with the variables it set on top of flipscope's environment";
+  note += launch->url ? " for " + *launch->url + ")" : ")";
+  note += launch->env.empty() ? ", with no variable set on top of flipscope's environment"
+                              : ", with the variables it set on top of flipscope's environment";
   RecipeServerLaunch out;
-  out.command = EnvPrefix(env) + as_run, out.as_run = as_run, out.asked = field(asked, "command"), out.note = note;
-  auto& vars = out.env.emplace();
-  for (auto it = env.begin(); it != env.end(); ++it)
-    vars[it.key()] = it->is_string() ? it->get<std::string>() : it->dump();  // as EnvPrefix sets it
+  out.command = EnvPrefix(launch->env) + *launch->command, out.as_run = *launch->command;
+  out.asked = launch->asked_command, out.note = note, out.env = launch->env;
   return out;
 }
 
-bool CapturedSwaFull(const json& config, const ModelInfo& model) {
-  if (model.n_layer_swa == 0) return false;
-  const json* e = &config;
-  for (const char* key : {"engine", "swa_full"}) {
-    if (!e->is_object() || !e->contains(key)) return false;
-    e = &(*e)[key];
-  }
-  return e->is_boolean() && e->get<bool>();
+bool CapturedSwaFull(const ConfigEntry& config, const ModelInfo& model) {
+  return model.n_layer_swa != 0 && config.engine && config.engine->swa_full.value_or(false);
 }
 
-std::string LlamaCommand(const std::string& tool, const json& config, const json& workload, const ModelInfo& model,
-                         int64_t n_ctx) {
-  std::string cmd = fmt::format("{} -m {} -c {}", tool, ShellWord(config.value("model_path", "")), n_ctx);
+std::string LlamaCommand(const std::string& tool, const ConfigEntry& config, const WorkloadFacts& workload,
+                         const ModelInfo& model, int64_t n_ctx) {
+  std::string cmd = fmt::format("{} -m {} -c {}", tool, ShellWord(config.model_path.value_or("")), n_ctx);
   // One sequence, as captured: llama-server's default (-np auto) splits the cache into 4 slots.
   if (tool == "llama-server") cmd += " -np 1";
   const std::string flags = KnobFlags(config);

@@ -20,15 +20,17 @@ namespace flipscope {
 
 namespace fs = std::filesystem;
 
-nlohmann::json ManifestFacts(const CaptureManifest& m) {
-  using json = nlohmann::json;
-  const json flags = m.engine.flags.empty() ? json(nullptr) : json(m.engine.flags);
-  return {{"config",
-           {{"knobs", m.knobs},
-            {"flags", flags},
-            {"engine", m.engine.record},
-            {"timings", m.timings.is_object() ? m.timings : json::object()}}},
-          {"run", {{"workload", m.workload.record}, {"probe_plan", m.probe_plan}, {"environment", m.engine.record}}}};
+void AddCaptureFacts(const CaptureManifest& m, ConfigEntry& entry) {
+  entry.knobs = Recorded<KnobsFacts>::Read(m.knobs);
+  if (!m.engine.flags.empty()) entry.flags = m.engine.flags;
+  entry.engine = m.engine;
+  entry.fields["timings"] = m.timings.is_object() ? m.timings : nlohmann::json::object();
+}
+
+void AddRunFacts(const CaptureManifest& m, ExperimentResults& results) {
+  results.workload = Recorded<WorkloadFacts>::Read(m.workload.record);
+  results.probe_plan = Recorded<ProbePlanFacts>::Read(m.probe_plan);
+  results.environment = m.engine;
 }
 
 namespace {
@@ -40,7 +42,7 @@ ExperimentResults ResultsHead(const Experiment& exp, const RunOptions& opts, con
   r.created = UtcNowIso();
   r.name = exp.name;
   r.experiment_file = exp.path;
-  r.model = model.ToJson();
+  r.model = {model.ToJson(), model};
   r.baseline = exp.baseline.name;
   r.settings.window = exp.window;
   r.settings.confident = exp.confident;
@@ -96,10 +98,7 @@ Result<ExperimentResults> RunExperiment(const Experiment& exp, const RunOptions&
   {
     // The run's facts (workload, probe plan, environment) are the baseline's first capture's.
     FS_ASSIGN_OR_RETURN(auto r, CaptureReader::Open(measured.configs[0].captures[0]));
-    const nlohmann::json facts = ManifestFacts(r->manifest())["run"];
-    results.workload = facts["workload"];
-    results.probe_plan = facts["probe_plan"];
-    results.environment = facts["environment"];
+    AddRunFacts(r->manifest(), results);
   }
 
   // 2. Comparisons: the baseline's repeats give the floor; every variant repeat against baseline r0.

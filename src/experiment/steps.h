@@ -34,21 +34,22 @@ KvMemory KvCacheMemory(const ModelInfo& model, const Knobs& knobs, int64_t n_ctx
 int64_t ContextFitting(const ModelInfo& model, const Knobs& knobs, double bytes, bool swa_full, int64_t cap = 0);
 // Whether a configuration's capture kept every sliding-window cell (its manifest's engine.swa_full)
 // on a model that has sliding-window layers: then its command needs --swa-full.
-bool CapturedSwaFull(const nlohmann::json& config, const ModelInfo& model);
+bool CapturedSwaFull(const ConfigEntry& config, const ModelInfo& model);
 // `tool` ("llama-server" or "llama-cli") serving a llama configuration (its results.json configs[]
 // entry) at n_ctx: the model, -c, one sequence (server), every knob's flag, --swa-full as captured
-// and the chat template the workload used (results.json's workload block, its "template"); words
-// shell-quoted.
-std::string LlamaCommand(const std::string& tool, const nlohmann::json& config, const nlohmann::json& workload,
+// and the chat template the workload used; words shell-quoted.
+std::string LlamaCommand(const std::string& tool, const ConfigEntry& config, const WorkloadFacts& workload,
                          const ModelInfo& model, int64_t n_ctx);
-// A launched server configuration's command as it was run, from its results.json configs[] entry
-// (engine.launch): {"command": the variables it set ("K=v ") then the command as run, "as_run",
-// "asked" (with {port}), "env", "note": what the command is, in words}; null for any other.
-std::optional<RecipeServerLaunch> ServerLaunch(const nlohmann::json& config);
-// What results.json takes from a capture's manifest: {"config": {knobs, flags (null when absent),
-// engine, timings}, "run": {workload without spans, probe_plan, environment}}; absent blocks come
-// out null (engine, workload and timings: an empty object).
-nlohmann::json ManifestFacts(const CaptureManifest& manifest);
+// A launched server configuration's command as it was run (its engine's launch): the variables it
+// set ("K=v ") then the command as run, as run, as asked (with {port}), the variables, and what
+// the command is, in words; none for any other configuration.
+std::optional<RecipeServerLaunch> ServerLaunch(const ConfigEntry& config);
+// A configuration's facts from its first capture's manifest: the knobs, flags (unset when it
+// records none), engine record and timings (an empty object when absent).
+void AddCaptureFacts(const CaptureManifest& manifest, ConfigEntry& entry);
+// The run's facts from the baseline's first capture's manifest: the workload's record (without
+// its spans), the probe plan and the environment (the engine's record).
+void AddRunFacts(const CaptureManifest& manifest, ExperimentResults& results);
 // 1. Captures into m.configs (the baseline, then the variants in file order): the baseline's
 // first repeat (without it nothing can be compared), the variants, then the baseline's other
 // repeats (its second follows the variants' forks from its side), then the exact reference when

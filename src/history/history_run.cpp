@@ -38,9 +38,8 @@ Result<ProbePlan> WorkerPlan(const ProbePlan& plan, const Workload& w) {
 }
 
 std::string ManifestSource(const CaptureManifest& m, const std::string& field) {
-  const nlohmann::json& e = m.engine.record;
-  if (!e.is_object() || !e.contains("llama_source") || !e["llama_source"].is_object()) return "";
-  return e["llama_source"].value(field, "");
+  if (!m.engine.source) return "";
+  return field == "commit" ? m.engine.source->commit : field == "release" ? m.engine.source->release : "";
 }
 
 bool Reusable(const std::string& path, const nlohmann::json& request, const std::string& field,
@@ -170,10 +169,9 @@ Status CaptureVersion(const HistoryRequest& hr, const CaptureRequest& req, const
     FS_ASSIGN_OR_RETURN(entry["capture_seconds"], history::CaptureInWorker(w, req, log_path, name));
   }
   FS_ASSIGN_OR_RETURN(auto reader, CaptureReader::Open(req.out_path));
-  const ManifestEngine& me = reader->manifest().engine;
-  const nlohmann::json& e = me.record;
-  entry["llama_cpp"] = e.is_object() ? e.value("llama_cpp", "") : "";
-  entry["llama_source"] = e.is_object() ? e.value("llama_source", nlohmann::json()) : nlohmann::json();
+  const EngineRecord& me = reader->manifest().engine;
+  entry["llama_cpp"] = me.llama_cpp;
+  entry["llama_source"] = me.source ? me.source->ToJson() : nlohmann::json();
   entry["kernel_path"] = me.kernel_path;
   entry["flags"] = me.flags;
   if (ManifestSource(reader->manifest(), field) != value)

@@ -138,12 +138,11 @@ Result<nlohmann::json> CapturedEntry(const CapturedVersion& v) {
                           {"flags", m.engine.flags},
                           {"kernel_path", m.engine.kernel_path},
                           {"n_tokens", reader->tokens().size()}};
-  const nlohmann::json& e = m.engine.record;
-  if (e.is_object() && e.contains("llama_cpp")) entry["llama_cpp"] = e["llama_cpp"];
-  if (e.is_object() && e.contains("server") && e["server"].is_object()) {
-    const nlohmann::json& server = e["server"];
-    entry["server"] = {{"version", server.value("version", "")}, {"url", e.value("url", "")}};
-    if (e.contains("launch")) entry["server"]["launch"] = e["launch"];
+  const EngineRecord& e = m.engine;
+  if (!e.llama_cpp.empty()) entry["llama_cpp"] = e.llama_cpp;
+  if (e.server_version) {
+    entry["server"] = {{"version", *e.server_version}, {"url", e.url}};
+    if (e.launch) entry["server"]["launch"] = {{"asked", e.launch->asked}, {"run", e.launch->run}};
   }
   return entry;
 }

@@ -319,8 +319,6 @@ const char* report::PageStyle() { return kStyle; }
 
 std::string RenderHtml(const ExperimentResults& r) {
   const std::string name = report::Or(r.name, "experiment");
-  const json& model = r.model;
-  const json& workload = r.workload;
   std::string out =
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
@@ -329,8 +327,8 @@ std::string RenderHtml(const ExperimentResults& r) {
   out += fmt::format(
       "<p class=\"meta\">Model <strong>{}</strong> · workload <code>{}</code> ({} tokens) · "
       "created {} · flipscope {}</p>",
-      E(Str(model, "name", Str(model, "path", "?"))), E(Str(workload, "path", "?")),
-      E(Count(Num(workload, "n_tokens"))), E(report::Or(r.created)), E(report::Or(r.flipscope_version)));
+      E(report::ModelName(r)), E(report::Or(r.workload.facts.path, "?")), E(Count(report::Tokens(r))), E(report::Or(r.created)),
+      E(report::Or(r.flipscope_version)));
   // Navigation to the sections this document has (the recipe is optional).
   out += "<nav aria-label=\"Sections\"><ul>";
   for (const auto& [id, title] : std::vector<std::pair<std::string, std::string>>{{"headline", "Summary"},

@@ -13,7 +13,7 @@
 
 #include "report/report.h"
 #include "results/experiment_results.h"
-#include "results/read.h"
+#include "util/read.h"
 #include "results/results.h"
 
 namespace flipscope {
@@ -96,6 +96,10 @@ struct ConfigRow {
 std::vector<ConfigRow> RankedConfigs(const ExperimentResults& results);
 // The context length the report speaks of: the baseline's ctx_size, else the workload's length.
 std::optional<double> ContextLength(const ExperimentResults& results);
+// The workload's length in tokens; none when not recorded.
+std::optional<double> Tokens(const ExperimentResults& results);
+// The model as the report names it: its name, else its file, else "?".
+std::string ModelName(const ExperimentResults& results);
 
 // Per-window value of one configuration: the median over its repeats (comparisons[]).
 struct WindowPoint {

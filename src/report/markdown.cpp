@@ -223,12 +223,10 @@ std::string DisclosureList(const ExperimentResults& r) {
 }  // namespace
 
 std::string RenderMarkdown(const ExperimentResults& r) {
-  const json& model = r.model;
-  const json& wl = r.workload;
   std::string out = "# flipscope report: " + MdText(Or(r.name, "experiment")) + "\n\n";
   out += fmt::format("Model {} · workload {} ({} tokens) · created {}\n\n",
-                     MdText(Str(model, "name", Str(model, "path", "?"))), MdCode(Str(wl, "path", "?"), false),
-                     Count(Num(wl, "n_tokens")), MdText(Or(r.created)));
+                     MdText(ModelName(r)), MdCode(Or(r.workload.facts.path, "?"), false), Count(Tokens(r)),
+                     MdText(Or(r.created)));
   if (!FloorSentence(r).empty()) out += MdText(FloorSentence(r)) + "\n\n";
   if (TextTable t = LoadFloorTable(r); !t.rows.empty())
     out +=
@@ -348,7 +346,7 @@ std::string TerminalRecipe(const ExperimentResults& r) {
 
 std::string TerminalSummary(const ExperimentResults& r, const std::string& html_path) {
   std::string out = fmt::format("{}: {} configurations", Or(r.name, "experiment"), RankedConfigs(r).size());
-  if (Num(r.workload, "n_tokens")) out += ", " + Count(Num(r.workload, "n_tokens")) + " tokens";
+  if (Tokens(r)) out += ", " + Count(Tokens(r)) + " tokens";
   out += "\n" + TerminalFloor(r) + TerminalRanking(r);
   for (const std::string& t : TieLines(r)) out += "  " + t + "\n";
   out += "  ranked by: " + (r.recipe && r.recipe->ranking_key ? *r.recipe->ranking_key : "(not recorded)") + "\n";

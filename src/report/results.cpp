@@ -192,12 +192,21 @@ std::string StatusText(const ConfigEntry& config) {
   return config.status ? std::string(NameOf(*config.status)) : Str(config.fields, "status", "ok");
 }
 
+std::optional<double> Tokens(const ExperimentResults& results) {
+  const auto n = results.workload.facts.n_tokens;
+  return n ? std::optional<double>(double(*n)) : std::nullopt;
+}
+
+std::string ModelName(const ExperimentResults& results) {
+  const ModelInfo& m = results.model.facts;
+  return !m.name.empty() ? m.name : !m.path.empty() ? m.path : "?";
+}
+
 std::optional<double> ContextLength(const ExperimentResults& results) {
   if (const ConfigEntry* c = results.measured.Config(BaselineName(results))) {
-    auto ctx = Num(Sub(c->fields, "knobs"), "ctx_size");
-    if (ctx && *ctx > 0) return ctx;
+    if (const Knobs* k = c->RanKnobs(); k && k->n_ctx > 0) return double(k->n_ctx);
   }
-  return Num(results.workload, "n_tokens");
+  return Tokens(results);
 }
 
 namespace {

@@ -36,8 +36,7 @@ const SummaryRow* ServedRow(const ServedResults& served, const std::string& conf
 }  // namespace
 
 std::string ReplayOf(const ConfigEntry& config) {
-  const std::string r = Str(Sub(config.fields, "knobs"), "replay");
-  return r.empty() ? "prefill" : r;
+  return std::string(ToString(config.RanReplay()));
 }
 
 std::string ReplaySentence(const ExperimentResults& r) {

@@ -178,19 +178,25 @@ namespace {
 // The reference configuration's configs[] entry, or nullptr.
 const ConfigEntry* BaseConfig(const ExperimentResults& r) { return r.measured.Config(BaselineName(r)); }
 
-// The engine block the reference ran with (its capture's), else the run's environment.
-const json& BaseEngine(const ExperimentResults& r) {
+// The engine the reference ran with (its capture's), else the run's environment.
+const EngineRecord& BaseEngine(const ExperimentResults& r) {
   const ConfigEntry* c = BaseConfig(r);
-  return c && Sub(c->fields, "engine").is_object() ? Sub(c->fields, "engine") : r.environment;
+  return c && c->engine ? *c->engine : r.environment;
 }
 
-std::string DevicesText(const json& engine) {
+std::string DevicesText(const EngineRecord& engine) {
   std::string devices;
-  if (Sub(engine, "devices").is_array())
-    for (const json& d : Sub(engine, "devices"))
-      devices += fmt::format("{}{} — {} ({})", devices.empty() ? "" : "; ", Str(d, "name"), Str(d, "description"),
-                             Num(d, "memory_total") ? HumanBytes(*Num(d, "memory_total")) : "?");
+  for (const EngineDevice& d : engine.devices)
+    devices += fmt::format("{}{} — {} ({})", devices.empty() ? "" : "; ", d.name, d.description,
+                           d.memory_total ? HumanBytes(*d.memory_total) : "?");
   return devices;
+}
+
+// A configuration's CPU kernel path; "" when not recorded.
+std::string KernelPath(const ConfigEntry& c) { return c.engine ? c.engine->kernel_path : ""; }
+// The settings llama.cpp decided for a configuration (ResolvedNotes), leaving out except.
+std::vector<std::string> Decided(const ConfigEntry& c, const std::vector<std::string>& except = {}) {
+  return c.engine ? ResolvedNotes(*c.engine, except) : std::vector<std::string>{};
 }
 
 // A configuration whose CPU kernel path differs from the reference's (another ISA, repacked or
@@ -199,7 +205,7 @@ std::string OtherKernelPaths(const ExperimentResults& r, const std::string& base
   if (base_path.empty()) return "";
   std::string other;
   for (const ConfigEntry& c : r.measured.configs) {
-    const std::string path = Str(Sub(Sub(c.fields, "engine"), "kernel_path"), "summary");
+    const std::string path = KernelPath(c);
     if (!path.empty() && path != base_path) other += fmt::format("{}{}: {}", other.empty() ? "" : "; ", c.name, path);
   }
   return other.empty() ? "none: every configuration ran the reference's" : other;
@@ -210,13 +216,12 @@ std::string OtherKernelPaths(const ExperimentResults& r, const std::string& base
 std::string DecidedByLlama(const ExperimentResults& r) {
   // The reference's lines once; another configuration's only where they differ from them.
   const ConfigEntry* base = BaseConfig(r);
-  const std::vector<std::string> base_notes =
-      base ? ResolvedNotes(Sub(base->fields, "engine")) : std::vector<std::string>{};
+  const std::vector<std::string> base_notes = base ? Decided(*base) : std::vector<std::string>{};
   std::string out;
   if (base && !base_notes.empty()) out = fmt::format("{}: {}", base->name, fmt::join(base_notes, "; "));
   for (const ConfigEntry& c : r.measured.configs) {
     if (&c == base) continue;
-    std::vector<std::string> notes = ResolvedNotes(Sub(c.fields, "engine"), base_notes);
+    std::vector<std::string> notes = Decided(c, base_notes);
     if (!notes.empty()) out += fmt::format("{}{}: {}", out.empty() ? "" : " · ", c.name, fmt::join(notes, "; "));
   }
   return out.empty() ? "nothing: every configuration ran its settings as requested"
@@ -226,51 +231,50 @@ std::string DecidedByLlama(const ExperimentResults& r) {
 std::vector<Fact> RuntimeFacts(const ExperimentResults& r) {
   const std::string g = "Reference and runtime";
   const ConfigEntry* base_cfg = BaseConfig(r);
-  const json& engine = BaseEngine(r);
-  const std::string base_path = Str(Sub(engine, "kernel_path"), "summary");
+  const EngineRecord& engine = BaseEngine(r);
+  const std::string& base_path = engine.kernel_path;
   return {{g, "Reference configuration", BaselineName(r), false},
           {g, "Reference flags", base_cfg ? base_cfg->flags.value_or("") : "", true},
-          {g, "Reference knobs", base_cfg ? InlineText(Sub(base_cfg->fields, "knobs")) : "", true},
+          {g, "Reference knobs", base_cfg && base_cfg->knobs ? InlineText(base_cfg->knobs->record) : "", true},
           {g, "Settings llama.cpp decided", DecidedByLlama(r), false},
-          {g, "Engine", Str(engine, "engine"), false},
-          {g, "llama.cpp", Str(engine, "llama_cpp"), true},
-          {g, "ggml", Str(engine, "ggml"), true},
-          {g, "Backends", InlineText(Sub(engine, "backends")), false},
+          {g, "Engine", engine.name, false},
+          {g, "llama.cpp", engine.llama_cpp, true},
+          {g, "ggml", engine.ggml, true},
+          {g, "Backends", InlineText(json(engine.backends)), false},
           {g, "Devices", DevicesText(engine), false},
-          {g, "System info", Str(engine, "system_info"), true},
+          {g, "System info", engine.system_info, true},
           {g, "CPU kernel path", base_path, true},
-          {g, "llama.cpp build", Str(Sub(engine, "kernel_path"), "llama_build"), true},
+          {g, "llama.cpp build", engine.llama_build, true},
           {g, "Other kernel paths", OtherKernelPaths(r, base_path), true}};
 }
 
 std::vector<Fact> ModelFacts(const ExperimentResults& r) {
   const std::string g = "Model and workload";
-  const json& model = r.model;
-  const json& wl = r.workload;
-  const json& tpl = Sub(wl, "template");
-  auto count_or_empty = [](std::optional<double> v) { return v ? Count(v) : std::string(); };
+  const ModelInfo& model = r.model.facts;
+  const WorkloadFacts& wl = r.workload.facts;
+  // A count; "" for none or 0 (a fact the model file did not give).
+  auto count_or_empty = [](double v) { return v > 0 ? Count(v) : std::string(); };
   std::string layers;
-  if (Num(model, "n_layer"))
-    layers =
-        Count(Num(model, "n_layer")) + " / " + Count(Num(model, "n_ctx_train")) + " / " + Count(Num(model, "n_vocab"));
-  std::string tpl_text = Str(tpl, "name");
-  if (!Str(tpl, "source").empty()) tpl_text += (tpl_text.empty() ? "" : " from ") + Str(tpl, "source");
-  return {{g, "Model", Str(model, "name"), false},
-          {g, "Model file", Str(model, "path"), true},
-          {g, "Model sha256", Str(model, "sha256"), true},
-          {g, "Architecture", Str(model, "architecture"), false},
-          {g, "Parameters", count_or_empty(Num(model, "n_params")), false},
+  if (model.n_layer > 0)
+    layers = Count(model.n_layer) + " / " + Count(double(model.n_ctx_train)) + " / " + Count(double(model.n_vocab));
+  std::string tpl_text = wl.template_name.value_or("");
+  if (!wl.template_source.empty()) tpl_text += (tpl_text.empty() ? "" : " from ") + wl.template_source;
+  return {{g, "Model", model.name, false},
+          {g, "Model file", model.path, true},
+          {g, "Model sha256", model.sha256, true},
+          {g, "Architecture", model.architecture, false},
+          {g, "Parameters", count_or_empty(double(model.n_params)), false},
           {g, "Layers / training context / vocabulary", layers, false},
-          {g, "Weight types", InlineText(Sub(model, "quant_types")), false},
-          {g, "Workload", Str(wl, "path"), true},
-          {g, "Workload format", Str(wl, "format"), false},
-          {g, "Workload sha256", Str(wl, "sha256"), true},
-          {g, "Workload tokens", count_or_empty(Num(wl, "n_tokens")), false},
+          {g, "Weight types", InlineText(json(model.quant_types)), false},
+          {g, "Workload", wl.path, true},
+          {g, "Workload format", wl.format, false},
+          {g, "Workload sha256", wl.sha256, true},
+          {g, "Workload tokens", Tokens(r) ? Count(Tokens(r)) : std::string(), false},
           {g, "Chat template", tpl_text, false},
-          {g, "Chat template sha256", Str(tpl, "sha256"), true},
-          {g, "Tool-call form", Str(wl, "tool_call_form"), false},
-          {g, "Tool-result form", Str(wl, "tool_result_form"), false},
-          {g, "Rendered text sha256", Str(wl, "text_sha256"), true}};
+          {g, "Chat template sha256", wl.template_sha256, true},
+          {g, "Tool-call form", wl.tool_call_form, false},
+          {g, "Tool-result form", wl.tool_result_form, false},
+          {g, "Rendered text sha256", wl.text_sha256, true}};
 }
 
 // KL direction, truncation and skipped probes over every comparison.
@@ -294,14 +298,14 @@ ComparisonsMethod MethodOf(const std::vector<ComparisonRecord>& cmps) {
 
 std::vector<Fact> MethodFacts(const ExperimentResults& r) {
   const std::string g = "Method";
-  const json& plan = r.probe_plan;
+  const ProbePlanFacts& plan = r.probe_plan.facts;
   const RunSettings& settings = r.settings;
   const ComparisonsMethod m = MethodOf(r.measured.comparisons);
   std::string plan_text;
-  if (plan.is_object())
-    plan_text = fmt::format("every {} tokens; 100% inside: {}; {} probes", Count(Num(plan, "stride")),
-                            InlineText(Sub(plan, "full")).empty() ? "nothing" : InlineText(Sub(plan, "full")),
-                            Count(Num(plan, "n_probes")));
+  auto count = [](std::optional<int64_t> v) { return Count(v ? std::optional<double>(double(*v)) : std::nullopt); };
+  if (plan.recorded)
+    plan_text = fmt::format("every {} tokens; 100% inside: {}; {} probes", count(plan.stride),
+                            plan.full.value_or("").empty() ? "nothing" : *plan.full, count(plan.n_probes));
   return {
       {g, "Context length", ContextLength(r) ? Count(ContextLength(r)) + " tokens" : "", false},
       {g, "Sampled positions", plan_text, false},

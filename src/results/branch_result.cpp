@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "results/read.h"
+#include "util/read.h"
 
 namespace flipscope {
 namespace {

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "results/read.h"
+#include "util/read.h"
 
 namespace flipscope {
 namespace {

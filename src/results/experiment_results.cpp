@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "results/read.h"
+#include "util/read.h"
 #include "util/util.h"
 
 namespace flipscope {
@@ -61,6 +61,15 @@ void WriteFacts(const ConfigEntry& e, json& j) {
   read::PutIf(j, "repeats", e.repeats), read::PutIf(j, "capture_seconds", e.capture_seconds);
   read::PutIf(j, "reused", e.reused), read::PutIf(j, "kv_bytes_per_token", e.kv_bytes_per_token);
   read::PutIf(j, "model_file_size", e.model_file_size);
+  if (e.knobs) j["knobs"] = e.knobs->record;
+  if (e.engine) j["engine"] = e.engine->record;
+  read::PutIf(j, "changes", e.changes);
+  if (e.contradictions) j["contradictions"] = ArrayOf(*e.contradictions);
+}
+
+// A contradictions list whose every entry is an object naming its knob.
+bool IsContradictions(const json& v) {
+  return ListOf([](const json& c) { return c.is_object() && c.contains("knob") && c["knob"].is_string(); })(v);
 }
 
 // The entry's typed facts out of its fields (ConfigEntry::FromJson).
@@ -72,6 +81,22 @@ void TakeFacts(ConfigEntry& e) {
   Take(e.fields, "reused", e.reused, ListOf(IsBool));
   Take(e.fields, "kv_bytes_per_token", e.kv_bytes_per_token, IsFloat);
   Take(e.fields, "model_file_size", e.model_file_size, IsUnsigned);
+  auto is_object = [](const json& v) { return v.is_object(); };
+  Take(e.fields, "changes", e.changes, is_object);
+  if (auto it = e.fields.find("knobs"); it != e.fields.end() && it->is_object()) {
+    e.knobs = Recorded<KnobsFacts>::Read(*it);
+    e.fields.erase(it);
+  }
+  if (auto it = e.fields.find("engine"); it != e.fields.end() && it->is_object()) {
+    e.engine = EngineRecord::Of(*it);
+    e.fields.erase(it);
+  }
+  if (auto it = e.fields.find("contradictions"); it != e.fields.end() && IsContradictions(*it)) {
+    e.contradictions = read::Each<Contradiction>(*it, [](const json& c) {
+      return Contradiction{c["knob"].get<std::string>(), read::Sub(c, "asked"), read::Sub(c, "ran")};
+    });
+    e.fields.erase(it);
+  }
 }
 
 }  // namespace
@@ -274,11 +299,11 @@ json ExperimentResults::ToJson() const {
   j["name"] = name;
   j["experiment_file"] = experiment_file;
   j["baseline"] = baseline;
-  j["model"] = model;
+  j["model"] = model.record;
   j["settings"] = settings.ToJson();
-  j["workload"] = workload;
-  j["probe_plan"] = probe_plan;
-  j["environment"] = environment;
+  j["workload"] = workload.record;
+  j["probe_plan"] = probe_plan.record;
+  j["environment"] = environment.record;
   measured.WriteInto(j);
   if (reference) j["reference"] = reference->ToJson();
   if (layers) j["layers"] = ArrayOf(*layers);
@@ -295,11 +320,11 @@ ExperimentResults ExperimentResults::FromJson(const json& j) {
   r.name = read::Str(j, "name");
   r.experiment_file = read::Str(j, "experiment_file");
   r.baseline = read::Str(j, "baseline");
-  r.model = read::Sub(j, "model");
+  r.model = Recorded<ModelInfo>::Read(read::Sub(j, "model"));
   r.settings = RunSettings::FromJson(read::Sub(j, "settings"));
-  r.workload = read::Sub(j, "workload");
-  r.probe_plan = read::Sub(j, "probe_plan");
-  r.environment = read::Sub(j, "environment");
+  r.workload = Recorded<WorkloadFacts>::Read(read::Sub(j, "workload"));
+  r.probe_plan = Recorded<ProbePlanFacts>::Read(read::Sub(j, "probe_plan"));
+  r.environment = EngineRecord::Of(read::Sub(j, "environment"));
   r.measured = Measurements::ReadFrom(j);
   if (read::Sub(j, "reference").is_object()) r.reference = ReferenceResults::FromJson(j["reference"]);
   if (read::Sub(j, "layers").is_array()) r.layers = ObjectsAt<LayersRecord>(j, "layers", LayersRecord::FromJson);

@@ -12,10 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "engine/engine_record.h"
 #include "results/branch_result.h"
 #include "results/layers_result.h"
 #include "results/recipe_result.h"
 #include "results/results.h"
+#include "results/run_facts.h"
 #include "util/status.h"
 
 namespace flipscope {
@@ -36,12 +38,23 @@ struct ConfigEntry {
   std::optional<std::vector<bool>> reused;             // each repeat's capture was an earlier run's
   std::optional<double> kv_bytes_per_token;            // KV cache bytes per token of context
   std::optional<uint64_t> model_file_size;             // bytes of the model file it ran
-  // Every other field as the experiment wrote it (changes, knobs, engine, timings, ...), and a
-  // typed field whose value could not be read, kept as it was.
+  // What its first capture recorded: the knobs it ran with and the engine's record.
+  std::optional<Recorded<KnobsFacts>> knobs;
+  std::optional<EngineRecord> engine;
+  // The knob values the experiment file set (key -> value, as written), and each one the capture
+  // records otherwise with no reason.
+  std::optional<nlohmann::json> changes;
+  std::optional<std::vector<Contradiction>> contradictions;
+  // Every other field as the experiment wrote it (the capture's timings, ...), and a typed field
+  // whose value could not be read, kept as it was.
   nlohmann::json fields = nlohmann::json::object();
 
   // Whether its captures all ran.
   bool Ok() const { return status == ConfigStatus::kOk; }
+  // The knobs it ran with, or nullptr when none are recorded (or readable).
+  const Knobs* RanKnobs() const { return knobs && knobs->facts.knobs ? &*knobs->facts.knobs : nullptr; }
+  // How its captures computed the transcript (its knobs' replay; prefill when not recorded).
+  Replay RanReplay() const { return RanKnobs() ? RanKnobs()->replay : Replay::kPrefill; }
   nlohmann::json ToJson() const;
   // Never fails: what is missing stays empty, what is mistyped stays in fields.
   static ConfigEntry FromJson(const nlohmann::json& j);
@@ -151,10 +164,12 @@ struct RunSettings {
 struct ExperimentResults {
   // What ran, on which model, with which settings.
   std::string flipscope_version, created, name, experiment_file, baseline;
-  nlohmann::json model;     // the model's facts (ModelInfo::ToJson)
+  Recorded<ModelInfo> model;  // the model's facts (ModelInfo::ToJson)
   RunSettings settings;
   // The run's facts, from the baseline's first capture's manifest.
-  nlohmann::json workload, probe_plan, environment;
+  Recorded<WorkloadFacts> workload;
+  Recorded<ProbePlanFacts> probe_plan;
+  EngineRecord environment;  // the baseline's engine
   Measurements measured;
   std::optional<ReferenceResults> reference;
   std::optional<std::vector<LayersRecord>> layers;  // written when [layers] ran

@@ -51,8 +51,32 @@ TEST(ExperimentResults, AFileTheExperimentWroteRoundTripsByteForByte) {
   ASSERT_TRUE(base.capture_seconds && base.reused);
   EXPECT_EQ(base.capture_seconds->size(), 2u);
   for (const char* key : {"description", "flags", "repeats", "capture_seconds", "reused", "kv_bytes_per_token",
-                          "model_file_size"})
+                          "model_file_size", "knobs", "engine", "changes"})
     EXPECT_FALSE(base.fields.contains(key)) << key;
+  // What the capture recorded is read once: the knobs it ran with, its engine, the run's facts.
+  ASSERT_NE(base.RanKnobs(), nullptr);
+  EXPECT_EQ(base.RanKnobs()->n_ctx, 2048);
+  EXPECT_EQ(base.RanKnobs()->n_batch, 16);
+  EXPECT_EQ(base.RanReplay(), Replay::kPrefill);
+  EXPECT_EQ(r.measured.configs[1].RanKnobs()->cache_type_k, KvCacheType::kQ4_0);
+  EXPECT_EQ(r.measured.configs[2].RanKnobs()->load, 1);
+  ASSERT_TRUE(base.engine);
+  EXPECT_EQ(base.engine->name, "llama");
+  EXPECT_FALSE(base.engine->kernel_path.empty());
+  EXPECT_EQ(r.model.facts.name, "flipscope-tiny");
+  EXPECT_GT(r.model.facts.n_layer, 0);
+  EXPECT_EQ(r.workload.facts.path, "chat.json");
+  EXPECT_EQ(r.workload.facts.n_tokens, 226);
+  EXPECT_TRUE(r.probe_plan.facts.recorded);
+  EXPECT_EQ(r.probe_plan.facts.stride, 1);
+  EXPECT_EQ(r.probe_plan.facts.full, "");
+  EXPECT_EQ(r.probe_plan.facts.n_probes, 225);
+  EXPECT_EQ(r.environment.name, "llama");
+  ASSERT_EQ(r.environment.resolved.size(), 2u);
+  EXPECT_EQ(r.environment.resolved[1].key, "repack");
+  EXPECT_EQ(r.environment.resolved[1].requested, "on");
+  EXPECT_EQ(r.environment.resolved[1].effective, "off");
+  EXPECT_EQ(r.environment.swa_full, true);
   EXPECT_TRUE(r.measured.floor);
   EXPECT_FALSE(r.measured.summary.empty());
   ASSERT_TRUE(r.measured.branches);
@@ -118,6 +142,78 @@ TEST(ExperimentResults, UnknownAndMistypedPartsAreKeptAsRead) {
 
 // Found by fuzz_results: a number far outside an integer field's range (here a flip's position)
 // was converted anyway, which is undefined; it now reads as the field's default.
+// A configuration's recorded knobs, engine, changes and contradictions: read into their types,
+// written back as they were; a later version's knob leaves the knobs unread but the record whole.
+TEST(ExperimentResults, RecordedFactsReadTypedAndWriteBackAsWritten) {
+  const json launch = {{"asked", {{"command", "srv --port {port}"}, {"env", {{"B", "2"}, {"A", 1}}}}},
+                       {"run", {{"command", "srv --port 4242"}, {"url", "http://127.0.0.1:4242"}}}};
+  const json entry = {
+      {"name", "v"},
+      {"captures", json::array()},
+      {"knobs", {{"ctx_size", 4096}, {"replay", "served"}, {"cache_type_v", "q8_0"}}},
+      {"engine",
+       {{"engine", "openai"},
+        {"flags", "-fa on"},
+        {"server", {{"version", "b1"}}},
+        {"launch", launch},
+        {"swa_full", false},
+        {"resolved", {{"flash_attn", {{"requested", "auto"}, {"effective", "on"}, {"reason", "r"}}}, {"bad", 3}}}}},
+      {"changes", {{"cache_type_v", "q8_0"}}},
+      {"contradictions", {{{"knob", "flash_attn"}, {"asked", "off"}, {"ran", "on"}}}},
+      {"timings", {{"total_s", 1.5}}}};
+  const ConfigEntry e = ConfigEntry::FromJson(entry);
+  EXPECT_EQ(e.ToJson(), entry);
+  ASSERT_NE(e.RanKnobs(), nullptr);
+  EXPECT_EQ(e.RanKnobs()->n_ctx, 4096);
+  EXPECT_EQ(e.RanKnobs()->cache_type_v, KvCacheType::kQ8_0);
+  EXPECT_EQ(e.RanReplay(), Replay::kServed);
+  ASSERT_TRUE(e.engine && e.engine->launch);
+  EXPECT_EQ(e.engine->name, "openai");
+  EXPECT_EQ(e.engine->server_version, "b1");
+  EXPECT_EQ(e.engine->swa_full, false);
+  EXPECT_EQ(e.engine->launch->command, "srv --port 4242");
+  EXPECT_EQ(e.engine->launch->url, "http://127.0.0.1:4242");
+  EXPECT_EQ(e.engine->launch->asked_command, "srv --port {port}");
+  EXPECT_EQ(e.engine->launch->env, (std::map<std::string, std::string>{{"A", "1"}, {"B", "2"}}));
+  ASSERT_EQ(e.engine->resolved.size(), 1u);  // an entry that is not an object is left out
+  EXPECT_EQ(ResolvedNotes(*e.engine), std::vector<std::string>{"flash_attn auto ran as on: r"});
+  ASSERT_TRUE(e.contradictions);
+  ASSERT_EQ(e.contradictions->size(), 1u);
+  EXPECT_EQ((*e.contradictions)[0].knob, "flash_attn");
+  EXPECT_EQ((*e.contradictions)[0].ran, "on");
+  EXPECT_EQ(e.fields, json({{"timings", {{"total_s", 1.5}}}}));  // not read by any stage: kept as written
+
+  // A knob this version does not know (a later version's): the knobs read as none, the record
+  // is kept whole; a mistyped engine block stays in fields as it was.
+  const json later = {{"name", "w"}, {"captures", json::array()}, {"knobs", {{"ctx_size", 8}, {"warp_drive", "on"}}}, {"engine", "not a block"}};
+  const ConfigEntry l = ConfigEntry::FromJson(later);
+  EXPECT_EQ(l.RanKnobs(), nullptr);
+  EXPECT_EQ(l.RanReplay(), Replay::kPrefill);
+  EXPECT_FALSE(l.engine);
+  EXPECT_EQ(l.ToJson(), later);
+}
+
+// The run's recorded facts, from older files too: a probe plan's parts written as a list read
+// joined; a model or workload that is not an object reads as empty facts and writes back as it was.
+TEST(ExperimentResults, RunFactsReadFromAnyVersion) {
+  json doc = {{"configs", json::array()},
+              {"probe_plan", {{"stride", 32}, {"full", {"tool_calls", "10-20"}}}},
+              {"model", "a name only"},
+              {"workload", {{"n_tokens", 9.0}, {"template", {{"name", "chatml"}, {"source", "builtin"}}}}}};
+  const ExperimentResults r = ExperimentResults::FromJson(doc);
+  EXPECT_EQ(r.probe_plan.facts.full, "tool_calls, 10-20");
+  EXPECT_EQ(r.probe_plan.facts.stride, 32);
+  EXPECT_FALSE(r.probe_plan.facts.n_probes);
+  EXPECT_EQ(r.model.facts.name, "");
+  EXPECT_EQ(r.workload.facts.n_tokens, 9);
+  EXPECT_EQ(r.workload.facts.template_name, "chatml");
+  EXPECT_EQ(r.workload.facts.template_source, "builtin");
+  const json out = r.ToJson();
+  for (const char* key : {"probe_plan", "model", "workload"}) EXPECT_EQ(out[key], doc[key]) << key;
+  EXPECT_TRUE(out["environment"].is_null());
+  EXPECT_TRUE(r.environment.name.empty());
+}
+
 TEST(ExperimentResults, NumbersOutsideAnIntegerFieldsRangeReadAsItsDefault) {
   const json doc = {{"window", 1e300},
                     {"probes_compared", -1e19},

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "results/comparison.h"
-#include "results/read.h"
+#include "util/read.h"
 
 namespace flipscope {
 namespace {

@@ -1,7 +1,7 @@
 // The recipe's JSON document (results.json "recipe"): written from a RecipeResult, read back tolerantly.
 #include "results/recipe_result.h"
 
-#include "results/read.h"
+#include "util/read.h"
 
 namespace flipscope {
 namespace {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "results/read.h"
+#include "util/read.h"
 
 namespace flipscope {
 namespace {
@@ -317,23 +317,6 @@ std::optional<ConfigStatus> ReadConfigStatus(const json& config) {
   const json* status = config.is_object() && config.contains("status") ? &config["status"] : nullptr;
   if (!status || !status->is_string()) return std::nullopt;
   return FromName<ConfigStatus>(status->get<std::string>());
-}
-
-std::vector<std::string> ResolvedNotes(const json& engine, const std::vector<std::string>& except) {
-  std::vector<std::string> out;
-  const json& resolved = At(engine, "resolved");
-  if (!resolved.is_object()) return out;
-  auto text = [](const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
-  for (const auto& [key, r] : resolved.items()) {
-    if (!r.is_object()) continue;
-    const json requested = At(r, "requested");
-    if ((key == "ctx_size" || key == "threads") && requested == 0) continue;
-    if (key == "n_gpu_layers" && requested == -1) continue;
-    std::string note = key + " " + text(requested) + " ran as " + text(At(r, "effective")) + ": " +
-                       (At(r, "reason").is_string() ? At(r, "reason").get<std::string>() : std::string("?"));
-    if (std::find(except.begin(), except.end(), note) == except.end()) out.push_back(std::move(note));
-  }
-  return out;
 }
 
 }  // namespace flipscope

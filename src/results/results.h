@@ -207,11 +207,4 @@ struct ReplayRanking {
   static ReplayRanking FromJson(const nlohmann::json& j);
 };
 
-// The settings llama.cpp decided differently from a configuration's request, from its capture's
-// engine block ("resolved": key -> {requested, effective, reason}), one line each, e.g.
-// "flash_attn auto ran as on: quantized V cache (-ctv q8_0) requires it". Defaults that only
-// mean "as the model or machine has it" (ctx_size 0, threads 0, n_gpu_layers -1) are left out,
-// and so are the lines in `except` (a variant's lines that the baseline's already say).
-std::vector<std::string> ResolvedNotes(const nlohmann::json& engine, const std::vector<std::string>& except = {});
-
 }  // namespace flipscope

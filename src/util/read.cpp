@@ -1,5 +1,5 @@
-// The tolerant readers every reader of results.json shares.
-#include "results/read.h"
+// The tolerant readers of outside JSON (results.json, a manifest's records).
+#include "util/read.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,7 @@
-// Tolerant reads of a JSON document (results.json is outside input: any part may be missing or of
-// another type). The one set of readers that the results model and the report share: a missing or
-// mistyped value reads as the fallback or nullopt, never an exception.
+// Tolerant reads of a JSON document (results.json and the records in a manifest are outside input:
+// any part may be missing or of another type). The one set of readers the results model, the report
+// and the engine's records share: a missing or mistyped value reads as the fallback or nullopt,
+// never an exception.
 #pragma once
 
 #include <array>
