@@ -55,7 +55,7 @@ Status WriteConfigHistory(const Experiment& exp, const ExperimentResults& r, con
     for (const BranchRecord& b : *r.measured.branches) h.forks.push_back({exp.baseline.name, b.config, b.result});
   if (r.reference && r.reference->capture.Ok() && !r.reference->capture.captures.empty())
     h.exact_capture = r.reference->capture.captures.front();
-  FS_ASSIGN_OR_RETURN(nlohmann::json doc, HistoryOfCaptures(h));
+  FS_ASSIGN_OR_RETURN(HistoryResult doc, HistoryOfCaptures(h));
   FS_RETURN_IF_ERROR(
       WriteFileAtomic((std::filesystem::path(outdir) / "history.html").string(), RenderHistoryHtml(doc)));
   fmt::print("{}", HistoryTerminal(doc));

@@ -14,7 +14,9 @@ namespace {
 // A value as a line of text: a string as it is, anything else as its JSON.
 std::string TextOf(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
-std::optional<EngineLaunch> ReadLaunch(const json& block) {
+}  // namespace
+
+std::optional<EngineLaunch> EngineLaunch::Of(const json& block) {
   if (!block.is_object()) return std::nullopt;
   EngineLaunch l;
   l.asked = read::Sub(block, "asked"), l.run = read::Sub(block, "run");
@@ -25,6 +27,8 @@ std::optional<EngineLaunch> ReadLaunch(const json& block) {
     for (auto it = env.begin(); it != env.end(); ++it) l.env[it.key()] = TextOf(*it);
   return l;
 }
+
+namespace {
 
 // The "resolved" block: key -> {requested, effective, reason}; an entry that is not an object is
 // left out, a reason that is not text reads "?".
@@ -63,7 +67,7 @@ EngineRecord EngineRecord::Of(const json& block) {
   });
   e.resolved = ReadResolved(read::Sub(block, "resolved"));
   e.swa_full = read::Opt<bool>(block, "swa_full");
-  e.launch = ReadLaunch(read::Sub(block, "launch"));
+  e.launch = EngineLaunch::Of(read::Sub(block, "launch"));
   return e;
 }
 

@@ -38,6 +38,11 @@ struct EngineLaunch {
   std::optional<std::string> command, url;
   std::map<std::string, std::string> env;
   nlohmann::json asked_command;  // the command as the experiment file gave it (with {port}); null: none
+
+  // Reads a launch block ({"asked", "run"}); none when it is not an object.
+  static std::optional<EngineLaunch> Of(const nlohmann::json& block);
+  // The block: {"asked", "run"}.
+  nlohmann::json ToJson() const { return {{"asked", asked}, {"run", run}}; }
 };
 
 // The block, kept as written (its keys differ by engine and version; a file reads back byte for

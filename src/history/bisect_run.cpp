@@ -60,7 +60,7 @@ Result<std::vector<GitCommit>> ResolveRange(const BisectRequest& br, std::string
 
 // The figures of a comparison with good's capture that bisect.json keeps (no windows).
 nlohmann::json Figures(const Comparison& c) {
-  nlohmann::json j = history::StepJson("bisect", "good", "commit", c);
+  nlohmann::json j = ToJson(history::ComparisonOf("bisect", "good", "commit", c));
   j.erase("windows");
   j.erase("kind"), j.erase("base"), j.erase("cand");
   return j;

@@ -31,9 +31,9 @@ Result<std::set<int32_t>> StepPoints(const std::string& base, const std::string&
 
 // One version's futures at the points: kept from an earlier run when they cover them, else its
 // capture made again in its worker with --fork-at (the rows must come out bit for bit the same).
-Result<DecodedFutures> VersionFutures(const HistoryRequest& hr, CaptureRequest req, const nlohmann::json& entry,
+Result<DecodedFutures> VersionFutures(const HistoryRequest& hr, CaptureRequest req, const HistoryVersion& entry,
                                       const std::set<int32_t>& points, const std::string& logs_dir) {
-  req.out_path = entry["capture"].get<std::string>();
+  req.out_path = entry.capture;
   if (auto kept = ReadDecoded(req.out_path, req.out_path); kept && kept->max_tokens == hr.fork_tokens) {
     bool covered = true;
     for (int32_t p : points) covered = covered && kept->at.count(p);
@@ -45,7 +45,7 @@ Result<DecodedFutures> VersionFutures(const HistoryRequest& hr, CaptureRequest r
   const std::vector<uint64_t> digest(before->digest().begin(), before->digest().end());
   before.reset();
   std::vector<int32_t> list(points.begin(), points.end());
-  const std::string log_path = (fs::path(logs_dir) / (entry["release"].get<std::string>() + ".forks.log")).string();
+  const std::string log_path = (fs::path(logs_dir) / (entry.release + ".forks.log")).string();
   hr.log.Info(fmt::format("{}: decoding {} futures in its worker (log {})", name, list.size(), log_path));
   FS_RETURN_IF_ERROR(
       CaptureInWorker(w, req, log_path, name,
@@ -64,15 +64,15 @@ Result<DecodedFutures> VersionFutures(const HistoryRequest& hr, CaptureRequest r
 
 }  // namespace
 
-Status FollowForks(const HistoryRequest& hr, const WorkerInput& in, nlohmann::json& doc) {
-  const int best = doc.value("changed_most", -1);
-  if (hr.forks <= 0 || best < 0 || doc["steps"][size_t(best)].value("flips", int64_t(0)) == 0) return Status::Ok();
-  const nlohmann::json& base = doc["versions"][size_t(best)];
-  const nlohmann::json& cand = doc["versions"][size_t(best) + 1];
+Status FollowForks(const HistoryRequest& hr, const WorkerInput& in, HistoryResult& doc) {
+  const HistoryComparison* step = doc.ChangedMost();
+  if (hr.forks <= 0 || !step || step->flips == 0) return Status::Ok();
+  const HistoryVersion& base = doc.versions[size_t(doc.changed_most)];
+  const HistoryVersion& cand = doc.versions[size_t(doc.changed_most) + 1];
   const Workload& w = in.src.workload;
   BranchRequest br;
-  br.base_path = base["capture"].get<std::string>();
-  br.cand_path = cand["capture"].get<std::string>();
+  br.base_path = base.capture;
+  br.cand_path = cand.capture;
   FS_ASSIGN_OR_RETURN(std::set<int32_t> points, StepPoints(br.base_path, br.cand_path, w.spans, hr.forks));
   br.options.max_branches = hr.forks;
   br.options.max_tokens = hr.fork_tokens;
@@ -91,12 +91,12 @@ Status FollowForks(const HistoryRequest& hr, const WorkerInput& in, nlohmann::js
       FS_ASSIGN_OR_RETURN(br.decoded[si], VersionFutures(hr, in.req, si == 0 ? base : cand, points, logs));
     }
   }
-  FS_ASSIGN_OR_RETURN(const BranchResult branches, RunBranches(br));
-  doc["forks"] = branches.ToJson();  // config, records, counts
-  doc["forks"]["how"] = fmt::format(
+  FS_ASSIGN_OR_RETURN(BranchResult branches, RunBranches(br));
+  const std::string how = fmt::format(
       "Forks followed at the first {} flips where the model writes (of {} there), each side's {}-token future "
       "decoded greedily by its own version's worker.",
       points.size(), branches.counts.branch_points.value_or(0), hr.fork_tokens);
+  doc.forks = HistoryForks{std::move(branches), how};
   return Status::Ok();
 }
 

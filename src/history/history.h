@@ -14,6 +14,7 @@
 #include "capture/capture.h"
 #include "engine/engine.h"
 #include "results/branch_result.h"
+#include "results/history_result.h"
 #include "util/status.h"
 #include "util/util.h"
 #include "workload/workload.h"
@@ -198,9 +199,9 @@ struct HistoryRequest {
 
 // Renders the workload once (the main binary's llama.cpp: every release is fed the same token
 // ids), captures it under each release's worker (reusing a capture in out_dir whose request and
-// release match), compares, and writes out_dir/history.json and history.md. Returns the
-// history.json document (docs/history.md lists its fields).
-Result<nlohmann::json> RunHistory(const HistoryRequest& req);
+// release match), compares, and writes out_dir/history.json and history.md. Returns what it
+// wrote to history.json (docs/history.md lists its fields).
+Result<HistoryResult> RunHistory(const HistoryRequest& req);
 
 // ---- A history over captures made elsewhere ----------------------------------------------------
 
@@ -229,10 +230,10 @@ struct CapturedHistory {
 // document's "kind" is "configurations"; each version records how its capture ran (engine,
 // flags, kernel path, the server's version and launch when it was a server). Forks followed
 // between the two versions of the step that changed most become its "forks".
-Result<nlohmann::json> HistoryOfCaptures(const CapturedHistory& h);
+Result<HistoryResult> HistoryOfCaptures(const CapturedHistory& h);
 
-// The history section as Markdown, and a short terminal table, from a history.json document.
-std::string HistoryMarkdown(const nlohmann::json& history);
-std::string HistoryTerminal(const nlohmann::json& history);
+// The history section as Markdown, and a short terminal table.
+std::string HistoryMarkdown(const HistoryResult& history);
+std::string HistoryTerminal(const HistoryResult& history);
 
 }  // namespace flipscope

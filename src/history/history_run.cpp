@@ -127,16 +127,16 @@ Result<double> CaptureInWorker(const Worker& w, const CaptureRequest& req, const
   return NowSeconds() - t0;
 }
 
-Result<Worker> VersionWorker(const HistoryRequest& hr, const nlohmann::json& entry, std::string* name) {
+Result<Worker> VersionWorker(const HistoryRequest& hr, const HistoryVersion& entry, std::string* name) {
   Worker w;
-  if (entry.contains("commit")) {
-    const std::string commit = entry["commit"].get<std::string>();
+  if (entry.commit) {
+    const std::string& commit = *entry.commit;
     FS_ASSIGN_OR_RETURN(w, PrepareCommitWorker(hr.llama_src, commit, hr.worker));
     if (w.binary.empty()) return Status::Error(w.error);
     *name = "llama.cpp " + commit.substr(0, 12);
     return w;
   }
-  FS_ASSIGN_OR_RETURN(Release rel, ParseRelease(entry["release"].get<std::string>()));
+  FS_ASSIGN_OR_RETURN(Release rel, ParseRelease(entry.release));
   FS_ASSIGN_OR_RETURN(w, PrepareWorker(rel, hr.worker));
   *name = "llama-cpp-python " + rel.ToString();
   return w;
@@ -152,28 +152,28 @@ using history::Reusable;
 // Captures (or reuses) one version's capture; fills its entry of history.json's "versions": a
 // release ("release" its number) or a commit of hr.llama_src ("commit" its id, "release" its short id).
 Status CaptureVersion(const HistoryRequest& hr, const CaptureRequest& req, const nlohmann::json& request,
-                      const std::string& logs_dir, nlohmann::json& entry) {
-  const bool is_commit = entry.contains("commit");
+                      const std::string& logs_dir, HistoryVersion& entry) {
+  const bool is_commit = entry.commit.has_value();
   std::string name;
   FS_ASSIGN_OR_RETURN(Worker w, history::VersionWorker(hr, entry, &name));
   // What the manifest's llama_source must say: the commit, or the release as named.
   const std::string field = is_commit ? "commit" : "release";
-  const std::string value = is_commit ? entry["commit"].get<std::string>() : name;
-  entry["worker"] = w.binary;
-  entry["worker_build_seconds"] = w.build_seconds;
-  if (is_commit) entry["llama_build_seconds"] = w.llama_build_seconds;
-  entry["reused"] = Reusable(req.out_path, request, field, value);
-  if (!entry["reused"].get<bool>()) {
-    const std::string log_path = (fs::path(logs_dir) / (entry["release"].get<std::string>() + ".log")).string();
+  const std::string value = is_commit ? *entry.commit : name;
+  entry.worker = w.binary;
+  entry.worker_build_seconds = w.build_seconds;
+  if (is_commit) entry.llama_build_seconds = w.llama_build_seconds;
+  entry.reused = Reusable(req.out_path, request, field, value);
+  if (!*entry.reused) {
+    const std::string log_path = (fs::path(logs_dir) / (entry.release + ".log")).string();
     hr.log.Info(fmt::format("{}: capturing in its worker (log {})", name, log_path));
-    FS_ASSIGN_OR_RETURN(entry["capture_seconds"], history::CaptureInWorker(w, req, log_path, name));
+    FS_ASSIGN_OR_RETURN(entry.capture_seconds, history::CaptureInWorker(w, req, log_path, name));
   }
   FS_ASSIGN_OR_RETURN(auto reader, CaptureReader::Open(req.out_path));
   const EngineRecord& me = reader->manifest().engine;
-  entry["llama_cpp"] = me.llama_cpp;
-  entry["llama_source"] = me.source ? me.source->ToJson() : nlohmann::json();
-  entry["kernel_path"] = me.kernel_path;
-  entry["flags"] = me.flags;
+  entry.llama_cpp = me.llama_cpp;
+  entry.llama_source = me.source;
+  entry.kernel_path = me.kernel_path;
+  entry.flags = me.flags;
   if (ManifestSource(reader->manifest(), field) != value)
     return Status::Error(fmt::format("{}: the worker wrote a capture of {} '{}'", req.out_path, field,
                                      ManifestSource(reader->manifest(), field)));
@@ -181,8 +181,8 @@ Status CaptureVersion(const HistoryRequest& hr, const CaptureRequest& req, const
 }
 
 // history.json's "versions" before capturing: each release, or each commit of --llama-src resolved.
-Result<nlohmann::json> VersionEntries(const HistoryRequest& hr, const fs::path& caps) {
-  nlohmann::json out = nlohmann::json::array();
+Result<std::vector<HistoryVersion>> VersionEntries(const HistoryRequest& hr, const fs::path& caps) {
+  std::vector<HistoryVersion> out;
   if (!hr.llama_src.empty() || !hr.commits.empty()) {
     if (hr.llama_src.empty() || hr.commits.empty() || !hr.releases.empty())
       return Status::InvalidArgument("commits need llama_src (and no releases): the commits of one llama.cpp checkout");
@@ -193,41 +193,45 @@ Result<nlohmann::json> VersionEntries(const HistoryRequest& hr, const fs::path& 
       FS_ASSIGN_OR_RETURN(std::string sha, ResolveCommit(hr.llama_src, rev));
       if (!seen.insert(sha).second)
         return Status::InvalidArgument(fmt::format("commit '{}' ({}) is listed twice", rev, sha.substr(0, 12)));
-      out.push_back(
-          {{"release", sha.substr(0, 12)}, {"commit", sha}, {"capture", (caps / (sha + ".safetensors")).string()}});
+      HistoryVersion v;
+      v.release = sha.substr(0, 12), v.commit = sha, v.capture = (caps / (sha + ".safetensors")).string();
+      out.push_back(std::move(v));
     }
     return out;
   }
   FS_ASSIGN_OR_RETURN(auto releases, ParseHistoryReleases(hr.releases));
-  for (const Release& r : releases)
-    out.push_back({{"release", r.ToString()}, {"capture", (caps / (r.ToString() + ".safetensors")).string()}});
+  for (const Release& r : releases) {
+    HistoryVersion v;
+    v.release = r.ToString(), v.capture = (caps / (r.ToString() + ".safetensors")).string();
+    out.push_back(std::move(v));
+  }
   return out;
 }
 
 // The exact reference over the same token ids, in this process (the FP64 engine does not depend
 // on the llama.cpp release).
 Status CaptureExact(const HistoryRequest& hr, CaptureRequest req, const std::string& model_sha,
-                    const std::string& tokens_sha, nlohmann::json& entry) {
+                    const std::string& tokens_sha, HistoryExact& entry) {
   req.engine = EngineKind::kExact;
   Knobs exact_knobs;
   exact_knobs.n_threads = req.knobs.n_threads;
   req.knobs = exact_knobs;
-  req.out_path = entry["capture"].get<std::string>();
+  req.out_path = entry.capture;
   nlohmann::json request = CaptureRequestJson(req, model_sha, tokens_sha);
-  entry["reused"] = Reusable(req.out_path, request, "", "");
-  if (entry["reused"].get<bool>()) return Status::Ok();
+  entry.reused = Reusable(req.out_path, request, "", "");
+  if (*entry.reused) return Status::Ok();
   hr.log.Info("exact: capturing with the FP64 engine");
   double t0 = NowSeconds();
   FS_ASSIGN_OR_RETURN(auto m, RunCapture(req));
-  entry["capture_seconds"] = NowSeconds() - t0;
+  entry.capture_seconds = NowSeconds() - t0;
   return Status::Ok();
 }
 
 }  // namespace
 
-Result<nlohmann::json> RunHistory(const HistoryRequest& hr) {
+Result<HistoryResult> RunHistory(const HistoryRequest& hr) {
   const fs::path out(hr.out_dir), caps = out / "captures", logs = out / "logs";
-  FS_ASSIGN_OR_RETURN(nlohmann::json versions, VersionEntries(hr, caps));
+  FS_ASSIGN_OR_RETURN(std::vector<HistoryVersion> versions, VersionEntries(hr, caps));
   if (hr.knobs.replay != Replay::kPrefill)
     return Status::InvalidArgument("history replays by prefill only: every release is fed the rendered token ids");
   FS_RETURN_IF_ERROR(CheckKnobs(EngineKind::kLlama, hr.knobs));
@@ -242,32 +246,27 @@ Result<nlohmann::json> RunHistory(const HistoryRequest& hr) {
                                                    hr.max_tokens, hr.out_dir, hr.log}));
   CaptureRequest& req = in.req;
   const CaptureSource& src = in.src;
-  nlohmann::json doc = {{"model", hr.model_path},
-                        {"model_sha256", src.model.sha256},
-                        {"workload", hr.workload_path},
-                        {"workload_sha256", src.workload_sha256},
-                        {"n_tokens", src.workload.tokens.size()},
-                        {"tokens", in.tokens_path},
-                        {"flags", hr.knobs.ToFlags()},
-                        {"probe_plan", hr.plan.ToJson()},
-                        {"window", hr.window},
-                        {"cpu", hr.worker.cpu.empty() ? MainBuildCpu() : hr.worker.cpu},
-                        {"versions", nlohmann::json::array()}};
-  if (!hr.llama_src.empty()) doc["llama_src"] = hr.llama_src;
-  for (nlohmann::json& entry : versions) {
-    req.out_path = entry["capture"].get<std::string>();
+  HistoryResult doc;
+  doc.model = hr.model_path, doc.model_sha256 = src.model.sha256;
+  doc.workload = hr.workload_path, doc.workload_sha256 = src.workload_sha256;
+  doc.n_tokens = int64_t(src.workload.tokens.size()), doc.tokens = in.tokens_path;
+  doc.flags = hr.knobs.ToFlags(), doc.probe_plan = HistoryResult::Plan{hr.plan.stride, hr.plan.full};
+  doc.window = hr.window, doc.cpu = hr.worker.cpu.empty() ? MainBuildCpu() : hr.worker.cpu;
+  if (!hr.llama_src.empty()) doc.llama_src = hr.llama_src;
+  for (HistoryVersion& entry : versions) {
+    req.out_path = entry.capture;
     FS_RETURN_IF_ERROR(
         CaptureVersion(hr, req, CaptureRequestJson(req, src.model.sha256, in.tokens_sha), logs.string(), entry));
-    doc["versions"].push_back(std::move(entry));
+    doc.versions.push_back(std::move(entry));
   }
   if (hr.reference_exact) {
-    nlohmann::json entry = {{"capture", (caps / "exact.safetensors").string()}};
+    HistoryExact entry{(caps / "exact.safetensors").string()};
     FS_RETURN_IF_ERROR(CaptureExact(hr, req, src.model.sha256, in.tokens_sha, entry));
-    doc["exact"] = std::move(entry);
+    doc.exact = std::move(entry);
   }
   FS_RETURN_IF_ERROR(history::CompareAll(hr, doc));
   FS_RETURN_IF_ERROR(history::FollowForks(hr, in, doc));
-  FS_RETURN_IF_ERROR(WriteFileAtomic((out / "history.json").string(), doc.dump(2) + "\n"));
+  FS_RETURN_IF_ERROR(WriteFileAtomic((out / "history.json").string(), doc.ToJson().dump(2) + "\n"));
   FS_RETURN_IF_ERROR(WriteFileAtomic((out / "history.md").string(), HistoryMarkdown(doc)));
   return doc;
 }

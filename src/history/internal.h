@@ -60,27 +60,27 @@ Result<double> CaptureInWorker(const Worker& w, const CaptureRequest& req, const
                                const std::string& name, const std::vector<std::string>& extra = {});
 // The worker of a history.json "versions" entry (a release, or a commit of hr.llama_src: built or
 // found in the cache); *name gets the version as the terminal names it.
-Result<Worker> VersionWorker(const HistoryRequest& hr, const nlohmann::json& entry, std::string* name);
+Result<Worker> VersionWorker(const HistoryRequest& hr, const HistoryVersion& entry, std::string* name);
 // With hr.forks > 0 and a step that flips: follows the forks at the first hr.forks flips where
 // the model writes of doc's step that changed most, each side's futures decoded by its own
-// version's worker, and sets doc["forks"] ({how, counts, records, config}: the branch output).
-Status FollowForks(const HistoryRequest& hr, const WorkerInput& in, nlohmann::json& doc);
+// version's worker, and sets doc.forks (the branch stage's result and how it was followed).
+Status FollowForks(const HistoryRequest& hr, const WorkerInput& in, HistoryResult& doc);
 
 // Fills a bisect.json document's "result" from the finished search: the candidates and, when
 // one is left, the files it changed (git show in br.llama_src) and its comparison with good.
 Status BisectFinish(const BisectRequest& br, BisectSearch& search, nlohmann::json& doc);
 
 // One comparison of history.json: the figures of a Comparison that the history section shows.
-nlohmann::json StepJson(const std::string& kind, const std::string& base, const std::string& cand, const Comparison& c);
+HistoryComparison ComparisonOf(const std::string& kind, const std::string& base, const std::string& cand,
+                         const Comparison& c);
 // Whether a version moved toward exact from the one before, from each one's KL(exact||version)
 // per probe position (the probes both hold): the mean change with a 95% interval (normal, paired)
 // and "toward exact" / "away from exact" only when the interval lies below / above 0, else "no
 // clear direction" ("no change" when every probe's KL is the same).
-nlohmann::json DirectionJson(const std::map<int32_t, double>& before, const std::map<int32_t, double>& now);
-// Compares the captures of doc["versions"] (and doc["exact"]): each with the one before
-// ("steps"), each from the third on with the first ("from_first"), each against exact
-// ("to_exact", from the second on with "from_before": DirectionJson); names the step with the
-// most flips ("changed_most").
-Status CompareAll(const HistoryRequest& req, nlohmann::json& doc);
+KlDirection DirectionOf(const std::map<int32_t, double>& before, const std::map<int32_t, double>& now);
+// Compares the captures of doc.versions (and doc.exact): each with the one before (steps), each
+// from the third on with the first (from_first), each against exact (to_exact, from the second
+// on with from_before: DirectionOf); names the step with the most flips (changed_most).
+Status CompareAll(const HistoryRequest& req, HistoryResult& doc);
 
 }  // namespace flipscope::history

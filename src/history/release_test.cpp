@@ -133,14 +133,14 @@ TEST(History, MarkdownSaysWhichWayEachStepMoved) {
   doc["to_exact"] = {step("exact", "0.3.35", 9, 3e-3), step("exact", "0.3.36", 7, 2e-3),
                      step("exact", "0.3.37", 7, 2e-3)};
   // A file without the paired test: the means' change, no direction.
-  std::string md = HistoryMarkdown(doc);
+  std::string md = HistoryMarkdown(HistoryResult::FromJson(doc));
   EXPECT_NE(md.find("| 0.3.36 | 7 | 0.002 | -0.001 KL, -2 flips |"), std::string::npos) << md;
   // With it: the test's direction and interval.
   doc["to_exact"][1]["from_before"] = {
       {"probes", 100}, {"kl_change_mean", -1e-3}, {"kl_change_ci", {-1.5e-3, -5e-4}}, {"direction", "toward exact"}};
   doc["to_exact"][2]["from_before"] = {
       {"probes", 100}, {"kl_change_mean", 0}, {"kl_change_ci", {0, 0}}, {"direction", "no change"}};
-  md = HistoryMarkdown(doc);
+  md = HistoryMarkdown(HistoryResult::FromJson(doc));
   EXPECT_NE(md.find("| 0.3.36 | 7 | 0.002 | toward exact (-0.001 KL per probe, 95% -0.0015 to -0.0005; -2 flips) |"),
             std::string::npos)
       << md;
@@ -161,16 +161,16 @@ TEST(History, DirectionNeedsThePairedIntervalToExcludeZero) {
     noisy[p] = before[p] + (p % 2 ? 0.02 : -0.0199);  // mean change +5e-5, spread 0.02
     same[p] = before[p];
   }
-  EXPECT_EQ(history::DirectionJson(before, shifted)["direction"], "toward exact");
-  EXPECT_EQ(history::DirectionJson(shifted, before)["direction"], "away from exact");
-  nlohmann::json d = history::DirectionJson(before, noisy);
-  EXPECT_EQ(d["direction"], "no clear direction") << d.dump();
-  EXPECT_GT(d["kl_change_mean"].get<double>(), 0);
-  EXPECT_LT(d["kl_change_ci"][0].get<double>(), 0);
-  EXPECT_EQ(history::DirectionJson(before, same)["direction"], "no change");
+  EXPECT_EQ(history::DirectionOf(before, shifted).direction, "toward exact");
+  EXPECT_EQ(history::DirectionOf(shifted, before).direction, "away from exact");
+  const KlDirection d = history::DirectionOf(before, noisy);
+  EXPECT_EQ(d.direction, "no clear direction") << d.mean;
+  EXPECT_GT(d.mean, 0);
+  EXPECT_LT(d.ci[0], 0);
+  EXPECT_EQ(history::DirectionOf(before, same).direction, "no change");
   // Only the probes both hold are paired.
   std::map<int32_t, double> half(before.begin(), std::next(before.begin(), 50));
-  EXPECT_EQ(history::DirectionJson(half, shifted)["probes"], 50);
+  EXPECT_EQ(history::DirectionOf(half, shifted).probes, 50);
 }
 
 }  // namespace

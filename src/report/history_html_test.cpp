@@ -62,7 +62,7 @@ size_t Count(const std::string& hay, const std::string& needle) {
 }
 
 TEST(HistoryHtml, StepsExactAndWindowsFromTheDocument) {
-  const std::string page = RenderHistoryHtml(Doc());
+  const std::string page = RenderHistoryHtml(HistoryResult::FromJson(Doc()));
   // Every section, and the model's name escaped.
   for (const char* id : {"versions", "steps", "windows", "exact", "forks"})
     EXPECT_NE(page.find(std::string("<section id=\"") + id + "\""), std::string::npos) << id;
@@ -85,7 +85,7 @@ TEST(HistoryHtml, StepsExactAndWindowsFromTheDocument) {
   nlohmann::json with = Doc();
   with["to_exact"][1]["from_before"] = {
       {"probes", 100}, {"kl_change_mean", -5e-4}, {"kl_change_ci", {-8e-4, -2e-4}}, {"direction", "toward exact"}};
-  const std::string tested = RenderHistoryHtml(with);
+  const std::string tested = RenderHistoryHtml(HistoryResult::FromJson(with));
   EXPECT_NE(tested.find("toward exact (-0.0005 KL per probe, 95% -0.0008 to -0.0002; -2 flips)"), std::string::npos)
       << tested.substr(tested.find("history-exact"), 1500);
   // The step that changed most is named, its flip listed with its tokens escaped and spaces shown;
@@ -100,7 +100,7 @@ TEST(HistoryHtml, StepsExactAndWindowsFromTheDocument) {
   // A step with no flip has no fork to follow, and says so instead.
   json calm = Doc();
   for (json& s : calm["steps"]) s["flip_list"] = json::array();
-  const std::string none = RenderHistoryHtml(calm);
+  const std::string none = RenderHistoryHtml(HistoryResult::FromJson(calm));
   EXPECT_NE(none.find("there is no fork to follow"), std::string::npos);
   EXPECT_EQ(none.find("were not followed"), std::string::npos);
 }
@@ -108,7 +108,7 @@ TEST(HistoryHtml, StepsExactAndWindowsFromTheDocument) {
 TEST(HistoryHtml, WithoutExactSaysHowToGetIt) {
   json doc = Doc();
   doc["to_exact"] = json::array();
-  const std::string page = RenderHistoryHtml(doc);
+  const std::string page = RenderHistoryHtml(HistoryResult::FromJson(doc));
   EXPECT_NE(page.find("No exact reference"), std::string::npos);
   EXPECT_EQ(Count(page, "<svg"), 2u);
 }
@@ -127,7 +127,7 @@ TEST(HistoryHtml, FollowedForksAreShownWithTheirOutcome) {
   doc["forks"] = {{"how", "each side's futures decoded by its own release"},
                   {"counts", {{"outcomes", {{"damage", {{"total", 1}}}, {"repair", {{"total", 0}}}}}}},
                   {"records", json::array({rec})}};
-  const std::string page = RenderHistoryHtml(doc);
+  const std::string page = RenderHistoryHtml(HistoryResult::FromJson(doc));
   EXPECT_NE(page.find("each side&#39;s futures decoded by its own release"), std::string::npos) << page;
   EXPECT_EQ(Count(page, "<article class=\"branch\">"), 1u);
   EXPECT_NE(page.find("position 1,234"), std::string::npos);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "results/experiment_results.h"
+#include "results/history_result.h"
 #include "util/status.h"
 
 namespace flipscope {
@@ -27,9 +28,9 @@ std::string TerminalSummary(const ExperimentResults& results, const std::string&
 // Whether the recipe's command was served and matched the capture (recipe.verification), one line.
 std::string RecipeVerificationText(const RecipeResult& recipe);
 
-// The page of `flipscope history` (history.html) from its history.json (docs/history.md): versions,
-// steps with per-window charts, distance to exact and the forks of the step that changed most.
-std::string RenderHistoryHtml(const nlohmann::json& history);
+// The page of `flipscope history` (history.html; docs/history.md): versions, steps with
+// per-window charts, distance to exact and the forks of the step that changed most.
+std::string RenderHistoryHtml(const HistoryResult& history);
 
 // The page of `flipscope layers --html`: the layers document's charts and birth counts, self-contained.
 std::string RenderLayersHtml(const LayersResult& layers);

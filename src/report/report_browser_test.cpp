@@ -78,7 +78,7 @@ TEST(ReportBrowser, HistoryPageRendersOfflineWithoutErrors) {
   ASSERT_TRUE(text.ok()) << text.status().message();
   const nlohmann::json doc = nlohmann::json::parse(*text);
   fs::path dir = FreshDir("history");
-  ASSERT_TRUE(WriteFileAtomic((dir / "history.html").string(), RenderHistoryHtml(doc)).ok());
+  ASSERT_TRUE(WriteFileAtomic((dir / "history.html").string(), RenderHistoryHtml(HistoryResult::FromJson(doc))).ok());
   auto [rc, out] =
       CheckInChromium(dir / "history.html", "--page history --screenshot " + (dir / "history.png").string());
   EXPECT_EQ(rc, 0) << out;
@@ -94,7 +94,7 @@ TEST(ReportBrowser, HistoryPageIsNotAReport) {
   auto text = ReadFile(std::string(FLIPSCOPE_SOURCE_DIR) + "/tests/data/history-sample.json");
   ASSERT_TRUE(text.ok()) << text.status().message();
   fs::path dir = FreshDir("history-as-report");
-  ASSERT_TRUE(WriteFileAtomic((dir / "history.html").string(), RenderHistoryHtml(nlohmann::json::parse(*text))).ok());
+  ASSERT_TRUE(WriteFileAtomic((dir / "history.html").string(), RenderHistoryHtml(HistoryResult::FromJson(nlohmann::json::parse(*text)))).ok());
   auto [rc, out] = CheckInChromium(dir / "history.html");
   EXPECT_EQ(rc, 1) << out;
   EXPECT_NE(out.find("no rows in table.ranking"), std::string::npos) << out;
