@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "capture/capture.h"
-#include "results/branch_result.h"
 #include "engine/engine.h"
+#include "results/branch_result.h"
 #include "util/names.h"
 #include "util/status.h"
 #include "util/util.h"
@@ -87,11 +87,11 @@ struct BranchRequest {
 // one record per branch point and the counts (docs/branch.md; results/ writes its document).
 Result<BranchResult> RunBranches(const BranchRequest& req);
 
-// How the futures over a capture's transcript decode: `used` ("grammar" or "free"), the grammar
-// (with `used` grammar), and `info` for the output's config (asked, used, why, and for a grammar
-// its source, laziness, triggers and hash).
+// How the futures over a capture's transcript decode: `used`, the grammar (with `used` grammar),
+// and `info` for the output's config (asked, used, why, and for a grammar its source, laziness,
+// triggers and hash).
 struct ForkDecoding {
-  std::string used = "free";
+  FutureDecoding used = FutureDecoding::kFree;
   std::optional<DecodeGrammar> grammar;
   ForkDecodingInfo info;
 };
@@ -133,7 +133,7 @@ struct SidePass {
   std::vector<std::vector<int32_t>> tokens;       // per point: the future, first token included
   std::vector<std::vector<float>> probs;          // per point: each chosen token's probability
   std::vector<FutureStop> stops;                  // per point: why its future stopped
-  std::vector<std::string> decodings;             // per point: "grammar" or "free" (Future::decoding)
+  std::vector<FutureDecoding> decodings;          // per point (Future::decoding)
   std::vector<bool> first_masked;                 // per point: the grammar replaced the side's first token
   std::vector<bool> reproduced;                   // per point: the recomputed row has the capture's digest
   int64_t rows_checked = 0, rows_reproduced = 0;  // over every probe (when digests are given)
@@ -147,7 +147,7 @@ struct SidePass {
 // on the rule it was decoded under); nullopt otherwise.
 std::optional<SidePass> SideFromDecoded(const DecodedFutures& d, const std::vector<int32_t>& points,
                                         const std::vector<int32_t>& firsts, int max_tokens, int max_call_tokens,
-                                        const std::string& decoding);
+                                        FutureDecoding decoding);
 // Runs one side on an engine created with n_seq_max = 2; errors name the bad point.
 Result<SidePass> RunSide(LlamaEngine& engine, const SideInputs& in);
 

@@ -261,7 +261,7 @@ Status PassSide(const std::optional<DecodedFutures>& decoded, bool decoded_only,
   if (!decoded && decoded_only) return Status::Error(s->cap->path() + ": no futures decoded by its own version");
   if (decoded) {
     // A server's futures are its completions, whatever this run would decode with.
-    const std::string used = s->served_flags.empty() ? decoding.used : decoded->decoding;
+    const FutureDecoding used = s->served_flags.empty() ? decoding.used : decoded->decoding;
     auto known = SideFromDecoded(*decoded, PointPositions(points), s->firsts, o.max_tokens, o.max_call_tokens, used);
     if (known) {
       s->pass = std::move(*known);
@@ -328,7 +328,7 @@ Result<BranchResult> RunBranches(const BranchRequest& req) {
   Transcript t;
   FS_RETURN_IF_ERROR(branch::ReadTranscript(*sides[0].cap, sides[0].model_path, &t, &warnings,
                                             req.transcript ? &*req.transcript : nullptr));
-  const branch::CallBudget budget(t, o.max_tokens, o.max_call_tokens, decoding.used == "grammar");
+  const branch::CallBudget budget(t, o.max_tokens, o.max_call_tokens, decoding.used == FutureDecoding::kGrammar);
   int64_t available = 0;
   std::vector<int32_t> elsewhere;
   FS_ASSIGN_OR_RETURN(std::vector<Point> points,

@@ -46,7 +46,7 @@ nlohmann::ordered_json OrderedTools(const ManifestWorkload& w, const json& tools
 
 ForkDecodingInfo ServedDecodingInfo() {
   ForkDecodingInfo d;
-  d.asked = d.used = "free";
+  d.asked = d.used = NameOf(FutureDecoding::kFree);
   d.why =
       "a server's futures are plain completions of the token prompt at temperature 0 (vLLM "
       "/v1/completions, SGLang /generate) with no tools in the request, so neither the "
@@ -56,7 +56,7 @@ ForkDecodingInfo ServedDecodingInfo() {
 
 Result<ForkDecoding> ResolveDecoding(const std::string& capture_path, DecodingMode mode) {
   ForkDecoding out;
-  out.info.asked = NameOf(mode), out.info.used = "free";
+  out.info.asked = NameOf(mode), out.info.used = NameOf(out.used);
   auto free_because = [&](const std::string& why) -> Result<ForkDecoding> {
     if (mode == DecodingMode::kGrammar) return Status::Error(capture_path + ": decoding grammar: " + why);
     out.info.why = why;
@@ -90,9 +90,9 @@ Result<ForkDecoding> ResolveDecoding(const std::string& capture_path, DecodingMo
     const size_t next = size_t(p) + 1;
     return next < starts->size() ? (*starts)[next] : p + 1;
   };
-  out.used = "grammar";
+  out.used = FutureDecoding::kGrammar;
   out.grammar = std::move(dg);
-  out.info.used = "grammar", out.info.source = g->source, out.info.lazy = g->lazy;
+  out.info.used = NameOf(out.used), out.info.source = g->source, out.info.lazy = g->lazy;
   out.info.triggers = g->triggers, out.info.gbnf_sha256 = Sha256Hex(g->gbnf);
   if (sorted)
     out.info.key_order =

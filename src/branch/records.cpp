@@ -54,7 +54,7 @@ ForkFuture FutureOf(const FutureText& f, const SidePass& side, size_t i) {
   out.tokens.assign(side.tokens[i].begin(), side.tokens[i].end());
   out.probs.assign(side.probs[i].begin(), side.probs[i].end());
   out.pieces = Utf8(f.pieces);
-  out.decoding = known ? side.decodings[i] : std::string("free");
+  out.decoding = std::string(NameOf(known ? side.decodings[i] : FutureDecoding::kFree));
   out.first_masked = known && side.first_masked[i];
   return out;
 }

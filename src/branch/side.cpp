@@ -35,7 +35,7 @@ SidePass EmptyPass(size_t n_points) {
   out.tokens.resize(n_points);
   out.probs.resize(n_points);
   out.stops.resize(n_points);
-  out.decodings.assign(n_points, "free");
+  out.decodings.assign(n_points, FutureDecoding::kFree);
   out.first_masked.assign(n_points, false);
   out.reproduced.assign(n_points, false);
   return out;
@@ -103,7 +103,7 @@ Result<SidePass> RunSide(LlamaEngine& engine, const SideInputs& in) {
 
 std::optional<SidePass> SideFromDecoded(const DecodedFutures& d, const std::vector<int32_t>& points,
                                         const std::vector<int32_t>& firsts, int max_tokens, int max_call_tokens,
-                                        const std::string& decoding) {
+                                        FutureDecoding decoding) {
   // The same rule, or the futures are not those this run would decode: cutting a future back to
   // a smaller budget would drop the tokens its call extension decoded, and then nobody could tell
   // a cut call from an ended one.

@@ -60,7 +60,7 @@ struct DecodedFutures {
   std::map<int32_t, bool> reproduced;
   int max_tokens = 0;             // the token budget they were decoded with
   int max_call_tokens = 0;        // and the cap on an open tool call (0: none)
-  std::string decoding = "free";  // "grammar" or "free": the decoding they were asked with (ForkDecoding::used)
+  FutureDecoding decoding = FutureDecoding::kFree;  // the decoding they were asked with (ForkDecoding::used)
   std::string source;             // the capture file that decoded them
 };
 

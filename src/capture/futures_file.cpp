@@ -25,7 +25,7 @@ Status WriteDecoded(const std::string& capture, const std::string& base0, const 
                        {"probs", f.probs},
                        {"seconds", f.seconds},
                        {"stop", FutureStopName(f.stop)},
-                       {"decoding", f.decoding},
+                       {"decoding", NameOf(f.decoding)},
                        {"first_masked", f.first_masked},
                        {"reproduced", rep != d.reproduced.end() && rep->second}});
   }
@@ -36,7 +36,7 @@ Status WriteDecoded(const std::string& capture, const std::string& base0, const 
               {"base_created", base->manifest().created},
               {"max_tokens", d.max_tokens},
               {"max_call_tokens", d.max_call_tokens},
-              {"decoding", d.decoding},
+              {"decoding", NameOf(d.decoding)},
               {"futures", futures}};
   return WriteFileAtomic(SidecarPath(capture), doc.dump());
 }
@@ -56,8 +56,11 @@ std::optional<DecodedFutures> ReadDecoded(const std::string& capture, const std:
     DecodedFutures d;
     d.source = capture;
     d.max_tokens = doc.at("max_tokens").get<int>();
-    d.max_call_tokens = doc.value("max_call_tokens", 0);      // older sidecars: no extension
-    d.decoding = doc.value("decoding", std::string("free"));  // older sidecars: free futures
+    d.max_call_tokens = doc.value("max_call_tokens", 0);  // older sidecars: no extension
+    // Older sidecars: free futures; a decoding this version does not know: not reused.
+    const auto decoding = FromName<FutureDecoding>(doc.value("decoding", std::string("free")));
+    if (!decoding) return std::nullopt;
+    d.decoding = *decoding;
     for (const json& f : doc.at("futures")) {
       int32_t pos = f.at("position").get<int32_t>();
       Future fut;
@@ -68,7 +71,9 @@ std::optional<DecodedFutures> ReadDecoded(const std::string& capture, const std:
       auto stop = FutureStopFromName(f.at("stop").get<std::string>());
       if (!stop) return std::nullopt;
       fut.stop = *stop;
-      fut.decoding = f.value("decoding", std::string("free"));
+      const auto used = FromName<FutureDecoding>(f.value("decoding", std::string("free")));
+      if (!used) return std::nullopt;
+      fut.decoding = *used;
       fut.first_masked = f.value("first_masked", false);
       d.at[pos] = std::move(fut);
       d.reproduced[pos] = f.at("reproduced").get<bool>();
@@ -82,7 +87,7 @@ std::optional<DecodedFutures> ReadDecoded(const std::string& capture, const std:
 CaptureForks OwnForks(std::set<int32_t> points, int max_tokens, std::shared_ptr<DecodedFutures> out) {
   out->max_tokens = max_tokens;
   out->max_call_tokens = 0;
-  out->decoding = "free";
+  out->decoding = FutureDecoding::kFree;
   CaptureForks f;
   f.max_tokens = max_tokens;
   f.plan = [points = std::move(points)](const Row& r) -> int32_t { return points.count(r.position) ? r.argmax : -1; };

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/load.h"
+#include "util/names.h"
 #include "util/status.h"
 
 namespace flipscope {
@@ -41,15 +42,23 @@ const char* FutureStopName(FutureStop s);
 // The stop of a JSON name; nullopt for anything else.
 std::optional<FutureStop> FutureStopFromName(std::string_view name);
 
+// How a future was decoded: under the fork grammar (LlamaEngine::SetGrammar), or unconstrained
+// (no grammar, or the transcript before the point already left it). Spelled "grammar" and
+// "free" in the futures sidecar and the branch output.
+enum class FutureDecoding { kFree, kGrammar };
+template <>
+struct Names<FutureDecoding> {
+  static constexpr std::pair<FutureDecoding, const char*> v[] = {{FutureDecoding::kGrammar, "grammar"},
+                                                                 {FutureDecoding::kFree, "free"}};
+};
+
 // A future decoded from a fork point.
 struct Future {
   std::vector<int32_t> tokens;
   std::vector<float> probs;  // the probability of each chosen token
   double seconds = 0;        // decoding time
   FutureStop stop = FutureStop::kBudget;
-  // "grammar": decoded under the fork grammar (LlamaEngine::SetGrammar); "free": unconstrained
-  // (no grammar, or the transcript before the point already left it).
-  std::string decoding = "free";
+  FutureDecoding decoding = FutureDecoding::kFree;
   bool first_masked = false;  // the grammar rejected the asked first token: tokens[0] is its best allowed one
 };
 

@@ -97,12 +97,12 @@ TEST(GrammarFutures, EveryTokenIsTheBestTheGrammarAllows) {
   ASSERT_TRUE(e.ok()) << e.status().message();
   const auto tokens = Tokens();
   const Future free = Fork(**e, tokens, 50, kTokenA);
-  EXPECT_EQ(free.decoding, "free");
+  EXPECT_EQ(free.decoding, FutureDecoding::kFree);
   // Without the grammar the tiny model writes more than digits, or the test shows nothing.
   EXPECT_FALSE(std::all_of(free.tokens.begin() + 1, free.tokens.end(), IsDigitToken));
   ASSERT_TRUE((*e)->SetGrammar(Digits(false, -1)).ok());
   const Future g = Fork(**e, tokens, 50, kTokenA);
-  EXPECT_EQ(g.decoding, "grammar");
+  EXPECT_EQ(g.decoding, FutureDecoding::kGrammar);
   ASSERT_EQ(g.tokens.size(), size_t(kLen));
   EXPECT_TRUE(g.first_masked) << "a letter is outside [0-9]: the first token is the grammar's";
   EXPECT_TRUE(IsDigitToken(g.tokens[0]));
@@ -122,20 +122,20 @@ TEST(GrammarFutures, LazyGrammarWaitsForItsTriggerInTheTurn) {
   // The turn began before the "q" at 100: the grammar is triggered by the turn's own tokens.
   ASSERT_TRUE((*e)->SetGrammar(Digits(true, 90)).ok());
   const Future on = Fork(**e, tokens, 110, kTokenA);
-  EXPECT_EQ(on.decoding, "grammar");
+  EXPECT_EQ(on.decoding, FutureDecoding::kGrammar);
   EXPECT_TRUE(on.first_masked);
   ExpectBestDigits(**e, tokens, 110, on);
   // The turn began after it: nothing triggers, the future is the free one.
   ASSERT_TRUE((*e)->SetGrammar(Digits(true, 105)).ok());
   const Future off = Fork(**e, tokens, 110, kTokenA);
-  EXPECT_EQ(off.decoding, "grammar");
+  EXPECT_EQ(off.decoding, FutureDecoding::kGrammar);
   EXPECT_FALSE(off.first_masked);
   EXPECT_EQ(off.tokens, free.tokens);
   // A turn whose tokens leave the grammar (a letter after "q"): nothing to constrain with.
   auto broken = tokens;
   broken[105] = kTokenA;
   ASSERT_TRUE((*e)->SetGrammar(Digits(true, 90)).ok());
-  EXPECT_EQ(Fork(**e, broken, 110, kTokenA).decoding, "free");
+  EXPECT_EQ(Fork(**e, broken, 110, kTokenA).decoding, FutureDecoding::kFree);
 }
 
 TEST(GrammarFutures, BadGrammarIsRefused) {

@@ -191,7 +191,7 @@ Result<Future> LlamaEngine::Impl::Greedy(int seq, int32_t pos, const ForkStart& 
   int32_t tok = start.first;
   float prob = start.prob;
   GrammarState* g = start.grammar.get();
-  f.decoding = g ? "grammar" : "free";
+  f.decoding = g ? FutureDecoding::kGrammar : FutureDecoding::kFree;
   f.first_masked = start.first_masked;
   for (int i = 0; max_tokens > 0; ++i) {
     f.tokens.push_back(tok);

@@ -37,7 +37,8 @@ Status BranchAll(const Experiment& exp, Measurements& m, const RunOptions& opts)
     auto b = RunBranches(req);
     if (!b.ok()) return b.status().Prefixed("branches of " + c.name);
     BranchRecord record{c.name, std::move(*b)};
-    if (exp.branch.compare_free && record.result.config.decoding && record.result.config.decoding->used == "grammar") {
+    if (exp.branch.compare_free && record.result.config.decoding &&
+        record.result.config.decoding->used == NameOf(FutureDecoding::kGrammar)) {
       // The same forks, unconstrained: what the verdicts would be without the server's grammar.
       opts.log.Info(fmt::format("  following the forks of {} again, free", c.name));
       req.options.decoding = DecodingMode::kFree;

@@ -51,7 +51,7 @@ Result<CaptureForks> VariantForks(const std::string& base0, const BranchSettings
   CaptureForks f;
   f.max_tokens = s.options.max_tokens;
   FS_ASSIGN_OR_RETURN(
-      f.extend, CallExtension(base0, s.options.max_tokens, s.options.max_call_tokens, decoding.used == "grammar"));
+      f.extend, CallExtension(base0, s.options.max_tokens, s.options.max_call_tokens, decoding.used == FutureDecoding::kGrammar));
   out->decoding = decoding.used;
   f.grammar = std::move(decoding.grammar);
   f.plan = [base, rule](const Row& r) -> int32_t {
@@ -76,7 +76,7 @@ Result<CaptureForks> BaselineForks(const std::string& base0, const std::set<int3
   CaptureForks f;
   f.max_tokens = s.options.max_tokens;
   FS_ASSIGN_OR_RETURN(
-      f.extend, CallExtension(base0, s.options.max_tokens, s.options.max_call_tokens, decoding.used == "grammar"));
+      f.extend, CallExtension(base0, s.options.max_tokens, s.options.max_call_tokens, decoding.used == FutureDecoding::kGrammar));
   out->decoding = decoding.used;
   f.grammar = std::move(decoding.grammar);
   f.plan = [base, points, out](const Row& r) -> int32_t {
