@@ -99,7 +99,7 @@ Result<std::vector<uint8_t>> ServedWritten(const Workload& w, const std::string&
     return Status::InvalidArgument(fmt::format(
         "{}: replay served needs a chat workload: a {} workload has no roles, so no assistant turns to serve",
         workload_path,
-        FromName<WorkloadFormat>(w.info.value("format", "")) == WorkloadFormat::kTokens ? "token-id" : "plain-text"));
+        w.format == WorkloadFormat::kTokens ? "token-id" : "plain-text"));
   std::vector<uint8_t> written(w.tokens.size());
   for (size_t p = 0; p < written.size(); ++p) written[p] = ModelWrites(w.spans, int32_t(p)) ? 1 : 0;
   return written;

@@ -82,7 +82,7 @@ Status FollowForks(const HistoryRequest& hr, const WorkerInput& in, HistoryResul
   ManifestWorkload t;
   t.spans = w.spans;
   t.tools = w.tools.empty() ? nlohmann::json() : w.tools;
-  t.tool_call_form = w.info.is_object() ? w.info.value("tool_call_form", "") : "";
+  t.tool_call_form = w.tool_call_form;
   br.transcript = std::move(t);
   br.decoded_only = true;
   if (!points.empty()) {

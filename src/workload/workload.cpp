@@ -190,6 +190,8 @@ Result<Workload> LoadWorkload(const std::string& workload_path, const std::strin
                              {"text_sha256", Sha256Hex(w.text)},
                              {"span_mapping", tok.exact ? "exact" : "approximate"},
                              {"span_counts", counts}});
+  w.format = format;
+  w.tool_call_form = info["tool_call_form"].is_string() ? info["tool_call_form"].get<std::string>() : "";
   w.info = std::move(info);
   return w;
 }

@@ -45,18 +45,6 @@ struct Span {
   int32_t gen_begin = -1, gen_end = -1;
 };
 
-// A loaded workload: the exact tokens fed to every configuration, and what they mean.
-struct Workload {
-  std::vector<int32_t> tokens;
-  std::string text;         // the rendered text (for token ids: their pieces concatenated)
-  std::vector<Span> spans;  // sorted by begin, then longer first
-  nlohmann::json tools;     // the transcript's tool definitions (an array; empty without)
-  // The manifest part: path, sha256 of the file, format, n_tokens, n_chars, n_bytes, add_bos,
-  // template {name, sha256, source: embedded|file|builtin}, tool_call_form ("template" or
-  // "<tool_call> in content"), tool_result_form, tools_in_system, merged_messages, span_mapping.
-  nlohmann::json info;
-};
-
 // A workload file's format; kAuto goes by the file extension (and a .json file's content).
 enum class WorkloadFormat { kAuto, kChat, kJsonl, kText, kTokens };
 template <>
@@ -69,6 +57,23 @@ struct Names<WorkloadFormat> {
 };
 // The format named `name`; else an error "<field> <name>: expected auto, chat, jsonl, text or tokens".
 Result<WorkloadFormat> ParseWorkloadFormat(std::string_view name, std::string_view field);
+
+// A loaded workload: the exact tokens fed to every configuration, and what they mean.
+struct Workload {
+  std::vector<int32_t> tokens;
+  std::string text;         // the rendered text (for token ids: their pieces concatenated)
+  std::vector<Span> spans;  // sorted by begin, then longer first
+  nlohmann::json tools;     // the transcript's tool definitions (an array; empty without)
+  WorkloadFormat format = WorkloadFormat::kAuto;  // the format it was read as (never kAuto once loaded)
+  // How its template renders tool calls: "template" (the template's own form) or "<tool_call> in
+  // content"; empty for a workload without messages.
+  std::string tool_call_form;
+  // The manifest part, its record written as is (stages read the members above): path, sha256 of
+  // the file, format, n_tokens, n_chars, n_bytes, add_bos, template {name, sha256, source:
+  // embedded|file|builtin}, tool_call_form, tool_result_form, tools_in_system, merged_messages,
+  // span_mapping.
+  nlohmann::json info;
+};
 
 struct WorkloadOptions {
   WorkloadFormat format = WorkloadFormat::kAuto;
