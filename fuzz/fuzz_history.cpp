@@ -1,11 +1,13 @@
-// Fuzz target: a history.json (the history stage's document) read into the typed HistoryResult,
-// then the history's page, Markdown and terminal table. A document read and written once must be
-// a fixed point: reading what was written and writing it again gives the same bytes.
+// Fuzz target: the history stage's documents: the input read as a history.json (HistoryResult,
+// then the history's page, Markdown and terminal table) and as a bisect.json (BisectResult, as a
+// rerun reads an earlier run's to resume, then its terminal lines). A document read and written
+// once must be a fixed point: reading what was written and writing it again gives the same bytes.
 #include <cstdlib>
 
 #include "fuzz/fuzz_input.h"
 #include "history/history.h"
 #include "report/report.h"
+#include "results/bisect_result.h"
 #include "results/history_result.h"
 
 using namespace flipscope;
@@ -23,5 +25,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)RenderHistoryHtml(h);
   (void)HistoryMarkdown(h);
   (void)HistoryTerminal(h);
+  const BisectResult b = BisectResult::FromJson(doc);
+  const std::string bisect_once = text(b.ToJson());
+  if (text(BisectResult::FromJson(nlohmann::json::parse(bisect_once)).ToJson()) != bisect_once) std::abort();
+  (void)BisectTerminal(b);
   return 0;
 }

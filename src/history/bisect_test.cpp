@@ -145,14 +145,14 @@ TEST(BisectTerminal, NamesTheCommitItsFilesAndFiguresOrTheCandidates) {
                                   {"comparison", {{"bit_identical", 1}, {"probes", 38}, {"flips", 2},
                                                   {"confident_flips", 0}, {"kl_mean", 3e-3}, {"kl_p99", 0.02},
                                                   {"kl_max", 0.04}}}}}};
-  const std::string text = BisectTerminal(doc);
+  const std::string text = BisectTerminal(BisectResult::FromJson(doc));
   EXPECT_NE(text.find("first bad commit: " + std::string(40, 'b') + " ggml-cpu: repack"), std::string::npos) << text;
   EXPECT_NE(text.find("1 of 38 rows bit-identical, 2 flips"), std::string::npos) << text;
   EXPECT_NE(text.find("repack.cpp | 4"), std::string::npos) << text;
   doc["result"].erase("first_bad");
   doc["result"]["candidates"] = {{{"commit", std::string(40, 'c')}, {"subject", "x"}, {"mark", "skip"}},
                                  {{"commit", std::string(40, 'd')}, {"subject", "y"}, {"mark", "bad"}}};
-  const std::string cands = BisectTerminal(doc);
+  const std::string cands = BisectTerminal(BisectResult::FromJson(doc));
   EXPECT_NE(cands.find(std::string(40, 'c') + " x (skip)"), std::string::npos) << cands;
   EXPECT_NE(cands.find(std::string(40, 'd') + " y (bad)"), std::string::npos) << cands;
 }

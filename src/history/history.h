@@ -14,6 +14,7 @@
 #include "capture/capture.h"
 #include "engine/engine.h"
 #include "results/branch_result.h"
+#include "results/bisect_result.h"
 #include "results/history_result.h"
 #include "util/status.h"
 #include "util/util.h"
@@ -167,11 +168,12 @@ struct BisectRequest {
 // ancestor of bad), good captured once, then each commit the search offers built, captured in its
 // worker and compared with good's capture; a commit that does not build is skipped. Every step is
 // logged to out_dir/bisect.json (atomically, after each step) and every capture kept in
-// out_dir/captures/SHA.safetensors, so a rerun over the same inputs resumes. Returns bisect.json.
-Result<nlohmann::json> RunBisect(const BisectRequest& req);
-// The outcome of a bisect.json document for a terminal: the commit (or candidates), its subject,
-// the files it changed and its comparison with good.
-std::string BisectTerminal(const nlohmann::json& bisect);
+// out_dir/captures/SHA.safetensors, so a rerun over the same inputs resumes. Returns what it
+// wrote to bisect.json.
+Result<BisectResult> RunBisect(const BisectRequest& req);
+// The outcome of a bisect for a terminal: the commit (or candidates), its subject, the files it
+// changed and its comparison with good.
+std::string BisectTerminal(const BisectResult& bisect);
 
 // ---- The history -------------------------------------------------------------------------------
 

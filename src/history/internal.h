@@ -66,9 +66,9 @@ Result<Worker> VersionWorker(const HistoryRequest& hr, const HistoryVersion& ent
 // version's worker, and sets doc.forks (the branch stage's result and how it was followed).
 Status FollowForks(const HistoryRequest& hr, const WorkerInput& in, HistoryResult& doc);
 
-// Fills a bisect.json document's "result" from the finished search: the candidates and, when
-// one is left, the files it changed (git show in br.llama_src) and its comparison with good.
-Status BisectFinish(const BisectRequest& br, BisectSearch& search, nlohmann::json& doc);
+// Fills doc.result from the finished search: the candidates and, when one is left, the files it
+// changed (git show in br.llama_src) and its comparison with good.
+Status BisectFinish(const BisectRequest& br, BisectSearch& search, BisectResult& doc);
 
 // One comparison of history.json: the figures of a Comparison that the history section shows.
 HistoryComparison ComparisonOf(const std::string& kind, const std::string& base, const std::string& cand,

@@ -89,8 +89,6 @@ json ToJson(const HistoryComparison& c) {
         {"probes", d->probes}, {"kl_change_mean", d->mean}, {"kl_change_ci", d->ci}, {"direction", d->direction}};
   return j;
 }
-namespace {
-
 HistoryComparison HistoryComparisonFromJson(const json& j) {
   HistoryComparison c;
   c.extra = read::Without(j, kComparisonKeys);
@@ -108,6 +106,8 @@ HistoryComparison HistoryComparisonFromJson(const json& j) {
                                 read::Str(d, "direction")};
   return c;
 }
+
+namespace {
 
 constexpr std::initializer_list<const char*> kVersionKeys = {
     "release",         "commit",   "capture", "worker", "worker_build_seconds", "llama_build_seconds",

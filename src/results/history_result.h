@@ -96,8 +96,9 @@ struct HistoryForks {
   std::string how;
 };
 
-// A comparison as history.json (and bisect.json) write it.
+// A comparison as history.json (and bisect.json) write it, and back (never fails).
 nlohmann::json ToJson(const HistoryComparison& c);
+HistoryComparison HistoryComparisonFromJson(const nlohmann::json& j);
 
 // The whole history.json.
 struct HistoryResult {
