@@ -167,7 +167,7 @@ CaptureManifest StartManifest(const CaptureRequest& req, const CaptureSource& sr
   m.workload.record["tools"] = src.workload.tools;  // the branch stage judges tool calls against these
   m.workload.spans = src.workload.spans;
   m.engine = EngineRecord::Of(made.engine->Describe());
-  m.knobs = m.engine.record["knobs"];
+  m.knobs = m.engine.knobs;
   m.probe_plan = {{"stride", req.plan.stride}, {"full", req.plan.full}, {"n_probes", n_probes}};
   m.store = StoreName(req.store);
   m.truncated = made.topk > 0;

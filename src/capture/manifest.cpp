@@ -1,6 +1,8 @@
 // CaptureManifest <-> the manifest JSON: the one place that knows the manifest's keys.
 #include "capture/manifest.h"
 
+#include "util/read.h"
+
 namespace flipscope {
 
 namespace {
@@ -43,6 +45,11 @@ ManifestWorkload ReadWorkload(const json& block) {
 }
 
 }  // namespace
+
+int64_t CaptureManifest::NTokens() const { return read::Get<int64_t>(workload.record, "n_tokens", 0); }
+int64_t CaptureManifest::NProbes() const { return read::Get<int64_t>(probe_plan, "n_probes", 0); }
+double CaptureManifest::TokensPerSecond() const { return read::Get<double>(timings, "tokens_per_s", 0); }
+std::optional<int64_t> CaptureManifest::FedSingly() const { return read::Opt<int64_t>(served, "fed_singly"); }
 
 json CaptureManifest::ToJson() const {
   json workload_block = workload.record;

@@ -57,6 +57,14 @@ struct CaptureManifest {
   // Read only: the manifest as stored, every key of another writer included (inspect prints it).
   nlohmann::json raw;
 
+  // Figures of the records above, for a terminal line (0 or none where a record lacks them): the
+  // workload's tokens, the probes, prefill tokens per second, and under served replay the
+  // positions fed alone.
+  int64_t NTokens() const;
+  int64_t NProbes() const;
+  double TokensPerSecond() const;
+  std::optional<int64_t> FedSingly() const;
+
   // The manifest document; byte for byte what flipscope has always written for these values.
   nlohmann::json ToJson() const;
   // Reads any writer's manifest object: a missing key or a wrong type leaves its default.

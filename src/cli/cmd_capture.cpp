@@ -127,14 +127,12 @@ void SayCaptured(const std::string& path, const CaptureManifest& m) {
   // The engine's flags leave the replay out (they are what a launch command would take), so a
   // served capture says so here.
   std::string replay;
-  if (m.replay == "served" && m.served.is_object() && m.served.contains("fed_singly"))
-    replay = fmt::format(", --replay served ({} of {} tokens fed alone)", m.served.value("fed_singly", 0),
-                         m.workload.record.value("n_tokens", 0));
+  if (m.replay == "served" && m.FedSingly())
+    replay = fmt::format(", --replay served ({} of {} tokens fed alone)", *m.FedSingly(), m.NTokens());
   else if (m.replay == "served")
     replay = ", --replay served";
   fmt::print(stderr, "wrote {}: {} tokens, {} probes, {:.1f} tok/s, {}{}\n", path,
-             m.workload.record.value("n_tokens", 0), m.probe_plan.value("n_probes", int64_t(0)),
-             m.timings.value("tokens_per_s", 0.0), m.engine.flags, replay);
+             m.NTokens(), m.NProbes(), m.TokensPerSecond(), m.engine.flags, replay);
   // The flags above are what ran; where llama.cpp decided a setting itself, say what and why.
   for (const std::string& note : ResolvedNotes(m.engine)) fmt::print(stderr, "  {}\n", note);
 }

@@ -68,6 +68,7 @@ EngineRecord EngineRecord::Of(const json& block) {
   e.resolved = ReadResolved(read::Sub(block, "resolved"));
   e.swa_full = read::Opt<bool>(block, "swa_full");
   e.launch = EngineLaunch::Of(read::Sub(block, "launch"));
+  e.knobs = read::Sub(block, "knobs");
   return e;
 }
 

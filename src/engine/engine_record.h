@@ -62,6 +62,7 @@ struct EngineRecord {
   std::vector<KnobResolution> resolved;  // settings llama.cpp ran otherwise than asked, by key
   std::optional<bool> swa_full;          // whether every sliding-window cell was kept
   std::optional<EngineLaunch> launch;
+  nlohmann::json knobs;  // the knobs it ran with, as it recorded them (effective values; null: none)
 
   // Reads any writer's block, kept as given: a missing key or a wrong type leaves its member
   // empty (every member, for a value that is not an object).

@@ -312,7 +312,7 @@ Status CaptureInOrder(Runner& runner, const Experiment& exp, const ModelInfo& mo
   // (written as null).
   auto kv_bytes = [&](const ConfigSpec& c, ConfigEntry& e) {
     if (c.engine == EngineKind::kOpenai)
-      e.fields["kv_bytes_per_token"] = nullptr;
+      e.kv_bytes_unknown = true;
     else
       e.kv_bytes_per_token = KvBytesPerToken(model, c.knobs);
   };

@@ -63,7 +63,8 @@ void WriteFacts(const ConfigEntry& e, json& j) {
   read::PutIf(j, "model_file_size", e.model_file_size);
   if (e.knobs) j["knobs"] = e.knobs->record;
   if (e.engine) j["engine"] = e.engine->record;
-  read::PutIf(j, "changes", e.changes);
+  read::PutIf(j, "changes", e.changes), read::PutIf(j, "timings", e.timings);
+  if (e.kv_bytes_unknown && !e.kv_bytes_per_token) j["kv_bytes_per_token"] = nullptr;
   if (e.contradictions) j["contradictions"] = ArrayOf(*e.contradictions);
 }
 
@@ -83,6 +84,11 @@ void TakeFacts(ConfigEntry& e) {
   Take(e.fields, "model_file_size", e.model_file_size, IsUnsigned);
   auto is_object = [](const json& v) { return v.is_object(); };
   Take(e.fields, "changes", e.changes, is_object);
+  Take(e.fields, "timings", e.timings, is_object);
+  if (auto it = e.fields.find("kv_bytes_per_token"); it != e.fields.end() && it->is_null()) {
+    e.kv_bytes_unknown = true;
+    e.fields.erase(it);
+  }
   if (auto it = e.fields.find("knobs"); it != e.fields.end() && it->is_object()) {
     e.knobs = Recorded<KnobsFacts>::Read(*it);
     e.fields.erase(it);

@@ -37,6 +37,7 @@ struct ConfigEntry {
   std::optional<std::vector<double>> capture_seconds;  // each repeat's capture, wall seconds
   std::optional<std::vector<bool>> reused;             // each repeat's capture was an earlier run's
   std::optional<double> kv_bytes_per_token;            // KV cache bytes per token of context
+  bool kv_bytes_unknown = false;  // a server configuration's: its server decides its KV cache (written as null)
   std::optional<uint64_t> model_file_size;             // bytes of the model file it ran
   // What its first capture recorded: the knobs it ran with and the engine's record.
   std::optional<Recorded<KnobsFacts>> knobs;
@@ -45,8 +46,11 @@ struct ConfigEntry {
   // records otherwise with no reason.
   std::optional<nlohmann::json> changes;
   std::optional<std::vector<Contradiction>> contradictions;
-  // Every other field as the experiment wrote it (the capture's timings, ...), and a typed field
-  // whose value could not be read, kept as it was.
+  // The first capture's timings as it recorded them (load, prefill, forks, total; no stage reads
+  // them).
+  std::optional<nlohmann::json> timings;
+  // Every other field as read (a later version's), and a typed field whose value could not be
+  // read, kept as it was.
   nlohmann::json fields = nlohmann::json::object();
 
   // Whether its captures all ran.

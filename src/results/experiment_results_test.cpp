@@ -160,7 +160,8 @@ TEST(ExperimentResults, RecordedFactsReadTypedAndWriteBackAsWritten) {
         {"resolved", {{"flash_attn", {{"requested", "auto"}, {"effective", "on"}, {"reason", "r"}}}, {"bad", 3}}}}},
       {"changes", {{"cache_type_v", "q8_0"}}},
       {"contradictions", {{{"knob", "flash_attn"}, {"asked", "off"}, {"ran", "on"}}}},
-      {"timings", {{"total_s", 1.5}}}};
+      {"timings", {{"total_s", 1.5}}},
+      {"kv_bytes_per_token", nullptr}};
   const ConfigEntry e = ConfigEntry::FromJson(entry);
   EXPECT_EQ(e.ToJson(), entry);
   ASSERT_NE(e.RanKnobs(), nullptr);
@@ -181,7 +182,9 @@ TEST(ExperimentResults, RecordedFactsReadTypedAndWriteBackAsWritten) {
   ASSERT_EQ(e.contradictions->size(), 1u);
   EXPECT_EQ((*e.contradictions)[0].knob, "flash_attn");
   EXPECT_EQ((*e.contradictions)[0].ran, "on");
-  EXPECT_EQ(e.fields, json({{"timings", {{"total_s", 1.5}}}}));  // not read by any stage: kept as written
+  EXPECT_EQ(e.timings, json({{"total_s", 1.5}}));  // not read by any stage: kept as written
+  EXPECT_TRUE(e.kv_bytes_unknown);                  // a server's: written as null
+  EXPECT_TRUE(e.fields.empty()) << e.fields.dump();
 
   // A knob this version does not know (a later version's): the knobs read as none, the record
   // is kept whole; a mistyped engine block stays in fields as it was.
