@@ -9,13 +9,6 @@ using nlohmann::json;
 
 namespace {
 
-template <typename T, typename Write>
-json ArrayOf(const std::vector<T>& items, Write write) {
-  json a = json::array();
-  for (const T& item : items) a.push_back(write(item));
-  return a;
-}
-
 constexpr std::initializer_list<const char*> kHeaderKeys = {
     "llama_src",       "good",          "bad",        "criterion", "model", "model_sha256", "workload",
     "workload_sha256", "tokens_sha256", "max_tokens", "n_tokens",  "flags", "cpu",          "probe_plan"};
@@ -74,10 +67,10 @@ BisectStep StepFromJson(const json& j) {
 }
 
 json OutcomeToJson(const BisectOutcome& o) {
-  json j = {{"candidates", ArrayOf(o.candidates,
-                                   [](const BisectCandidate& c) {
-                                     return json{{"commit", c.commit}, {"subject", c.subject}, {"mark", c.mark}};
-                                   })},
+  json j = {{"candidates", read::ArrayOf(o.candidates,
+                                         [](const BisectCandidate& c) {
+                                           return json{{"commit", c.commit}, {"subject", c.subject}, {"mark", c.mark}};
+                                         })},
             {"steps", o.steps},
             {"builds", o.builds},
             {"step_seconds", o.step_seconds}};
@@ -134,9 +127,11 @@ const BisectStep* BisectResult::StepOf(const std::string& commit) const {
 json BisectResult::ToJson() const {
   json j = extra;
   j["header"] = flipscope::ToJson(header);
-  j["commits"] = ArrayOf(commits, [](const Commit& c) { return json{{"commit", c.commit}, {"subject", c.subject}}; });
+  j["commits"] = read::ArrayOf(commits, [](const Commit& c) {
+    return json{{"commit", c.commit}, {"subject", c.subject}};
+  });
   if (good_capture) j["good_capture"] = StepToJson(*good_capture);
-  j["steps"] = ArrayOf(steps, StepToJson);
+  j["steps"] = read::ArrayOf(steps, StepToJson);
   if (result) j["result"] = OutcomeToJson(*result);
   return j;
 }

@@ -29,9 +29,7 @@ std::vector<T> ObjectsAt(const json& j, const char* key, ReadFn read) {
 // Each element's ToJson as an array.
 template <typename T>
 json ArrayOf(const std::vector<T>& items) {
-  json a = json::array();
-  for (const T& item : items) a.push_back(item.ToJson());
-  return a;
+  return read::ArrayOf(items, [](const T& item) { return item.ToJson(); });
 }
 
 

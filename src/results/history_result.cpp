@@ -21,13 +21,6 @@ std::array<double, 2> Pair(const json& j, const char* key) {
   const auto v = read::Interval2(j, key);
   return v ? *v : std::array<double, 2>{kNaN, kNaN};
 }
-template <typename T, typename Write>
-json ArrayOf(const std::vector<T>& items, Write write) {
-  json a = json::array();
-  for (const T& item : items) a.push_back(write(item));
-  return a;
-}
-
 json WindowToJson(const HistoryWindow& w) {
   return {{"begin", w.begin}, {"end", w.end},         {"probes", w.probes},
           {"flips", w.flips}, {"kl_mean", w.kl_mean}, {"kl_max", w.kl_max}};
@@ -82,8 +75,8 @@ json ToJson(const HistoryComparison& c) {
             {"kl_p99", c.kl_p99},
             {"kl_max", c.kl_max},
             {"kernel_paths_differ", c.kernel_paths_differ},
-            {"windows", ArrayOf(c.windows, WindowToJson)},
-            {"flip_list", ArrayOf(c.flip_list, FlipToJson)}});
+            {"windows", read::ArrayOf(c.windows, WindowToJson)},
+            {"flip_list", read::ArrayOf(c.flip_list, FlipToJson)}});
   if (const auto& d = c.from_before)
     j["from_before"] = {
         {"probes", d->probes}, {"kl_change_mean", d->mean}, {"kl_change_ci", d->ci}, {"direction", d->direction}};
@@ -170,7 +163,7 @@ json HistoryResult::ToJson() const {
   j["n_tokens"] = n_tokens, j["flags"] = flags, j["cpu"] = cpu;
   if (probe_plan) j["probe_plan"] = {{"stride", probe_plan->stride}, {"full", probe_plan->full}};
   j["window"] = window;
-  j["versions"] = ArrayOf(versions, VersionToJson);
+  j["versions"] = read::ArrayOf(versions, VersionToJson);
   if (exact) {
     json x = exact->extra;
     x["capture"] = exact->capture;
@@ -178,7 +171,7 @@ json HistoryResult::ToJson() const {
     j["exact"] = x;
   }
   auto comparisons = [](const std::vector<HistoryComparison>& cs) {
-    return ArrayOf(cs, [](const HistoryComparison& c) { return flipscope::ToJson(c); });
+    return read::ArrayOf(cs, [](const HistoryComparison& c) { return flipscope::ToJson(c); });
   };
   j["steps"] = comparisons(steps), j["from_first"] = comparisons(from_first), j["to_exact"] = comparisons(to_exact);
   j["changed_most"] = changed_most;

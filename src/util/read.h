@@ -5,8 +5,8 @@
 #pragma once
 
 #include <array>
-#include <initializer_list>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -86,6 +86,13 @@ std::vector<T> Each(const nlohmann::json& j, From from) {
   if (j.is_array())
     for (const nlohmann::json& e : j) out.push_back(from(e));
   return out;
+}
+// Each item written by `write` (item -> JSON), as an array.
+template <typename T, typename Write>
+nlohmann::json ArrayOf(const std::vector<T>& items, Write write) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const T& item : items) a.push_back(write(item));
+  return a;
 }
 // j without the keys, an object in every case (a document's fields that a type does not own: kept
 // as read and written back, for files of later versions).
