@@ -57,10 +57,14 @@ std::string TowardExact(const HistoryResult& doc) {
 std::string ForksLine(const HistoryForks& forks) {
   const BranchCounts& c = forks.result.counts;
   const std::optional<OutcomeTally>& o = c.outcomes;
+  // Flips where the model reads are never forked: said, so that "0 of 0" does not hide them.
+  const int64_t read_only = c.teacher_forced_only.value_or(0);
+  const std::string reads =
+      read_only > 0 ? fmt::format(", {} more teacher-forced only (the model reads there)", read_only) : "";
   return fmt::format(
-      "Forks followed at this step: {} of {} forkable flips; damage {}, repair {}, both fail {}, benign {}, "
+      "Forks followed at this step: {} of {} forkable flips{}; damage {}, repair {}, both fail {}, benign {}, "
       "different but fine {}.",
-      c.total, c.branch_points.value_or(c.total), o ? o->damage.total : 0, o ? o->repair.total : 0,
+      c.total, c.branch_points.value_or(c.total), reads, o ? o->damage.total : 0, o ? o->repair.total : 0,
       o ? o->both_fail : 0, o ? o->benign : 0, o ? o->different_but_fine : 0);
 }
 

@@ -149,6 +149,13 @@ TEST(History, MarkdownSaysWhichWayEachStepMoved) {
   EXPECT_NE(md.find("| 0.3.35 | 0.3.36 | 100 | 3 | 3.00% | 0 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| 0.3.36 | 0.3.37 | 100 | 0 | 0.00% | 0 | 0 | 0 | 0 | 100 of 100 |"), std::string::npos) << md;
   EXPECT_NE(md.find("Flips of the step that changed most (0.3.35 -> 0.3.36)"), std::string::npos) << md;
+  // Forks at that step whose flips all lie where the model reads: none followed, and it says why.
+  doc["forks"] = {{"counts", {{"total", 0}, {"branch_points", 0}, {"teacher_forced_only", 3}}}, {"how", "h"}};
+  md = HistoryMarkdown(HistoryResult::FromJson(doc));
+  EXPECT_NE(md.find("Forks followed at this step: 0 of 0 forkable flips, 3 more teacher-forced only (the model "
+                    "reads there); damage 0"),
+            std::string::npos)
+      << md;
 }
 
 // A direction only where the paired interval of the per-probe KL change excludes 0: a shift of
