@@ -20,7 +20,7 @@ namespace flipscope {
 
 namespace report {
 
-// Tolerant accessors (results/read.h, shared with the results model): the value at key when it
+// Tolerant accessors (util/read.h, shared with the results model): the value at key when it
 // has the asked type, else the fallback.
 using read::Int;
 using read::Num;
