@@ -296,7 +296,10 @@ Result<CaptureManifest> CaptureServedHttp(const CaptureRequest& req, const Captu
   CaptureManifest manifest = StartManifest(req, src, made, rows->positions.size());
   // The server's flags decide its numerics; the replay is flipscope's own, and compare reads it here.
   manifest.replay = ToString(Replay::kServed);
-  manifest.knobs["replay"] = manifest.engine.record["knobs"]["replay"] = manifest.replay;
+  // The engine's record is re-read with it, so that its facts (its knobs) say the same.
+  nlohmann::json engine = manifest.engine.record;
+  manifest.knobs["replay"] = engine["knobs"]["replay"] = manifest.replay;
+  manifest.engine = EngineRecord::Of(engine);
   CaptureLayout layout;
   layout.tokens = w.tokens;
   layout.positions = rows->positions;
