@@ -7,7 +7,6 @@
 namespace flipscope {
 namespace {
 
-using nlohmann::json;
 
 // A word as /bin/sh reads it: quoted when it holds anything but plain path characters.
 std::string ShellWord(const std::string& s) {
