@@ -27,6 +27,23 @@ Result<CaptureReplay> ModelOf(const CaptureReader& cap, std::map<std::string, st
   return r;
 }
 
+namespace {
+
+// The GGML_* variables of an environment: ggml reads them once per process, so a capture made under
+// others cannot be re-created here, whatever its knobs.
+std::map<std::string, std::string> GgmlOnly(const std::map<std::string, std::string>& env) {
+  std::map<std::string, std::string> out;
+  for (const auto& [k, v] : env)
+    if (k.starts_with("GGML_")) out.emplace(k, v);
+  return out;
+}
+
+std::string EnvWords(const std::map<std::string, std::string>& env) {
+  return env.empty() ? "none set" : EnvText(env);
+}
+
+}  // namespace
+
 Result<CaptureReplay> ReplayOf(const CaptureReader& cap, const std::string& stage,
                                std::map<std::string, std::string>* hashes) {
   const std::string& path = cap.path();
@@ -44,6 +61,12 @@ Result<CaptureReplay> ReplayOf(const CaptureReader& cap, const std::string& stag
   if (kind != EngineKind::kLlama)
     return Status::Error(path + ": captured by the '" + name + "' engine; " + stage +
                          " re-runs the llama engine only");
+  const auto captured = GgmlOnly(m.engine.env), here = GgmlOnly(NumericsEnvironment());
+  if (captured != here)
+    return Status::Error(fmt::format(
+        "{}: captured under the ggml variables {}, and this process runs under {}: ggml reads them once per "
+        "process, so run {} under the capture's",
+        path, EnvWords(captured), EnvWords(here), stage));
   FS_ASSIGN_OR_RETURN(CaptureReplay r, ModelOf(cap, hashes));
   if (m.knobs.is_null()) return Status::Error(path + ": the manifest has no knobs");
   if (!m.parsed_knobs.ok()) return m.parsed_knobs.status().Prefixed(path + ": manifest knobs");

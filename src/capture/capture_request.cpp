@@ -78,6 +78,9 @@ nlohmann::json CaptureRequestJson(const CaptureRequest& req, const std::string& 
                       {"store", StoreName(req.store)},
                       {"tool_version", FLIPSCOPE_VERSION}};
   if (req.engine != EngineKind::kLlama) j["engine"] = std::string(NameOf(req.engine));
+  // ggml's variables (e.g. GGML_CUDA_DISABLE_FUSION) change its kernels: a capture made under
+  // others is not reused. Absent when none is set, so earlier captures keep their identity.
+  if (auto env = NumericsEnvironment(); req.engine == EngineKind::kLlama && !env.empty()) j["env"] = env;
   // Every capture before the replay knob was a prefill: a prefill request keeps that identity, so
   // the captures of an earlier run are still reused.
   if (req.knobs.replay == Replay::kPrefill && j["knobs"].contains("replay")) j["knobs"].erase("replay");

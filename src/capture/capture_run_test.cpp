@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,47 @@ TEST(PlanProbes, StrideAndRanges) {
   EXPECT_FALSE(PlanProbes({8, "7-3"}, 40, spans).ok());
   EXPECT_FALSE(PlanProbes({8, "tool_cals"}, 40, spans).ok());
   EXPECT_FALSE(PlanProbes({0, ""}, 40, spans).ok());
+}
+
+// ggml's variables (GGML_CUDA_DISABLE_FUSION) change its kernels: a capture made under them is
+// another capture, and one made under none keeps the identity it had before they were recorded.
+TEST(CaptureRequestJson, GgmlVariablesAreTheCapturesIdentity) {
+  CaptureRequest req;
+  unsetenv("GGML_FLIPSCOPE_TEST");
+  const nlohmann::json plain = CaptureRequestJson(req, "m", "w");
+  setenv("GGML_FLIPSCOPE_TEST", "1", 1);
+  const nlohmann::json with = CaptureRequestJson(req, "m", "w");
+  req.engine = EngineKind::kExact;
+  const nlohmann::json exact = CaptureRequestJson(req, "m", "w");
+  unsetenv("GGML_FLIPSCOPE_TEST");
+  EXPECT_FALSE(plain.contains("env") && plain["env"].contains("GGML_FLIPSCOPE_TEST")) << plain.dump();
+  EXPECT_EQ(with["env"]["GGML_FLIPSCOPE_TEST"], "1") << with.dump();
+  EXPECT_NE(plain, with);
+  EXPECT_FALSE(exact.contains("env"));  // the exact engine runs no ggml kernel
+}
+
+// ggml reads its variables once per process: a capture made under GGML_* values is re-run (branch,
+// layers) only by a process under the same ones, and the refusal names both sets.
+TEST(ReplayOf, NeedsTheGgmlVariablesTheCaptureRanUnder) {
+  Files f = Make("replay-env");
+  setenv("GGML_FLIPSCOPE_TEST", "1", 1);
+  auto m = RunCapture(Request(f, "env.safetensors"));
+  unsetenv("GGML_FLIPSCOPE_TEST");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  auto cap = CaptureReader::Open(f.dir + "/env.safetensors");
+  ASSERT_TRUE(cap.ok());
+  EXPECT_EQ((*cap)->manifest().engine.env.at("GGML_FLIPSCOPE_TEST"), "1");
+  std::map<std::string, std::string> hashes;
+  auto refused = ReplayOf(**cap, "layers", &hashes);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("GGML_FLIPSCOPE_TEST=1, and this process runs under none set"),
+            std::string::npos)
+      << refused.status().message();
+  EXPECT_NE(refused.status().message().find("env.safetensors"), std::string::npos);
+  setenv("GGML_FLIPSCOPE_TEST", "1", 1);
+  auto same = ReplayOf(**cap, "layers", &hashes);
+  unsetenv("GGML_FLIPSCOPE_TEST");
+  EXPECT_TRUE(same.ok()) << same.status().message();
 }
 
 TEST(RunCapture, RepeatIsBitForBitAndManifestIsComplete) {

@@ -17,6 +17,13 @@
 
 namespace flipscope {
 namespace {
+
+// A capture's settings as flags, after the ggml variables it ran under ("GGML_X=1 -fa on ..."):
+// two captures with the same flags but another GGML_CUDA_DISABLE_FUSION compute differently.
+std::string RanWith(const EngineRecord& engine) {
+  const std::string env = EnvText(engine.env);
+  return env.empty() || engine.flags.empty() ? env + engine.flags : env + " " + engine.flags;
+}
 using compare::ProbeMetrics;
 using compare::RowSummary;
 using compare::RowView;
@@ -219,8 +226,8 @@ Result<Comparison> Compare(const CaptureReader& base, const CaptureReader& cand,
   c.window = options.window;
   c.base_kernel_path = base.manifest().engine.kernel_path;
   c.cand_kernel_path = cand.manifest().engine.kernel_path;
-  c.base_flags = base.manifest().engine.flags;
-  c.cand_flags = cand.manifest().engine.flags;
+  c.base_flags = RanWith(base.manifest().engine);
+  c.cand_flags = RanWith(cand.manifest().engine);
   c.base_replay = base.manifest().replay;
   c.cand_replay = cand.manifest().replay;
   c.kernel_paths_differ =

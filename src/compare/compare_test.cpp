@@ -242,6 +242,21 @@ TEST(Compare, SaysWhichReplayEachSideUsed) {
   EXPECT_EQ(ToJson(c)["flags"]["cand"], "-fa on");
 }
 
+// Two captures with the same flags under other ggml variables (CUDA's fusion off) computed
+// differently: the variables lead each side's "ran with".
+TEST(Compare, SaysWhichGgmlVariablesEachSideRanUnder) {
+  CaptureSpec plain, unfused;
+  plain.replay = unfused.replay = "prefill";
+  unfused.env = {{"GGML_CUDA_DISABLE_FUSION", "1"}};
+  auto c = CheckPair(Capture("f32-base-plain", Side::kBase, StoreDtype::kF32, plain),
+                     Capture("f32-cand-unfused", Side::kCand, StoreDtype::kF32, unfused));
+  EXPECT_EQ(c.base_flags, "-fa on");
+  EXPECT_EQ(c.cand_flags, "GGML_CUDA_DISABLE_FUSION=1 -fa on");
+  EXPECT_NE(RenderCompareTable({c}).find("candidate GGML_CUDA_DISABLE_FUSION=1 -fa on replay prefill"),
+            std::string::npos)
+      << RenderCompareTable({c});
+}
+
 TEST(Compare, RefusesDifferentTokensAndVocabularies) {
   std::string base = Capture("f32-base", Side::kBase, StoreDtype::kF32);
   CaptureSpec other;

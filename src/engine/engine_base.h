@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
@@ -102,6 +103,11 @@ Result<std::function<std::string(int32_t)>> LoadDetokenizer(const std::string& m
 
 // Index of the largest value, ties to the lowest index (the capture format's argmax rule).
 int32_t ArgmaxLowest(std::span<const float> row);
+
+// The variables of this process's environment that change what ggml computes, by name: every
+// GGML_* (e.g. GGML_CUDA_DISABLE_FUSION) and the *_VISIBLE_DEVICES of the GPU runtimes. A capture
+// records them (its engine's "env") and is reused only under the same ones.
+std::map<std::string, std::string> NumericsEnvironment();
 
 // The compiled-in (registered) ggml backends, e.g. {"CPU"} or {"CUDA", "CPU"}.
 std::vector<std::string> Backends();

@@ -69,7 +69,16 @@ EngineRecord EngineRecord::Of(const json& block) {
   e.swa_full = read::Opt<bool>(block, "swa_full");
   e.launch = EngineLaunch::Of(read::Sub(block, "launch"));
   e.knobs = read::Sub(block, "knobs");
+  if (const json& env = read::Sub(block, "env"); env.is_object())
+    for (auto it = env.begin(); it != env.end(); ++it)
+      e.env[it.key()] = it->is_string() ? it->get<std::string>() : it->dump();
   return e;
+}
+
+std::string EnvText(const std::map<std::string, std::string>& env) {
+  std::string out;
+  for (const auto& [k, v] : env) out += (out.empty() ? "" : " ") + k + "=" + v;
+  return out;
 }
 
 std::vector<std::string> ResolvedNotes(const EngineRecord& engine, const std::vector<std::string>& except) {

@@ -63,6 +63,8 @@ struct EngineRecord {
   std::optional<bool> swa_full;          // whether every sliding-window cell was kept
   std::optional<EngineLaunch> launch;
   nlohmann::json knobs;  // the knobs it ran with, as it recorded them (effective values; null: none)
+  // ggml's environment variables set when it ran (NumericsEnvironment; "env"); empty: none set.
+  std::map<std::string, std::string> env;
 
   // Reads any writer's block, kept as given: a missing key or a wrong type leaves its member
   // empty (every member, for a value that is not an object).
@@ -70,6 +72,10 @@ struct EngineRecord {
   // The block as written.
   const nlohmann::json& ToJson() const { return record; }
 };
+
+// Environment variables as one line, "K=v K2=v2" in name order ("" for none): how the report,
+// compare and the replays show the ggml variables a capture ran under (not shell-quoted).
+std::string EnvText(const std::map<std::string, std::string>& env);
 
 // The settings llama.cpp decided itself, one line each ("flash_attn auto ran as on: <rule>"),
 // leaving out the defaults that always resolve (a context or thread count of 0, all layers on a

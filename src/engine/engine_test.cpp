@@ -146,6 +146,26 @@ TEST(LlamaEngine, RepackOffKeepsWeightsInPlainBuffers) {
   EXPECT_NE((*e)->Describe()["flags"].get<std::string>().find("-nr"), std::string::npos);
 }
 
+// ggml's variables change its kernels (GGML_CUDA_DISABLE_FUSION): the engine records those set,
+// and only those, and its record reads them back.
+TEST(LlamaEngine, RecordsTheGgmlVariablesItRanUnder) {
+  std::string model = fixtures::TempPath("engine-tiny-env.gguf");
+  ASSERT_TRUE(fixtures::WriteTinyModel(model, {}).ok());
+  unsetenv("GGML_FLIPSCOPE_TEST");
+  auto plain = LlamaEngine::Create(model, CpuKnobs());
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_FALSE(EngineRecord::Of((*plain)->Describe()).env.count("GGML_FLIPSCOPE_TEST"));
+  setenv("GGML_FLIPSCOPE_TEST", "1", 1);
+  setenv("FLIPSCOPE_UNRELATED_TEST", "1", 1);
+  auto e = LlamaEngine::Create(model, CpuKnobs());
+  const EngineRecord rec = e.ok() ? EngineRecord::Of((*e)->Describe()) : EngineRecord{};
+  unsetenv("GGML_FLIPSCOPE_TEST");
+  unsetenv("FLIPSCOPE_UNRELATED_TEST");
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_EQ(rec.env.at("GGML_FLIPSCOPE_TEST"), "1");
+  EXPECT_FALSE(rec.env.count("FLIPSCOPE_UNRELATED_TEST"));
+}
+
 TEST(WeightBuffers, ReadsLlamaCppsLoadLog) {
   auto b = WeightBuffers(
       "load_tensors:   CPU_REPACK model buffer size =    52.50 MiB\n"

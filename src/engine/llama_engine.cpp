@@ -214,20 +214,23 @@ Result<std::function<std::string(int32_t)>> LoadDetokenizer(const std::string& m
 nlohmann::json LlamaEngine::Describe() const {
   char desc[256];
   llama_model_desc(impl_->model, desc, sizeof(desc));
-  return {{"engine", "llama"},
-          {"llama_cpp", LlamaVersion()},
-          {"llama_source", LlamaSource()},
-          {"ggml", GgmlVersion()},
-          {"backends", Backends()},
-          {"devices", Devices()},
-          {"system_info", llama_print_system_info()},
-          {"model_desc", desc},
-          {"knobs", impl_->knobs.ToJson()},
-          {"resolved", ResolutionsToJson(impl_->resolutions)},
-          {"kernel_path", KernelPath(impl_->weight_buffers)},
-          {"flags", impl_->knobs.ToFlags()},
-          {"kv_unified", true},
-          {"swa_full", true}};
+  nlohmann::json out = {{"engine", "llama"},
+                        {"llama_cpp", LlamaVersion()},
+                        {"llama_source", LlamaSource()},
+                        {"ggml", GgmlVersion()},
+                        {"backends", Backends()},
+                        {"devices", Devices()},
+                        {"system_info", llama_print_system_info()},
+                        {"model_desc", desc},
+                        {"knobs", impl_->knobs.ToJson()},
+                        {"resolved", ResolutionsToJson(impl_->resolutions)},
+                        {"kernel_path", KernelPath(impl_->weight_buffers)},
+                        {"flags", impl_->knobs.ToFlags()},
+                        {"kv_unified", true},
+                        {"swa_full", true}};
+  // Written only when set, so that a capture made without any reads as before.
+  if (auto env = NumericsEnvironment(); !env.empty()) out["env"] = env;
+  return out;
 }
 
 }  // namespace flipscope

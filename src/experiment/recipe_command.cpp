@@ -40,14 +40,13 @@ std::string TemplateFlags(const WorkloadFacts& workload) {
   return "";
 }
 
-// A shell line that sets env's variables for one command: "K=v K2=v2 " (words quoted as needed).
+}  // namespace
+
 std::string EnvPrefix(const std::map<std::string, std::string>& env) {
   std::string out;
-  for (const auto& [k, v] : env) out += k + "=" + ShellWord(v) + " ";
+  for (const auto& [k, v] : env) out += k + "=" + ShellWord(v) + " ";  // words quoted as needed
   return out;
 }
-
-}  // namespace
 
 std::optional<RecipeServerLaunch> ServerLaunch(const ConfigEntry& config) {
   const std::optional<EngineLaunch>& launch = config.engine ? config.engine->launch : std::nullopt;
@@ -68,7 +67,9 @@ bool CapturedSwaFull(const ConfigEntry& config, const ModelInfo& model) {
 
 std::string LlamaCommand(const std::string& tool, const ConfigEntry& config, const WorkloadFacts& workload,
                          const ModelInfo& model, int64_t n_ctx) {
-  std::string cmd = fmt::format("{} -m {} -c {}", tool, ShellWord(config.model_path.value_or("")), n_ctx);
+  // The ggml variables the configuration was measured under belong to its command.
+  std::string cmd = fmt::format("{}{} -m {} -c {}", config.engine ? EnvPrefix(config.engine->env) : "", tool,
+                                ShellWord(config.model_path.value_or("")), n_ctx);
   // One sequence, as captured: llama-server's default (-np auto) splits the cache into 4 slots.
   if (tool == "llama-server") cmd += " -np 1";
   const std::string flags = KnobFlags(config);

@@ -216,6 +216,20 @@ TEST(RecipeRanking, AServerConfigurationsCommandIsItsLaunchAsRunWithItsEnv) {
   EXPECT_FALSE(by_url["server_launch"].contains("command"));
 }
 
+// A llama configuration measured under ggml variables (its engine's env) is recommended with them:
+// the same kernels, the same numbers.
+TEST(RecipeRanking, TheGgmlVariablesAConfigurationRanUnderLeadItsCommand) {
+  json r = ResultsOf({{"baseline"}, {"other", 3}});
+  r["configs"][0]["engine"] = {{"engine", "llama"}, {"env", {{"GGML_CUDA_DISABLE_FUSION", "1"}}}};
+  const json recipe = MakeRecipe(r, Model());
+  ASSERT_EQ(recipe["recommended"], "baseline") << recipe.dump(1);
+  const std::string server = recipe["server_command"], cli = recipe["cli_command"];
+  EXPECT_EQ(server.rfind("GGML_CUDA_DISABLE_FUSION=1 llama-server -m m.gguf", 0), 0u) << server;
+  EXPECT_EQ(cli.rfind("GGML_CUDA_DISABLE_FUSION=1 llama-cli -m m.gguf", 0), 0u) << cli;
+  r["configs"][0]["engine"].erase("env");
+  EXPECT_EQ(MakeRecipe(r, Model())["server_command"].get<std::string>().rfind("llama-server -m m.gguf", 0), 0u);
+}
+
 // The context the recipe states holds the session measured, or says why it cannot: a session
 // measured at -c 4096 past the training context (1024) keeps -c 4096 and is flagged as outside
 // the model's trained regime; a memory budget that leaves 2,048 tokens for a 3,000-token session

@@ -35,9 +35,12 @@ int64_t ContextFitting(const ModelInfo& model, const Knobs& knobs, double bytes,
 // Whether a configuration's capture kept every sliding-window cell (its manifest's engine.swa_full)
 // on a model that has sliding-window layers: then its command needs --swa-full.
 bool CapturedSwaFull(const ConfigEntry& config, const ModelInfo& model);
+// A shell line's prefix that sets env's variables for one command: "K=v K2=v2 " ("" for none).
+std::string EnvPrefix(const std::map<std::string, std::string>& env);
 // `tool` ("llama-server" or "llama-cli") serving a llama configuration (its results.json configs[]
-// entry) at n_ctx: the model, -c, one sequence (server), every knob's flag, --swa-full as captured
-// and the chat template the workload used; words shell-quoted.
+// entry) at n_ctx: the ggml variables it was measured under (EnvPrefix), the model, -c, one
+// sequence (server), every knob's flag, --swa-full as captured and the chat template the workload
+// used; words shell-quoted.
 std::string LlamaCommand(const std::string& tool, const ConfigEntry& config, const WorkloadFacts& workload,
                          const ModelInfo& model, int64_t n_ctx);
 // A launched server configuration's command as it was run (its engine's launch): the variables it

@@ -144,11 +144,15 @@ ServedChoiceVerdict JudgeServedChoice(bool same_token, double captured_top_lp, d
 
 RecipeVerification VerifyRecipe(const ExperimentResults& results, const VerifyOptions& o, const Log& log) {
   const std::string command = results.recipe ? results.recipe->server_command : "";
-  const std::string prefix = "llama-server ";
+  const ConfigEntry* config = results.recipe ? results.measured.Config(results.recipe->recommended) : nullptr;
+  // The command starts with the ggml variables the configuration was measured under, if any.
+  const std::map<std::string, std::string> env =
+      config && config->engine ? config->engine->env : std::map<std::string, std::string>{};
+  const std::string prefix = EnvPrefix(env) + "llama-server ";
   if (command.rfind(prefix, 0) != 0)
-    return Unverified(command, "the recommended command is not a llama-server command (a server's own launch command "
-                               "is served by the experiment itself)");
-  const ConfigEntry* config = results.measured.Config(results.recipe->recommended);
+    return Unverified(command,
+                      "the recommended command is not a llama-server command (a server's own launch command "
+                      "is served by the experiment itself)");
   if (!config || config->captures.empty())
     return Unverified(command, "the recommended configuration has no capture to check against");
   auto cap = CaptureReader::Open(config->captures.front());
@@ -161,6 +165,7 @@ RecipeVerification VerifyRecipe(const ExperimentResults& results, const VerifyOp
   // The command as printed, with only its program resolved to this build and a port added.
   launch.command = "'" + *server + "' " + command.substr(prefix.size()) + fmt::format(" --host 127.0.0.1 --port {}", *port);
   launch.url = fmt::format("http://127.0.0.1:{}", *port);
+  launch.env = env;
   launch.startup_timeout_s = o.startup_timeout_s;
   launch.log_path = o.log_path;
   std::error_code ec;

@@ -243,6 +243,7 @@ std::vector<Fact> RuntimeFacts(const ExperimentResults& r) {
           {g, "Backends", InlineText(json(engine.backends)), false},
           {g, "Devices", DevicesText(engine), false},
           {g, "System info", engine.system_info, true},
+          {g, "ggml environment", EnvText(engine.env), true},
           {g, "CPU kernel path", base_path, true},
           {g, "llama.cpp build", engine.llama_build, true},
           {g, "Other kernel paths", OtherKernelPaths(r, base_path), true}};

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
@@ -29,6 +30,7 @@ struct CaptureSpec {
   int n_vocab = 1003;  // not a multiple of the vector width: tails are exercised
   int token_offset = 0;
   std::string replay;  // the manifest's knobs.replay and engine.flags; "" = neither recorded
+  std::map<std::string, std::string> env;  // the manifest's engine.env (with replay set)
 };
 
 inline std::vector<int32_t> TokensFor(const CaptureSpec& s) {
@@ -81,6 +83,7 @@ inline nlohmann::json ManifestFor(const CaptureSpec& s) {
   if (!s.replay.empty()) {
     m["knobs"] = {{"replay", s.replay}};
     m["engine"] = {{"engine", "llama"}, {"flags", "-fa on"}};
+    if (!s.env.empty()) m["engine"]["env"] = s.env;
   }
   return m;
 }
