@@ -83,7 +83,7 @@ void Parts(int32_t n_vocab, const std::vector<std::vector<float>>& rows, const s
   Time("isfinite scan (std::find_if)", rows, [&](auto& r, size_t) {
     sink = sink + uint64_t(std::find_if(r.begin(), r.end(), [](float v) { return !std::isfinite(v); }) - r.begin());
   });
-  Time("ArgmaxLowest (one serial compare chain)", rows, [&](auto& r, size_t) { sink = sink + ArgmaxLowest(r); });
+  Time("ArgmaxLowest (max in 16 lanes, then its index)", rows, [&](auto& r, size_t) { sink = sink + ArgmaxLowest(r); });
   Time("ScanRow (finite check and argmax, one pass)", rows, [&](auto& r, size_t) { sink = sink + ScanRow(r).argmax; });
   Time("XXH3 digest (Digest64)", rows, [&](auto& r, size_t) { sink = sink + Digest64(r.data(), r.size() * 4); });
   Time("BF16 rounding (RoundToBf16)", rows, [&](auto& r, size_t) {

@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <numeric>
+#include <random>
 
 #include "testing/futures.h"
 #include "testing/tiny_model.h"
@@ -172,6 +174,28 @@ TEST(WeightBuffers, ReadsLlamaCppsLoadLog) {
       "load_tensors:   CPU_Mapped model buffer size =    98.12 MiB\nother line\n");
   EXPECT_EQ(b, (nlohmann::json{{"CPU_REPACK", 52.5}, {"CPU_Mapped", 98.12}}));
   EXPECT_EQ(KernelPath(b)["extra_buffer_types"], nlohmann::json::array({"CPU_REPACK"}));
+}
+
+// The vectorized argmax gives the serial rule's answer on rows with ties, NaNs, signed zeros and
+// lengths around its lane count.
+TEST(Argmax, SameAsTheSerialChainOnAwkwardRows) {
+  auto chain = [](const std::vector<float>& row) {
+    int32_t best = 0;
+    for (size_t i = 1; i < row.size(); ++i)
+      if (row[i] > row[size_t(best)]) best = int32_t(i);
+    return best;
+  };
+  std::mt19937 rng(7);
+  for (size_t n : {1, 2, 15, 16, 17, 31, 33, 1000, 262144}) {
+    for (int trial = 0; trial < 20; ++trial) {
+      std::vector<float> row(n);
+      for (float& v : row) v = float(int(rng() % 9)) - 4.0f;  // many ties
+      if (trial % 4 == 1) row[rng() % n] = NAN;
+      if (trial % 4 == 2) row[0] = NAN;
+      if (trial % 4 == 3) row[rng() % n] = -0.0f, row[rng() % n] = 0.0f;
+      EXPECT_EQ(ArgmaxLowest(row), chain(row)) << n << " " << trial;
+    }
+  }
 }
 
 TEST(Argmax, TiesGoToLowestId) {
