@@ -1,5 +1,5 @@
 // `flipscope layers BASE CAND -o LAYERS.json [--html LAYERS.html] [--max-flips N] [--jump X]
-//  [--floor X]`: where each flip between two captures is born, layer by layer.
+//  [--floor X] [--exact] [--allow-drift]`: where each flip between two captures is born, layer by layer.
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -15,8 +15,8 @@ namespace {
 
 void PrintSummary(const LayersResult& out) {
   const LayersSummary s = Summarize(out);
-  fmt::print("{} of {} flips recomputed over {} layers ({}); every final row reproduced its capture's digest\n",
-             out.flips_compared, out.flips_available, out.n_layer, out.architecture);
+  fmt::print("{} of {} flips recomputed over {} layers ({}); {}\n", out.flips_compared, out.flips_available,
+             out.n_layer, out.architecture, ReproductionText(out));
   fmt::print("born in attention {}, in the MLP {}, at the embedding {}, no jump {}\n", s.born_attention, s.born_mlp,
              s.born_embedding, s.born_none);
   for (size_t l = 0; l < s.birth_layers.size(); ++l)
@@ -56,6 +56,9 @@ Action DefineLayers(CLI::App* cmd) {
       ->capture_default_str();
   cmd->add_flag("--exact", o->req.options.exact,
                 "Also compare both sides with the FP64 exact engine (the base's model file) at every point");
+  cmd->add_flag("--allow-drift", o->req.options.allow_drift,
+                "Go on when a recomputed row differs from its capture's (CUDA's kernels change when the layers are "
+                "read): compare the two recomputations, attribute only the flips they still show");
   cmd->add_flag("-q,--quiet", o->quiet, "No progress bar");
   return [o]() -> int {
     // Refuse a missing output folder before the long run rather than after it.

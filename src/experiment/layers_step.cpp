@@ -41,6 +41,7 @@ std::optional<LayersResult> Kept(const std::string& path, const std::string& bas
   LayersResult r = LayersResultFromJson(j);
   if (r.max_flips.value_or(-1) != s.options.max_flips || r.exact_asked.value_or(!s.options.exact) != s.options.exact)
     return std::nullopt;
+  if (r.allow_drift && !s.options.allow_drift) return std::nullopt;  // a strict run is asked for again
   return r;
 }
 

@@ -104,10 +104,11 @@ Status ReadBranch(const ParseCtx& c, const toml::node& node, BranchSettings& out
 // enabled = false).
 Status ReadLayers(const ParseCtx& c, const toml::node& node, LayersSettings& out) {
   out.enabled = true;
-  const char* keys = "enabled, configs, max_flips, exact";
+  const char* keys = "enabled, configs, max_flips, exact, allow_drift";
   return ReadSection(c, node, "[layers]", keys, [&](const std::string& key, const toml::node& n, bool* known) {
     if (key == "enabled") return Get(c, n, out.enabled, "enabled must be true or false");
     if (key == "exact") return Get(c, n, out.options.exact, "exact must be true or false");
+    if (key == "allow_drift") return Get(c, n, out.options.allow_drift, "allow_drift must be true or false");
     if (key == "configs") return ReadNames(c, n, out.configs);
     *known = key == "max_flips";
     if (!*known) return Status::Ok();

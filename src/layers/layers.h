@@ -24,6 +24,11 @@ struct LayersOptions {
   Log log;              // status lines and progress bars (bars on a terminal only)
   // Also compare each side with the FP64 exact engine (the base's model file) at every point.
   bool exact = false;
+  // Go on when a recomputed row differs from its capture's (its digest): the two recomputations
+  // are compared with each other, each side counts its rows that differ, and only the flips the
+  // recomputation still shows are attributed. For backends whose kernels change when the graph
+  // callback reads the layers (CUDA's fused kernels); docs/layers.md.
+  bool allow_drift = false;
 };
 
 struct LayersRequest {
@@ -53,7 +58,8 @@ RowDiff DiffRows(std::span<const double> a, std::span<const float> b);
 int BirthIndex(std::span<const double> stream, double jump, double floor);
 
 // Recomputes both captures at their flips and compares every layer (the document: ToJson,
-// docs/layers.md); fails when a recomputed final row does not have its capture's digest.
+// docs/layers.md); fails when a recomputed final row does not have its capture's digest, unless
+// options.allow_drift.
 Result<LayersResult> RunLayers(const LayersRequest& req);
 
 }  // namespace flipscope

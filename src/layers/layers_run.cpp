@@ -20,7 +20,8 @@ struct Side {
   const char* label = "";
   std::unique_ptr<CaptureReader> cap;
   CaptureReplay replay;
-  int64_t rows_checked = 0;
+  int64_t rows_checked = 0, rows_identical = 0, rows_top1_moved = 0;
+  std::vector<int32_t> flip_top1;  // the recomputed greedy token at each flip
   double seconds = 0;
 };
 
@@ -41,12 +42,39 @@ std::unordered_map<std::string, int> PointNames(const LayerTaps& t, int n_layer)
   return names;
 }
 
+// On CUDA the graph callback's cuts undo fused kernels (docs/layers.md): captures made with the
+// fusion off reproduce. "" elsewhere, and where the capture already ran with it off.
+std::string FusionHint(const EngineRecord& engine) {
+  const bool cuda = std::find(engine.backends.begin(), engine.backends.end(), "CUDA") != engine.backends.end();
+  if (!cuda || engine.env.count("GGML_CUDA_DISABLE_FUSION")) return "";
+  return "on CUDA, captures made with GGML_CUDA_DISABLE_FUSION=1 reproduce with the callback; ";
+}
+
+// Checks one recomputed row against its capture, counted in s: its digest, else (drift allowed)
+// whether its greedy token moved. Returns the recomputed row's greedy token.
+Result<int32_t> CheckRow(Side& s, const Row& r, bool allow_drift) {
+  ++s.rows_checked;
+  const size_t i = size_t(r.index);
+  const bool same = Digest64(r.logits.data(), r.logits.size_bytes()) == s.cap->digest()[i];
+  if (!same && !allow_drift)
+    return Status::Error(fmt::format(
+        "{}: the recomputed row at position {} differs from the capture's (digest): this build or machine does not "
+        "reproduce the capture ({}), so its layer rows would not be the capture's ({}--allow-drift compares the two "
+        "recomputations instead, docs/layers.md)",
+        s.cap->path(), r.position, s.replay.knobs.ToFlags(), FusionHint(s.cap->manifest().engine)));
+  const int32_t top1 = same ? s.cap->argmax()[i] : ArgmaxLowest(r.logits);
+  s.rows_identical += same;
+  s.rows_top1_moved += top1 != s.cap->argmax()[i];
+  return top1;
+}
+
 // One side's recomputation with the capture's probes (so its chunks and outputs are the
-// capture's); every probe row must have its capture's digest; rows at the flips go to on_row.
+// capture's); every probe row is checked (CheckRow); rows at the flips go to on_row.
 Status RunPass(Side& s, const std::vector<Flip>& flips, const std::unordered_map<std::string, int>& names,
-               const std::string& marker, const layers::RowFn& on_row, bool progress) {
+               const std::string& marker, const layers::RowFn& on_row, const LayersOptions& o) {
   std::vector<int32_t> at;
   for (const Flip& f : flips) at.push_back(f.position);
+  s.flip_top1.assign(flips.size(), -1);
   auto probes = s.cap->positions();
   std::vector<float> buf;
   std::vector<std::vector<bool>> seen(flips.size(), std::vector<bool>(names.size(), false));
@@ -68,18 +96,14 @@ Status RunPass(Side& s, const std::vector<Flip>& flips, const std::unordered_map
   auto engine = LlamaEngine::Create(s.replay.model_path, s.replay.knobs, 1, &tap);
   if (!engine.ok()) return engine.status().Prefixed(s.cap->path());
   const double t0 = NowSeconds();
-  auto digests = s.cap->digest();
+  const bool progress = o.log.bars;
   Progress bar(std::string("layers ") + s.label, progress ? s.cap->tokens().size() : 0);
   RowSink check = [&](const Row& r) -> Status {
-    ++s.rows_checked;
-    if (Digest64(r.logits.data(), r.logits.size_bytes()) != digests[size_t(r.index)])
-      return Status::Error(fmt::format(
-          "{}: the recomputed row at position {} differs from the capture's (digest): this build or machine does not "
-          "reproduce the capture ({}), so its layer rows would not be the capture's",
-          s.cap->path(), r.position, s.replay.knobs.ToFlags()));
+    FS_ASSIGN_OR_RETURN(int32_t top1, CheckRow(s, r, o.allow_drift));
     auto it = std::lower_bound(at.begin(), at.end(), r.position);
-    if (it != at.end() && *it == r.position) return on_row(size_t(it - at.begin()), layers::kLogitsPoint, r.logits);
-    return Status::Ok();
+    if (it == at.end() || *it != r.position) return Status::Ok();
+    s.flip_top1[size_t(it - at.begin())] = top1;
+    return on_row(size_t(it - at.begin()), layers::kLogitsPoint, r.logits);
   };
   FS_RETURN_IF_ERROR((*engine)->Prefill(s.cap->tokens(), probes, check, [&](int64_t done) {
     if (progress) bar.Update(uint64_t(done));
@@ -112,8 +136,18 @@ Result<json> RunExact(const Side& base, const std::vector<Flip>& flips, layers::
 }
 
 LayersSide SideOf(const Side& s) {
-  return {s.cap->path(),         s.replay.model_path, s.replay.model_sha256, s.replay.knobs.ToFlags(),
-          s.replay.knobs.ToJson(), s.rows_checked,    s.seconds};
+  return {s.cap->path(),  s.replay.model_path, s.replay.model_sha256, s.replay.knobs.ToFlags(), s.replay.knobs.ToJson(),
+          s.rows_checked, s.seconds,           s.rows_identical,      s.rows_top1_moved};
+}
+
+// A flip the recomputation still shows: each side's recomputed greedy token is its capture's.
+// One it lost keeps its differences but is not attributed (LayersFlip::reproduced).
+void MarkReproduced(const std::vector<Flip>& flips, const Side (&sides)[2], std::vector<LayersFlip>& records) {
+  for (size_t f = 0; f < records.size(); ++f) {
+    LayersFlip& rec = records[f];
+    rec.reproduced = sides[0].flip_top1[f] == flips[f].base_token && sides[1].flip_top1[f] == flips[f].cand_token;
+    if (!rec.reproduced) rec.birth.reset(), rec.largest_jump.reset();
+  }
 }
 
 // Opens both captures of req and what re-running them takes; refuses a served-replay capture and
@@ -160,18 +194,19 @@ Result<LayersResult> RunLayers(const LayersRequest& req) {
   if (o.exact) {
     FS_ASSIGN_OR_RETURN(exact_cfg, RunExact(sides[0], flips, col));
   }
-  FS_RETURN_IF_ERROR(RunPass(sides[0], flips, names, taps->embedding, col.KeepBase(), o.log.bars));
-  FS_RETURN_IF_ERROR(RunPass(sides[1], flips, names, taps->embedding, col.CompareCand(), o.log.bars));
+  FS_RETURN_IF_ERROR(RunPass(sides[0], flips, names, taps->embedding, col.KeepBase(), o));
+  FS_RETURN_IF_ERROR(RunPass(sides[1], flips, names, taps->embedding, col.CompareCand(), o));
 
   auto detok = LoadDetokenizer(sides[0].replay.model_path);
   LayersResult out;
   out.base = SideOf(sides[0]), out.cand = SideOf(sides[1]);
   out.architecture = arch, out.n_layer = n_layer, out.taps = *taps;
-  out.jump = o.jump, out.floor = o.floor;
+  out.jump = o.jump, out.floor = o.floor, out.allow_drift = o.allow_drift;
   out.flips_available = available, out.flips_compared = int64_t(flips.size());
   out.exact = exact_cfg;
   out.rows_peak_bytes = int64_t(col.peak_bytes());
   out.flips = layers::FlipRecords(flips, col, n_layer, o, detok.ok() ? *detok : nullptr);
+  MarkReproduced(flips, sides, out.flips);
   return out;
 }
 

@@ -1,6 +1,6 @@
 // The layers stage on tiny generated models: a candidate whose one layer's weights are scaled is
 // born in that layer's sub-block; the graph tap's rows are checked against the model's own
-// weights; a capture that does not reproduce is refused.
+// weights; a capture that does not reproduce is refused, or with drift allowed its lost flips are not attributed.
 #include "layers/layers.h"
 
 #include <ggml.h>
@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "capture/capture.h"
 #include "layers/internal.h"
@@ -148,35 +149,109 @@ TEST(RunLayers, AScaledAttentionMatrixIsBornInItsLayersAttention) {
   ExpectBornAt(out, 1, "attention");
 }
 
-TEST(RunLayers, ACaptureThatDoesNotReproduceIsRefused) {
-  std::string d = Dir("forged");
-  ASSERT_TRUE(fixtures::WriteTinyModel(d + "/base.gguf", Tiny()).ok());
-  ASSERT_TRUE(fixtures::WriteTinyModel(d + "/cand.gguf", Tiny("blk.2.ffn_down.weight")).ok());
-  std::string base = Capture(d, d + "/base.gguf", "base");
-  std::string cand = Capture(d, d + "/cand.gguf", "cand");
-  // The candidate's manifest now names the base model (same architecture, hash checked): its
-  // recorded rows are not what that configuration computes.
-  auto rc = CaptureReader::Open(cand);
+namespace {
+// A copy of capture `src` at `dst` with its manifest and rows edited: what a capture looks like
+// that its recorded configuration no longer computes (another machine, another kernel).
+void Forge(const std::string& src, const std::string& dst, const std::function<void(nlohmann::json&)>& manifest,
+           const std::function<void(std::vector<float>&)>& row_edit) {
+  auto rc = CaptureReader::Open(src);
   ASSERT_TRUE(rc.ok());
   nlohmann::json m = (*rc)->manifest().raw;
-  m["model"]["path"] = d + "/base.gguf";
-  m["model"]["sha256"] = *Sha256File(d + "/base.gguf");
+  manifest(m);
   CaptureLayout layout{std::vector<int32_t>((*rc)->tokens().begin(), (*rc)->tokens().end()),
                        std::vector<int32_t>((*rc)->positions().begin(), (*rc)->positions().end()), (*rc)->n_vocab()};
-  auto w = CaptureWriter::Create(d + "/forged.safetensors", layout, m);
+  auto w = CaptureWriter::Create(dst, layout, m);
   ASSERT_TRUE(w.ok());
   std::vector<float> row(size_t((*rc)->n_vocab()));
   for (int64_t i = 0; i < int64_t(layout.positions.size()); ++i) {
     ASSERT_TRUE((*rc)->ReadRow(i, row).ok());
+    row_edit(row);
     ASSERT_TRUE((*w)->WriteRow(i, row).ok());
   }
   ASSERT_TRUE((*w)->Commit().ok());
-  LayersRequest req{base, d + "/forged.safetensors", {}};
+}
+
+// The candidate capture of the MLP case with its manifest naming the base model (same
+// architecture, hash checked): its recorded rows are not what that configuration computes.
+std::string ForgedCandidate(const std::string& d, std::string* base) {
+  EXPECT_TRUE(fixtures::WriteTinyModel(d + "/base.gguf", Tiny()).ok());
+  EXPECT_TRUE(fixtures::WriteTinyModel(d + "/cand.gguf", Tiny("blk.2.ffn_down.weight")).ok());
+  *base = Capture(d, d + "/base.gguf", "base");
+  const std::string forged = d + "/forged.safetensors";
+  Forge(
+      Capture(d, d + "/cand.gguf", "cand"), forged,
+      [&](nlohmann::json& m) {
+        m["model"]["path"] = d + "/base.gguf";
+        m["model"]["sha256"] = *Sha256File(d + "/base.gguf");
+      },
+      [](std::vector<float>&) {});
+  return forged;
+}
+}  // namespace
+
+TEST(RunLayers, ACaptureThatDoesNotReproduceIsRefused) {
+  std::string base, forged = ForgedCandidate(Dir("forged"), &base);
+  LayersRequest req{base, forged, {}};
   req.options.log.bars = false;
   auto out = RunLayers(req);
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.status().message().find("differs from the capture's"), std::string::npos) << out.status().message();
   EXPECT_NE(out.status().message().find("forged.safetensors"), std::string::npos);
+  EXPECT_NE(out.status().message().find("--allow-drift"), std::string::npos);
+}
+
+// With drift allowed, the same pair runs: the candidate's recomputation is the base model's, so
+// every row differs from its capture, no flip survives, and none is attributed to a layer.
+TEST(RunLayers, WithDriftAllowedAFlipTheRecomputationLosesIsNotAttributed) {
+  std::string base, forged = ForgedCandidate(Dir("drift-lost"), &base);
+  LayersRequest req{base, forged, {}};
+  req.options.log.bars = false;
+  req.options.allow_drift = true;
+  auto out = RunLayers(req);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  ASSERT_GT(out->flips.size(), 0u);
+  EXPECT_EQ(out->base.rows_identical, out->base.rows_checked);
+  EXPECT_EQ(out->base.rows_top1_moved, 0);
+  EXPECT_LT(out->cand.rows_identical, out->cand.rows_checked);
+  EXPECT_GE(out->cand.rows_top1_moved, int64_t(out->flips.size()));  // at least every flip's row moved back
+  const LayersSummary s = Summarize(*out);
+  EXPECT_EQ(s.not_reproduced, int64_t(out->flips.size()));
+  EXPECT_EQ(s.born_attention + s.born_mlp + s.born_embedding + s.born_none, 0);
+  for (const LayersFlip& f : out->flips) {
+    EXPECT_FALSE(f.reproduced);
+    EXPECT_FALSE(f.birth.has_value());
+    EXPECT_EQ(f.logits.rel, 0.0);  // both recomputations are the base model's
+  }
+  // The document says so and reads back the same.
+  nlohmann::json j = ToJson(*out);
+  EXPECT_EQ(j["config"]["allow_drift"], true);
+  EXPECT_EQ(j["summary"]["not_reproduced"], out->flips.size());
+  EXPECT_EQ(ToJson(LayersResultFromJson(j)), j);
+  EXPECT_NE(ReproductionText(*out).find("0 of"), std::string::npos) << ReproductionText(*out);
+}
+
+// Rows that drift a little (scaled by 1 + 2^-20: another digest, the same greedy tokens) keep every
+// flip, and the flips are born where the scaled matrix is, as without drift.
+TEST(RunLayers, WithDriftAllowedSmallDriftKeepsEveryFlipAndItsBirth) {
+  std::string d = Dir("drift-small");
+  ASSERT_TRUE(fixtures::WriteTinyModel(d + "/base.gguf", Tiny()).ok());
+  ASSERT_TRUE(fixtures::WriteTinyModel(d + "/cand.gguf", Tiny("blk.2.ffn_down.weight")).ok());
+  const std::string base = Capture(d, d + "/base.gguf", "base"), drifted = d + "/drifted.safetensors";
+  Forge(
+      Capture(d, d + "/cand.gguf", "cand"), drifted, [](nlohmann::json&) {},
+      [](std::vector<float>& row) {
+        for (float& v : row) v *= 1 + 0x1p-20f;
+      });
+  LayersRequest req{base, drifted, {}};
+  req.options.log.bars = false;
+  ASSERT_FALSE(RunLayers(req).ok());  // refused without the flag
+  req.options.allow_drift = true;
+  auto out = RunLayers(req);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(out->cand.rows_identical, 0);
+  EXPECT_EQ(out->cand.rows_top1_moved, 0);
+  EXPECT_EQ(Summarize(*out).not_reproduced, 0);
+  ExpectBornAt(ToJson(*out), 2, "mlp");
 }
 
 namespace {

@@ -79,7 +79,8 @@ std::vector<double> MedianLine(const std::vector<LayersFlip>& flips, size_t part
   std::vector<double> med;
   for (size_t l = 0; l < n_layer; ++l) {
     std::vector<double> v;
-    for (const LayersFlip& f : flips) v.push_back(l < f.layers.size() ? f.layers[l][part].rel : 0.0);
+    for (const LayersFlip& f : flips)
+      if (f.reproduced) v.push_back(l < f.layers.size() ? f.layers[l][part].rel : 0.0);
     std::sort(v.begin(), v.end());
     med.push_back(v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2);
   }
@@ -117,6 +118,11 @@ std::string Multiples(const std::string& id, const std::string& title, const std
   return out + "</svg>";
 }
 
+// "; " and how far the recomputations kept to their captures, where drift was allowed; "" otherwise.
+std::string DriftClause(const LayersResult& layers) {
+  return layers.allow_drift ? "; " + ReproductionText(layers) : "";
+}
+
 std::string Label(const LayersResult& layers) {
   return fmt::format("{} against {}", Or(layers.cand.flags), Or(layers.base.flags));
 }
@@ -131,7 +137,9 @@ std::string FlipsOf(const LayersResult& layers) {
 }
 
 std::string FlipLayersLine(const LayersFlip& f) {
-  std::string born = f.birth ? fmt::format("born in layer {} {}", f.birth->layer, f.birth->block) : "no jump";
+  std::string born = !f.reproduced ? "not reproduced by the recomputation, not attributed"
+                     : f.birth     ? fmt::format("born in layer {} {}", f.birth->layer, f.birth->block)
+                                   : "no jump";
   if (f.largest_jump)
     born += fmt::format(", grows most in layer {} {} (x{:.3g})", f.largest_jump->layer, f.largest_jump->block,
                         f.largest_jump_factor);
@@ -160,9 +168,9 @@ std::string HtmlLayersSection(const ExperimentResults& r) {
     const LayersSummary s = Summarize(l);
     out += fmt::format(
         "<h3>{}</h3><p>{}: born in attention {}, in the MLP {}, at the embedding {}, no jump {}; "
-        "median relative difference of the logits {}.</p>",
+        "median relative difference of the logits {}{}.</p>",
         HtmlEscape(name), FlipsOf(l), s.born_attention, s.born_mlp, s.born_embedding, s.born_none,
-        Small(s.median_logits_rel));
+        Small(s.median_logits_rel), HtmlEscape(DriftClause(l)));
     const std::string id = "layers-" + std::to_string(&e - &all[0]);
     out += RenderLayersChart(l, id);
     for (size_t i = 0; i < l.flips.size(); ++i)
@@ -205,8 +213,9 @@ std::string RenderLayersHtml(const LayersResult& layers) {
       "body{font-family:system-ui,sans-serif;max-width:900px;margin:2em auto;color:#111}"
       "svg{width:100%;height:auto}td,th{padding:2px 10px;text-align:right}</style></head><body>";
   html += "<h1>Where the flips are born</h1><p>" + HtmlEscape(Label(layers)) + "</p>";
-  html += fmt::format("<p>{}; born in attention {}, in the MLP {}, at the embedding {}, no jump {}.</p>",
-                      FlipsOf(layers), s.born_attention, s.born_mlp, s.born_embedding, s.born_none);
+  html +=
+      fmt::format("<p>{}; born in attention {}, in the MLP {}, at the embedding {}, no jump {}{}.</p>", FlipsOf(layers),
+                  s.born_attention, s.born_mlp, s.born_embedding, s.born_none, HtmlEscape(DriftClause(layers)));
   html += fmt::format(
       "<p>After the birth, the largest growth of the difference is in attention for {} flips, in the "
       "MLP for {}.</p>",

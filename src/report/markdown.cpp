@@ -203,7 +203,9 @@ std::string Layers(const ExperimentResults& r) {
       if (int64_t n = s.birth_layers[l][0] + s.birth_layers[l][1]; n > 0)
         at += (at.empty() ? "" : ", ") + fmt::format("{} ({})", l, n);
     auto count = [](int64_t n) { return Count(double(n)); };
-    t.rows.push_back({e.config, count(s.flips), count(s.born_attention), count(s.born_mlp), count(s.born_embedding),
+    std::string flips = count(s.flips);
+    if (s.not_reproduced > 0) flips += fmt::format(" ({} not reproduced)", count(s.not_reproduced));
+    t.rows.push_back({e.config, flips, count(s.born_attention), count(s.born_mlp), count(s.born_embedding),
                       count(s.born_none), at.empty() ? "—" : at, Small(s.median_logits_rel)});
   }
   return "## Where the flips are born\n\nEach flip recomputed layer by layer in both configurations "

@@ -2,6 +2,8 @@
 // summary is computed from the flips.
 #include "results/layers_result.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "results/comparison.h"
@@ -24,14 +26,23 @@ RowDiff DiffFrom(const json& j) { return {Get(j, "rel", 0.0), Get(j, "cosine", 1
 json PlaceJson(const StreamPlace& p) { return {{"layer", p.layer}, {"block", p.block}}; }
 StreamPlace PlaceFrom(const json& j) { return {Get(j, "layer", -1), Str(j, "block")}; }
 
-json SideJson(const LayersSide& s) {
-  return {{"capture", s.capture}, {"model", s.model},         {"model_sha256", s.model_sha256},
-          {"knobs", s.knobs},     {"flags", s.flags},         {"rows_checked", s.rows_checked},
-          {"seconds", s.seconds}};
+// The drift counts are written only where the recomputation was allowed to drift, so that a
+// document of an earlier version writes back as it was read.
+json SideJson(const LayersSide& s, bool drift) {
+  json j = {{"capture", s.capture}, {"model", s.model}, {"model_sha256", s.model_sha256},
+            {"knobs", s.knobs},     {"flags", s.flags}, {"rows_checked", s.rows_checked},
+            {"seconds", s.seconds}};
+  if (drift) j["rows_identical"] = s.rows_identical, j["rows_top1_moved"] = s.rows_top1_moved;
+  return j;
 }
 LayersSide SideFrom(const json& j) {
-  return {Str(j, "capture"), Str(j, "model"), Str(j, "model_sha256"), Str(j, "flags"),
-          Sub(j, "knobs"),   Get<int64_t>(j, "rows_checked", 0), Get(j, "seconds", 0.0)};
+  LayersSide s{Str(j, "capture"),     Str(j, "model"), Str(j, "model_sha256"),
+               Str(j, "flags"),       Sub(j, "knobs"), Get<int64_t>(j, "rows_checked", 0),
+               Get(j, "seconds", 0.0)};
+  // Without the counts the run refused any drift: every row checked had its digest.
+  s.rows_identical = Get<int64_t>(j, "rows_identical", s.rows_checked);
+  s.rows_top1_moved = Get<int64_t>(j, "rows_top1_moved", 0);
+  return s;
 }
 
 json TapsJson(const LayerTaps& t) {
@@ -44,17 +55,19 @@ LayerTaps TapsFrom(const json& j) {
 }
 
 json ConfigJson(const LayersResult& r) {
-  return {{"base", SideJson(r.base)},
-          {"cand", SideJson(r.cand)},
-          {"architecture", r.architecture},
-          {"n_layer", r.n_layer},
-          {"taps", TapsJson(r.taps)},
-          {"jump", r.jump},
-          {"floor", r.floor},
-          {"flips_available", r.flips_available},
-          {"flips_compared", r.flips_compared},
-          {"exact", r.exact},
-          {"rows_peak_bytes", r.rows_peak_bytes}};
+  json c = {{"base", SideJson(r.base, r.allow_drift)},
+            {"cand", SideJson(r.cand, r.allow_drift)},
+            {"architecture", r.architecture},
+            {"n_layer", r.n_layer},
+            {"taps", TapsJson(r.taps)},
+            {"jump", r.jump},
+            {"floor", r.floor},
+            {"flips_available", r.flips_available},
+            {"flips_compared", r.flips_compared},
+            {"exact", r.exact},
+            {"rows_peak_bytes", r.rows_peak_bytes}};
+  if (r.allow_drift) c["allow_drift"] = true;
+  return c;
 }
 void ReadConfig(const json& c, LayersResult& r) {
   r.base = SideFrom(Sub(c, "base")), r.cand = SideFrom(Sub(c, "cand"));
@@ -65,6 +78,7 @@ void ReadConfig(const json& c, LayersResult& r) {
   r.flips_compared = Get<int64_t>(c, "flips_compared", 0);
   r.exact = Sub(c, "exact");
   r.rows_peak_bytes = Get<int64_t>(c, "rows_peak_bytes", 0);
+  r.allow_drift = Get(c, "allow_drift", false);
 }
 
 json VsExactJson(const LayersFlip::VsExact& v) {
@@ -86,7 +100,7 @@ LayersFlip::VsExact VsExactFrom(const json& j) {
   return v;
 }
 
-json FlipJson(const LayersFlip& f) {
+json FlipJson(const LayersFlip& f, bool drift) {
   json layers = json::array();
   for (size_t l = 0; l < f.layers.size(); ++l) {
     json one = {{"layer", l}};
@@ -104,6 +118,7 @@ json FlipJson(const LayersFlip& f) {
   if (f.vs_exact) j["vs_exact"] = {{"base", VsExactJson((*f.vs_exact)[0])}, {"cand", VsExactJson((*f.vs_exact)[1])}};
   if (f.base_text) j["base_text"] = *f.base_text;
   if (f.cand_text) j["cand_text"] = *f.cand_text;
+  if (drift) j["reproduced"] = f.reproduced;
   return j;
 }
 LayersFlip FlipFrom(const json& j) {
@@ -124,6 +139,7 @@ LayersFlip FlipFrom(const json& j) {
   if (const json& v = Sub(j, "vs_exact"); v.is_object())
     f.vs_exact = std::array<LayersFlip::VsExact, 2>{VsExactFrom(Sub(v, "base")), VsExactFrom(Sub(v, "cand"))};
   f.base_text = read::Opt<std::string>(j, "base_text"), f.cand_text = read::Opt<std::string>(j, "cand_text");
+  f.reproduced = Get(j, "reproduced", true);
   return f;
 }
 
@@ -132,7 +148,7 @@ double Median(std::vector<double> v) {
   return v.empty() ? 0 : compare::Percentile(v, 50);
 }
 
-json SummaryJson(const LayersSummary& s) {
+json SummaryJson(const LayersSummary& s, bool drift) {
   json by_layer = json::array();
   for (size_t l = 0; l < s.birth_layers.size(); ++l)
     by_layer.push_back({{"layer", l}, {"attention", s.birth_layers[l][0]}, {"mlp", s.birth_layers[l][1]}});
@@ -145,6 +161,7 @@ json SummaryJson(const LayersSummary& s) {
               {"largest_jumps", {{"attention", s.jump_attention}, {"mlp", s.jump_mlp}, {"none", s.jump_none}}},
               {"median_rel", median},
               {"median_logits_rel", s.median_logits_rel}};
+  if (drift) out["not_reproduced"] = s.not_reproduced;
   if (s.vs_exact_median_layer_out)
     out["vs_exact_median_layer_out"] = {{"base", (*s.vs_exact_median_layer_out)[0]},
                                         {"cand", (*s.vs_exact_median_layer_out)[1]}};
@@ -155,6 +172,10 @@ json SummaryJson(const LayersSummary& s) {
 void CountPlaces(const LayersResult& r, LayersSummary& s) {
   s.birth_layers.assign(size_t(std::max(r.n_layer, 0)), {0, 0});
   for (const LayersFlip& f : r.flips) {
+    if (!f.reproduced) {
+      ++s.not_reproduced;
+      continue;
+    }
     if (!f.birth) {
       ++s.born_none;
     } else {
@@ -170,13 +191,14 @@ void CountPlaces(const LayersResult& r, LayersSummary& s) {
 
 LayersSummary Summarize(const LayersResult& r) {
   LayersSummary s;
-  s.flips = int64_t(r.flips.size());
+  s.flips = int64_t(r.flips.size());  // not_reproduced of them are left out of the medians and counts
   CountPlaces(r, s);
   auto per_layer = [&](auto value) {
     std::vector<double> out;
     for (int l = 0; l < r.n_layer; ++l) {
       std::vector<double> v;
-      for (const LayersFlip& f : r.flips) v.push_back(value(f, size_t(l)));
+      for (const LayersFlip& f : r.flips)
+        if (f.reproduced) v.push_back(value(f, size_t(l)));
       out.push_back(Median(v));
     }
     return out;
@@ -184,7 +206,8 @@ LayersSummary Summarize(const LayersResult& r) {
   for (size_t k = 0; k < 4; ++k)
     s.median_rel[k] = per_layer([k](const LayersFlip& f, size_t l) { return l < f.layers.size() ? f.layers[l][k].rel : 0.0; });
   std::vector<double> logits;
-  for (const LayersFlip& f : r.flips) logits.push_back(f.logits.rel);
+  for (const LayersFlip& f : r.flips)
+    if (f.reproduced) logits.push_back(f.logits.rel);
   s.median_logits_rel = Median(logits);
   if (!r.flips.empty() && r.flips[0].vs_exact) {
     // Per side, the median over flips of the residual stream's distance from the exact value.
@@ -198,10 +221,26 @@ LayersSummary Summarize(const LayersResult& r) {
   return s;
 }
 
+std::string ReproductionText(const LayersResult& r) {
+  const LayersSide* sides[] = {&r.base, &r.cand};
+  if (sides[0]->rows_identical == sides[0]->rows_checked && sides[1]->rows_identical == sides[1]->rows_checked)
+    return "every final row reproduced its capture's digest";
+  std::string text = "recomputed rows with their capture's digest:";
+  for (const LayersSide* side : sides)
+    text += fmt::format(" {} {} of {} ({} greedy tokens moved),", side == sides[0] ? "base" : "cand",
+                        side->rows_identical, side->rows_checked, side->rows_top1_moved);
+  const auto kept = std::count_if(r.flips.begin(), r.flips.end(), [](const LayersFlip& f) { return f.reproduced; });
+  return text + fmt::format(
+                    " so the two recomputations were compared with each other; {} of {} flips reproduced, "
+                    "only those attributed",
+                    kept, r.flips.size());
+}
+
 json ToJson(const LayersResult& r) {
   json flips = json::array();
-  for (const LayersFlip& f : r.flips) flips.push_back(FlipJson(f));
-  json j = {{"config", ConfigJson(r)}, {"flips", std::move(flips)}, {"summary", SummaryJson(Summarize(r))}};
+  for (const LayersFlip& f : r.flips) flips.push_back(FlipJson(f, r.allow_drift));
+  json j = {
+      {"config", ConfigJson(r)}, {"flips", std::move(flips)}, {"summary", SummaryJson(Summarize(r), r.allow_drift)}};
   if (r.max_flips) j["max_flips"] = *r.max_flips;
   if (r.exact_asked) j["exact"] = *r.exact_asked;
   read::KeepExtra(j, r.extra);

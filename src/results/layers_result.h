@@ -58,6 +58,10 @@ struct LayersFlip {
   };
   std::optional<std::array<VsExact, 2>> vs_exact;
   std::optional<std::string> base_text, cand_text;  // with a detokenizer
+  // Whether the two recomputations still part here as the captures did (each side's recomputed
+  // greedy token is its capture's). Always so when every row reproduced its capture's digest; with
+  // allow_drift a flip the recomputation loses is kept but not attributed (no birth, no jump).
+  bool reproduced = true;
 };
 
 // One side as recomputed.
@@ -66,6 +70,9 @@ struct LayersSide {
   nlohmann::json knobs;  // the knobs it ran with (Knobs::ToJson)
   int64_t rows_checked = 0;
   double seconds = 0;
+  // Of rows_checked, those with their capture's digest and those whose greedy token moved (only
+  // with allow_drift can they be fewer than rows_checked, or more than 0).
+  int64_t rows_identical = 0, rows_top1_moved = 0;
 };
 
 // The whole document.
@@ -75,6 +82,8 @@ struct LayersResult {
   int n_layer = 0;
   LayerTaps taps;
   double jump = 0, floor = 0;
+  // The recomputations were allowed to differ from their captures (LayersOptions::allow_drift).
+  bool allow_drift = false;
   int64_t flips_available = 0, flips_compared = 0, rows_peak_bytes = 0;
   nlohmann::json exact;  // the exact pass (model, engine, seconds); null without one
   std::vector<LayersFlip> flips;
@@ -88,6 +97,7 @@ struct LayersResult {
 // Counts and medians over a result's flips (the document's "summary").
 struct LayersSummary {
   int64_t flips = 0;
+  int64_t not_reproduced = 0;  // flips the recomputation lost: counted here, in nothing below
   int64_t born_embedding = 0, born_attention = 0, born_mlp = 0, born_none = 0;
   std::vector<std::array<int64_t, 2>> birth_layers;  // per layer: born in attention, in the MLP
   int64_t jump_attention = 0, jump_mlp = 0, jump_none = 0;
@@ -97,6 +107,10 @@ struct LayersSummary {
 };
 // The summary of a result (a function of its flips and layer count).
 LayersSummary Summarize(const LayersResult& r);
+
+// How far the recomputations kept to their captures, as one clause of plain text: "every final row
+// reproduced its capture's digest", or each side's rows with their digest and the flips reproduced.
+std::string ReproductionText(const LayersResult& r);
 
 // The layers document: config, flips and summary, and the experiment's settings when set.
 nlohmann::json ToJson(const LayersResult& r);
