@@ -14,6 +14,11 @@
 #   bench/gpu/remote.sh curve LENGTHS     bench/scale.py over those session lengths (docs/performance.md);
 #                                         Gemma 3's template unless CURVE_TEMPLATE says otherwise
 #                                         (CURVE_TEMPLATE= for a model with its own, e.g. SmolLM2)
+#   bench/gpu/remote.sh layers TOKENS [FLIPS]  layers on CUDA (docs/layers.md): Gemma 3 captures of a
+#                                         TOKENS-token session, F16 against q4_0 KV; layers as is
+#                                         (refused when the rows drift), with --allow-drift on FLIPS
+#                                         flips (16), then both captured and recomputed with
+#                                         GGML_CUDA_DISABLE_FUSION=1, into $OUT/layers-TOKENS
 #   bench/gpu/remote.sh pairs A B CONFIG...  compare each configuration's first capture of the
 #                                         experiments run as A and B (prefill against served:
 #                                         compare --json and bench/served_split.py) into $OUT/pairs
@@ -100,6 +105,32 @@ case "$1" in
       ${CURVE_TEMPLATE---chat-template gemma} --knobs "-ngl 99 -fa on -t 16" --lengths "$2" --out "$work/curve" "${@:3}" 2>&1 |
       tee -a "$OUT/curve.txt"
     cp "$work/curve/scale.jsonl" "$OUT/"
+    ;;
+  layers)
+    join_model
+    o="$OUT/layers-$2" w="$work/layers-$2" && mkdir -p "$o" "$w"
+    python3 examples/gen_session.py --seed 2 --target-tokens "$2" -o "$w/session.json"
+    export FLIPSCOPE_NO_PROGRESS=1
+    cap() {  # NAME FLAGS...: a capture of the session into $w/NAME.safetensors
+      local name=$1 && shift
+      "$work/flipscope" capture -m "$work/model.gguf" --chat-template gemma -w "$w/session.json" --stride 32 \
+        --full tool_calls -ngl 99 -fa on -t 16 -q "$@" -o "$w/$name.safetensors" 2>&1 | tee -a "$o/log.txt"
+    }
+    lay() {  # NAME FLAGS...: flipscope layers on $w/BASE and $w/CAND, timed, into $o/NAME.json
+      local name=$1 base=$2 cand=$3 && shift 3
+      local t0 && t0=$(date +%s.%N)
+      { "$work/flipscope" layers "$w/$base.safetensors" "$w/$cand.safetensors" -o "$o/$name.json" -q "$@" ||
+          echo "$name: exit $?"; } 2>&1 | tee -a "$o/log.txt"
+      echo "$name: $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}') s wall" | tee -a "$o/log.txt"
+    }
+    cap base && cap q4 -ctk q4_0 -ctv q4_0
+    "$work/flipscope" compare "$w/base.safetensors" "$w/q4.safetensors" --json > "$o/compare-q4.json"
+    lay strict base q4
+    lay drift base q4 --allow-drift --max-flips "${3:-16}" --html "$o/drift.html"
+    export GGML_CUDA_DISABLE_FUSION=1
+    cap base-nofuse && cap q4-nofuse -ctk q4_0 -ctv q4_0
+    lay nofuse-strict base-nofuse q4-nofuse --max-flips "${3:-16}"
+    "$work/flipscope" compare "$w/base.safetensors" "$w/base-nofuse.safetensors" --json > "$o/compare-fusion.json"
     ;;
   pairs)
     export LD_LIBRARY_PATH="$(cat "$work/build-dir")/bin:$work/lib" FLIPSCOPE_NO_PROGRESS=1
