@@ -197,8 +197,12 @@ Result<RowsRun> WriteRows(const CaptureRequest& req, const std::vector<int32_t>&
     FS_ASSIGN_OR_RETURN(const int in_flight, RowsInFlightFromEnv());
     rows.emplace(writer, made.engine->n_vocab(), DefaultRowPipelineShape(made.engine->n_vocab(), in_flight));
   }
+  // The llama engine says when a decode's rows may be overwritten (the next decode, a fork's):
+  // until then they are only lent, and copied out by the workers and this thread together.
+  const bool lend = rows && made.llama;
   RowSink write = [&](const Row& r) {
-    return rows ? rows->Submit(r.index, r.logits) : writer.WriteTopK(r.index, r.topk_ids, r.topk_logprobs, r.argmax);
+    if (!rows) return writer.WriteTopK(r.index, r.topk_ids, r.topk_logprobs, r.argmax);
+    return lend ? rows->Lend(r.index, r.logits) : rows->Submit(r.index, r.logits);
   };
   ProgressFn on_tokens = [&](int64_t done) {
     if (req.log.bars) bar.Update(uint64_t(done));
@@ -210,15 +214,18 @@ Result<RowsRun> WriteRows(const CaptureRequest& req, const std::vector<int32_t>&
     return req.forks.sink(fr, f);
   };
   if (req.forks.plan) FS_RETURN_IF_ERROR(made.llama->SetGrammar(req.forks.grammar));
-  Status st = req.forks.plan ? made.llama->Prefill({.tokens = tokens,
-                                                    .probes = probes,
-                                                    .sink = write,
-                                                    .plan = req.forks.plan,
-                                                    .max_tokens = req.forks.max_tokens,
-                                                    .planned_sink = on_fork,
-                                                    .progress = on_tokens,
-                                                    .extend = req.forks.extend})
-                             : made.engine->Prefill(tokens, probes, write, on_tokens);
+  std::function<Status()> taken_back;
+  if (lend) taken_back = [&] { return rows->TakeBack(); };
+  Status st = made.llama ? made.llama->Prefill({.tokens = tokens,
+                                                .probes = probes,
+                                                .sink = write,
+                                                .rows_handed = taken_back,
+                                                .plan = req.forks.plan,
+                                                .max_tokens = req.forks.max_tokens,
+                                                .planned_sink = on_fork,
+                                                .progress = on_tokens,
+                                                .extend = req.forks.extend})
+                         : made.engine->Prefill(tokens, probes, write, on_tokens);
   // Every queued row is on file before the rows count as done (and before Commit).
   if (rows) {
     Status written = rows->Finish();

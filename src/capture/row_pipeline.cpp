@@ -103,20 +103,24 @@ RowPipeline::~RowPipeline() {
   for (std::thread& t : threads_) t.join();
 }
 
+int RowPipeline::TakeBufferLocked() {
+  if (!free_.empty()) {
+    const int b = free_.back();
+    free_.pop_back();
+    return b;
+  }
+  if (int(buffers_.size()) >= max_buffers_) return -1;
+  buffers_.emplace_back(n_vocab_);
+  return int(buffers_.size()) - 1;
+}
+
 Status RowPipeline::Submit(int64_t index, std::span<const float> logits) {
   // A row of the wrong width is the writer's error to name; it has no buffer to go in.
   if (logits.size() != n_vocab_) return writer_.WriteRow(index, logits);
   std::unique_lock lock(mu_);
   done_cv_.wait(lock, [&] { return failed_index_ >= 0 || !free_.empty() || int(buffers_.size()) < max_buffers_; });
   if (failed_index_ >= 0) return DrainLocked(lock);
-  int b;
-  if (!free_.empty()) {
-    b = free_.back();
-    free_.pop_back();
-  } else {
-    buffers_.emplace_back(n_vocab_);
-    b = int(buffers_.size()) - 1;
-  }
+  const int b = TakeBufferLocked();
   float* data = buffers_[size_t(b)].data();
   lock.unlock();
   std::memcpy(data, logits.data(), logits.size_bytes());  // the buffer is this thread's until queued
@@ -127,20 +131,73 @@ Status RowPipeline::Submit(int64_t index, std::span<const float> logits) {
   return Status::Ok();
 }
 
+Status RowPipeline::Lend(int64_t index, std::span<const float> logits) {
+  if (logits.size() != n_vocab_) return writer_.WriteRow(index, logits);
+  std::unique_lock lock(mu_);
+  if (failed_index_ >= 0) return DrainLocked(lock);
+  lent_.push_back({index, logits.data()});
+  ++lent_open_;
+  lock.unlock();
+  work_cv_.notify_one();
+  return Status::Ok();
+}
+
+Status RowPipeline::TakeBack() {
+  std::unique_lock lock(mu_);
+  while (!lent_.empty()) {  // the producer copies too: it has nothing else to do until then
+    const Lent row = lent_.front();
+    lent_.pop_front();
+    CopyOutLocked(row, lock);
+  }
+  done_cv_.wait(lock, [&] { return lent_open_ == 0; });
+  return failed_index_ >= 0 ? failed_ : Status::Ok();
+}
+
+void RowPipeline::CopyOutLocked(const Lent& row, std::unique_lock<std::mutex>& lock) {
+  const int b = TakeBufferLocked();
+  float* data = b < 0 ? nullptr : buffers_[size_t(b)].data();
+  lock.unlock();
+  // No buffer free: the row is written from where it lies, which holds the producer back as
+  // Submit's wait for a buffer would.
+  Status st = data ? Status::Ok() : writer_.WriteRow(row.index, std::span<const float>(row.data, n_vocab_));
+  if (data) std::memcpy(data, row.data, n_vocab_ * sizeof(float));
+  lock.lock();
+  if (data) {
+    queue_.push_back({row.index, b, data});
+    work_cv_.notify_one();
+  }
+  RecordLocked(row.index, std::move(st));
+  --lent_open_;
+  done_cv_.notify_all();
+}
+
+void RowPipeline::RecordLocked(int64_t index, Status st) {
+  if (!st.ok() && (failed_index_ < 0 || index < failed_index_)) {
+    failed_index_ = index;
+    failed_ = std::move(st);
+  }
+}
+
 Status RowPipeline::Finish() {
   std::unique_lock lock(mu_);
   return DrainLocked(lock);
 }
 
 Status RowPipeline::DrainLocked(std::unique_lock<std::mutex>& lock) {
-  done_cv_.wait(lock, [&] { return queue_.empty() && busy_ == 0; });
+  done_cv_.wait(lock, [&] { return queue_.empty() && busy_ == 0 && lent_open_ == 0; });
   return failed_index_ >= 0 ? failed_ : Status::Ok();
 }
 
 void RowPipeline::Work() {
   std::unique_lock lock(mu_);
   for (;;) {
-    work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    work_cv_.wait(lock, [&] { return stop_ || !queue_.empty() || !lent_.empty(); });
+    if (!lent_.empty()) {  // the producer waits on these: copy them out first
+      const Lent row = lent_.front();
+      lent_.pop_front();
+      CopyOutLocked(row, lock);
+      continue;
+    }
     if (queue_.empty()) return;  // stopped, and nothing left to write
     const Job job = queue_.front();
     queue_.pop_front();
@@ -149,10 +206,7 @@ void RowPipeline::Work() {
     Status st = writer_.WriteRow(job.index, std::span<const float>(job.data, n_vocab_));
     lock.lock();
     --busy_;
-    if (!st.ok() && (failed_index_ < 0 || job.index < failed_index_)) {
-      failed_index_ = job.index;
-      failed_ = std::move(st);
-    }
+    RecordLocked(job.index, std::move(st));
     free_.push_back(job.buffer);
     done_cv_.notify_all();
   }

@@ -46,8 +46,11 @@ Result<int> RowsInFlightFromEnv();
 
 // Full-logits rows from one producer thread to writer.WriteRow on shape.workers threads. Submit
 // copies the row (the engine's buffer is overwritten by its next decode) into one of at most
-// shape.in_flight buffers, waiting while all are taken; rows are written at their fixed offsets,
-// so the order in which workers finish does not change the file.
+// shape.in_flight buffers, waiting while all are taken. Lend hands over the engine's own row
+// instead, and TakeBack (before the engine's next decode) returns every lent row once the
+// workers and the producer itself have copied them out, in parallel: one thread copying every
+// row held a GPU capture back (docs/performance.md). Rows are written at their fixed offsets, so
+// the order in which workers finish does not change the file.
 class RowPipeline {
  public:
   RowPipeline(CaptureWriter& writer, int32_t n_vocab, RowPipelineShape shape);
@@ -59,6 +62,13 @@ class RowPipeline {
   // already queued are done, the error of the lowest failed index (what a serial writer stopping
   // at its first failure reports).
   Status Submit(int64_t index, std::span<const float> logits);
+  // Queues row `index` without copying it: logits must stay as they are until TakeBack returns.
+  // Errors as Submit.
+  Status Lend(int64_t index, std::span<const float> logits);
+  // Returns once no lent row is read any more (each copied into a buffer, or written from where
+  // it lies when no buffer is free), helping to copy them; the error of the lowest failed index,
+  // or Ok.
+  Status TakeBack();
   // Waits for every queued row; the error of the lowest failed index, or Ok.
   Status Finish();
 
@@ -68,8 +78,18 @@ class RowPipeline {
     int buffer;
     float* data;  // buffers_[buffer]'s values, taken under the lock
   };
+  struct Lent {
+    int64_t index;
+    const float* data;  // the producer's, until TakeBack returns
+  };
   void Work();
   Status DrainLocked(std::unique_lock<std::mutex>& lock);
+  // A buffer for one row (reusing a free one, or allocating up to max_buffers_); -1 when none.
+  int TakeBufferLocked();
+  // Copies a lent row into a buffer and queues it, or writes it in place when no buffer is free;
+  // called with the lock held, releases it while the row is read.
+  void CopyOutLocked(const Lent& row, std::unique_lock<std::mutex>& lock);
+  void RecordLocked(int64_t index, Status st);
 
   CaptureWriter& writer_;
   const size_t n_vocab_;
@@ -77,6 +97,8 @@ class RowPipeline {
   std::vector<std::vector<float>> buffers_;  // allocated on demand, up to max_buffers_
   std::vector<int> free_;                    // buffers not holding a queued row
   std::deque<Job> queue_;                    // rows copied in and not yet taken by a worker
+  std::deque<Lent> lent_;                    // lent rows not yet taken to copy
+  int lent_open_ = 0;                        // lent rows not yet copied out (queued or copying)
   int busy_ = 0;  // rows taken by a worker and not yet written
   bool stop_ = false;
   int64_t failed_index_ = -1;

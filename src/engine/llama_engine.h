@@ -40,6 +40,10 @@ struct PrefillRequest {
   std::span<const int32_t> tokens{};
   std::span<const int32_t> probes{};  // ascending
   RowSink sink{};
+  // Called once every row of a decode has gone to sink, before anything overwrites them (the
+  // next decode, a fork): a sink that kept a row's span is done with it when this returns. May be
+  // empty; an error stops the pass.
+  std::function<Status()> rows_handed{};
   std::span<const ForkRequest> forks{};  // forks at fixed points, sorted by position; to fork_sink
   ForkPlanner plan{};                    // forks chosen as the probe rows arrive; to planned_sink
   int max_tokens = 0;                    // a future's length, first token included

@@ -168,6 +168,7 @@ Status LlamaEngine::Impl::Run(const PrefillRequest& r) {
     FS_RETURN_IF_ERROR(load ? load->Decode(chunk, c.begin, want, &at) : DecodeChunk(chunk, c.begin, 0, want));
     // Hand over every row of the chunk first: a fork's decode replaces the context's outputs.
     FS_ASSIGN_OR_RETURN(const std::vector<PendingFork> forks, HandRows(r, out_flag, c, at, &cursor));
+    if (r.rows_handed) FS_RETURN_IF_ERROR(r.rows_handed());
     if (c.single) decode_s += NowSeconds() - t_chunk;
     // The same chunks as a plain prefill, so the teacher-forced rows keep their numerics; each
     // fork copies the cache cells of [0, p] to its own sequence, decodes there and drops them.
