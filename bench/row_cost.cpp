@@ -1,10 +1,12 @@
 // row_cost: what a capture spends per stored row, part by part, for a vocabulary's width: the
 // copy out of the engine's buffer, the non-finite check, the argmax, the XXH3 digest, the BF16
-// rounding, the pwrite, and a whole CaptureWriter::WriteRow (F32 and BF16 stores); then the same
-// rows through the RowPipeline with its default shape against one row in flight (docs/performance.md).
+// rounding, the pwrite; rows into one file from several threads, written and mapped; a whole
+// CaptureWriter::WriteRow (F32 and BF16 stores); then the same rows through the RowPipeline with
+// its default shape against one row in flight, copied on the calling thread and lent (docs/performance.md).
 //   row_cost [N_VOCAB...] [--rows R] [--dir DIR]     (default: 49152 262144, 256 rows, the temp dir)
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +17,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "capture/capture.h"
@@ -102,6 +105,44 @@ void Parts(int32_t n_vocab, const std::vector<std::vector<float>>& rows, const s
   std::filesystem::remove(path);
 }
 
+// Rows into one fresh file from several threads at once, by pwrite and through a shared mapping
+// of each row (the file reserved with fallocate first): whether the kernel lets writers of one
+// file run in parallel, and what a mapping costs against a write (docs/performance.md).
+void FileWrites(const std::vector<std::vector<float>>& rows, const std::string& dir) {
+  const size_t row_bytes = rows[0].size() * 4, n = rows.size() * 4;  // each row 4 times: more bytes
+  const std::string path = dir + "/row_cost_writes.bin";
+  // The first pass is a warm-up (the kernel finds the memory for the file's pages), not timed.
+  for (auto [mapped, timed] : {std::pair{false, false}, {false, true}, {true, true}}) {
+    for (int threads : {1, 2, 4}) {
+      const int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_RDWR, 0644);
+      if (mapped && ::fallocate(fd, 0, 0, off_t(n * row_bytes)) != 0) break;  // no reservation here
+      const double t0 = NowSeconds();
+      std::vector<std::thread> pool;
+      for (int t = 0; t < threads; ++t)
+        pool.emplace_back([&, t] {
+          for (size_t i = size_t(t); i < n; i += size_t(threads)) {
+            const void* src = rows[i % rows.size()].data();
+            if (!mapped) {
+              (void)!::pwrite(fd, src, row_bytes, off_t(i * row_bytes));
+              continue;
+            }
+            void* dst = ::mmap(nullptr, row_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off_t(i * row_bytes));
+            if (dst == MAP_FAILED) continue;
+            std::memcpy(dst, src, row_bytes);
+            ::munmap(dst, row_bytes);
+          }
+        });
+      for (std::thread& t : pool) t.join();
+      const double wall = NowSeconds() - t0;
+      if (timed)
+        fmt::print("  {} rows into one file, {} thread(s): {:7.3f} s, {:6.2f} GB/s\n", mapped ? "mapped" : "pwrite",
+                 threads, wall, double(n * row_bytes) / wall / 1e9);
+      ::close(fd);
+      std::filesystem::remove(path);
+    }
+  }
+}
+
 // Whole WriteRow calls on one thread, then through the pipeline (default shape and one in flight).
 void Writer(int32_t n_vocab, const std::vector<std::vector<float>>& rows, const std::string& dir) {
   const int n = int(rows.size());
@@ -119,21 +160,28 @@ void Writer(int32_t n_vocab, const std::vector<std::vector<float>>& rows, const 
     auto w = fresh();
     Time(fmt::format("WriteRow, {} store, on the calling thread", StoreName(store)), rows,
          [&](auto& r, size_t i) { (void)w->WriteRow(int64_t(i), r); });
-    for (int in_flight : {1, 0}) {
+    // Submit copies each row on the calling thread; Lend leaves the copies to the workers and the
+    // caller together, one decode's rows (kDecodeRows) at a time, taken back before the next.
+    constexpr int kDecodeRows = 16;
+    for (auto [in_flight, lend] : {std::pair{1, false}, {0, false}, {0, true}}) {
       auto pw = fresh();
       const RowPipelineShape shape = DefaultRowPipelineShape(n_vocab, in_flight);
       const double c0 = ProcessCpuSeconds(), t0 = NowSeconds();
       double handed = 0;
       {
         RowPipeline pipe(*pw, n_vocab, shape);
-        for (int i = 0; i < n; ++i) (void)pipe.Submit(i, rows[size_t(i)]);
+        for (int i = 0; i < n; ++i) {
+          (void)(lend ? pipe.Lend(i, rows[size_t(i)]) : pipe.Submit(i, rows[size_t(i)]));
+          if (lend && (i % kDecodeRows == kDecodeRows - 1 || i == n - 1)) (void)pipe.TakeBack();
+        }
         handed = NowSeconds() - t0;
         (void)pipe.Finish();
       }
       const double wall = NowSeconds() - t0, cpu = ProcessCpuSeconds() - c0;
-      fmt::print("  pipeline {} store, {:3d} in flight, {} workers: {:8.4f} ms/row handed over, {:8.4f} ms/row "
-                 "written (cpu {:8.4f} ms/row)\n",
-                 StoreName(store), shape.in_flight, shape.workers, 1e3 * handed / n, 1e3 * wall / n, 1e3 * cpu / n);
+      fmt::print("  pipeline {} store, {:6}, {:3d} in flight, {} workers: {:8.4f} ms/row handed over, {:8.4f} "
+                 "ms/row written (cpu {:8.4f} ms/row)\n",
+                 StoreName(store), lend ? "lent" : "copied", shape.in_flight, shape.workers, 1e3 * handed / n,
+                 1e3 * wall / n, 1e3 * cpu / n);
     }
   }
 }
@@ -155,6 +203,7 @@ int main(int argc, char** argv) {
     fmt::print("n_vocab {} ({} KiB a F32 row), {} rows:\n", nv, nv * 4 / 1024, n_rows);
     auto rows = MakeRows(nv, n_rows);
     Parts(nv, rows, dir);
+    FileWrites(rows, dir);
     Writer(nv, rows, dir);
   }
   return 0;
