@@ -47,12 +47,13 @@ def timed(cmd, log, stdout=None):
     return wall, usage.ru_maxrss / 1024.0, os.waitstatus_to_exitcode(status)
 
 
-def capture_tokens(path):
-    """The capture's token ids (its `tokens` tensor, I32), read from the safetensors header."""
+def capture_tokens(path, name="tokens"):
+    """The capture's token ids (its `tokens` tensor, I32; or another I32 tensor, e.g. positions),
+    read from the safetensors header."""
     with open(path, "rb") as f:
         (n,) = struct.unpack("<Q", f.read(8))
         header = json.loads(f.read(n))
-        t = header["tokens"]
+        t = header[name]
         a, b = t["data_offsets"]
         f.seek(8 + n + a)
         raw = f.read(b - a)

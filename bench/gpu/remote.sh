@@ -19,6 +19,9 @@
 #                                         (refused when the rows drift), with --allow-drift on FLIPS
 #                                         flips (16), then both captured and recomputed with
 #                                         GGML_CUDA_DISABLE_FUSION=1, into $OUT/layers-TOKENS
+#   bench/gpu/remote.sh overhead LENGTHS [ARGS]  bench/capture_overhead.py over those session
+#                                         lengths: capture against bare_prefill --outputs (carried
+#                                         in .gpu/c), Gemma 3's template, captures in /dev/shm
 #   bench/gpu/remote.sh pairs A B CONFIG...  compare each configuration's first capture of the
 #                                         experiments run as A and B (prefill against served:
 #                                         compare --json and bench/served_split.py) into $OUT/pairs
@@ -131,6 +134,12 @@ case "$1" in
     cap base-nofuse && cap q4-nofuse -ctk q4_0 -ctv q4_0
     lay nofuse-strict base-nofuse q4-nofuse --max-flips "${3:-16}"
     "$work/flipscope" compare "$w/base.safetensors" "$w/base-nofuse.safetensors" --json > "$o/compare-fusion.json"
+    ;;
+  overhead)
+    join_model
+    python3 bench/capture_overhead.py --flipscope "$work/flipscope" --bare "$work/bare_prefill" \
+      -m "$work/model.gguf" --chat-template gemma --knobs "-ngl 99 -fa on -t 16" --lengths "$2" \
+      --out /dev/shm/overhead "${@:3}" 2>&1 | tee -a "$OUT/overhead.txt"
     ;;
   pairs)
     export LD_LIBRARY_PATH="$(cat "$work/build-dir")/bin:$work/lib" FLIPSCOPE_NO_PROGRESS=1

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""A capture against a bare prefill that computes and copies out the same rows (docs/performance.md,
+"On the H200"): what the capture's row work costs beyond the output rows themselves.
+
+For each length, the network-operations session (examples/gen_session.py, seed 2), then ROUNDS
+rounds, each one capture per store (stride 32 plus every tool-call position, full vocabulary) and
+one `bare_prefill --outputs` over the capture's tokens and probe positions with the same knobs,
+alternating, so that load and clocks fall on both alike. Compares the capture's own prefill time
+(its manifest's timings.prefill_s) with bare_prefill's, fastest against fastest, and prints one
+JSON line per length and store (also OUT/overhead.jsonl).
+
+  bench/capture_overhead.py --flipscope BIN --bare BIN -m MODEL --lengths 15000,30000 --out DIR
+      [--chat-template gemma] [--knobs "-ngl 99 -fa on -t 16"] [--rounds 3] [--stores f32,bf16]
+"""
+import argparse
+import json
+import pathlib
+import shlex
+import subprocess
+import sys
+
+from scale import ROOT, capture_tokens, manifest
+
+
+def bare_seconds(cmd):
+    """bare_prefill's own prefill seconds (its last line: tokens, seconds, tok/s, "load", seconds)."""
+    last = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    return float(last.split()[1])
+
+
+def one_length(a, length, out):
+    d = out / f"L{length}"
+    d.mkdir(parents=True, exist_ok=True)
+    session = d / "session.json"
+    subprocess.run([sys.executable, str(ROOT / "examples/gen_session.py"), "--seed", "2", "--target-tokens",
+                    str(length), "-o", str(session)], check=True)
+    knobs = shlex.split(a.knobs) + ["-c", str(int(length * 1.25) + 2048)]
+    tmpl = ["--chat-template", a.chat_template] if a.chat_template else []
+    bare_knobs = [k for k in knobs if k not in ("-ngl", "99")]
+    capture = [a.flipscope, "capture", "-m", a.model, "-w", str(session), "--stride", "32", "--full", "tool_calls",
+               "-q"] + tmpl + knobs
+    stores = a.stores.split(",")
+    runs = {s: [] for s in stores}
+    bare, sizes = [], {}
+    for _ in range(a.rounds):
+        for store in stores:
+            path = d / f"{store}.safetensors"
+            subprocess.run(capture + ["--store", store, "-o", str(path)], check=True)
+            runs[store].append(manifest(path)["timings"]["prefill_s"])
+            if not (d / "tokens.txt").exists():
+                (d / "tokens.txt").write_text(" ".join(map(str, capture_tokens(path))))
+                (d / "probes.txt").write_text(" ".join(map(str, capture_tokens(path, "positions"))))
+            sizes[store] = path.stat().st_size
+            path.unlink()
+        bare.append(bare_seconds([a.bare, a.model, str(d / "tokens.txt")] + bare_knobs +
+                                 ["--outputs", str(d / "probes.txt")]))
+    for store in stores:
+        r = {"tokens": len((d / "tokens.txt").read_text().split()),
+             "rows": len((d / "probes.txt").read_text().split()), "store": store, "file_bytes": sizes[store],
+             "capture_prefill_s": runs[store], "bare_outputs_s": bare,
+             "ratio_fastest": round(min(runs[store]) / min(bare), 3)}
+        line = json.dumps(r)
+        print(line, flush=True)
+        with open(out / "overhead.jsonl", "a") as f:
+            f.write(line + "\n")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--flipscope", required=True)
+    p.add_argument("--bare", required=True)
+    p.add_argument("-m", "--model", required=True)
+    p.add_argument("--lengths", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--chat-template", default="")
+    p.add_argument("--knobs", default="")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--stores", default="f32,bf16")
+    a = p.parse_args()
+    out = pathlib.Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for length in map(int, a.lengths.split(",")):
+        one_length(a, length, out)
+
+
+if __name__ == "__main__":
+    main()
