@@ -10,9 +10,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <ctime>
 #include <cmath>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <functional>
 #include <random>
@@ -136,7 +136,7 @@ void FileWrites(const std::vector<std::vector<float>>& rows, const std::string& 
       const double wall = NowSeconds() - t0;
       if (timed)
         fmt::print("  {} rows into one file, {} thread(s): {:7.3f} s, {:6.2f} GB/s\n", mapped ? "mapped" : "pwrite",
-                 threads, wall, double(n * row_bytes) / wall / 1e9);
+                   threads, wall, double(n * row_bytes) / wall / 1e9);
       ::close(fd);
       std::filesystem::remove(path);
     }
@@ -178,10 +178,11 @@ void Writer(int32_t n_vocab, const std::vector<std::vector<float>>& rows, const 
         (void)pipe.Finish();
       }
       const double wall = NowSeconds() - t0, cpu = ProcessCpuSeconds() - c0;
-      fmt::print("  pipeline {} store, {:6}, {:3d} in flight, {} workers: {:8.4f} ms/row handed over, {:8.4f} "
-                 "ms/row written (cpu {:8.4f} ms/row)\n",
-                 StoreName(store), lend ? "lent" : "copied", shape.in_flight, shape.workers, 1e3 * handed / n,
-                 1e3 * wall / n, 1e3 * cpu / n);
+      fmt::print(
+          "  pipeline {} store, {:6}, {:3d} in flight, {} workers: {:8.4f} ms/row handed over, {:8.4f} "
+          "ms/row written (cpu {:8.4f} ms/row)\n",
+          StoreName(store), lend ? "lent" : "copied", shape.in_flight, shape.workers, 1e3 * handed / n, 1e3 * wall / n,
+          1e3 * cpu / n);
     }
   }
 }

@@ -183,3 +183,73 @@ TEST(RowPipeline, DefaultShapeBoundsTheRowsInFlight) {
   EXPECT_EQ(DefaultRowPipelineShape(262144, 1).in_flight, 1);
   EXPECT_EQ(DefaultRowPipelineShape(262144, 1).workers, 1);
 }
+
+namespace {
+
+// The file a serial writer makes of Rows(), by one WriteRow after another.
+std::string SerialFile(const std::string& path, StoreDtype store) {
+  auto w = CaptureWriter::Create(path, Layout(store), {{"m", 1}});
+  EXPECT_TRUE(w.ok()) << w.status().message();
+  if (!w.ok()) return "";
+  const auto rows = Rows();
+  for (int i = 0; i < kRows; ++i) EXPECT_TRUE((*w)->WriteRow(i, rows[size_t(i)]).ok());
+  EXPECT_TRUE((*w)->Commit().ok());
+  auto bytes = ReadFile(path);
+  return bytes.ok() ? *bytes : "";
+}
+
+}  // namespace
+
+// Lent rows are read only until TakeBack returns: the producer then overwrites its buffer, as the
+// engine's next decode does, and the file is still the serial writer's, whether the rows were
+// copied out or (no buffer free) written where they lay.
+TEST(RowPipeline, LentRowsAreDoneWithWhenTakenBack) {
+  const std::string dir = fixtures::TempPath("row-pipeline-lend");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const auto rows = Rows();
+  constexpr int kChunk = 7;  // rows per decode
+  for (StoreDtype store : {StoreDtype::kF32, StoreDtype::kBF16}) {
+    const std::string serial = SerialFile(dir + "/serial.safetensors", store), lent = dir + "/lent.safetensors";
+    for (RowPipelineShape shape : {RowPipelineShape{1, 1}, RowPipelineShape{3, 4}, RowPipelineShape{64, 4}}) {
+      auto w = CaptureWriter::Create(lent, Layout(store), {{"m", 1}});
+      ASSERT_TRUE(w.ok());
+      std::vector<float> engine(size_t(kChunk * kWidth));  // one decode's outputs, reused
+      {
+        RowPipeline pipe(**w, kWidth, shape);
+        for (int first = 0; first < kRows; first += kChunk) {
+          for (int i = first; i < std::min(kRows, first + kChunk); ++i) {
+            float* out = engine.data() + size_t(i - first) * kWidth;
+            std::copy(rows[size_t(i)].begin(), rows[size_t(i)].end(), out);
+            ASSERT_TRUE(pipe.Lend(i, {out, size_t(kWidth)}).ok());
+          }
+          ASSERT_TRUE(pipe.TakeBack().ok());
+          std::fill(engine.begin(), engine.end(), std::numeric_limits<float>::quiet_NaN());
+        }
+        ASSERT_TRUE(pipe.Finish().ok());
+      }
+      ASSERT_TRUE((*w)->Commit().ok());
+      EXPECT_EQ(*ReadFile(lent), serial) << StoreName(store) << " " << shape.in_flight;
+    }
+  }
+}
+
+// A bad lent row fails TakeBack (or a later Lend) and Finish with the serial writer's message.
+TEST(RowPipeline, ABadLentRowFailsWithTheSerialMessage) {
+  const std::string path = fixtures::TempPath("row-pipeline-lend-bad.safetensors");
+  auto rows = Rows();
+  rows[37][5] = std::numeric_limits<float>::quiet_NaN();
+  for (RowPipelineShape shape : {RowPipelineShape{1, 1}, RowPipelineShape{8, 4}}) {
+    auto w = CaptureWriter::Create(path, Layout(StoreDtype::kF32), {{"m", 1}});
+    ASSERT_TRUE(w.ok());
+    RowPipeline pipe(**w, kWidth, shape);
+    Status first;
+    for (int i = 0; i < kRows && first.ok(); ++i) {
+      first = pipe.Lend(i, rows[size_t(i)]);
+      if (first.ok() && i % 10 == 9) first = pipe.TakeBack();
+    }
+    EXPECT_NE(first.message().find("probe 37 (position 74): non-finite logit nan at token 5"), std::string::npos)
+        << first.message();
+    EXPECT_EQ(pipe.Finish().message(), first.message());
+  }
+}
