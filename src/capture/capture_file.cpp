@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 
 #include "capture/capture.h"
@@ -105,6 +107,7 @@ class FileWriter final : public CaptureWriter {
     written_.assign(positions_.size(), false);
     claimed_.assign(positions_.size(), false);
     FS_RETURN_IF_ERROR(file_.Open(path));
+    FS_RETURN_IF_ERROR(CheckSpace());
     FS_RETURN_IF_ERROR(WriteHeader());
     FS_RETURN_IF_ERROR(Put("tokens", 0, layout.tokens.data(), layout.tokens.size() * 4));
     return Put("positions", 0, positions_.data(), positions_.size() * 4);
@@ -194,6 +197,20 @@ class FileWriter final : public CaptureWriter {
     if (written_[size_t(index)] || claimed_[size_t(index)])
       return Err(fmt::format("{}: row written twice", Probe(index)));
     return Status::Ok();
+  }
+
+  // A capture that cannot fit fails before its rows are computed, not minutes into them: the
+  // file's full size against the space free where it goes (after Open, which removed the
+  // temporary files of killed runs). Where the filesystem cannot say, the writes will.
+  Status CheckSpace() const {
+    const uint64_t need = 8 + header_len_ + table_.back().offset + table_.back().bytes;
+    const std::string dir = std::filesystem::path(path_).parent_path().string();
+    struct statvfs fs;
+    if (::statvfs(dir.empty() ? "." : dir.c_str(), &fs) != 0) return Status::Ok();
+    const uint64_t free = uint64_t(fs.f_bavail) * uint64_t(fs.f_frsize);
+    if (free >= need) return Status::Ok();
+    return Err(fmt::format("not enough space: the capture needs {} and its disk has {} free{}", HumanBytes(double(need)),
+                           HumanBytes(double(free)), store_ == StoreDtype::kF32 && n_vocab_ > 0 ? " (BF16 rows take half)" : ""));
   }
 
   // Reserves row `index` for one WriteRow (a second concurrent call for it is "written twice").

@@ -1,8 +1,10 @@
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -191,6 +193,55 @@ TEST(CaptureFile, UncommittedWriterLeavesNothing) {
     ASSERT_TRUE((*w)->WriteRow(0, Rows()[0]).ok());
     EXPECT_FALSE(std::filesystem::is_empty(dir));  // the temporary file exists meanwhile
   }
+  EXPECT_TRUE(std::filesystem::is_empty(dir));
+}
+
+// A capture larger than the space left where it goes fails when it is created, before any row is
+// computed, naming the file, both sizes and the smaller store; nothing is left behind.
+TEST(CaptureFile, ACaptureThatCannotFitFailsWhenCreated) {
+  auto dir = std::filesystem::path(fixtures::TempPath("capture-file-no-room"));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  CaptureLayout huge;  // 200,000 rows of 2^30 F32 logits: 781 TiB, more than any disk here
+  huge.tokens.assign(200001, 0);
+  for (int32_t p = 0; p < 200000; ++p) huge.positions.push_back(p);
+  huge.n_vocab = 1 << 30;
+  const std::string path = (dir / "huge.safetensors").string();
+  auto w = CaptureWriter::Create(path, huge, Manifest());
+  ASSERT_FALSE(w.ok());
+  const std::string m = w.status().message();
+  EXPECT_EQ(m.rfind(path + ": not enough space: the capture needs 781.", 0), 0u) << m;
+  EXPECT_NE(m.find(" TiB and its disk has "), std::string::npos) << m;
+  EXPECT_NE(m.find("(BF16 rows take half)"), std::string::npos) << m;
+  EXPECT_TRUE(std::filesystem::is_empty(dir));
+  huge.store = StoreDtype::kBF16;  // half the size, still too big, and no hint left to give
+  auto b = CaptureWriter::Create(path, huge, Manifest());
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().message().find("BF16 rows"), std::string::npos) << b.status().message();
+}
+
+// Space that runs out after the capture started (another writer took it) fails the row whose
+// write falls short, with one line naming the file and the system's reason; nothing is left
+// behind. The file size limit stands in for the full disk: the up-front check cannot see it.
+TEST(CaptureFile, AWriteThatFallsShortFailsAndLeavesNothing) {
+  auto dir = std::filesystem::path(fixtures::TempPath("capture-file-short-write"));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "c.safetensors").string();
+  auto w = CaptureWriter::Create(path, Layout(), Manifest());
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  struct rlimit old;
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+  struct rlimit small = old;
+  small.rlim_cur = 1024;  // below the first row's offset (past the 64 KiB header)
+  std::signal(SIGXFSZ, SIG_IGN);
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  const Status st = (*w)->WriteRow(0, Rows()[0]);
+  setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, SIG_DFL);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message().rfind(path + ": write failed: ", 0), 0u) << st.message();
+  w->reset();
   EXPECT_TRUE(std::filesystem::is_empty(dir));
 }
 
