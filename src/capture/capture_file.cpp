@@ -209,8 +209,9 @@ class FileWriter final : public CaptureWriter {
     if (::statvfs(dir.empty() ? "." : dir.c_str(), &fs) != 0) return Status::Ok();
     const uint64_t free = uint64_t(fs.f_bavail) * uint64_t(fs.f_frsize);
     if (free >= need) return Status::Ok();
-    return Err(fmt::format("not enough space: the capture needs {} and its disk has {} free{}", HumanBytes(double(need)),
-                           HumanBytes(double(free)), store_ == StoreDtype::kF32 && n_vocab_ > 0 ? " (BF16 rows take half)" : ""));
+    return Err(fmt::format("not enough space: the capture needs {} and its disk has {} free{}",
+                           HumanBytes(double(need)), HumanBytes(double(free)),
+                           store_ == StoreDtype::kF32 && n_vocab_ > 0 ? " (BF16 rows take half)" : ""));
   }
 
   // Reserves row `index` for one WriteRow (a second concurrent call for it is "written twice").
