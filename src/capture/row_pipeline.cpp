@@ -137,20 +137,25 @@ Status RowPipeline::Lend(int64_t index, std::span<const float> logits) {
   if (failed_index_ >= 0) return DrainLocked(lock);
   lent_.push_back({index, logits.data()});
   ++lent_open_;
-  lock.unlock();
-  work_cv_.notify_one();
-  return Status::Ok();
+  return Status::Ok();  // the workers are woken by TakeBack, once the decode's rows are all lent
 }
 
 Status RowPipeline::TakeBack() {
   std::unique_lock lock(mu_);
+  CopyLentLocked(lock);
+  return failed_index_ >= 0 ? failed_ : Status::Ok();
+}
+
+void RowPipeline::CopyLentLocked(std::unique_lock<std::mutex>& lock) {
+  // A decode step's single row is copied here, without waking a worker for it (served replay
+  // hands over one row a step); more rows are shared with the workers.
+  if (lent_.size() > 1) work_cv_.notify_all();
   while (!lent_.empty()) {  // the producer copies too: it has nothing else to do until then
     const Lent row = lent_.front();
     lent_.pop_front();
     CopyOutLocked(row, lock);
   }
   done_cv_.wait(lock, [&] { return lent_open_ == 0; });
-  return failed_index_ >= 0 ? failed_ : Status::Ok();
 }
 
 void RowPipeline::CopyOutLocked(const Lent& row, std::unique_lock<std::mutex>& lock) {
@@ -184,7 +189,8 @@ Status RowPipeline::Finish() {
 }
 
 Status RowPipeline::DrainLocked(std::unique_lock<std::mutex>& lock) {
-  done_cv_.wait(lock, [&] { return queue_.empty() && busy_ == 0 && lent_open_ == 0; });
+  CopyLentLocked(lock);  // rows lent and never taken back (the engine stopped between)
+  done_cv_.wait(lock, [&] { return queue_.empty() && busy_ == 0; });
   return failed_index_ >= 0 ? failed_ : Status::Ok();
 }
 

@@ -62,8 +62,8 @@ class RowPipeline {
   // already queued are done, the error of the lowest failed index (what a serial writer stopping
   // at its first failure reports).
   Status Submit(int64_t index, std::span<const float> logits);
-  // Queues row `index` without copying it: logits must stay as they are until TakeBack returns.
-  // Errors as Submit.
+  // Queues row `index` without copying it: logits must stay as they are until TakeBack (or
+  // Finish) returns. Errors as Submit.
   Status Lend(int64_t index, std::span<const float> logits);
   // Returns once no lent row is read any more (each copied into a buffer, or written from where
   // it lies when no buffer is free), helping to copy them; the error of the lowest failed index,
@@ -90,6 +90,9 @@ class RowPipeline {
   // called with the lock held, releases it while the row is read.
   void CopyOutLocked(const Lent& row, std::unique_lock<std::mutex>& lock);
   void RecordLocked(int64_t index, Status st);
+  // The producer's side of TakeBack: wakes the workers for more than one lent row, copies lent
+  // rows itself until none is left, and waits for the workers' copies.
+  void CopyLentLocked(std::unique_lock<std::mutex>& lock);
 
   CaptureWriter& writer_;
   const size_t n_vocab_;

@@ -234,6 +234,27 @@ TEST(RowPipeline, LentRowsAreDoneWithWhenTakenBack) {
   }
 }
 
+// Rows lent and never taken back (the engine stopped before its next decode) are still copied
+// out and written by Finish: it neither hangs nor loses them.
+TEST(RowPipeline, FinishWritesRowsLentAndNeverTakenBack) {
+  const std::string dir = fixtures::TempPath("row-pipeline-lend-finish");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string serial = SerialFile(dir + "/serial.safetensors", StoreDtype::kF32);
+  const auto rows = Rows();
+  for (RowPipelineShape shape : {RowPipelineShape{1, 1}, RowPipelineShape{64, 4}}) {
+    auto w = CaptureWriter::Create(dir + "/lent.safetensors", Layout(StoreDtype::kF32), {{"m", 1}});
+    ASSERT_TRUE(w.ok());
+    {
+      RowPipeline pipe(**w, kWidth, shape);
+      for (int i = 0; i < kRows; ++i) ASSERT_TRUE(pipe.Lend(i, rows[size_t(i)]).ok());
+      ASSERT_TRUE(pipe.Finish().ok());
+    }
+    ASSERT_TRUE((*w)->Commit().ok());
+    EXPECT_EQ(*ReadFile(dir + "/lent.safetensors"), serial) << shape.in_flight;
+  }
+}
+
 // A bad lent row fails TakeBack, a later Lend or Finish (it fails when written, which may come
 // after its copy is taken back), and Finish stays that answer: the serial writer's message.
 TEST(RowPipeline, ABadLentRowFailsWithTheSerialMessage) {
