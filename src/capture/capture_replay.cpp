@@ -65,7 +65,8 @@ Result<CaptureReplay> ReplayOf(const CaptureReader& cap, const std::string& stag
   if (captured != here)
     return Status::Error(fmt::format(
         "{}: captured under the ggml variables {}, and this process runs under {}: ggml reads them once per "
-        "process, so run {} under the capture's",
+        "process, so run {} under the capture's (the two captures of a pair are re-run in one process: "
+        "both must have run under the same)",
         path, EnvWords(captured), EnvWords(here), stage));
   FS_ASSIGN_OR_RETURN(CaptureReplay r, ModelOf(cap, hashes));
   if (m.knobs.is_null()) return Status::Error(path + ": the manifest has no knobs");
