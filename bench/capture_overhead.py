@@ -7,10 +7,13 @@ rounds, each one capture per store (stride 32 plus every tool-call position, ful
 one `bare_prefill --outputs` over the capture's tokens and probe positions with the same knobs,
 alternating, so that load and clocks fall on both alike. Compares the capture's own prefill time
 (its manifest's timings.prefill_s) with bare_prefill's, fastest against fastest, and prints one
-JSON line per length and store (also OUT/overhead.jsonl).
+JSON line per length, store and build (also OUT/overhead.jsonl). With --before BIN, another
+flipscope build (the one before a change) captures too, in the same rounds, alternating with
+--flipscope.
 
   bench/capture_overhead.py --flipscope BIN --bare BIN -m MODEL --lengths 15000,30000 --out DIR
       [--chat-template gemma] [--knobs "-ngl 99 -fa on -t 16"] [--rounds 3] [--stores f32,bf16]
+      [--before BIN]
 """
 import argparse
 import json
@@ -37,16 +40,18 @@ def one_length(a, length, out):
     knobs = shlex.split(a.knobs) + ["-c", str(int(length * 1.25) + 2048)]
     tmpl = ["--chat-template", a.chat_template] if a.chat_template else []
     bare_knobs = [k for k in knobs if k not in ("-ngl", "99")]
-    capture = [a.flipscope, "capture", "-m", a.model, "-w", str(session), "--stride", "32", "--full", "tool_calls",
-               "-q"] + tmpl + knobs
+    builds = {"flipscope": a.flipscope}
+    if a.before:
+        builds["before"] = a.before
     stores = a.stores.split(",")
-    runs = {s: [] for s in stores}
+    runs = {(b, s): [] for b in builds for s in stores}
     bare, sizes = [], {}
     for _ in range(a.rounds):
-        for store in stores:
+        for (build, store), times in runs.items():
             path = d / f"{store}.safetensors"
-            subprocess.run(capture + ["--store", store, "-o", str(path)], check=True)
-            runs[store].append(manifest(path)["timings"]["prefill_s"])
+            subprocess.run([builds[build], "capture", "-m", a.model, "-w", str(session), "--stride", "32", "--full",
+                            "tool_calls", "-q", "--store", store, "-o", str(path)] + tmpl + knobs, check=True)
+            times.append(manifest(path)["timings"]["prefill_s"])
             if not (d / "tokens.txt").exists():
                 (d / "tokens.txt").write_text(" ".join(map(str, capture_tokens(path))))
                 (d / "probes.txt").write_text(" ".join(map(str, capture_tokens(path, "positions"))))
@@ -54,11 +59,11 @@ def one_length(a, length, out):
             path.unlink()
         bare.append(bare_seconds([a.bare, a.model, str(d / "tokens.txt")] + bare_knobs +
                                  ["--outputs", str(d / "probes.txt")]))
-    for store in stores:
+    for (build, store), times in runs.items():
         r = {"tokens": len((d / "tokens.txt").read_text().split()),
-             "rows": len((d / "probes.txt").read_text().split()), "store": store, "file_bytes": sizes[store],
-             "capture_prefill_s": runs[store], "bare_outputs_s": bare,
-             "ratio_fastest": round(min(runs[store]) / min(bare), 3)}
+             "rows": len((d / "probes.txt").read_text().split()), "build": build, "store": store,
+             "file_bytes": sizes[store], "capture_prefill_s": times, "bare_outputs_s": bare,
+             "ratio_fastest": round(min(times) / min(bare), 3)}
         line = json.dumps(r)
         print(line, flush=True)
         with open(out / "overhead.jsonl", "a") as f:
@@ -76,6 +81,7 @@ def main():
     p.add_argument("--knobs", default="")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--stores", default="f32,bf16")
+    p.add_argument("--before", default="")
     a = p.parse_args()
     out = pathlib.Path(a.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -21,7 +21,8 @@
 #                                         GGML_CUDA_DISABLE_FUSION=1, into $OUT/layers-TOKENS
 #   bench/gpu/remote.sh overhead LENGTHS [ARGS]  bench/capture_overhead.py over those session
 #                                         lengths: capture against bare_prefill --outputs (carried
-#                                         in .gpu/c), Gemma 3's template, captures in /dev/shm
+#                                         in .gpu/c), Gemma 3's template, captures in /dev/shm;
+#                                         a flipscope-before carried in .gpu/c captures too (--before)
 #   bench/gpu/remote.sh pairs A B CONFIG...  compare each configuration's first capture of the
 #                                         experiments run as A and B (prefill against served:
 #                                         compare --json and bench/served_split.py) into $OUT/pairs
@@ -137,9 +138,10 @@ case "$1" in
     ;;
   overhead)
     join_model
+    before= && [ -x "$work/flipscope-before" ] && before="$work/flipscope-before"
     python3 bench/capture_overhead.py --flipscope "$work/flipscope" --bare "$work/bare_prefill" \
       -m "$work/model.gguf" --chat-template gemma --knobs "-ngl 99 -fa on -t 16" --lengths "$2" \
-      --out /dev/shm/overhead "${@:3}" 2>&1 | tee -a "$OUT/overhead.txt"
+      --out /dev/shm/overhead ${before:+--before "$before"} "${@:3}" 2>&1 | tee -a "$OUT/overhead.txt"
     ;;
   pairs)
     export LD_LIBRARY_PATH="$(cat "$work/build-dir")/bin:$work/lib" FLIPSCOPE_NO_PROGRESS=1
