@@ -83,6 +83,24 @@ struct Runner {
     return *f;
   }
 
+  // Once the baseline's first capture is on disk: its size times the captures still to make
+  // against the space left there, said now rather than when the later ones fail. A server's
+  // captures (top-k rows, another size) are not counted.
+  void WarnOfSpace() const {
+    std::error_code ec;
+    const uint64_t bytes = fs::file_size(base0, ec);
+    const fs::space_info space = fs::space(fs::path(base0).parent_path(), ec);
+    if (ec) return;
+    int left = 0;
+    auto count = [&](const ConfigSpec& c, int from) {
+      if (c.engine == EngineKind::kOpenai) return;
+      for (int r = from; r < c.repeats; ++r) left += !fs::exists(CapturePath(c, r));
+    };
+    count(exp.baseline, 1);
+    for (const ConfigSpec& v : exp.variants) count(v, 0);
+    if (auto line = SpaceWarning(bytes, left, space.available, exp.store == StoreDtype::kF32)) opts.log.Info(*line);
+  }
+
   std::string CapturePath(const ConfigSpec& c, int r) const {
     return (fs::path(opts.outdir) / "captures" / fmt::format("{}-r{}.safetensors", c.name, r)).string();
   }
@@ -308,6 +326,7 @@ Status CaptureInOrder(Runner& runner, const Experiment& exp, const ModelInfo& mo
   ConfigEntry base_entry;
   FS_ASSIGN_OR_RETURN(ConfigStatus base_status, runner.CaptureConfig(exp.baseline, 0, 1, base_entry));
   if (base_status != ConfigStatus::kOk) return CaptureFailed(exp, "the baseline", base_entry);
+  runner.WarnOfSpace();
   // A server decides its own KV cache, which the knobs do not describe: its KV bytes are unknown
   // (written as null).
   auto kv_bytes = [&](const ConfigSpec& c, ConfigEntry& e) {
@@ -335,6 +354,17 @@ Status CaptureInOrder(Runner& runner, const Experiment& exp, const ModelInfo& mo
 }
 
 }  // namespace
+
+std::optional<std::string> SpaceWarning(uint64_t capture_bytes, int captures_left, uint64_t free_bytes,
+                                        bool f32_rows) {
+  const uint64_t need = capture_bytes * uint64_t(std::max(0, captures_left));
+  if (need <= free_bytes) return std::nullopt;
+  return fmt::format(
+      "  the {} captures still to make need about {} and the results folder's disk has {} free: those that do "
+      "not fit will fail{}",
+      captures_left, HumanBytes(double(need)), HumanBytes(double(free_bytes)),
+      f32_rows ? " (BF16 rows, store = \"bf16\" under [probe], take half)" : "");
+}
 
 Status CaptureAll(const Experiment& exp, const RunOptions& opts, const ModelInfo& model,
                   std::map<std::string, std::string>* hashes, Measurements& m,

@@ -8,6 +8,7 @@
 
 #include "branch/branch.h"
 #include "capture/capture.h"
+#include "experiment/steps.h"
 #include "support/branches.h"
 #include "support/experiment_test_util.h"
 #include "testing/tiny_model.h"
@@ -285,4 +286,20 @@ TEST(ParseExperiment, HistoryTableTakesReleasesOverTheBaseline) {
     ASSERT_FALSE(bad.ok()) << b.body;
     EXPECT_NE(bad.status().message().find(b.words), std::string::npos) << bad.status().message();
   }
+}
+
+// Once the baseline's first capture is on disk, the captures still to make are weighed against the
+// space left: a line says so when they do not fit, and BF16 rows halve F32 ones.
+TEST(SpaceWarning, SaysWhenTheCapturesStillToMakeDoNotFit) {
+  constexpr uint64_t kGiB = uint64_t(1) << 30;
+  EXPECT_FALSE(SpaceWarning(10 * kGiB, 5, 50 * kGiB, true));  // exactly fits
+  EXPECT_FALSE(SpaceWarning(10 * kGiB, 0, 0, true));          // nothing left to make
+  const auto line = SpaceWarning(10 * kGiB, 7, 50 * kGiB, true);
+  ASSERT_TRUE(line);
+  EXPECT_EQ(*line,
+            "  the 7 captures still to make need about 70.00 GiB and the results folder's disk has 50.00 GiB free: "
+            "those that do not fit will fail (BF16 rows, store = \"bf16\" under [probe], take half)");
+  const auto bf16 = SpaceWarning(5 * kGiB, 11, 50 * kGiB, false);
+  ASSERT_TRUE(bf16);
+  EXPECT_EQ(bf16->find("BF16"), std::string::npos) << *bf16;
 }
