@@ -355,8 +355,7 @@ Status CaptureInOrder(Runner& runner, const Experiment& exp, const ModelInfo& mo
 
 }  // namespace
 
-std::optional<std::string> SpaceWarning(uint64_t capture_bytes, int captures_left, uint64_t free_bytes,
-                                        bool f32_rows) {
+std::optional<std::string> SpaceWarning(uint64_t capture_bytes, int captures_left, uint64_t free_bytes, bool f32_rows) {
   const uint64_t need = capture_bytes * uint64_t(std::max(0, captures_left));
   if (need <= free_bytes) return std::nullopt;
   return fmt::format(

@@ -38,8 +38,7 @@ bool CapturedSwaFull(const ConfigEntry& config, const ModelInfo& model);
 // The line that says, once the baseline's first capture is on disk, that the captures still to
 // make (captures_left, each about capture_bytes) need more than the free_bytes left where they go,
 // and that BF16 rows take half when f32_rows; nullopt when they fit.
-std::optional<std::string> SpaceWarning(uint64_t capture_bytes, int captures_left, uint64_t free_bytes,
-                                        bool f32_rows);
+std::optional<std::string> SpaceWarning(uint64_t capture_bytes, int captures_left, uint64_t free_bytes, bool f32_rows);
 // A shell line's prefix that sets env's variables for one command: "K=v K2=v2 " ("" for none).
 std::string EnvPrefix(const std::map<std::string, std::string>& env);
 // `tool` ("llama-server" or "llama-cli") serving a llama configuration (its results.json configs[]
