@@ -38,9 +38,7 @@ std::map<std::string, std::string> GgmlOnly(const std::map<std::string, std::str
   return out;
 }
 
-std::string EnvWords(const std::map<std::string, std::string>& env) {
-  return env.empty() ? "none set" : EnvText(env);
-}
+std::string EnvWords(const std::map<std::string, std::string>& env) { return env.empty() ? "none set" : EnvText(env); }
 
 }  // namespace
 
