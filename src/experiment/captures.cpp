@@ -85,8 +85,9 @@ struct Runner {
 
   // Once the baseline's first capture is on disk: its size times the captures still to make
   // against the space left there, said now rather than when the later ones fail. A server's
-  // captures (top-k rows, another size) are not counted.
+  // captures (top-k rows, another size) are not counted, nor weighed by.
   void WarnOfSpace() const {
+    if (exp.baseline.engine == EngineKind::kOpenai) return;
     std::error_code ec;
     const uint64_t bytes = fs::file_size(base0, ec);
     const fs::space_info space = fs::space(fs::path(base0).parent_path(), ec);
