@@ -196,7 +196,6 @@ TEST(RowPipeline, DefaultShapeBoundsTheRowsInFlight) {
   EXPECT_EQ(DefaultRowPipelineShape(262144, 1).workers, 1);
 }
 
-
 // Lent rows are read only until TakeBack returns: the producer then overwrites its buffer, as the
 // engine's next decode does, and the file is still the serial writer's, whether the rows were
 // copied out or (no buffer free) written where they lay.
