@@ -17,12 +17,10 @@ flipscope build (the one before a change) captures too, in the same rounds, alte
 """
 import argparse
 import json
-import pathlib
 import shlex
 import subprocess
-import sys
 
-from scale import ROOT, capture_tokens, manifest
+from scale import bare_knobs, capture_tokens, manifest, run_lengths, session_for
 
 
 def bare_seconds(cmd):
@@ -32,14 +30,11 @@ def bare_seconds(cmd):
 
 
 def one_length(a, length, out):
-    d = out / f"L{length}"
-    d.mkdir(parents=True, exist_ok=True)
-    session = d / "session.json"
-    subprocess.run([sys.executable, str(ROOT / "examples/gen_session.py"), "--seed", "2", "--target-tokens",
-                    str(length), "-o", str(session)], check=True)
-    knobs = shlex.split(a.knobs) + ["-c", str(int(length * 1.25) + 2048)]
+    if not a.bare:
+        raise SystemExit("capture_overhead.py: --bare BIN (bench/bare_prefill) is needed")
+    d, session, ctx = session_for(out, length)
+    knobs = shlex.split(a.knobs) + ctx
     tmpl = ["--chat-template", a.chat_template] if a.chat_template else []
-    bare_knobs = [k for k in knobs if k not in ("-ngl", "99")]
     builds = {"flipscope": a.flipscope}
     if a.before:
         builds["before"] = a.before
@@ -57,7 +52,7 @@ def one_length(a, length, out):
                 (d / "probes.txt").write_text(" ".join(map(str, capture_tokens(path, "positions"))))
             sizes[store] = path.stat().st_size
             path.unlink()
-        bare.append(bare_seconds([a.bare, a.model, str(d / "tokens.txt")] + bare_knobs +
+        bare.append(bare_seconds([a.bare, a.model, str(d / "tokens.txt")] + bare_knobs(knobs) +
                                  ["--outputs", str(d / "probes.txt")]))
     for (build, store), times in runs.items():
         r = {"tokens": len((d / "tokens.txt").read_text().split()),
@@ -72,21 +67,10 @@ def one_length(a, length, out):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--flipscope", required=True)
-    p.add_argument("--bare", required=True)
-    p.add_argument("-m", "--model", required=True)
-    p.add_argument("--lengths", required=True)
-    p.add_argument("--out", required=True)
-    p.add_argument("--chat-template", default="")
-    p.add_argument("--knobs", default="")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--stores", default="f32,bf16")
     p.add_argument("--before", default="")
-    a = p.parse_args()
-    out = pathlib.Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    for length in map(int, a.lengths.split(",")):
-        one_length(a, length, out)
+    run_lengths(p, one_length)
 
 
 if __name__ == "__main__":

@@ -115,14 +115,42 @@ def compared(out, length, name, cmd, log, n_tokens):
         pass
 
 
-def one_length(a, length, out):
+def session_for(out, length):
+    """OUT/L<length> holding the network-operations session of about `length` tokens (seed 2), and
+    the context that fits it: (folder, session path, ["-c", N])."""
     d = out / f"L{length}"
     d.mkdir(parents=True, exist_ok=True)
-    log = d / "log.txt"
     session = d / "session.json"
     subprocess.run([sys.executable, str(ROOT / "examples/gen_session.py"), "--seed", "2", "--target-tokens",
                     str(length), "-o", str(session)], check=True)
-    ctx = ["-c", str(int(length * 1.25) + 2048)]
+    return d, session, ["-c", str(int(length * 1.25) + 2048)]
+
+
+def bare_knobs(knobs):
+    """The capture's llama.cpp flags that bare_prefill takes (it runs where llama.cpp puts it)."""
+    return [k for k in knobs if k not in ("-ngl", "99", "-sm", "none")]
+
+
+def run_lengths(p, one_length):
+    """Adds the arguments every sweep over session lengths takes to the parser p, parses them and
+    runs one_length(args, length, out) for each length, in order."""
+    p.add_argument("--flipscope", required=True)
+    p.add_argument("--bare", default="")
+    p.add_argument("-m", "--model", required=True)
+    p.add_argument("--lengths", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--chat-template", default="")
+    p.add_argument("--knobs", default="")
+    a = p.parse_args()
+    out = pathlib.Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for length in map(int, a.lengths.split(",")):
+        one_length(a, length, out)
+
+
+def one_length(a, length, out):
+    d, session, ctx = session_for(out, length)
+    log = d / "log.txt"
     knobs = shlex.split(a.knobs)
     tmpl = ["--chat-template", a.chat_template] if a.chat_template else []
     probes = ["--stride", "32", "--full", "tool_calls", "--store", "bf16", "-q"]
@@ -137,9 +165,8 @@ def one_length(a, length, out):
     r["timings"] = manifest(base).get("timings", {})
     record(out, dict(r, stage="capture-size"))
     (d / "tokens.txt").write_text(" ".join(map(str, tokens)))
-    bare_knobs = [k for k in knobs if k not in ("-ngl", "99", "-sm", "none")]
     if a.bare:
-        r = stage(out, length, "bare", [a.bare, a.model, str(d / "tokens.txt")] + bare_knobs + ctx, log,
+        r = stage(out, length, "bare", [a.bare, a.model, str(d / "tokens.txt")] + bare_knobs(knobs) + ctx, log,
                   tokens=len(tokens))
         # bare_prefill's last line: tokens, prefill seconds, tok/s, "load", load seconds.
         last = log.read_text().strip().splitlines()[-1].split()
@@ -173,23 +200,12 @@ def one_length(a, length, out):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--flipscope", required=True)
-    p.add_argument("--bare", default="")
-    p.add_argument("-m", "--model", required=True)
-    p.add_argument("--lengths", required=True)
-    p.add_argument("--out", required=True)
-    p.add_argument("--chat-template", default="")
-    p.add_argument("--knobs", default="")
     p.add_argument("--forks", type=int, default=8)
     p.add_argument("--flips", type=int, default=4)
     p.add_argument("--exact-max", type=int, default=32000)
     p.add_argument("--exact-threads", type=int, default=16)
     p.add_argument("--keep", action="store_true")
-    a = p.parse_args()
-    out = pathlib.Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    for length in map(int, a.lengths.split(",")):
-        one_length(a, length, out)
+    run_lengths(p, one_length)
 
 
 if __name__ == "__main__":
