@@ -59,12 +59,13 @@ json SideJson(const ForkSideJudgement& s) {
       {"ended", s.ended},
       {"stop", OrNull(s.stop)},
       {"call_cap_hit", s.call_cap_hit}};
+  PutIf(j, "grade", s.grade);
   read::KeepExtra(j, s.extra);
   return j;
 }
 ForkSideJudgement SideFrom(const json& j) {
   ForkSideJudgement s;
-  s.failure = Str(j, "failure", "none"), s.reason = Str(j, "reason");
+  s.failure = Str(j, "failure", "none"), s.reason = Str(j, "reason"), s.grade = Opt<std::string>(j, "grade");
   if (Sub(j, "tool_call").is_object()) s.tool_call = ToolCallFrom(j["tool_call"]);
   if (const json& m = Sub(j, "literal_mutation"); m.is_object())
     s.literal_mutation = ForkSideJudgement::Mutation{Str(m, "literal"), Str(m, "copy")};
@@ -73,8 +74,8 @@ ForkSideJudgement SideFrom(const json& j) {
     s.rejoins_at = ForkSideJudgement::Rejoin{Get<int64_t>(r, "future", 0), Get<int64_t>(r, "transcript", 0)};
   s.ended = Get(j, "ended", false), s.stop = Opt<std::string>(j, "stop"),
   s.call_cap_hit = Get(j, "call_cap_hit", false);
-  s.extra = read::Without(j, {"failure", "reason", "tool_call", "literal_mutation", "follows_reference", "rejoins_at",
-                              "ended", "stop", "call_cap_hit"});
+  s.extra = read::Without(j, {"failure", "grade", "reason", "tool_call", "literal_mutation", "follows_reference",
+                              "rejoins_at", "ended", "stop", "call_cap_hit"});
   return s;
 }
 
@@ -103,15 +104,23 @@ constexpr std::initializer_list<const char*> kRecordKeys = {"position",
                                                             "call_cap_hit",
                                                             "reproduced"};
 
+// The graded kinds, written when counted (FailureTally).
+constexpr const char* kGradedKinds[] = {"harmless_call", "invented_fact", "runaway"};
+
 json FailureTallyJson(const FailureTally& t) {
-  return {{"total", t.total},
-          {"invalid_tool_call", t.invalid_tool_call},
-          {"literal_mutated", t.literal_mutated},
-          {"wrong_command", t.wrong_command}};
+  json j = {{"total", t.total},
+            {"invalid_tool_call", t.invalid_tool_call},
+            {"literal_mutated", t.literal_mutated},
+            {"wrong_command", t.wrong_command}};
+  for (const char* kind : kGradedKinds)
+    if (const int64_t n = *t.Of(kind); n > 0) j[kind] = n;
+  return j;
 }
 FailureTally FailureTallyFrom(const json& j) {
-  return {Get<int64_t>(j, "total", 0), Get<int64_t>(j, "invalid_tool_call", 0), Get<int64_t>(j, "literal_mutated", 0),
-          Get<int64_t>(j, "wrong_command", 0)};
+  FailureTally t{Get<int64_t>(j, "total", 0), Get<int64_t>(j, "invalid_tool_call", 0),
+                 Get<int64_t>(j, "literal_mutated", 0), Get<int64_t>(j, "wrong_command", 0)};
+  for (const char* kind : kGradedKinds) *t.Of(kind) = Get<int64_t>(j, kind, 0);
+  return t;
 }
 
 json DecodingJson(const ForkDecodingInfo& d) {
@@ -224,7 +233,19 @@ int64_t* FailureTally::Of(std::string_view failure) {
   return failure == "invalid_tool_call" ? &invalid_tool_call
          : failure == "literal_mutated" ? &literal_mutated
          : failure == "wrong_command"   ? &wrong_command
+         : failure == "harmless_call"   ? &harmless_call
+         : failure == "invented_fact"   ? &invented_fact
+         : failure == "runaway"         ? &runaway
                                         : nullptr;
+}
+
+std::vector<std::pair<std::string, int64_t>> FailureTally::KindsByName() const {
+  return {{"harmless_call", harmless_call},
+          {"invalid_tool_call", invalid_tool_call},
+          {"invented_fact", invented_fact},
+          {"literal_mutated", literal_mutated},
+          {"runaway", runaway},
+          {"wrong_command", wrong_command}};
 }
 
 int64_t* BranchCounts::OfVerdict(std::string_view verdict) {

@@ -42,7 +42,10 @@ struct ForkToolCall {
 
 // One future judged on its own against the transcript (records[].base, .cand).
 struct ForkSideJudgement {
-  std::string failure = "none";           // a failure's name: none, invalid_tool_call, literal_mutated, wrong_command
+  std::string failure = "none";  // a failure's name: none, harmless_call, invented_fact, literal_mutated, ...
+  // Its grade on the outcome scale (none, equivalent_call, or the failure's name); none in files
+  // written before futures were graded.
+  std::optional<std::string> grade;
   std::string reason;                     // one line
   std::optional<ForkToolCall> tool_call;  // none when the future is in no call
   struct Mutation {
@@ -91,12 +94,17 @@ struct ForkRecord {
   nlohmann::json extra = nlohmann::json::object();
 };
 
-// Damage or repair by the kind of failure behind it (counts.outcomes.damage, .repair).
+// Damage or repair by the kind of failure behind it (counts.outcomes.damage, .repair). The three
+// kinds every version wrote are always written; the graded ones (harmless_call, invented_fact,
+// runaway) when counted, so that a file of an earlier version is written back as it was.
 struct FailureTally {
   int64_t total = 0, invalid_tool_call = 0, literal_mutated = 0, wrong_command = 0;
+  int64_t harmless_call = 0, invented_fact = 0, runaway = 0;
   // The count of a failure's name; null for another name.
   int64_t* Of(std::string_view failure);
   const int64_t* Of(std::string_view failure) const { return const_cast<FailureTally*>(this)->Of(failure); }
+  // Every kind's name and count, by name.
+  std::vector<std::pair<std::string, int64_t>> KindsByName() const;
 };
 struct OutcomeTally {
   FailureTally damage, repair;
