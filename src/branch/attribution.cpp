@@ -10,22 +10,26 @@ namespace {
 constexpr Outcome kOutcomes[] = {Outcome::kDamage, Outcome::kRepair, Outcome::kBothFail, Outcome::kDifferentButFine,
                                  Outcome::kBenign};
 
+constexpr Failure kFailures[] = {Failure::kHarmlessCall,   Failure::kInventedFact,    Failure::kWrongCommand,
+                                 Failure::kLiteralMutated, Failure::kInvalidToolCall, Failure::kRunaway};
+
 }  // namespace
 
-// A failure is named as the verdict it comes from (VerdictName's table), none as "none".
-const char* FailureName(Failure f) {
-  switch (f) {
-    case Failure::kNone:
-      return "none";
-    case Failure::kInvalidToolCall:
-      return VerdictName(Verdict::kInvalidToolCall);
-    case Failure::kLiteralMutated:
-      return VerdictName(Verdict::kLiteralMutated);
-    case Failure::kWrongCommand:
-      return VerdictName(Verdict::kWrongCommand);
-  }
-  return "?";
-}
+// Failure names as branch records spell them: a failure that is also a pair verdict has its name.
+template <>
+struct Names<Failure> {
+  static constexpr std::pair<Failure, const char*> v[] = {{Failure::kNone, "none"},
+                                                          {Failure::kHarmlessCall, "harmless_call"},
+                                                          {Failure::kInventedFact, "invented_fact"},
+                                                          {Failure::kWrongCommand, "wrong_command"},
+                                                          {Failure::kLiteralMutated, "literal_mutated"},
+                                                          {Failure::kInvalidToolCall, "invalid_tool_call"},
+                                                          {Failure::kRunaway, "runaway"}};
+};
+
+const char* FailureName(Failure f) { return NameOf(f).data(); }
+
+std::span<const Failure> AllFailures() { return kFailures; }
 
 // Outcome names as branch records spell them.
 template <>
@@ -42,13 +46,19 @@ const char* OutcomeName(Outcome o) { return NameOf(o).data(); }
 std::span<const Outcome> AllOutcomes() { return kOutcomes; }
 
 Attribution Attribute(const SideJudgement& base, const SideJudgement& cand, const Judgement& pair, int /*k*/) {
-  const bool base_fails = base.failure != Failure::kNone, cand_fails = cand.failure != Failure::kNone;
+  const Grade gb = GradeOf(base), gc = GradeOf(cand);
   const std::string both = fmt::format("base: {}; cand: {}", base.reason, cand.reason);
   // The same text (or a budget-cut prefix of it): whatever it holds, the fork changed nothing.
   if (!pair.first_difference) return {Outcome::kBenign, Failure::kNone, "both futures write the same text"};
-  if (base_fails && cand_fails) return {Outcome::kBothFail, cand.failure, both};
-  if (cand_fails) return {Outcome::kDamage, cand.failure, "cand " + cand.reason + " (base " + base.reason + ")"};
-  if (base_fails) return {Outcome::kRepair, base.failure, "base " + base.reason + " (cand " + cand.reason + ")"};
+  // One scale for both: the worse failure is the change's doing (damage) or undoing (repair);
+  // only failures of the same grade fail alike.
+  if (IsFailure(gc) && gc > gb)
+    return {Outcome::kDamage, cand.failure,
+            fmt::format("cand {} (base {}: {})", cand.reason, GradeName(gb), base.reason)};
+  if (IsFailure(gb) && gb > gc)
+    return {Outcome::kRepair, base.failure,
+            fmt::format("base {} (cand {}: {})", base.reason, GradeName(gc), cand.reason)};
+  if (IsFailure(gb)) return {Outcome::kBothFail, cand.failure, both};
   // FindReconvergence bounds both detours by k: a reconvergence is benign, none is not.
   if (const auto& r = pair.reconverge)
     return {Outcome::kBenign, Failure::kNone,
@@ -59,12 +69,15 @@ Attribution Attribute(const SideJudgement& base, const SideJudgement& cand, cons
 ForkSideJudgement SideRecord(const SideJudgement& s, const FutureText& f) {
   ForkSideJudgement out;
   out.failure = FailureName(s.failure);
+  out.grade = GradeName(GradeOf(s));
   out.reason = s.reason;
   if (s.call_present)
-    out.tool_call = ForkToolCall{
-        s.call_closed, s.call_problem.empty() ? std::nullopt : std::optional<std::string>(s.call_problem),
-        s.call ? *s.call : nlohmann::json(nullptr),
-        s.call_matches ? s.call_matches : s.call_diverged.empty() ? std::nullopt : std::optional<bool>(false)};
+    out.tool_call =
+        ForkToolCall{s.call_closed, s.call_problem.empty() ? std::nullopt : std::optional<std::string>(s.call_problem),
+                     s.call ? *s.call : nlohmann::json(nullptr),
+                     s.call_matches            ? s.call_matches
+                     : s.call_diverged.empty() ? std::nullopt
+                                               : std::optional<bool>(false)};
   if (s.mutation) out.literal_mutation = ForkSideJudgement::Mutation{s.mutation->literal, s.mutation->copy};
   out.follows_reference = s.follows_reference;
   if (s.rejoins) out.rejoins_at = ForkSideJudgement::Rejoin{s.rejoins->base_at, s.rejoins->cand_at};

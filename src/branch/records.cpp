@@ -194,6 +194,7 @@ std::vector<ForkRecord> BuildRecords(const Transcript& t, const std::vector<Poin
   // it did not mangle a copy.
   std::set<std::string, std::less<>> transcript_words;
   for (Word& w : SplitWords(t.text)) transcript_words.insert(std::move(w.text));
+  const FactTable facts = FactTable::FromText(t.text);
   for (size_t i = 0; i < points.size(); ++i) {
     const Point& pt = points[i];
     const int32_t next = pt.position + 1;  // the first token of every future's place
@@ -201,6 +202,7 @@ std::vector<ForkRecord> BuildRecords(const Transcript& t, const std::vector<Poin
     const FutureText &bf = texts.base, &cf = texts.cand, &rf = texts.ref;
 
     JudgeContext ctx = ContextAt(t, next, o.reconverge, &transcript_words);
+    ctx.facts = &facts;
     literals.GrowTo(next);
     ctx.literals = std::move(literals.known());  // moved in and back: no copy per record
     Judgement j = Judge(ctx, bf, cf, rf);
@@ -227,9 +229,13 @@ std::vector<ForkRecord> BuildRecords(const Transcript& t, const std::vector<Poin
     r.first_difference = diff_base, r.first_difference_cand = diff_cand;
     if (j.first_difference) r.first_difference_byte = int64_t(*j.first_difference);
     r.verdict = VerdictName(j.verdict), r.reason = Utf8(j.reason);
-    r.attribution = ForkAttribution{OutcomeName(a.outcome),
-                                    a.kind == Failure::kNone ? std::nullopt : std::optional<std::string>(FailureName(a.kind)),
-                                    Utf8(a.reason), bf.cap_hit || cf.cap_hit, SideOf(sb, bf), SideOf(sc, cf)};
+    r.attribution =
+        ForkAttribution{OutcomeName(a.outcome),
+                        a.kind == Failure::kNone ? std::nullopt : std::optional<std::string>(FailureName(a.kind)),
+                        Utf8(a.reason),
+                        bf.cap_hit || cf.cap_hit,
+                        SideOf(sb, bf),
+                        SideOf(sc, cf)};
     r.reproduced = base.reproduced[i] && cand.reproduced[i];
     records.push_back(std::move(r));
   }
@@ -277,8 +283,9 @@ std::string SummaryText(const BranchCounts& counts) {
   };
   const int64_t total = counts.total, points = counts.branch_points.value_or(total);
   // A subset says what it is a subset of.
-  std::string out = points > total ? fmt::format("{} branches: the first {} of {} branch points\n", total, total, points)
-                                   : fmt::format("{} branches\n", total);
+  std::string out = points > total
+                        ? fmt::format("{} branches: the first {} of {} branch points\n", total, total, points)
+                        : fmt::format("{} branches\n", total);
   if (const int64_t read = counts.teacher_forced_only.value_or(0); read > 0)
     out += fmt::format(
         "  {:>6} teacher-forced only: where the model reads the next token (system or user text, tool "
@@ -287,8 +294,10 @@ std::string SummaryText(const BranchCounts& counts) {
   // What the change did, each future judged on its own: the damage and repair by failure kind.
   auto kinds = [](const FailureTally& by_kind) {
     std::vector<std::string> parts;
-    for (Failure f : {Failure::kInvalidToolCall, Failure::kLiteralMutated, Failure::kWrongCommand})
-      if (const int64_t n = *by_kind.Of(FailureName(f)); n > 0) parts.push_back(fmt::format("{} {}", n, FailureName(f)));
+    const auto failures = AllFailures();
+    for (auto it = failures.rbegin(); it != failures.rend(); ++it)  // the worst first
+      if (const int64_t n = *by_kind.Of(FailureName(*it)); n > 0)
+        parts.push_back(fmt::format("{} {}", n, FailureName(*it)));
     return parts.empty() ? std::string() : fmt::format(" ({})", fmt::join(parts, ", "));
   };
   if (const auto& o = counts.outcomes) {

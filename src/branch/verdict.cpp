@@ -290,8 +290,67 @@ Judgement Judge(const JudgeContext& ctx, const FutureText& base, const FutureTex
   if (j.reconverge)
     return verdict(Verdict::kBenign, {fmt::format("the futures agree again after {} / {} tokens",
                                                   j.reconverge->base_detour, j.reconverge->cand_detour)});
-  return verdict(Verdict::kDivergent, {fmt::format("base writes \"{}\", cand \"{}\"", Excerpt(ta, fd), Excerpt(tc, fd))});
+  return verdict(Verdict::kDivergent,
+                 {fmt::format("base writes \"{}\", cand \"{}\"", Excerpt(ta, fd), Excerpt(tc, fd))});
 }
+
+namespace {
+
+// Prose that states a fact the transcript does not: words of the transcript, of its continuation
+// and of the literals known at the point are facts it holds.
+std::optional<std::string> InventedFact(const JudgeContext& ctx, const ReferenceFacts& ref, const std::string& text,
+                                        size_t from) {
+  static const FactTable kNoFacts;
+  WordFilter known = [&](std::string_view w) {
+    return ref.words.count(w) || ctx.literals.Contains(w) || (ctx.known_words && ctx.known_words->count(w));
+  };
+  return FindInventedFact(ref.partial + text, ref.partial.size() + from, ctx.facts ? *ctx.facts : kNoFacts, known);
+}
+
+// The worst failure of a judged side, with its reason: every one that applies is weighed, so a
+// mangled port inside a harmless call is a mangled literal, and a call that loops is a runaway.
+void Classify(const ReferenceFacts& ref, SideJudgement* s) {
+  std::vector<std::pair<Failure, std::string>> found;
+  if (!s->runaway.empty()) found.emplace_back(Failure::kRunaway, s->runaway);
+  if (!s->call_problem.empty()) found.emplace_back(Failure::kInvalidToolCall, s->call_problem);
+  if (s->call_matches == false) {
+    const std::string how = DescribeCallDifference(*s->call, *ref.check.call);
+    if (EquivalentCalls(*s->call, *ref.check.call))
+      s->equivalent_call = true;
+    else if (IsReadOnlyCall(*s->call))
+      found.emplace_back(Failure::kHarmlessCall, how + ", a call that only inspects");
+    else
+      found.emplace_back(Failure::kWrongCommand, how);
+  }
+  if (!s->call_diverged.empty())
+    found.emplace_back(Failure::kWrongCommand, s->call_diverged + " before its call was cut");
+  if (s->call_missing)
+    found.emplace_back(Failure::kWrongCommand, fmt::format("makes no tool call where the transcript calls {}",
+                                                           (*ref.check.call)["name"].dump()));
+  if (s->mutation)
+    found.emplace_back(Failure::kLiteralMutated,
+                       fmt::format("copies {} as \"{}\"", s->mutation->literal, s->mutation->copy));
+  if (!s->invented_fact.empty()) found.emplace_back(Failure::kInventedFact, s->invented_fact);
+  // The worst; among equals the first found (the order above).
+  auto worst =
+      std::max_element(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (worst == found.end()) return;
+  s->failure = worst->first;
+  s->reason = worst->second;
+}
+
+// What a future without a failure does, in one line.
+std::string FineReason(const SideJudgement& s, const std::string& text, const std::string& ref_text, size_t from) {
+  if (s.equivalent_call) return "makes a call equivalent to the transcript's (the same once normalized)";
+  if (s.call_matches == true) return "makes the transcript's call";
+  if (s.writes_reference) return "writes the transcript's text";
+  if (s.rejoins)
+    return fmt::format("agrees with the transcript again from its token {} (the transcript's token {})",
+                       s.rejoins->base_at, s.rejoins->cand_at);
+  return fmt::format("writes \"{}\" where the transcript has \"{}\"", Excerpt(text, from), Excerpt(ref_text, from));
+}
+
+}  // namespace
 
 SideJudgement JudgeSide(const JudgeContext& ctx, const FutureText& future, const FutureText& reference) {
   SideJudgement s;
@@ -320,33 +379,11 @@ SideJudgement JudgeSide(const JudgeContext& ctx, const FutureText& future, const
   const bool calls_here = ref.check.call && ref_open && *ref_open <= kCallExpectedBytes;
   s.call_missing = calls_here && !c.present && text.size() >= *ref_open + ctx.envelope.open.size();
   s.mutation = FutureMutation(ctx, ref, future, text, from, nullptr);
-
-  if (!s.call_problem.empty()) {
-    s.failure = Failure::kInvalidToolCall;
-    s.reason = s.call_problem;
-  } else if (s.mutation) {
-    s.failure = Failure::kLiteralMutated;
-    s.reason = fmt::format("copies {} as \"{}\"", s.mutation->literal, s.mutation->copy);
-  } else if (s.call_matches == false) {
-    s.failure = Failure::kWrongCommand;
-    s.reason = DescribeCallDifference(*s.call, *ref.check.call);
-  } else if (!s.call_diverged.empty()) {
-    s.failure = Failure::kWrongCommand;
-    s.reason = s.call_diverged + " before its call was cut";
-  } else if (s.call_missing) {
-    s.failure = Failure::kWrongCommand;
-    s.reason = fmt::format("makes no tool call where the transcript calls {}", (*ref.check.call)["name"].dump());
-  } else if (s.call_matches == true) {
-    s.reason = "makes the transcript's call";
-  } else if (s.writes_reference) {
-    s.reason = "writes the transcript's text";
-  } else if (s.rejoins) {
-    s.reason = fmt::format("agrees with the transcript again from its token {} (the transcript's token {})",
-                           s.rejoins->base_at, s.rejoins->cand_at);
-  } else {
-    s.reason =
-        fmt::format("writes \"{}\" where the transcript has \"{}\"", Excerpt(text, from), Excerpt(ref.text, from));
-  }
+  if (!s.writes_reference)
+    if (auto loop = FindRunaway(text, future.ended, ref.text)) s.runaway = *loop;
+  if (!c.present && !s.writes_reference) s.invented_fact = InventedFact(ctx, ref, text, from).value_or("");
+  Classify(ref, &s);
+  if (s.failure == Failure::kNone) s.reason = FineReason(s, text, ref.text, from);
   if (future.cap_hit) s.reason += " (its call was cut by the token cap)";
   return s;
 }

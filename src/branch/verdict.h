@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -108,7 +109,7 @@ struct CallText {
   // Not closed, but the continuation ends inside the close marker ("}}</tool") right after a
   // complete JSON body: cut while closing (body excludes the marker's part).
   bool closing = false;
-  std::string body;      // between the markers (up to the end of the continuation when unclosed)
+  std::string body;  // between the markers (up to the end of the continuation when unclosed)
 };
 // Finds the call in prefix + continuation that is open at the boundary or starts after it
 // (an open marker split across the boundary counts).
@@ -155,6 +156,8 @@ struct Reconvergence {
 };
 std::optional<Reconvergence> FindReconvergence(const FutureText& a, const FutureText& b, int k);
 
+struct FactTable;
+
 // What the judge knows about a branch point's context.
 struct JudgeContext {
   std::string prefix;      // the transcript's text before the branch point
@@ -166,6 +169,9 @@ struct JudgeContext {
   std::vector<ToolSpec> tools;  // empty = unknown: function names are not checked
   ToolEnvelope envelope;
   int reconverge = 8;  // K
+  // The facts the whole transcript states (ports by service), for prose that invents them; may be
+  // null (then only words the transcript nowhere holds are invented facts). Not owned.
+  const FactTable* facts = nullptr;
 };
 
 struct Judgement {
@@ -180,16 +186,74 @@ Judgement Judge(const JudgeContext& ctx, const FutureText& base, const FutureTex
 
 // ---- Attribution: each future on its own, then who broke what ----------------------------------
 
-// What is wrong with one future on its own, in precedence order (kNone: nothing found).
-enum class Failure { kNone, kInvalidToolCall, kLiteralMutated, kWrongCommand };
-// The JSON name: "none", or the verdict name of the same kind ("invalid_tool_call", ...).
+// What is wrong with one future on its own, mildest first (kNone: nothing found); a future has
+// the worst that applies (docs/branch.md, "Graded failures").
+enum class Failure {
+  kNone,
+  kHarmlessCall,     // a different call that only inspects (show, list, --help, SELECT)
+  kInventedFact,     // prose that states an address, port, host, path or number the transcript does not
+  kWrongCommand,     // a call that does the wrong thing, or none where the transcript calls
+  kLiteralMutated,   // a literal of the context copied wrongly (in a call too: the more specific cause)
+  kInvalidToolCall,  // a call that does not parse, close or name a tool with its required arguments
+  kRunaway,          // a loop: one unit repeated to the budget, never ending
+};
+// The JSON name: "none", "harmless_call", "invented_fact", "wrong_command", "literal_mutated",
+// "invalid_tool_call", "runaway".
 const char* FailureName(Failure f);
+// Every failure but none, mildest first.
+std::span<const Failure> AllFailures();
+
+// A future's place on the one scale outcomes compare, best first: a failure, or below every
+// failure the transcript's own text or call (none) and a call a reviewer accepts as it.
+enum class Grade {
+  kNone,
+  kEquivalentCall,
+  kHarmlessCall,
+  kInventedFact,
+  kWrongCommand,
+  kLiteralMutated,
+  kInvalidToolCall,
+  kRunaway
+};
+// The JSON name: "none", "equivalent_call", or the failure's name.
+const char* GradeName(Grade g);
+// Whether a grade is a failure (harmless_call or worse).
+inline bool IsFailure(Grade g) { return g >= Grade::kHarmlessCall; }
+
+// A loop repeats its unit at least this often, over at least this many bytes, in the last 2/5 of
+// a future or more.
+constexpr size_t kRunawayRepeats = 3;
+constexpr size_t kRunawayBytes = 24;
+// A runaway loop in a future that never ended: its tail repeats one unit (digits counted alike,
+// so that a loop counting .198, .199 repeats) kRunawayRepeats times over kRunawayBytes, a unit
+// with a letter or digit that the transcript's continuation does not repeat so. The reason, or none.
+std::optional<std::string> FindRunaway(std::string_view text, bool ended, std::string_view reference);
+// Whether a call is the transcript's once normalized: the same function, arguments equal with
+// whitespace collapsed and trailing output filters of a command dropped (`| head -40`).
+bool EquivalentCalls(const nlohmann::json& call, const nlohmann::json& ref);
+// Whether a call only inspects: a read-only tool (get_, list_, show_, check_ ...), or every
+// command it runs reads (show, ls, ss, --help, psql -c "SELECT ...") and none writes.
+bool IsReadOnlyCall(const nlohmann::json& call);
+
+// What a transcript states that prose must not contradict: for each name on a line that also
+// names a port (postgres on the line of 127.0.0.1:5432), the ports given with it.
+struct FactTable {
+  std::map<std::string, std::set<std::string>, std::less<>> ports_of;
+  // Reads every line of the transcript's text.
+  static FactTable FromText(std::string_view transcript);
+};
+// An invented fact in prose from byte `from` on: a fact-like word (an address, path, host or file
+// name, version, a number of 3+ digits) that `known` does not hold, or a port given to a service
+// whose transcript lines give it only one or two others. The reason, or none.
+std::optional<std::string> FindInventedFact(std::string_view text, size_t from, const FactTable& facts,
+                                            const WordFilter& known);
 
 // One future judged against the transcript alone.
 struct SideJudgement {
   Failure failure = Failure::kNone;
-  std::string reason;         // one line: the failure, or what the future does
-  bool call_present = false;  // inside a tool call at the point, or opens one
+  bool equivalent_call = false;  // no failure: a call the transcript's once normalized (EquivalentCalls)
+  std::string reason;            // one line: the failure, or what the future does
+  bool call_present = false;     // inside a tool call at the point, or opens one
   bool call_closed = false;
   std::string call_problem;            // "" when well-formed (or a problem the transcript's call has too)
   std::optional<nlohmann::json> call;  // the closed, well-formed call {"name","arguments"}
@@ -197,6 +261,8 @@ struct SideJudgement {
   std::string call_diverged;           // an unfinished call already differs from the transcript's: how
   bool call_missing = false;           // the transcript calls right at the point, the future writes no call
   std::optional<LiteralMutation> mutation;
+  std::string runaway;            // how it loops ("" when it does not)
+  std::string invented_fact;      // the fact its prose invents ("" when none)
   bool writes_reference = false;  // the transcript's text as far as the future goes (or the same text)
   // Where the future agrees with the transcript again (base_*: the future, cand_*: the
   // transcript), by FindReconvergence; unset when it writes the transcript's text or never does.
@@ -206,6 +272,8 @@ struct SideJudgement {
 // Judges a future against the transcript's continuation alone: its call (valid, or with its
 // reason; against the transcript's call), literals it mangles, whether it rejoins the transcript.
 SideJudgement JudgeSide(const JudgeContext& ctx, const FutureText& future, const FutureText& reference);
+// A side judgement's grade on the outcome scale.
+Grade GradeOf(const SideJudgement& s);
 // A side judgement as a branch record holds it (records[].base, .cand in docs/branch.md), with
 // how its future ended; strings as they are (the record builder makes them valid UTF-8).
 ForkSideJudgement SideRecord(const SideJudgement& s, const FutureText& f);
@@ -221,9 +289,10 @@ struct Attribution {
   Failure kind = Failure::kNone;  // damage: cand's failure; repair: base's; both fail: cand's
   std::string reason;             // one line
 };
-// Damage: base fine, cand fails; repair: the other way round; both fail; neither fails and the
-// futures differ for good (different but fine) or write the same / agree again within K tokens
-// (benign: `pair.reconverge`, which FindReconvergence already bounds by K; `k` is kept for callers).
+// By the grades: damage when the candidate's is a failure worse than the base's, repair the other
+// way round, both fail only for equal failing grades; neither fails and the futures differ for
+// good (different but fine) or write the same / agree again within K tokens (benign:
+// `pair.reconverge`, which FindReconvergence already bounds by K; `k` is kept for callers).
 Attribution Attribute(const SideJudgement& base, const SideJudgement& cand, const Judgement& pair, int k);
 
 }  // namespace flipscope

@@ -1,0 +1,313 @@
+// Graded failures: what makes one failing future worse than another. A runaway loop, calls that
+// a reviewer accepts as the transcript's or that only inspect, and facts prose invents.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <set>
+
+#include "branch/verdict.h"
+#include "util/names.h"
+
+namespace flipscope {
+namespace {
+
+bool IsDigit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+bool IsAlnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Text with every digit as '0': a loop that counts (.198, .199, .200) repeats the same shape.
+std::string DigitsAsZero(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (IsDigit(c)) c = '0';
+  return out;
+}
+
+// The longest tail of s that repeats with period p (s[i] == s[i - p] throughout), in bytes.
+size_t PeriodicTail(std::string_view s, size_t p) {
+  size_t n = 0;
+  while (n + p < s.size() && s[s.size() - 1 - n] == s[s.size() - 1 - n - p]) ++n;
+  return n + p;  // the first unit of the run counts too
+}
+
+// Shell programs that only filter or page what a command prints.
+constexpr std::array<std::string_view, 12> kOutputFilters = {"head", "tail", "grep", "egrep", "less",   "more",
+                                                             "wc",   "sort", "cut",  "jq",    "column", "uniq"};
+// Commands (first word) and SQL statements that only inspect.
+constexpr std::array<std::string_view, 40> kReadOnlyVerbs = {
+    "show", "get", "list", "status", "describe",      "cat",        "ls",         "ps",        "ss",     "netstat",
+    "ping", "dig", "df",   "du",     "head",          "tail",       "grep",       "which",     "whoami", "uptime",
+    "free", "id",  "env",  "stat",   "find",          "ip",         "journalctl", "systemctl", "select", "explain",
+    "\\d",  "\\l", "\\dt", "\\du",   "pg_lsclusters", "pg_isready", "traceroute", "nslookup",  "top",    "lsof"};
+// Words that change state even under a read-only program (`ip route add`, `systemctl restart`).
+constexpr std::array<std::string_view, 24> kWriteWords = {
+    "add",    "del",     "delete", "set",   "restart", "stop",     "start",  "reload",
+    "enable", "disable", "kill",   "mask",  "drop",    "truncate", "update", "insert",
+    "rm",     "mv",      "write",  "apply", "reboot",  "flush",    "-exec",  "promote"};
+// Function-name prefixes of tools that only read.
+constexpr std::array<std::string_view, 9> kReadOnlyTools = {"get_",    "list_", "show_",     "check_", "read_",
+                                                            "search_", "find_", "describe_", "query_"};
+
+std::vector<std::string> ShellWords(std::string_view s) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+    size_t j = i;
+    while (j < s.size() && !std::isspace(static_cast<unsigned char>(s[j]))) ++j;
+    if (j > i) out.emplace_back(s.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+// A command with its whitespace collapsed and trailing output filters (`| head -40`) dropped.
+std::string NormalCommand(std::string_view cmd) {
+  std::vector<std::string> words = ShellWords(cmd);
+  for (;;) {
+    auto bar = std::find(words.rbegin(), words.rend(), "|");
+    if (bar == words.rend() || bar == words.rbegin()) break;
+    const std::string& program = *(bar - 1);
+    if (std::find(kOutputFilters.begin(), kOutputFilters.end(), program) == kOutputFilters.end()) break;
+    words.erase(std::prev(bar.base()), words.end());
+  }
+  std::string out;
+  for (const std::string& w : words) out += (out.empty() ? "" : " ") + w;
+  return out;
+}
+
+// Arguments equal once every string is normalized as a command.
+bool SameAfterNormalising(const nlohmann::json& a, const nlohmann::json& b) {
+  if (a.is_string() && b.is_string()) return NormalCommand(a.get<std::string>()) == NormalCommand(b.get<std::string>());
+  if (a.type() != b.type() || a.size() != b.size()) return a == b;
+  if (a.is_object()) {
+    for (auto& [k, v] : a.items())
+      if (!b.contains(k) || !SameAfterNormalising(v, b[k])) return false;
+    return true;
+  }
+  if (a.is_array()) {
+    for (size_t i = 0; i < a.size(); ++i)
+      if (!SameAfterNormalising(a[i], b[i])) return false;
+    return true;
+  }
+  return a == b;
+}
+
+// Whether a command string only inspects: its program (after sudo) or SQL verb reads, or it asks
+// for help or the version, and no word of it changes state.
+bool ReadOnlyCommand(std::string_view cmd) {
+  std::vector<std::string> words = ShellWords(Lower(cmd));
+  if (!words.empty() && words[0] == "sudo") words.erase(words.begin());
+  if (words.empty()) return false;
+  for (const std::string& w : words)
+    if (std::find(kWriteWords.begin(), kWriteWords.end(), w) != kWriteWords.end()) return false;
+  for (const std::string& w : words)
+    if (w == "--help" || w == "-h" || w == "--version" || w == "-v") return true;
+  for (const std::string& w : words)  // psql -c "SELECT ...": the statement's verb decides
+    if (w == "-c" || w == "--command") {
+      auto it = std::find(words.begin(), words.end(), w) + 1;
+      if (it == words.end()) return false;
+      std::string verb = *it;
+      verb.erase(std::remove(verb.begin(), verb.end(), '"'), verb.end());
+      verb.erase(std::remove(verb.begin(), verb.end(), '\''), verb.end());
+      return std::find(kReadOnlyVerbs.begin(), kReadOnlyVerbs.end(), verb) != kReadOnlyVerbs.end();
+    }
+  return std::find(kReadOnlyVerbs.begin(), kReadOnlyVerbs.end(), words[0]) != kReadOnlyVerbs.end();
+}
+
+// A sentence's bounds around byte i: from after the previous '.', '\n' or '!' to the next one.
+std::string_view SentenceAround(std::string_view text, size_t i) {
+  auto stop = [](char c) { return c == '\n' || c == '!' || c == '?'; };
+  size_t a = i, b = i;
+  while (a > 0 && !stop(text[a - 1]) && !(text[a - 1] == '.' && (a >= text.size() || text[a] == ' '))) --a;
+  while (b < text.size() && !stop(text[b]) && !(text[b] == '.' && (b + 1 >= text.size() || text[b + 1] == ' '))) ++b;
+  return text.substr(a, b - a);
+}
+
+// The ports a text names: the number after "port" or after a ':' that follows an address or
+// name ("127.0.0.1:5432", "port 22"), each with its byte offset.
+std::vector<std::pair<std::string, size_t>> PortsIn(std::string_view text) {
+  std::vector<std::pair<std::string, size_t>> out;
+  const std::string low = Lower(text);
+  for (size_t i = 0; i < low.size(); ++i) {
+    size_t start = std::string::npos;
+    if (low.compare(i, 5, "port ") == 0 && i + 5 < low.size() && IsDigit(low[i + 5]))
+      start = i + 5;
+    else if (low[i] == ':' && i > 0 && IsAlnum(low[i - 1]) && i + 1 < low.size() && IsDigit(low[i + 1]))
+      start = i + 1;
+    if (start == std::string::npos) continue;
+    size_t end = start;
+    while (end < low.size() && IsDigit(low[end])) ++end;
+    if (end - start <= 5 && (end == low.size() || !IsAlnum(low[end])))
+      out.emplace_back(low.substr(start, end - start), start);
+  }
+  return out;
+}
+
+// Words around a port that name no service.
+constexpr std::array<std::string_view, 16> kPortWords = {"port",    "ports",  "listen", "listens", "listening", "local",
+                                                         "address", "peer",   "users",  "state",   "recv",      "send",
+                                                         "open",    "closed", "from",   "with"};
+
+// The names on a line or in a sentence that a port can belong to: lower-case words of 4+ letters
+// that are not the words of a socket listing.
+std::vector<std::string> NamesIn(std::string_view text) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t j = i;
+    while (j < text.size() && std::isalpha(static_cast<unsigned char>(text[j]))) ++j;
+    std::string w = Lower(text.substr(i, j - i));
+    if (w.size() >= 4 && std::find(kPortWords.begin(), kPortWords.end(), w) == kPortWords.end()) out.push_back(w);
+    i = j + 1;
+  }
+  return out;
+}
+
+// Whether two service names are the same: equal, or one the other's start of 5+ letters
+// (postgres, postgresql).
+bool SameService(std::string_view a, std::string_view b) {
+  const size_t n = std::min(a.size(), b.size());
+  return a == b || (n >= 5 && a.compare(0, n, b, 0, n) == 0);
+}
+
+// Whether a word states a fact that must come from somewhere: an address, a path, a host or file
+// name, a version, or a number of 3+ digits (a port, a count, an id).
+bool IsFactWord(std::string_view w) {
+  const size_t digits = size_t(std::count_if(w.begin(), w.end(), IsDigit));
+  if (w.size() >= 2 && (w[0] == '/' || w[0] == '~') && std::any_of(w.begin() + 1, w.end(), IsAlnum)) return true;
+  if (digits >= 3) return true;
+  if (digits > 0 && w.size() >= 4) return true;  // lab-sw01, eth0, v14
+  // A dotted name with letters on both sides of a dot (db.example.com, postgresql.conf).
+  for (size_t i = 1; i + 1 < w.size(); ++i)
+    if (w[i] == '.' && std::isalpha(static_cast<unsigned char>(w[i - 1])) &&
+        std::isalpha(static_cast<unsigned char>(w[i + 1])))
+      return w.size() >= 6;
+  return false;
+}
+
+}  // namespace
+
+template <>
+struct Names<Grade> {
+  static constexpr std::pair<Grade, const char*> v[] = {{Grade::kNone, "none"},
+                                                        {Grade::kEquivalentCall, "equivalent_call"},
+                                                        {Grade::kHarmlessCall, "harmless_call"},
+                                                        {Grade::kInventedFact, "invented_fact"},
+                                                        {Grade::kWrongCommand, "wrong_command"},
+                                                        {Grade::kLiteralMutated, "literal_mutated"},
+                                                        {Grade::kInvalidToolCall, "invalid_tool_call"},
+                                                        {Grade::kRunaway, "runaway"}};
+};
+
+const char* GradeName(Grade g) { return NameOf(g).data(); }
+
+Grade GradeOf(const SideJudgement& s) {
+  switch (s.failure) {
+    case Failure::kNone:
+      return s.equivalent_call ? Grade::kEquivalentCall : Grade::kNone;
+    case Failure::kHarmlessCall:
+      return Grade::kHarmlessCall;
+    case Failure::kInventedFact:
+      return Grade::kInventedFact;
+    case Failure::kLiteralMutated:
+      return Grade::kLiteralMutated;
+    case Failure::kWrongCommand:
+      return Grade::kWrongCommand;
+    case Failure::kInvalidToolCall:
+      return Grade::kInvalidToolCall;
+    case Failure::kRunaway:
+      return Grade::kRunaway;
+  }
+  return Grade::kNone;
+}
+
+std::optional<std::string> FindRunaway(std::string_view text, bool ended, std::string_view reference) {
+  if (ended) return std::nullopt;
+  const std::string shape = DigitsAsZero(text), ref_shape = DigitsAsZero(reference);
+  for (size_t p = 2; p <= shape.size() / kRunawayRepeats; ++p) {
+    const size_t run = PeriodicTail(shape, p);
+    if (run < kRunawayRepeats * p || run < kRunawayBytes || 5 * run < 2 * shape.size()) continue;
+    const std::string_view unit = std::string_view(text).substr(text.size() - run, p);
+    // Whitespace or punctuation alone is no unit, nor digits alone (a long number is not a loop).
+    if (std::none_of(unit.begin(), unit.end(), IsAlnum) || std::all_of(unit.begin(), unit.end(), IsDigit)) continue;
+    // The transcript's own text repeating (a table, a list of hosts) is no loop of the future's.
+    const std::string loop = shape.substr(shape.size() - run, std::min(run, kRunawayRepeats * p));
+    if (ref_shape.find(loop) != std::string::npos) return std::nullopt;
+    std::string shown(unit.substr(0, 40));
+    std::replace(shown.begin(), shown.end(), '\n', ' ');
+    return fmt::format("loops on \"{}\" {} times without ending", shown, run / p);
+  }
+  return std::nullopt;
+}
+
+bool EquivalentCalls(const nlohmann::json& call, const nlohmann::json& ref) {
+  if (!call.is_object() || !ref.is_object() ||
+      call.value("name", nlohmann::json()) != ref.value("name", nlohmann::json()))
+    return false;
+  return SameAfterNormalising(call.value("arguments", nlohmann::json::object()),
+                              ref.value("arguments", nlohmann::json::object()));
+}
+
+bool IsReadOnlyCall(const nlohmann::json& call) {
+  if (!call.is_object() || !call.contains("name") || !call["name"].is_string()) return false;
+  const std::string name = Lower(call["name"].get<std::string>());
+  for (std::string_view p : kReadOnlyTools)
+    if (name.rfind(p, 0) == 0) return true;
+  // A command-running tool: every string argument that is a command must only inspect.
+  bool any_command = false;
+  const nlohmann::json args = call.value("arguments", nlohmann::json::object());
+  for (auto& [k, v] : args.items()) {
+    if (!v.is_string() || (k != "command" && k != "cmd" && k != "query" && k != "sql")) continue;
+    any_command = true;
+    if (!ReadOnlyCommand(v.get<std::string>())) return false;
+  }
+  return any_command;
+}
+
+FactTable FactTable::FromText(std::string_view transcript) {
+  FactTable t;
+  size_t line_start = 0;
+  while (line_start <= transcript.size()) {
+    size_t end = transcript.find('\n', line_start);
+    if (end == std::string_view::npos) end = transcript.size();
+    const std::string_view line = transcript.substr(line_start, end - line_start);
+    for (const auto& [port, at] : PortsIn(line))
+      for (const std::string& name : NamesIn(line)) t.ports_of[name].insert(port);
+    line_start = end + 1;
+  }
+  return t;
+}
+
+std::optional<std::string> FindInventedFact(std::string_view text, size_t from, const FactTable& facts,
+                                            const WordFilter& known) {
+  for (const Word& w : SplitWords(text)) {
+    if (w.offset + w.text.size() <= from || !IsFactWord(w.text)) continue;
+    if (w.offset > 0 && text[w.offset - 1] == '<') continue;  // a markup tag (</tool_call>), no path
+    if (known && known(w.text)) continue;
+    // A word cut by the end of the text may still become a known one.
+    if (w.offset + w.text.size() == text.size()) continue;
+    return fmt::format("states \"{}\", which the transcript nowhere holds", w.text);
+  }
+  // A port the transcript names, given to a service whose lines name only other ports.
+  for (const auto& [port, at] : PortsIn(text)) {
+    if (at < from) continue;
+    for (const std::string& name : NamesIn(SentenceAround(text, at))) {
+      std::set<std::string> ports;  // every port the transcript's lines give this service
+      for (const auto& [service, given] : facts.ports_of)
+        if (SameService(name, service)) ports.insert(given.begin(), given.end());
+      if (ports.empty() || ports.count(port) || ports.size() > 2) continue;
+      return fmt::format("gives {} port {}, where the transcript's lines give it {}", name, port,
+                         fmt::join(ports, ", "));
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace flipscope
