@@ -67,11 +67,11 @@ std::string LayersAnchor(const ExperimentResults& r, const std::string& config, 
 std::string FlipRow(const FlipRecord& f, const std::string& anchor) {
   std::string pos = Count(double(f.position));
   if (!anchor.empty()) pos = "<a href=\"#" + anchor + "\" title=\"where this flip is born\">" + pos + "</a>";
-  std::string row = HtmlRow({pos, Count(double(f.window)), E(Or(f.span, "—")), ClassCell(Or(f.klass, "—")),
-                             TokenCode(f.base_text) + " " + E(Prob(Figure(f.base_prob))),
-                             TokenCode(f.cand_text) + " " + E(Prob(Figure(f.cand_prob))),
-                             E(Prob(Figure(f.cand_prob_of_base_token))), E(Small(Figure(f.base_margin))),
-                             E(Small(Figure(f.kl)))});
+  std::string row =
+      HtmlRow({pos, Count(double(f.window)), E(Or(f.span, "—")), ClassCell(Or(f.klass, "—")),
+               TokenCode(f.base_text) + " " + E(Prob(Figure(f.base_prob))),
+               TokenCode(f.cand_text) + " " + E(Prob(Figure(f.cand_prob))), E(Prob(Figure(f.cand_prob_of_base_token))),
+               E(Small(Figure(f.base_margin))), E(Small(Figure(f.kl)))});
   // The context cell has its own width rules, so it goes in before "</tr>" by hand.
   // The context is the text before the flip; the reference's token follows it, marked.
   return row.insert(row.size() - 5, "<td class=\"ctx\"><pre>" + E(f.context) + "<mark title=\"reference token\">" +
@@ -123,12 +123,11 @@ std::string BranchRecordHtml(const std::string& config, const ForkRecord& b) {
       E(Count(double(b.position))), E(b.span.value_or("outside any span")), outcome_badge, cls, E(verdict));
   if (b.attribution && !b.attribution->reason.empty()) out += "<p>" + E(b.attribution->reason) + "</p>";
   if (!b.reason.empty()) out += "<p>" + E(b.reason) + "</p>";
-  out += fmt::format(
-      "<p>The reference configuration picked {} where the candidate picked {}. {}</p>", TokenCode(b.base_text),
-      TokenCode(b.cand_text),
-      b.reconverge_at
-          ? fmt::format("The futures agree again from token {} of the reference's future.", Count(double(*b.reconverge_at)))
-          : std::string("The futures do not agree again within the decoded length."));
+  out += fmt::format("<p>The reference configuration picked {} where the candidate picked {}. {}</p>",
+                     TokenCode(b.base_text), TokenCode(b.cand_text),
+                     b.reconverge_at ? fmt::format("The futures agree again from token {} of the reference's future.",
+                                                   Count(double(*b.reconverge_at)))
+                                     : std::string("The futures do not agree again within the decoded length."));
   if (!b.reproduced)
     out +=
         "<p><strong>Note:</strong> a recomputed row did not match its capture's digest here, so this future "
@@ -142,14 +141,19 @@ std::string BranchRecordHtml(const std::string& config, const ForkRecord& b) {
           "would not write it, so this future starts from the best token the grammar allows (marked).</p>",
           base ? "reference configuration's" : "candidate's", TokenCode(base ? b.base_text : b.cand_text));
   }
-  auto heading = [&](const char* title, const ForkFuture& f) {
+  // Each future's heading: how it was decoded, and its grade on the outcome scale where judged so.
+  auto heading = [&](const char* title, const ForkFuture& f, const ForkSideJudgement* side) {
     const std::string decoding = f.decoding.value_or("");
-    return "<h4>" + std::string(title) + (decoding.empty() ? "" : " <small>(" + E(decoding) + ")</small>") + "</h4>";
+    const std::string grade = side && side->grade ? *side->grade : "";
+    return "<h4>" + std::string(title) + (decoding.empty() ? "" : " <small>(" + E(decoding) + ")</small>") +
+           (grade.empty() ? "" : " <small class=\"grade\">graded " + E(grade) + "</small>") + "</h4>";
   };
+  const ForkSideJudgement* base_side = b.attribution ? &b.attribution->base : nullptr;
+  const ForkSideJudgement* cand_side = b.attribution ? &b.attribution->cand : nullptr;
   out += "<div class=\"futures\"><div class=\"future base\">" +
-         heading("Reference configuration's future", b.base_future) +
+         heading("Reference configuration's future", b.base_future, base_side) +
          FutureTokens(b.base_future, diff_base, b.base_text) + "</div><div class=\"future cand\">" +
-         heading("Candidate's future", b.cand_future) + FutureTokens(b.cand_future, diff_cand, b.cand_text) +
+         heading("Candidate's future", b.cand_future, cand_side) + FutureTokens(b.cand_future, diff_cand, b.cand_text) +
          "</div></div>";
   out += "<h4>Reference continuation (the workload)</h4><pre>" + E(b.reference_text) + "</pre>";
   return out + "</article>";
@@ -271,8 +275,8 @@ std::string HtmlDisclosureSection(const ExperimentResults& r) {
     // The capture paths as read (a list that was not all paths stays in the entry's fields).
     const json& captures = Sub(c.fields, "captures").is_null() ? json(c.captures) : Sub(c.fields, "captures");
     out += HtmlRow({E(c.name), E(StatusText(c)), "<code>" + E(c.flags.value_or("")) + "</code>",
-                    E(Count(c.repeats ? std::optional<double>(double(*c.repeats)) : std::nullopt)), E(CaptureSeconds(c)),
-                    "<small>" + E(InlineText(captures)) + "</small>"});
+                    E(Count(c.repeats ? std::optional<double>(double(*c.repeats)) : std::nullopt)),
+                    E(CaptureSeconds(c)), "<small>" + E(InlineText(captures)) + "</small>"});
   }
   return out + "</tbody></table></div></section>";
 }

@@ -43,13 +43,27 @@ std::optional<double> FigureOf(const ShownWindow& s, WindowFigure figure) {
   const bool merged = s.merged_probes > 0;
   double v = compare::kNaN;
   switch (figure) {
-    case WindowFigure::kFlipRate: v = w.flip_rate; break;
-    case WindowFigure::kFlipRateLo: v = w.flip_rate_ci.first; break;
-    case WindowFigure::kFlipRateHi: v = w.flip_rate_ci.second; break;
-    case WindowFigure::kKlMean: v = w.kl_mean; break;
-    case WindowFigure::kKlMax: v = w.kl_max; break;
-    case WindowFigure::kKlMedian: v = merged ? compare::kNaN : w.kl_median; break;
-    case WindowFigure::kKlP99: v = merged ? compare::kNaN : w.kl_p99; break;
+    case WindowFigure::kFlipRate:
+      v = w.flip_rate;
+      break;
+    case WindowFigure::kFlipRateLo:
+      v = w.flip_rate_ci.first;
+      break;
+    case WindowFigure::kFlipRateHi:
+      v = w.flip_rate_ci.second;
+      break;
+    case WindowFigure::kKlMean:
+      v = w.kl_mean;
+      break;
+    case WindowFigure::kKlMax:
+      v = w.kl_max;
+      break;
+    case WindowFigure::kKlMedian:
+      v = merged ? compare::kNaN : w.kl_median;
+      break;
+    case WindowFigure::kKlP99:
+      v = merged ? compare::kNaN : w.kl_p99;
+      break;
   }
   return std::isnan(v) ? std::nullopt : std::optional<double>(v);
 }
@@ -105,10 +119,8 @@ std::string OutcomeCountsText(const BranchCounts& counts) {
   // The failure kinds that occurred, by name.
   auto kinds = [](const FailureTally& t) {
     std::string out;
-    for (const auto& [name, n] : {std::pair<const char*, int64_t>{"invalid_tool_call", t.invalid_tool_call},
-                                  {"literal_mutated", t.literal_mutated},
-                                  {"wrong_command", t.wrong_command}})
-      if (n > 0) out += (out.empty() ? "" : ", ") + std::string(name) + " " + InlineText(n);
+    for (const auto& [name, n] : t.KindsByName())
+      if (n > 0) out += (out.empty() ? "" : ", ") + name + " " + InlineText(n);
     return out.empty() ? out : " (" + out + ")";
   };
   std::string out;
