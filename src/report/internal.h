@@ -93,6 +93,7 @@ struct ConfigRow {
   bool not_ranked = false;  // measured, but left out of the ranking (recipe.not_ranked; reason says why)
   const RecipeRankingRow* ranked = nullptr;
   bool is_baseline = false, is_recommended = false;
+  std::optional<double> kv_bytes_per_token, kv_bytes_at_context;
 
   // The figures its rank rests on: its served twin's when ranked by served replay, else its own.
   const SummaryRow* Figures() const { return twin_summary ? twin_summary : summary ? &*summary : nullptr; }
@@ -102,7 +103,6 @@ struct ConfigRow {
   std::string UnrankedLabel() const {
     return not_ranked ? "not ranked" : state == ConfigStatus::kOk ? "not measured" : status;
   }
-  std::optional<double> kv_bytes_per_token, kv_bytes_at_context;
 };
 // Measured configurations in ranking order (recipe.ranking: names or {"config": name} objects;
 // else median flip rate then KL mean), then the refused / failed ones in file order.
@@ -216,11 +216,11 @@ TextTable ReplayDistanceTable(const ExperimentResults& results);
 // The same distance's flip rate per window, one column per configuration.
 TextTable ReplayWindowTable(const ExperimentResults& results);
 // Each configuration's place and figures under prefill replay and under served replay.
+TextTable ReplayRankingTable(const ExperimentResults& results);
 // Whether any ranked row carries its prefill-vs-served distance (the ranking then shows it).
 bool HasServedDistance(const ExperimentResults& results);
 // A ranked row's prefill-vs-served distance, "3 / 816 (0.368%)"; "—" when it has none.
 std::string ServedDistanceCell(const ConfigRow& row);
-TextTable ReplayRankingTable(const ExperimentResults& results);
 // How the recipe ranked (recipe.ranked_by) and, per configuration whose forks were followed,
 // how many of its forks started from the token generation reproduced; "" when it says neither.
 std::string RecipeRankedBy(const ExperimentResults& results);

@@ -157,16 +157,11 @@ std::vector<RecipeProbeNote> NotesFrom(const json& j) {
   });
 }
 
-constexpr std::initializer_list<const char*> kKeys = {"recommended",   "reason",
-                                                      "warnings",      "ranked_by",
-                                                      "ranking_key",   "ranking_mode",
-                                                      "lacking_forks", "not_ranked",
-                                                      "basis",         "ranking",
-                                                      "kv_types",      "kv_cache",
-                                                      "weights_bytes", "memory_budget_bytes",
-                                                      "context",       "server_command",
-                                                      "cli_command",   "server_launch",
-                                                      "verification"};
+constexpr std::initializer_list<const char*> kKeys = {
+    "recommended",         "reason",  "warnings",       "ranked_by",   "ranking_key",   "ranking_mode",
+    "lacking_forks",       "basis",   "ranking",        "kv_types",    "kv_cache",      "weights_bytes",
+    "memory_budget_bytes", "context", "server_command", "cli_command", "server_launch", "verification",
+    "not_ranked"};
 
 }  // namespace
 
