@@ -108,6 +108,10 @@ struct Experiment {
   // replay = "both": every llama.cpp configuration is also captured under served replay and
   // compared like with like (docs/served.md, "In experiments"); the served twins are ServedTwin's.
   bool replay_both = false;
+  // A [[variant]] whose only change was replay (e.g. replay = "served") over a llama.cpp baseline:
+  // not a setting to rank but the deployment's other path. The parser folds it into replay_both
+  // (it is then no variant) and keeps its name here; "" when there was none.
+  std::string replay_variant;
   std::optional<uint64_t> memory_budget;
   ConfigSpec baseline;
   std::vector<ConfigSpec> variants;

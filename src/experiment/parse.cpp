@@ -195,7 +195,7 @@ Status CheckNames(const Experiment& exp) {
 
 // A served capture is compared only with a served one: under replay = "both" no configuration
 // sets its own replay, and otherwise a variant whose replay differs from the baseline's changes
-// nothing else (it then measures the baseline's prefill-vs-served distance).
+// nothing else (FoldReplayVariant then makes it the baseline's prefill-vs-served distance).
 Status CheckReplay(const Experiment& exp) {
   auto at = [&](const ConfigSpec& s, const std::string& what) {
     return Status::Error(fmt::format("{}:{}: {}", exp.path, s.line, what));
@@ -215,6 +215,44 @@ Status CheckReplay(const Experiment& exp) {
                         "' changes replay and other settings: its flips would mix both; "
                         "replay = \"both\" at the top measures every configuration under each replay");
   }
+  return Status::Ok();
+}
+
+// A variant whose only change is the replay measures the deployment's other path, not a setting
+// to choose: over a llama.cpp baseline it is folded into replay = "both" (every configuration and
+// its served twin, each replay ranked like with like), and its own figures become the baseline's
+// prefill-vs-served distance. The lists of [branch], [layers] and [history] may name it only
+// beside other variants (it is dropped from them). A server baseline keeps it as a variant: the
+// recipe lists it as not ranked (a server's twin keeps too few rows to rank the others against).
+Status FoldReplayVariant(Experiment& exp) {
+  auto only_replay = [&](const ConfigSpec& v) {
+    return v.changes.size() == 1 && v.changes.contains("replay") && v.knobs.replay != exp.baseline.knobs.replay;
+  };
+  auto it = std::find_if(exp.variants.begin(), exp.variants.end(), only_replay);
+  if (it == exp.variants.end() || exp.baseline.engine != EngineKind::kLlama) return Status::Ok();
+  if (auto other = std::find_if(std::next(it), exp.variants.end(), only_replay); other != exp.variants.end())
+    return Status::Error(
+        fmt::format("{}:{}: variants '{}' and '{}' both change only replay: one asks for the served "
+                    "replay of every configuration",
+                    exp.path, other->line, it->name, other->name));
+  const std::string name = it->name;
+  for (auto [table, names] : {std::pair{"[branch]", &exp.branch.configs},
+                              {"[layers]", &exp.layers.configs},
+                              {"[history]", &exp.history.configs}}) {
+    if (std::find(names->begin(), names->end(), name) == names->end()) continue;
+    if (names->size() == 1)
+      return Status::Error(exp.path + ": " + table + " configs names only '" + name +
+                           "', which changes only replay: it is no configuration of its own (every configuration "
+                           "is measured under both replays); name the variants to look into");
+    names->erase(std::remove(names->begin(), names->end(), name), names->end());
+  }
+  exp.replay_variant = name;
+  exp.variants.erase(it);
+  exp.replay_both = true;
+  // Every configuration is captured prefill and as its served twin.
+  exp.baseline.changes.erase("replay");
+  exp.baseline.knobs.replay = Replay::kPrefill;
+  for (ConfigSpec& v : exp.variants) v.knobs.replay = Replay::kPrefill;
   return Status::Ok();
 }
 
@@ -243,6 +281,7 @@ Result<Experiment> ParseExperiment(const std::string& path) {
   FS_RETURN_IF_ERROR(ReadConfigs(c, root, dir, exp));
   FS_RETURN_IF_ERROR(CheckNames(exp));
   FS_RETURN_IF_ERROR(CheckReplay(exp));
+  FS_RETURN_IF_ERROR(FoldReplayVariant(exp));
   return exp;
 }
 

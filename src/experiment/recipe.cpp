@@ -30,14 +30,15 @@ struct RecipeRow {
   double exact_kl = INFINITY;
   double memory = INFINITY;  // weights + KV at the training context; +inf when unknown
   int tie_group = 0;
-  const SummaryRow* served = nullptr;         // its served twin's row (replay = "both"): ranks in its place
+  bool twin = false;                          // ranked by its served twin's figures (RankedReplay::twins)
+  const SummaryRow* served = nullptr;         // its served twin's row: ranks in its place (none: ran once)
   std::optional<Knobs> knobs = std::nullopt;  // as captured (a llama configuration)
   bool swa_full = false;                      // its command keeps every sliding-window cell
   bool Above() const { return Ranked() && Ranked()->above_floor.value_or(false); }
   int Load() const { return summary ? summary->load.value_or(0) : 0; }
-  // The row its figures come from: the served twin's where measured, so that flips and damage
-  // are of one replay.
-  const SummaryRow* Ranked() const { return served ? served : summary; }
+  // The row its figures come from: the served twin's when the ranking is by served twins, so
+  // that flips and damage are of one replay.
+  const SummaryRow* Ranked() const { return twin ? served : summary; }
   bool Damaged() const { return Forked() && Ranked()->forks->damage > 0; }
   bool Forked() const { return Ranked() && Ranked()->forks; }
 };
@@ -90,13 +91,15 @@ std::optional<Estimate> DamageOf(const RecipeRow& r, bool is_baseline) {
   return std::nullopt;
 }
 
-// Every measured configuration, and the baseline even when it ran once; with the exact
-// reference their distance to it.
-std::vector<RecipeRow> Rows(const ExperimentResults& results, const ModelInfo& model) {
+// Every measured configuration of the ranked replay, and the baseline even when it ran once; with
+// the exact reference their distance to it. The others go to *not_ranked with the reason.
+std::vector<RecipeRow> Rows(const ExperimentResults& results, const ModelInfo& model, const RankedReplay& by,
+                            std::vector<RecipeNotRanked>* not_ranked) {
   std::vector<RecipeRow> rows;
   const std::vector<ConfigEntry>& configs = results.measured.configs;
   const std::string baseline = configs[0].name;
   auto add = [&](const ConfigEntry& c, const SummaryRow* s) {
+    if (std::string why = NotRankedReason(results, by, c); !why.empty()) return not_ranked->push_back({c.name, why});
     RecipeRow r{c.name,
                 &c,
                 s,
@@ -105,9 +108,13 @@ std::vector<RecipeRow> Rows(const ExperimentResults& results, const ModelInfo& m
                 Kv(c),
                 double(c.model_file_size.value_or(0))};
     if (s) r.flip = RateOf(*s);
-    // Measured under served replay too: its served figures rank it (what a deployment computed).
-    if ((r.served = results.served ? results.served->measured.Row(ServedName(r.name)) : nullptr))
-      r.rate = r.served->median_flip_rate, r.kl = r.served->kl_mean, r.flip = RateOf(*r.served);
+    // Ranked by served twins: every row by its twin's figures against the served baseline (what a
+    // deployment computed), never one row by prefill among them.
+    if ((r.twin = by.twins)) {
+      r.served = results.served->measured.Row(ServedName(r.name));
+      r.rate = r.served ? r.served->median_flip_rate : 0.0, r.kl = r.served ? r.served->kl_mean : 0.0;
+      r.flip = r.served ? RateOf(*r.served) : Estimate{};
+    }
     r.damage = DamageOf(r, r.name == baseline);
     if (const Knobs* k = c.RanKnobs(); k && r.kv >= 0) r.knobs = *k;
     r.swa_full = CapturedSwaFull(c, model);
@@ -177,11 +184,6 @@ RankingKey Rank(std::vector<RecipeRow>& rows) {
   return key;
 }
 
-// The replay a configuration's captures ran (its knobs; a capture without one was a prefill).
-std::string ReplayOf(const ConfigEntry& config) {
-  return std::string(ToString(config.RanReplay()));
-}
-
 // How often a configuration's forks started from the token its capture's row chose, as the
 // generation reproduced it (branch records' "reproduced"); none without forks.
 std::optional<RecipeRankingRow::Reproduced> Reproduced(const Measurements& m, const std::string& config) {
@@ -198,11 +200,11 @@ std::optional<RecipeRankingRow::Reproduced> Reproduced(const Measurements& m, co
 std::optional<double> Finite(double v) { return std::isfinite(v) ? std::optional<double>(v) : std::nullopt; }
 
 std::vector<RecipeRankingRow> Ranking(const ExperimentResults& results, const std::vector<RecipeRow>& rows,
-                                      const Budget& budget) {
+                                      const Budget& budget, const RankedReplay& by) {
   std::vector<RecipeRankingRow> ranking;
   for (const RecipeRow& r : rows) {
     RecipeRankingRow o;
-    o.config = r.name, o.tie_group = r.tie_group, o.replay = r.served ? "served" : ReplayOf(*r.config);
+    o.config = r.name, o.tie_group = r.tie_group, o.replay = std::string(ToString(by.replay));
     o.median_flip_rate = r.rate, o.flip_rate_ci = r.flip.ci;
     if (r.Forked()) {  // what following the forks found; none where they were not followed
       const SummaryRow& s = *r.Ranked();
@@ -216,8 +218,10 @@ std::vector<RecipeRankingRow> Ranking(const ExperimentResults& results, const st
     if (r.kv >= 0) o.kv_bytes_per_token = r.kv;
     o.weights_bytes = r.weights, o.context_at_budget = budget.ContextAt(r.weights, r.knobs, r.swa_full);
     o.above_floor = r.Above();
-    o.forks_reproduced = r.served ? Reproduced(results.served->measured, r.served->config)
-                                  : Reproduced(results.measured, r.name);
+    o.forks_reproduced = !r.twin    ? Reproduced(results.measured, r.name)
+                         : r.served ? Reproduced(results.served->measured, r.served->config)
+                                    : std::nullopt;
+    o.served_distance = OwnServedDistance(results, r.name);  // shown beside it, never ranked
     ranking.push_back(std::move(o));
   }
   return ranking;
@@ -253,9 +257,11 @@ std::string Reason(const RecipeRow& best, const std::string& baseline) {
 std::string Pct(double v) { return fmt::format("{:.2f}%", 100 * v); }
 
 // What the recommendation rests on (probes, forks, intervals, who it is tied with) and how sure
-// it is: "high", "medium" (forks sampled, or tied with a configuration above the floor) or "low"
-// (nothing qualified, no repeat floor, or its flips' futures unknown).
-RecipeBasis Basis(const RecipeRow& best, const std::vector<RecipeRow>& rows, const RankingKey& key, bool fallback) {
+// it is: "high", "medium" (forks sampled, tied with a configuration above the floor, or its
+// prefill and served replays part above the floor: served_caveat) or "low" (nothing qualified, no
+// repeat floor, or its flips' futures unknown).
+RecipeBasis Basis(const RecipeRow& best, const std::vector<RecipeRow>& rows, const RankingKey& key, bool fallback,
+                  const std::string& served_caveat) {
   const SummaryRow* s = best.Ranked();
   std::vector<std::string> tied;
   bool tied_above = false;
@@ -277,6 +283,9 @@ RecipeBasis Basis(const RecipeRow& best, const std::vector<RecipeRow>& rows, con
   if (!key.by_damage)
     why += "; damage is not compared across configurations, since not every one's forks were followed";
   if (tied_above) level = "medium", why = "it is indistinguishable from a configuration above the repeat floor";
+  // The command computes what it reads by prefill and what it writes by decode: where the two
+  // paths part beyond noise, neither replay alone vouches for the whole command.
+  if (!served_caveat.empty()) why = level == "high" ? served_caveat : why + "; " + served_caveat, level = "medium";
   if (!best.damage) level = "low", why = "its flips' futures were not followed";
   if (!s) level = "low", why = "the baseline ran once: there is no repeat floor";
   if (fallback) level = "low", why = "no configuration qualified; the first ranked is shown";
@@ -324,7 +333,9 @@ void Commands(const ExperimentResults& results, const RecipeRow& best, const Mod
 
 RecipeResult MakeRecipe(const ExperimentResults& results, const ModelInfo& model) {
   Budget budget{results.settings.memory_budget_bytes, &model};
-  std::vector<RecipeRow> rows = Rows(results, model);
+  const RankedReplay by = RankedReplayOf(results);
+  std::vector<RecipeNotRanked> not_ranked;
+  std::vector<RecipeRow> rows = Rows(results, model, by, &not_ranked);
   budget.cap = ContextCap(rows, model);
   const RankingKey key = Rank(rows);
   const std::string baseline = results.measured.configs[0].name;
@@ -339,16 +350,17 @@ RecipeResult MakeRecipe(const ExperimentResults& results, const ModelInfo& model
     for (std::string& w :
          ContextWarnings(c, results.workload.facts.n_tokens.value_or(0), model, ctx.has_value()))
       out.warnings.push_back(std::move(w));
-  out.reason = Reason(best, baseline) + (best.served ? " (measured under served replay)" : "");
-  out.ranked_by = std::any_of(rows.begin(), rows.end(), [](const RecipeRow& r) { return r.served; })
-                      ? "served replay where it was measured (replay = \"both\"), else prefill"
-                      : ReplayOf(results.measured.configs[0]) + " replay";
+  out.reason = Reason(best, baseline) + (by.twins ? " (measured under served replay)" : "");
+  out.ranked_by = by.twins ? "served replay (every ranked row: each configuration's served twin against " +
+                                 results.served->baseline + ")"
+                           : std::string(ToString(by.replay)) + " replay (every ranked row)";
+  out.not_ranked = std::move(not_ranked);
   out.ranking_key = key.Text();
   out.ranking_mode = key.by_exact ? (key.by_damage ? "exact, damage" : "exact")
                                   : (key.by_damage ? "damage, flip rate" : "flip rate");
   out.lacking_forks = key.lacking_forks;
-  out.basis = Basis(best, rows, key, !qualified);
-  out.ranking = Ranking(results, rows, budget);
+  out.basis = Basis(best, rows, key, !qualified, ServedDistanceCaveat(results, best.name));
+  out.ranking = Ranking(results, rows, budget, by);
   out.kv_types = KvTypes(model, budget, best, c);
   if (best.knobs)  // what the command allocates, and without --swa-full where that differs
     out.kv_cache = RecipeKvCache{KvCacheMemory(model, *best.knobs, c, best.swa_full).bytes,

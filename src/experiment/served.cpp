@@ -108,6 +108,7 @@ Status ReplayDistances(const Experiment& exp, ExperimentResults& results, const 
     served.distance.push_back(std::move(d));
   }
   served.ranking = RankBoth(results);
+  if (!exp.replay_variant.empty()) served.asked_by = exp.replay_variant;
   return Status::Ok();
 }
 

@@ -59,16 +59,53 @@ TEST(ServedExperiment, ReplayMixesAreRefusedInOneLine) {
   // Replay alone is one change: the baseline's prefill-vs-served distance.
   auto alone = MakeChatExperiment("alone", head + "replay = \"served\"\n");
   EXPECT_EQ(ParseError(alone), "");
+  auto two = MakeChatExperiment("two", head + "replay = \"served\"\n[[variant]]\nname = \"w\"\nreplay = \"served\"\n");
+  EXPECT_NE(ParseError(two).find("variants 'v' and 'w' both change only replay"), std::string::npos) << ParseError(two);
+  auto only = MakeChatExperiment("branch-only", head + "replay = \"served\"\n[branch]\nconfigs = [\"v\"]\n");
+  EXPECT_NE(ParseError(only).find("[branch] configs names only 'v', which changes only replay"), std::string::npos)
+      << ParseError(only);
+}
+
+// A variant whose only change is the replay is no configuration to rank: it asks for the
+// deployment's other path, so the experiment measures every configuration and its served twin,
+// exactly as replay = "both" does, and remembers the variant's name.
+TEST(ServedExperiment, AReplayOnlyVariantMeasuresServedTwinsInsteadOfBeingARow) {
+  const std::string q8 = "[[variant]]\nname = \"kv-q8_0\"\ncache_type_k = \"q8_0\"\n";
+  const std::string branch = "[branch]\nconfigs = [\"kv-q8_0\", \"served\"]\n";
+  auto folded = ParseExperiment(MakeChatExperiment(
+      "fold", "[baseline]\nthreads = 1\n" + q8 + "[[variant]]\nname = \"served\"\nreplay = \"served\"\n" + branch));
+  auto both = ParseExperiment(MakeChatExperiment(
+      "fold-both", "replay = \"both\"\n[baseline]\nthreads = 1\n" + q8 + "[branch]\nconfigs = [\"kv-q8_0\"]\n"));
+  ASSERT_TRUE(folded.ok()) << folded.status().message();
+  ASSERT_TRUE(both.ok()) << both.status().message();
+  EXPECT_TRUE(folded->replay_both);
+  EXPECT_EQ(folded->replay_variant, "served");
+  EXPECT_EQ(both->replay_variant, "");
+  ASSERT_EQ(folded->variants.size(), 1u);
+  EXPECT_EQ(folded->variants[0].name, "kv-q8_0");
+  EXPECT_EQ(folded->branch.configs, both->branch.configs);
+  EXPECT_EQ(folded->baseline.knobs.ToJson(), both->baseline.knobs.ToJson());
+  EXPECT_EQ(folded->variants[0].knobs.ToJson(), both->variants[0].knobs.ToJson());
+  // A served baseline with a variant back to prefill: both replays of every configuration too.
+  auto back =
+      ParseExperiment(MakeChatExperiment("fold-back", "[baseline]\nthreads = 1\nreplay = \"served\"\n" + q8 +
+                                                          "[[variant]]\nname = \"prefill\"\nreplay = \"prefill\"\n"));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_TRUE(back->replay_both);
+  EXPECT_EQ(back->baseline.knobs.replay, Replay::kPrefill);
+  EXPECT_EQ(back->variants[0].knobs.replay, Replay::kPrefill);
+  EXPECT_FALSE(back->baseline.changes.contains("replay"));
 }
 
 TEST(ServedExperiment, BothReplaysComparedLikeWithLike) {
-  auto p = MakeChatExperiment(
-      "run",
-      "replay = \"both\"\n[probe]\nstride = 1\n[baseline]\nthreads = 1\nflash_attn = \"on\"\nctx_size = 2048\n"
-      "batch_size = 16\nubatch_size = 8\nrepeats = 2\n"
-      "[[variant]]\nname = \"kv-q4_0\"\ncache_type_k = \"q4_0\"\ncache_type_v = \"q4_0\"\n"
-      "[[variant]]\nname = \"loaded\"\nload = 1\n"
-      "[branch]\nmax_tokens = 8\nmax_branches = 2\n");
+  auto p = MakeChatExperiment("run",
+                              "[probe]\nstride = 1\n[baseline]\nthreads = 1\nflash_attn = \"on\"\nctx_size = 2048\n"
+                              "batch_size = 16\nubatch_size = 8\nrepeats = 2\n"
+                              "[[variant]]\nname = \"kv-q4_0\"\ncache_type_k = \"q4_0\"\ncache_type_v = \"q4_0\"\n"
+                              "[[variant]]\nname = \"loaded\"\nload = 1\n"
+                              // Replay alone: every configuration measured under both replays (as replay = "both").
+                              "[[variant]]\nname = \"served\"\nreplay = \"served\"\n"
+                              "[branch]\nmax_tokens = 8\nmax_branches = 2\n");
   auto e = ParseExperiment(p);
   ASSERT_TRUE(e.ok()) << e.status().message();
   RunOptions ro;
@@ -79,6 +116,8 @@ TEST(ServedExperiment, BothReplaysComparedLikeWithLike) {
   const auto& served = (*r)["served"];
   // The served twins: every configuration but the loaded one, each run served.
   EXPECT_EQ(served["baseline"], "baseline@served");
+  EXPECT_EQ(served["asked_by"], "served");
+  EXPECT_EQ(Named((*r)["configs"], "name", "served"), nullptr) << "the replay-only variant is no configuration";
   ASSERT_EQ(served["configs"].size(), 2u) << served["configs"].dump();
   for (const auto& c : served["configs"]) EXPECT_EQ(c["knobs"]["replay"], "served") << c["name"];
   for (const auto& c : (*r)["configs"]) EXPECT_EQ(c["knobs"]["replay"], "prefill") << c["name"];
@@ -122,14 +161,18 @@ TEST(ServedExperiment, BothReplaysComparedLikeWithLike) {
   EXPECT_EQ(ranking["prefill"].size(), 2u) << ranking.dump();
   EXPECT_EQ(ranking["served"].size(), 2u) << ranking.dump();
   EXPECT_EQ(ranking["changed"], ranking["prefill"] != ranking["served"]);
-  // The recipe ranks the configurations measured served by their served figures, and says so.
+  // The recipe ranks every row by its served figures, and says so; the loaded variant has no
+  // served twin, so it is listed as not ranked rather than ranked on prefill figures.
   const auto& recipe = (*r)["recipe"];
-  EXPECT_NE(recipe["ranked_by"].get<std::string>().find("served replay"), std::string::npos);
+  EXPECT_EQ(recipe["ranked_by"],
+            "served replay (every ranked row: each configuration's served twin against baseline@served)");
+  for (const auto& row : recipe["ranking"]) EXPECT_EQ(row["replay"], "served") << row["config"];
   const auto* q4 = Named(recipe["ranking"], "config", "kv-q4_0");
   ASSERT_NE(q4, nullptr);
-  EXPECT_EQ((*q4)["replay"], "served");
   EXPECT_EQ((*q4)["median_flip_rate"], (*Named(served["summary"], "config", "kv-q4_0@served"))["median_flip_rate"]);
-  EXPECT_EQ((*Named(recipe["ranking"], "config", "loaded"))["replay"], "prefill");
+  EXPECT_EQ((*q4)["served_distance"]["flips"], (*Named(served["distance"], "config", "kv-q4_0"))["flips"]);
+  EXPECT_EQ(Named(recipe["ranking"], "config", "loaded"), nullptr);
+  ASSERT_NE(Named(recipe["not_ranked"], "config", "loaded"), nullptr) << recipe["not_ranked"].dump();
   // The twins' forks are followed on their own captures, and the served row ranks with the
   // damage found there and the reproduced rate of those forks (like with like).
   const auto* twin_forks = Named(served["branches"], "config", "kv-q4_0@served");
@@ -147,17 +190,24 @@ TEST(ServedExperiment, BothReplaysComparedLikeWithLike) {
     if (rec.contains("reproduced")) ++of, reproduced += rec["reproduced"].get<bool>();
   EXPECT_EQ((*q4)["forks_reproduced"]["of"], of);
   EXPECT_EQ((*q4)["forks_reproduced"]["reproduced"], reproduced);
-  // results.csv: the ranked rows, then the served twins unranked, each with its replay.
+  // results.csv: the configurations, then the served twins, each with its replay; the rank is on
+  // the twin's row, whose figures it rests on.
   auto csv = ReadFile((fs::path(ro.outdir) / "results.csv").string());
   ASSERT_TRUE(csv.ok());
   EXPECT_NE(csv->find(",recommended,replay\r\n"), std::string::npos) << *csv;
-  EXPECT_NE(csv->find("\r\n,kv-q4_0@served,ok,"), std::string::npos) << *csv;
+  EXPECT_NE(csv->find("\r\n,kv-q4_0,ok,"), std::string::npos) << *csv;
+  size_t place = 0;
+  while (place < recipe["ranking"].size() && recipe["ranking"][place]["config"] != "kv-q4_0") ++place;
+  const std::string rank = std::to_string(place + 1);
+  EXPECT_NE(csv->find("\r\n" + rank + ",kv-q4_0@served,ok,"), std::string::npos) << *csv;
   EXPECT_NE(csv->find(",served\r\n"), std::string::npos) << *csv;
   // The report's section and labels.
   auto md = ReadFile((fs::path(ro.outdir) / "report.md").string());
   ASSERT_TRUE(md.ok());
   EXPECT_NE(md->find("## Prefill against served replay"), std::string::npos);
-  EXPECT_NE(md->find("| kv-q4\\_0 (prefill replay) |"), std::string::npos);
+  EXPECT_NE(md->find(" kv-q4\\_0 (served replay) |"), std::string::npos) << *md;
+  EXPECT_NE(md->find("- **loaded** — not ranked: not captured under served replay"), std::string::npos) << *md;
+  EXPECT_NE(md->find("The variant served changed only the replay"), std::string::npos) << *md;
   auto html = ReadFile((fs::path(ro.outdir) / "report.html").string());
   ASSERT_TRUE(html.ok());
   EXPECT_NE(html->find("<section id=\"served\">"), std::string::npos);

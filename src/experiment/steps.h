@@ -119,6 +119,27 @@ Result<CaptureForks> BaselineForks(const std::string& base0, const std::set<int3
 // ranking under each replay (served.ranking).
 Status ReplayDistances(const Experiment& exp, ExperimentResults& results, const Log& log);
 
+// ---- The replay the recipe ranks by (recipe_replay.cpp) ----
+
+// One ranking holds one replay: served when the served twins were measured against a served
+// baseline that ran (twins: the figures are results.served's), else the baseline's replay.
+struct RankedReplay {
+  Replay replay = Replay::kPrefill;
+  bool twins = false;
+};
+RankedReplay RankedReplayOf(const ExperimentResults& results);
+// Why a measured configuration is left out of a ranking by `by`, in one phrase; "" when it is
+// ranked. With twins: one without a served twin measured (skipped, refused, failed); without: one
+// captured under another replay than the baseline (an earlier version's replay-only variant).
+std::string NotRankedReason(const ExperimentResults& results, const RankedReplay& by, const ConfigEntry& config);
+// A configuration's own prefill-vs-served distance (results.served.distance; for the baseline in
+// an earlier version's results, its replay-only variant's figures); none when not measured.
+std::optional<RecipeServedDistance> OwnServedDistance(const ExperimentResults& results, const std::string& config);
+// One line when the recommended configuration's prefill-vs-served distance (its own, else the
+// baseline's) flips above the repeat floor (the larger of both replays' floors), with the figure:
+// then the recommendation cannot be of high confidence. "" otherwise.
+std::string ServedDistanceCaveat(const ExperimentResults& results, const std::string& config);
+
 // ---- The recipe's warnings (recipe_warnings.cpp) ----
 
 // One line per configuration that is within the repeat floor alone (or is the baseline) but flips

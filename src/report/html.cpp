@@ -151,10 +151,11 @@ std::string Headline(const ExperimentResults& r) {
   std::vector<std::string> first;
   int first_group = 0;
   for (const auto& row : report::RankedConfigs(r)) {
-    if (!row.summary || row.rank == 0) continue;
+    if (!row.Figures() || row.rank == 0) continue;
     if (first.empty()) first_group = row.tie_group;
     if (first.empty() || (first_group > 0 && row.tie_group == first_group))
-      first.push_back("<strong>" + E(row.name) + "</strong> (" + E(Percent(row.summary->median_flip_rate)) + ")");
+      first.push_back("<strong>" + E(row.name) + "</strong> (" + E(Percent(row.Figures()->median_flip_rate)) + ", " +
+                      E(row.RankedReplay()) + " replay)");
   }
   if (first.size() == 1)
     out += "<li>Most faithful: " + first[0] + ".</li>";
@@ -178,7 +179,7 @@ std::string RankingSection(const ExperimentResults& r) {
       "where the candidate broke what the reference's future got right, against repairs, of the forks followed; "
       "flips where the model only reads the next token (tool results, system or user text) are teacher-forced "
       "only: not forked, and never damage. Rows marked <code>2=</code> share a tie group. Configurations that "
-      "were not measured are listed last with the reason.</p>";
+      "were not measured, or not ranked (every ranked row is of one replay), are listed last with the reason.</p>";
   for (const std::string& t : report::TieLines(r)) out += "<p class=\"tie-note\">" + E(t) + ".</p>";
   std::vector<std::string> header;
   for (const std::string& h : report::RankingHeader(r)) header.push_back(E(h));
@@ -187,13 +188,13 @@ std::string RankingSection(const ExperimentResults& r) {
   int open_group = -1;  // each tie group is its own <tbody>, so that a tie reads as one block
   for (const auto& row : report::RankedConfigs(r)) {
     std::string name = "<strong>" + E(row.name) + "</strong>";
-    name += Badge("neutral", row.replay + " replay");
+    name += Badge("neutral", row.RankedReplay() + " replay");
     if (row.is_baseline) name += Badge("ref", "reference");
     if (row.is_recommended) name += Badge("rec", "recommended");
     if (row.tie_size > 1) name += Badge("neutral", "tie");
     if (!row.description.empty()) name += "<br><small>" + E(row.description) + "</small>";
     if (row.rank == 0) {
-      std::string why = row.state == ConfigStatus::kOk ? "not measured" : row.status;
+      std::string why = row.UnrankedLabel();
       refused += fmt::format(R"(<tr class="refused"><td class="num">—</td><td>{}</td>)"
                              R"(<td colspan="{}" class="reason">{}</td></tr>)",
                              name + Badge(row.state == ConfigStatus::kOk ? "neutral" : "bad", why), header.size() - 2,

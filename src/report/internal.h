@@ -87,9 +87,22 @@ struct ConfigRow {
   // Its statistical tie group (recipe.ranking[].tie_group, 1-based; 0 when the recipe gives none)
   // and how many configurations share it; its recipe.ranking entry (null when none).
   int tie_group = 0, tie_size = 1;
+  // Its served twin's summary when the recipe ranked it by served replay (results.served): the
+  // figures the ranking used.
+  const SummaryRow* twin_summary = nullptr;
+  bool not_ranked = false;  // measured, but left out of the ranking (recipe.not_ranked; reason says why)
   const RecipeRankingRow* ranked = nullptr;
   bool is_baseline = false, is_recommended = false;
   std::optional<double> kv_bytes_per_token, kv_bytes_at_context;
+
+  // The figures its rank rests on: its served twin's when ranked by served replay, else its own.
+  const SummaryRow* Figures() const { return twin_summary ? twin_summary : summary ? &*summary : nullptr; }
+  // The replay of those figures: the recipe's for a ranked row, else what its captures ran.
+  std::string RankedReplay() const { return ranked && ranked->replay ? *ranked->replay : replay; }
+  // How a row without a rank is listed: "not ranked", "not measured" or its status.
+  std::string UnrankedLabel() const {
+    return not_ranked ? "not ranked" : state == ConfigStatus::kOk ? "not measured" : status;
+  }
 };
 // Measured configurations in ranking order (recipe.ranking: names or {"config": name} objects;
 // else median flip rate then KL mean), then the refused / failed ones in file order.
@@ -204,6 +217,10 @@ TextTable ReplayDistanceTable(const ExperimentResults& results);
 TextTable ReplayWindowTable(const ExperimentResults& results);
 // Each configuration's place and figures under prefill replay and under served replay.
 TextTable ReplayRankingTable(const ExperimentResults& results);
+// Whether any ranked row carries its prefill-vs-served distance (the ranking then shows it).
+bool HasServedDistance(const ExperimentResults& results);
+// A ranked row's prefill-vs-served distance, "3 / 816 (0.368%)"; "—" when it has none.
+std::string ServedDistanceCell(const ConfigRow& row);
 // How the recipe ranked (recipe.ranked_by) and, per configuration whose forks were followed,
 // how many of its forks started from the token generation reproduced; "" when it says neither.
 std::string RecipeRankedBy(const ExperimentResults& results);

@@ -86,11 +86,10 @@ std::string Ranking(const ExperimentResults& r) {
   t.header = RankingHeader(r);
   std::string refused;
   for (const ConfigRow& row : RankedConfigs(r)) {
-    std::string name = row.name + " (" + row.replay + " replay)" + (row.is_baseline ? " (reference)" : "") +
+    std::string name = row.name + " (" + row.RankedReplay() + " replay)" + (row.is_baseline ? " (reference)" : "") +
                        (row.is_recommended ? " (recommended)" : "");
     if (row.rank == 0) {
-      refused += fmt::format("- **{}** — {}: {}\n", MdText(row.name),
-                             MdText(row.state == ConfigStatus::kOk ? "not measured" : row.status),
+      refused += fmt::format("- **{}** — {}: {}\n", MdText(row.name), MdText(row.UnrankedLabel()),
                              MdText(row.reason.empty() ? "no reason given" : row.reason));
       continue;
     }
@@ -103,7 +102,7 @@ std::string Ranking(const ExperimentResults& r) {
                     "`2=` share a tie group.\n\n";
   for (const std::string& line : TieLines(r)) out += "- " + line + "\n";
   out += (TieLines(r).empty() ? "" : "\n") + MdTable(t);
-  if (!refused.empty()) out += "Not measured:\n\n" + refused + "\n";
+  if (!refused.empty()) out += "Not ranked or not measured:\n\n" + refused + "\n";
   return out;
 }
 
@@ -279,30 +278,32 @@ std::string TerminalFloor(const ExperimentResults& r) {
 std::string TerminalRanking(const ExperimentResults& r) {
   const bool exact = r.reference.has_value();
   const bool damage = r.recipe && r.recipe->ranking_mode.value_or("").find("damage") != std::string::npos;
+  const bool distance = HasServedDistance(r);  // shown beside each row, never ranked
   auto line = [&](const std::string& rank, const std::string& name, const std::string& ex, const std::string& dmg,
                   const std::string& rate, const std::string& kl, const std::string& confident,
-                  const std::string& above) {
-    return fmt::format("  {:>3}  {:<24}{}{} {:>9} {:>9} {:>9} {:>11}\n", rank, name,
+                  const std::string& above, const std::string& served) {
+    return fmt::format("  {:>3}  {:<24}{}{} {:>9} {:>9} {:>9} {:>11}{}\n", rank, name,
                        exact ? fmt::format(" {:>9}", ex) : "", damage ? fmt::format(" {:>12}", dmg) : "", rate, kl,
-                       confident, above);
+                       confident, above, distance ? fmt::format("  {}", served) : "");
   };
-  std::string out =
-      line("#", "configuration", "vs exact", "damage rate", "flip rate", "KL mean", "confident", "above floor");
+  std::string out = line("#", "configuration", "vs exact", "damage rate", "flip rate", "KL mean", "confident",
+                         "above floor", "prefill vs served (not ranked)");
   for (const ConfigRow& row : RankedConfigs(r)) {
-    std::string name = row.name + (row.replay != "prefill" ? " [" + row.replay + "]" : "") +
+    const std::string replay = row.RankedReplay();
+    std::string name = row.name + (replay != "prefill" ? " [" + replay + "]" : "") +
                        (row.is_baseline ? " (reference)" : "") + (row.is_recommended ? " *" : "");
     if (row.rank == 0) {
-      out += fmt::format("    -  {:<24} {}: {}\n", name, row.status, row.reason);
+      out += fmt::format("    -  {:<24} {}: {}\n", name, row.UnrankedLabel(), row.reason);
       continue;
     }
-    const SummaryRow& s = *row.summary;
+    const SummaryRow& s = *row.Figures();
     const std::string above = s.above_floor ? (*s.above_floor ? "yes" : "no") : "-";
     const RecipeRankingRow* ranked = row.ranked;
     const std::string ex = ranked ? Percent(ranked->exact_flip_rate) : "—";
     const std::string dmg = ranked ? Percent(ranked->damage_rate) : "—";
     const std::string unforked = s.flips == 0 || row.is_baseline ? "0" : "not followed";
     out += line(RankCell(row), name, ex, s.forks ? dmg : unforked, Percent(s.median_flip_rate), Small(s.kl_mean),
-                Count(double(s.confident_flips)), above);
+                Count(double(s.confident_flips)), above, ServedDistanceCell(row));
   }
   return out;
 }
@@ -312,10 +313,11 @@ std::string TerminalRanking(const ExperimentResults& r) {
 std::string TerminalForksAndReplay(const ExperimentResults& r) {
   std::string out;
   for (const ConfigRow& row : RankedConfigs(r)) {
-    if (!row.summary || !row.summary->forks) continue;
-    const ForkCounts& f = *row.summary->forks;
-    out += fmt::format("  forks of {}: {} damage, {} repair in {}{} followed", row.name, f.damage, f.repair, f.followed,
-                       f.forkable > f.followed ? fmt::format(" of {}", f.forkable) : "");
+    if (row.rank == 0 || !row.Figures() || !row.Figures()->forks) continue;
+    const ForkCounts& f = *row.Figures()->forks;  // the forks of the replay it is ranked by
+    const std::string replay = row.RankedReplay() != "prefill" ? " [" + row.RankedReplay() + "]" : "";
+    out += fmt::format("  forks of {}{}: {} damage, {} repair in {}{} followed", row.name, replay, f.damage, f.repair,
+                       f.followed, f.forkable > f.followed ? fmt::format(" of {}", f.forkable) : "");
     if (f.teacher_forced_only > 0)
       out += fmt::format("; {} flips teacher-forced only (the model reads there), not forked", f.teacher_forced_only);
     out += "\n";
@@ -352,6 +354,7 @@ std::string TerminalSummary(const ExperimentResults& r, const std::string& html_
   out += "\n" + TerminalFloor(r) + TerminalRanking(r);
   for (const std::string& t : TieLines(r)) out += "  " + t + "\n";
   out += "  ranked by: " + (r.recipe && r.recipe->ranking_key ? *r.recipe->ranking_key : "(not recorded)") + "\n";
+  if (r.recipe && r.recipe->ranked_by) out += "  replay of the ranking: " + *r.recipe->ranked_by + "\n";
   out += TerminalForksAndReplay(r) + TerminalRecipe(r);
   if (!html_path.empty()) out += "  report: " + html_path + "\n";
   return out;

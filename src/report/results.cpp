@@ -294,7 +294,11 @@ std::vector<ConfigRow> RankedConfigs(const ExperimentResults& results) {
   int rank = 0;
   for (ConfigRow& r : rows) {
     if (r.tie_group > 0) r.tie_size = group_size[r.tie_group];
-    if (r.summary && r.state == ConfigStatus::kOk)
+    if (r.ranked && r.RankedReplay() == "served" && results.served)
+      r.twin_summary = results.served->measured.Row(ServedName(r.name));
+    if (const std::string* why = results.recipe ? results.recipe->NotRankedWhy(r.name) : nullptr)
+      r.not_ranked = true, r.reason = *why;
+    if (r.summary && r.state == ConfigStatus::kOk && !r.not_ranked)
       r.rank = ++rank;
     else if (r.state == ConfigStatus::kOk && r.reason.empty())  // say why a configuration that ran has no figures
       r.reason = r.is_baseline ? "the reference configuration ran once: no repeat to compare it with"

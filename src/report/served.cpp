@@ -50,7 +50,23 @@ std::string ReplaySentence(const ExperimentResults& r) {
     out += r.served->ranking->changed ? " The ranking of configurations changes under served replay."
                                       : " The ranking of configurations does not change under served replay.";
   for (const ServedSkip& s : r.served->skipped) out += " " + s.config + " was not captured served: " + s.reason + ".";
+  if (r.served->asked_by)
+    out += " The variant " + *r.served->asked_by +
+           " changed only the replay: the deployment's other path, not a setting to rank, so it asked for this "
+           "part, and its figures are the baseline's prefill-vs-served distance (below).";
   return out;
+}
+
+bool HasServedDistance(const ExperimentResults& r) {
+  if (!r.recipe) return false;
+  return std::any_of(r.recipe->ranking.begin(), r.recipe->ranking.end(),
+                     [](const RecipeRankingRow& row) { return row.served_distance.has_value(); });
+}
+
+std::string ServedDistanceCell(const ConfigRow& row) {
+  if (!row.ranked || !row.ranked->served_distance) return "—";
+  const RecipeServedDistance& d = *row.ranked->served_distance;
+  return fmt::format("{} / {} ({})", Count(double(d.flips)), Count(double(d.probes)), Percent(d.flip_rate));
 }
 
 TextTable ReplayDistanceTable(const ExperimentResults& r) {

@@ -71,19 +71,67 @@ TEST(ReportServed, SectionShowsTheDistanceWindowsAndRankingUnderEachReplay) {
   // Ranks: kv-q8 is second under prefill and third under served.
   EXPECT_NE(md.find("| kv-q8 | 2 | 3 | 1.000% | 3.000% |"), std::string::npos) << md;
   // Every configuration's label names its replay; the recipe says what it ranked by.
-  EXPECT_NE(md.find("kv-q4 (prefill replay)"), std::string::npos);
+  // kv-q4 is ranked by served replay: its row says so and shows its twin's figures.
+  EXPECT_NE(md.find("kv-q4 (served replay) (recommended)"), std::string::npos) << md;
+  EXPECT_NE(md.find("kv-q8 (prefill replay)"), std::string::npos);
   EXPECT_NE(md.find("Ranked by served replay where it was measured."), std::string::npos);
   EXPECT_NE(md.find("kv-q4 5 of 6"), std::string::npos);
   const std::string html = RenderHtml(ExperimentResults::FromJson(doc));
   EXPECT_NE(html.find("<section id=\"served\"><h2>Prefill against served replay</h2>"), std::string::npos);
   EXPECT_NE(html.find("<a href=\"#served\">"), std::string::npos);
   EXPECT_NE(html.find("prefill replay</span>"), std::string::npos);
+  EXPECT_NE(html.find("served replay</span>"), std::string::npos);
   const std::string term = TerminalSummary(ExperimentResults::FromJson(doc), "");
   EXPECT_NE(term.find("prefill vs served, kv-q8: 3 / 200 flips (1.500%), 17 of 200 bit-identical"), std::string::npos)
       << term;
   EXPECT_NE(term.find("the ranking changes under served replay"), std::string::npos);
   EXPECT_NE(RenderMarkdown(ExperimentResults::FromJson(Document(false))).find("does not change under served replay"),
             std::string::npos);
+}
+
+// A recipe ranked by served twins: every row's figures are its twin's, its prefill-vs-served
+// distance is a column beside it (never the order), a configuration without a twin is listed as
+// not ranked with the reason, and the replay-only variant that asked for it is named.
+TEST(ReportServed, DistanceIsShownBesideEachRowAndUnrankedRowsSayWhy) {
+  json doc = Document(false);
+  doc["configs"].push_back({{"name", "loaded"}, {"status", "ok"}, {"knobs", {{"replay", "prefill"}}}});
+  doc["summary"].push_back(Row("loaded", 0.0, 0, false));
+  doc["served"]["asked_by"] = "served";
+  const json distance = {{"of", "kv-q8"}, {"flips", 3}, {"probes", 200}, {"flip_rate", 0.015}, {"kl_mean", 0.0021}};
+  doc["recipe"] = {
+      {"recommended", "kv-q4"},
+      {"ranked_by", "served replay (every ranked row: each configuration's served twin against baseline@served)"},
+      {"ranking",
+       {{{"config", "kv-q4"}, {"replay", "served"}, {"tie_group", 1}},
+        {{"config", "kv-q8"}, {"replay", "served"}, {"tie_group", 2}, {"served_distance", distance}}}},
+      {"not_ranked", {{{"config", "loaded"}, {"reason", "not captured under served replay: runs under load"}}}}};
+  const ExperimentResults r = ExperimentResults::FromJson(doc);
+  const std::string md = RenderMarkdown(r);
+  EXPECT_NE(md.find("| Prefill vs served (its own replays; not ranked) |"), std::string::npos) << md;
+  // kv-q8's served twin: 0.500% (its prefill figure is 1.000%), then its distance last.
+  EXPECT_NE(md.find("| 2 | kv-q8 (served replay) | 0.500% |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 3 / 200 (1.500%) |\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("- **loaded** — not ranked: not captured under served replay: runs under load"), std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("loaded (prefill replay)"), std::string::npos) << "never a ranked row among served ones";
+  EXPECT_NE(md.find("The variant served changed only the replay"), std::string::npos) << md;
+  const std::string term = TerminalSummary(r, "");
+  EXPECT_NE(term.find("prefill vs served (not ranked)"), std::string::npos) << term;
+  EXPECT_NE(term.find("replay of the ranking: served replay (every ranked row: each configuration's served twin "
+                      "against baseline@served)"),
+            std::string::npos)
+      << term;
+  EXPECT_NE(term.find("kv-q8 [served]"), std::string::npos) << term;
+  EXPECT_NE(term.find("3 / 200 (1.500%)"), std::string::npos) << term;
+  EXPECT_NE(term.find("loaded                   not ranked: not captured under served replay"), std::string::npos)
+      << term;
+  const std::string html = RenderHtml(r);
+  EXPECT_NE(html.find("Prefill vs served (its own replays; not ranked)"), std::string::npos);
+  EXPECT_NE(html.find("not ranked</span>"), std::string::npos);
+  // results.csv: the rank goes with the figures it rests on, the twin's row.
+  const std::string csv = RenderCsv(r);
+  EXPECT_NE(csv.find("\r\n2,kv-q8@served,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\r\n,kv-q8,"), std::string::npos) << csv;
 }
 
 TEST(ReportServed, NoServedPartNoSection) {

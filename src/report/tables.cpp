@@ -37,6 +37,8 @@ std::vector<std::string> RankingHeader(const ExperimentResults& results) {
         "Confident flips", "KL mean", "KL p99", "Bit-identical probes", "Above floor", "KV bytes/token"})
     h.push_back(c);
   h.push_back("KV memory at " + Count(ContextLength(results)) + " tokens");
+  // A property of the deployment's path beside each row; the order never uses it.
+  if (HasServedDistance(results)) h.push_back("Prefill vs served (its own replays; not ranked)");
   return h;
 }
 
@@ -76,13 +78,14 @@ std::vector<std::string> RankingCells(const ExperimentResults& results, const Co
   const std::string kv_at = row.kv_bytes_at_context ? HumanBytes(*row.kv_bytes_at_context) : "—";
   std::vector<std::string> cells;
   if (HasExact(results)) cells.push_back(ExactCell(results, row));
-  if (!row.summary) {
+  if (!row.Figures()) {
     for (std::string c : {"—", "—", "— / —", "—", "—", "—", "—", "— of —", "—"}) cells.push_back(c);
     cells.push_back(Count(row.kv_bytes_per_token));
     cells.push_back(kv_at);
+    if (HasServedDistance(results)) cells.push_back(ServedDistanceCell(row));
     return cells;
   }
-  const SummaryRow& s = *row.summary;
+  const SummaryRow& s = *row.Figures();
   const std::optional<ForkCounts>& f = s.forks;
   std::vector<std::string> rest{Percent(s.median_flip_rate), IntervalText(s.flip_rate_ci),
                                 Count(double(s.flips)) + " / " + Count(double(s.probes)),
@@ -94,6 +97,7 @@ std::vector<std::string> RankingCells(const ExperimentResults& results, const Co
                                 Count(double(s.bit_identical)) + " of " + Count(double(s.bit_identical_of)),
                                 YesNo(s.above_floor), Count(row.kv_bytes_per_token), kv_at};
   cells.insert(cells.end(), rest.begin(), rest.end());
+  if (HasServedDistance(results)) cells.push_back(ServedDistanceCell(row));
   return cells;
 }
 

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <map>
 
 #include "report/internal.h"
 #include "util/util.h"
@@ -39,14 +40,19 @@ constexpr const char* kCsvColumns[] = {
     "kv_bytes_at_context", "baseline",   "recommended",     "replay"};
 // clang-format on
 
-// The rows of results.csv: the ranked configurations, then under replay = "both" the served
-// twins, unranked: their figures are against the served baseline (results.served, seen as
-// results of their own: `served`, which must outlive the rows).
+// The rows of results.csv: the configurations, then under replay = "both" the served twins, whose
+// figures are against the served baseline (results.served, seen as results of their own:
+// `served`, which must outlive the rows). The rank goes with the figures it rests on: on the twin's
+// row where the recipe ranked by served replay.
 std::vector<report::ConfigRow> CsvRows(const ExperimentResults& r, const ExperimentResults& served) {
   std::vector<report::ConfigRow> rows = report::RankedConfigs(r);
+  std::map<std::string, int> twin_rank;
+  for (report::ConfigRow& row : rows)
+    if (row.twin_summary) twin_rank[ServedName(row.name)] = row.rank, row.rank = 0;
   if (r.served)
     for (report::ConfigRow& row : report::RankedConfigs(served)) {
-      row.rank = 0, row.is_recommended = false;
+      auto it = twin_rank.find(row.name);
+      row.rank = it == twin_rank.end() ? 0 : it->second, row.is_recommended = false;
       rows.push_back(std::move(row));
     }
   return rows;

@@ -269,6 +269,7 @@ json ServedResults::ToJson() const {
   json skips = json::array();
   for (const ServedSkip& k : skipped) skips.push_back({{"config", k.config}, {"reason", k.reason}});
   json j = {{"baseline", baseline}, {"skipped", std::move(skips)}};
+  read::PutIf(j, "asked_by", asked_by);
   measured.WriteInto(j);
   j["distance"] = ArrayOf(distance);
   if (ranking) j["ranking"] = ranking->ToJson();
@@ -278,6 +279,7 @@ json ServedResults::ToJson() const {
 ServedResults ServedResults::FromJson(const json& j) {
   ServedResults s;
   s.baseline = read::Str(j, "baseline");
+  s.asked_by = read::Opt<std::string>(j, "asked_by");
   for (const json& k : read::Sub(j, "skipped").is_array() ? j["skipped"] : json::array())
     s.skipped.push_back({read::Str(k, "config"), read::Str(k, "reason")});
   s.measured = Measurements::ReadFrom(j);

@@ -141,6 +141,9 @@ struct ServedSkip {
 // configurations, each configuration's prefill-vs-served distance and the ranking under each.
 struct ServedResults {
   std::string baseline;             // the served baseline's name
+  // The variant whose only change was the replay, which asked for this part (it is not a
+  // configuration: its figures are the baseline's distance); none under replay = "both".
+  std::optional<std::string> asked_by;
   std::vector<ServedSkip> skipped;  // no served twin
   Measurements measured;
   std::vector<ReplayDistance> distance;

@@ -16,6 +16,22 @@ using read::Values;
 
 std::optional<std::array<double, 2>> IntervalOf(const json& j, const char* key) { return read::Interval2(j, key); }
 
+json DistanceJson(const RecipeServedDistance& d) {
+  return {{"of", d.of},
+          {"flips", d.flips},
+          {"probes", d.probes},
+          {"flip_rate", d.flip_rate},
+          {"flip_rate_ci", OrNull(d.flip_rate_ci)},
+          {"kl_mean", d.kl_mean}};
+}
+RecipeServedDistance DistanceFrom(const json& j) {
+  RecipeServedDistance d;
+  d.of = Str(j, "of"), d.flips = Get<int64_t>(j, "flips", 0), d.probes = Get<int64_t>(j, "probes", 0);
+  d.flip_rate = Get(j, "flip_rate", 0.0), d.kl_mean = Get(j, "kl_mean", 0.0);
+  d.flip_rate_ci = IntervalOf(j, "flip_rate_ci");
+  return d;
+}
+
 json RowJson(const RecipeRankingRow& r) {
   if (r.name_only) return r.config;
   json j = {{"config", r.config},
@@ -42,6 +58,7 @@ json RowJson(const RecipeRankingRow& r) {
             {"forks_reproduced",
              r.forks_reproduced ? json{{"reproduced", r.forks_reproduced->reproduced}, {"of", r.forks_reproduced->of}}
                                 : json(nullptr)}};
+  if (r.served_distance) j["served_distance"] = DistanceJson(*r.served_distance);  // absent in early files
   read::KeepExtra(j, r.extra);
   return j;
 }
@@ -66,6 +83,7 @@ RecipeRankingRow RowFrom(const json& j) {
   r.above_floor = Opt<bool>(j, "above_floor");
   if (const json& f = Sub(j, "forks_reproduced"); f.is_object())
     r.forks_reproduced = RecipeRankingRow::Reproduced{Get<int64_t>(f, "reproduced", 0), Get<int64_t>(f, "of", 0)};
+  if (const json& d = Sub(j, "served_distance"); d.is_object()) r.served_distance = DistanceFrom(d);
   r.extra = read::Without(j, {"config",           "tie_group",         "replay",
                               "median_flip_rate", "flip_rate_ci",      "damage",
                               "repair",           "branches_followed", "damage_rate",
@@ -73,7 +91,7 @@ RecipeRankingRow RowFrom(const json& j) {
                               "kl_mean",          "exact_flip_rate",   "exact_flip_rate_ci",
                               "exact_kl_mean",    "memory_bytes",      "kv_bytes_per_token",
                               "weights_bytes",    "context_at_budget", "above_floor",
-                              "forks_reproduced"});
+                              "forks_reproduced", "served_distance"});
   return r;
 }
 
@@ -142,7 +160,8 @@ std::vector<RecipeProbeNote> NotesFrom(const json& j) {
 constexpr std::initializer_list<const char*> kKeys = {
     "recommended",         "reason",  "warnings",       "ranked_by",   "ranking_key",   "ranking_mode",
     "lacking_forks",       "basis",   "ranking",        "kv_types",    "kv_cache",      "weights_bytes",
-    "memory_budget_bytes", "context", "server_command", "cli_command", "server_launch", "verification"};
+    "memory_budget_bytes", "context", "server_command", "cli_command", "server_launch", "verification",
+    "not_ranked"};
 
 }  // namespace
 
@@ -183,6 +202,13 @@ const RecipeRankingRow* RecipeResult::Row(const std::string& config) const {
   return nullptr;
 }
 
+const std::string* RecipeResult::NotRankedWhy(const std::string& config) const {
+  if (not_ranked)
+    for (const RecipeNotRanked& n : *not_ranked)
+      if (n.config == config) return &n.reason;
+  return nullptr;
+}
+
 json ToJson(const RecipeResult& r) {
   json ranking = json::array(), kv_types = json::array();
   for (const RecipeRankingRow& row : r.ranking) ranking.push_back(RowJson(row));
@@ -208,6 +234,10 @@ json ToJson(const RecipeResult& r) {
             {"cli_command", r.cli_command},
             {"server_launch", r.server_launch ? LaunchJson(*r.server_launch) : json(nullptr)}};
   if (r.verification) j["verification"] = ToJson(*r.verification);
+  if (r.not_ranked)  // absent in early files
+    j["not_ranked"] = read::ArrayOf(*r.not_ranked, [](const RecipeNotRanked& n) {
+      return json{{"config", n.config}, {"reason", n.reason}};
+    });
   read::KeepExtra(j, r.extra);
   return j;
 }
@@ -218,6 +248,10 @@ RecipeResult RecipeFromJson(const json& j) {
   r.ranked_by = Opt<std::string>(j, "ranked_by"), r.ranking_key = Opt<std::string>(j, "ranking_key");
   r.ranking_mode = Opt<std::string>(j, "ranking_mode");
   if (Sub(j, "lacking_forks").is_array()) r.lacking_forks = Values<std::string>(j, "lacking_forks");
+  if (Sub(j, "not_ranked").is_array())
+    r.not_ranked = read::Each<RecipeNotRanked>(j["not_ranked"], [](const json& n) {
+      return RecipeNotRanked{Str(n, "config"), Str(n, "reason")};
+    });
   if (Sub(j, "basis").is_object()) r.basis = BasisFrom(j["basis"]);
   r.ranking = read::Each<RecipeRankingRow>(Sub(j, "ranking"), RowFrom);
   r.kv_types = read::Each<RecipeKvType>(Sub(j, "kv_types"), KvTypeFrom);

@@ -16,6 +16,21 @@
 
 namespace flipscope {
 
+// A configuration's prefill-vs-served distance (recipe.ranking[].served_distance): its first prefill
+// capture against its first served one (results.served.distance). A property of the deployment's
+// path shown beside the configuration, never a figure it is ranked by.
+struct RecipeServedDistance {
+  std::string of;  // the configuration whose two replays were compared
+  int64_t flips = 0, probes = 0;
+  double flip_rate = 0, kl_mean = 0;
+  std::optional<std::array<double, 2>> flip_rate_ci;
+};
+
+// A measured configuration the recipe did not rank, and why in one phrase (recipe.not_ranked[]).
+struct RecipeNotRanked {
+  std::string config, reason;
+};
+
 // One configuration in the recipe's ranking (recipe.ranking[]), best first.
 struct RecipeRankingRow {
   std::string config;
@@ -40,6 +55,7 @@ struct RecipeRankingRow {
     int64_t reproduced = 0, of = 0;  // forks that started from the token its capture's row chose
   };
   std::optional<Reproduced> forks_reproduced;
+  std::optional<RecipeServedDistance> served_distance;  // none where its two replays were not compared
   nlohmann::json extra = nlohmann::json::object();
 };
 
@@ -105,6 +121,9 @@ struct RecipeResult {
   std::vector<std::string> warnings;
   std::optional<std::string> ranked_by, ranking_key, ranking_mode;  // none in early files
   std::optional<std::vector<std::string>> lacking_forks;  // flipping configurations whose forks were not followed
+  // Measured configurations left out of the ranking: every ranked row is of one replay (ranked_by);
+  // none in files of earlier versions.
+  std::optional<std::vector<RecipeNotRanked>> not_ranked;
   std::optional<RecipeBasis> basis;
   std::vector<RecipeRankingRow> ranking;
   std::vector<RecipeKvType> kv_types;
@@ -119,6 +138,8 @@ struct RecipeResult {
 
   // The ranking row of a configuration; null when it has none.
   const RecipeRankingRow* Row(const std::string& config) const;
+  // Why the recipe left a measured configuration out of its ranking; null when it did not.
+  const std::string* NotRankedWhy(const std::string& config) const;
 };
 
 nlohmann::json ToJson(const RecipeVerification& v);

@@ -1,0 +1,199 @@
+// The recipe under served replay, on made-up results: every ranked row of one replay (served twins
+// against the served baseline), ranked_by saying so, a configuration without a served twin listed
+// as not ranked, an earlier version's replay-only variant never ranked, and the recommendation's
+// confidence lowered by a prefill-vs-served distance above the repeat floor.
+#include <gtest/gtest.h>
+
+#include "checkpoint/model_info.h"
+#include "compare/compare.h"
+#include "experiment/experiment.h"
+#include "results/results.h"
+
+using namespace flipscope;
+using nlohmann::json;
+
+namespace {
+
+// A made-up configuration: its flips of `probes` against its baseline and its KV bytes per token.
+struct Made {
+  std::string name;
+  int64_t flips = 0;
+  double kv = 1000;
+  int64_t probes = 800;
+};
+
+json SummaryOf(const Made& m) {
+  SummaryRow s;
+  s.config = m.name;
+  s.repeats = 1;
+  s.median_flip_rate = double(m.flips) / double(m.probes);
+  s.flips = m.flips, s.probes = m.probes;
+  auto [lo, hi] = compare::WilsonInterval(m.flips, m.probes);
+  s.flip_rate_ci = Interval{lo, hi};
+  s.above_floor = m.flips > 0;  // against a bit-identical floor
+  s.forks_known = true;
+  return s.ToJson();
+}
+
+// Its entry; a name with a KV cache type in it (kv-q8_0@served) ran with that cache, so that its
+// memory, as the recipe computes it from the knobs, is smaller.
+json ConfigOf(const Made& m, Replay replay, const json& changes) {
+  Knobs k;
+  k.replay = replay;
+  json knobs = k.ToJson();
+  for (const char* type : {"q8_0", "q4_0"})
+    if (m.name.find(type) != std::string::npos) knobs["cache_type_k"] = knobs["cache_type_v"] = type;
+  return {{"name", m.name},         {"status", "ok"}, {"kv_bytes_per_token", m.kv}, {"model_file_size", 1000.0},
+          {"model_path", "m.gguf"}, {"knobs", knobs}, {"changes", changes}};
+}
+
+// Measurements of a bit-identical baseline (2 repeats, 0 flips) and the variants, all under `replay`;
+// names get `suffix` ("@served" for the twins).
+json Measured(const std::vector<Made>& made, Replay replay, const std::string& suffix) {
+  Floor floor;
+  floor.repeats = 2, floor.flip_rate = 0, floor.bit_identical = true, floor.flips = 0, floor.probes = 800;
+  json r = {{"configs", json::array()}, {"summary", json::array()}, {"floor", floor.ToJson()}};
+  for (Made m : made) {
+    m.name += suffix;
+    r["configs"].push_back(ConfigOf(m, replay, json::object()));
+    r["summary"].push_back(SummaryOf(m));
+  }
+  return r;
+}
+
+// replay = "both" results: prefill figures, the served twins' (the configurations named in
+// `served`), and each configuration's prefill-vs-served distance (flips of 816).
+json BothOf(const std::vector<Made>& prefill, const std::vector<Made>& served,
+            const std::map<std::string, int64_t>& distance) {
+  json r = Measured(prefill, Replay::kPrefill, "");
+  r["settings"] = {{"memory_budget_bytes", nullptr}};
+  r["baseline"] = prefill.front().name;
+  r["served"] = Measured(served, Replay::kServed, "@served");
+  r["served"]["baseline"] = prefill.front().name + "@served";
+  r["served"]["distance"] = json::array();
+  for (const auto& [name, flips] : distance) {
+    auto [lo, hi] = compare::WilsonInterval(flips, 816);
+    r["served"]["distance"].push_back({{"config", name},
+                                       {"flips", flips},
+                                       {"probes", 816},
+                                       {"flip_rate", double(flips) / 816},
+                                       {"flip_rate_ci", {lo, hi}},
+                                       {"kl_mean", 0.002}});
+  }
+  return r;
+}
+
+ModelInfo Model() {
+  ModelInfo m;
+  m.n_ctx_train = 1024;
+  m.n_layer = m.n_head_kv = 1;
+  m.head_dim_k = m.head_dim_v = 8;
+  return m;
+}
+
+const json* RowOf(const json& recipe, const std::string& name) {
+  for (const json& r : recipe["ranking"])
+    if (r["config"] == name) return &r;
+  return nullptr;
+}
+
+}  // namespace
+
+// Like with like: kv-q8_0 is bit-identical to the baseline prefilled but flips served; ranked by
+// its served twin against the served baseline it is above the floor, and the baseline stays.
+TEST(RecipeServed, EveryConfigurationIsRankedByItsServedTwinAgainstTheServedBaseline) {
+  const json results = BothOf({{"baseline"}, {"kv-q8_0", 0, 530}, {"kv-q4_0", 60, 280}},
+                              {{"baseline"}, {"kv-q8_0", 30, 530}, {"kv-q4_0", 70, 280}},
+                              {{"baseline", 0}, {"kv-q8_0", 0}, {"kv-q4_0", 0}});
+  const json recipe = MakeRecipe(results, Model());
+  EXPECT_EQ(recipe["ranked_by"],
+            "served replay (every ranked row: each configuration's served twin against baseline@served)");
+  ASSERT_EQ(recipe["ranking"].size(), 3u) << recipe["ranking"].dump();
+  for (const json& row : recipe["ranking"]) EXPECT_EQ(row["replay"], "served") << row["config"];
+  EXPECT_DOUBLE_EQ((*RowOf(recipe, "kv-q8_0"))["median_flip_rate"].get<double>(), 30.0 / 800);
+  EXPECT_EQ((*RowOf(recipe, "kv-q8_0"))["above_floor"], true);
+  EXPECT_EQ(recipe["recommended"], "baseline") << recipe["reason"];
+  EXPECT_NE(recipe["reason"].get<std::string>().find("(measured under served replay)"), std::string::npos);
+  EXPECT_EQ(recipe["not_ranked"], json::array());
+  // Each row carries its own prefill-vs-served distance beside it.
+  EXPECT_EQ((*RowOf(recipe, "kv-q4_0"))["served_distance"]["probes"], 816);
+  EXPECT_EQ((*RowOf(recipe, "kv-q4_0"))["served_distance"]["of"], "kv-q4_0");
+  // Prefill figures alone would have recommended kv-q8_0: the served ranking is not a relabelling.
+  json prefill_only = results;
+  prefill_only.erase("served");
+  const json p = MakeRecipe(prefill_only, Model());
+  EXPECT_EQ(p["recommended"], "kv-q8_0");
+  EXPECT_EQ(p["ranked_by"], "prefill replay (every ranked row)");
+}
+
+// A configuration measured prefilled but without a served twin (loaded, skipped) is listed as not
+// ranked with its reason, never ranked on prefill figures among served ones.
+TEST(RecipeServed, AConfigurationWithoutAServedTwinIsNotRankedBesideServedRows) {
+  json results = BothOf({{"baseline"}, {"kv-q8_0", 0, 530}, {"loaded", 0, 1000}, {"refused", 0, 280}},
+                        {{"baseline"}, {"kv-q8_0", 0, 530}}, {{"baseline", 0}, {"kv-q8_0", 0}});
+  results["served"]["skipped"] = {{{"config", "loaded"},
+                                   {"reason",
+                                    "runs under load: served replay does not run "
+                                    "under --load yet"}}};
+  results["served"]["configs"].push_back({{"name", "refused@served"}, {"status", "refused"}, {"reason", "no cache"}});
+  const json recipe = MakeRecipe(results, Model());
+  ASSERT_EQ(recipe["ranking"].size(), 2u) << recipe["ranking"].dump();
+  for (const json& row : recipe["ranking"]) EXPECT_EQ(row["replay"], "served") << row["config"];
+  EXPECT_EQ(RowOf(recipe, "loaded"), nullptr);
+  EXPECT_EQ(RowOf(recipe, "refused"), nullptr);
+  ASSERT_EQ(recipe["not_ranked"].size(), 2u) << recipe["not_ranked"].dump();
+  EXPECT_EQ(recipe["not_ranked"][0]["config"], "loaded");
+  EXPECT_NE(recipe["not_ranked"][0]["reason"].get<std::string>().find("not captured under served replay: runs under "
+                                                                      "load"),
+            std::string::npos)
+      << recipe["not_ranked"][0];
+  EXPECT_NE(recipe["not_ranked"][1]["reason"].get<std::string>().find("its served twin refused: no cache"),
+            std::string::npos)
+      << recipe["not_ranked"][1];
+  EXPECT_EQ(recipe["recommended"], "kv-q8_0");
+}
+
+// The recommended llama-server command computes what it reads by prefill and what it writes by
+// decode: where its two replays part above the repeat floor, the confidence is not high, and the
+// line says why with the figure; where they agree it stays high.
+TEST(RecipeServed, ConfidenceIsLoweredByAServedDistanceAboveTheFloor) {
+  const std::vector<Made> made = {{"baseline"}, {"kv-q8_0", 0, 530}};
+  const json far = MakeRecipe(BothOf(made, made, {{"baseline", 26}, {"kv-q8_0", 26}}), Model());
+  ASSERT_EQ(far["recommended"], "kv-q8_0");
+  EXPECT_EQ(far["basis"]["confidence"], "medium") << far["basis"];
+  const std::string why = far["basis"]["why"];
+  EXPECT_NE(why.find("its prefill and served replays"), std::string::npos) << why;
+  EXPECT_NE(why.find("3.19% of greedy choices (26 of 816), above the bit-identical repeat floor"), std::string::npos)
+      << why;
+  EXPECT_EQ(why.find('\n'), std::string::npos);
+  const json near = MakeRecipe(BothOf(made, made, {{"baseline", 0}, {"kv-q8_0", 0}}), Model());
+  EXPECT_EQ(near["recommended"], "kv-q8_0");
+  EXPECT_EQ(near["basis"]["confidence"], "high") << near["basis"];
+  // Without its own distance, the baseline's speaks for it.
+  const json base_only = MakeRecipe(BothOf(made, made, {{"baseline", 26}}), Model());
+  EXPECT_EQ(base_only["basis"]["confidence"], "medium");
+  EXPECT_NE(base_only["basis"]["why"].get<std::string>().find("the baseline's prefill and served replays"),
+            std::string::npos)
+      << base_only["basis"];
+}
+
+// Results of an earlier version: a variant whose only change was replay = "served", compared with
+// the prefill baseline and ranked. Read again it is not ranked; its figures are the baseline's
+// distance, which lowers the confidence of the recommendation.
+TEST(RecipeServed, AnEarlierReplayOnlyVariantIsNeverRanked) {
+  json results = Measured({{"baseline"}, {"kv-q8_0", 0, 530}, {"kv-q4_0", 40, 280}}, Replay::kPrefill, "");
+  results["settings"] = {{"memory_budget_bytes", nullptr}};
+  results["baseline"] = "baseline";
+  results["configs"].push_back(ConfigOf({"served", 26}, Replay::kServed, {{"replay", "served"}}));
+  results["summary"].push_back(SummaryOf({"served", 26, 1000, 816}));
+  const json recipe = MakeRecipe(results, Model());
+  EXPECT_EQ(recipe["ranked_by"], "prefill replay (every ranked row)");
+  EXPECT_EQ(RowOf(recipe, "served"), nullptr) << recipe["ranking"].dump();
+  for (const json& row : recipe["ranking"]) EXPECT_EQ(row["replay"], "prefill") << row["config"];
+  ASSERT_EQ(recipe["not_ranked"].size(), 1u);
+  EXPECT_NE(recipe["not_ranked"][0]["reason"].get<std::string>().find("not a setting to rank"), std::string::npos);
+  EXPECT_EQ((*RowOf(recipe, "baseline"))["served_distance"]["flips"], 26);
+  EXPECT_EQ(recipe["recommended"], "kv-q8_0");
+  EXPECT_EQ(recipe["basis"]["confidence"], "medium") << recipe["basis"];
+  EXPECT_NE(recipe["basis"]["why"].get<std::string>().find("(26 of 816)"), std::string::npos) << recipe["basis"];
+}
