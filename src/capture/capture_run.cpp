@@ -378,6 +378,8 @@ Result<CaptureManifest> RunCapture(const CaptureRequest& req, const CaptureSourc
 Result<CaptureManifest> RunCapture(const CaptureRequest& req) {
   const double t0 = NowSeconds();
   FS_RETURN_IF_ERROR(CheckKnobs(req.engine, req.knobs));
+  // Said before the model is read and the workload rendered, not after (the writer checks it too).
+  FS_RETURN_IF_ERROR(CheckFolderOf(req.out_path));
   // Without the fillers' sources: OpenEngine reads them after the engine, as a single capture always has.
   FS_ASSIGN_OR_RETURN(CaptureSource src, Prepare(req, false));
   return CaptureFrom(req, src, t0);

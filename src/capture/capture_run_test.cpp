@@ -295,3 +295,15 @@ TEST(RunCapture, TheExactEngineSaysWhenItRunsPastTheTrainingContext) {
   EXPECT_EQ(run("exact-short", 32), 1);
   EXPECT_EQ(run("exact-long", 4096), 0);
 }
+
+// An output folder that does not exist is said of the capture's final name before the model is
+// read, and nothing is created.
+TEST(RunCapture, AMissingOutputFolderIsSaidFirst) {
+  Files f = Make("no-folder");
+  CaptureRequest req = Request(f, "none/x.safetensors");
+  req.model_path = f.dir + "/not-read.gguf";  // not there: the folder is checked before the model
+  auto m = RunCapture(req);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().message(), req.out_path + ": cannot create: its folder " + f.dir + "/none does not exist");
+  EXPECT_FALSE(fs::exists(f.dir + "/none"));
+}

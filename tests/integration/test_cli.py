@@ -185,6 +185,14 @@ class Capture(unittest.TestCase):
             p = run("capture", "-m", base["-m"], "-w", base["-w"], "-o", out, check=False)
             self.assertNotEqual(p.returncode, 0)
             self.assertIn(expect, p.stderr)
+        # A folder that does not exist: said of the capture (not of its temporary file) before any work.
+        folder = os.path.join(TMP, "no-such-folder")
+        missing = os.path.join(folder, "x.safetensors")
+        p = run("capture", "-m", SMOL, "-w", short_session(), "-o", missing, check=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertEqual(one_error_line(self, p.stderr),
+                         f"flipscope: error: {missing}: cannot create: its folder {folder} does not exist")
+        self.assertFalse(os.path.exists(folder))
         # A template that fails to render: Jinja that raises.
         bad = os.path.join(TMP, "bad.jinja")
         with open(bad, "w") as f:
