@@ -284,6 +284,17 @@ class ArgumentErrors(unittest.TestCase):
             self.assertIn(expect, one_error_line(self, p.stderr), args)
         self.assertEqual(run("compare", "--help").returncode, 0)
 
+    def test_help_lists_the_llama_spellings_of_the_knob_flags(self):
+        """-fa, -ctk... are what users type (rewritten to the long names before parsing): --help shows them."""
+        spellings = [("-fa", "--flash-attn"), ("-ctk", "--cache-type-k"), ("-ctv", "--cache-type-v"),
+                     ("-ub", "--ubatch-size"), ("-ngl", "--n-gpu-layers"), ("-sm", "--split-mode"),
+                     ("-ts", "--tensor-split"), ("-dev", "--device")]
+        for command in ("capture", "history", "bisect"):
+            text = run(command, "--help").stdout
+            for short, long in spellings:
+                self.assertIn(f"{short},{long} ", text, command)
+            self.assertIn("-b,--batch-size ", text, command)  # a knob with a CLI11 short flag keeps it
+
 
 class Report(unittest.TestCase):
     def test_report_renders_a_results_file_again(self):
