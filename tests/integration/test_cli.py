@@ -296,6 +296,31 @@ class ArgumentErrors(unittest.TestCase):
             self.assertIn("-b,--batch-size ", text, command)  # a knob with a CLI11 short flag keeps it
 
 
+class RunErrors(unittest.TestCase):
+    def test_a_missing_model_names_the_line_and_creates_nothing(self):
+        folder = os.path.join(TMP, "run-missing-model")
+        os.makedirs(folder, exist_ok=True)
+        exp = os.path.join(folder, "exp.toml")
+        with open(exp, "w") as f:
+            f.write(f'name = "m"\nmodel = "nowhere.gguf"\nworkload = "{short_session()}"\n')
+        out = os.path.join(folder, "out")
+        p = run("run", exp, "-o", out, check=False)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertEqual(one_error_line(self, p.stderr),
+                         f"flipscope: error: {exp}:2: model '{folder}/nowhere.gguf' not found")
+        self.assertFalse(os.path.exists(out))
+        # The same in a variant, at the variant's line; the results folder is left as it was.
+        os.makedirs(out)
+        with open(exp, "w") as f:
+            f.write(f'model = "{SMOL}"\nworkload = "{short_session()}"\n\n[[variant]]\nname = "q8"\n'
+                    f'model = "/no/such/q8.gguf"\n')
+        p = run("run", exp, "-o", out, check=False)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertEqual(one_error_line(self, p.stderr),
+                         f"flipscope: error: {exp}:6: model '/no/such/q8.gguf' not found")
+        self.assertEqual(os.listdir(out), [])
+
+
 class Report(unittest.TestCase):
     def test_report_renders_a_results_file_again(self):
         out = os.path.join(TMP, "report-again")
