@@ -112,6 +112,8 @@ Result<CaptureSource> Prepare(const CaptureRequest& req, bool with_load) {
   CaptureSource s;
   FS_ASSIGN_OR_RETURN(s.model, ReadModelInfo(req.model_path));
   FS_ASSIGN_OR_RETURN(s.workload, LoadWorkload(req.workload_path, req.model_path, req.workload));
+  // Once per source, not per capture: the captures that share it read the same transcript.
+  for (const std::string& w : s.workload.warnings) req.log.Info("warning: " + w);
   FS_ASSIGN_OR_RETURN(s.workload_sha256, Sha256File(req.workload_path));
   s.workload_path = req.workload_path;
   s.workload_options = req.workload;
