@@ -196,6 +196,18 @@ TEST(CaptureFile, UncommittedWriterLeavesNothing) {
   EXPECT_TRUE(std::filesystem::is_empty(dir));
 }
 
+// A capture whose folder does not exist: the error names the capture, not its temporary file,
+// and nothing is created.
+TEST(CaptureFile, AMissingFolderIsSaidOfTheCapture) {
+  auto dir = std::filesystem::path(fixtures::TempPath("capture-file-no-folder"));
+  std::filesystem::remove_all(dir);
+  const std::string path = (dir / "x.safetensors").string();
+  auto w = CaptureWriter::Create(path, Layout(), Manifest());
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.status().message(), path + ": cannot create: its folder " + dir.string() + " does not exist");
+  EXPECT_FALSE(std::filesystem::exists(dir));
+}
+
 // A capture larger than the space left where it goes fails when it is created, before any row is
 // computed, naming the file, both sizes and the smaller store; nothing is left behind.
 TEST(CaptureFile, ACaptureThatCannotFitFailsWhenCreated) {

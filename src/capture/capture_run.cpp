@@ -112,6 +112,8 @@ Result<CaptureSource> Prepare(const CaptureRequest& req, bool with_load) {
   CaptureSource s;
   FS_ASSIGN_OR_RETURN(s.model, ReadModelInfo(req.model_path));
   FS_ASSIGN_OR_RETURN(s.workload, LoadWorkload(req.workload_path, req.model_path, req.workload));
+  // Once per source, not per capture: the captures that share it read the same transcript.
+  for (const std::string& w : s.workload.warnings) req.log.Info("warning: " + w);
   FS_ASSIGN_OR_RETURN(s.workload_sha256, Sha256File(req.workload_path));
   s.workload_path = req.workload_path;
   s.workload_options = req.workload;
@@ -378,6 +380,8 @@ Result<CaptureManifest> RunCapture(const CaptureRequest& req, const CaptureSourc
 Result<CaptureManifest> RunCapture(const CaptureRequest& req) {
   const double t0 = NowSeconds();
   FS_RETURN_IF_ERROR(CheckKnobs(req.engine, req.knobs));
+  // Said before the model is read and the workload rendered, not after (the writer checks it too).
+  FS_RETURN_IF_ERROR(CheckFolderOf(req.out_path));
   // Without the fillers' sources: OpenEngine reads them after the engine, as a single capture always has.
   FS_ASSIGN_OR_RETURN(CaptureSource src, Prepare(req, false));
   return CaptureFrom(req, src, t0);

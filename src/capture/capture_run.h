@@ -130,7 +130,7 @@ struct CaptureSource {
   nlohmann::json load_sources;
 };
 // Reads req's model file and workload (and its load texts when req.knobs.load > 0); errors are
-// RunCapture's.
+// RunCapture's. The workload's warnings go to req.log here, once ("warning: ..."), as RunCapture's do.
 Result<CaptureSource> PrepareCapture(const CaptureRequest& req);
 // RunCapture over a prepared source, which must be of req's model file, workload and workload
 // options (load texts it lacks are read for this capture). Its manifest and rows are those of

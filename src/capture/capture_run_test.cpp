@@ -295,3 +295,41 @@ TEST(RunCapture, TheExactEngineSaysWhenItRunsPastTheTrainingContext) {
   EXPECT_EQ(run("exact-short", 32), 1);
   EXPECT_EQ(run("exact-long", 4096), 0);
 }
+
+// A tool call whose arguments are not JSON: captured as written, said once per call when the
+// source is prepared (not again for each capture of it), and recorded in the manifest's workload.
+TEST(RunCapture, ArgumentsThatAreNotJsonAreSaidOnceAndRecorded) {
+  Files f = Make("broken-args");
+  f.workload = f.dir + "/chat.json";
+  std::ofstream(f.workload) << R"({"messages": [{"role": "user", "content": "Ping the router on port 5432."},
+    {"role": "assistant", "content": "", "tool_calls": [{"id": "a", "type": "function",
+      "function": {"name": "ping", "arguments": "{host: router}"}}]},
+    {"role": "tool", "tool_call_id": "a", "content": "ok"}]})";
+  CaptureRequest req = Request(f, "a.safetensors");
+  std::vector<std::string> lines;
+  req.log.line = [&](std::string_view l) { lines.emplace_back(l); };
+  auto src = PrepareCapture(req);
+  ASSERT_TRUE(src.ok()) << src.status().message();
+  auto a = RunCapture(req, *src);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  req.out_path = f.dir + "/b.safetensors";
+  ASSERT_TRUE(RunCapture(req, *src).ok());
+  const std::string expect = "warning: " + f.workload + ": message #2: tool call #1 (ping): arguments are not JSON (";
+  auto said = [&](const std::string& l) { return l.rfind(expect, 0) == 0; };
+  ASSERT_EQ(std::count_if(lines.begin(), lines.end(), said), 1);
+  const nlohmann::json& recorded = a->workload.record["warnings"];
+  ASSERT_EQ(recorded.size(), 1u) << a->workload.record.dump();
+  EXPECT_EQ("warning: " + recorded[0].get<std::string>(), *std::find_if(lines.begin(), lines.end(), said));
+}
+
+// An output folder that does not exist is said of the capture's final name before the model is
+// read, and nothing is created.
+TEST(RunCapture, AMissingOutputFolderIsSaidFirst) {
+  Files f = Make("no-folder");
+  CaptureRequest req = Request(f, "none/x.safetensors");
+  req.model_path = f.dir + "/not-read.gguf";  // not there: the folder is checked before the model
+  auto m = RunCapture(req);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().message(), req.out_path + ": cannot create: its folder " + f.dir + "/none does not exist");
+  EXPECT_FALSE(fs::exists(f.dir + "/none"));
+}

@@ -63,3 +63,17 @@ TEST(Info, BadFilesGiveOneClearError) {
     EXPECT_NE(r.status().message().find(cut), std::string::npos) << r.status().message();
   }
 }
+
+// The quantizer writes under a temporary name: a missing output folder is said of the final
+// name, before llama.cpp is asked, and nothing is created.
+TEST(Requantize, AMissingOutputFolderNamesTheFinalPath) {
+  namespace fs = std::filesystem;
+  std::string in = fixtures::TempPath("requantize-in.gguf");
+  ASSERT_TRUE(fixtures::WriteTinyModel(in).ok());
+  const fs::path dir = fixtures::TempPath("requantize-no-folder");
+  fs::remove_all(dir);
+  const std::string out = (dir / "q8.gguf").string();
+  const Status s = Requantize(in, "Q8_0", out);
+  EXPECT_EQ(s.message(), out + ": cannot create: its folder " + dir.string() + " does not exist");
+  EXPECT_FALSE(fs::exists(dir));
+}

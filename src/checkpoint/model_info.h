@@ -55,7 +55,8 @@ Status CheckGguf(const std::string& path);
 // The weight types Requantize accepts (llama.cpp's names: F32, F16, BF16, Q8_0, Q6_K, ...).
 std::vector<std::string> RequantizeTypes();
 // Writes `in`'s weights converted to `type` by llama.cpp's quantizer to `out`, atomically
-// (a temporary file, then rename); errors name the input file and llama.cpp's reason.
+// (a temporary file, then rename); errors name the input file and llama.cpp's reason, or `out`
+// when its folder does not exist (never the temporary name).
 Status Requantize(const std::string& in, const std::string& type, const std::string& out);
 
 }  // namespace flipscope

@@ -8,6 +8,7 @@
 
 #include "checkpoint/model_info.h"
 #include "runtime/runtime.h"
+#include "util/util.h"
 
 namespace flipscope {
 namespace {
@@ -41,7 +42,9 @@ Status Requantize(const std::string& in, const std::string& type, const std::str
   qp.allow_requantize = true;
   qp.nthread = 0;
   // Written under a temporary name and renamed, so an interrupted run never leaves a partial
-  // model under the final name (the next run would take it as made).
+  // model under the final name (the next run would take it as made); a missing folder is said
+  // of the final name, before llama.cpp fails on the temporary one.
+  FS_RETURN_IF_ERROR(CheckFolderOf(out));
   const std::string tmp = fmt::format("{}.tmp.{}", out, ::getpid());
   if (llama_model_quantize(in.c_str(), tmp.c_str(), &qp) != 0) {
     std::error_code ec;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,19 @@ std::string Spelling(const std::string& name) {
   }
   return name;
 }
+
+// --help of a command with knob flags: llama.cpp's spelling beside the long name ("-fa,--flash-attn").
+// CLI11 cannot register a name of one dash and several letters, so the knob options carry their
+// long names only and the spellings users type (rewritten before parsing, app.cpp) are shown here.
+class KnobSpellingsFormatter : public CLI::Formatter {
+ public:
+  std::string make_option_name(const CLI::Option* opt, bool is_positional) const override {
+    std::string name = CLI::Formatter::make_option_name(opt, is_positional);
+    if (is_positional) return name;
+    const std::string spelling = Spelling(name);
+    return spelling == name ? name : spelling + "," + name;
+  }
+};
 
 // The subcommand named on the command line (the first argument that is one), or the app.
 const CLI::App* CommandOf(const CLI::App& app, const std::vector<std::string>& args) {
@@ -143,6 +157,7 @@ std::string ArgumentErrorLine(const CLI::App& app, const std::vector<std::string
 
 void AddKnobFlags(CLI::App* cmd, std::map<std::string, std::string>& texts) {
   static const Knobs defaults;
+  cmd->formatter(std::make_shared<KnobSpellingsFormatter>());
   for (const auto& k : KnobTable()) {
     nlohmann::json d = k.get(defaults);
     std::string shown = d.is_string() ? d.get<std::string>() : d.dump();

@@ -41,6 +41,7 @@ CLI::Validator NumberIn(double lo, double hi);
 std::string ArgumentErrorLine(const CLI::App& app, const std::vector<std::string>& args, const CLI::ParseError& e);
 
 // Registers every numerics knob of KnobTable() under its flags; texts receives what was given.
+// The command's --help lists llama.cpp's spelling beside each knob's flag (-fa,--flash-attn).
 void AddKnobFlags(CLI::App* cmd, std::map<std::string, std::string>& texts);
 // Applies the knob flags that were given; the error names the flag as the user wrote it.
 Status ApplyKnobFlags(const CLI::App* cmd, const std::map<std::string, std::string>& texts, Knobs& knobs);

@@ -1,5 +1,6 @@
 // Unit tests of the statistics and row helpers: Wilson intervals (closed forms), percentiles
 // (against numpy), window edges, the top-10 scan (against a sort), rates, classes and spans.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -57,6 +58,31 @@ TEST(Wilson, ClosedFormsAtTheEdges) {
   for (double p : {lo, hi}) EXPECT_NEAR(std::fabs(p - 13 / 3512.0), z * std::sqrt(p * (1 - p) / 3512), 1e-15);
   auto empty = WilsonInterval(0, 0);
   EXPECT_EQ(empty, std::make_pair(0.0, 1.0));
+}
+
+// The score formula's k = 0 lower bound is center - half of two equal terms: rounding left
+// 4.3e-19 at n = 495 or 596 (and 1 - 2e-16 above at k = n, n = 250). Both bounds are exact at
+// every n, and a window without flips prints its lower bound as 0.
+TEST(Wilson, NoFlipsIsExactlyZeroAndAllFlipsExactlyOne) {
+  for (int64_t n = 1; n <= 5000; ++n) {
+    EXPECT_EQ(WilsonInterval(0, n).first, 0.0) << n;
+    EXPECT_EQ(WilsonInterval(n, n).second, 1.0) << n;
+    EXPECT_GT(WilsonInterval(0, n).second, 0.0) << n;
+    EXPECT_LT(WilsonInterval(n, n).first, 1.0) << n;
+  }
+  std::vector<ProbeMetrics> probes(596);
+  for (size_t i = 0; i < probes.size(); ++i) probes[i].position = int32_t(i);
+  Comparison c;
+  c.windows = ComputeWindows(probes, 8192, 0);
+  ASSERT_EQ(c.windows.size(), 1u);
+  c.overall = ComputeOverall(probes, CompareOptions{});
+  const std::string hi = fmt::format("{:.17g}", WilsonInterval(0, 596).second);
+  const std::string csv = RenderCompareCsv({c});
+  EXPECT_NE(csv.find(",596,0,0,0," + hi + ","), std::string::npos) << csv;
+  const std::string table = RenderCompareTable({c});
+  EXPECT_NE(table.find(fmt::format("[0.000%, {:.3f}%]", 100 * WilsonInterval(0, 596).second)), std::string::npos)
+      << table;
+  EXPECT_EQ(table.find("e-1"), std::string::npos) << table;  // no 4.337e-19
 }
 
 TEST(Percentile, MatchesNumpyLinear) {

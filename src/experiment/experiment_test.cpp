@@ -43,6 +43,34 @@ TEST(ParseExperiment, UnknownKeysNameTheLine) {
   EXPECT_NE(ParseExperiment(p).status().message().find(":4:"), std::string::npos);
 }
 
+// A model or workload that is not there is said at the line that names it, before anything runs.
+TEST(ParseExperiment, MissingFilesNameTheLine) {
+  auto p = fixtures::MakeExperiment("missing-model", "");
+  const std::string dir = fs::path(p).parent_path().string();
+  std::ofstream(p) << "name = \"m\"\nmodel = \"nowhere.gguf\"\nworkload = \"work.txt\"\n";
+  EXPECT_EQ(ParseExperiment(p).status().message(), p + ":2: model '" + dir + "/nowhere.gguf' not found");
+  std::ofstream(p) << "model = \"tiny.gguf\"\n\nworkload = \"gone.txt\"\n";
+  EXPECT_EQ(ParseExperiment(p).status().message(), p + ":3: workload '" + dir + "/gone.txt' not found");
+  std::ofstream(p) << "model = \"tiny.gguf\"\nworkload = \"work.txt\"\n[[variant]]\nname = \"other\"\n"
+                      "model = \"/no/such/other.gguf\"\n";
+  EXPECT_EQ(ParseExperiment(p).status().message(), p + ":5: model '/no/such/other.gguf' not found");
+  fs::create_directories(fs::path(dir) / "folder.gguf");
+  std::ofstream(p) << "model = \"folder.gguf\"\nworkload = \"work.txt\"\n";
+  EXPECT_EQ(ParseExperiment(p).status().message(), p + ":1: model '" + dir + "/folder.gguf' is a folder, not a file");
+}
+
+// A model that is there but cannot be read fails the run before the results folder is made.
+TEST(RunExperiment, AnUnreadableModelLeavesNoResultsFolder) {
+  RunOptions ro;
+  auto p = fixtures::MakeExperiment("unreadable-model", "");
+  auto e = ParseForRun(p, ro);
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  std::ofstream(fs::path(p).parent_path() / "tiny.gguf") << "not a model";
+  auto r = RunExperiment(*e, ro);
+  ASSERT_FALSE(r.ok());
+  EXPECT_FALSE(fs::exists(ro.outdir)) << r.status().message();
+}
+
 // [branch] pick: which flips max_branches follows; a bad name is refused at its line.
 TEST(ParseExperiment, BranchPickIsReadAndCheckedWhereItIsWritten) {
   auto e = ParseExperiment(fixtures::MakeExperiment("pick", "[branch]\nmax_branches = 4\npick = \"spread\"\n"));

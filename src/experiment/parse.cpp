@@ -39,6 +39,13 @@ std::string ExpandPath(const std::string& raw, const std::string& base_dir) {
   return s;
 }
 
+Status CheckFileAt(const ParseCtx& c, const toml::node& node, const std::string& key, const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return c.At(node, key + " '" + path + "' not found");
+  if (fs::is_directory(path, ec)) return c.At(node, key + " '" + path + "' is a folder, not a file");
+  return Status::Ok();
+}
+
 Status ReadKeys(const ParseCtx& c, const toml::table& t, const std::string& where, const std::string& keys,
                 const KeyReader& read) {
   for (auto& [k, node] : t) {
@@ -77,9 +84,11 @@ Status ReadSetting(const ParseCtx& c, const std::string& key, const toml::node& 
   if (key == "model") {
     FS_RETURN_IF_ERROR(Get(c, node, exp.model, "model must be a path"));
     exp.model = ExpandPath(exp.model, dir);
+    return CheckFileAt(c, node, "model", exp.model);
   } else if (key == "workload") {
     FS_RETURN_IF_ERROR(Get(c, node, exp.workload, "workload must be a path"));
     exp.workload = ExpandPath(exp.workload, dir);
+    return CheckFileAt(c, node, "workload", exp.workload);
   } else if (key == "chat_template") {
     FS_RETURN_IF_ERROR(Get(c, node, chat_template, "chat_template must be a string"));
     // A built-in name such as "gemma" stays as it is; one with / or . is a file.

@@ -162,6 +162,7 @@ Status ReadConfigKey(const ParseCtx& c, const std::string& key, const toml::node
     out.model_path = ExpandPath(*node.value<std::string>(), base_dir);
     out.changes["model"] = out.model_path;
     seen.model = &node;
+    return CheckFileAt(c, node, "model", out.model_path);
   } else if (key == "requantize") {
     if (!node.is_string()) return c.At(node, "requantize must be a type name such as F16 or Q8_0");
     out.requantize = *node.value<std::string>();

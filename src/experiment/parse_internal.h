@@ -49,6 +49,10 @@ Status ReadBranch(const ParseCtx& c, const toml::node& node, BranchSettings& out
 Status ReadLayers(const ParseCtx& c, const toml::node& node, LayersSettings& out);
 Status ReadHistory(const ParseCtx& c, const toml::node& node, const std::string& dir, HistorySettings& out);
 
+// Ok when path (a file key's value, resolved) is a file; else "<file>:<line>: <key> '<path>' not
+// found" (or "is a folder"), at the node that named it: the run must not start on a missing file.
+Status CheckFileAt(const ParseCtx& c, const toml::node& node, const std::string& key, const std::string& path);
+
 // ~ and ${VAR} expanded; relative paths resolved against base_dir (the experiment file's folder).
 std::string ExpandPath(const std::string& raw, const std::string& base_dir);
 

@@ -85,10 +85,11 @@ void AddRecipe(ExperimentResults& results, const ModelInfo& model, const RunOpti
 }  // namespace
 
 Result<ExperimentResults> RunExperiment(const Experiment& exp, const RunOptions& opts) {
+  // The model is read before the results folder is made: a model that cannot be read leaves none.
+  FS_ASSIGN_OR_RETURN(ModelInfo model, ReadModelInfo(exp.model));
   std::error_code ec;
   fs::create_directories(fs::path(opts.outdir) / "captures", ec);
   if (ec) return Status::Error(opts.outdir + ": cannot create the results folder: " + ec.message());
-  FS_ASSIGN_OR_RETURN(ModelInfo model, ReadModelInfo(exp.model));
   std::map<std::string, std::string> hashes;  // path -> SHA-256, shared by every capture
   // ReadModelInfo hashed the baseline's model already: its captures need not hash it again.
   if (!model.sha256.empty()) hashes[exp.model] = model.sha256;

@@ -279,6 +279,7 @@ std::vector<Fact> ModelFacts(const ExperimentResults& r) {
           {g, "Chat template sha256", wl.template_sha256, true},
           {g, "Tool-call form", wl.tool_call_form, false},
           {g, "Tool-result form", wl.tool_result_form, false},
+          {g, "Workload warnings", fmt::format("{}", fmt::join(wl.warnings, "; ")), false},
           {g, "Rendered text sha256", wl.text_sha256, true}};
 }
 

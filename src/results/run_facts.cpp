@@ -16,6 +16,7 @@ WorkloadFacts WorkloadFacts::FromJson(const json& j) {
   const json& tpl = read::Sub(j, "template");
   w.template_name = read::Opt<std::string>(tpl, "name");
   w.template_source = read::Str(tpl, "source"), w.template_sha256 = read::Str(tpl, "sha256");
+  w.warnings = read::Values<std::string>(j, "warnings");
   return w;
 }
 

@@ -35,6 +35,9 @@ struct WorkloadFacts {
   // when not recorded), where it came from ("builtin", "file", "model") and its hash.
   std::optional<std::string> template_name;
   std::string template_source, template_sha256;
+  // What the workload stage accepted but warned about (a tool call's arguments that are not
+  // JSON), one line each; empty when none or not recorded.
+  std::vector<std::string> warnings;
   static WorkloadFacts FromJson(const nlohmann::json& j);
 };
 

@@ -56,12 +56,24 @@ AtomicFile::~AtomicFile() {
   }
 }
 
+Status CheckFolderOf(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(path).parent_path();
+  if (dir.empty()) return Status::Ok();
+  std::error_code ec;
+  if (fs::is_directory(dir, ec)) return Status::Ok();
+  if (fs::exists(dir, ec)) return Status::Io(path + ": cannot create: " + dir.string() + " is not a folder");
+  return Status::Io(path + ": cannot create: its folder " + dir.string() + " does not exist");
+}
+
 Status AtomicFile::Open(const std::string& path) {
   path_ = path;
+  // The temporary name is this writer's own business: every error names the final path.
+  FS_RETURN_IF_ERROR(CheckFolderOf(path));
   RemoveStaleTemps(path);
   tmp_ = path + ".tmp." + std::to_string(::getpid());
   fd_ = ::open(tmp_.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
-  if (fd_ < 0) return Status::Io(Errno(tmp_, "cannot create"));
+  if (fd_ < 0) return Status::Io(Errno(path_, "cannot create"));
   return Status::Ok();
 }
 

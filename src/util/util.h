@@ -38,7 +38,11 @@ uint64_t Digest64(const void* data, size_t n);
 
 // Reads a whole file; error names the file.
 Result<std::string> ReadFile(const std::string& path);
-// Writes a whole file atomically (temporary file in the same folder, fsync, rename).
+// Ok when the folder path is to be written in exists (or path has none); else an error naming
+// path: "PATH: cannot create: its folder DIR does not exist" (or "DIR is not a folder").
+Status CheckFolderOf(const std::string& path);
+// Writes a whole file atomically (temporary file in the same folder, fsync, rename); errors name
+// path, never the temporary name.
 Status WriteFileAtomic(const std::string& path, std::string_view data);
 
 // A file written under a temporary name and renamed into place only by Commit(); destroyed
@@ -49,8 +53,8 @@ class AtomicFile {
   ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
-  // Creates PATH.tmp.<pid> (first removing PATH.tmp.* of processes that no longer run); error
-  // names the path.
+  // Creates PATH.tmp.<pid> (first removing PATH.tmp.* of processes that no longer run); errors
+  // name PATH (CheckFolderOf's when its folder is missing), never the temporary name.
   Status Open(const std::string& path);
   // Positional write of n bytes at offset; error on short writes (e.g. a full disk).
   Status WriteAt(uint64_t offset, const void* data, size_t n);

@@ -59,6 +59,40 @@ TEST(AtomicFile, OpenRemovesTempsOfDeadWritersOnly) {
   EXPECT_EQ(*ReadFile(path), "done");
 }
 
+// A missing folder is said of the final path, never of the temporary name, and creates nothing;
+// a folder that cannot be written to names the final path too.
+TEST(AtomicFile, ErrorsNameTheFinalPath) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "fs_atomic_missing_test";
+  fs::remove_all(dir);
+  const std::string path = (dir / "sub" / "x.safetensors").string();
+  AtomicFile f;
+  const Status s = f.Open(path);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), path + ": cannot create: its folder " + (dir / "sub").string() + " does not exist");
+  EXPECT_FALSE(fs::exists(dir));
+  const Status w = WriteFileAtomic(path, "data");
+  EXPECT_EQ(w.message(), s.message());
+  EXPECT_EQ(w.message().find(".tmp"), std::string::npos);
+  EXPECT_TRUE(CheckFolderOf("relative-name.json").ok());  // the working folder
+  // A file where the folder should be.
+  fs::create_directories(dir);
+  ASSERT_TRUE(WriteFileAtomic((dir / "sub").string(), "a file").ok());
+  EXPECT_EQ(WriteFileAtomic(path, "data").message(),
+            path + ": cannot create: " + (dir / "sub").string() + " is not a folder");
+  // A folder without write permission (root writes anywhere: then there is nothing to check).
+  fs::create_directories(dir / "ro");
+  fs::permissions(dir / "ro", fs::perms::owner_read | fs::perms::owner_exec);
+  const std::string ro = (dir / "ro" / "y.json").string();
+  if (::access((dir / "ro").c_str(), W_OK) != 0) {
+    const Status r = WriteFileAtomic(ro, "data");
+    EXPECT_EQ(r.message().rfind(ro + ": cannot create: ", 0), 0u) << r.message();
+    EXPECT_EQ(r.message().find(".tmp"), std::string::npos) << r.message();
+  }
+  fs::permissions(dir / "ro", fs::perms::owner_all);
+  fs::remove_all(dir);
+}
+
 // Errors quote user text; a newline or other control character in it must not break the
 // one-line contract (a transcript role "x\ny", a TOML key with a tab).
 // Callers branch on the code (a refused configuration is recorded, a failed one stops); a prefix

@@ -41,6 +41,9 @@ struct Transcript {
   std::vector<Message> messages;
   OrderedJson tools = OrderedJson::array();
   int n_calls = 0;
+  // What was accepted but is likely a mistake, one line each naming the file, the message and the
+  // call (a call whose arguments are not JSON): Workload::warnings.
+  std::vector<std::string> warnings;
 };
 
 // Parses a chat JSON object {"tools": [...], "messages": [...]} (or a bare messages array).

@@ -31,7 +31,9 @@ Result<std::string> ContentOf(const OrderedJson& m, const std::string& where) {
   return out;
 }
 
-Result<ToolCall> ParseCall(const OrderedJson& c, int index, const std::string& where) {
+// A tool call; arguments that are not JSON are kept as written, with one line in *warnings.
+Result<ToolCall> ParseCall(const OrderedJson& c, int index, const std::string& where,
+                           std::vector<std::string>* warnings) {
   std::string w = fmt::format("{}: tool call #{}", where, index);
   if (!c.is_object() || !c.contains("function") || !c["function"].is_object())
     return Status::Error(w + ": needs a \"function\" object");
@@ -50,8 +52,10 @@ Result<ToolCall> ParseCall(const OrderedJson& c, int index, const std::string& w
     call.arguments_text = args.get<std::string>();
     try {
       call.arguments = OrderedJson::parse(call.arguments_text);
-    } catch (const std::exception&) {
+    } catch (const std::exception& e) {
       call.arguments = call.arguments_text;
+      warnings->push_back(
+          fmt::format("{} ({}): arguments are not JSON ({}); kept as written", w, call.name, JsonWhat(e)));
     }
   } else if (args.is_object()) {
     call.arguments = args;
@@ -92,7 +96,7 @@ class Builder {
       if (msg.role != "assistant") return Status::Error(where + ": only assistant messages may have tool_calls");
       if (!m["tool_calls"].is_array()) return Status::Error(where + ": tool_calls must be an array");
       for (const auto& c : m["tool_calls"]) {
-        FS_ASSIGN_OR_RETURN(ToolCall call, ParseCall(c, ++t_.n_calls, where));
+        FS_ASSIGN_OR_RETURN(ToolCall call, ParseCall(c, ++t_.n_calls, where, &t_.warnings));
         if (calls_.count(call.id)) return Status::Error(where + ": tool call id '" + call.id + "' is used twice");
         calls_[call.id] = call.index;
         names_[call.index] = call.name;

@@ -104,6 +104,8 @@ Result<workload::Tokenized> ReadAndTokenize(const std::string& raw, WorkloadForm
   // The manifest's JSON sorts object keys; llama.cpp lays out a tool's arguments in its schema's
   // property order, so the tool-call grammar needs the transcript's own text of the tools.
   if (!transcript->tools.empty()) (*info)["tools_text"] = transcript->tools.dump();
+  w->warnings = transcript->warnings;
+  if (!w->warnings.empty()) (*info)["warnings"] = w->warnings;  // absent when none: older records stay as they were
   return workload::Tokenize(vocab, w->text, workload_path);
 }
 

@@ -68,10 +68,14 @@ struct Workload {
   // How its template renders tool calls: "template" (the template's own form) or "<tool_call> in
   // content"; empty for a workload without messages.
   std::string tool_call_form;
+  // What was accepted but is likely a mistake, one line each naming the file, the message and the
+  // tool call ("w.json: message #3: tool call #1 (run): arguments are not JSON (...); kept as
+  // written"); the caller shows them, and info records them under "warnings".
+  std::vector<std::string> warnings;
   // The manifest part, its record written as is (stages read the members above): path, sha256 of
   // the file, format, n_tokens, n_chars, n_bytes, add_bos, template {name, sha256, source:
   // embedded|file|builtin}, tool_call_form, tool_result_form, tools_in_system, merged_messages,
-  // span_mapping.
+  // span_mapping, and warnings (only when there are some).
   nlohmann::json info;
 };
 

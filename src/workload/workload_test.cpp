@@ -128,6 +128,40 @@ TEST(Workload, JsonlGivesTheSameWorkloadAsJson) {
   EXPECT_EQ(a->tools.size(), 2u);
 }
 
+// A call whose arguments string is not JSON is accepted as written (a model may well have written
+// broken arguments) with one warning per such call naming the file, the message and the call; the
+// manifest's record lists them. Well-formed calls give none, and nothing is recorded then.
+TEST(Workload, ArgumentsThatAreNotJsonAreAcceptedWithAWarningPerCall) {
+  auto msgs = Messages();
+  msgs[2] = R"({"role": "assistant", "content": "Checking.", "tool_calls": [
+          {"id": "c1", "type": "function", "function": {"name": "run_command", "arguments": "{\"device\": \"sw1\", \"command\": "}},
+          {"id": "c2", "type": "function", "function": {"name": "ping", "arguments": "target=10.0.0.1"}}]})";
+  const std::string path = Write("broken-args.json", ChatJson(msgs));
+  auto w = Load(path, TinyModel());
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  ASSERT_EQ(w->warnings.size(), 2u);
+  EXPECT_EQ(w->warnings[0].rfind(path + ": message #3: tool call #1 (run_command): arguments are not JSON (", 0), 0u)
+      << w->warnings[0];
+  EXPECT_EQ(w->warnings[1].rfind(path + ": message #3: tool call #2 (ping): arguments are not JSON (", 0), 0u)
+      << w->warnings[1];
+  for (const auto& line : w->warnings) {
+    EXPECT_NE(line.find("; kept as written"), std::string::npos) << line;
+    EXPECT_EQ(line.find('\n'), std::string::npos) << line;
+  }
+  EXPECT_EQ(w->info["warnings"], nlohmann::json(w->warnings));
+  EXPECT_NE(w->text.find("target=10.0.0.1"), std::string::npos);  // the text as written is what is fed
+  // JSONL names the line as well.
+  const std::string jl = Write("broken-args.jsonl", ChatJsonl(msgs));
+  auto l = Load(jl, TinyModel());
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  ASSERT_EQ(l->warnings.size(), 2u);
+  EXPECT_EQ(l->warnings[1].rfind(jl + ":4: message #3: tool call #2 (ping): ", 0), 0u) << l->warnings[1];
+  auto fine = Load(Write("fine-args.json", ChatJson(Messages())), TinyModel());
+  ASSERT_TRUE(fine.ok());
+  EXPECT_TRUE(fine->warnings.empty());
+  EXPECT_FALSE(fine->info.contains("warnings"));
+}
+
 TEST(Workload, PlainText) {
   const std::string text = "show arp on 192.168.1.1 port 22\n";
   auto w = Load(Write("plain.txt", text), TinyModel());

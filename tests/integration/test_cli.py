@@ -185,6 +185,14 @@ class Capture(unittest.TestCase):
             p = run("capture", "-m", base["-m"], "-w", base["-w"], "-o", out, check=False)
             self.assertNotEqual(p.returncode, 0)
             self.assertIn(expect, p.stderr)
+        # A folder that does not exist: said of the capture (not of its temporary file) before any work.
+        folder = os.path.join(TMP, "no-such-folder")
+        missing = os.path.join(folder, "x.safetensors")
+        p = run("capture", "-m", SMOL, "-w", short_session(), "-o", missing, check=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertEqual(one_error_line(self, p.stderr),
+                         f"flipscope: error: {missing}: cannot create: its folder {folder} does not exist")
+        self.assertFalse(os.path.exists(folder))
         # A template that fails to render: Jinja that raises.
         bad = os.path.join(TMP, "bad.jinja")
         with open(bad, "w") as f:
@@ -275,6 +283,42 @@ class ArgumentErrors(unittest.TestCase):
             self.assertEqual(p.returncode, 1, (args, p.stderr))
             self.assertIn(expect, one_error_line(self, p.stderr), args)
         self.assertEqual(run("compare", "--help").returncode, 0)
+
+    def test_help_lists_the_llama_spellings_of_the_knob_flags(self):
+        """-fa, -ctk... are what users type (rewritten to the long names before parsing): --help shows them."""
+        spellings = [("-fa", "--flash-attn"), ("-ctk", "--cache-type-k"), ("-ctv", "--cache-type-v"),
+                     ("-ub", "--ubatch-size"), ("-ngl", "--n-gpu-layers"), ("-sm", "--split-mode"),
+                     ("-ts", "--tensor-split"), ("-dev", "--device")]
+        for command in ("capture", "history", "bisect"):
+            text = run(command, "--help").stdout
+            for short, long in spellings:
+                self.assertIn(f"{short},{long} ", text, command)
+            self.assertIn("-b,--batch-size ", text, command)  # a knob with a CLI11 short flag keeps it
+
+
+class RunErrors(unittest.TestCase):
+    def test_a_missing_model_names_the_line_and_creates_nothing(self):
+        folder = os.path.join(TMP, "run-missing-model")
+        os.makedirs(folder, exist_ok=True)
+        exp = os.path.join(folder, "exp.toml")
+        with open(exp, "w") as f:
+            f.write(f'name = "m"\nmodel = "nowhere.gguf"\nworkload = "{short_session()}"\n')
+        out = os.path.join(folder, "out")
+        p = run("run", exp, "-o", out, check=False)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertEqual(one_error_line(self, p.stderr),
+                         f"flipscope: error: {exp}:2: model '{folder}/nowhere.gguf' not found")
+        self.assertFalse(os.path.exists(out))
+        # The same in a variant, at the variant's line; the results folder is left as it was.
+        os.makedirs(out)
+        with open(exp, "w") as f:
+            f.write(f'model = "{SMOL}"\nworkload = "{short_session()}"\n\n[[variant]]\nname = "q8"\n'
+                    f'model = "/no/such/q8.gguf"\n')
+        p = run("run", exp, "-o", out, check=False)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertEqual(one_error_line(self, p.stderr),
+                         f"flipscope: error: {exp}:6: model '/no/such/q8.gguf' not found")
+        self.assertEqual(os.listdir(out), [])
 
 
 class Report(unittest.TestCase):

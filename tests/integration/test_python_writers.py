@@ -101,6 +101,11 @@ class Writers(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "strictly ascending"):
             fmt.write_full(out, t["tokens"], t["positions"][::-1], t["logits"], m)
         self.assertEqual([f for f in os.listdir(TMP) if f.startswith("nan")], [])
+        missing = os.path.join(TMP, "no-such-folder", "x.safetensors")
+        with self.assertRaises(FileNotFoundError) as e:
+            fmt.write_full(missing, t["tokens"], t["positions"], t["logits"], m)
+        self.assertEqual(str(e.exception), f"{missing}: cannot create: its folder {os.path.dirname(missing)} does not exist")
+        self.assertFalse(os.path.exists(os.path.dirname(missing)))
 
     def test_engine_writers_need_their_engines(self):
         env = dict(os.environ, PYTHONPATH=os.path.join(SRC, "python"))

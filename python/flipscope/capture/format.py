@@ -109,6 +109,10 @@ def _write(path, tensors, manifest):
     header["__metadata__"] = {MANIFEST_KEY: json.dumps(manifest)}
     text = json.dumps(header, separators=(",", ":")).encode()
     text += b" " * (-len(text) % 8)
+    # The temporary name is the writer's own: a missing folder is said of the final path.
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"{path}: cannot create: its folder {os.path.dirname(path) or folder} does not exist")
     tmp = f"{path}.tmp.{os.getpid()}"
     try:
         with open(tmp, "wb") as f:
