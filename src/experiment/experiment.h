@@ -146,7 +146,8 @@ struct ConfigPlan {
   int fork_tokens = 0;            // each future's length (the branch stage's max_tokens)
   std::optional<double> seconds;  // the captures and forks still to make; none: no rate known yet
   std::string basis;              // where the rate came from, or why there is none
-  int ToMake() const { return repeats - cached; }
+  std::string refused;            // why llama.cpp would refuse it (Knobs::Validate); then nothing is made
+  int ToMake() const { return refused.empty() ? repeats - cached : 0; }
 };
 struct RunPlan {
   std::string experiment, outdir;

@@ -133,7 +133,8 @@ struct Planner {
       return per;
     }
     int variants = 0;
-    for (const ConfigSpec& v : exp.variants) variants += Branched(exp, v.name);
+    for (const ConfigSpec& v : exp.variants)
+      variants += Branched(exp, v.name) && (v.engine != EngineKind::kLlama || v.knobs.Validate().ok());
     const int repeat = c.repeats > 1 ? 1 : 0;
     if (variants == 0 || fs::exists(CaptureFilePath(outdir, c, repeat))) return std::nullopt;
     return per * variants;
@@ -145,6 +146,10 @@ struct Planner {
     if (c.engine == EngineKind::kOpenai) server.emplace(c, "", Log::Quiet());
     p.line = ConfigLine(c, baseline, server ? server->Asked().ToFlags() : "");
     p.repeats = c.repeats;
+    if (Status v = c.knobs.Validate(); c.engine == EngineKind::kLlama && !v.ok()) {
+      p.refused = v.message();  // as the run records it, and goes on
+      return p;
+    }
     for (int r = 0; r < c.repeats; ++r) {
       FS_ASSIGN_OR_RETURN(bool cached, Cached(c, r));
       p.cached += cached;
@@ -258,6 +263,10 @@ std::string PlanText(const RunPlan& plan) {
       what += *c.forks > 0 ? fmt::format("; up to {} forks of {} tokens", *c.forks, c.fork_tokens)
                            : fmt::format("; a fork at every flip, {} tokens each", c.fork_tokens);
     const std::string time = c.seconds ? fmt::format("about {} ({})", DurationText(*c.seconds), c.basis) : c.basis;
+    if (!c.refused.empty()) {
+      out += fmt::format("  {}\n    refused, nothing to make: {}\n", c.line, c.refused);
+      continue;
+    }
     out += fmt::format("  {}\n    {}; time: {}\n", c.line, what, time);
     captures += c.ToMake(), steps += c.decode_steps * c.ToMake();
     if (c.forks) forks += *c.forks, every_flip = every_flip || *c.forks == 0;

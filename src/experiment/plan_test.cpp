@@ -22,7 +22,8 @@ namespace fs = std::filesystem;
 namespace {
 
 // A folder with the tiny model, a chat (served replay needs the model's own turns) and exp.toml:
-// a baseline of two repeats, a KV variant and a served-replay variant, forks followed.
+// a baseline of two repeats, a KV variant, a served-replay variant and one llama.cpp refuses,
+// forks followed.
 std::string MakePlanExperiment(const std::string& name) {
   fs::path dir = fixtures::TempPath("exp-plan-" + name);
   fs::remove_all(dir);
@@ -35,6 +36,8 @@ std::string MakePlanExperiment(const std::string& name) {
                                      "[[variant]]\nname = \"kv-q8_0\"\ncache_type_k = \"q8_0\"\n"
                                      "cache_type_v = \"q8_0\"\n"
                                      "[[variant]]\nname = \"served\"\nreplay = \"served\"\n"
+                                     "[[variant]]\nname = \"refused\"\ncache_type_v = \"q4_0\"\n"
+                                     "flash_attn = \"off\"\n"
                                      "[branch]\nmax_tokens = 8\nmax_branches = 2\n";
   return (dir / "exp.toml").string();
 }
@@ -52,7 +55,7 @@ const ConfigPlan* Planned(const RunPlan& plan, const std::string& name) {
 TEST(ConfigLine, StatesTheReplayAndTheChangesAgainstTheBaseline) {
   auto e = ParseExperiment(MakePlanExperiment("line"));
   ASSERT_TRUE(e.ok()) << e.status().message();
-  ASSERT_EQ(e->variants.size(), 2u);
+  ASSERT_EQ(e->variants.size(), 3u);
   EXPECT_EQ(ConfigLine(e->variants[0], e->baseline), "kv-q8_0 [prefill] -ctk q8_0 -ctv q8_0");
   EXPECT_EQ(ConfigLine(e->variants[1], e->baseline), "served [served replay] (same knobs as baseline)");
   const std::string base = ConfigLine(e->baseline, e->baseline);
@@ -75,10 +78,12 @@ TEST(PlanRun, CountsWithoutCapturingThenEstimatesFromRecordedTimings) {
   auto plan = PlanRun(*e, out);
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   EXPECT_FALSE(fs::exists(fs::path(out))) << "a dry run makes no folder";
-  ASSERT_EQ(plan->configs.size(), 3u);
+  ASSERT_EQ(plan->configs.size(), 4u);
   const ConfigPlan *base = Planned(*plan, "baseline"), *kv = Planned(*plan, "kv-q8_0"),
-                   *served = Planned(*plan, "served");
-  ASSERT_TRUE(base && kv && served);
+                   *served = Planned(*plan, "served"), *refused = Planned(*plan, "refused");
+  ASSERT_TRUE(base && kv && served && refused);
+  EXPECT_EQ(refused->ToMake(), 0);
+  EXPECT_NE(refused->refused.find("flash attention"), std::string::npos) << refused->refused;
   EXPECT_EQ(base->ToMake(), 2);
   EXPECT_EQ(kv->ToMake(), 1);
   EXPECT_EQ(base->decode_steps, 0);
@@ -89,6 +94,7 @@ TEST(PlanRun, CountsWithoutCapturingThenEstimatesFromRecordedTimings) {
   EXPECT_EQ(kv->forks.value_or(-1), 2);
   EXPECT_EQ(base->forks.value_or(-1), 4);
   for (const ConfigPlan& c : plan->configs) {
+    if (!c.refused.empty()) continue;
     EXPECT_FALSE(c.seconds) << c.line;
     EXPECT_NE(c.basis.find("unknown until the first"), std::string::npos) << c.basis;
   }
@@ -96,6 +102,7 @@ TEST(PlanRun, CountsWithoutCapturingThenEstimatesFromRecordedTimings) {
   EXPECT_NE(text.find("2 of 2 captures to make"), std::string::npos) << text;
   EXPECT_NE(text.find(fmt::format("{} served decode steps", served->decode_steps)), std::string::npos) << text;
   EXPECT_NE(text.find("total: 4 captures to make"), std::string::npos) << text;
+  EXPECT_NE(text.find("refused, nothing to make: "), std::string::npos) << text;
 
   RunOptions ro;
   ro.outdir = out;
@@ -105,6 +112,7 @@ TEST(PlanRun, CountsWithoutCapturingThenEstimatesFromRecordedTimings) {
   ASSERT_TRUE(again.ok()) << again.status().message();
   for (const ConfigPlan& c : again->configs) {
     EXPECT_EQ(c.ToMake(), 0) << c.line;
+    if (!c.refused.empty()) continue;
     EXPECT_EQ(c.seconds.value_or(-1), 0.0) << c.line;
   }
   // One capture gone: it is to make again, at the baseline's recorded rate (its own is gone).
