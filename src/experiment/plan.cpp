@@ -262,12 +262,12 @@ std::string PlanText(const RunPlan& plan) {
     if (c.forks)
       what += *c.forks > 0 ? fmt::format("; up to {} forks of {} tokens", *c.forks, c.fork_tokens)
                            : fmt::format("; a fork at every flip, {} tokens each", c.fork_tokens);
-    const std::string time = c.seconds ? fmt::format("about {} ({})", DurationText(*c.seconds), c.basis) : c.basis;
+    const std::string when = c.seconds ? fmt::format("about {} ({})", DurationText(*c.seconds), c.basis) : c.basis;
     if (!c.refused.empty()) {
       out += fmt::format("  {}\n    refused, nothing to make: {}\n", c.line, c.refused);
       continue;
     }
-    out += fmt::format("  {}\n    {}; time: {}\n", c.line, what, time);
+    out += fmt::format("  {}\n    {}; time: {}\n", c.line, what, when);
     captures += c.ToMake(), steps += c.decode_steps * c.ToMake();
     if (c.forks) forks += *c.forks, every_flip = every_flip || *c.forks == 0;
     if (c.seconds)
