@@ -253,6 +253,7 @@ std::string PlanText(const RunPlan& plan) {
   int captures = 0, unknown = 0;
   int64_t steps = 0, forks = 0;
   double seconds = 0;
+  int known = 0;  // configurations with captures to make and a recorded rate
   bool every_flip = false;
   for (const ConfigPlan& c : plan.configs) {
     std::string what = fmt::format("{} of {} capture{} to make", c.ToMake(), c.repeats, c.repeats == 1 ? "" : "s");
@@ -262,7 +263,9 @@ std::string PlanText(const RunPlan& plan) {
     if (c.forks)
       what += *c.forks > 0 ? fmt::format("; up to {} forks of {} tokens", *c.forks, c.fork_tokens)
                            : fmt::format("; a fork at every flip, {} tokens each", c.fork_tokens);
-    const std::string when = c.seconds ? fmt::format("about {} ({})", DurationText(*c.seconds), c.basis) : c.basis;
+    const std::string when = c.ToMake() == 0 ? "none, " + c.basis
+                             : c.seconds      ? fmt::format("about {} ({})", DurationText(*c.seconds), c.basis)
+                                              : c.basis;
     if (!c.refused.empty()) {
       out += fmt::format("  {}\n    refused, nothing to make: {}\n", c.line, c.refused);
       continue;
@@ -270,20 +273,22 @@ std::string PlanText(const RunPlan& plan) {
     out += fmt::format("  {}\n    {}; time: {}\n", c.line, what, when);
     captures += c.ToMake(), steps += c.decode_steps * c.ToMake();
     if (c.forks) forks += *c.forks, every_flip = every_flip || *c.forks == 0;
-    if (c.seconds)
-      seconds += *c.seconds;
-    else
+    if (!c.seconds)
       ++unknown;
+    else if (c.ToMake() > 0)
+      seconds += *c.seconds, ++known;
   }
   for (const std::string& n : plan.notes) out += "  " + n + "\n";
   if (plan.configs.empty()) return out;
-  out += fmt::format("total: {} captures to make, {} served decode steps, {}{} forks; ", captures, steps,
-                     every_flip ? "a fork at every flip and " : "up to ", forks);
-  out += unknown == 0 ? fmt::format("about {} on this machine\n", DurationText(seconds))
-         : seconds > 0
-             ? fmt::format("about {} on this machine, and {} configuration{} unknown until its first capture\n",
-                           DurationText(seconds), unknown, unknown == 1 ? "" : "s")
-             : "time unknown until the first capture\n";
+  out += fmt::format("total: {} capture{} to make, {} served decode steps", captures, captures == 1 ? "" : "s", steps);
+  if (forks > 0 || every_flip) out += fmt::format(", {}{} forks", every_flip ? "a fork at every flip and " : "up to ", forks);
+  if (unknown == 0)
+    out += fmt::format("; about {} on this machine\n", DurationText(seconds));
+  else if (known == 0)
+    out += "; time unknown until the first capture\n";
+  else
+    out += fmt::format("; about {} on this machine, and {} configuration{} unknown until its first capture\n",
+                       DurationText(seconds), unknown, unknown == 1 ? "" : "s");
   return out;
 }
 
