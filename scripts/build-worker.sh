@@ -70,22 +70,35 @@ fi
 log "building the capture worker for $name in $out (llama.cpp first, once: about 10 minutes on 2 cores)"
 start=$(date +%s)
 : > "$out/build.log"
+# One "[setup] step" line per step on stderr: a caller (flipscope history, bisect) says each one
+# with its elapsed time, while the compilers' output goes to build.log.
+steps=2
+[ -n "$release" ] || steps=3
+step=0
+step() { step=$((step + 1)); log "step $step of $steps: $*"; }
 if [ -z "$release" ]; then
   # The libraries first, on their own: a llama.cpp that does not build is told apart from a tree
   # that does not compile against it, and each part's time is kept.
+  step "building llama.cpp's libraries (output in $out/build.log)"
   if ! "$(dirname "$0")/build-llama.sh" "$src" cpu >> "$out/build.log" 2>&1; then
     printf '[setup] error: %s: llama.cpp does not build; its output in %s\n' "$name" "$out/build.log" >&2
     exit 4
   fi
   printf '%s\n' "$(( $(date +%s) - start ))" > "$out/.flipscope-llama-seconds"
 fi
-if ! { cmake -S "$tree" -B "$out" -G Ninja -DFLIPSCOPE_LLAMA_DIR="$src" -DFLIPSCOPE_LLAMA_RELEASE="$release" \
-         -DFLIPSCOPE_LLAMA_CPU="$FLIPSCOPE_LLAMA_CPU" -DFLIPSCOPE_LLAMA_AMX=OFF -DFLIPSCOPE_BENCH=OFF "${launcher[@]}" \
-       && cmake --build "$out" --target flipscope-worker -j"$(nproc)"; } >> "$out/build.log" 2>&1; then
+not_built() {
   printf '[setup] error: %s: flipscope does not build against its llama.cpp (%s); compiler output in %s\n' \
     "$name" "$commit" "$out/build.log" >&2
   exit 3
-fi
+}
+step "configuring the worker"
+cmake -S "$tree" -B "$out" -G Ninja -DFLIPSCOPE_LLAMA_DIR="$src" -DFLIPSCOPE_LLAMA_RELEASE="$release" \
+  -DFLIPSCOPE_LLAMA_CPU="$FLIPSCOPE_LLAMA_CPU" -DFLIPSCOPE_LLAMA_AMX=OFF -DFLIPSCOPE_BENCH=OFF "${launcher[@]}" \
+  >> "$out/build.log" 2>&1 || not_built
+what="the worker"
+[ -z "$release" ] || what="the worker and its llama.cpp"
+step "compiling $what (output in $out/build.log)"
+cmake --build "$out" --target flipscope-worker -j"$(nproc)" >> "$out/build.log" 2>&1 || not_built
 printf '%s\n' "$tree_hash" > "$out/.flipscope-tree"
 printf '%s\n' "$(( $(date +%s) - start ))" > "$out/.flipscope-build-seconds"
 printf '%s\n' "$bin"

@@ -8,6 +8,7 @@
 
 #include "capture/capture.h"
 #include "capture/row_pipeline.h"
+#include "capture/rows_progress.h"
 #include "checkpoint/model_info.h"
 #include "exact/exact.h"
 #include "util/util.h"
@@ -189,8 +190,8 @@ struct RowsRun {
 // Feeds every token and hands each probe row to the writer, following the planned forks when
 // the request has them; errors of the llama engine name the model file.
 Result<RowsRun> WriteRows(const CaptureRequest& req, const std::vector<int32_t>& tokens,
-                          const std::vector<int32_t>& probes, const MadeEngine& made, CaptureWriter& writer) {
-  Progress bar("capture", uint64_t(tokens.size()), "tok");
+                          const std::vector<int32_t>& probes, const MadeEngine& made, CaptureWriter& writer,
+                          RowsProgress& bar) {
   const double t0 = NowSeconds();
   // Full rows are copied out and written by the pipeline's workers while the engine computes on;
   // a server's top-k rows are small and written here.
@@ -206,13 +207,12 @@ Result<RowsRun> WriteRows(const CaptureRequest& req, const std::vector<int32_t>&
     if (!rows) return writer.WriteTopK(r.index, r.topk_ids, r.topk_logprobs, r.argmax);
     return lend ? rows->Lend(r.index, r.logits) : rows->Submit(r.index, r.logits);
   };
-  ProgressFn on_tokens = [&](int64_t done) {
-    if (req.log.bars) bar.Update(uint64_t(done));
-  };
+  ProgressFn on_tokens = [&](int64_t done) { bar.Tokens(done); };
   RowsRun run;
   auto on_fork = [&](const ForkRequest& fr, const Future& f) {
     ++run.n_forks;
     run.fork_s += f.seconds;
+    bar.Forked(f.seconds);
     return req.forks.sink(fr, f);
   };
   if (req.forks.plan) FS_RETURN_IF_ERROR(made.llama->SetGrammar(req.forks.grammar));
@@ -233,7 +233,10 @@ Result<RowsRun> WriteRows(const CaptureRequest& req, const std::vector<int32_t>&
     Status written = rows->Finish();
     if (st.ok()) st = written;
   }
-  bar.Finish();
+  std::optional<double> decode_s;
+  if (made.llama && made.llama->ServedRecord().is_object())
+    decode_s = made.llama->ServedRecord().value("decode_s", 0.0);
+  bar.Finish(st.ok(), decode_s);
   if (!st.ok()) return req.engine == EngineKind::kLlama ? st.Prefixed(req.model_path) : st;
   run.prefill_s = NowSeconds() - t0 - run.fork_s;
   return run;
@@ -290,12 +293,10 @@ Result<CaptureManifest> CaptureServedHttp(const CaptureRequest& req, const Captu
         "{}: no assistant message: nothing for the server to decode, so served equals prefill (capture it with "
         "--replay prefill)",
         req.workload_path));
-  Progress bar("served", uint64_t(w.tokens.size()), "tok");
+  RowsProgress bar(req.log, int64_t(w.tokens.size()), written, 0);
   const double t1 = NowSeconds();
-  auto rows = made.http->ServedReplay(w.tokens, probes, written, [&](int64_t done) {
-    if (req.log.bars) bar.Update(uint64_t(done));
-  });
-  bar.Finish();
+  auto rows = made.http->ServedReplay(w.tokens, probes, written, [&](int64_t done) { bar.Tokens(done); });
+  bar.Finish(rows.ok(), std::nullopt);
   FS_RETURN_IF_ERROR(rows.status());
   if (rows->positions.empty())
     return Status::Error(
@@ -352,6 +353,7 @@ Result<CaptureManifest> CaptureFrom(const CaptureRequest& req, const CaptureSour
   }
   FS_ASSIGN_OR_RETURN(MadeEngine made, OpenEngine(req, src));
   if (made.http && req.knobs.replay == Replay::kServed) return CaptureServedHttp(req, src, made, probes, written, t0);
+  RowsProgress bar(req.log, n, written, req.engine == EngineKind::kExact ? src.model.n_layer : 0);
   if (!written.empty()) made.llama->SetWritten(std::move(written));
   CaptureManifest manifest = StartManifest(req, src, made, probes.size());
   CaptureLayout layout;
@@ -361,7 +363,7 @@ Result<CaptureManifest> CaptureFrom(const CaptureRequest& req, const CaptureSour
   layout.topk = made.topk;
   layout.store = req.store;
   FS_ASSIGN_OR_RETURN(auto writer, CaptureWriter::Create(req.out_path, layout, manifest.ToJson()));
-  FS_ASSIGN_OR_RETURN(RowsRun run, WriteRows(req, w.tokens, probes, made, *writer));
+  FS_ASSIGN_OR_RETURN(RowsRun run, WriteRows(req, w.tokens, probes, made, *writer, bar));
   AddRunRecord(req, made, run, n, t0, manifest);
   const nlohmann::json final_manifest = manifest.ToJson();
   writer->SetManifest(final_manifest);

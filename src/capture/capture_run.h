@@ -107,6 +107,9 @@ Status CheckKnobs(EngineKind engine, const Knobs& knobs);
 // LlamaEngine::SetWritten. An error naming workload_path when w has no messages (plain text,
 // token ids: no roles, so no assistant turns to serve).
 Result<std::vector<uint8_t>> ServedWritten(const Workload& w, const std::string& workload_path);
+// The decode steps of served replay over n tokens: the positions p fed alone, where the model
+// wrote p and p + 1 (the engine's rule), from ServedWritten's flags.
+int64_t ServedDecodeSteps(std::span<const uint8_t> written, int64_t n);
 
 // Renders and tokenizes the workload, runs it teacher-forced through the engine (llama.cpp, or a
 // server over HTTP: a truncated capture) and writes the capture atomically. Returns the final manifest

@@ -1,4 +1,4 @@
-// `flipscope run EXPERIMENT.toml -o OUTDIR [--memory 8GiB]` and `flipscope report RESULTS.json -o OUTDIR`
+// `flipscope run EXPERIMENT.toml -o OUTDIR [--memory 8GiB] [--dry-run]` and `flipscope report RESULTS.json -o OUTDIR`
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -67,18 +67,27 @@ Status WriteConfigHistory(const Experiment& exp, const ExperimentResults& r, con
 Action DefineRun(CLI::App* cmd) {
   struct Opts {
     std::string file, outdir, memory;
-    bool quiet = false, verify_recipe = false;
+    bool quiet = false, verify_recipe = false, dry_run = false;
   };
   auto o = std::make_shared<Opts>();
   cmd->add_option("experiment", o->file, "Experiment file (TOML)")->required();
   cmd->add_option("-o,--output", o->outdir, "Results folder")->required();
   cmd->add_option("--memory", o->memory, "Memory budget for the recipe (weights and KV cache together), e.g. 8GiB");
   cmd->add_flag("-q,--quiet", o->quiet, "No progress bars");
+  cmd->add_flag("--dry-run", o->dry_run,
+                "Print what the run would compute (captures to make, served decode steps, forks, the time they "
+                "take here) and exit");
   cmd->add_flag("--verify-recipe", o->verify_recipe,
                 "Start the recommended llama-server command and check its greedy tokens against the capture");
   return [o]() -> int {
     auto exp = ParseExperiment(o->file);
     if (!exp.ok()) return Fail(exp.status());
+    if (o->dry_run) {
+      auto plan = PlanRun(*exp, o->outdir);
+      if (!plan.ok()) return Fail(plan.status());
+      fmt::print("{}", PlanText(*plan));
+      return 0;
+    }
     if (exp->history.enabled && exp->history.configs.empty())
       return RunHistoryCommand(HistoryOf(*exp, o->outdir, !o->quiet));
     RunOptions ro;
@@ -99,7 +108,8 @@ Action DefineRun(CLI::App* cmd) {
       if (Status st = WriteConfigHistory(*exp, *results, o->outdir); !st.ok()) return Fail(st);
     fmt::print("finished in {:.0f} s\n", NowSeconds() - t0);
     // A recipe that was asked to be proven and was not fails the run (its report is written).
-    if (const auto& recipe = results->recipe; recipe && recipe->verification && recipe->verification->status != "matched")
+    if (const auto& recipe = results->recipe;
+        recipe && recipe->verification && recipe->verification->status != "matched")
       return Fail(Status::Error("--verify-recipe: " + RecipeVerificationText(*recipe)));
     return 0;
   };

@@ -243,6 +243,20 @@ Status Knobs::Validate() const {
   return Status::Ok();
 }
 
+namespace {
+// Knob k at value v as a command line spells it: llama.cpp's flag where it has one ("-ctk q8_0"),
+// --repack's off as llama.cpp's switch -nr.
+std::string FlagText(const KnobInfo& k, const nlohmann::json& v) {
+  if (std::string(k.key) == "repack") return v == "off" ? "-nr" : "--repack on";
+  std::string flag = *k.llama_flag ? k.llama_flag : std::string(k.long_flag);
+  if (size_t comma = flag.find(','); comma != std::string::npos) flag = flag.substr(0, comma);
+  std::string text = v.is_string()  ? v.get<std::string>()
+                     : v.is_array() ? fmt::format("{}", fmt::join(v.get<std::vector<float>>(), ","))
+                                    : v.dump();
+  return flag + " " + text;
+}
+}  // namespace
+
 std::string Knobs::ToFlags() const {
   static const Knobs defaults;
   std::string s;
@@ -255,16 +269,17 @@ std::string Knobs::ToFlags() const {
     // Neither is the replay: it decides how flipscope feeds the tokens (the manifest's knobs and
     // "served" block record it), which a server does by itself.
     if (std::string(k.key) == "replay") continue;
-    if (std::string(k.key) == "repack") {  // llama.cpp's spelling is a switch
-      s += " -nr";
-      continue;
-    }
-    std::string flag = *k.llama_flag ? k.llama_flag : std::string(k.long_flag);
-    if (size_t comma = flag.find(','); comma != std::string::npos) flag = flag.substr(0, comma);
-    std::string text = v.is_string()  ? v.get<std::string>()
-                       : v.is_array() ? fmt::format("{}", fmt::join(v.get<std::vector<float>>(), ","))
-                                      : v.dump();
-    s += " " + flag + " " + text;
+    s += " " + FlagText(k, v);
+  }
+  return s.empty() ? s : s.substr(1);
+}
+
+std::string Knobs::FlagsChangedFrom(const Knobs& base) const {
+  std::string s;
+  for (const auto& k : KnobTable()) {
+    nlohmann::json v = k.get(*this);
+    if (v == k.get(base) || std::string(k.key) == "replay") continue;
+    s += " " + FlagText(k, v);
   }
   return s.empty() ? s : s.substr(1);
 }

@@ -64,6 +64,9 @@ struct Knobs {
   Status Validate() const;
   // The flags that reproduce these knobs on llama-server / llama-cli.
   std::string ToFlags() const;
+  // The flags of every knob whose value differs from base's (the load's as flipscope's --load,
+  // the replay not: it is no flag of llama.cpp); "" when none does.
+  std::string FlagsChangedFrom(const Knobs& base) const;
 };
 
 // A setting llama.cpp ran with another value than the one asked for (an auto value resolved, a

@@ -54,8 +54,9 @@ class ExactEngine : public Engine {
   Status PrefillF64(std::span<const int32_t> tokens, std::span<const int32_t> probes, const RowF64Sink& sink,
                     const ProgressFn& progress);
   // The same forward over tokens, handing sink every point's row at the watched positions
-  // (ascending, inside tokens); no logits.
-  Status ForwardPoints(std::span<const int32_t> tokens, std::span<const int32_t> watch, const PointSink& sink);
+  // (ascending, inside tokens); no logits. layers_done (may be empty) gets the layers done so far.
+  Status ForwardPoints(std::span<const int32_t> tokens, std::span<const int32_t> watch, const PointSink& sink,
+                       const ProgressFn& layers_done = {});
   // Engine "exact", the architecture, the BLAS, the dequantization route and its check.
   nlohmann::json Describe() const override;
   nlohmann::json PartTimes() const override;

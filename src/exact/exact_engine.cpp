@@ -75,12 +75,12 @@ Status ExactEngine::PrefillF64(std::span<const int32_t> tokens, std::span<const 
 }
 
 Status ExactEngine::ForwardPoints(std::span<const int32_t> tokens, std::span<const int32_t> watch,
-                                  const PointSink& sink) {
+                                  const PointSink& sink, const ProgressFn& layers_done) {
   for (size_t i = 0; i < watch.size(); ++i)
     if (watch[i] < 0 || watch[i] >= int64_t(tokens.size()) || (i > 0 && watch[i] <= watch[i - 1]))
       return Status::Error(
           fmt::format("watched position {} is not ascending inside the {} tokens", watch[i], tokens.size()));
-  auto hidden = exact::HiddenAtProbes(impl_->model, impl_->opts, impl_->threads, tokens, watch, nullptr, &sink);
+  auto hidden = exact::HiddenAtProbes(impl_->model, impl_->opts, impl_->threads, tokens, watch, layers_done, &sink);
   return hidden.ok() ? Status::Ok() : hidden.status();
 }
 

@@ -6,6 +6,7 @@
 
 #include "branch/branch.h"
 #include "experiment/steps.h"
+#include "util/util.h"
 
 namespace flipscope {
 
@@ -34,8 +35,12 @@ Status BranchAll(const Experiment& exp, Measurements& m, const RunOptions& opts)
     if (base_caps.size() > 1) req.decoded[0] = ReadDecoded(base_caps[1], base);
     if (!req.decoded[0]) req.decoded[0] = ReadDecoded(base, base);  // a server baseline of one repeat
     opts.log.Info(fmt::format("  following the forks of {}", c.name));
+    const double t0 = NowSeconds();
     auto b = RunBranches(req);
     if (!b.ok()) return b.status().Prefixed("branches of " + c.name);
+    // The stage decodes the futures the captures did not: minutes on a long session.
+    opts.log.Info(
+        fmt::format("  forks of {}: {} branch points in {:.1f} s", c.name, b->records.size(), NowSeconds() - t0));
     BranchRecord record{c.name, std::move(*b)};
     if (exp.branch.compare_free && record.result.config.decoding &&
         record.result.config.decoding->used == NameOf(FutureDecoding::kGrammar)) {

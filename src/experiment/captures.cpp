@@ -24,8 +24,7 @@ namespace fs = std::filesystem;
 Result<std::string> ConfigModel(const ConfigSpec& c, const std::string& outdir) {
   if (c.requantize.empty()) return c.model_path;
   fs::create_directories(fs::path(outdir) / "models");
-  std::string out =
-      (fs::path(outdir) / "models" / (fs::path(c.model_path).stem().string() + "-" + c.requantize + ".gguf")).string();
+  std::string out = ConfigModelPath(c, outdir);
   if (fs::exists(out)) return out;
   FS_RETURN_IF_ERROR(Requantize(c.model_path, c.requantize, out));
   return out;
@@ -102,9 +101,7 @@ struct Runner {
     if (auto line = SpaceWarning(bytes, left, space.available, exp.store == StoreDtype::kF32)) opts.log.Info(*line);
   }
 
-  std::string CapturePath(const ConfigSpec& c, int r) const {
-    return (fs::path(opts.outdir) / "captures" / fmt::format("{}-r{}.safetensors", c.name, r)).string();
-  }
+  std::string CapturePath(const ConfigSpec& c, int r) const { return CaptureFilePath(opts.outdir, c, r); }
 
   // Captures repeats [r_begin, r_end) of one configuration into its results entry (made when it
   // has no name yet), whose status and reason say how it ended. Returns that status: a refused or failed
@@ -141,8 +138,7 @@ struct Runner {
     // A variant's lines only where they differ from the baseline's, which are printed first.
     if (r_begin == 0) {
       const bool is_base = &c == &exp.baseline;
-      std::vector<std::string> notes =
-          ResolvedNotes(*entry.engine, is_base ? std::vector<std::string>{} : base_notes);
+      std::vector<std::string> notes = ResolvedNotes(*entry.engine, is_base ? std::vector<std::string>{} : base_notes);
       for (const std::string& note : notes) opts.log.Info("  " + c.name + ": " + note);
       if (is_base) base_notes = std::move(notes);
     }
@@ -161,24 +157,12 @@ struct Runner {
     return e;
   }
 
-  // The request of repeat r of configuration c over model (a server configuration's asked HTTP
-  // options; its URL is set once the server is up).
+  // The request of repeat r of configuration c over model, its status lines indented under the
+  // configuration's (a server configuration's asked HTTP options; its URL is set once it is up).
   CaptureRequest RequestFor(const ConfigSpec& c, int r, const std::string& model, ServerSession* server) const {
-    CaptureRequest req;
-    req.model_path = model;
-    req.workload_path = exp.workload;
-    req.workload = exp.workload_options;
-    req.knobs = c.knobs;
-    if (server) {  // a server's own flags decide its numerics; the replay is how flipscope asks it
-      req.knobs = Knobs();
-      req.knobs.replay = c.knobs.replay;
-    }
-    req.plan = exp.plan;
-    req.store = exp.store;
+    CaptureRequest req = ConfigRequest(exp, c, r, model, opts.outdir, server ? &server->Asked() : nullptr);
     req.log = opts.log;
-    req.out_path = CapturePath(c, r);
-    req.engine = c.engine;
-    if (server) req.http = server->Asked();
+    if (const auto& line = opts.log.line) req.log.line = [line](std::string_view l) { line("    " + std::string(l)); };
     return req;
   }
 
@@ -205,12 +189,8 @@ struct Runner {
       }
       auto decoded = std::make_shared<DecodedFutures>();
       if (auto forks = c.engine != EngineKind::kLlama ? std::nullopt : ForksFor(c, r, decoded)) req.forks = *forks;
-      opts.log.Info(fmt::format("  capturing {} (repeat {} of {}): {}{}", c.name, r + 1, c.repeats,
-                                server ? req.http.ToFlags()
-                                : c.engine == EngineKind::kExact
-                                    ? fmt::format("--engine exact -t {}", c.knobs.n_threads)
-                                    : c.knobs.ToFlags(),
-                                req.forks.plan ? ", following forks" : ""));
+      opts.log.Info(fmt::format("  capturing {} (repeat {} of {}){}", ConfigLine(c, exp.baseline, req.http.ToFlags()),
+                                r + 1, c.repeats, req.forks.plan ? ", following forks" : ""));
       auto m = Capture(req);
       // A server that dies or stalls mid-run stops the run; a re-run resumes from the captures made.
       // A refusal (a served replay the server cannot prove) is the configuration's, like llama's.
@@ -355,6 +335,35 @@ Status CaptureInOrder(Runner& runner, const Experiment& exp, const ModelInfo& mo
 }
 
 }  // namespace
+
+std::string ConfigModelPath(const ConfigSpec& c, const std::string& outdir) {
+  if (c.requantize.empty()) return c.model_path;
+  return (fs::path(outdir) / "models" / (fs::path(c.model_path).stem().string() + "-" + c.requantize + ".gguf"))
+      .string();
+}
+
+std::string CaptureFilePath(const std::string& outdir, const ConfigSpec& c, int r) {
+  return (fs::path(outdir) / "captures" / fmt::format("{}-r{}.safetensors", c.name, r)).string();
+}
+
+CaptureRequest ConfigRequest(const Experiment& exp, const ConfigSpec& c, int r, const std::string& model,
+                             const std::string& outdir, const HttpOptions* server) {
+  CaptureRequest req;
+  req.model_path = model;
+  req.workload_path = exp.workload;
+  req.workload = exp.workload_options;
+  req.knobs = c.knobs;
+  if (server) {  // a server's own flags decide its numerics; the replay is how flipscope asks it
+    req.knobs = Knobs();
+    req.knobs.replay = c.knobs.replay;
+    req.http = *server;
+  }
+  req.plan = exp.plan;
+  req.store = exp.store;
+  req.out_path = CaptureFilePath(outdir, c, r);
+  req.engine = c.engine;
+  return req;
+}
 
 std::optional<std::string> SpaceWarning(uint64_t capture_bytes, int captures_left, uint64_t free_bytes, bool f32_rows) {
   const uint64_t need = capture_bytes * uint64_t(std::max(0, captures_left));

@@ -139,6 +139,34 @@ struct RunOptions {
 // A configuration llama.cpp refuses is recorded as refused with the reason; the run goes on.
 Result<ExperimentResults> RunExperiment(const Experiment& exp, const RunOptions& opts);
 
+// What a run will compute, said before it starts (`flipscope run --dry-run`): per configuration
+// its captures still to make, served decode steps and forks, and the time they should take here.
+struct ConfigPlan {
+  std::string line;               // its status line (name, replay, changes against the baseline)
+  int repeats = 0, cached = 0;    // captures asked; of them already made for an equal request
+  int64_t decode_steps = 0;       // served replay: positions fed alone, per capture
+  std::optional<int> forks;       // forks followed at most by its captures still to make; none: no forks;
+                                  // 0: every flip (max_branches = 0)
+  int fork_tokens = 0;            // each future's length (the branch stage's max_tokens)
+  std::optional<double> seconds;  // the captures and forks still to make; none: no rate known yet
+  std::string basis;              // where the rate came from, or why there is none
+  std::string refused;            // why llama.cpp would refuse it (Knobs::Validate); then nothing is made
+  int ToMake() const { return refused.empty() ? repeats - cached : 0; }
+};
+struct RunPlan {
+  std::string experiment, outdir;
+  int64_t n_tokens = 0;             // tokens fed per capture
+  std::vector<ConfigPlan> configs;  // the baseline, the variants, the exact reference, served twins
+  std::vector<std::string> notes;   // what is not planned (skipped twins, a history of versions)
+};
+// Plans a run of exp into outdir without computing anything: reads the model's facts and the
+// workload, hashes the model and workload only where a capture exists (to tell whether it is
+// reusable), and takes rates from the timings of captures already in outdir/captures (none:
+// "unknown until the first capture"). Creates no file or folder.
+Result<RunPlan> PlanRun(const Experiment& exp, const std::string& outdir);
+// The plan as the terminal shows it: one block per configuration, then the totals.
+std::string PlanText(const RunPlan& plan);
+
 // The experiment's served twin under replay = "both": the baseline and every variant that can
 // run served (llama.cpp, alone) under ServedName with replay served; forks as [branch] says
 // (names mapped to their twins), no layers or exact reference. Each configuration left out is appended to *skipped as

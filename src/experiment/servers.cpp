@@ -93,14 +93,14 @@ Status DecodeOverHttp(const HttpOptions& opts, const std::string& capture, const
   out->max_tokens = s.options.max_tokens;
   out->max_call_tokens = s.options.max_call_tokens;
   out->source = capture;
-  Progress bar("forks", points.size(), "fork");
+  Progress bar(log, "forks over HTTP", points.size(), "fork");
   for (size_t i = 0; i < points.size(); ++i) {
     const ForkToken t = first_at(points[i]);
     auto f = HttpFuture(*engine, cap->tokens(), points[i], t.id, t.prob, s, extend);
     if (!f.ok()) return f.status().Prefixed(fmt::format("the future at position {}", points[i]));
     out->at[points[i]] = std::move(*f);
     out->reproduced[points[i]] = t.reproduced;
-    if (log.bars) bar.Update(i + 1);
+    bar.Update(i + 1);
   }
   bar.Finish();
   return WriteDecoded(capture, base0, *out);

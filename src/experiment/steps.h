@@ -57,6 +57,19 @@ void AddCaptureFacts(const CaptureManifest& manifest, ConfigEntry& entry);
 // The run's facts from the baseline's first capture's manifest: the workload's record (without
 // its spans), the probe plan and the environment (the engine's record).
 void AddRunFacts(const CaptureManifest& manifest, ExperimentResults& results);
+// The model file configuration c runs: its own, or its requantized weights' place in outdir/models.
+std::string ConfigModelPath(const ConfigSpec& c, const std::string& outdir);
+// Where repeat r of configuration c is captured: outdir/captures/NAME-rR.safetensors.
+std::string CaptureFilePath(const std::string& outdir, const ConfigSpec& c, int r);
+// The request of repeat r of configuration c over model into outdir (its log left at the
+// default); server: a server configuration's HTTP options (its knobs then only the replay).
+CaptureRequest ConfigRequest(const Experiment& exp, const ConfigSpec& c, int r, const std::string& model,
+                             const std::string& outdir, const HttpOptions* server = nullptr);
+// A configuration's status line: its name, its replay ("[prefill]" or "[served replay]") and what
+// it changes against the baseline, as flags ("kv-q8_0 [prefill] -ctk q8_0 -ctv q8_0", "served
+// [served replay] (same knobs as baseline)"); the baseline with its own flags; a server
+// configuration with server_flags, the exact reference with its engine and threads.
+std::string ConfigLine(const ConfigSpec& c, const ConfigSpec& baseline, const std::string& server_flags = "");
 // 1. Captures into m.configs (the baseline, then the variants in file order): the baseline's
 // first repeat (without it nothing can be compared), the variants, then the baseline's other
 // repeats (its second follows the variants' forks from its side), then the exact reference when

@@ -167,6 +167,7 @@ Status CaptureVersion(const HistoryRequest& hr, const CaptureRequest& req, const
     const std::string log_path = (fs::path(logs_dir) / (entry.release + ".log")).string();
     hr.log.Info(fmt::format("{}: capturing in its worker (log {})", name, log_path));
     FS_ASSIGN_OR_RETURN(entry.capture_seconds, history::CaptureInWorker(w, req, log_path, name));
+    hr.log.Info(fmt::format("{}: captured in {:.1f} s", name, *entry.capture_seconds));
   }
   FS_ASSIGN_OR_RETURN(auto reader, CaptureReader::Open(req.out_path));
   const EngineRecord& me = reader->manifest().engine;
@@ -221,6 +222,7 @@ Status CaptureExact(const HistoryRequest& hr, CaptureRequest req, const std::str
   entry.reused = Reusable(req.out_path, request, "", "");
   if (*entry.reused) return Status::Ok();
   hr.log.Info("exact: capturing with the FP64 engine");
+  req.log = hr.log;  // its layers take long: the stage's bar and lines
   double t0 = NowSeconds();
   FS_ASSIGN_OR_RETURN(auto m, RunCapture(req));
   entry.capture_seconds = NowSeconds() - t0;

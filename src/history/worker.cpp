@@ -85,25 +85,37 @@ struct ScriptRun {
   bool built = false;         // it built something (else the worker was already built)
 };
 
-// Runs `env bash script args... 2>tmp` and collects its stdout, exit code and last stderr line.
-Result<ScriptRun> RunScript(const std::string& env, const std::string& script, const std::vector<std::string>& args) {
-  const std::string err_path = (fs::temp_directory_path() / fmt::format("flipscope-worker-{}.err", ::getpid())).string();
+// Runs `env bash script args...` and collects its stdout, exit code and last stderr line. A
+// build takes minutes: each "[setup]" line it writes on stderr (a step begun) is said at once
+// through log, as "WHO: line (N s)" with the seconds since the script started.
+Result<ScriptRun> RunScript(const std::string& env, const std::string& script, const std::vector<std::string>& args,
+                            const Log& log, const std::string& who) {
+  const std::string out_path =
+      (fs::temp_directory_path() / fmt::format("flipscope-worker-{}.out", ::getpid())).string();
   std::string cmd = env + " bash " + ShellQuote(script);
   for (const auto& a : args) cmd += " " + ShellQuote(a);
-  cmd += " 2>" + ShellQuote(err_path);
+  cmd += " 2>&1 >" + ShellQuote(out_path);  // stderr into the pipe, stdout (the binary's path) into the file
   FILE* pipe = ::popen(cmd.c_str(), "r");
   if (!pipe) return Status::Error("cannot run " + script);
   ScriptRun r;
+  std::string err_text;
+  const double t0 = NowSeconds();
   char buf[4096];
-  while (size_t n = std::fread(buf, 1, sizeof(buf), pipe)) r.out.append(buf, n);
+  while (std::fgets(buf, sizeof(buf), pipe)) {
+    err_text += buf;
+    const std::string line = LastLine(buf);
+    if (line.rfind("[setup] ", 0) == 0 && line.rfind("[setup] error: ", 0) != 0)
+      log.Info(fmt::format("{}: {} ({:.0f} s)", who, line.substr(8), NowSeconds() - t0));
+  }
   int status = ::pclose(pipe);
-  auto err_text = ReadFile(err_path);
+  auto out = ReadFile(out_path);
   std::error_code ec;
-  fs::remove(err_path, ec);
+  fs::remove(out_path, ec);
+  r.out = out.ok() ? *out : "";
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.err_line = LastLine(err_text.ok() ? *err_text : "");
+  r.err_line = LastLine(err_text);
   if (r.err_line.rfind("[setup] error: ", 0) == 0) r.err_line = r.err_line.substr(15);
-  r.built = err_text.ok() && err_text->find("building the capture worker") != std::string::npos;
+  r.built = err_text.find("building the capture worker") != std::string::npos;
   return r;
 }
 
@@ -134,12 +146,13 @@ Result<Worker> PrepareWorker(const Release& release, const WorkerOptions& option
   FS_ASSIGN_OR_RETURN(std::string script, WorkerScript(options));
   options.log.Info(fmt::format("llama-cpp-python {}: preparing its capture worker", release.ToString()));
   double t0 = NowSeconds();
+  const std::string who = "llama-cpp-python " + release.ToString();
   FS_ASSIGN_OR_RETURN(ScriptRun run, RunScript("FLIPSCOPE_LLAMA_CPU=" + ShellQuote(cpu), script,
-                                               {release.ToString(), options.tree}));
+                                               {release.ToString(), options.tree}, options.log, who));
   const std::string& line = run.err_line;
   if (run.code == 3)  // the tree does not compile against this release's llama.cpp
-    return Status::Refused(fmt::format("{} (supported: {} to {})", line, OldestSupported().ToString(),
-                                       NewestSupported().ToString()));
+    return Status::Refused(
+        fmt::format("{} (supported: {} to {})", line, OldestSupported().ToString(), NewestSupported().ToString()));
   if (run.code != 0)
     return Status::Error(fmt::format("llama-cpp-python {}: building its worker failed: {}", release.ToString(),
                                      line.empty() ? "exit " + std::to_string(run.code) : line));
@@ -150,6 +163,7 @@ Result<Worker> PrepareWorker(const Release& release, const WorkerOptions& option
   w.build_seconds = run.built ? NowSeconds() - t0 : 0;
   if (!fs::is_regular_file(w.binary))
     return Status::Error(fmt::format("llama-cpp-python {}: {} printed no worker binary", release.ToString(), script));
+  if (run.built) options.log.Info(fmt::format("{}: worker built in {:.0f} s", who, w.build_seconds));
   return w;
 }
 
@@ -162,12 +176,14 @@ Result<Worker> PrepareCommitWorker(const std::string& repo, const std::string& s
   // sees the same relative paths for every commit, so a file one commit did not change is a hit.
   // NOHASHDIR: the build folder's own name (the commit) stays out of the hash of debug builds.
   const std::string env = fmt::format(
-      "FLIPSCOPE_LLAMA_CPU={} FLIPSCOPE_WORKER_DIR={} FLIPSCOPE_LLAMA_BUILD_DIR={} CCACHE_BASEDIR={} CCACHE_NOHASHDIR=1",
+      "FLIPSCOPE_LLAMA_CPU={} FLIPSCOPE_WORKER_DIR={} FLIPSCOPE_LLAMA_BUILD_DIR={} CCACHE_BASEDIR={} "
+      "CCACHE_NOHASHDIR=1",
       ShellQuote(cpu), ShellQuote((dir / "worker").string()), ShellQuote((dir / "llama").string()),
       ShellQuote(CommitCacheDir(repo)));
   options.log.Info(fmt::format("llama.cpp {}: preparing its capture worker in {}", sha.substr(0, 12), dir.string()));
   double t0 = NowSeconds();
-  FS_ASSIGN_OR_RETURN(ScriptRun run, RunScript(env, script, {tree, options.tree}));
+  const std::string who = "llama.cpp " + sha.substr(0, 12);
+  FS_ASSIGN_OR_RETURN(ScriptRun run, RunScript(env, script, {tree, options.tree}, options.log, who));
   Worker w;
   w.commit = sha;
   w.build_log = (dir / "worker" / "build.log").string();
@@ -183,6 +199,7 @@ Result<Worker> PrepareCommitWorker(const std::string& repo, const std::string& s
   w.binary = LastLine(run.out);
   if (!fs::is_regular_file(w.binary))
     return Status::Error(fmt::format("llama.cpp {}: {} printed no worker binary", sha.substr(0, 12), script));
+  if (run.built) options.log.Info(fmt::format("{}: worker built in {:.0f} s", who, w.build_seconds));
   return w;
 }
 

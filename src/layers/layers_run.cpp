@@ -120,8 +120,10 @@ Status RunPass(Side& s, const std::vector<Flip>& flips, const std::unordered_map
   return Status::Ok();
 }
 
-// The exact engine on the base's model file over the transcript, its rows at the flips kept.
-Result<json> RunExact(const Side& base, const std::vector<Flip>& flips, layers::Collector& col) {
+// The exact engine on the base's model file over the transcript, its rows at the flips kept; its
+// n_layer layers (minutes each on a long transcript) are a stage of log.
+Result<json> RunExact(const Side& base, const std::vector<Flip>& flips, layers::Collector& col, int n_layer,
+                      const Log& log) {
   ExactOptions eo;
   eo.n_threads = base.replay.knobs.n_threads;
   auto engine = ExactEngine::Create(base.replay.model_path, eo);
@@ -131,7 +133,10 @@ Result<json> RunExact(const Side& base, const std::vector<Flip>& flips, layers::
   auto keep =
       col.KeepExact([&at](int32_t p) { return size_t(std::lower_bound(at.begin(), at.end(), p) - at.begin()); });
   const double t0 = NowSeconds();
-  FS_RETURN_IF_ERROR((*engine)->ForwardPoints(base.cap->tokens(), at, keep));
+  Progress bar(log, "exact layers", uint64_t(n_layer), "layer");
+  FS_RETURN_IF_ERROR(
+      (*engine)->ForwardPoints(base.cap->tokens(), at, keep, [&](int64_t done) { bar.Update(uint64_t(done)); }));
+  bar.Finish();
   return json{{"model", base.replay.model_path}, {"engine", (*engine)->Describe()}, {"seconds", NowSeconds() - t0}};
 }
 
@@ -192,7 +197,7 @@ Result<LayersResult> RunLayers(const LayersRequest& req) {
   layers::Collector col(flips.size(), PointCount(n_layer));
   json exact_cfg = nullptr;
   if (o.exact) {
-    FS_ASSIGN_OR_RETURN(exact_cfg, RunExact(sides[0], flips, col));
+    FS_ASSIGN_OR_RETURN(exact_cfg, RunExact(sides[0], flips, col, n_layer, o.log));
   }
   FS_RETURN_IF_ERROR(RunPass(sides[0], flips, names, taps->embedding, col.KeepBase(), o));
   FS_RETURN_IF_ERROR(RunPass(sides[1], flips, names, taps->embedding, col.CompareCand(), o));

@@ -16,15 +16,40 @@ double NowSeconds() {
 
 void StderrLine(std::string_view line) { fmt::print(stderr, "{}\n", line); }
 
+namespace {
+// Whether bars are drawn at all: on a terminal, unless FLIPSCOPE_NO_PROGRESS is set.
+bool BarsOnStderr() { return ::isatty(STDERR_FILENO) && !std::getenv("FLIPSCOPE_NO_PROGRESS"); }
+}  // namespace
+
+std::string RateText(double per_second) {
+  return per_second >= 100 ? fmt::format("{:.0f}", per_second) : fmt::format("{:.1f}", per_second);
+}
+
 Progress::Progress(std::string label, uint64_t total, std::string unit)
-    : label_(std::move(label)),
+    : log_(Log::Quiet()),
+      label_(std::move(label)),
       unit_(std::move(unit)),
       total_(total),
-      enabled_(::isatty(STDERR_FILENO) && !std::getenv("FLIPSCOPE_NO_PROGRESS")),
+      enabled_(BarsOnStderr()),
       start_(std::chrono::steady_clock::now()),
       last_(start_) {}
 
+Progress::Progress(const Log& log, std::string label, uint64_t total, std::string unit)
+    : Progress(std::move(label), total, std::move(unit)) {
+  log_ = log;
+  logged_ = true;
+  enabled_ = enabled_ && log.bars;
+  // Without a bar nothing else would say that a long stage has begun.
+  if (!enabled_) log_.Info(fmt::format("{}: started, {} {}", label_, total_, unit_));
+}
+
 Progress::~Progress() { Finish(); }
+
+double Progress::Seconds() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+void Progress::Note(std::string note) { note_ = std::move(note); }
 
 void Progress::Update(uint64_t done) {
   done_ = done;
@@ -39,16 +64,26 @@ void Progress::Update(uint64_t done) {
   int filled = total_ ? int(double(width) * double(done) / double(total_)) : width;
   std::string bar(size_t(std::min(filled, width)), '#');
   bar.resize(size_t(width), '.');
-  fmt::print(stderr, "\r{} [{}] {}/{} {} {:.0f} {}/s ETA {:.0f}s   ", label_, bar, done, total_, unit_, rate, unit_,
-             eta);
+  fmt::print(stderr, "\r{} [{}] {}/{} {} {} {}/s ETA {:.0f}s{}\033[K", label_, bar, done, total_, unit_, RateText(rate),
+             unit_, eta, note_.empty() ? "" : "  " + note_);
   std::fflush(stderr);
 }
 
+std::string Progress::EndLine() const {
+  const double secs = Seconds();
+  const std::string amount =
+      done_ < total_ ? fmt::format("stopped at {} of {} {}", done_, total_, unit_) : fmt::format("{} {}", done_, unit_);
+  return fmt::format("{}: {} in {:.1f} s ({} {}/s){}", label_, amount, secs,
+                     RateText(secs > 0 ? double(done_) / secs : 0), unit_, note_.empty() ? "" : ", " + note_);
+}
+
 void Progress::Finish() {
-  if (enabled_ && !finished_) {
+  if (finished_) return;
+  if (enabled_) {
     fmt::print(stderr, "\r\033[K");
     std::fflush(stderr);
   }
+  if (logged_) log_.Info(EndLine());
   finished_ = true;
 }
 

@@ -83,22 +83,40 @@ struct Log {
   static Log Quiet() { return {nullptr, false}; }
 };
 
-// A progress bar on stderr with items/s and ETA; silent unless stderr is a terminal.
+// A progress bar on stderr with items/s and ETA; drawn only when stderr is a terminal (and
+// FLIPSCOPE_NO_PROGRESS is unset). Made with a Log it is also one stage of that log, so that a
+// piped run is not silent: a line when it starts (only when no bar is drawn, which says it
+// already) and a line when it ends, "LABEL: 4096 tok in 12.3 s (333 tok/s)" with its note.
 class Progress {
  public:
   Progress(std::string label, uint64_t total, std::string unit = "tok");
+  // A stage of log: its bar only when log.bars, its start and end lines through log.line.
+  Progress(const Log& log, std::string label, uint64_t total, std::string unit = "tok");
   ~Progress();
   // Sets the amount done; redraws at most 10 times a second.
   void Update(uint64_t done);
-  // Clears the bar.
+  // Text shown after the bar and at the end of the end line (e.g. "3 forks decoded in 4.1 s");
+  // drawn with the next Update.
+  void Note(std::string note);
+  // Clears the bar and, with a log, writes the end line (once); a stage that ended before its
+  // total says where it stopped.
   void Finish();
+  // Seconds since the stage started.
+  double Seconds() const;
+  // The end line as Finish writes it (label, amount, seconds, rate, note).
+  std::string EndLine() const;
 
  private:
-  std::string label_, unit_;
+  Log log_;
+  bool logged_ = false;  // made with a log: start and end lines
+  std::string label_, unit_, note_;
   uint64_t total_, done_ = 0;
   bool enabled_, finished_ = false;
   std::chrono::steady_clock::time_point start_, last_;
 };
+
+// A rate for a terminal line: "333" at 100 and above, else one decimal ("2.1").
+std::string RateText(double per_second);
 
 // Seconds since an arbitrary epoch, monotonic.
 double NowSeconds();

@@ -1,9 +1,14 @@
 #include "util/util.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <regex>
+#include <vector>
 
 using namespace flipscope;
 
@@ -139,4 +144,82 @@ TEST(VisibleToken, WhitespaceAndControlCharactersShow) {
   EXPECT_EQ(VisibleToken("<|im_end|>"), "<|im_end|>");
   EXPECT_EQ(VisibleToken("é→"), "é→") << "UTF-8 is left as it is";
   EXPECT_EQ(VisibleToken(""), "");
+}
+
+namespace {
+// A Log whose lines land in *lines, with bars asked for.
+Log Collecting(std::vector<std::string>* lines) {
+  return {[lines](std::string_view l) { lines->emplace_back(l); }, true};
+}
+}  // namespace
+
+// Piped (stderr is not a terminal): no bar at all, but the stage still says in its log when it
+// starts and how it ended, with its seconds and rate.
+TEST(Progress, QuietWhenPipedButLogsEachStage) {
+  std::vector<std::string> lines;
+  testing::internal::CaptureStderr();
+  {
+    Progress p(Collecting(&lines), "prefill", 100, "tok");
+    for (uint64_t i = 0; i <= 100; i += 10) p.Update(i);
+    p.Note("2 forks decoded in 0.1 s");
+  }
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0], "prefill: started, 100 tok");
+  EXPECT_TRUE(std::regex_match(
+      lines[1], std::regex(R"(prefill: 100 tok in [0-9]+\.[0-9] s \([0-9.]+ tok/s\), 2 forks decoded in 0\.1 s)")))
+      << lines[1];
+  // A stage that ends early says where; one made without a log says nothing.
+  lines.clear();
+  {
+    Progress p(Collecting(&lines), "served replay", 50, "tok");
+    p.Update(20);
+  }
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[1].rfind("served replay: stopped at 20 of 50 tok in ", 0), 0u) << lines[1];
+  {
+    Progress bare("compare", 10, "probes");
+    bare.Update(10);
+  }
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  EXPECT_EQ(lines.size(), 2u);
+}
+
+// On a terminal the bar is drawn (rate and ETA) instead of the start line; the end line stays.
+TEST(Progress, OnATerminalDrawsTheBarAndLogsTheEnd) {
+  const int master = ::posix_openpt(O_RDWR | O_NOCTTY);
+  ASSERT_GE(master, 0);
+  ASSERT_EQ(::grantpt(master), 0);
+  ASSERT_EQ(::unlockpt(master), 0);
+  const int slave = ::open(::ptsname(master), O_RDWR | O_NOCTTY);
+  ASSERT_GE(slave, 0);
+  const char* no_bars = std::getenv("FLIPSCOPE_NO_PROGRESS");
+  const std::string saved_env = no_bars ? no_bars : "";
+  ::unsetenv("FLIPSCOPE_NO_PROGRESS");
+  std::fflush(stderr);
+  const int saved = ::dup(STDERR_FILENO);
+  ::dup2(slave, STDERR_FILENO);
+  std::vector<std::string> lines;
+  {
+    Progress p(Collecting(&lines), "prefill", 10, "tok");
+    p.Note("step 3 of 4");
+    p.Update(10);
+  }
+  std::fflush(stderr);
+  ::dup2(saved, STDERR_FILENO);
+  ::close(saved);
+  if (no_bars) ::setenv("FLIPSCOPE_NO_PROGRESS", saved_env.c_str(), 1);
+  std::string drawn;
+  pollfd pfd{master, POLLIN, 0};
+  char buf[512];
+  while (::poll(&pfd, 1, 200) > 0) {
+    const ssize_t n = ::read(master, buf, sizeof(buf));
+    if (n <= 0) break;
+    drawn.append(buf, size_t(n));
+  }
+  ::close(slave);
+  ::close(master);
+  EXPECT_NE(drawn.find("prefill [##############################] 10/10 tok"), std::string::npos) << drawn;
+  EXPECT_NE(drawn.find("ETA 0s  step 3 of 4"), std::string::npos) << drawn;
+  ASSERT_EQ(lines.size(), 1u) << "no start line beside a bar";
+  EXPECT_EQ(lines[0].rfind("prefill: 10 tok in ", 0), 0u) << lines[0];
 }
