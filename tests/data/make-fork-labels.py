@@ -5,14 +5,21 @@ For each source (a pair of captures and the `flipscope branch` output over them)
 the judge needs and nothing else: the rendered transcript's text, the workload's literal spans,
 tools and tool-call markers, and per record both futures' pieces (with how each stopped), the
 transcript's continuation and the byte offset of the branch point. The labels come from
-fork-labels.tsv (source, position, outcome, failure kind, reason), written by hand after reading
-each record; a record without a label is left out.
+fork-labels.tsv (source, position, outcome, failure kind, reason, base grade, cand grade), written
+by hand after reading each record; a record without a label is left out.
 
-    make-fork-labels.py --source NAME CAPTURE BRANCHES.json [--source ...] [--keep OLD.json] -o fork-labels.json
+Each record's `label` is {"outcome", "kind", "reason", "base_grade", "cand_grade"}: the grades are
+each future's own grade on the graded scale (none, equivalent_call, harmless_call, invented_fact,
+literal_mutated, wrong_command, invalid_tool_call, runaway), from which the reader derived the
+outcome. A row of five columns (no grades) gives null grades. A reason that holds
+`held_out: WHY` marks a record the scale does not decide: its label also carries "held_out": WHY.
+
+    make-fork-labels.py [--source NAME CAPTURE BRANCHES.json ...] [--keep OLD.json] -o fork-labels.json
 
 --keep starts from an earlier fork-labels.json (its sources and labelled records, which need their
 captures no more), so that a new source can be added without the old captures at hand; a source
-named again is rebuilt.
+named again is rebuilt. A kept record takes its label from its TSV row when it has one, so the
+labels of kept sources can be changed in the TSV alone.
 
 The transcript's text is detokenized here from the GGUF vocabulary (byte-level BPE or
 SentencePiece) and checked against every record's reference text, which flipscope wrote.
@@ -82,6 +89,30 @@ def source_entry(capture, branches):
     }, offsets, text
 
 
+GRADES = ["none", "equivalent_call", "harmless_call", "invented_fact", "literal_mutated", "wrong_command",
+          "invalid_tool_call", "runaway"]
+
+
+def read_labels(path):
+    # (source, position) -> label; five columns (no grades) or seven.
+    labels = {}
+    with open(path) as f:
+        for row in csv.reader((l for l in f if l.strip() and not l.startswith("#")), delimiter="\t"):
+            if len(row) not in (5, 7):
+                raise SystemExit(f"{path}: {row[:2]}: expected 5 or 7 tab-separated columns, got {len(row)}")
+            src, pos, outcome, kind, reason = row[:5]
+            base_grade, cand_grade = row[5:] if len(row) == 7 else (None, None)
+            for g in (base_grade, cand_grade):
+                if g is not None and g not in GRADES:
+                    raise SystemExit(f"{path}: {src} {pos}: unknown grade {g!r}")
+            label = {"outcome": outcome, "kind": kind or None, "reason": reason,
+                     "base_grade": base_grade, "cand_grade": cand_grade}
+            if "held_out:" in reason:
+                label["held_out"] = reason.split("held_out:", 1)[1].strip()
+            labels[(src, int(pos))] = label
+    return labels
+
+
 def open_meta(capture):
     with open(capture, "rb") as f:
         n = int.from_bytes(f.read(8), "little")
@@ -95,16 +126,14 @@ def future(f, side):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--source", nargs=3, action="append", metavar=("NAME", "CAPTURE", "BRANCHES"), required=True)
+    ap.add_argument("--source", nargs=3, action="append", metavar=("NAME", "CAPTURE", "BRANCHES"), default=[])
     ap.add_argument("--labels", default=os.path.join(os.path.dirname(__file__), "fork-labels.tsv"))
     ap.add_argument("--keep", help="an earlier fork-labels.json whose sources and records are kept")
     ap.add_argument("-o", "--output", required=True)
     a = ap.parse_args()
-    labels = {}
-    with open(a.labels) as f:
-        for row in csv.reader((l for l in f if l.strip() and not l.startswith("#")), delimiter="\t"):
-            src, pos, outcome, kind, reason = row
-            labels[(src, int(pos))] = {"outcome": outcome, "kind": kind or None, "reason": reason}
+    if not a.source and not a.keep:
+        ap.error("give --source, or --keep to relabel an earlier file")
+    labels = read_labels(a.labels)
     doc = {"sources": {}, "records": []}
     if a.keep:
         with open(a.keep) as f:
@@ -112,6 +141,8 @@ def main():
         rebuilt = {name for name, _, _ in a.source}
         doc["sources"] = {k: v for k, v in doc["sources"].items() if k not in rebuilt}
         doc["records"] = [r for r in doc["records"] if r["source"] not in rebuilt]
+        for r in doc["records"]:  # the TSV is the labels' source: a kept record takes its row's label
+            r["label"] = labels.get((r["source"], r["position"]), r["label"])
     for name, capture, path in a.source:
         with open(path) as f:
             branches = json.load(f)
