@@ -77,10 +77,11 @@ TEST(Attribute, DamageRepairBothFailAndFine) {
   Attribution fine = Attribute(a, b, prose);
   EXPECT_EQ(fine.outcome, Outcome::kDifferentButFine) << fine.reason;
   EXPECT_EQ(fine.kind, Failure::kNone);
-  // Where the transcript calls right away, a future that writes no call misses the action.
+  // Where the transcript calls right away, a future that writes no call runs nothing wrong: it is
+  // said, not failed (the scale has no grade for a turn that acts later or asks first).
   Attribution missed = Attribute(kRight, a);
-  EXPECT_EQ(missed.outcome, Outcome::kDamage) << missed.reason;
-  EXPECT_EQ(missed.kind, Failure::kWrongCommand);
+  EXPECT_EQ(missed.outcome, Outcome::kDifferentButFine) << missed.reason;
+  EXPECT_EQ(missed.kind, Failure::kNone);
   EXPECT_NE(missed.reason.find("makes no tool call"), std::string::npos) << missed.reason;
 }
 
@@ -89,7 +90,13 @@ TEST(Attribute, ACallTheCapCutIsNeverUnclosed) {
   // Open, far longer than the transcript's whole call, and still going when decoding stopped.
   FutureText longer = F({"<tool_call>", "{\"name\": \"check_port\", \"arguments\": {\"host\": \"",
                          "10.20.30.4 and then the replica behind the proxy in the east wing of the lab"});
-  EXPECT_EQ(JudgeSide(ctx, longer, kRef).failure, Failure::kInvalidToolCall);
+  // Past the transcript's call unclosed, but what it wrote is a wrong value: a wrong call the
+  // budget cut, whether or not the cap cut it.
+  EXPECT_EQ(JudgeSide(ctx, longer, kRef).failure, Failure::kWrongCommand);
+  // One that runs on into a key the transcript's call lacks is a call gone astray: invalid.
+  const FutureText astray = F({"<tool_call>", "{\"name\": \"check_port\", \"arguments\": {\"host\": \"10.20.30.4\", ",
+                               "\"port\": 5432, \"schema\": {\"type\": \"object\", \"properties\": {\"x\""});
+  EXPECT_EQ(JudgeSide(ctx, astray, kRef).failure, Failure::kInvalidToolCall);
   longer.cap_hit = true;
   SideJudgement cut = JudgeSide(ctx, longer, kRef);
   EXPECT_NE(cut.failure, Failure::kInvalidToolCall) << cut.reason;

@@ -286,11 +286,12 @@ Status PassSide(const std::optional<DecodedFutures>& decoded, bool decoded_only,
 
 // The output's config (docs/branch.md): both sides, the options, what was found and warned.
 BranchRunInfo RunInfo(const Side (&sides)[2], const BranchOptions& o, const ForkDecodingInfo& decoding,
-                      const Transcript& t, int64_t available, const std::vector<int32_t>& elsewhere,
-                      size_t n_branches, std::vector<std::string> warnings, double seconds) {
+                      const Transcript& t, int64_t available, const std::vector<int32_t>& elsewhere, size_t n_branches,
+                      std::vector<std::string> warnings, double seconds) {
   BranchRunInfo c;
   c.base = SideInfo(sides[0]), c.cand = SideInfo(sides[1]);
-  c.at = std::string(NameOf(o.at)), c.ranges = o.ranges, c.max_tokens = o.max_tokens, c.max_call_tokens = o.max_call_tokens;
+  c.at = std::string(NameOf(o.at)), c.ranges = o.ranges, c.max_tokens = o.max_tokens,
+  c.max_call_tokens = o.max_call_tokens;
   c.max_branches = o.max_branches, c.pick = std::string(NameOf(o.pick)), c.reconverge = o.reconverge;
   c.fork_where = std::string(NameOf(o.fork_where)), c.decoding = decoding;
   c.n_tokens = int64_t(t.tokens.size()), c.branch_points = available, c.n_branches = int64_t(n_branches);
@@ -320,9 +321,8 @@ Result<BranchResult> RunBranches(const BranchRequest& req) {
 
   // A server's capture decodes nothing here; its futures say how the server decoded them.
   const bool served = !sides[0].served_flags.empty() || !sides[1].served_flags.empty();
-  FS_ASSIGN_OR_RETURN(
-      ForkDecoding decoding,
-      ResolveDecoding(sides[0].cap->path(), served ? DecodingMode::kFree : o.decoding));
+  FS_ASSIGN_OR_RETURN(ForkDecoding decoding,
+                      ResolveDecoding(sides[0].cap->path(), served ? DecodingMode::kFree : o.decoding));
   if (served) decoding.info = ServedDecodingInfo();
   std::vector<std::string> warnings;
   Transcript t;
@@ -343,8 +343,8 @@ Result<BranchResult> RunBranches(const BranchRequest& req) {
 
   BranchResult out;
   if (!points.empty()) out.records = branch::BuildRecords(t, points, sides[0].pass, sides[1].pass, o, budget);
-  out.config = RunInfo(sides, o, decoding.info, t, available, elsewhere, points.size(), std::move(warnings),
-                       NowSeconds() - t0);
+  out.config =
+      RunInfo(sides, o, decoding.info, t, available, elsewhere, points.size(), std::move(warnings), NowSeconds() - t0);
   out.counts = CountVerdicts(out.records);
   out.counts.branch_points = available;                        // before --max-branches
   out.counts.teacher_forced_only = int64_t(elsewhere.size());  // never forked, never damage or repair

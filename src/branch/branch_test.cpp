@@ -335,7 +335,7 @@ TEST(RunBranches, RefusesCapturesOfDifferentTokensAndBadOptions) {
   // The same rule as capture's --full: a range that starts past the last scored position is an error.
   r.options.ranges = "5000-6000";
   EXPECT_NE(RunBranchesJson(r).status().message().find("ranges: range 5000-6000 starts past the workload's last scored "
-                                                   "position "),
+                                                       "position "),
             std::string::npos)
       << RunBranchesJson(r).status().message();
   r = Request();

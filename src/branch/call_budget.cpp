@@ -41,8 +41,7 @@ void CallBudget::Classify(int32_t position, std::span<const int32_t> future, Fut
 
 }  // namespace branch
 
-Result<ExtendFn> CallExtension(const std::string& capture_path, int max_tokens, int max_call_tokens,
-                               bool constrained) {
+Result<ExtendFn> CallExtension(const std::string& capture_path, int max_tokens, int max_call_tokens, bool constrained) {
   FS_ASSIGN_OR_RETURN(auto cap, CaptureReader::Open(capture_path));
   const std::string& model_path = cap->manifest().model.path;
   if (model_path.empty()) return Status::Error(capture_path + ": the manifest names no model file");

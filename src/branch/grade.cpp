@@ -67,15 +67,39 @@ std::vector<std::string> ShellWords(std::string_view s) {
   return out;
 }
 
-// A command with its whitespace collapsed and trailing output filters (`| head -40`) dropped.
+bool ReadOnlyCommand(std::string_view cmd);
+
+// A command's words, with the separators `|`, `&&` and `;` as words of their own.
+std::vector<std::string> CommandWords(std::string_view cmd) {
+  std::string spaced;
+  for (size_t i = 0; i < cmd.size(); ++i) {
+    if (cmd.compare(i, 2, "&&") == 0) {
+      spaced += " && ", ++i;
+    } else if (cmd[i] == ';' || cmd[i] == '|') {
+      spaced += std::string(" ") + cmd[i] + " ";
+    } else {
+      spaced += cmd[i];
+    }
+  }
+  return ShellWords(spaced);
+}
+
+// A command with its whitespace collapsed and what only shows its result dropped from its end: a
+// trailing output filter (`| head -40`), or a trailing command that only inspects after `&&` or
+// `;` (`&& df -h /mnt/x`).
 std::string NormalCommand(std::string_view cmd) {
-  std::vector<std::string> words = ShellWords(cmd);
+  std::vector<std::string> words = CommandWords(cmd);
   for (;;) {
-    auto bar = std::find(words.rbegin(), words.rend(), "|");
-    if (bar == words.rend() || bar == words.rbegin()) break;
-    const std::string& program = *(bar - 1);
-    if (std::find(kOutputFilters.begin(), kOutputFilters.end(), program) == kOutputFilters.end()) break;
-    words.erase(std::prev(bar.base()), words.end());
+    auto sep = std::find_if(words.rbegin(), words.rend(),
+                            [](const std::string& w) { return w == "|" || w == "&&" || w == ";"; });
+    if (sep == words.rend() || sep == words.rbegin()) break;
+    std::string tail;
+    for (auto it = words.rbegin(); it != sep; ++it) tail = *it + (tail.empty() ? "" : " ") + tail;
+    const bool filter =
+        *sep == "|" && std::find(kOutputFilters.begin(), kOutputFilters.end(), *(sep - 1)) != kOutputFilters.end();
+    const bool display = *sep != "|" && ReadOnlyCommand(tail);
+    if (!filter && !display) break;
+    words.erase(std::prev(sep.base()), words.end());
   }
   std::string out;
   for (const std::string& w : words) out += (out.empty() ? "" : " ") + w;
@@ -99,6 +123,23 @@ bool SameAfterNormalising(const nlohmann::json& a, const nlohmann::json& b) {
   return a == b;
 }
 
+// SQL that changes state even inside a SELECT (SELECT pg_drop_replication_slot(...)).
+constexpr std::array<std::string_view, 16> kSqlWrites = {
+    "drop",   "delete",    "insert", "update",  "alter",  "create",     "truncate", "grant",
+    "revoke", "terminate", "cancel", "promote", "reload", "switch_wal", "vacuum",   "checkpoint"};
+
+// Whether an SQL statement only reads: it starts with SELECT, SHOW, EXPLAIN, TABLE or a psql
+// describe command, and nothing in it names a change.
+bool ReadOnlySql(std::string_view sql) {
+  const std::string low = Lower(sql);
+  std::vector<std::string> words = ShellWords(low);
+  if (words.empty()) return false;
+  static constexpr std::string_view kReads[] = {"select", "show", "explain", "table", "\\d", "\\l", "\\dt", "\\du"};
+  if (std::find(std::begin(kReads), std::end(kReads), words[0]) == std::end(kReads)) return false;
+  return std::none_of(kSqlWrites.begin(), kSqlWrites.end(),
+                      [&](std::string_view w) { return low.find(w) != std::string::npos; });
+}
+
 // Whether a command string only inspects: its program (after sudo) or SQL verb reads, or it asks
 // for help or the version, and no word of it changes state.
 bool ReadOnlyCommand(std::string_view cmd) {
@@ -111,6 +152,14 @@ bool ReadOnlyCommand(std::string_view cmd) {
     if (w == "--help" || w == "-h" || w == "--version" || w == "-v") return true;
   for (const std::string& w : words)  // psql -c "SELECT ...": the statement's verb decides
     if (w == "-c" || w == "--command") {
+      const std::string low = Lower(cmd);
+      const size_t at = low.find(w == "-c" ? " -c " : " --command ");
+      if (at != std::string::npos) {
+        std::string sql = std::string(cmd.substr(at + w.size() + 2));
+        sql.erase(std::remove(sql.begin(), sql.end(), '"'), sql.end());
+        sql.erase(std::remove(sql.begin(), sql.end(), '\''), sql.end());
+        return ReadOnlySql(sql);
+      }
       auto it = std::find(words.begin(), words.end(), w) + 1;
       if (it == words.end()) return false;
       std::string verb = *it;
@@ -118,6 +167,18 @@ bool ReadOnlyCommand(std::string_view cmd) {
       verb.erase(std::remove(verb.begin(), verb.end(), '\''), verb.end());
       return std::find(kReadOnlyVerbs.begin(), kReadOnlyVerbs.end(), verb) != kReadOnlyVerbs.end();
     }
+  // A program whose subcommand decides (git log, ufw status, docker ps, ip route, kubectl get).
+  static constexpr std::string_view kBySubcommand[] = {"git", "ufw", "docker", "kubectl", "ip", "apt", "pip", "npm"};
+  static constexpr std::string_view kReadSubcommands[] = {
+      "status", "log",  "show",    "diff", "list",  "ls",     "get",  "describe", "ps",    "route",
+      "addr",   "link", "inspect", "top",  "blame", "branch", "info", "search",   "freeze"};
+  if (words.size() >= 2 &&
+      std::find(std::begin(kBySubcommand), std::end(kBySubcommand), words[0]) != std::end(kBySubcommand))
+    return std::find(std::begin(kReadSubcommands), std::end(kReadSubcommands), words[1]) != std::end(kReadSubcommands);
+  // Running a test suite reads the code and writes nothing the session depends on.
+  if (words[0] == "pytest" ||
+      (words.size() >= 3 && words[0].rfind("python", 0) == 0 && words[1] == "-m" && words[2] == "pytest"))
+    return true;
   return std::find(kReadOnlyVerbs.begin(), kReadOnlyVerbs.end(), words[0]) != kReadOnlyVerbs.end();
 }
 
@@ -230,16 +291,16 @@ Grade GradeOf(const SideJudgement& s) {
 
 std::optional<std::string> FindRunaway(std::string_view text, bool ended, std::string_view reference) {
   if (ended) return std::nullopt;
-  const std::string shape = DigitsAsZero(text), ref_shape = DigitsAsZero(reference);
+  const std::string shape = DigitsAsZero(text);
   for (size_t p = 2; p <= shape.size() / kRunawayRepeats; ++p) {
     const size_t run = PeriodicTail(shape, p);
-    if (run < kRunawayRepeats * p || run < kRunawayBytes || 5 * run < 2 * shape.size()) continue;
-    const std::string_view unit = std::string_view(text).substr(text.size() - run, p);
-    // Whitespace or punctuation alone is no unit, nor digits alone (a long number is not a loop).
-    if (std::none_of(unit.begin(), unit.end(), IsAlnum) || std::all_of(unit.begin(), unit.end(), IsDigit)) continue;
+    if (run < kRunawayRepeats * p || run < kRunawayBytes || 4 * run < shape.size()) continue;
+    const std::string_view unit = text.substr(text.size() - run, p);
+    if (std::all_of(unit.begin(), unit.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)); }))
+      continue;  // whitespace alone
     // The transcript's own text repeating (a table, a list of hosts) is no loop of the future's.
-    const std::string loop = shape.substr(shape.size() - run, std::min(run, kRunawayRepeats * p));
-    if (ref_shape.find(loop) != std::string::npos) return std::nullopt;
+    if (reference.find(text.substr(text.size() - run, std::min(run, kRunawayRepeats * p))) != std::string_view::npos)
+      return std::nullopt;
     std::string shown(unit.substr(0, 40));
     std::replace(shown.begin(), shown.end(), '\n', ' ');
     return fmt::format("loops on \"{}\" {} times without ending", shown, run / p);
@@ -266,7 +327,8 @@ bool IsReadOnlyCall(const nlohmann::json& call) {
   for (auto& [k, v] : args.items()) {
     if (!v.is_string() || (k != "command" && k != "cmd" && k != "query" && k != "sql")) continue;
     any_command = true;
-    if (!ReadOnlyCommand(v.get<std::string>())) return false;
+    const bool sql = k == "query" || k == "sql";
+    if (!(sql ? ReadOnlySql(v.get<std::string>()) : ReadOnlyCommand(v.get<std::string>()))) return false;
   }
   return any_command;
 }

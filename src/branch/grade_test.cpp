@@ -36,15 +36,20 @@ TEST(Runaway, NotALoop) {
   const std::string loop = Repeat("list --all --user=joe ", 9);
   EXPECT_FALSE(FindRunaway(loop, true, "").has_value()) << "a future that ended is no runaway";
   EXPECT_FALSE(FindRunaway("ab ab ab ", false, "").has_value()) << "too short";
+  EXPECT_TRUE(FindRunaway("| a | b |" + Repeat("  |", 12), false, "").has_value()) << "punctuation loops too";
   EXPECT_FALSE(FindRunaway("the port is closed on db01, so the client cannot connect", false, "").has_value());
   EXPECT_FALSE(FindRunaway(Repeat("    ", 20), false, "").has_value()) << "whitespace alone";
-  EXPECT_FALSE(FindRunaway("VLAN " + Repeat("20", 20), false, "").has_value()) << "a long number alone";
+  EXPECT_TRUE(FindRunaway("VLAN " + Repeat("0", 30), false, "").has_value()) << "zeros to the budget";
   // The transcript's own text repeats so (a table of hosts): the future copies, it does not loop.
   const std::string table = Repeat("10.0.0.1 up\n", 6);
   EXPECT_FALSE(FindRunaway(table, false, table).has_value());
-  // A loop that fills only the end of a long future still counts; one in the middle does not.
-  const std::string prose(200, 'x');
+  // A loop in the middle of a future that then goes on is not one it ends in; one that fills less
+  // than a quarter of it neither.
+  const std::string prose =
+      "then the service restarts and the replica catches up with the primary again, "
+      "which takes a while on a busy cluster with many writes";
   EXPECT_FALSE(FindRunaway(Repeat("list --all ", 4) + prose + " and so on.", false, "").has_value());
+  EXPECT_FALSE(FindRunaway(prose + prose + Repeat("ok ", 6), false, "").has_value());
 }
 
 TEST(EquivalentCalls, NormalizedCommands) {
@@ -53,6 +58,10 @@ TEST(EquivalentCalls, NormalizedCommands) {
   EXPECT_TRUE(EquivalentCalls(Call("show ip route"), Call(" show   ip route ")));
   EXPECT_FALSE(EquivalentCalls(Call("psql -p 5433"), Call("psql -p 5432")));
   EXPECT_FALSE(EquivalentCalls(Call("cat x | sh"), Call("cat x"))) << "sh is no output filter";
+  // A trailing command that only shows the result, after && or ;.
+  EXPECT_TRUE(EquivalentCalls(Call("sudo mount /mnt/wal && df -h /mnt/wal"), Call("sudo mount /mnt/wal")));
+  EXPECT_TRUE(EquivalentCalls(Call("systemctl restart pg; systemctl status pg"), Call("systemctl restart pg")));
+  EXPECT_FALSE(EquivalentCalls(Call("sudo mount /mnt/wal && rm -rf /mnt/wal/x"), Call("sudo mount /mnt/wal")));
   json other = Call("psql --help");
   other["name"] = "check_port";
   EXPECT_FALSE(EquivalentCalls(other, Call("psql --help")));
@@ -63,10 +72,19 @@ TEST(ReadOnlyCall, InspectsOrChanges) {
   EXPECT_TRUE(IsReadOnlyCall(Call("sudo ss -tlnp")));
   EXPECT_TRUE(IsReadOnlyCall(Call("psql -p 5432 -c \"SELECT pg_is_in_recovery()\"")));
   EXPECT_TRUE(IsReadOnlyCall(Call("show running-config interface Gi1/0/24")));
+  EXPECT_TRUE(IsReadOnlyCall(Call("git log --oneline -n 5")));
+  EXPECT_TRUE(IsReadOnlyCall(Call("sudo ufw status numbered")));
+  EXPECT_TRUE(IsReadOnlyCall(Call("python -m pytest -q tests/")));
+  EXPECT_FALSE(IsReadOnlyCall(Call("git push origin main")));
   EXPECT_TRUE(IsReadOnlyCall(json{{"name", "get_ticket"}, {"arguments", {{"id", 7}}}}));
   EXPECT_FALSE(IsReadOnlyCall(Call("systemctl restart postgresql")));
   EXPECT_FALSE(IsReadOnlyCall(Call("ip route add 10.0.0.0/8 via 10.20.0.1")));
   EXPECT_FALSE(IsReadOnlyCall(Call("psql -c \"DROP TABLE users\"")));
+  EXPECT_FALSE(IsReadOnlyCall(Call("psql -p 5433 -c \"SELECT pg_drop_replication_slot('r')\"")));
+  EXPECT_TRUE(
+      IsReadOnlyCall(json{{"name", "run_sql"}, {"arguments", {{"sql", "SELECT * FROM pg_stat_replication;"}}}}));
+  EXPECT_FALSE(
+      IsReadOnlyCall(json{{"name", "run_sql"}, {"arguments", {{"sql", "SELECT pg_terminate_backend(812);"}}}}));
   EXPECT_FALSE(IsReadOnlyCall(Call("rm -rf /var/lib/postgresql/15/main")));
   EXPECT_FALSE(IsReadOnlyCall(json{{"name", "apply_config"}, {"arguments", {{"lines", "x"}}}}));
 }
@@ -202,6 +220,30 @@ TEST(GradedOutcome, ByGrade) {
   EXPECT_EQ(gb, Grade::kEquivalentCall);
   EXPECT_EQ(gc, Grade::kNone);
   EXPECT_EQ(a.outcome, Outcome::kDifferentButFine) << a.reason;
+}
+
+// Where the transcript makes no call, a future's call is an action nobody asked for; where the
+// future's call ran past the transcript's unclosed, what it wrote decides before its length.
+TEST(GradedOutcome, UnaskedAndOverlongCalls) {
+  const FutureText prose = F({"The", " mount", " is", " missing", ".", " Shall", " I", " mount", " it", "?"}, true);
+  auto call = [](const std::string& cmd) {
+    return F({"<tool_call>", "{\"name\": \"run_command\", \"arguments\": {\"command\": \"" + cmd + "\"}}",
+              "</tool_call>", "<|im_end|>"},
+             true);
+  };
+  Fork fork(prose);
+  EXPECT_EQ(GradeOf(JudgeSide(fork.ctx, call("df -h /mnt/wal"), prose)), Grade::kHarmlessCall);
+  EXPECT_EQ(GradeOf(JudgeSide(fork.ctx, call("sudo umount /mnt/wal"), prose)), Grade::kWrongCommand);
+  const FutureText ref = F({"<tool_call>", "{\"name\": \"run_command\", \"arguments\": {\"command\": \"ls /mnt\"}}",
+                            "</tool_call>", "<|im_end|>"},
+                           true);
+  Fork fork2(ref);
+  const FutureText overlong =
+      F({"<tool_call>", "{\"name\": \"run_command\", \"arguments\": {\"command\": \"",
+         "grep -E archive /etc/postgresql/15/main/postgresql.conf /etc/postgresql/15/main/pg_hba"});
+  const SideJudgement s = JudgeSide(fork2.ctx, overlong, ref);
+  EXPECT_EQ(s.failure, Failure::kWrongCommand) << s.reason;
+  EXPECT_TRUE(s.call_problem.empty()) << s.call_problem;
 }
 
 TEST(GradeNames, EveryGradeAndFailure) {

@@ -107,8 +107,7 @@ std::optional<SidePass> SideFromDecoded(const DecodedFutures& d, const std::vect
   // The same rule, or the futures are not those this run would decode: cutting a future back to
   // a smaller budget would drop the tokens its call extension decoded, and then nobody could tell
   // a cut call from an ended one.
-  if (d.max_tokens != max_tokens || d.max_call_tokens != max_call_tokens || d.decoding != decoding)
-    return std::nullopt;
+  if (d.max_tokens != max_tokens || d.max_call_tokens != max_call_tokens || d.decoding != decoding) return std::nullopt;
   SidePass out;
   out.decoded_during = d.source;
   for (size_t i = 0; i < points.size(); ++i) {

@@ -186,7 +186,8 @@ struct PartialSax : nlohmann::json_sax<nlohmann::json> {
     const nlohmann::json* r = Next(&where, &compared);
     Count();
     if (!compared || (stack.size() == 1 && where != "name")) return true;
-    if (stack.size() == 1) return !r || *r == v ? true : Differs(fmt::format("calls {} instead of {}", v.dump(), r->dump()));
+    if (stack.size() == 1)
+      return !r || *r == v ? true : Differs(fmt::format("calls {} instead of {}", v.dump(), r->dump()));
     if (!r) return Differs(fmt::format("adds \"{}\": {}", where, v.dump()));
     return *r == v ? true : Differs(fmt::format("sets \"{}\" to {} instead of {}", where, v.dump(), r->dump()));
   }
@@ -357,6 +358,7 @@ CallCheck CheckCall(const CallText& c, bool ended, const std::vector<ToolSpec>& 
   } else if (reference && reference->present && reference->closed &&
              c.body.size() > reference->body.size() + kCallCloseSlack) {
     // Longer than the reference's whole call and still open: not merely cut by the budget.
+    r.overlong = true;
     r.problem = fmt::format("the tool-call envelope is not closed after {} bytes (the reference closes it after {})",
                             c.body.size(), reference->body.size());
   }

@@ -196,7 +196,7 @@ CallCheck CheckFutureCall(const JudgeContext& ctx, const ReferenceFacts& ref, co
 // from the transcript's call, "" when it does not or there is none: a wrong argument written
 // before the cut is wrong however the call would have ended.
 std::string UnfinishedCallDifference(const ReferenceFacts& ref, const CallText& c, const CallCheck& ck) {
-  if (!c.present || c.closed || ck.call || !ck.problem.empty() || !ref.check.call) return "";
+  if (!c.present || c.closed || ck.call || (!ck.problem.empty() && !ck.overlong) || !ref.check.call) return "";
   std::string d = PartialCallDifference(c.body, *ref.check.call);
   if (d.empty() || d.rfind("calls ", 0) == 0) return d;
   return (*ref.check.call)["name"].dump() + " " + d;
@@ -301,8 +301,23 @@ namespace {
 std::optional<std::string> InventedFact(const JudgeContext& ctx, const ReferenceFacts& ref, const std::string& text,
                                         size_t from) {
   static const FactTable kNoFacts;
+  WordFilter one = [&](std::string_view w) {
+    if (ref.words.count(w) || ctx.literals.Contains(w)) return true;
+    if (!ctx.known_words) return false;
+    // A word of the transcript, or the start of one (an address cut before its last part).
+    auto it = ctx.known_words->lower_bound(w);
+    return it != ctx.known_words->end() && it->compare(0, w.size(), w) == 0;
+  };
+  // Known parts joined by ':' '/' '@' (0.0.0.0:0 of 0.0.0.0 and 0, db-east-02:db) state nothing new.
   WordFilter known = [&](std::string_view w) {
-    return ref.words.count(w) || ctx.literals.Contains(w) || (ctx.known_words && ctx.known_words->count(w));
+    if (one(w)) return true;
+    size_t start = 0;
+    for (size_t i = 0; i <= w.size(); ++i) {
+      if (i < w.size() && w[i] != ':' && w[i] != '/' && w[i] != '@') continue;
+      if (i > start && !one(w.substr(start, i - start))) return false;
+      start = i + 1;
+    }
+    return w.find_first_of(":/@") != std::string_view::npos;
   };
   return FindInventedFact(ref.partial + text, ref.partial.size() + from, ctx.facts ? *ctx.facts : kNoFacts, known);
 }
@@ -324,9 +339,14 @@ void Classify(const ReferenceFacts& ref, SideJudgement* s) {
   }
   if (!s->call_diverged.empty())
     found.emplace_back(Failure::kWrongCommand, s->call_diverged + " before its call was cut");
-  if (s->call_missing)
-    found.emplace_back(Failure::kWrongCommand, fmt::format("makes no tool call where the transcript calls {}",
-                                                           (*ref.check.call)["name"].dump()));
+  if (s->call_unasked) {
+    const std::string what = fmt::format("calls {} where the transcript makes no call", (*s->call)["name"].dump());
+    if (IsReadOnlyCall(*s->call))
+      found.emplace_back(Failure::kHarmlessCall, what + ", a call that only inspects");
+    else
+      found.emplace_back(Failure::kWrongCommand, what);
+  }
+
   if (s->mutation)
     found.emplace_back(Failure::kLiteralMutated,
                        fmt::format("copies {} as \"{}\"", s->mutation->literal, s->mutation->copy));
@@ -342,6 +362,9 @@ void Classify(const ReferenceFacts& ref, SideJudgement* s) {
 // What a future without a failure does, in one line.
 std::string FineReason(const SideJudgement& s, const std::string& text, const std::string& ref_text, size_t from) {
   if (s.equivalent_call) return "makes a call equivalent to the transcript's (the same once normalized)";
+  // No call where the transcript calls: nothing wrong is run; the scale has no grade for a turn
+  // that acts later or asks first, so it is said, not failed.
+  if (s.call_missing) return "makes no tool call where the transcript calls one";
   if (s.call_matches == true) return "makes the transcript's call";
   if (s.writes_reference) return "writes the transcript's text";
   if (s.rejoins)
@@ -371,6 +394,14 @@ SideJudgement JudgeSide(const JudgeContext& ctx, const FutureText& future, const
   s.call = ck.call;
   if (s.call && ref.check.call) s.call_matches = *s.call == *ref.check.call;
   s.call_diverged = UnfinishedCallDifference(ref, c, ck);
+  // A call that ran past the transcript's unclosed but had already written something else is a
+  // wrong call the budget cut, not a broken envelope: what it wrote says more than its length.
+  // Only a value it was writing, though: keys or containers the transcript's call lacks, written
+  // past its length, are a call running on into something else (still invalid).
+  if (ck.overlong && s.call_diverged.find(" sets \"") != std::string::npos) s.call_problem.clear();
+  if (!s.call_problem.empty()) s.call_diverged.clear();
+  // A complete call where the transcript's continuation makes none: an action nobody asked for.
+  s.call_unasked = s.call && !ref.check.call && !ref.call.present;
   // The transcript is inside its call here, or opens it within its turn's first bytes (a role
   // header such as "assistant\n"), and the future, with room to, writes no call at all: the
   // action is missing, as wrong as a different one. A call the transcript makes later is not

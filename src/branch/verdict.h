@@ -129,6 +129,9 @@ bool IsJsonPrefix(std::string_view text);
 struct CallCheck {
   std::string problem;
   std::optional<nlohmann::json> call;
+  // The problem is only that the call ran past the reference's length unclosed (its JSON so far is
+  // well-formed): what it wrote may still say how it differs (an unfinished wrong call).
+  bool overlong = false;
 };
 CallCheck CheckCall(const CallText& c, bool ended, const std::vector<ToolSpec>& tools, const CallText* reference);
 
@@ -220,13 +223,14 @@ const char* GradeName(Grade g);
 // Whether a grade is a failure (harmless_call or worse).
 inline bool IsFailure(Grade g) { return g >= Grade::kHarmlessCall; }
 
-// A loop repeats its unit at least this often, over at least this many bytes, in the last 2/5 of
-// a future or more.
+// A loop repeats its unit at least this often, over at least this many bytes, in the last quarter
+// of a future or more.
 constexpr size_t kRunawayRepeats = 3;
-constexpr size_t kRunawayBytes = 24;
+constexpr size_t kRunawayBytes = 15;
 // A runaway loop in a future that never ended: its tail repeats one unit (digits counted alike,
 // so that a loop counting .198, .199 repeats) kRunawayRepeats times over kRunawayBytes, a unit
-// with a letter or digit that the transcript's continuation does not repeat so. The reason, or none.
+// that is not whitespace alone and whose repetition the transcript's continuation does not hold.
+// The reason, or none.
 std::optional<std::string> FindRunaway(std::string_view text, bool ended, std::string_view reference);
 // Whether a call is the transcript's once normalized: the same function, arguments equal with
 // whitespace collapsed and trailing output filters of a command dropped (`| head -40`).
@@ -260,6 +264,7 @@ struct SideJudgement {
   std::optional<bool> call_matches;    // against the transcript's call; unset when either is incomplete
   std::string call_diverged;           // an unfinished call already differs from the transcript's: how
   bool call_missing = false;           // the transcript calls right at the point, the future writes no call
+  bool call_unasked = false;           // a complete call where the transcript's continuation makes none
   std::optional<LiteralMutation> mutation;
   std::string runaway;            // how it loops ("" when it does not)
   std::string invented_fact;      // the fact its prose invents ("" when none)

@@ -132,8 +132,8 @@ TEST(Reconvergence, SideAndPairSayTheSameThing) {
   EXPECT_TRUE(s.writes_reference);
   EXPECT_FALSE(SideRecord(s, F({" The", " port"}, true)).rejoins_at.has_value());
   // Prose that shares a K-run only far away is divergent, and says nothing about agreeing again.
-  auto far = F({" I", " will", " look", " first", " at", " the", " logs", " and", " then", " The", " port", " is",
-                " open"});
+  auto far =
+      F({" I", " will", " look", " first", " at", " the", " logs", " and", " then", " The", " port", " is", " open"});
   auto j = Judge(ctx, ref, far, ref);
   EXPECT_EQ(j.verdict, Verdict::kDivergent) << j.reason;
   EXPECT_FALSE(j.reconverge.has_value());
@@ -370,8 +370,9 @@ TEST(ToolSpecs, ParsesOpenAiAndBareFormsAndRejectsBadOnes) {
 // A mutation changes the literal's own characters: text glued after an exact copy, an ordinary
 // hyphenated word, or a count the transcript never uses as a literal is none.
 TEST(LiteralMutated, OnlyTheLiteralsOwnCharacters) {
-  auto ctx = Context(kSession + "The firewall allows 5432/tcp from 10.20.0.0/20. The orders database has "
-                                "user-defined types; the import processed 123 rows.\n");
+  auto ctx = Context(kSession +
+                     "The firewall allows 5432/tcp from 10.20.0.0/20. The orders database has "
+                     "user-defined types; the import processed 123 rows.\n");
   // 10.20.0.0/20 copied exactly, then ".ArgumentParser" glued on by the tokenizer's word.
   auto j = Judge(ctx, F({" subnet", " 10", ".20", ".0", ".0", "/20", ".Argument", "Parser", "("}),
                  F({" subnet", " 10", ".20", ".0", ".0", "/20", " is", " right"}), F({" x"}));
@@ -386,8 +387,8 @@ TEST(LiteralMutated, OnlyTheLiteralsOwnCharacters) {
   // The same shapes on real literals are mutations: digits after a copy change the literal.
   j = Judge(ctx, F({" port", " 5432", " ok"}), F({" port", " 5432", "1", " ok"}), F({" x"}));
   EXPECT_EQ(j.reason, "cand copies 5432 as \"54321\"");
-  j = Judge(ctx, F({" net", " 10", ".20", ".0", ".0", "/20", " ok"}), F({" net", " 10", ".20", ".0", ".0", "/24", " ok"}),
-            F({" x"}));
+  j = Judge(ctx, F({" net", " 10", ".20", ".0", ".0", "/20", " ok"}),
+            F({" net", " 10", ".20", ".0", ".0", "/24", " ok"}), F({" x"}));
   EXPECT_EQ(j.reason, "cand copies 10.20.0.0/20 as \"10.20.0.0/24\"");
   // Text appended after an exact copy by a separator: a file under a directory the context names.
   ctx = Context(kSession + "grep -rn 10.20.3.17 /etc/netplan/ /etc/docker/daemon.json\n");
