@@ -55,9 +55,12 @@ const ConfigPlan* Planned(const RunPlan& plan, const std::string& name) {
 TEST(ConfigLine, StatesTheReplayAndTheChangesAgainstTheBaseline) {
   auto e = ParseExperiment(MakePlanExperiment("line"));
   ASSERT_TRUE(e.ok()) << e.status().message();
-  ASSERT_EQ(e->variants.size(), 3u);
+  // The replay-only variant is folded into served twins of every configuration (docs/served.md).
+  ASSERT_EQ(e->variants.size(), 2u);
   EXPECT_EQ(ConfigLine(e->variants[0], e->baseline), "kv-q8_0 [prefill] -ctk q8_0 -ctv q8_0");
-  EXPECT_EQ(ConfigLine(e->variants[1], e->baseline), "served [served replay] (same knobs as baseline)");
+  auto served = e->baseline;
+  served.name = "served", served.knobs.replay = Replay::kServed;
+  EXPECT_EQ(ConfigLine(served, e->baseline), "served [served replay] (same knobs as baseline)");
   const std::string base = ConfigLine(e->baseline, e->baseline);
   EXPECT_EQ(base.rfind("baseline [prefill] ", 0), 0u) << base;
   EXPECT_NE(base.find("-fa on"), std::string::npos) << base;
@@ -78,9 +81,10 @@ TEST(PlanRun, CountsWithoutCapturingThenEstimatesFromRecordedTimings) {
   auto plan = PlanRun(*e, out);
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   EXPECT_FALSE(fs::exists(fs::path(out))) << "a dry run makes no folder";
-  ASSERT_EQ(plan->configs.size(), 4u);
+  // The baseline, kv-q8_0 and the refused one, and the served twins of the first two.
+  ASSERT_GE(plan->configs.size(), 5u);
   const ConfigPlan *base = Planned(*plan, "baseline"), *kv = Planned(*plan, "kv-q8_0"),
-                   *served = Planned(*plan, "served"), *refused = Planned(*plan, "refused");
+                   *served = Planned(*plan, "kv-q8_0@served"), *refused = Planned(*plan, "refused");
   ASSERT_TRUE(base && kv && served && refused);
   EXPECT_EQ(refused->ToMake(), 0);
   EXPECT_NE(refused->refused.find("flash attention"), std::string::npos) << refused->refused;
@@ -90,9 +94,9 @@ TEST(PlanRun, CountsWithoutCapturingThenEstimatesFromRecordedTimings) {
   EXPECT_EQ(kv->decode_steps, 0);
   EXPECT_GT(served->decode_steps, 0);
   EXPECT_LT(served->decode_steps, plan->n_tokens);
-  // Two forks per branched variant; the baseline's second repeat follows both variants'.
+  // Two forks per branched variant; the baseline's second repeat follows the one variant's.
   EXPECT_EQ(kv->forks.value_or(-1), 2);
-  EXPECT_EQ(base->forks.value_or(-1), 4);
+  EXPECT_EQ(base->forks.value_or(-1), 2);
   for (const ConfigPlan& c : plan->configs) {
     if (!c.refused.empty()) continue;
     EXPECT_FALSE(c.seconds) << c.line;
@@ -101,7 +105,7 @@ TEST(PlanRun, CountsWithoutCapturingThenEstimatesFromRecordedTimings) {
   const std::string text = PlanText(*plan);
   EXPECT_NE(text.find("2 of 2 captures to make"), std::string::npos) << text;
   EXPECT_NE(text.find(fmt::format("{} served decode steps", served->decode_steps)), std::string::npos) << text;
-  EXPECT_NE(text.find("total: 4 captures to make"), std::string::npos) << text;
+  EXPECT_NE(text.find("total: 6 captures to make"), std::string::npos) << text;
   EXPECT_NE(text.find("refused, nothing to make: "), std::string::npos) << text;
 
   RunOptions ro;
@@ -146,7 +150,7 @@ TEST(RunExperiment, PipedRunLogsEveryStageUnderItsStatusLine) {
     });
   };
   EXPECT_TRUE(has("  capturing kv-q8_0 [prefill] -ctk q8_0 -ctv q8_0 (repeat 1 of 1)", ""));
-  EXPECT_TRUE(has("  capturing served [served replay] (same knobs as baseline) (repeat 1 of 1)", ""));
+  EXPECT_TRUE(has("  capturing kv-q8_0@served [served replay] -ctk q8_0 -ctv q8_0 (repeat 1 of 1)", ""));
   EXPECT_TRUE(has("    prefill: started, ", " tok"));
   EXPECT_TRUE(has("    prefill: ", " tok/s)"));
   EXPECT_TRUE(has("    served replay: ", " decode steps in "));
