@@ -150,22 +150,13 @@ bool ReadOnlyCommand(std::string_view cmd) {
     if (std::find(kWriteWords.begin(), kWriteWords.end(), w) != kWriteWords.end()) return false;
   for (const std::string& w : words)
     if (w == "--help" || w == "-h" || w == "--version" || w == "-v") return true;
-  for (const std::string& w : words)  // psql -c "SELECT ...": the statement's verb decides
-    if (w == "-c" || w == "--command") {
-      const std::string low = Lower(cmd);
-      const size_t at = low.find(w == "-c" ? " -c " : " --command ");
-      if (at != std::string::npos) {
-        std::string sql = std::string(cmd.substr(at + w.size() + 2));
-        sql.erase(std::remove(sql.begin(), sql.end(), '"'), sql.end());
-        sql.erase(std::remove(sql.begin(), sql.end(), '\''), sql.end());
-        return ReadOnlySql(sql);
-      }
-      auto it = std::find(words.begin(), words.end(), w) + 1;
-      if (it == words.end()) return false;
-      std::string verb = *it;
-      verb.erase(std::remove(verb.begin(), verb.end(), '"'), verb.end());
-      verb.erase(std::remove(verb.begin(), verb.end(), '\''), verb.end());
-      return std::find(kReadOnlyVerbs.begin(), kReadOnlyVerbs.end(), verb) != kReadOnlyVerbs.end();
+  // psql -c "SELECT ...": the statement decides.
+  const std::string low = Lower(cmd);
+  for (std::string_view flag : {" -c ", " --command "})
+    if (const size_t at = low.find(flag); words[0] == "psql" && at != std::string::npos) {
+      std::string sql(cmd.substr(at + flag.size()));
+      std::erase(sql, '"'), std::erase(sql, '\'');
+      return ReadOnlySql(sql);
     }
   // A program whose subcommand decides (git log, ufw status, docker ps, ip route, kubectl get).
   static constexpr std::string_view kBySubcommand[] = {"git", "ufw", "docker", "kubectl", "ip", "apt", "pip", "npm"};
@@ -269,24 +260,13 @@ struct Names<Grade> {
 
 const char* GradeName(Grade g) { return NameOf(g).data(); }
 
+// Failures and grades are listed in the same order, the grades with equivalent_call before the
+// first failure: a failure's grade is the next one up.
+static_assert(int(Grade::kHarmlessCall) == int(Failure::kHarmlessCall) + 1 &&
+              int(Grade::kRunaway) == int(Failure::kRunaway) + 1);
 Grade GradeOf(const SideJudgement& s) {
-  switch (s.failure) {
-    case Failure::kNone:
-      return s.equivalent_call ? Grade::kEquivalentCall : Grade::kNone;
-    case Failure::kHarmlessCall:
-      return Grade::kHarmlessCall;
-    case Failure::kInventedFact:
-      return Grade::kInventedFact;
-    case Failure::kLiteralMutated:
-      return Grade::kLiteralMutated;
-    case Failure::kWrongCommand:
-      return Grade::kWrongCommand;
-    case Failure::kInvalidToolCall:
-      return Grade::kInvalidToolCall;
-    case Failure::kRunaway:
-      return Grade::kRunaway;
-  }
-  return Grade::kNone;
+  if (s.failure == Failure::kNone) return s.equivalent_call ? Grade::kEquivalentCall : Grade::kNone;
+  return Grade(int(s.failure) + 1);
 }
 
 std::optional<std::string> FindRunaway(std::string_view text, bool ended, std::string_view reference) {

@@ -73,6 +73,7 @@ TEST(ReadOnlyCall, InspectsOrChanges) {
   EXPECT_TRUE(IsReadOnlyCall(Call("psql -p 5432 -c \"SELECT pg_is_in_recovery()\"")));
   EXPECT_TRUE(IsReadOnlyCall(Call("show running-config interface Gi1/0/24")));
   EXPECT_TRUE(IsReadOnlyCall(Call("git log --oneline -n 5")));
+  EXPECT_TRUE(IsReadOnlyCall(Call("grep -c ERROR /var/log/postgresql/postgresql-15-main.log"))) << "-c of grep";
   EXPECT_TRUE(IsReadOnlyCall(Call("sudo ufw status numbered")));
   EXPECT_TRUE(IsReadOnlyCall(Call("python -m pytest -q tests/")));
   EXPECT_FALSE(IsReadOnlyCall(Call("git push origin main")));
