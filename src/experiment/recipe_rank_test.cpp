@@ -10,6 +10,7 @@
 #include "experiment/experiment.h"
 #include "experiment/steps.h"
 #include "results/results.h"
+#include "support/recipe_test_util.h"
 
 using namespace flipscope;
 using nlohmann::json;
@@ -26,15 +27,7 @@ struct Made {
 };
 
 json SummaryOf(const Made& m, bool above) {
-  SummaryRow s;
-  s.config = m.name;
-  s.repeats = 1;
-  s.median_flip_rate = double(m.flips) / double(m.probes);
-  s.flips = m.flips, s.probes = m.probes;
-  auto [lo, hi] = compare::WilsonInterval(m.flips, m.probes);
-  s.flip_rate_ci = Interval{lo, hi};
-  s.above_floor = above;
-  s.forks_known = true;
+  SummaryRow s = fixtures::RecipeSummary(m.name, m.flips, m.probes, above);
   if (m.followed >= 0) {
     ForkCounts f;
     f.followed = m.followed, f.damage = m.damage, f.forkable = m.forkable ? m.forkable : m.flips;
@@ -66,13 +59,7 @@ json ResultsOf(const std::vector<Made>& made, const std::map<std::string, int64_
   return r;
 }
 
-ModelInfo Model() {
-  ModelInfo m;
-  m.n_ctx_train = 1024;
-  m.n_layer = m.n_head_kv = 1;
-  m.head_dim_k = m.head_dim_v = 8;
-  return m;
-}
+ModelInfo Model() { return fixtures::RecipeModel(); }
 
 // name -> {place (0-based), tie group} in the recipe's ranking.
 std::map<std::string, std::pair<size_t, int>> Places(const json& recipe) {

@@ -8,6 +8,7 @@
 #include "compare/compare.h"
 #include "experiment/experiment.h"
 #include "results/results.h"
+#include "support/recipe_test_util.h"
 
 using namespace flipscope;
 using nlohmann::json;
@@ -23,15 +24,7 @@ struct Made {
 };
 
 json SummaryOf(const Made& m) {
-  SummaryRow s;
-  s.config = m.name;
-  s.repeats = 1;
-  s.median_flip_rate = double(m.flips) / double(m.probes);
-  s.flips = m.flips, s.probes = m.probes;
-  auto [lo, hi] = compare::WilsonInterval(m.flips, m.probes);
-  s.flip_rate_ci = Interval{lo, hi};
-  s.above_floor = m.flips > 0;  // against a bit-identical floor
-  s.forks_known = true;
+  SummaryRow s = fixtures::RecipeSummary(m.name, m.flips, m.probes, m.flips > 0);  // against a bit-identical floor
   return s.ToJson();
 }
 
@@ -83,13 +76,7 @@ json BothOf(const std::vector<Made>& prefill, const std::vector<Made>& served,
   return r;
 }
 
-ModelInfo Model() {
-  ModelInfo m;
-  m.n_ctx_train = 1024;
-  m.n_layer = m.n_head_kv = 1;
-  m.head_dim_k = m.head_dim_v = 8;
-  return m;
-}
+ModelInfo Model() { return fixtures::RecipeModel(); }
 
 const json* RowOf(const json& recipe, const std::string& name) {
   for (const json& r : recipe["ranking"])
