@@ -8,6 +8,8 @@ FUZZ_TARGETS ?=
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 CTEST_ARGS ?=
+# llama.cpp's tools (llama-server, llama-perplexity, llama-quantize): the tests use them, the demo not.
+LLAMA_TOOLS ?= ON
 export CCACHE_DIR ?= $(HOME)/.cache/flipscope/ccache
 
 .PHONY: all setup configure build test test-long demo bench clean san-configure fuzz test-sanitize
@@ -18,7 +20,8 @@ setup:
 	scripts/setup.sh
 
 configure: setup
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+	  -DFLIPSCOPE_LLAMA_TOOLS=$(LLAMA_TOOLS) $(CMAKE_FLAGS)
 
 build: configure
 	cmake --build $(BUILD) -j$(JOBS)
@@ -30,7 +33,11 @@ test: build
 test-long: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 3000 -L long $(CTEST_ARGS)
 
-demo: build
+# The demo needs the CLI alone: not the tests, the benchmarks or llama.cpp's tools (a cold build of
+# about half the time; docs/building.md).
+demo: LLAMA_TOOLS = OFF
+demo: configure
+	cmake --build $(BUILD) -j$(JOBS) --target flipscope
 	$(BUILD)/bin/flipscope run examples/demo.toml -o out/demo
 
 # Sanitizer runtime settings: stop at the first error of either sanitizer; leaks inside the

@@ -20,9 +20,20 @@ else()
     message(FATAL_ERROR "fetching llama.cpp failed (scripts/fetch-llama.sh)")
   endif()
 endif()
+# llama.cpp's tools (llama-server, llama-perplexity, llama-quantize) are for the tests and
+# `flipscope run --verify-recipe`; the CLI links only the libraries. `make demo` configures with the
+# tools off: a quarter of llama.cpp's compile time (llama-server brings its multimodal library and
+# HTTP server). A later configure with them on adds them to the same build.
+option(FLIPSCOPE_LLAMA_TOOLS "Build llama.cpp's tools (llama-server, llama-perplexity, llama-quantize) beside its libraries" ON)
+# (Unset, build-llama.sh builds what its caller's environment asks: a history worker's build asks
+# for the libraries alone.)
+set(_llama_targets)
+if(NOT FLIPSCOPE_LLAMA_TOOLS)
+  set(_llama_targets "FLIPSCOPE_LLAMA_TARGETS=libs")
+endif()
 # The CPU code path of the build (docs/building.md): native minus AMX unless asked otherwise.
 execute_process(COMMAND ${CMAKE_COMMAND} -E env "FLIPSCOPE_LLAMA_CPU=${FLIPSCOPE_LLAMA_CPU}"
-    "FLIPSCOPE_LLAMA_AMX=${FLIPSCOPE_LLAMA_AMX}"
+    "FLIPSCOPE_LLAMA_AMX=${FLIPSCOPE_LLAMA_AMX}" ${_llama_targets}
     "${PROJECT_SOURCE_DIR}/scripts/build-llama.sh" "${_llama_src}" ${_variant}
   OUTPUT_VARIABLE LLAMA_BUILD_DIR OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE _rc)
 if(NOT _rc EQUAL 0)
