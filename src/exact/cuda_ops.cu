@@ -226,7 +226,8 @@ __global__ void DeltaScanK(const double* conv, const double* g, const double* be
 Status Open(int index, DeviceInfo* info) {
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess) return Status::Error(std::string("no CUDA device: ") + cudaGetErrorString(e));
+  if (e != cudaSuccess)
+    return Status::Error(std::string("no usable CUDA device on this machine (") + cudaGetErrorString(e) + ")");
   if (index < 0 || index >= count)
     return Status::InvalidArgument("no CUDA device " + std::to_string(index) + " (this machine has " +
                                    std::to_string(count) + ")");

@@ -105,6 +105,9 @@ struct Experiment {
   // workload once, and every configuration (the baseline's repeats too) is also compared with it
   // (docs/exact.md).
   bool reference_exact = false;
+  // reference_device = "CUDA0": the exact reference runs on that CUDA device (docs/exact.md,
+  // "On a GPU"); empty: on the CPU.
+  std::string reference_device;
   // replay = "both": every llama.cpp configuration is also captured under served replay and
   // compared like with like (docs/served.md, "In experiments"); the served twins are ServedTwin's.
   bool replay_both = false;

@@ -104,6 +104,8 @@ Status ReadSetting(const ParseCtx& c, const std::string& key, const toml::node& 
     FS_RETURN_IF_ERROR(Get(c, node, reference, "reference must be \"exact\""));
     if (reference != "exact") return c.At(node, "reference must be \"exact\" (the FP64 exact engine, docs/exact.md)");
     exp.reference_exact = true;
+  } else if (key == "reference_device") {
+    FS_RETURN_IF_ERROR(Get(c, node, exp.reference_device, "reference_device must be a device name such as \"CUDA0\""));
   } else if (key == "replay") {
     std::string r;
     FS_RETURN_IF_ERROR(Get(c, node, r, "replay must be \"both\""));
@@ -133,7 +135,8 @@ Status ReadSetting(const ParseCtx& c, const std::string& key, const toml::node& 
 // and [[variant]] are only checked for their shape: they are read once the model is known.
 Status ReadTopLevel(const ParseCtx& c, const toml::table& root, const std::string& dir, Experiment& exp) {
   const char* keys =
-      "name, model, workload, chat_template, format, window, confident, memory, reference, replay, [probe], "
+      "name, model, workload, chat_template, format, window, confident, memory, reference, reference_device, replay, "
+      "[probe], "
       "[baseline], "
       "[[variant]], [branch], [layers], [history]";
   return ReadKeys(c, root, "", keys, [&](const std::string& key, const toml::node& node, bool* known) {
@@ -175,6 +178,9 @@ Status CheckNames(const Experiment& exp) {
   auto is_variant = [&](const std::string& name) {
     return std::any_of(exp.variants.begin(), exp.variants.end(), [&](const ConfigSpec& v) { return v.name == name; });
   };
+  if (!exp.reference_device.empty() && !exp.reference_exact)
+    return Status::Error(exp.path + ": reference_device = \"" + exp.reference_device +
+                         "\" needs reference = \"exact\" (the device runs the exact reference)");
   if (exp.reference_exact && (exp.baseline.name == "exact" || is_variant("exact")))
     return Status::Error(exp.path + ": a configuration named 'exact' clashes with reference = \"exact\" (rename it)");
   for (const auto& [table, names] : {std::pair{"[branch]", &exp.branch.configs}, {"[layers]", &exp.layers.configs}})
