@@ -14,23 +14,23 @@ Status CudaPass::Project(const Hparams& hp, const DeviceRope& rope, int64_t c0, 
   const int64_t vd = hp.n_head_kv * hp.head_v;
   double* x = b_.x.get();
   cu::Copy(x, b_.h.get() + c0 * E, len * E);
-  cu::NormRows(x, len, E, 1, E, L_.attn_norm.p, hp.rms_eps, true);
+  cu::NormRows(x, len, E, 1, E, L_->attn_norm.p, hp.rms_eps, true);
   double *q = b_.q.get() + c0 * qd, *k = b_.k.get() + c0 * kd, *v = b_.v.get() + c0 * vd;
   if (hp.attn_gate) {
-    MatMulT(x, len, L_.wq, b_.tmp.get());
+    MatMulT(x, len, L_->wq, b_.tmp.get());
     cu::SplitGate(b_.tmp.get(), len, hp.n_head, hp.head_k, q, b_.qgate.get() + c0 * qd);
   } else {
-    MatMulT(x, len, L_.wq, q);
+    MatMulT(x, len, L_->wq, q);
   }
-  MatMulT(x, len, L_.wk, k);
-  MatMulT(x, len, L_.wv, v);
+  MatMulT(x, len, L_->wk, k);
+  MatMulT(x, len, L_->wv, v);
   const bool bias = o_->device_mutation != "drop-bias";
-  if (L_.bq.p && bias) cu::AddBias(q, len, qd, L_.bq.p);
-  if (L_.bk.p && bias) cu::AddBias(k, len, kd, L_.bk.p);
-  if (L_.bv.p && bias) cu::AddBias(v, len, vd, L_.bv.p);
-  if (L_.q_norm.p) {
-    cu::NormRows(q, len * hp.n_head, hp.head_k, 1, hp.head_k, L_.q_norm.p, hp.rms_eps, true);
-    cu::NormRows(k, len * hp.n_head_kv, hp.head_k, 1, hp.head_k, L_.k_norm.p, hp.rms_eps, true);
+  if (L_->bq.p && bias) cu::AddBias(q, len, qd, L_->bq.p);
+  if (L_->bk.p && bias) cu::AddBias(k, len, kd, L_->bk.p);
+  if (L_->bv.p && bias) cu::AddBias(v, len, vd, L_->bv.p);
+  if (L_->q_norm.p) {
+    cu::NormRows(q, len * hp.n_head, hp.head_k, 1, hp.head_k, L_->q_norm.p, hp.rms_eps, true);
+    cu::NormRows(k, len * hp.n_head_kv, hp.head_k, 1, hp.head_k, L_->k_norm.p, hp.rms_eps, true);
   }
   const bool neox = o_->device_mutation == "rope-mode" ? !hp.rope_neox : hp.rope_neox;
   cu::Rope(q, c0, len, qd, hp.n_head, hp.head_k, hp.n_rot, neox, rope.cos.get(), rope.sin.get(), rope.half);
@@ -68,19 +68,19 @@ Status CudaPass::Attend(const Hparams& hp, bool swa, int64_t n) {
 Status CudaPass::ResidualAndMlp(const Hparams& hp, int64_t c0, int64_t c1) {
   const int64_t len = c1 - c0, E = hp.n_embd, F = hp.n_ff;
   double *hr = b_.h.get() + c0 * E, *o = b_.o.get(), *x = b_.x.get();
-  if (L_.post_attn_norm.p) cu::NormRows(o, len, E, 1, E, L_.post_attn_norm.p, hp.rms_eps, true);
+  if (L_->post_attn_norm.p) cu::NormRows(o, len, E, 1, E, L_->post_attn_norm.p, hp.rms_eps, true);
   cu::AddTo(hr, o, len * E);
   cu::Copy(x, hr, len * E);
-  cu::NormRows(x, len, E, 1, E, L_.ffn_norm.p, hp.rms_eps, true);
+  cu::NormRows(x, len, E, 1, E, L_->ffn_norm.p, hp.rms_eps, true);
   if (hp.n_expert > 0) {
     FS_RETURN_IF_ERROR(Moe(hp, x, len, o));
   } else {
-    MatMulT(x, len, L_.gate, b_.gate.get());
-    MatMulT(x, len, L_.up, b_.up.get());
+    MatMulT(x, len, L_->gate, b_.gate.get());
+    MatMulT(x, len, L_->up, b_.up.get());
     cu::GatedActivation(hp.gemma, b_.gate.get(), b_.up.get(), len * F);
-    MatMulT(b_.gate.get(), len, L_.down, o);
+    MatMulT(b_.gate.get(), len, L_->down, o);
   }
-  if (L_.post_ffn_norm.p) cu::NormRows(o, len, E, 1, E, L_.post_ffn_norm.p, hp.rms_eps, true);
+  if (L_->post_ffn_norm.p) cu::NormRows(o, len, E, 1, E, L_->post_ffn_norm.p, hp.rms_eps, true);
   cu::AddTo(hr, o, len * E);
   return Status::Ok();
 }
@@ -90,7 +90,7 @@ Status CudaPass::ResidualAndMlp(const Hparams& hp, int64_t c0, int64_t c1) {
 // weighted output to theirs in the CPU's order (expert after expert).
 Status CudaPass::Moe(const Hparams& hp, const double* x, int64_t len, double* out) {
   const int64_t E = hp.n_embd, F = hp.n_ff_exp, X = hp.n_expert;
-  MatMulT(x, len, L_.router, b_.ed.get());
+  MatMulT(x, len, L_->router, b_.ed.get());
   std::vector<double> logits(size_t(len * X));
   cu::Download(logits.data(), b_.ed.get(), len * X);
   FS_RETURN_IF_ERROR(cu::Sync());
@@ -114,10 +114,10 @@ Status CudaPass::Moe(const Hparams& hp, const double* x, int64_t len, double* ou
     const int64_t n = int64_t(r.tokens[size_t(e)].size());
     if (n == 0) continue;
     cu::GatherRows(x, d_ids + at, n, E, b_.xs.get());
-    cu::Gemm(true, n, F, E, b_.xs.get(), E, L_.gate.b.get() + e * F * E, E, b_.gate.get(), F);
-    cu::Gemm(true, n, F, E, b_.xs.get(), E, L_.up.b.get() + e * F * E, E, b_.up.get(), F);
+    cu::Gemm(true, n, F, E, b_.xs.get(), E, L_->gate.b.get() + e * F * E, E, b_.gate.get(), F);
+    cu::Gemm(true, n, F, E, b_.xs.get(), E, L_->up.b.get() + e * F * E, E, b_.up.get(), F);
     cu::GatedActivation(false, b_.gate.get(), b_.up.get(), n * F);
-    cu::Gemm(true, n, E, F, b_.gate.get(), F, L_.down.b.get() + e * E * F, F, b_.ed.get(), E);
+    cu::Gemm(true, n, E, F, b_.gate.get(), F, L_->down.b.get() + e * E * F, F, b_.ed.get(), E);
     cu::ScatterAddRows(b_.ed.get(), d_ids + at, d_w.get() + at, n, E, out);
     at += n;
   }
@@ -132,19 +132,19 @@ Status CudaPass::DeltaNet(const Hparams& hp, int64_t c0, int64_t c1) {
   const int64_t K = Hk * S, V = Hv * S, C = 2 * K + V;
   double* x = b_.x.get();
   cu::Copy(x, b_.h.get() + c0 * E, len * E);
-  cu::NormRows(x, len, E, 1, E, L_.attn_norm.p, hp.rms_eps, true);
-  MatMulT(x, len, L_.ssm_qkv, b_.mixed.get());
-  MatMulT(x, len, L_.ssm_z, b_.z.get());
-  MatMulT(x, len, L_.ssm_beta, b_.beta.get());
-  MatMulT(x, len, L_.ssm_alpha, b_.g.get());
-  cu::DeltaGates(b_.beta.get(), b_.g.get(), L_.ssm_dt.p, L_.ssm_a.p, len, Hv);
-  cu::Convolve(b_.mixed.get(), len, C, hp.ssm_conv, L_.ssm_conv.p, b_.conv_state.get(), b_.conv_tmp.get(),
+  cu::NormRows(x, len, E, 1, E, L_->attn_norm.p, hp.rms_eps, true);
+  MatMulT(x, len, L_->ssm_qkv, b_.mixed.get());
+  MatMulT(x, len, L_->ssm_z, b_.z.get());
+  MatMulT(x, len, L_->ssm_beta, b_.beta.get());
+  MatMulT(x, len, L_->ssm_alpha, b_.g.get());
+  cu::DeltaGates(b_.beta.get(), b_.g.get(), L_->ssm_dt.p, L_->ssm_a.p, len, Hv);
+  cu::Convolve(b_.mixed.get(), len, C, hp.ssm_conv, L_->ssm_conv.p, b_.conv_state.get(), b_.conv_tmp.get(),
                b_.conv.get());
   cu::NormRows(b_.conv.get(), len * 2 * Hk, S, 2 * Hk, C, nullptr, hp.rms_eps, false);  // q and k heads
   cu::DeltaScan(b_.conv.get(), b_.g.get(), b_.beta.get(), len, C, Hk, Hv, S, b_.state.get(), b_.dn_out.get());
-  cu::NormRows(b_.dn_out.get(), len * Hv, S, 1, S, L_.ssm_norm.p, hp.rms_eps, true);
+  cu::NormRows(b_.dn_out.get(), len * Hv, S, 1, S, L_->ssm_norm.p, hp.rms_eps, true);
   cu::SiluGate(b_.dn_out.get(), b_.z.get(), len * V);
-  MatMulT(b_.dn_out.get(), len, L_.ssm_out, b_.o.get());
+  MatMulT(b_.dn_out.get(), len, L_->ssm_out, b_.o.get());
   return ResidualAndMlp(hp, c0, c1);
 }
 

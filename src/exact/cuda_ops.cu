@@ -12,6 +12,9 @@ namespace flipscope::exact::cuda {
 namespace {
 
 cudaStream_t g_stream = nullptr;
+cudaStream_t g_copies = nullptr;  // uploads beside the kernels
+std::string g_copy_error;         // the first failed upload there since the last SyncCopies
+int g_device = 0;
 std::string g_first_error;  // the first failed operation since the last Sync
 
 void Note(cudaError_t e, const char* what) {
@@ -239,6 +242,7 @@ Status Open(int index, DeviceInfo* info) {
   cudaDriverGetVersion(&driver);
   cudaRuntimeGetVersion(&runtime);
   auto version = [](int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); };
+  g_device = index;
   info->index = index;
   info->name = p.name;
   info->cc_major = p.major;
@@ -246,8 +250,9 @@ Status Open(int index, DeviceInfo* info) {
   info->memory_gib = double(p.totalGlobalMem) / double(1ull << 30);
   info->driver = version(driver);
   info->runtime = version(runtime);
-  if (!g_stream && (e = cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking)) != cudaSuccess)
-    return Status::Error(std::string("cannot create a CUDA stream: ") + cudaGetErrorString(e));
+  for (cudaStream_t* s : {&g_stream, &g_copies})
+    if (!*s && (e = cudaStreamCreateWithFlags(s, cudaStreamNonBlocking)) != cudaSuccess)
+      return Status::Error(std::string("cannot create a CUDA stream: ") + cudaGetErrorString(e));
   FS_ASSIGN_OR_RETURN(info->cublas, blas::Load(g_stream));
   return Status::Ok();
 }
@@ -260,6 +265,8 @@ Status Sync() {
   g_first_error.clear();
   return s;
 }
+
+void BindThread() { cudaSetDevice(g_device); }
 
 double MemoryInUseGiB() {
   size_t free = 0, total = 0;
@@ -311,6 +318,18 @@ void FreeInts(int64_t* p) { cudaFree(p); }
 
 void Upload(double* d, const double* s, int64_t n) {
   Note(cudaMemcpyAsync(d, s, size_t(n) * 8, cudaMemcpyHostToDevice, g_stream), "upload");
+}
+void UploadBeside(double* d, const double* s, int64_t n) {
+  const cudaError_t e = cudaMemcpyAsync(d, s, size_t(n) * 8, cudaMemcpyHostToDevice, g_copies);
+  if (e != cudaSuccess && g_copy_error.empty()) g_copy_error = std::string("upload: ") + cudaGetErrorString(e);
+}
+Status SyncCopies() {
+  const cudaError_t e = cudaStreamSynchronize(g_copies);
+  if (e != cudaSuccess && g_copy_error.empty()) g_copy_error = std::string("upload: ") + cudaGetErrorString(e);
+  if (g_copy_error.empty()) return Status::Ok();
+  Status s = Status::Error("CUDA: " + g_copy_error);
+  g_copy_error.clear();
+  return s;
 }
 void UploadFloats(float* d, const float* s, int64_t n) {
   Note(cudaMemcpyAsync(d, s, size_t(n) * 4, cudaMemcpyHostToDevice, g_stream), "upload");

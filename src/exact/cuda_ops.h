@@ -29,6 +29,8 @@ struct DeviceInfo {
 Status Open(int index, DeviceInfo* info);
 // Waits for every queued operation; the first error, naming the operation, or Ok.
 Status Sync();
+// Makes the opened device the calling thread's (a thread starts on device 0).
+void BindThread();
 // Device memory in use now (all processes), in GiB.
 double MemoryInUseGiB();
 
@@ -65,6 +67,10 @@ class FloatBuffer {
 
 // Host-to-device and device-to-host copies of n elements (queued, in order with the kernels).
 void Upload(double* d_dst, const double* src, int64_t n);
+// The same on the copy stream, which runs beside the kernels (the next layer's weights while the
+// device computes this one); SyncCopies waits for it and reports its first error.
+void UploadBeside(double* d_dst, const double* src, int64_t n);
+Status SyncCopies();
 void UploadFloats(float* d_dst, const float* src, int64_t n);
 void UploadInts(int64_t* d_dst, const int64_t* src, int64_t n);
 void Download(double* dst, const double* d_src, int64_t n);

@@ -112,7 +112,7 @@ Status CudaPass::RunLayer(const Hparams& hp, int64_t n, PassTimes& spent, double
     const int64_t c1 = std::min(n, c0 + chunk_), len = c1 - c0;
     double* attn = b_.attn.get() + c0 * width;
     if (hp.attn_gate) cu::SigmoidGate(attn, b_.qgate.get() + c0 * width, len * width);
-    MatMulT(attn, len, L_.wo, b_.o.get());
+    MatMulT(attn, len, L_->wo, b_.o.get());
     FS_RETURN_IF_ERROR(ResidualAndMlp(hp, c0, c1));
   }
   return lap(spent.mlp);
@@ -134,19 +134,21 @@ Result<std::vector<double>> CudaPass::HiddenAtProbes(const Model& m, const Exact
   FS_RETURN_IF_ERROR(Embed(m, tokens));
   spent.embed += NowSeconds() - t;
   t = NowSeconds();
-  // The host widens layer l + 1 while the device runs layer l.
-  auto widen = [&](int64_t il) {
-    return std::async(std::launch::async, [&m, il, threads] { return exact::Widen(m.layers[size_t(il)], threads); });
+  // The host widens layer l + 1 and uploads it into the other set while the device runs layer l
+  // (that set's last reader, layer l - 1, finished: RunLayer waits for its kernels).
+  auto prepare = [&](int64_t il) {
+    return std::async(std::launch::async, [this, &m, il, threads] {
+      cu::BindThread();
+      const WideLayer W = exact::Widen(m.layers[size_t(il)], threads);
+      return sets_[il % 2].Put(m.layers[size_t(il)], W);
+    });
   };
-  std::future<WideLayer> next = widen(0);
+  std::future<Status> next = prepare(0);
   for (int64_t il = 0; il < hp.n_layer; ++il) {
-    {
-      const WideLayer W = next.get();
-      FS_RETURN_IF_ERROR(L_.Put(m.layers[size_t(il)], W));
-      FS_RETURN_IF_ERROR(cu::Sync());  // the upload read W, which goes now
-    }
+    FS_RETURN_IF_ERROR(next.get());
+    L_ = &sets_[il % 2];
     host_layer_ = &m.layers[size_t(il)];
-    if (il + 1 < hp.n_layer) next = widen(il + 1);
+    if (il + 1 < hp.n_layer) next = prepare(il + 1);
     const double now = NowSeconds();
     spent.widen += now - t;
     t = now;
@@ -173,7 +175,8 @@ Status CudaPass::Logits(const Model& m, const double* h, int64_t n_rows, double*
   if (!output_ready_) {  // kept in float, widened a chunk at a time, as on the CPU
     FS_RETURN_IF_ERROR(output_.Reserve(V * E));
     cu::UploadFloats(output_.get(), m.output.data(), V * E);
-    FS_RETURN_IF_ERROR(output_bias_.Put(m.output_bias));
+    FS_RETURN_IF_ERROR(output_bias_.Put(m.output_bias));  // on the copy stream
+    FS_RETURN_IF_ERROR(cu::SyncCopies());
     FS_RETURN_IF_ERROR(cu::Sync());
     output_ready_ = true;
   }

@@ -20,7 +20,7 @@ struct DeviceMatrix {
     cols = m.cols;
     if (m.w.empty()) return Status::Ok();
     FS_RETURN_IF_ERROR(b.Reserve(int64_t(m.w.size())));
-    cu::Upload(b.get(), m.w.data(), int64_t(m.w.size()));
+    cu::UploadBeside(b.get(), m.w.data(), int64_t(m.w.size()));
     return Status::Ok();
   }
 };
@@ -33,7 +33,7 @@ struct DeviceVector {
     p = nullptr;
     if (v.empty()) return Status::Ok();
     FS_RETURN_IF_ERROR(b.Reserve(int64_t(v.size())));
-    cu::Upload(b.get(), v.data(), int64_t(v.size()));
+    cu::UploadBeside(b.get(), v.data(), int64_t(v.size()));
     p = b.get();
     return Status::Ok();
   }
@@ -49,6 +49,7 @@ struct DeviceLayer {
   DeviceVector attn_norm, ffn_norm, bq, bk, bv, q_norm, k_norm, post_attn_norm, post_ffn_norm;
   DeviceVector ssm_conv, ssm_dt, ssm_a, ssm_norm;
 
+  // Uploads L's vectors and W's matrices on the copy stream and waits for them.
   Status Put(const Layer& L, const WideLayer& W) {
     for (auto [d, h] : {std::pair{&wq, &W.wq}, {&wk, &W.wk}, {&wv, &W.wv}, {&wo, &W.wo}, {&gate, &W.gate},
                         {&up, &W.up}, {&down, &W.down}, {&router, &W.router}, {&ssm_qkv, &W.ssm_qkv},
@@ -60,7 +61,7 @@ struct DeviceLayer {
                         {&post_attn_norm, &L.post_attn_norm}, {&post_ffn_norm, &L.post_ffn_norm},
                         {&ssm_conv, &L.ssm_conv}, {&ssm_dt, &L.ssm_dt}, {&ssm_a, &L.ssm_a}, {&ssm_norm, &L.ssm_norm}})
       FS_RETURN_IF_ERROR(d->Put(*h));
-    return Status::Ok();
+    return cu::SyncCopies();
   }
 };
 
@@ -108,7 +109,10 @@ class CudaPass final : public DevicePass {
   const ExactOptions* o_ = nullptr;
   int64_t chunk_ = 0, n_ = 0;
   PassBuffers b_;
-  DeviceLayer L_;
+  // Two sets of a layer's weights: the device runs layer l from one while the host widens and
+  // uploads layer l + 1 into the other.
+  DeviceLayer sets_[2];
+  const DeviceLayer* L_ = nullptr;
   const Layer* host_layer_ = nullptr;
   std::map<std::pair<double, double>, DeviceRope> ropes_;
   int64_t rope_n_ = 0;
