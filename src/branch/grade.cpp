@@ -6,6 +6,7 @@
 #include <array>
 #include <cctype>
 #include <set>
+#include <span>
 
 #include "branch/verdict.h"
 #include "util/names.h"
@@ -84,31 +85,43 @@ std::vector<std::string> CommandWords(std::string_view cmd) {
   return ShellWords(spaced);
 }
 
-// A command with its whitespace collapsed and what only shows its result dropped from its end: a
-// trailing output filter (`| head -40`), or a trailing command that only inspects after `&&` or
-// `;` (`&& df -h /mnt/x`).
-std::string NormalCommand(std::string_view cmd) {
+// A command with its whitespace collapsed and its trailing output filters (`| head -40`) dropped.
+std::vector<std::string> NormalCommand(std::string_view cmd) {
   std::vector<std::string> words = CommandWords(cmd);
   for (;;) {
-    auto sep = std::find_if(words.rbegin(), words.rend(),
-                            [](const std::string& w) { return w == "|" || w == "&&" || w == ";"; });
-    if (sep == words.rend() || sep == words.rbegin()) break;
-    std::string tail;
-    for (auto it = words.rbegin(); it != sep; ++it) tail = *it + (tail.empty() ? "" : " ") + tail;
-    const bool filter =
-        *sep == "|" && std::find(kOutputFilters.begin(), kOutputFilters.end(), *(sep - 1)) != kOutputFilters.end();
-    const bool display = *sep != "|" && ReadOnlyCommand(tail);
-    if (!filter && !display) break;
+    auto sep = std::find(words.rbegin(), words.rend(), "|");
+    if (sep == words.rend() || sep == words.rbegin() ||
+        std::find(kOutputFilters.begin(), kOutputFilters.end(), *(sep - 1)) == kOutputFilters.end())
+      break;
     words.erase(std::prev(sep.base()), words.end());
   }
+  return words;
+}
+
+std::string Joined(std::span<const std::string> words) {
   std::string out;
   for (const std::string& w : words) out += (out.empty() ? "" : " ") + w;
   return out;
 }
 
+// Whether `longer` is `shorter` and then only commands that inspect, after `&&` or `;`
+// (`sudo mount /mnt/x && df -h /mnt/x` for `sudo mount /mnt/x`): the same action, its result
+// shown. Two commands that go on differently after the same head are not (`git show --stat c &&
+// pytest` for `git show --stat c && git show c -- tax.py`): the part after the head is the action.
+bool ShowsMore(const std::vector<std::string>& longer, const std::vector<std::string>& shorter) {
+  if (longer.size() <= shorter.size() + 1 || !std::equal(shorter.begin(), shorter.end(), longer.begin())) return false;
+  const std::string& sep = longer[shorter.size()];
+  return (sep == "&&" || sep == ";") && ReadOnlyCommand(Joined(std::span(longer).subspan(shorter.size() + 1)));
+}
+
+bool EquivalentCommands(std::string_view a, std::string_view b) {
+  const std::vector<std::string> na = NormalCommand(a), nb = NormalCommand(b);
+  return na == nb || ShowsMore(na, nb) || ShowsMore(nb, na);
+}
+
 // Arguments equal once every string is normalized as a command.
 bool SameAfterNormalising(const nlohmann::json& a, const nlohmann::json& b) {
-  if (a.is_string() && b.is_string()) return NormalCommand(a.get<std::string>()) == NormalCommand(b.get<std::string>());
+  if (a.is_string() && b.is_string()) return EquivalentCommands(a.get<std::string>(), b.get<std::string>());
   if (a.type() != b.type() || a.size() != b.size()) return a == b;
   if (a.is_object()) {
     for (auto& [k, v] : a.items())
@@ -140,12 +153,16 @@ bool ReadOnlySql(std::string_view sql) {
                       [&](std::string_view w) { return low.find(w) != std::string::npos; });
 }
 
-// Whether a command string only inspects: its program (after sudo) or SQL verb reads, or it asks
-// for help or the version, and no word of it changes state.
-bool ReadOnlyCommand(std::string_view cmd) {
+// Whether one command of a pipeline or list only inspects: its program (after sudo) or SQL verb
+// reads, or it asks for help or the version, and no word of it changes state.
+bool ReadOnlySegment(std::string_view cmd) {
   std::vector<std::string> words = ShellWords(Lower(cmd));
   if (!words.empty() && words[0] == "sudo") words.erase(words.begin());
   if (words.empty()) return false;
+  // ip's options come before its object (ip -4 addr, ip -br link).
+  if (words[0] == "ip")
+    words.erase(std::remove_if(words.begin() + 1, words.end(), [](const std::string& w) { return w[0] == '-'; }),
+                words.end());
   for (const std::string& w : words)
     if (std::find(kWriteWords.begin(), kWriteWords.end(), w) != kWriteWords.end()) return false;
   for (const std::string& w : words)
@@ -164,13 +181,56 @@ bool ReadOnlyCommand(std::string_view cmd) {
       "status", "log",  "show",    "diff", "list",  "ls",     "get",  "describe", "ps",    "route",
       "addr",   "link", "inspect", "top",  "blame", "branch", "info", "search",   "freeze"};
   if (words.size() >= 2 &&
-      std::find(std::begin(kBySubcommand), std::end(kBySubcommand), words[0]) != std::end(kBySubcommand))
-    return std::find(std::begin(kReadSubcommands), std::end(kReadSubcommands), words[1]) != std::end(kReadSubcommands);
+      std::find(std::begin(kBySubcommand), std::end(kBySubcommand), words[0]) != std::end(kBySubcommand)) {
+    if (std::find(std::begin(kReadSubcommands), std::end(kReadSubcommands), words[1]) == std::end(kReadSubcommands))
+      return false;
+    // ip names an object, then its verb: `ip route` and `ip route show` read, `ip route 10.0.0.0/8
+    // via ...` (no verb, or another) asks for a change.
+    static constexpr std::string_view kIpReads[] = {"show", "list", "lst", "get"};
+    return words[0] != "ip" || words.size() == 2 || words[2][0] == '-' ||
+           std::find(std::begin(kIpReads), std::end(kIpReads), words[2]) != std::end(kIpReads);
+  }
   // Running a test suite reads the code and writes nothing the session depends on.
   if (words[0] == "pytest" ||
       (words.size() >= 3 && words[0].rfind("python", 0) == 0 && words[1] == "-m" && words[2] == "pytest"))
     return true;
-  return std::find(kReadOnlyVerbs.begin(), kReadOnlyVerbs.end(), words[0]) != kReadOnlyVerbs.end();
+  if (std::find(kReadOnlyVerbs.begin(), kReadOnlyVerbs.end(), words[0]) != kReadOnlyVerbs.end()) return true;
+  // A data file named as the program (a log's path): not executable, it runs nothing and fails.
+  static constexpr std::string_view kDataFiles[] = {".log", ".conf", ".txt", ".json", ".yaml", ".yml", ".csv", ".md"};
+  if (words[0].find('/') != std::string::npos && std::any_of(std::begin(kDataFiles), std::end(kDataFiles),
+                                                             [&](std::string_view e) { return words[0].ends_with(e); }))
+    return true;
+  // mount alone (or -l, -t TYPE) lists what is mounted; with a device, a directory or -a it mounts.
+  if (words[0] == "mount") {
+    if (words.size() == 2) return words[1] == "-l";
+    return words.size() == 1 || (words.size() == 3 && words[1] == "-t");
+  }
+  // A program named like a read-only tool (show_lan_capability, get-status).
+  std::string program = words[0];
+  std::replace(program.begin(), program.end(), '-', '_');
+  return std::any_of(kReadOnlyTools.begin(), kReadOnlyTools.end(),
+                     [&](std::string_view p) { return program.size() > p.size() && program.rfind(p, 0) == 0; });
+}
+
+// Whether a command string only inspects: every command of it, split at `|`, `&&`, `||` and `;`
+// outside quotes, does (`ls /mnt; mount /dev/sdb1 /mnt` mounts).
+bool ReadOnlyCommand(std::string_view cmd) {
+  std::vector<std::string> segments(1);
+  char quote = 0;
+  for (size_t i = 0; i < cmd.size(); ++i) {
+    const char c = cmd[i];
+    if (quote) {
+      quote = c == quote ? 0 : quote;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+    } else if (c == '|' || c == ';' || (c == '&' && i + 1 < cmd.size() && cmd[i + 1] == '&')) {
+      i += (i + 1 < cmd.size() && cmd[i + 1] == c) ? 1 : 0;  // && and ||
+      segments.emplace_back();
+      continue;
+    }
+    segments.back() += c;
+  }
+  return std::all_of(segments.begin(), segments.end(), [](const std::string& seg) { return ReadOnlySegment(seg); });
 }
 
 // A sentence's bounds around byte i: from after the previous '.', '\n' or '!' to the next one.
@@ -182,21 +242,34 @@ std::string_view SentenceAround(std::string_view text, size_t i) {
   return text.substr(a, b - a);
 }
 
-// The ports a text names: the number after "port" or after a ':' that follows an address or
-// name ("127.0.0.1:5432", "port 22"), each with its byte offset.
-std::vector<std::pair<std::string, size_t>> PortsIn(std::string_view text) {
+// Whether the word that ends at byte i is a path (`tests/test_totals.py` of
+// `tests/test_totals.py:48`; not a URL's host): a number after it is a line, not a port.
+bool AfterPath(std::string_view text, size_t i) {
+  size_t a = i;
+  while (a > 0 && !std::isspace(static_cast<unsigned char>(text[a - 1])) && text[a - 1] != '(' && text[a - 1] != '"')
+    --a;
+  const std::string_view word = text.substr(a, i - a);
+  return word.find('/') != std::string_view::npos && word.find("://") == std::string_view::npos;  // a URL's host:port
+}
+
+// The ports a text names: the number after "port" or (`after_colon`) after a ':' that follows an
+// address or name ("127.0.0.1:5432", "port 22"), each with its byte offset.
+std::vector<std::pair<std::string, size_t>> PortsIn(std::string_view text, bool after_colon = true) {
   std::vector<std::pair<std::string, size_t>> out;
   const std::string low = Lower(text);
   for (size_t i = 0; i < low.size(); ++i) {
     size_t start = std::string::npos;
     if (low.compare(i, 5, "port ") == 0 && i + 5 < low.size() && IsDigit(low[i + 5]))
       start = i + 5;
-    else if (low[i] == ':' && i > 0 && IsAlnum(low[i - 1]) && i + 1 < low.size() && IsDigit(low[i + 1]))
+    else if (after_colon && low[i] == ':' && i > 0 && IsAlnum(low[i - 1]) && i + 1 < low.size() &&
+             IsDigit(low[i + 1]) && !AfterPath(low, i))
       start = i + 1;
     if (start == std::string::npos) continue;
     size_t end = start;
     while (end < low.size() && IsDigit(low[end])) ++end;
-    if (end - start <= 5 && (end == low.size() || !IsAlnum(low[end])))
+    // Not the start of an address ("port 172.17.0.1"): a port ends where a word ends.
+    const bool address = end + 1 < low.size() && low[end] == '.' && IsDigit(low[end + 1]);
+    if (end - start <= 5 && (end == low.size() || !IsAlnum(low[end])) && !address)
       out.emplace_back(low.substr(start, end - start), start);
   }
   return out;
@@ -229,19 +302,67 @@ bool SameService(std::string_view a, std::string_view b) {
   return a == b || (n >= 5 && a.compare(0, n, b, 0, n) == 0);
 }
 
+// Whether a word's digits only number it: line numbers or counts of 1-2 digits joined to words by
+// '-' (grep's context lines `20-The`, `20-21-The`, `3-way`), or an ordinal `_1`/`_12` ending a snake_case name
+// of words (test_function_1, the first of several made-up names). Such a word names nothing.
+bool NumberedWording(std::string_view w) {
+  auto letters = [](std::string_view s) {
+    return !s.empty() &&
+           std::all_of(s.begin(), s.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)); });
+  };
+  auto number = [](std::string_view s) {
+    return !s.empty() && s.size() <= 2 && std::all_of(s.begin(), s.end(), IsDigit);
+  };
+  if (w.find('-') != std::string_view::npos) {  // numbers, then words, joined by '-' (not app-west-01)
+    bool numbers = false, words = false;
+    for (size_t a = 0; a <= w.size();) {
+      const size_t b = std::min(w.find('-', a), w.size());
+      const std::string_view part = w.substr(a, b - a);
+      if (number(part) && !words)
+        numbers = true;
+      else if (letters(part))
+        words = true;
+      else
+        return false;
+      a = b + 1;
+    }
+    return numbers && words;
+  }
+  const size_t last = w.rfind('_');
+  if (last == std::string_view::npos || !number(w.substr(last + 1))) return false;
+  // Every part before the ordinal is a word of letters, and there are two or more.
+  size_t parts = 0;
+  for (size_t a = 0; a < last;) {
+    const size_t b = std::min(w.find('_', a), last);
+    if (!letters(w.substr(a, b - a))) return false;
+    ++parts, a = b + 1;
+  }
+  return parts >= 2;
+}
+
 // Whether a word states a fact that must come from somewhere: an address, a path, a host or file
 // name, a version, or a number of 3+ digits (a port, a count, an id).
 bool IsFactWord(std::string_view w) {
   const size_t digits = size_t(std::count_if(w.begin(), w.end(), IsDigit));
+  // One digit over and over (0000000000) is filler, no number anything holds.
+  if (digits == w.size() && w.find_first_not_of(w[0]) == std::string_view::npos) return false;
   if (w.size() >= 2 && (w[0] == '/' || w[0] == '~') && std::any_of(w.begin() + 1, w.end(), IsAlnum)) return true;
+  if (NumberedWording(w)) return false;
   if (digits >= 3) return true;
   if (digits > 0 && w.size() >= 4) return true;  // lab-sw01, eth0, v14
-  // A dotted name with letters on both sides of a dot (db.example.com, postgresql.conf).
+  // A dotted name with letters on both sides of a dot (db.example.com, postgresql.conf); a part of
+  // one letter is code reaching into an object (a.name, f.read), no host or file.
+  bool dotted = false;
   for (size_t i = 1; i + 1 < w.size(); ++i)
-    if (w[i] == '.' && std::isalpha(static_cast<unsigned char>(w[i - 1])) &&
-        std::isalpha(static_cast<unsigned char>(w[i + 1])))
-      return w.size() >= 6;
-  return false;
+    dotted = dotted || (w[i] == '.' && std::isalpha(static_cast<unsigned char>(w[i - 1])) &&
+                        std::isalpha(static_cast<unsigned char>(w[i + 1])));
+  if (!dotted || w.size() < 6) return false;
+  for (size_t a = 0; a <= w.size();) {
+    const size_t b = std::min(w.find('.', a), w.size());
+    if (b - a == 1) return false;
+    a = b + 1;
+  }
+  return true;
 }
 
 }  // namespace
@@ -272,9 +393,18 @@ Grade GradeOf(const SideJudgement& s) {
 std::optional<std::string> FindRunaway(std::string_view text, bool ended, std::string_view reference) {
   if (ended) return std::nullopt;
   const std::string shape = DigitsAsZero(text);
+  // A tail of `run` bytes repeating with period p, `repeats` copies at least, is long enough.
+  auto enough = [&](size_t run, size_t p, size_t repeats) {
+    return run >= repeats * p && run >= kRunawayBytes && 4 * run >= shape.size();
+  };
   for (size_t p = 2; p <= shape.size() / kRunawayRepeats; ++p) {
-    const size_t run = PeriodicTail(shape, p);
-    if (run < kRunawayRepeats * p || run < kRunawayBytes || 4 * run < shape.size()) continue;
+    // Copies alike only in shape (.198, .199, .200) are a list that counts until they run on:
+    // three items of an enumeration are output, not yet a loop. Identical copies loop sooner.
+    size_t run = PeriodicTail(text, p);
+    if (!enough(run, p, kRunawayRepeats)) {
+      run = PeriodicTail(shape, p);
+      if (!enough(run, p, kRunawayCountingRepeats)) continue;
+    }
     const std::string_view unit = text.substr(text.size() - run, p);
     if (std::all_of(unit.begin(), unit.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)); }))
       continue;  // whitespace alone
@@ -328,19 +458,24 @@ FactTable FactTable::FromText(std::string_view transcript) {
 }
 
 std::optional<std::string> FindInventedFact(std::string_view text, size_t from, const FactTable& facts,
-                                            const WordFilter& known) {
+                                            const WordFilter& known, size_t own) {
   for (const Word& w : SplitWords(text)) {
     if (w.offset + w.text.size() <= from || !IsFactWord(w.text)) continue;
     if (w.offset > 0 && text[w.offset - 1] == '<') continue;  // a markup tag (</tool_call>), no path
+    // A word cut by the end of the text is known when it is the start of a known one: `known` says.
     if (known && known(w.text)) continue;
-    // A word cut by the end of the text may still become a known one.
-    if (w.offset + w.text.size() == text.size()) continue;
     return fmt::format("states \"{}\", which the transcript nowhere holds", w.text);
   }
-  // A port the transcript names, given to a service whose lines name only other ports.
+  // A port the transcript names, given to a service whose lines name only other ports. "port N"
+  // belongs to what its sentence names; an address's ":N" to what the future's own words of the
+  // sentence name (a host route written before the point is no service of the port's).
   for (const auto& [port, at] : PortsIn(text)) {
     if (at < from) continue;
-    for (const std::string& name : NamesIn(SentenceAround(text, at))) {
+    const bool colon = at > 0 && text[at - 1] == ':';
+    std::string_view sentence = SentenceAround(text, at);
+    if (colon && sentence.data() < text.data() + own)
+      sentence.remove_prefix(size_t(text.data() + own - sentence.data()));
+    for (const std::string& name : NamesIn(sentence)) {
       std::set<std::string> ports;  // every port the transcript's lines give this service
       for (const auto& [service, given] : facts.ports_of)
         if (SameService(name, service)) ports.insert(given.begin(), given.end());
