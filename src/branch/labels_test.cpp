@@ -137,8 +137,8 @@ const std::set<std::pair<std::string, int>> kCheckSplit = {
 bool InCheckSplit(const std::string& source, int position) { return kCheckSplit.count({source, position}) > 0; }
 
 // The judge's agreement with the reader, in percent of the records not held out, below which the
-// test fails (measured: docs/branch.md, "Graded by hand").
-constexpr double kAgreementFloor = 70.0, kOutcomeAgreementFloor = 70.0;
+// test fails (measured: docs/branch.md, "The judge against the graded labels": 90.4% and 93.0%).
+constexpr double kAgreementFloor = 90.0, kOutcomeAgreementFloor = 92.5;
 
 // Every labelled record judged again: the judge must give the reader's outcome, failure kind and
 // (where the reader graded them) both sides' grades on at least kAgreementFloor percent of the
@@ -231,8 +231,8 @@ TEST(ForkLabels, JudgeAgreesWithTheLabels) {
   if (!held.empty()) std::printf("held out:\n%s", held.c_str());
   if (!disagreements.empty())
     std::printf("disagreements (tuning split; the check split's are not shown):\n%s", disagreements.c_str());
-  // The agreement measured when the scale was introduced (docs/branch.md, "Graded by hand"), as a
-  // floor: a change to the judge that agrees with the reader less fails here. The aim is 95%.
+  // The agreement measured (docs/branch.md, "The judge against the graded labels"), as a floor: a
+  // change to the judge that agrees with the reader less fails here. The aim is 95%.
   EXPECT_GE(100.0 * agreed, kAgreementFloor * judged);
   EXPECT_GE(100.0 * outcome_agreed, kOutcomeAgreementFloor * judged);
   // The set is worth checking only if it holds every outcome the attribution can give, and the
