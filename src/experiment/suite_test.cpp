@@ -65,7 +65,7 @@ TEST(ParseSuite, RefusalsAreOneLineNamingTheFileAndLine) {
   p = SuiteFolder("suite-dup", "workload = [\"sessions/a.txt\", \"sessions/a.txt\"]\n");
   EXPECT_EQ(Error(p), p + ":3: duplicate session name 'a'");
   p = SuiteFolder("suite-both", "workload = \"sessions/a.txt\"\n[[session]]\nworkload = \"sessions/b.txt\"\n");
-  EXPECT_EQ(Error(p), p + ":4: [[session]] and workload both name the workloads: use one");
+  EXPECT_EQ(Error(p), p + ":3: [[session]] and workload both name the workloads: use one");
   p = SuiteFolder("suite-weight", "[[session]]\nworkload = \"sessions/a.txt\"\nweight = 0\n");
   EXPECT_EQ(Error(p), p + ":5: weight must be a number > 0");
   for (const std::string& e : {Error(SuiteFolder("suite-e1", "workload = []\n"))})
