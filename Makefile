@@ -21,7 +21,7 @@ setup:
 
 configure: setup
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
-	  -DFLIPSCOPE_LLAMA_TOOLS=$(LLAMA_TOOLS) $(CMAKE_FLAGS)
+	  -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache -DFLIPSCOPE_LLAMA_TOOLS=$(LLAMA_TOOLS) $(CMAKE_FLAGS)
 
 build: configure
 	cmake --build $(BUILD) -j$(JOBS)

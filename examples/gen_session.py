@@ -92,6 +92,8 @@ class Lab:
 
 
 class Session:
+    tools = TOOLS
+
     def __init__(self, seed, target_chars):
         self.rng = random.Random(seed)
         self.lab = Lab(self.rng)
@@ -124,7 +126,7 @@ class Session:
     def chars(self):
         """Approximate length of the rendered session: contents, call JSON, per-message framing and
         the tool list that templates without tool support put into the system message."""
-        n = len(json.dumps(TOOLS)) + 700
+        n = len(json.dumps(self.tools)) + 700
         for m in self.messages:
             n += len(m.get("content") or "") + 25
             for c in m.get("tool_calls", []):
@@ -351,9 +353,12 @@ class Session:
                           % (h["ip"], lab.gw(h["vlan"]), "!" * ok + "." * (5 - ok), 100 - loss, ok, rng.randrange(1, 4), rng.randrange(4, 9)))])
         self.answer("%s (%s) answers %d of 5 pings from %s sourced from %s." % (h["name"], h["ip"], ok, lab.core, lab.subif(h["vlan"])))
 
+    def episodes(self):
+        return [self.ep_locate, self.ep_port_check, self.ep_move_vlan, self.ep_descriptions, self.ep_uplink, self.ep_ping,
+                self.ep_subinterface]
+
     def build(self):
-        episodes = [self.ep_locate, self.ep_port_check, self.ep_move_vlan, self.ep_descriptions, self.ep_uplink, self.ep_ping,
-                    self.ep_subinterface]
+        episodes = self.episodes()
         # The first episodes cover every kind once (in a seeded order), then kinds are drawn. An
         # episode that would overshoot the target is undone; after 8 in a row the session ends.
         order = episodes[:]
@@ -376,15 +381,24 @@ def main():
     ap.add_argument("--seed", type=int, required=True)
     ap.add_argument("--target-tokens", type=int, required=True)
     ap.add_argument("--chars-per-token", type=float, default=2.5)
+    ap.add_argument("--kind", default="netops", choices=["netops", "dbrecovery", "codeedit", "support"],
+                    help="the task: network operations (default), database recovery, a code-editing agent, a support desk")
     ap.add_argument("-o", "--output", required=True)
     a = ap.parse_args()
     if a.target_tokens <= 0 or a.chars_per_token <= 0:
         sys.exit("gen_session.py: --target-tokens and --chars-per-token must be positive")
-    s = Session(a.seed, int(a.target_tokens * a.chars_per_token))
+    if a.kind == "netops":
+        kind = Session
+    else:
+        import gen_kinds  # beside this file: the other tasks, on the same episode machinery
+        kind = gen_kinds.KINDS[a.kind]
+    s = kind(a.seed, int(a.target_tokens * a.chars_per_token))
     s.build()
-    doc = {"metadata": {"generator": "examples/gen_session.py", "seed": a.seed, "target_tokens": a.target_tokens,
-                        "chars_per_token": a.chars_per_token},
-           "tools": TOOLS, "messages": s.messages}
+    meta = {"generator": "examples/gen_session.py", "seed": a.seed, "target_tokens": a.target_tokens,
+            "chars_per_token": a.chars_per_token}
+    if a.kind != "netops":
+        meta["kind"] = a.kind
+    doc = {"metadata": meta, "tools": s.tools, "messages": s.messages}
     with open(a.output, "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1, ensure_ascii=False)
         f.write("\n")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One idempotent set-up for a fresh Debian 12 machine where only apt and pip reach the network:
-# Debian packages, a Python venv with the test tools, llama.cpp's source, the models.
+# Debian packages, a Python venv with the test tools, llama.cpp's source, the models, the CUDA
+# compiler (PyPI's NVIDIA wheels).
 . "$(dirname "$0")/common.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -31,4 +32,6 @@ fi
 # llama.cpp's source; CMake builds it at configure time with the chosen CPU options (cmake/llama.cmake).
 "$here/fetch-llama.sh" >/dev/null
 "$here/fetch-models.sh" >/dev/null
+# nvcc and the CUDA runtime, so that the exact engine's CUDA pass is compiled on every build.
+"$here/fetch-cuda.sh" >/dev/null
 log "set-up complete"

@@ -169,7 +169,9 @@ Adding the rule.
                        " \"comment\": \"Change record for the audit log\"},",
                        " \"comment\": \"Change record for the audit log\"},", " \"comment\": \"Change record"});
   base.cap_hit = true;
-  FutureText cand = F({" (10.22.214.198)", " (10.22.214.199)", " (10.22.214.198)", " (10.22.214.199)", " ("});
+  // (The real future runs to the cap of 256 tokens; three rounds of its two addresses here.)
+  FutureText cand = F({" (10.22.214.198)", " (10.22.214.199)", " (10.22.214.198)", " (10.22.214.199)",
+                       " (10.22.214.198)", " (10.22.214.199)", " ("});
   cand.cap_hit = true;
   const SideJudgement b = JudgeSide(ctx, base, ref), c = JudgeSide(ctx, cand, ref);
   EXPECT_EQ(b.failure, Failure::kRunaway) << b.reason;

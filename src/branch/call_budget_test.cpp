@@ -75,17 +75,19 @@ TEST(CallBudget, EndedOnlyByAnEndOfGenerationTokenNeverByTheBudget) {
   EXPECT_EQ(f.stop, "budget");
 }
 
-// A call whose JSON is complete and whose close marker has begun ("}}</tool") is closing: judged as
-// the complete call it is, and let decode on; under a grammar a call is let run to the cap.
+// A call whose JSON is complete, its close marker begun ("}}</tool") or not yet, is closing: judged
+// as the complete call it is, and let decode on; under a grammar a call is let run to the cap.
 TEST(CallBudget, ACallClosingOrUnderAGrammarDecodesOn) {
   Transcript t = Session();
-  const int32_t kPartial = int32_t(t.vocab.size()), kLongArgs = kPartial + 1;
+  const int32_t kPartial = int32_t(t.vocab.size()), kLongArgs = kPartial + 1, kLongOpen = kPartial + 2;
   t.vocab.push_back("</tool");
   t.vocab.push_back("\"arguments\": {\"command\": \"a long argument, longer than the transcript's\"}}");
+  t.vocab.push_back("\"arguments\": {\"command\": \"a long argument, longer than the transcript's");
   t.Index();
   const CallBudget budget(t, 2, 12);
   EXPECT_TRUE(budget.Extend(0, std::vector<int32_t>{kOpen, kName, kLongArgs, kPartial})) << "closing";
-  EXPECT_FALSE(budget.Extend(0, std::vector<int32_t>{kOpen, kName, kLongArgs})) << "ran past the transcript's call";
+  EXPECT_TRUE(budget.Extend(0, std::vector<int32_t>{kOpen, kName, kLongArgs})) << "complete JSON: the marker is next";
+  EXPECT_FALSE(budget.Extend(0, std::vector<int32_t>{kOpen, kName, kLongOpen})) << "ran past the transcript's call";
   const CallBudget constrained(t, 2, 12, true);
   EXPECT_TRUE(constrained.Extend(0, std::vector<int32_t>{kOpen, kName, kLongArgs}));
   EXPECT_FALSE(constrained.Extend(0, std::vector<int32_t>{kOpen, kName, kArgs, kClose})) << "closed";

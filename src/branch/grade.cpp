@@ -1,11 +1,12 @@
-// Graded failures: what makes one failing future worse than another. A runaway loop, calls that
-// a reviewer accepts as the transcript's or that only inspect, and facts prose invents.
+// Graded failures: what makes one failing future worse than another. A runaway loop, and calls
+// that a reviewer accepts as the transcript's or that only inspect (facts prose invents: facts.cpp).
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
 #include <cctype>
 #include <set>
+#include <span>
 
 #include "branch/verdict.h"
 #include "util/names.h"
@@ -14,7 +15,6 @@ namespace flipscope {
 namespace {
 
 bool IsDigit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
-bool IsAlnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
 std::string Lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = char(std::tolower(static_cast<unsigned char>(c)));
@@ -84,31 +84,43 @@ std::vector<std::string> CommandWords(std::string_view cmd) {
   return ShellWords(spaced);
 }
 
-// A command with its whitespace collapsed and what only shows its result dropped from its end: a
-// trailing output filter (`| head -40`), or a trailing command that only inspects after `&&` or
-// `;` (`&& df -h /mnt/x`).
-std::string NormalCommand(std::string_view cmd) {
+// A command with its whitespace collapsed and its trailing output filters (`| head -40`) dropped.
+std::vector<std::string> NormalCommand(std::string_view cmd) {
   std::vector<std::string> words = CommandWords(cmd);
   for (;;) {
-    auto sep = std::find_if(words.rbegin(), words.rend(),
-                            [](const std::string& w) { return w == "|" || w == "&&" || w == ";"; });
-    if (sep == words.rend() || sep == words.rbegin()) break;
-    std::string tail;
-    for (auto it = words.rbegin(); it != sep; ++it) tail = *it + (tail.empty() ? "" : " ") + tail;
-    const bool filter =
-        *sep == "|" && std::find(kOutputFilters.begin(), kOutputFilters.end(), *(sep - 1)) != kOutputFilters.end();
-    const bool display = *sep != "|" && ReadOnlyCommand(tail);
-    if (!filter && !display) break;
+    auto sep = std::find(words.rbegin(), words.rend(), "|");
+    if (sep == words.rend() || sep == words.rbegin() ||
+        std::find(kOutputFilters.begin(), kOutputFilters.end(), *(sep - 1)) == kOutputFilters.end())
+      break;
     words.erase(std::prev(sep.base()), words.end());
   }
+  return words;
+}
+
+std::string Joined(std::span<const std::string> words) {
   std::string out;
   for (const std::string& w : words) out += (out.empty() ? "" : " ") + w;
   return out;
 }
 
+// Whether `longer` is `shorter` and then only commands that inspect, after `&&` or `;`
+// (`sudo mount /mnt/x && df -h /mnt/x` for `sudo mount /mnt/x`): the same action, its result
+// shown. Two commands that go on differently after the same head are not (`git show --stat c &&
+// pytest` for `git show --stat c && git show c -- tax.py`): the part after the head is the action.
+bool ShowsMore(const std::vector<std::string>& longer, const std::vector<std::string>& shorter) {
+  if (longer.size() <= shorter.size() + 1 || !std::equal(shorter.begin(), shorter.end(), longer.begin())) return false;
+  const std::string& sep = longer[shorter.size()];
+  return (sep == "&&" || sep == ";") && ReadOnlyCommand(Joined(std::span(longer).subspan(shorter.size() + 1)));
+}
+
+bool EquivalentCommands(std::string_view a, std::string_view b) {
+  const std::vector<std::string> na = NormalCommand(a), nb = NormalCommand(b);
+  return na == nb || ShowsMore(na, nb) || ShowsMore(nb, na);
+}
+
 // Arguments equal once every string is normalized as a command.
 bool SameAfterNormalising(const nlohmann::json& a, const nlohmann::json& b) {
-  if (a.is_string() && b.is_string()) return NormalCommand(a.get<std::string>()) == NormalCommand(b.get<std::string>());
+  if (a.is_string() && b.is_string()) return EquivalentCommands(a.get<std::string>(), b.get<std::string>());
   if (a.type() != b.type() || a.size() != b.size()) return a == b;
   if (a.is_object()) {
     for (auto& [k, v] : a.items())
@@ -140,12 +152,16 @@ bool ReadOnlySql(std::string_view sql) {
                       [&](std::string_view w) { return low.find(w) != std::string::npos; });
 }
 
-// Whether a command string only inspects: its program (after sudo) or SQL verb reads, or it asks
-// for help or the version, and no word of it changes state.
-bool ReadOnlyCommand(std::string_view cmd) {
+// Whether one command of a pipeline or list only inspects: its program (after sudo) or SQL verb
+// reads, or it asks for help or the version, and no word of it changes state.
+bool ReadOnlySegment(std::string_view cmd) {
   std::vector<std::string> words = ShellWords(Lower(cmd));
   if (!words.empty() && words[0] == "sudo") words.erase(words.begin());
   if (words.empty()) return false;
+  // ip's options come before its object (ip -4 addr, ip -br link).
+  if (words[0] == "ip")
+    words.erase(std::remove_if(words.begin() + 1, words.end(), [](const std::string& w) { return w[0] == '-'; }),
+                words.end());
   for (const std::string& w : words)
     if (std::find(kWriteWords.begin(), kWriteWords.end(), w) != kWriteWords.end()) return false;
   for (const std::string& w : words)
@@ -164,84 +180,56 @@ bool ReadOnlyCommand(std::string_view cmd) {
       "status", "log",  "show",    "diff", "list",  "ls",     "get",  "describe", "ps",    "route",
       "addr",   "link", "inspect", "top",  "blame", "branch", "info", "search",   "freeze"};
   if (words.size() >= 2 &&
-      std::find(std::begin(kBySubcommand), std::end(kBySubcommand), words[0]) != std::end(kBySubcommand))
-    return std::find(std::begin(kReadSubcommands), std::end(kReadSubcommands), words[1]) != std::end(kReadSubcommands);
+      std::find(std::begin(kBySubcommand), std::end(kBySubcommand), words[0]) != std::end(kBySubcommand)) {
+    if (std::find(std::begin(kReadSubcommands), std::end(kReadSubcommands), words[1]) == std::end(kReadSubcommands))
+      return false;
+    // ip names an object, then its verb: `ip route` and `ip route show` read, `ip route 10.0.0.0/8
+    // via ...` (no verb, or another) asks for a change.
+    static constexpr std::string_view kIpReads[] = {"show", "list", "lst", "get"};
+    return words[0] != "ip" || words.size() == 2 || words[2][0] == '-' ||
+           std::find(std::begin(kIpReads), std::end(kIpReads), words[2]) != std::end(kIpReads);
+  }
   // Running a test suite reads the code and writes nothing the session depends on.
   if (words[0] == "pytest" ||
       (words.size() >= 3 && words[0].rfind("python", 0) == 0 && words[1] == "-m" && words[2] == "pytest"))
     return true;
-  return std::find(kReadOnlyVerbs.begin(), kReadOnlyVerbs.end(), words[0]) != kReadOnlyVerbs.end();
-}
-
-// A sentence's bounds around byte i: from after the previous '.', '\n' or '!' to the next one.
-std::string_view SentenceAround(std::string_view text, size_t i) {
-  auto stop = [](char c) { return c == '\n' || c == '!' || c == '?'; };
-  size_t a = i, b = i;
-  while (a > 0 && !stop(text[a - 1]) && !(text[a - 1] == '.' && (a >= text.size() || text[a] == ' '))) --a;
-  while (b < text.size() && !stop(text[b]) && !(text[b] == '.' && (b + 1 >= text.size() || text[b + 1] == ' '))) ++b;
-  return text.substr(a, b - a);
-}
-
-// The ports a text names: the number after "port" or after a ':' that follows an address or
-// name ("127.0.0.1:5432", "port 22"), each with its byte offset.
-std::vector<std::pair<std::string, size_t>> PortsIn(std::string_view text) {
-  std::vector<std::pair<std::string, size_t>> out;
-  const std::string low = Lower(text);
-  for (size_t i = 0; i < low.size(); ++i) {
-    size_t start = std::string::npos;
-    if (low.compare(i, 5, "port ") == 0 && i + 5 < low.size() && IsDigit(low[i + 5]))
-      start = i + 5;
-    else if (low[i] == ':' && i > 0 && IsAlnum(low[i - 1]) && i + 1 < low.size() && IsDigit(low[i + 1]))
-      start = i + 1;
-    if (start == std::string::npos) continue;
-    size_t end = start;
-    while (end < low.size() && IsDigit(low[end])) ++end;
-    if (end - start <= 5 && (end == low.size() || !IsAlnum(low[end])))
-      out.emplace_back(low.substr(start, end - start), start);
+  if (std::find(kReadOnlyVerbs.begin(), kReadOnlyVerbs.end(), words[0]) != kReadOnlyVerbs.end()) return true;
+  // A data file named as the program (a log's path): not executable, it runs nothing and fails.
+  static constexpr std::string_view kDataFiles[] = {".log", ".conf", ".txt", ".json", ".yaml", ".yml", ".csv", ".md"};
+  if (words[0].find('/') != std::string::npos && std::any_of(std::begin(kDataFiles), std::end(kDataFiles),
+                                                             [&](std::string_view e) { return words[0].ends_with(e); }))
+    return true;
+  // mount alone (or -l, -t TYPE) lists what is mounted; with a device, a directory or -a it mounts.
+  if (words[0] == "mount") {
+    if (words.size() == 2) return words[1] == "-l";
+    return words.size() == 1 || (words.size() == 3 && words[1] == "-t");
   }
-  return out;
+  // A program named like a read-only tool (show_lan_capability, get-status).
+  std::string program = words[0];
+  std::replace(program.begin(), program.end(), '-', '_');
+  return std::any_of(kReadOnlyTools.begin(), kReadOnlyTools.end(),
+                     [&](std::string_view p) { return program.size() > p.size() && program.rfind(p, 0) == 0; });
 }
 
-// Words around a port that name no service.
-constexpr std::array<std::string_view, 16> kPortWords = {"port",    "ports",  "listen", "listens", "listening", "local",
-                                                         "address", "peer",   "users",  "state",   "recv",      "send",
-                                                         "open",    "closed", "from",   "with"};
-
-// The names on a line or in a sentence that a port can belong to: lower-case words of 4+ letters
-// that are not the words of a socket listing.
-std::vector<std::string> NamesIn(std::string_view text) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i < text.size()) {
-    size_t j = i;
-    while (j < text.size() && std::isalpha(static_cast<unsigned char>(text[j]))) ++j;
-    std::string w = Lower(text.substr(i, j - i));
-    if (w.size() >= 4 && std::find(kPortWords.begin(), kPortWords.end(), w) == kPortWords.end()) out.push_back(w);
-    i = j + 1;
+// Whether a command string only inspects: every command of it, split at `|`, `&&`, `||` and `;`
+// outside quotes, does (`ls /mnt; mount /dev/sdb1 /mnt` mounts).
+bool ReadOnlyCommand(std::string_view cmd) {
+  std::vector<std::string> segments(1);
+  char quote = 0;
+  for (size_t i = 0; i < cmd.size(); ++i) {
+    const char c = cmd[i];
+    if (quote) {
+      quote = c == quote ? 0 : quote;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+    } else if (c == '|' || c == ';' || (c == '&' && i + 1 < cmd.size() && cmd[i + 1] == '&')) {
+      i += (i + 1 < cmd.size() && cmd[i + 1] == c) ? 1 : 0;  // && and ||
+      segments.emplace_back();
+      continue;
+    }
+    segments.back() += c;
   }
-  return out;
-}
-
-// Whether two service names are the same: equal, or one the other's start of 5+ letters
-// (postgres, postgresql).
-bool SameService(std::string_view a, std::string_view b) {
-  const size_t n = std::min(a.size(), b.size());
-  return a == b || (n >= 5 && a.compare(0, n, b, 0, n) == 0);
-}
-
-// Whether a word states a fact that must come from somewhere: an address, a path, a host or file
-// name, a version, or a number of 3+ digits (a port, a count, an id).
-bool IsFactWord(std::string_view w) {
-  const size_t digits = size_t(std::count_if(w.begin(), w.end(), IsDigit));
-  if (w.size() >= 2 && (w[0] == '/' || w[0] == '~') && std::any_of(w.begin() + 1, w.end(), IsAlnum)) return true;
-  if (digits >= 3) return true;
-  if (digits > 0 && w.size() >= 4) return true;  // lab-sw01, eth0, v14
-  // A dotted name with letters on both sides of a dot (db.example.com, postgresql.conf).
-  for (size_t i = 1; i + 1 < w.size(); ++i)
-    if (w[i] == '.' && std::isalpha(static_cast<unsigned char>(w[i - 1])) &&
-        std::isalpha(static_cast<unsigned char>(w[i + 1])))
-      return w.size() >= 6;
-  return false;
+  return std::all_of(segments.begin(), segments.end(), [](const std::string& seg) { return ReadOnlySegment(seg); });
 }
 
 }  // namespace
@@ -272,9 +260,18 @@ Grade GradeOf(const SideJudgement& s) {
 std::optional<std::string> FindRunaway(std::string_view text, bool ended, std::string_view reference) {
   if (ended) return std::nullopt;
   const std::string shape = DigitsAsZero(text);
+  // A tail of `run` bytes repeating with period p, `repeats` copies at least, is long enough.
+  auto enough = [&](size_t run, size_t p, size_t repeats) {
+    return run >= repeats * p && run >= kRunawayBytes && 4 * run >= shape.size();
+  };
   for (size_t p = 2; p <= shape.size() / kRunawayRepeats; ++p) {
-    const size_t run = PeriodicTail(shape, p);
-    if (run < kRunawayRepeats * p || run < kRunawayBytes || 4 * run < shape.size()) continue;
+    // Copies alike only in shape (.198, .199, .200) are a list that counts until they run on:
+    // three items of an enumeration are output, not yet a loop. Identical copies loop sooner.
+    size_t run = PeriodicTail(text, p);
+    if (!enough(run, p, kRunawayRepeats)) {
+      run = PeriodicTail(shape, p);
+      if (!enough(run, p, kRunawayCountingRepeats)) continue;
+    }
     const std::string_view unit = text.substr(text.size() - run, p);
     if (std::all_of(unit.begin(), unit.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)); }))
       continue;  // whitespace alone
@@ -311,45 +308,6 @@ bool IsReadOnlyCall(const nlohmann::json& call) {
     if (!(sql ? ReadOnlySql(v.get<std::string>()) : ReadOnlyCommand(v.get<std::string>()))) return false;
   }
   return any_command;
-}
-
-FactTable FactTable::FromText(std::string_view transcript) {
-  FactTable t;
-  size_t line_start = 0;
-  while (line_start <= transcript.size()) {
-    size_t end = transcript.find('\n', line_start);
-    if (end == std::string_view::npos) end = transcript.size();
-    const std::string_view line = transcript.substr(line_start, end - line_start);
-    for (const auto& [port, at] : PortsIn(line))
-      for (const std::string& name : NamesIn(line)) t.ports_of[name].insert(port);
-    line_start = end + 1;
-  }
-  return t;
-}
-
-std::optional<std::string> FindInventedFact(std::string_view text, size_t from, const FactTable& facts,
-                                            const WordFilter& known) {
-  for (const Word& w : SplitWords(text)) {
-    if (w.offset + w.text.size() <= from || !IsFactWord(w.text)) continue;
-    if (w.offset > 0 && text[w.offset - 1] == '<') continue;  // a markup tag (</tool_call>), no path
-    if (known && known(w.text)) continue;
-    // A word cut by the end of the text may still become a known one.
-    if (w.offset + w.text.size() == text.size()) continue;
-    return fmt::format("states \"{}\", which the transcript nowhere holds", w.text);
-  }
-  // A port the transcript names, given to a service whose lines name only other ports.
-  for (const auto& [port, at] : PortsIn(text)) {
-    if (at < from) continue;
-    for (const std::string& name : NamesIn(SentenceAround(text, at))) {
-      std::set<std::string> ports;  // every port the transcript's lines give this service
-      for (const auto& [service, given] : facts.ports_of)
-        if (SameService(name, service)) ports.insert(given.begin(), given.end());
-      if (ports.empty() || ports.count(port) || ports.size() > 2) continue;
-      return fmt::format("gives {} port {}, where the transcript's lines give it {}", name, port,
-                         fmt::join(ports, ", "));
-    }
-  }
-  return std::nullopt;
 }
 
 }  // namespace flipscope

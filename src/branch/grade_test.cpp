@@ -114,6 +114,69 @@ TEST(InventedFact, FactsTheTranscriptDoesNotHold) {
   EXPECT_FALSE(FindInventedFact("db-west-07 was named. Done.", 12, facts, known));
 }
 
+// A list that counts (three VLAN gateways in a row) is output, not yet a loop; identical copies
+// are one at three.
+TEST(Runaway, ACountingListIsNoLoopUntilItRunsOn) {
+  std::string list = "the gateways are";
+  for (int i = 1; i <= 3; ++i) list += " 10.30." + std::to_string(i) + ".1 on Vlan" + std::to_string(i) + ",";
+  EXPECT_FALSE(FindRunaway(list, false, "").has_value()) << list;
+  EXPECT_TRUE(FindRunaway("the gateways are" + Repeat(" 10.30.1.1 on Vlan1,", 3), false, "").has_value());
+}
+
+// Two commands with the same head that go on differently after && are two actions; only a
+// trailing command that shows the result of the same action is accepted.
+TEST(EquivalentCalls, TheSameHeadThenAnotherCommand) {
+  EXPECT_FALSE(EquivalentCalls(Call("make -C src && ls build"), Call("make -C src && cat build/log.txt")));
+  EXPECT_FALSE(EquivalentCalls(Call("make -C src; ls build"), Call("make -C src; du -sh build")));
+  EXPECT_TRUE(EquivalentCalls(Call("make -C src && ls build | head -3"), Call("make -C src")));
+}
+
+// Each command of a list or pipeline must only inspect; ip's object needs a reading verb; mount
+// with no operand lists; a program named like a read-only tool reads; a data file run as a
+// program runs nothing.
+TEST(ReadOnlyCall, EveryCommandOfTheLine) {
+  EXPECT_FALSE(IsReadOnlyCall(Call("ls /srv; mount /dev/vdb1 /srv")));
+  EXPECT_FALSE(IsReadOnlyCall(Call("df -h | sh")));
+  EXPECT_TRUE(IsReadOnlyCall(Call("psql -c \"SELECT 1; SELECT 2\""))) << "a ';' inside quotes";
+  EXPECT_TRUE(IsReadOnlyCall(Call("mount | grep srv; ls /srv | tail -n 2")));
+  EXPECT_TRUE(IsReadOnlyCall(Call("mount -l")));
+  EXPECT_FALSE(IsReadOnlyCall(Call("sudo mount -a"))) << "mounts everything fstab lists";
+  EXPECT_TRUE(IsReadOnlyCall(Call("mount -t nfs4")));
+  EXPECT_TRUE(IsReadOnlyCall(Call("ip route show table main")));
+  EXPECT_TRUE(IsReadOnlyCall(Call("ip -4 addr")));
+  EXPECT_FALSE(IsReadOnlyCall(Call("sudo ip route 10.9.0.0/16 via 10.1.0.1")));
+  EXPECT_TRUE(IsReadOnlyCall(Call("show_vlan_brief")));
+  EXPECT_TRUE(IsReadOnlyCall(Call("get-interfaces --all")));
+  EXPECT_FALSE(IsReadOnlyCall(Call("showcase --install")));
+  EXPECT_TRUE(IsReadOnlyCall(Call("tail -n 5 /srv/app.log; /srv/app.log")));
+  EXPECT_FALSE(IsReadOnlyCall(Call("/srv/deploy.sh")));
+}
+
+// Words whose digits only number or order (grep's context lines, a made-up name's ordinal, code's
+// one-letter objects) and filler zeros state no fact; hosts ending in a number still do; a word
+// the text's end cuts is invented unless a known word starts with it; "port" before an address
+// and a file's line number are no ports.
+TEST(InventedFact, NumbersThatStateNothing) {
+  const std::string transcript = "web-01 serves 10.9.8.7:8080 (nginx)\nsee app/main.py:12 and /srv/www\n";
+  const FactTable facts = FactTable::FromText(transcript);
+  std::set<std::string, std::less<>> words;
+  for (Word& w : SplitWords(transcript)) words.insert(std::move(w.text));
+  WordFilter known = [&](std::string_view w) {
+    auto it = words.lower_bound(w);
+    return it != words.end() && it->compare(0, w.size(), w) == 0;
+  };
+  EXPECT_FALSE(FindInventedFact("Lines:\n20-The limit\n21-22-Each user", 0, facts, known));
+  EXPECT_FALSE(FindInventedFact("{\"name\": \"fetch_page_2\"}", 0, facts, known));
+  EXPECT_FALSE(FindInventedFact("print(f\"{u.name} at {u.email}\")", 0, facts, known));
+  EXPECT_FALSE(FindInventedFact("the counter reads 0000000000 now", 0, facts, known));
+  EXPECT_FALSE(FindInventedFact("nginx uses port 10.9.8.7 here", 0, facts, known)) << "an address, no port";
+  EXPECT_FALSE(FindInventedFact("nginx fails in app/main.py:12 today", 0, facts, known)) << "a line, no port";
+  EXPECT_TRUE(FindInventedFact("nginx runs on web-07 too", 0, facts, known)) << "a host, numbered";
+  EXPECT_TRUE(FindInventedFact("it broke on 2023-04-1", 0, facts, known)) << "cut, and no known word starts so";
+  EXPECT_FALSE(FindInventedFact("it runs on web-0", 0, facts, known)) << "cut, the start of web-01";
+  EXPECT_TRUE(FindInventedFact("nginx listens on port 9090", 0, facts, known));
+}
+
 namespace {
 
 const char* kTools = R"([{"type": "function", "function": {"name": "run_command", "parameters": {"type": "object",
@@ -128,8 +191,9 @@ struct Fork {
   JudgeContext ctx;
   FactTable facts;
   std::set<std::string, std::less<>> words;
-  explicit Fork(const FutureText& ref) {
-    ctx.prefix = kPrefix;
+  // `turn`: the assistant's text before the branch point.
+  explicit Fork(const FutureText& ref, const std::string& turn = "") {
+    ctx.prefix = kPrefix + turn;
     ctx.literals.AddText(ctx.prefix);
     ctx.tools = *ParseToolSpecs(json::parse(kTools));
     facts = FactTable::FromText(ctx.prefix + ref.Text());
@@ -245,6 +309,86 @@ TEST(GradedOutcome, UnaskedAndOverlongCalls) {
   const SideJudgement s = JudgeSide(fork2.ctx, overlong, ref);
   EXPECT_EQ(s.failure, Failure::kWrongCommand) << s.reason;
   EXPECT_TRUE(s.call_problem.empty()) << s.call_problem;
+}
+
+namespace {
+
+FutureText Envelope(const std::string& body, bool closed = true) {
+  return closed ? F({"<tool_call>", body, "</tool_call>", "<|im_end|>"}, true) : F({"<tool_call>", body});
+}
+std::string Body(const std::string& command) {
+  return "{\"name\": \"run_command\", \"arguments\": {\"command\": \"" + command + "\"}}";
+}
+
+}  // namespace
+
+// Prose around a call is read for facts like prose alone, with the sentence the point is in: the
+// port that follows "PostgreSQL listens on" belongs to PostgreSQL.
+TEST(GradedSide, AFactStatedBeforeACall) {
+  const std::string call = "\n<tool_call>" + Body("ss -tlnp") + "</tool_call>";
+  const FutureText ref = F({" 127.0.0.1:5432.", call, "<|im_end|>"}, true);
+  Fork fork(ref, "PostgreSQL listens on");
+  const SideJudgement s = JudgeSide(fork.ctx, F({" port 22.", call, "<|im_end|>"}, true), ref);
+  EXPECT_EQ(s.failure, Failure::kInventedFact) << s.reason;
+  EXPECT_EQ(s.call_matches, true);
+  // Capitalized at a sentence's start, a host the transcript names is the same host.
+  const FutureText prose = F({"The", " replica", " is", " db-east-02."}, false);
+  Fork named(prose, "db-east-02 is the replica. ");
+  EXPECT_EQ(JudgeSide(named.ctx, F({"Db-east-02", " answers."}), prose).failure, Failure::kNone);
+}
+
+// The transcript asks first and calls only after the user's answer: the reference, cut, ends
+// inside that later call, which is no call of the fork's turn. A future's complete call there is
+// one nobody asked for.
+TEST(GradedSide, ACallOfALaterTurnIsNotTheFuturesToMake) {
+  const FutureText ref = F({"Shall I restart it?", "<|im_end|>", "\n<|im_start|>user\nYes.<|im_end|>\n",
+                            "<|im_start|>assistant\n", "<tool_call>", "{\"name\": \"run_command\", \"argu"});
+  Fork fork(ref);
+  EXPECT_EQ(GradeOf(JudgeSide(fork.ctx, Envelope(Body("systemctl restart postgresql")), ref)), Grade::kWrongCommand);
+  EXPECT_EQ(GradeOf(JudgeSide(fork.ctx, Envelope(Body("ss -tlnp")), ref)), Grade::kHarmlessCall);
+}
+
+// A call the budget cut right after its complete JSON, before its close marker, is the complete
+// call it is; the markers named with nothing between them are words about calls, no call.
+TEST(GradedSide, ACompleteBodyAndNamedMarkers) {
+  const FutureText prose = F({"The", " server", " runs.", "<|im_end|>"}, true);
+  Fork fork(prose);
+  const SideJudgement cut = JudgeSide(fork.ctx, Envelope(Body("systemctl stop postgresql"), false), prose);
+  EXPECT_EQ(cut.failure, Failure::kWrongCommand) << cut.reason;
+  EXPECT_TRUE(ExtractCall("", "<tool_call>" + Body("x"), ToolEnvelope{}).closing);
+  const SideJudgement named =
+      JudgeSide(fork.ctx, F({"Calls", " go", " in", " <tool_call></tool_call>", " tags."}), prose);
+  EXPECT_FALSE(named.call_present);
+  EXPECT_EQ(named.failure, Failure::kNone) << named.reason;
+}
+
+// An unfinished call that goes on into a tool definition (`"type": "function"` in its arguments,
+// a key beside its name and arguments) is no call any more, however short; one that is only a
+// different value, or another function past the transcript's length, is a wrong command.
+TEST(GradedSide, AnUnfinishedCallRunningIntoADefinition) {
+  const FutureText ref = Envelope(Body("show running-config interface GigabitEthernet1/0/24"));
+  Fork fork(ref);
+  const std::string head = "{\"name\": \"run_command\", \"arguments\": {\"command\": \"show arp\"";
+  for (const std::string& stray : {head + ", \"type\": \"function\", \"parameters\": {", head + "}, \"timeout\": {"}) {
+    const SideJudgement s = JudgeSide(fork.ctx, Envelope(stray, false), ref);
+    EXPECT_EQ(s.failure, Failure::kInvalidToolCall) << stray;
+  }
+  EXPECT_EQ(JudgeSide(fork.ctx, Envelope(head + ", \"dev", false), ref).failure, Failure::kWrongCommand);
+  // A tool that takes "description" as an argument may be given one.
+  fork.ctx.tools = *ParseToolSpecs(json::parse(R"([{"name": "run_command", "parameters": {"properties":
+      {"command": {"type": "string"}, "description": {"type": "string"}}, "required": ["command"]}}])"));
+  EXPECT_EQ(JudgeSide(fork.ctx, Envelope(head + ", \"description\": \"arp", false), ref).failure,
+            Failure::kWrongCommand);
+  // Another function, running past the transcript's whole call unclosed: what it wrote is wrong.
+  fork.ctx.tools.push_back(ToolSpec{"run_sql", {"sql"}, {"sql", "host"}});
+  const SideJudgement other = JudgeSide(fork.ctx,
+                                        Envelope("{\"name\": \"run_sql\", \"arguments\": {\"host\": \"db01\", \"sql\": "
+                                                 "\"SELECT name, setting, unit, context, vartype, source, "
+                                                 "min_val, max_val FROM pg_settings WHERE name LIKE 'wal%'",
+                                                 false),
+                                        ref);
+  EXPECT_EQ(other.failure, Failure::kWrongCommand) << other.reason;
+  EXPECT_TRUE(other.call_problem.empty()) << other.call_problem;
 }
 
 TEST(GradeNames, EveryGradeAndFailure) {

@@ -117,9 +117,28 @@ std::string HeldOut(const json& label) {
   return reason.rfind("held_out", 0) == 0 ? reason : "";
 }
 
+// A third of the records, drawn at random once (Python: random.Random(49).sample of the sorted
+// (source, position) keys, 53 of 159), kept out of tuning the judge's rules: the agreement is
+// reported on both parts, and only the tuning part's disagreements are printed, so that a rule
+// is judged on records it was not fitted to.
+const std::set<std::pair<std::string, int>> kCheckSplit = {
+    {"gemma-demo", 880},   {"gemma-demo", 1072},  {"gemma-pg", 1028},    {"gemma-pg", 1078},    {"gemma-pg", 1334},
+    {"gemma-pg", 1974},    {"gemma-pg", 2612},    {"gemma-pg", 3150},    {"gemma-s4", 320},     {"gemma-s4", 992},
+    {"gemma-s4", 1053},    {"gemma-s4", 1058},    {"gemma-s4", 1060},    {"gemma-sre", 428},    {"gemma-sre", 588},
+    {"gemma-sre", 648},    {"gemma-sre", 932},    {"gemma-sre", 976},    {"gemma-sre", 1376},   {"gemma-sre", 1452},
+    {"gemma-sre", 1544},   {"gemma-sre", 1712},   {"gemma-sre", 1788},   {"gemma-sre", 1852},   {"gemma-sre", 2104},
+    {"gemma-sre", 2292},   {"gemma-sre", 2588},   {"gemma-sre", 2692},   {"smol-demo", 208},    {"smol-demo", 896},
+    {"smol-demo", 1157},   {"smol-demo", 1248},   {"smol-demo", 1568},   {"smol-s4", 32},       {"smol-s4", 528},
+    {"smol-s4", 752},      {"smol-s4", 1104},     {"smol-s4", 1579},     {"smol-s4", 1720},     {"smol-s4", 1824},
+    {"smolq8-code", 1680}, {"smolq8-code", 1704}, {"smolq8-code", 1740}, {"smolq8-code", 2212}, {"smolq8-code", 2800},
+    {"smolq8-code", 3032}, {"smolq8-code", 3160}, {"smolq8-pg", 1256},   {"smolq8-pg", 1528},   {"smolq8-pg", 2800},
+    {"smolq8-pg", 2892},   {"smolq8-pg", 3040},   {"smolq8-pg", 3276}};
+
+bool InCheckSplit(const std::string& source, int position) { return kCheckSplit.count({source, position}) > 0; }
+
 // The judge's agreement with the reader, in percent of the records not held out, below which the
-// test fails (measured: docs/branch.md, "Graded by hand").
-constexpr double kAgreementFloor = 70.0, kOutcomeAgreementFloor = 70.0;
+// test fails (measured: docs/branch.md, "The judge against the graded labels": 90.4% and 93.0%).
+constexpr double kAgreementFloor = 90.0, kOutcomeAgreementFloor = 92.5;
 
 // Every labelled record judged again: the judge must give the reader's outcome, failure kind and
 // (where the reader graded them) both sides' grades on at least kAgreementFloor percent of the
@@ -149,11 +168,16 @@ TEST(ForkLabels, JudgeAgreesWithTheLabels) {
   EXPECT_GE(models.size(), 3u) << "records from the test models and at least one other";
   std::map<std::string, int> seen;  // outcomes the labels cover
   std::set<std::string> grades_seen;
-  int judged = 0, agreed = 0, graded = 0, outcome_agreed = 0;
+  // Per split (0: tuning, 1: check): records judged, agreeing in everything, in outcome and kind.
+  struct Tally {
+    int judged = 0, agreed = 0, outcome_agreed = 0;
+  } tally[2];
+  int graded = 0, split_seen = 0;
   std::string disagreements, held;
   for (const json& r : records) {
     const std::string name = r.at("source").get<std::string>();
-    const std::string where = fmt::format("{} position {}", name, r.at("position").get<int>());
+    const int position = r.at("position").get<int>();
+    const std::string where = fmt::format("{} position {}", name, position);
     const Source& s = sources.at(name);
     JudgeContext ctx = ContextAt(s, r.at("prefix_bytes").get<size_t>());
     ctx.facts = &facts.at(name);
@@ -163,17 +187,21 @@ TEST(ForkLabels, JudgeAgreesWithTheLabels) {
     const SideJudgement sides[2] = {JudgeSide(ctx, base, ref), JudgeSide(ctx, cand, ref)};
     const Attribution a = Attribute(sides[0], sides[1], pair, ctx.reconverge);
     ExpectConsistent(ctx, base, cand, ref, pair, sides, a, where);
+    const bool check = InCheckSplit(name, position);
+    split_seen += check;
     const json& label = r.at("label");
     if (const std::string why = HeldOut(label); !why.empty()) {
-      held += fmt::format("  {}: {}\n", where, why);
+      held += fmt::format("  {}: {}\n", where, check ? "(check split)" : why);
       continue;
     }
     const std::string want_outcome = label.at("outcome").get<std::string>();
     const std::string want_kind = label.at("kind").is_null() ? "none" : label.at("kind").get<std::string>();
     const std::string want_grades[2] = {LabelGrade(r, "base_grade"), LabelGrade(r, "cand_grade")};
     ++seen[want_outcome];
-    ++judged;
-    bool same = OutcomeName(a.outcome) == want_outcome && FailureName(a.kind) == want_kind;
+    Tally& t = tally[check];
+    ++t.judged;
+    const bool outcome_same = OutcomeName(a.outcome) == want_outcome && FailureName(a.kind) == want_kind;
+    bool same = outcome_same;
     if (!want_grades[0].empty()) {
       ++graded;
       for (int i = 0; i < 2; ++i) {
@@ -181,23 +209,30 @@ TEST(ForkLabels, JudgeAgreesWithTheLabels) {
         same = same && GradeName(GradeOf(sides[i])) == want_grades[i];
       }
     }
-    agreed += same;
-    outcome_agreed += OutcomeName(a.outcome) == want_outcome && FailureName(a.kind) == want_kind;
-    if (!same)
+    t.agreed += same;
+    t.outcome_agreed += outcome_same;
+    if (!same && !check)
       disagreements += fmt::format(
           "  {}: the reader says {} {} (grades {} / {}): {}\n    the judge: {} {} ({} / {}): {}\n", where, want_outcome,
           want_kind, want_grades[0], want_grades[1], label.value("reason", ""), OutcomeName(a.outcome),
           FailureName(a.kind), GradeName(GradeOf(sides[0])), GradeName(GradeOf(sides[1])), a.reason);
   }
-  std::printf(
-      "fork labels: the judge agrees with %d of %d (%.1f%%) in outcome, kind and both grades, %d (%.1f%%) in "
-      "outcome and kind; %d graded by side\n",
-      agreed, judged, 100.0 * agreed / std::max(judged, 1), outcome_agreed,
-      100.0 * outcome_agreed / std::max(judged, 1), graded);
+  EXPECT_EQ(split_seen, int(kCheckSplit.size())) << "every record of the check split is labelled";
+  const int judged = tally[0].judged + tally[1].judged, agreed = tally[0].agreed + tally[1].agreed,
+            outcome_agreed = tally[0].outcome_agreed + tally[1].outcome_agreed;
+  auto line = [](const char* what, int n, int all, int outcome) {
+    std::printf("  %s: %d of %d (%.1f%%) in outcome, kind and both grades, %d (%.1f%%) in outcome and kind\n", what, n,
+                all, 100.0 * n / std::max(all, 1), outcome, 100.0 * outcome / std::max(all, 1));
+  };
+  std::printf("fork labels: the judge agrees with the reader (%d graded by side)\n", graded);
+  line("all", agreed, judged, outcome_agreed);
+  line("tuning split", tally[0].agreed, tally[0].judged, tally[0].outcome_agreed);
+  line("check split", tally[1].agreed, tally[1].judged, tally[1].outcome_agreed);
   if (!held.empty()) std::printf("held out:\n%s", held.c_str());
-  if (!disagreements.empty()) std::printf("disagreements:\n%s", disagreements.c_str());
-  // The agreement measured when the scale was introduced (docs/branch.md, "Graded by hand"), as a
-  // floor: a change to the judge that agrees with the reader less fails here. The aim is 95%.
+  if (!disagreements.empty())
+    std::printf("disagreements (tuning split; the check split's are not shown):\n%s", disagreements.c_str());
+  // The agreement measured (docs/branch.md, "The judge against the graded labels"), as a floor: a
+  // change to the judge that agrees with the reader less fails here. The aim is 95%.
   EXPECT_GE(100.0 * agreed, kAgreementFloor * judged);
   EXPECT_GE(100.0 * outcome_agreed, kOutcomeAgreementFloor * judged);
   // The set is worth checking only if it holds every outcome the attribution can give, and the

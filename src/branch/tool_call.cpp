@@ -93,6 +93,49 @@ const ToolSpec* FindTool(const std::vector<ToolSpec>& tools, const std::string& 
   return it == tools.end() ? nullptr : &*it;
 }
 
+// Collects an unfinished call's keys with their depth (1: the call object's own keys), until the
+// text ends or breaks.
+struct KeySax : nlohmann::json_sax<nlohmann::json> {
+  int depth = 0;
+  std::vector<std::pair<int, std::string>> keys;
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return ++depth, true; }
+  bool key(string_t& k) override { return keys.emplace_back(depth, k), true; }
+  bool end_object() override { return --depth, true; }
+  bool start_array(std::size_t) override { return ++depth, true; }
+  bool end_array() override { return --depth, true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+};
+
+// The words of a tool definition (JSON schema and the function's own keys).
+constexpr std::string_view kDefinitionKeys[] = {"type",     "function", "parameters", "properties",
+                                                "required", "items",    "enum",       "description"};
+
+// How an unfinished call has run on into something that is no call: a key beside its name and
+// arguments, or a key of a tool definition (`"type": "function"`, `"parameters"`) inside them that
+// the tool does not take as an argument. "" when it has not.
+std::string StrayKey(std::string_view body, const ToolSpec* tool) {
+  KeySax sax;
+  nlohmann::json::sax_parse(body, &sax);
+  for (const auto& [depth, key] : sax.keys) {
+    if (depth == 1 && key != "name" && key != "arguments")
+      return fmt::format("writes \"{}\" beside its name and arguments", key);
+    const bool definition =
+        std::find(std::begin(kDefinitionKeys), std::end(kDefinitionKeys), key) != std::end(kDefinitionKeys);
+    const bool argument =
+        tool && std::find(tool->properties.begin(), tool->properties.end(), key) != tool->properties.end();
+    if (depth > 1 && definition && !argument)
+      return fmt::format("writes \"{}\", a key of a tool definition, into its arguments", key);
+  }
+  return "";
+}
+
 // Checks a complete call body: JSON object, name, arguments object, known function, required args.
 CallCheck CheckClosed(std::string_view body, const std::vector<ToolSpec>& tools) {
   CallCheck r;
@@ -288,6 +331,9 @@ Result<std::vector<ToolSpec>> ParseToolSpecs(const nlohmann::json& tools) {
       return Status::Error(fmt::format("tools[{}] has no function name", i));
     ToolSpec spec;
     spec.name = f["name"].get<std::string>();
+    if (f.contains("parameters") && f["parameters"].is_object() && f["parameters"].contains("properties") &&
+        f["parameters"]["properties"].is_object())
+      for (auto& [key, schema] : f["parameters"]["properties"].items()) spec.properties.push_back(key);
     if (f.contains("parameters") && f["parameters"].is_object() && f["parameters"].contains("required")) {
       const nlohmann::json& req = f["parameters"]["required"];
       if (!req.is_array())
@@ -318,6 +364,15 @@ CallText ExtractCall(std::string_view prefix, std::string_view cont, const ToolE
     // An open marker in the continuation, possibly begun at the end of the prefix.
     size_t from = boundary >= env.open.size() - 1 ? boundary - (env.open.size() - 1) : 0;
     size_t at = all.find(env.open, from);
+    // The markers named with nothing between them (`within <tool_call></tool_call> tags`) are
+    // words about calls, not a call.
+    auto mention = [&](size_t open) {
+      const size_t close = all.find(env.close, open + env.open.size());
+      return close != std::string::npos &&
+             Trim(std::string_view(all).substr(open + env.open.size(), close - open - env.open.size())).empty();
+    };
+    while (at != std::string::npos && mention(at))
+      at = all.find(env.open, all.find(env.close, at + env.open.size()) + env.close.size());
     if (at != std::string::npos && at + env.open.size() > boundary) start = at;
   }
   if (start == std::string::npos) return c;
@@ -326,6 +381,8 @@ CallText ExtractCall(std::string_view prefix, std::string_view cont, const ToolE
   size_t close = all.find(env.close, body);
   c.closed = close != std::string::npos;
   c.body = all.substr(body, c.closed ? close - body : std::string::npos);
+  c.begin = start;
+  c.end = c.closed ? close + env.close.size() : all.size();
   // Cut inside the close marker after a complete call: the marker's first bytes are no part of
   // the JSON (a "<" inside an unfinished string is: the JSON must be complete without it).
   for (size_t n = std::min(env.close.size() - 1, c.body.size()); !c.closed && n > 0; --n) {
@@ -337,6 +394,9 @@ CallText ExtractCall(std::string_view prefix, std::string_view cont, const ToolE
     }
     break;
   }
+  // Cut right after a complete JSON object, before its marker began: as good as closing.
+  if (!c.closed && !c.closing && Trim(c.body).starts_with('{') && nlohmann::json::accept(Trim(c.body)))
+    c.closing = true;
   return c;
 }
 
@@ -355,6 +415,8 @@ CallCheck CheckCall(const CallText& c, bool ended, const std::vector<ToolSpec>& 
     r.problem = "the tool-call JSON is malformed: " + err;
   } else if (name && !tools.empty() && !FindTool(tools, *name)) {
     r.problem = "calls \"" + *name + "\", which is not among the workload's tools";
+  } else if (const std::string stray = StrayKey(body, name ? FindTool(tools, *name) : nullptr); !stray.empty()) {
+    r.problem = "the unfinished call runs on into something else: it " + stray;
   } else if (reference && reference->present && reference->closed &&
              c.body.size() > reference->body.size() + kCallCloseSlack) {
     // Longer than the reference's whole call and still open: not merely cut by the budget.

@@ -297,29 +297,58 @@ Judgement Judge(const JudgeContext& ctx, const FutureText& base, const FutureTex
 namespace {
 
 // Prose that states a fact the transcript does not: words of the transcript, of its continuation
-// and of the literals known at the point are facts it holds.
+// and of the literals known at the point are facts it holds. `text` is the future's prose (a call
+// in it blanked out); the sentence the point is in comes first, so that a port is read with the
+// service the sentence began with ("PostgreSQL listens on" | " port 128").
 std::optional<std::string> InventedFact(const JudgeContext& ctx, const ReferenceFacts& ref, const std::string& text,
                                         size_t from) {
   static const FactTable kNoFacts;
-  WordFilter one = [&](std::string_view w) {
+  auto exact = [&](std::string_view w) {
     if (ref.words.count(w) || ctx.literals.Contains(w)) return true;
     if (!ctx.known_words) return false;
     // A word of the transcript, or the start of one (an address cut before its last part).
     auto it = ctx.known_words->lower_bound(w);
     return it != ctx.known_words->end() && it->compare(0, w.size(), w) == 0;
   };
-  // Known parts joined by ':' '/' '@' (0.0.0.0:0 of 0.0.0.0 and 0, db-east-02:db) state nothing new.
+  // The same word capitalized (a sentence's first word: Lab-sw02 for lab-sw02) names the same thing.
+  WordFilter one = [&](std::string_view w) {
+    if (exact(w)) return true;
+    std::string low(w);
+    low[0] = char(std::tolower(static_cast<unsigned char>(low[0])));
+    if (exact(low)) return true;
+    std::transform(low.begin(), low.end(), low.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    return exact(low);
+  };
+  // Known parts joined by ':' '/' '@' (0.0.0.0:0 of 0.0.0.0 and 0, db-east-02:db) state nothing
+  // new; nor does a known word with a known part after ':' or '@' (tests/test_totals.py:1, a known
+  // path and a line number). Two known paths joined by '/' can make a path nobody named.
   WordFilter known = [&](std::string_view w) {
     if (one(w)) return true;
-    size_t start = 0;
-    for (size_t i = 0; i <= w.size(); ++i) {
-      if (i < w.size() && w[i] != ':' && w[i] != '/' && w[i] != '@') continue;
-      if (i > start && !one(w.substr(start, i - start))) return false;
-      start = i + 1;
-    }
-    return w.find_first_of(":/@") != std::string_view::npos;
+    if (w.find_first_of(":/@") == std::string_view::npos) return false;
+    auto parts_known = [&](std::string_view seps) {
+      size_t start = 0;
+      for (size_t i = 0; i <= w.size(); ++i) {
+        if (i < w.size() && seps.find(w[i]) == std::string_view::npos) continue;
+        if (i > start && !one(w.substr(start, i - start))) return false;
+        start = i + 1;
+      }
+      return true;
+    };
+    return parts_known(":/@") || (w.find_first_of(":@") != std::string_view::npos && parts_known(":@"));
   };
-  return FindInventedFact(ref.partial + text, ref.partial.size() + from, ctx.facts ? *ctx.facts : kNoFacts, known);
+  const size_t line = ctx.prefix.find_last_of("\n");
+  std::string lead = ctx.prefix.substr(line == std::string::npos ? 0 : line + 1);
+  if (lead.size() > 200) lead.erase(0, lead.size() - 200);
+  return FindInventedFact(lead + text, lead.size() + from, ctx.facts ? *ctx.facts : kNoFacts, known, lead.size());
+}
+
+// The future's text with its call blanked out (each byte a newline): what it says around the call.
+std::string ProseAround(const JudgeContext& ctx, const CallText& c, std::string text) {
+  if (!c.present) return text;
+  const size_t p = ctx.prefix.size();
+  const size_t begin = c.begin > p ? c.begin - p : 0, end = c.end > p ? std::min(c.end - p, text.size()) : 0;
+  if (begin < end) std::fill(text.begin() + long(begin), text.begin() + long(end), '\n');
+  return text;
 }
 
 // The worst failure of a judged side, with its reason: every one that applies is weighed, so a
@@ -398,21 +427,26 @@ SideJudgement JudgeSide(const JudgeContext& ctx, const FutureText& future, const
   // wrong call the budget cut, not a broken envelope: what it wrote says more than its length.
   // Only a value it was writing, though: keys or containers the transcript's call lacks, written
   // past its length, are a call running on into something else (still invalid).
-  if (ck.overlong && s.call_diverged.find(" sets \"") != std::string::npos) s.call_problem.clear();
+  if (ck.overlong && !s.call_diverged.empty()) s.call_problem.clear();
   if (!s.call_problem.empty()) s.call_diverged.clear();
-  // A complete call where the transcript's continuation makes none: an action nobody asked for.
-  s.call_unasked = s.call && !ref.check.call && !ref.call.present;
+  // The transcript's call is of a later turn (after the user or a tool has spoken) when the
+  // reference, cut, ends inside it: a call of the fork's own turn is taken whole.
+  const std::optional<size_t> ref_open = OpenAfterPoint(ctx, ref.text);
+  const bool later_call =
+      ref.call.present && !ref.call.closed && !ref.call.closing && !reference.ended && ref_open && *ref_open > 0;
+  // A complete call where the transcript's turn makes none: an action nobody asked for.
+  s.call_unasked = s.call && !ref.check.call && (!ref.call.present || later_call);
   // The transcript is inside its call here, or opens it within its turn's first bytes (a role
   // header such as "assistant\n"), and the future, with room to, writes no call at all: the
   // action is missing, as wrong as a different one. A call the transcript makes later is not
   // expected of a future yet.
-  const std::optional<size_t> ref_open = OpenAfterPoint(ctx, ref.text);
   const bool calls_here = ref.check.call && ref_open && *ref_open <= kCallExpectedBytes;
   s.call_missing = calls_here && !c.present && text.size() >= *ref_open + ctx.envelope.open.size();
   s.mutation = FutureMutation(ctx, ref, future, text, from, nullptr);
   if (!s.writes_reference)
     if (auto loop = FindRunaway(text, future.ended, ref.text)) s.runaway = *loop;
-  if (!c.present && !s.writes_reference) s.invented_fact = InventedFact(ctx, ref, text, from).value_or("");
+  // Prose around a call states facts as prose alone does (a port named before a call).
+  if (!s.writes_reference) s.invented_fact = InventedFact(ctx, ref, ProseAround(ctx, c, text), from).value_or("");
   Classify(ref, &s);
   if (s.failure == Failure::kNone) s.reason = FineReason(s, text, ref.text, from);
   if (future.cap_hit) s.reason += " (its call was cut by the token cap)";

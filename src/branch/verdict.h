@@ -46,6 +46,7 @@ struct ToolEnvelope {
 struct ToolSpec {
   std::string name;
   std::vector<std::string> required;
+  std::vector<std::string> properties;  // every argument its schema names
 };
 // Reads tool definitions, OpenAI style ({"type":"function","function":{"name","parameters"}})
 // or bare ({"name","parameters"}); error names the bad entry.
@@ -106,13 +107,17 @@ std::optional<LiteralMutation> FindLiteralMutation(std::string_view text, size_t
 struct CallText {
   bool present = false;  // inside a call at the branch point, or the continuation opens one
   bool closed = false;   // the close marker follows within the continuation
-  // Not closed, but the continuation ends inside the close marker ("}}</tool") right after a
-  // complete JSON body: cut while closing (body excludes the marker's part).
+  // Not closed, but the continuation ends right after a complete JSON body or inside the close
+  // marker after one ("}}</tool"): cut while closing (body excludes the marker's part).
   bool closing = false;
   std::string body;  // between the markers (up to the end of the continuation when unclosed)
+  // Bytes of prefix + continuation: where the open marker starts, and past the close marker (or
+  // the end of the text when unclosed).
+  size_t begin = 0, end = 0;
 };
 // Finds the call in prefix + continuation that is open at the boundary or starts after it
-// (an open marker split across the boundary counts).
+// (an open marker split across the boundary counts; the two markers with nothing between them
+// name the markers, they are no call).
 CallText ExtractCall(std::string_view prefix, std::string_view continuation, const ToolEnvelope& env);
 
 // Bytes an unclosed call may run past the transcript's whole call before it counts as never
@@ -125,7 +130,10 @@ bool IsJsonPrefix(std::string_view text);
 // The verdict on one call: "" when well-formed (then `call` holds {"name","arguments"} if
 // closed), else the one-line problem. `ended`: the continuation stopped at end of generation.
 // `reference`: the same call in the transcript's continuation, to tell a call that runs past
-// the reference's length unclosed from one merely cut by the token budget.
+// the reference's length unclosed from one merely cut by the token budget. An unfinished call
+// that writes a key beside its name and arguments, or a tool definition's key (`type`,
+// `parameters`, `description`, ...) that its tool takes no argument of, has run on into something
+// else: a problem, however long it is.
 struct CallCheck {
   std::string problem;
   std::optional<nlohmann::json> call;
@@ -227,8 +235,12 @@ inline bool IsFailure(Grade g) { return g >= Grade::kHarmlessCall; }
 // of a future or more.
 constexpr size_t kRunawayRepeats = 3;
 constexpr size_t kRunawayBytes = 15;
+// Copies that are alike only with their digits counted alike (an enumeration: .198, .199, .200)
+// must repeat this often.
+constexpr size_t kRunawayCountingRepeats = 6;
 // A runaway loop in a future that never ended: its tail repeats one unit (digits counted alike,
-// so that a loop counting .198, .199 repeats) kRunawayRepeats times over kRunawayBytes, a unit
+// so that a loop counting .198, .199 repeats) kRunawayRepeats times over kRunawayBytes (copies
+// alike only so: kRunawayCountingRepeats times), a unit
 // that is not whitespace alone and whose repetition the transcript's continuation does not hold.
 // The reason, or none.
 std::optional<std::string> FindRunaway(std::string_view text, bool ended, std::string_view reference);
@@ -247,10 +259,14 @@ struct FactTable {
   static FactTable FromText(std::string_view transcript);
 };
 // An invented fact in prose from byte `from` on: a fact-like word (an address, path, host or file
-// name, version, a number of 3+ digits) that `known` does not hold, or a port given to a service
-// whose transcript lines give it only one or two others. The reason, or none.
+// name, version, a number of 3+ digits; not a number that only counts or orders words: `20-The`,
+// `test_function_1`, nor code's `a.name`) that `known` does not hold (a word the end of the text
+// cuts is `known` when it is the start of a known word), or a port given to a service whose
+// transcript lines give it only one or two others. The reason, or none.
+// `own`: where the future's text starts in `text` (what comes before it is the transcript's
+// sentence so far, read for the service a "port N" belongs to).
 std::optional<std::string> FindInventedFact(std::string_view text, size_t from, const FactTable& facts,
-                                            const WordFilter& known);
+                                            const WordFilter& known, size_t own = 0);
 
 // One future judged against the transcript alone.
 struct SideJudgement {

@@ -47,7 +47,7 @@ Status CheckKnobs(EngineKind engine, const Knobs& knobs) {
   if (knobs.replay == Replay::kServed && knobs.load > 0)
     return Status::InvalidArgument("replay served with load: the fillers are planned for one prefill request");
   const std::set<std::string> used = engine == EngineKind::kExact
-                                         ? std::set<std::string>{"threads"}
+                                         ? std::set<std::string>{"threads", "device"}
                                          : std::set<std::string>{"load", "load_seed", "replay"};
   static const Knobs defaults;
   std::vector<std::string> ignored;
@@ -62,9 +62,19 @@ Status CheckKnobs(EngineKind engine, const Knobs& knobs) {
       "--engine {} does not use {} ({}); {}", NameOf(engine), ignored.size() == 1 ? "this knob" : "these knobs",
       fmt::join(ignored, ", "),
       engine == EngineKind::kExact
-          ? "the exact engine computes in FP64 without llama.cpp's kernels and takes only -t"
+          ? "the exact engine computes in FP64 without llama.cpp's kernels and takes only -t and -dev"
           : "a server's numerics are its own launch flags (--server-note records them); only --load applies"));
 }
+
+namespace {
+// The exact engine's knobs in a request: its threads, and its device only when one is named, so
+// that a CPU capture keeps the identity it had before devices existed.
+nlohmann::json ExactKnobsJson(const Knobs& k) {
+  nlohmann::json j = {{"threads", k.n_threads}};
+  if (!k.devices.empty() && k.devices != "none") j["device"] = k.devices;
+  return j;
+}
+}  // namespace
 
 nlohmann::json CaptureRequestJson(const CaptureRequest& req, const std::string& model_sha256,
                                   const std::string& workload_sha256) {
@@ -72,8 +82,7 @@ nlohmann::json CaptureRequestJson(const CaptureRequest& req, const std::string& 
                       {"workload_sha256", workload_sha256},
                       {"format", std::string(NameOf(req.workload.format))},
                       {"chat_template", req.workload.chat_template},
-                      {"knobs", req.engine == EngineKind::kExact ? nlohmann::json{{"threads", req.knobs.n_threads}}
-                                                                 : req.knobs.ToJson()},
+                      {"knobs", req.engine == EngineKind::kExact ? ExactKnobsJson(req.knobs) : req.knobs.ToJson()},
                       {"probe_plan", req.plan.ToJson()},
                       {"store", StoreName(req.store)},
                       {"tool_version", FLIPSCOPE_VERSION}};

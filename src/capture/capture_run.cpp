@@ -68,9 +68,11 @@ Result<MadeEngine> MakeEngine(const CaptureRequest& req, const ModelInfo& model,
           fmt::format("warning: {} tokens are past the model's training context of {}: the exact engine "
                       "computes the file's function there too, outside the model's trained regime",
                       n_tokens, model.n_ctx_train));
-    // The FP64 reference: only the thread count of the knobs applies (it does not change the math).
+    // The FP64 reference: only the thread count and the device (-dev CUDA0) of the knobs apply;
+    // neither changes the function computed.
     ExactOptions o;
     o.n_threads = req.knobs.n_threads;
+    o.device = req.knobs.devices;
     FS_ASSIGN_OR_RETURN(auto exact, ExactEngine::Create(req.model_path, o));
     FS_ASSIGN_OR_RETURN(auto detok, LoadDetokenizer(req.model_path));
     m.tokenizer_sha256 = TokenizerHash(exact->n_vocab(), detok);

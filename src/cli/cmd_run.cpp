@@ -82,6 +82,18 @@ Action DefineRun(CLI::App* cmd) {
   return [o]() -> int {
     auto exp = ParseExperiment(o->file);
     if (!exp.ok()) return Fail(exp.status());
+    if (o->dry_run && !exp->sessions.empty()) {
+      // A suite: each session's plan, in its own results folder.
+      for (const SessionSpec& s : exp->sessions) {
+        Experiment one = *exp;
+        one.sessions.clear();
+        one.workload = s.workload;
+        auto plan = PlanRun(one, (std::filesystem::path(o->outdir) / "sessions" / s.name).string());
+        if (!plan.ok()) return Fail(plan.status().Prefixed("session '" + s.name + "'"));
+        fmt::print("session {}:\n{}", s.name, PlanText(*plan));
+      }
+      return 0;
+    }
     if (o->dry_run) {
       auto plan = PlanRun(*exp, o->outdir);
       if (!plan.ok()) return Fail(plan.status());
@@ -100,6 +112,13 @@ Action DefineRun(CLI::App* cmd) {
       ro.memory_budget = *b;
     }
     double t0 = NowSeconds();
+    if (!exp->sessions.empty()) {
+      auto suite = RunSuite(*exp, ro);
+      if (!suite.ok()) return Fail(suite.status());
+      fmt::print("{}", SuiteSummary(*suite, (std::filesystem::path(o->outdir) / "report.html").string()));
+      fmt::print("finished in {:.0f} s\n", NowSeconds() - t0);
+      return 0;
+    }
     auto results = RunExperiment(*exp, ro);
     if (!results.ok()) return Fail(results.status());
     std::string html = (std::filesystem::path(o->outdir) / "report.html").string();

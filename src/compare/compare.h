@@ -129,6 +129,45 @@ std::pair<std::string, std::string> SpanAt(const std::vector<Span>& spans, int32
 
 }  // namespace compare
 
+// ---- Clustered statistics: sessions and passages (docs/compare.md, "Pooled over sessions") ----
+
+// One block of consecutive probes (a passage), as the sums of a ratio's numerator and denominator
+// (flips and probes, KL and probes, damaging forks and forks followed).
+struct RatioBlock {
+  double num = 0, den = 0;
+};
+// One session: its weight and its probes in blocks, in order.
+struct RatioCluster {
+  double weight = 1;
+  std::vector<RatioBlock> blocks;
+};
+struct BootstrapOptions {
+  int replicates = 2000;
+  uint64_t seed = 0x5eed;  // the run is a pure function of the data and the seed
+  double level = 0.95;
+};
+// A pooled ratio and its interval.
+struct ClusteredEstimate {
+  double value = 0;                 // sum w*num / sum w*den over every block; 0 when the denominator is 0
+  std::pair<double, double> ci{0, 0};
+  int clusters = 0;                 // sessions with a denominator
+};
+// Blocks of `block` consecutive probes (the last may be shorter) from per-probe numerators, one
+// probe = denominator 1.
+std::vector<RatioBlock> BlocksOf(std::span<const double> per_probe, int block);
+// The weighted ratio over every cluster and its two-stage bootstrap interval: each replicate draws
+// the sessions with replacement, then inside each drawn session its blocks with replacement; the
+// percentile interval of the replicates is widened about the estimate by t(S-1)/z for S >= 2
+// sessions (a bootstrap over few clusters is too narrow). Deterministic for a seed.
+ClusteredEstimate ClusteredRatio(std::span<const RatioCluster> clusters, const BootstrapOptions& options = {});
+// The same for a proportion (flips of probes): never narrower than the Wilson interval of the
+// pooled counts (clustering can only widen it), so that 0 flips still has an upper bound.
+ClusteredEstimate ClusteredRate(std::span<const RatioCluster> clusters, const BootstrapOptions& options = {});
+// The naive interval: Wilson's over the pooled weighted counts, every probe independent.
+std::pair<double, double> NaiveRateInterval(std::span<const RatioCluster> clusters);
+// The two-sided Student t quantile at level for df degrees of freedom (1.96 at 95% as df grows).
+double StudentT(int df, double level = 0.95);
+
 // Compares two open captures. Refuses different tokens or vocabularies (naming both files) and
 // rows holding NaN / +inf (naming the file and position).
 Result<Comparison> Compare(const CaptureReader& base, const CaptureReader& cand, const CompareOptions& options);

@@ -22,6 +22,14 @@ struct ExactOptions {
   int query_block = 256;  // queries per attention block (bounds the score matrix to block x context)
   int token_chunk = 512;  // tokens per projection / MLP chunk (bounds the activations)
   int probe_group = 64;   // probe rows per vocabulary projection (bounds the logits buffer)
+  // Where the pass runs: "" (or "CPU", "none") the CPU; "CUDA0", "CUDA1", ... a CUDA device (a build
+  // with FLIPSCOPE_CUDA). The same function, computed the same way (docs/exact.md).
+  std::string device{};
+  int device_chunk = 8192;      // tokens per projection / MLP chunk on a device
+  int device_query_block = 0;   // queries per attention block on a device (0: scores of about 1 GiB)
+  // For the agreement check only: a deliberate error in the device pass ("drop-bias": Q/K/V
+  // biases left out; "rope-mode": the other rope pairing), which the check must catch.
+  std::string device_mutation{};
 };
 
 // One probe row in FP64: the logits at position p, predicting token p+1.
@@ -37,6 +45,13 @@ using RowF64Sink = std::function<Status(const RowF64&)>;
 // what attention adds to the residual stream, 1 the residual after it, 2 what the MLP adds, 3 the
 // residual after the layer), 1 + 4 n_layer the final norm.
 using PointSink = std::function<void(int point, int32_t position, std::span<const double> row)>;
+
+// The FP64 operations of one pass (a multiply-add counts as 2), by part: what the throughput
+// figures of docs/exact.md divide by. Attention counts the scores and values each query needs.
+struct ExactWork {
+  double matmul = 0, attention = 0, scan = 0, logits = 0;
+  double total() const { return matmul + attention + scan + logits; }
+};
 
 // The FP64 forward pass over a GGUF model as an Engine: rows are handed over as F32 (the capture
 // format's native dtype), or as FP64 through PrefillF64.
@@ -60,6 +75,8 @@ class ExactEngine : public Engine {
   // Engine "exact", the architecture, the BLAS, the dequantization route and its check.
   nlohmann::json Describe() const override;
   nlohmann::json PartTimes() const override;
+  // The operations of a pass over n_tokens tokens with n_probes probes.
+  ExactWork Work(int64_t n_tokens, int64_t n_probes) const;
   struct Impl;
 
  private:

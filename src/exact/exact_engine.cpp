@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "exact/device.h"
 #include "exact/internal.h"
 #include "util/util.h"
 
@@ -21,7 +22,13 @@ struct ExactEngine::Impl {
   double load_s = 0;
   exact::PassTimes times;  // of the last prefill
   nlohmann::json blas;
+  std::unique_ptr<exact::DevicePass> device;  // null: the CPU
 };
+
+namespace {
+// Whether the option names the CPU rather than a device.
+bool OnCpu(const std::string& device) { return device.empty() || device == "CPU" || device == "none"; }
+}  // namespace
 
 ExactEngine::ExactEngine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ExactEngine::~ExactEngine() = default;
@@ -33,7 +40,12 @@ Result<std::unique_ptr<ExactEngine>> ExactEngine::Create(const std::string& mode
   double t0 = NowSeconds();
   FS_ASSIGN_OR_RETURN(impl->model, exact::LoadModel(model_path, impl->threads));
   impl->load_s = NowSeconds() - t0;
-  FS_ASSIGN_OR_RETURN(impl->blas, exact::InitBlas(impl->threads));
+  if (!OnCpu(opts.device)) {
+    FS_ASSIGN_OR_RETURN(impl->device, exact::OpenDevice(opts.device, impl->model));
+    impl->blas = {{"name", "cuBLAS"}, {"on", opts.device}};  // the device block says which
+  } else {
+    FS_ASSIGN_OR_RETURN(impl->blas, exact::InitBlas(impl->threads));
+  }
   return std::unique_ptr<ExactEngine>(new ExactEngine(std::move(impl)));
 }
 
@@ -52,15 +64,23 @@ Status ExactEngine::PrefillF64(std::span<const int32_t> tokens, std::span<const 
   auto layers_done = [&](int64_t l) {
     if (progress) progress(n * l / (m.hp.n_layer + 1));
   };
-  FS_ASSIGN_OR_RETURN(std::vector<double> hidden, exact::HiddenAtProbes(m, impl_->opts, impl_->threads, tokens, probes,
-                                                                        layers_done, nullptr, &(impl_->times = {})));
+  impl_->times = {};
+  exact::DevicePass* dev = impl_->device.get();
+  FS_ASSIGN_OR_RETURN(std::vector<double> hidden,
+                      dev ? dev->HiddenAtProbes(m, impl_->opts, impl_->threads, tokens, probes, layers_done,
+                                                &impl_->times)
+                          : exact::HiddenAtProbes(m, impl_->opts, impl_->threads, tokens, probes, layers_done, nullptr,
+                                                  &impl_->times));
   const int64_t group = std::max(1, impl_->opts.probe_group), V = m.hp.n_vocab, E = m.hp.n_embd;
   std::vector<double> logits;
   for (int64_t p0 = 0; p0 < int64_t(probes.size()); p0 += group) {
     const int64_t rows = std::min<int64_t>(group, int64_t(probes.size()) - p0);
     logits.resize(size_t(rows * V));
     double t0 = NowSeconds();
-    exact::Logits(m, impl_->threads, hidden.data() + p0 * E, rows, logits.data());
+    if (dev)
+      FS_RETURN_IF_ERROR(dev->Logits(m, hidden.data() + p0 * E, rows, logits.data()));
+    else
+      exact::Logits(m, impl_->threads, hidden.data() + p0 * E, rows, logits.data());
     impl_->times.logits += NowSeconds() - t0;
     t0 = NowSeconds();
     for (int64_t r = 0; r < rows; ++r) {
@@ -80,6 +100,9 @@ Status ExactEngine::ForwardPoints(std::span<const int32_t> tokens, std::span<con
     if (watch[i] < 0 || watch[i] >= int64_t(tokens.size()) || (i > 0 && watch[i] <= watch[i - 1]))
       return Status::Error(
           fmt::format("watched position {} is not ascending inside the {} tokens", watch[i], tokens.size()));
+  if (impl_->device)
+    return Status::InvalidArgument("the exact engine's intermediate rows are computed on the CPU only (drop -dev " +
+                                   impl_->opts.device + ")");
   auto hidden = exact::HiddenAtProbes(impl_->model, impl_->opts, impl_->threads, tokens, watch, layers_done, &sink);
   return hidden.ok() ? Status::Ok() : hidden.status();
 }
@@ -110,7 +133,7 @@ nlohmann::json ExactEngine::Describe() const {
     check[type] = {{"elements", t.elements}, {"checked", t.checked}, {"inexact", t.inexact}};
     all_exact = all_exact && t.checked && t.inexact == 0;
   }
-  return {{"engine", "exact"},
+  nlohmann::json d = {{"engine", "exact"},
           {"name", "exact"},
           {"version", FLIPSCOPE_VERSION},
           {"precision", "fp64"},
@@ -125,6 +148,12 @@ nlohmann::json ExactEngine::Describe() const {
           {"load_s", impl_->load_s},
           {"flags", "--engine exact"},
           {"knobs", {{"threads", impl_->threads}}}};
+  if (impl_->device) {  // only then: CPU manifests stay as they were
+    d["device"] = impl_->device->Describe();
+    d["flags"] = "--engine exact -dev " + impl_->opts.device;
+    d["knobs"]["device"] = impl_->opts.device;
+  }
+  return d;
 }
 
 nlohmann::json ExactEngine::PartTimes() const {
@@ -133,7 +162,31 @@ nlohmann::json ExactEngine::PartTimes() const {
       {"embed_s", t.embed}, {"widen_s", t.widen},   {"project_s", t.project}, {"attention_s", t.attention},
       {"mlp_s", t.mlp},     {"logits_s", t.logits}, {"rows_s", t.rows}};
   if (t.recurrent > 0) parts["recurrent_s"] = t.recurrent;  // a model with DeltaNet layers (qwen35)
+  if (impl_->device) parts["device_memory_gib"] = impl_->device->MemoryInUseGiB();
   return parts;
+}
+
+ExactWork ExactEngine::Work(int64_t n, int64_t n_probes) const {
+  const exact::Hparams& hp = impl_->model.hp;
+  ExactWork w;
+  auto size = [](const exact::Weight& x) { return double(x.rows) * double(x.cols); };
+  // Experts: each token runs n_expert_used of the stacked n_expert.
+  const double used = hp.n_expert > 0 ? double(hp.n_expert_used) / double(hp.n_expert) : 1.0;
+  for (const exact::Layer& L : impl_->model.layers) {
+    const double dense = size(L.wq) + size(L.wk) + size(L.wv) + size(L.wo) + size(L.router) + size(L.ssm_qkv) +
+                         size(L.ssm_z) + size(L.ssm_beta) + size(L.ssm_alpha) + size(L.ssm_out);
+    w.matmul += 2.0 * double(n) * (dense + used * (size(L.gate) + size(L.up) + size(L.down)));
+    if (L.recurrent) {  // decay, read, write and output over each value head's S x S state
+      w.scan += 7.0 * double(hp.ssm_state * hp.ssm_state) * double(hp.ssm_v_heads) * double(n);
+      continue;
+    }
+    const int64_t window = L.swa ? hp.n_swa : 0;
+    double keys = 0;  // keys seen, summed over the queries
+    for (int64_t p = 0; p < n; ++p) keys += double(window > 0 ? std::min(p + 1, window) : p + 1);
+    w.attention += 2.0 * double(hp.n_head) * double(hp.head_k + hp.head_v) * keys;
+  }
+  w.logits = 2.0 * double(n_probes) * double(hp.n_vocab) * double(hp.n_embd);
+  return w;
 }
 
 Result<nlohmann::json> CheckDequantization(const std::string& model_path) {

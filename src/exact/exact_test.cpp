@@ -194,6 +194,25 @@ TEST(ExactKernels, ParallelRowsCoversEveryRowOnce) {
     }
 }
 
+// A device the build or the machine cannot give is refused in one line naming it; the CPU is
+// the default and is named by "CPU" or "none" too.
+TEST(ExactEngine, DevicesRefusedInOneLine) {
+  std::string path = fixtures::TempPath("exact-tiny-device.gguf");
+  ASSERT_TRUE(fixtures::WriteTinyModel(path).ok());
+  for (const char* cpu : {"CPU", "none"})
+    EXPECT_TRUE(ExactEngine::Create(path, ExactOptions{.n_threads = 1, .device = cpu}).ok()) << cpu;
+  auto other = ExactEngine::Create(path, ExactOptions{.n_threads = 1, .device = "Vulkan0"});
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(other.status().message().find("device Vulkan0: "), std::string::npos) << other.status().message();
+  // CUDA0 where there is none (CI, and this build without CUDA or a card): refused, not crashed.
+  auto cuda = ExactEngine::Create(path, ExactOptions{.n_threads = 1, .device = "CUDA0"});
+  if (!cuda.ok()) {
+    EXPECT_NE(cuda.status().message().find("device CUDA0: "), std::string::npos) << cuda.status().message();
+    EXPECT_EQ(cuda.status().message().find('\n'), std::string::npos);
+  }
+}
+
 TEST(ExactEngine, RefusesOtherArchitecturesNamingThem) {
   std::string path = fixtures::TempPath("exact-tiny-arch.gguf");
   ASSERT_TRUE(fixtures::WriteTinyModel(path).ok());

@@ -185,6 +185,14 @@ void ApplyRope(double* x, int64_t row0, int64_t n, int64_t ld, int64_t n_heads, 
 
 // ---- experts (moe.cpp) ----
 
+// Which tokens each expert takes and with what weight, from the router's logits [len][n_expert]
+// (turned into probabilities in place): softmax, the n_expert_used most probable (ties to the
+// lower id), renormalized to sum 1 and scaled by expert_weights_scale when set.
+struct ExpertRoutes {
+  std::vector<std::vector<int64_t>> tokens;  // [expert] ascending token indices
+  std::vector<std::vector<double>> weights;  // [expert] the weight of each of those tokens
+};
+ExpertRoutes RouteExperts(const Hparams& hp, double* logits, int64_t len);
 // out[len][n_embd] = qwen3moe's MLP of x[len][n_embd] as llama.cpp's build_moe_ffn computes it:
 // softmax over the router's logits, the n_expert_used most probable experts, their probabilities
 // renormalized to sum 1 (and scaled by expert_weights_scale when set), each chosen expert's

@@ -8,17 +8,16 @@
 
 namespace flipscope::exact {
 
-void MoeMlp(const Hparams& hp, const WideLayer& W, const double* x, int64_t len, double* out) {
-  const int64_t E = hp.n_embd, F = hp.n_ff_exp, X = hp.n_expert, K = hp.n_expert_used;
-  std::vector<double> logits(size_t(len * X));
-  MatMulT(x, len, W.router, logits.data());
+ExpertRoutes RouteExperts(const Hparams& hp, double* logits, int64_t len) {
+  const int64_t X = hp.n_expert, K = hp.n_expert_used;
   // Per expert, the tokens routed to it and their weights; the experts then run once each over
   // their tokens (one product per matrix, as ggml's mul_mat_id groups them).
-  std::vector<std::vector<int64_t>> tokens(static_cast<size_t>(X));
-  std::vector<std::vector<double>> weights(static_cast<size_t>(X));
+  ExpertRoutes r;
+  r.tokens.resize(static_cast<size_t>(X));
+  r.weights.resize(static_cast<size_t>(X));
   std::vector<int64_t> order(static_cast<size_t>(X));
   for (int64_t t = 0; t < len; ++t) {
-    double* p = logits.data() + t * X;
+    double* p = logits + t * X;
     const double mx = *std::max_element(p, p + X);
     double sum = 0;
     for (int64_t e = 0; e < X; ++e) sum += (p[e] = std::exp(p[e] - mx));
@@ -31,10 +30,20 @@ void MoeMlp(const Hparams& hp, const WideLayer& W, const double* x, int64_t len,
     const double scale = hp.expert_weights_scale != 0 && hp.expert_weights_scale != 1 ? hp.expert_weights_scale : 1;
     for (int64_t k = 0; k < K; ++k) {
       const int64_t e = order[size_t(k)];
-      tokens[size_t(e)].push_back(t);
-      weights[size_t(e)].push_back(p[e] / chosen * scale);
+      r.tokens[size_t(e)].push_back(t);
+      r.weights[size_t(e)].push_back(p[e] / chosen * scale);
     }
   }
+  return r;
+}
+
+void MoeMlp(const Hparams& hp, const WideLayer& W, const double* x, int64_t len, double* out) {
+  const int64_t E = hp.n_embd, F = hp.n_ff_exp, X = hp.n_expert;
+  std::vector<double> logits(size_t(len * X));
+  MatMulT(x, len, W.router, logits.data());
+  const ExpertRoutes routes = RouteExperts(hp, logits.data(), len);
+  const auto& tokens = routes.tokens;
+  const auto& weights = routes.weights;
   std::fill(out, out + len * E, 0.0);
   std::vector<double> xs, g, u, d;
   for (int64_t e = 0; e < X; ++e) {

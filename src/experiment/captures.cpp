@@ -293,6 +293,7 @@ Status CaptureReference(Runner& runner, const Experiment& exp, std::optional<Ref
   ref.model_path = exp.model;
   ref.engine = EngineKind::kExact;
   ref.knobs.n_threads = exp.baseline.knobs.n_threads;
+  ref.knobs.devices = exp.reference_device;
   ConfigEntry entry;
   FS_ASSIGN_OR_RETURN(ConfigStatus status, runner.CaptureConfig(ref, 0, 1, entry));
   if (status != ConfigStatus::kOk) return CaptureFailed(exp, "the exact reference", entry);

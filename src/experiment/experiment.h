@@ -14,6 +14,7 @@
 #include "engine/engine.h"
 #include "layers/layers.h"
 #include "results/experiment_results.h"
+#include "results/suite_result.h"
 #include "util/status.h"
 #include "util/util.h"
 
@@ -93,9 +94,37 @@ struct HistorySettings {
   int fork_tokens = 0;  // 0: the history stage's default
 };
 
+// One session of a suite (docs/experiment.md, "Suites"): every configuration is captured over
+// each session with the same knobs, and the figures are pooled over the sessions.
+struct SessionSpec {
+  std::string name;      // unique; default: the file's stem
+  std::string workload;  // the transcript (resolved path)
+  double weight = 1;     // how much its probes count in the pooled figures (> 0)
+  int line = 0;          // where it is named in the experiment file
+};
+
+// One [[axis]] of a matrix: one or several knobs set together to each value in turn.
+struct AxisSpec {
+  std::string name;                    // what cell names call it; default: the first knob's flag
+  std::vector<std::string> knobs;      // KnobTable() keys
+  std::vector<nlohmann::json> values;  // as written
+  int line = 0;
+};
+// [matrix] and its [[axis]] tables: the cross product of the axes' values, each cell a variant
+// named from its values (opt-in: without [[axis]] the variants are one change at a time).
+struct MatrixSettings {
+  std::vector<AxisSpec> axes;
+  int repeats = 1;           // captures per cell (medians reported)
+  bool allow_large = false;  // more than max_cells cells only with allow_large = true
+  static constexpr int kMaxCells = 16;
+  std::vector<std::string> cells;  // the variants the matrix made, in order
+  std::string baseline_cell;       // the cell with the baseline's own knobs (not a variant), if any
+};
+
 struct Experiment {
   std::string path, name;
-  std::string model, workload;
+  std::string model, workload;  // with sessions: the first session's workload
+  std::vector<SessionSpec> sessions;  // a suite (a list or a folder of workloads); empty: one workload
   WorkloadOptions workload_options;
   ProbePlan plan;
   StoreDtype store = StoreDtype::kF32;
@@ -105,6 +134,9 @@ struct Experiment {
   // workload once, and every configuration (the baseline's repeats too) is also compared with it
   // (docs/exact.md).
   bool reference_exact = false;
+  // reference_device = "CUDA0": the exact reference runs on that CUDA device (docs/exact.md,
+  // "On a GPU"); empty: on the CPU.
+  std::string reference_device;
   // replay = "both": every llama.cpp configuration is also captured under served replay and
   // compared like with like (docs/served.md, "In experiments"); the served twins are ServedTwin's.
   bool replay_both = false;
@@ -114,7 +146,8 @@ struct Experiment {
   std::string replay_variant;
   std::optional<uint64_t> memory_budget;
   ConfigSpec baseline;
-  std::vector<ConfigSpec> variants;
+  std::vector<ConfigSpec> variants;  // [[variant]] tables, then the matrix's cells
+  MatrixSettings matrix;
   BranchSettings branch;
   LayersSettings layers;
   HistorySettings history;
@@ -138,6 +171,12 @@ struct RunOptions {
 // OUTDIR/results.json, results.csv, report.md and report.html. Returns the results written.
 // A configuration llama.cpp refuses is recorded as refused with the reason; the run goes on.
 Result<ExperimentResults> RunExperiment(const Experiment& exp, const RunOptions& opts);
+
+// Runs an experiment over a suite (exp.sessions): RunExperiment per session in
+// OUTDIR/sessions/NAME (captures reused per session), then the figures pooled over the sessions
+// with clustered intervals, the recipe on the pooled figures, OUTDIR/suite.json, report.md and
+// report.html. Returns the suite's results written.
+Result<SuiteResults> RunSuite(const Experiment& exp, const RunOptions& opts);
 
 // What a run will compute, said before it starts (`flipscope run --dry-run`): per configuration
 // its captures still to make, served decode steps and forks, and the time they should take here.

@@ -86,9 +86,8 @@ Status ReadSetting(const ParseCtx& c, const std::string& key, const toml::node& 
     exp.model = ExpandPath(exp.model, dir);
     return CheckFileAt(c, node, "model", exp.model);
   } else if (key == "workload") {
-    FS_RETURN_IF_ERROR(Get(c, node, exp.workload, "workload must be a path"));
-    exp.workload = ExpandPath(exp.workload, dir);
-    return CheckFileAt(c, node, "workload", exp.workload);
+    if (!exp.sessions.empty()) return c.At(node, "[[session]] and workload both name the workloads: use one");
+    return ReadWorkloads(c, node, dir, exp);
   } else if (key == "chat_template") {
     FS_RETURN_IF_ERROR(Get(c, node, chat_template, "chat_template must be a string"));
     // A built-in name such as "gemma" stays as it is; one with / or . is a file.
@@ -104,6 +103,8 @@ Status ReadSetting(const ParseCtx& c, const std::string& key, const toml::node& 
     FS_RETURN_IF_ERROR(Get(c, node, reference, "reference must be \"exact\""));
     if (reference != "exact") return c.At(node, "reference must be \"exact\" (the FP64 exact engine, docs/exact.md)");
     exp.reference_exact = true;
+  } else if (key == "reference_device") {
+    FS_RETURN_IF_ERROR(Get(c, node, exp.reference_device, "reference_device must be a device name such as \"CUDA0\""));
   } else if (key == "replay") {
     std::string r;
     FS_RETURN_IF_ERROR(Get(c, node, r, "replay must be \"both\""));
@@ -133,14 +134,18 @@ Status ReadSetting(const ParseCtx& c, const std::string& key, const toml::node& 
 // and [[variant]] are only checked for their shape: they are read once the model is known.
 Status ReadTopLevel(const ParseCtx& c, const toml::table& root, const std::string& dir, Experiment& exp) {
   const char* keys =
-      "name, model, workload, chat_template, format, window, confident, memory, reference, replay, [probe], "
+      "name, model, workload, chat_template, format, window, confident, memory, reference, reference_device, replay, "
+      "[probe], "
       "[baseline], "
-      "[[variant]], [branch], [layers], [history]";
+      "[[variant]], [branch], [layers], [history], [[session]], [matrix], [[axis]]";
   return ReadKeys(c, root, "", keys, [&](const std::string& key, const toml::node& node, bool* known) {
     if (key == "probe") return ReadProbe(c, node, exp);
     if (key == "branch") return ReadBranch(c, node, exp.branch);
     if (key == "layers") return ReadLayers(c, node, exp.layers);
     if (key == "history") return ReadHistory(c, node, dir, exp.history);
+    if (key == "session") return ReadSessions(c, node, dir, exp);
+    if (key == "matrix") return ReadMatrix(c, node, exp.matrix);
+    if (key == "axis") return ReadAxes(c, node, exp.matrix);
     if (key == "baseline" && !node.is_table()) return c.At(node, "[baseline] must be a table");
     if (key == "variant" && !node.is_array_of_tables()) return c.At(node, "variants are written [[variant]]");
     if (key == "baseline" || key == "variant") return Status::Ok();
@@ -175,6 +180,9 @@ Status CheckNames(const Experiment& exp) {
   auto is_variant = [&](const std::string& name) {
     return std::any_of(exp.variants.begin(), exp.variants.end(), [&](const ConfigSpec& v) { return v.name == name; });
   };
+  if (!exp.reference_device.empty() && !exp.reference_exact)
+    return Status::Error(exp.path + ": reference_device = \"" + exp.reference_device +
+                         "\" needs reference = \"exact\" (the device runs the exact reference)");
   if (exp.reference_exact && (exp.baseline.name == "exact" || is_variant("exact")))
     return Status::Error(exp.path + ": a configuration named 'exact' clashes with reference = \"exact\" (rename it)");
   for (const auto& [table, names] : {std::pair{"[branch]", &exp.branch.configs}, {"[layers]", &exp.layers.configs}})
@@ -288,7 +296,12 @@ Result<Experiment> ParseExperiment(const std::string& path) {
   if (exp.model.empty()) return Status::Error(path + ": no model given (model = \"path/to/model.gguf\")");
   if (exp.workload.empty()) return Status::Error(path + ": no workload given (workload = \"path\")");
   FS_RETURN_IF_ERROR(ReadConfigs(c, root, dir, exp));
+  if (root["matrix"] && exp.matrix.axes.empty())
+    return Status::Error(path + ": [matrix] without [[axis]] tables (name at least one axis)");
+  FS_RETURN_IF_ERROR(ExpandMatrix(c, dir, exp));
   FS_RETURN_IF_ERROR(CheckNames(exp));
+  if (!exp.sessions.empty() && exp.history.enabled)
+    return Status::Error(path + ": [history] runs one workload; a suite of sessions takes none");
   FS_RETURN_IF_ERROR(CheckReplay(exp));
   FS_RETURN_IF_ERROR(FoldReplayVariant(exp));
   return exp;

@@ -49,6 +49,16 @@ Status ReadBranch(const ParseCtx& c, const toml::node& node, BranchSettings& out
 Status ReadLayers(const ParseCtx& c, const toml::node& node, LayersSettings& out);
 Status ReadHistory(const ParseCtx& c, const toml::node& node, const std::string& dir, HistorySettings& out);
 
+// Suites and matrices (parse_suite.cpp). `workload` as a file, a folder (each workload file in
+// it a session) or a list of files; [[session]] tables; [matrix]; [[axis]] tables.
+Status ReadWorkloads(const ParseCtx& c, const toml::node& node, const std::string& dir, Experiment& exp);
+Status ReadSessions(const ParseCtx& c, const toml::node& node, const std::string& dir, Experiment& exp);
+Status ReadMatrix(const ParseCtx& c, const toml::node& node, MatrixSettings& out);
+Status ReadAxes(const ParseCtx& c, const toml::node& node, MatrixSettings& out);
+// The axes' cross product appended to exp.variants (after [baseline] and [[variant]] are read),
+// each cell named from its values; refuses more than kMaxCells cells without allow_large.
+Status ExpandMatrix(const ParseCtx& c, const std::string& dir, Experiment& exp);
+
 // Ok when path (a file key's value, resolved) is a file; else "<file>:<line>: <key> '<path>' not
 // found" (or "is a folder"), at the node that named it: the run must not start on a missing file.
 Status CheckFileAt(const ParseCtx& c, const toml::node& node, const std::string& key, const std::string& path);

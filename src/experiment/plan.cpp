@@ -21,7 +21,9 @@ namespace fs = std::filesystem;
 
 std::string ConfigLine(const ConfigSpec& c, const ConfigSpec& baseline, const std::string& server_flags) {
   std::string line = fmt::format("{} [{}]", c.name, c.knobs.replay == Replay::kServed ? "served replay" : "prefill");
-  if (c.engine == EngineKind::kExact) return line + fmt::format(" --engine exact -t {}", c.knobs.n_threads);
+  if (c.engine == EngineKind::kExact)
+    return line + fmt::format(" --engine exact -t {}", c.knobs.n_threads) +
+           (c.knobs.devices.empty() ? "" : " -dev " + c.knobs.devices);
   if (c.engine == EngineKind::kOpenai) return line + " server " + server_flags;
   if (c.name == baseline.name) {
     const std::string flags = c.knobs.ToFlags();
@@ -227,6 +229,7 @@ Result<RunPlan> PlanRun(const Experiment& exp, const std::string& outdir) {
     ConfigSpec ref;  // as CaptureAll's reference
     ref.name = "exact", ref.model_path = exp.model, ref.engine = EngineKind::kExact;
     ref.knobs.n_threads = exp.baseline.knobs.n_threads;
+    ref.knobs.devices = exp.reference_device;
     FS_ASSIGN_OR_RETURN(ConfigPlan cp, planner.Plan(ref, exp.baseline, plan.n_tokens, steps));
     plan.configs.push_back(std::move(cp));
   }

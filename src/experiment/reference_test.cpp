@@ -29,6 +29,17 @@ int64_t ArgmaxDifferences(const std::string& a, const std::string& b) {
   return n;
 }
 
+TEST(ExperimentReference, ADeviceOnlyForTheExactReference) {
+  auto p = fixtures::MakeExperiment("reference-device-alone", "reference_device = \"CUDA0\"\n");
+  EXPECT_NE(ParseExperiment(p).status().message().find("reference_device = \"CUDA0\" needs reference = \"exact\""),
+            std::string::npos)
+      << ParseExperiment(p).status().message();
+  p = fixtures::MakeExperiment("reference-device", "reference = \"exact\"\nreference_device = \"CUDA0\"\n");
+  auto exp = ParseExperiment(p);
+  ASSERT_TRUE(exp.ok()) << exp.status().message();
+  EXPECT_EQ(exp->reference_device, "CUDA0");
+}
+
 }  // namespace
 
 TEST(ExperimentReference, EveryCaptureAgainstExactRankedAndReported) {

@@ -127,7 +127,8 @@ std::string ExactSection(const ExperimentResults& r) {
   return "<section id=\"exact\"><h2>Against the exact reference</h2><p>Every capture compared with the FP64 exact "
          "engine's capture of the same tokens (docs/exact.md): its distance to the weights' true function, beside "
          "its distance to the baseline. Median over repeats; the interval is the median repeat's.</p>" +
-         TableHtml(t) + ChartFigure(shadow, "exact-flip-chart", report::WindowFigure::kFlipRate, true, true) + "</section>";
+         TableHtml(t) + ChartFigure(shadow, "exact-flip-chart", report::WindowFigure::kFlipRate, true, true) +
+         "</section>";
 }
 
 // replay = "both": each configuration's prefill-vs-served distance and the ranking under each.
@@ -236,8 +237,13 @@ std::string ChartFigure(const ExperimentResults& r, const std::string& id, repor
         "Flip rate per window of every configuration, the baseline included, against the FP64 exact "
         "engine's capture of the same tokens, median over repeats.";
   auto centre = [](const report::WindowPoint& p) { return (p.begin + p.end) / 2000.0; };
+  if (!against_exact && !report::ShownReplaySentence(r).empty())
+    chart.description += " " + report::ShownReplaySentence(r);
   for (const auto& row : report::RankedConfigs(r)) {
-    auto pts = report::WindowSeries(r.measured.comparisons, row.name, field);
+    // Each row's figures from the replay it is ranked by (the exact chart's are the comparisons given).
+    const report::RowMeasurements m =
+        against_exact ? report::RowMeasurements{&r.measured, row.name, false} : report::MeasurementsOf(r, row);
+    auto pts = report::WindowSeries(m.measured->comparisons, m.config, field);
     if (pts.empty()) continue;
     report::ChartSeries s;
     s.name = row.is_baseline && !against_exact ? row.name + " (repeat)" : row.name;
@@ -254,8 +260,8 @@ std::string ChartFigure(const ExperimentResults& r, const std::string& id, repor
     }
     chart.series.push_back(std::move(s));
     if (!flip_chart || !row.is_baseline || against_exact) continue;
-    auto lo = report::WindowSeries(r.measured.comparisons, row.name, report::WindowFigure::kFlipRateLo);
-    auto hi = report::WindowSeries(r.measured.comparisons, row.name, report::WindowFigure::kFlipRateHi);
+    auto lo = report::WindowSeries(m.measured->comparisons, m.config, report::WindowFigure::kFlipRateLo);
+    auto hi = report::WindowSeries(m.measured->comparisons, m.config, report::WindowFigure::kFlipRateHi);
     if (lo.empty() || lo.size() != hi.size()) continue;
     report::ChartBand b{"repeat floor (95% CI)", {}, {}, {}};
     for (size_t i = 0; i < lo.size(); ++i) {
@@ -269,7 +275,8 @@ std::string ChartFigure(const ExperimentResults& r, const std::string& id, repor
   return fmt::format(
       "<figure id=\"fig-{}\">{}<figcaption>{}</figcaption><details class=\"noprint\"><summary>Data "
       "table</summary>{}</details></figure>",
-      id, report::RenderSvgChart(chart), E(chart.description), TableHtml(report::WindowTable(r, field, flip_chart)));
+      id, report::RenderSvgChart(chart), E(chart.description),
+      TableHtml(report::WindowTable(r, field, flip_chart, !against_exact)));
 }
 
 std::string RecipeSection(const ExperimentResults& r) {
@@ -289,14 +296,16 @@ std::string RecipeSection(const ExperimentResults& r) {
          E(report::RecipeVerificationLine(recipe)) + "</p>";
   if (!recipe.kv_types.empty()) {
     out += fmt::format("<h3>KV cache per type</h3><p>{}.</p>", E(report::RecipeBudgetText(recipe)));
-    out += "<table class=\"kv\"><thead>" +
-           report::HtmlRow({"KV type", "Bytes per token (full-attention layers)",
-                            E("KV cache at -c " + Count(report::Figure(recipe.context))), "Context that fits the budget"},
-                           true) +
-           "</thead><tbody>";
+    out +=
+        "<table class=\"kv\"><thead>" +
+        report::HtmlRow({"KV type", "Bytes per token (full-attention layers)",
+                         E("KV cache at -c " + Count(report::Figure(recipe.context))), "Context that fits the budget"},
+                        true) +
+        "</thead><tbody>";
     for (const RecipeKvType& t : recipe.kv_types)
       out += report::HtmlRow({"<code>" + E(t.type) + "</code>", E(Count(t.bytes_per_token)),
-                              E(HumanBytes(t.bytes_at_context.value_or(0))), E(Count(report::Figure(t.context_at_budget)))});
+                              E(HumanBytes(t.bytes_at_context.value_or(0))),
+                              E(Count(report::Figure(t.context_at_budget)))});
     out += "</tbody></table>";
   }
   return out + "</section>";
@@ -328,8 +337,8 @@ std::string RenderHtml(const ExperimentResults& r) {
   out += fmt::format(
       "<p class=\"meta\">Model <strong>{}</strong> · workload <code>{}</code> ({} tokens) · "
       "created {} · flipscope {}</p>",
-      E(report::ModelName(r)), E(report::Or(r.workload.facts.path, "?")), E(Count(report::Tokens(r))), E(report::Or(r.created)),
-      E(report::Or(r.flipscope_version)));
+      E(report::ModelName(r)), E(report::Or(r.workload.facts.path, "?")), E(Count(report::Tokens(r))),
+      E(report::Or(r.created)), E(report::Or(r.flipscope_version)));
   // Navigation to the sections this document has (the recipe is optional).
   out += "<nav aria-label=\"Sections\"><ul>";
   for (const auto& [id, title] : std::vector<std::pair<std::string, std::string>>{{"headline", "Summary"},

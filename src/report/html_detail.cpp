@@ -202,8 +202,11 @@ std::string HtmlFlipsSection(const ExperimentResults& r) {
       "the reference's, in the configuration's median repeat. <em>Confident</em>: the reference's top-1 "
       "probability was at least the confident threshold; <em>uncertain</em>: below 0.5; <em>moderate</em>: in "
       "between. The context is the text before the flip, followed by the reference's token.</p>";
+  if (const std::string replay = ShownReplaySentence(r); !replay.empty())
+    out += "<p class=\"replay\">" + E(replay) + "</p>";
   for (const ConfigRow& row : RankedConfigs(r)) {
-    const ComparisonRecord* cmp = MedianComparison(r.measured, row.name);
+    const RowMeasurements m = MeasurementsOf(r, row);
+    const ComparisonRecord* cmp = MedianComparison(*m.measured, m.config);
     if (!cmp) continue;
     const std::vector<FlipRecord>& flips = cmp->compare->flips;
     const size_t n = flips.size();

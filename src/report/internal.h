@@ -13,8 +13,8 @@
 
 #include "report/report.h"
 #include "results/experiment_results.h"
-#include "util/read.h"
 #include "results/results.h"
+#include "util/read.h"
 
 namespace flipscope {
 
@@ -58,8 +58,7 @@ std::string FlipsOf(const LayersResult& layers);
 inline std::optional<double> Figure(double v) { return v == v ? std::optional<double>(v) : std::nullopt; }
 // An optional integer as an int, clamped to int's range; fallback when none.
 inline int IntOr(const std::optional<int64_t>& v, int fallback) {
-  return v ? int(std::clamp<int64_t>(*v, std::numeric_limits<int>::min(), std::numeric_limits<int>::max()))
-           : fallback;
+  return v ? int(std::clamp<int64_t>(*v, std::numeric_limits<int>::min(), std::numeric_limits<int>::max())) : fallback;
 }
 // A branch record's verdict as shown: "unjudged" for a record without one.
 inline std::string VerdictWord(const ForkRecord& b) { return b.verdict.empty() ? "unjudged" : b.verdict; }
@@ -130,6 +129,18 @@ enum class WindowFigure { kFlipRate, kFlipRateLo, kFlipRateHi, kKlMean, kKlMedia
 // is absent.
 std::vector<WindowPoint> WindowSeries(const std::vector<ComparisonRecord>& comparisons, const std::string& config,
                                       WindowFigure figure);
+// Where a ranked row's flips and per-window figures come from: under a ranking by served replay,
+// its served twin's comparisons with the served baseline (results.served); else its own.
+struct RowMeasurements {
+  const Measurements* measured = nullptr;
+  std::string config;  // the row's name there (its twin's, "kv-q8@served", when served)
+  bool served = false;
+};
+RowMeasurements MeasurementsOf(const ExperimentResults& results, const ConfigRow& row);
+// One sentence naming the replay the flips and per-window figures show, the ranking's; "" when the
+// results hold one replay only (then there is nothing to tell apart).
+std::string ShownReplaySentence(const ExperimentResults& results);
+
 // The comparison shown for a configuration: the repeat its summary row names (median_repeat),
 // else its median repeat by overall flip rate (the lower middle for an even count, ties in
 // repeat order: the summary's rule); null when the configuration has no comparison.
@@ -196,7 +207,9 @@ std::vector<std::string> TieLines(const ExperimentResults& results);
 // What the recommendation rests on and how sure it is (recipe.basis); "" when not recorded.
 std::string RecommendationBasis(const ExperimentResults& results);
 // Per-window medians over repeats of one field, one column per configuration with comparisons.
-TextTable WindowTable(const ExperimentResults& results, WindowFigure figure, bool percent);
+// `ranked_replay`: each row's figures from the replay it is ranked by (MeasurementsOf); false: from
+// results.measured as they are (a chart of other comparisons put there).
+TextTable WindowTable(const ExperimentResults& results, WindowFigure figure, bool percent, bool ranked_replay = true);
 // The repeat floor alone (load 0) and under each load (results["load_floor"], docs/load.md) side
 // by side; no rows when the experiment measured no load.
 TextTable LoadFloorTable(const ExperimentResults& results);

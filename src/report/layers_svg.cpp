@@ -144,8 +144,8 @@ std::string FlipLayersLine(const LayersFlip& f) {
     born += fmt::format(", grows most in layer {} {} (x{:.3g})", f.largest_jump->layer, f.largest_jump->block,
                         f.largest_jump_factor);
   return fmt::format("position {}: {} &rarr; {}, {}, logits relative difference {:.3g}", f.position,
-                     HtmlEscape(VisibleToken(f.base_text.value_or(""))), HtmlEscape(VisibleToken(f.cand_text.value_or(""))),
-                     HtmlEscape(born), f.logits.rel);
+                     HtmlEscape(VisibleToken(f.base_text.value_or(""))),
+                     HtmlEscape(VisibleToken(f.cand_text.value_or(""))), HtmlEscape(born), f.logits.rel);
 }
 
 std::string HtmlLayersSection(const ExperimentResults& r) {

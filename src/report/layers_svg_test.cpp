@@ -35,9 +35,10 @@ LayersResult Layers() {
                   {"births", {{"attention", 3}, {"mlp", 0}, {"embedding", 0}, {"none", 0}}},
                   {"birth_layers", json::array({{{"layer", 0}, {"attention", 3}, {"mlp", 0}}})},
                   {"largest_jumps", {{"attention", 0}, {"mlp", 0}, {"none", 3}}}};
-  return LayersResultFromJson({{"config", {{"n_layer", 3}, {"base", {{"flags", "-fa on"}}}, {"cand", {{"flags", "-fa off"}}}}},
-                               {"flips", flips},
-                               {"summary", summary}});
+  return LayersResultFromJson(
+      {{"config", {{"n_layer", 3}, {"base", {{"flags", "-fa on"}}}, {"cand", {{"flags", "-fa off"}}}}},
+       {"flips", flips},
+       {"summary", summary}});
 }
 
 std::vector<std::string> Paths(const std::string& svg, const std::string& attrs) {

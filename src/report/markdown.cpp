@@ -110,8 +110,10 @@ std::string Flips(const ExperimentResults& r) {
   std::string out =
       "## Flips\n\nPositions where a configuration's greedy token differs from the reference's, in its "
       "median repeat.\n\n";
+  if (const std::string replay = ShownReplaySentence(r); !replay.empty()) out += MdText(replay) + "\n\n";
   for (const ConfigRow& row : RankedConfigs(r)) {
-    const ComparisonRecord* cmp = MedianComparison(r.measured, row.name);
+    const RowMeasurements m = MeasurementsOf(r, row);
+    const ComparisonRecord* cmp = MedianComparison(*m.measured, m.config);
     if (!cmp) continue;
     const std::vector<FlipRecord>& flips = cmp->compare->flips;
     const size_t n = flips.size();
@@ -122,8 +124,9 @@ std::string Flips(const ExperimentResults& r) {
     for (size_t i = 0; i < n && i < kMaxFlipsListed; ++i) {
       const FlipRecord& f = flips[i];
       auto prob = [](double p) { return p == p ? fmt::format(" {:.3f}", p) : ""; };
-      out += MdRow({Count(double(f.position)), MdText(f.span), MdText(f.klass), MdToken(f.base_text) + prob(f.base_prob),
-                    MdToken(f.cand_text) + prob(f.cand_prob), Small(Figure(f.kl)), MdCode(f.context)});
+      out +=
+          MdRow({Count(double(f.position)), MdText(f.span), MdText(f.klass), MdToken(f.base_text) + prob(f.base_prob),
+                 MdToken(f.cand_text) + prob(f.cand_prob), Small(Figure(f.kl)), MdCode(f.context)});
     }
     if (n > kMaxFlipsListed) out += fmt::format("\n{} more flips are listed in results.json.\n", n - kMaxFlipsListed);
     out += "\n";
@@ -144,8 +147,7 @@ std::string Branches(const ExperimentResults& r) {
     for (const ForkRecord& b : group.result.records) {
       const std::string outcome = b.attribution ? b.attribution->outcome : "";
       out += fmt::format("#### Position {} ({}): {}{}\n\n", Count(double(b.position)), MdText(b.span.value_or("")),
-                         outcome.empty() ? "" : MdText(outcome) + " · ",
-                         MdText(VerdictWord(b)));
+                         outcome.empty() ? "" : MdText(outcome) + " · ", MdText(VerdictWord(b)));
       if (b.attribution && !b.attribution->reason.empty()) out += MdText(b.attribution->reason) + "\n\n";
       if (!b.reason.empty()) out += MdText(b.reason) + "\n\n";
       out += "Reference picked " + MdToken(b.base_text, false) + ", candidate picked " + MdToken(b.cand_text, false) +
@@ -225,9 +227,8 @@ std::string DisclosureList(const ExperimentResults& r) {
 
 std::string RenderMarkdown(const ExperimentResults& r) {
   std::string out = "# flipscope report: " + MdText(Or(r.name, "experiment")) + "\n\n";
-  out += fmt::format("Model {} · workload {} ({} tokens) · created {}\n\n",
-                     MdText(ModelName(r)), MdCode(Or(r.workload.facts.path, "?"), false), Count(Tokens(r)),
-                     MdText(Or(r.created)));
+  out += fmt::format("Model {} · workload {} ({} tokens) · created {}\n\n", MdText(ModelName(r)),
+                     MdCode(Or(r.workload.facts.path, "?"), false), Count(Tokens(r)), MdText(Or(r.created)));
   if (!FloorSentence(r).empty()) out += MdText(FloorSentence(r)) + "\n\n";
   if (TextTable t = LoadFloorTable(r); !t.rows.empty())
     out +=
@@ -247,8 +248,11 @@ std::string RenderMarkdown(const ExperimentResults& r) {
            MdTable(ReplayDistanceTable(r)) + "Flip rate per window, prefill against served:\n\n" +
            MdTable(ReplayWindowTable(r)) + "Ranking under each replay (each against its own baseline):\n\n" +
            MdTable(ReplayRankingTable(r));
-  out += "## Flip rate per window\n\nMedian over repeats.\n\n" + MdTable(WindowTable(r, WindowFigure::kFlipRate, true));
-  out += "## KL(base||cand) mean per window\n\nMedian over repeats.\n\n" + MdTable(WindowTable(r, WindowFigure::kKlMean, false));
+  const std::string replay = ShownReplaySentence(r).empty() ? "" : " " + MdText(ShownReplaySentence(r));
+  out += "## Flip rate per window\n\nMedian over repeats." + replay + "\n\n" +
+         MdTable(WindowTable(r, WindowFigure::kFlipRate, true));
+  out += "## KL(base||cand) mean per window\n\nMedian over repeats." + replay + "\n\n" +
+         MdTable(WindowTable(r, WindowFigure::kKlMean, false));
   return out + Flips(r) + Branches(r) + Layers(r) + Recipe(r) + DisclosureList(r);
 }
 

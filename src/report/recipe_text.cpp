@@ -91,8 +91,8 @@ std::string RecipeVerificationLine(const RecipeResult& recipe) {
       compared > 0
           ? fmt::format("; the top {} log-probabilities, each relative to its top-1, within {:.2g} of the capture's at "
                         "{} of the {} probes where llama-server returned them, at most {:.2g} apart",
-                        v.top_k.value_or(0), v.tolerance.value_or(0), v.logprobs_within_tolerance.value_or(0),
-                        compared, v.max_logprob_diff.value_or(0))
+                        v.top_k.value_or(0), v.tolerance.value_or(0), v.logprobs_within_tolerance.value_or(0), compared,
+                        v.max_logprob_diff.value_or(0))
           : "");
   out += ")";
   // Where the served token differed: "position 12 (served token 5, captured 7), ...".

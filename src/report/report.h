@@ -10,6 +10,7 @@
 
 #include "results/experiment_results.h"
 #include "results/history_result.h"
+#include "results/suite_result.h"
 #include "util/status.h"
 
 namespace flipscope {
@@ -23,6 +24,15 @@ std::string RenderHtml(const ExperimentResults& results);
 std::string RenderMarkdown(const ExperimentResults& results);
 // One row per configuration (ranked ones first, then refused/failed), RFC 4180 quoting.
 std::string RenderCsv(const ExperimentResults& results);
+// A suite's report (docs/report.md, "Suites"): outdir/report.md and outdir/report.html, the
+// pooled figures, a table per configuration with a row per session, the kinds of text and the
+// flip rate by token depth across the sessions.
+Status WriteSuiteReport(const SuiteResults& suite, const std::string& outdir);
+std::string RenderSuiteMarkdown(const SuiteResults& suite);
+std::string RenderSuiteHtml(const SuiteResults& suite);
+// A few lines for the terminal: the sessions, each configuration's pooled flip rate and flag,
+// the recipe and where the report is.
+std::string SuiteSummary(const SuiteResults& suite, const std::string& html_path);
 // A few lines for the terminal: ranking, floor, recommendation and where the report is.
 std::string TerminalSummary(const ExperimentResults& results, const std::string& html_path);
 // Whether the recipe's command was served and matched the capture (recipe.verification), one line.

@@ -94,7 +94,9 @@ TEST(ReportBrowser, HistoryPageIsNotAReport) {
   auto text = ReadFile(std::string(FLIPSCOPE_SOURCE_DIR) + "/tests/data/history-sample.json");
   ASSERT_TRUE(text.ok()) << text.status().message();
   fs::path dir = FreshDir("history-as-report");
-  ASSERT_TRUE(WriteFileAtomic((dir / "history.html").string(), RenderHistoryHtml(HistoryResult::FromJson(nlohmann::json::parse(*text)))).ok());
+  ASSERT_TRUE(WriteFileAtomic((dir / "history.html").string(),
+                              RenderHistoryHtml(HistoryResult::FromJson(nlohmann::json::parse(*text))))
+                  .ok());
   auto [rc, out] = CheckInChromium(dir / "history.html");
   EXPECT_EQ(rc, 1) << out;
   EXPECT_NE(out.find("no rows in table.ranking"), std::string::npos) << out;

@@ -69,11 +69,11 @@ TEST(Report, NumbersMatchAnIndependentComputation) {
   ASSERT_TRUE(WriteReport(ExperimentResults::FromJson(r), dir.string()).ok());
   json series = json::object();
   for (const std::string& name : ComparedConfigs(r))
-    for (const auto& [field, figure] :
-         std::vector<std::pair<std::string, report::WindowFigure>>{{"flip_rate", report::WindowFigure::kFlipRate},
-                                                                   {"kl_mean", report::WindowFigure::kKlMean},
-                                                                   {"flip_rate_ci_lo", report::WindowFigure::kFlipRateLo},
-                                                                   {"flip_rate_ci_hi", report::WindowFigure::kFlipRateHi}})
+    for (const auto& [field, figure] : std::vector<std::pair<std::string, report::WindowFigure>>{
+             {"flip_rate", report::WindowFigure::kFlipRate},
+             {"kl_mean", report::WindowFigure::kKlMean},
+             {"flip_rate_ci_lo", report::WindowFigure::kFlipRateLo},
+             {"flip_rate_ci_hi", report::WindowFigure::kFlipRateHi}})
       for (const auto& p : report::WindowSeries(ExperimentResults::FromJson(r).measured.comparisons, name, figure))
         series[name][field].push_back({p.index, p.value});
   ASSERT_TRUE(WriteFileAtomic((dir / "series.json").string(), series.dump()).ok());

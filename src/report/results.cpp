@@ -307,6 +307,24 @@ std::vector<ConfigRow> RankedConfigs(const ExperimentResults& results) {
   return rows;
 }
 
+RowMeasurements MeasurementsOf(const ExperimentResults& results, const ConfigRow& row) {
+  if (results.served && row.RankedReplay() == "served") {
+    const std::string twin = ServedName(row.name);
+    if (results.served->measured.Config(twin) || results.served->measured.Row(twin))
+      return {&results.served->measured, twin, true};
+  }
+  return {&results.measured, row.name, false};
+}
+
+std::string ShownReplaySentence(const ExperimentResults& results) {
+  if (!results.served) return "";
+  for (const ConfigRow& row : RankedConfigs(results))
+    if (MeasurementsOf(results, row).served)
+      return "Served replay, the replay the ranking used: each configuration's served twin against " +
+             results.served->baseline + " (the prefill figures are in results.json).";
+  return "Prefill replay, the replay the ranking used (the served twins' figures are in results.json).";
+}
+
 std::vector<WindowPoint> WindowSeries(const std::vector<ComparisonRecord>& comparisons, const std::string& config,
                                       WindowFigure figure) {
   std::map<int, WindowPoint> points;

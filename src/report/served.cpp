@@ -35,9 +35,7 @@ const SummaryRow* ServedRow(const ServedResults& served, const std::string& conf
 
 }  // namespace
 
-std::string ReplayOf(const ConfigEntry& config) {
-  return std::string(ToString(config.RanReplay()));
-}
+std::string ReplayOf(const ConfigEntry& config) { return std::string(ToString(config.RanReplay())); }
 
 std::string ReplaySentence(const ExperimentResults& r) {
   if (!r.served || (r.served->distance.empty() && r.served->measured.summary.empty())) return "";
@@ -94,8 +92,7 @@ TextTable ReplayWindowTable(const ExperimentResults& r) {
     if (d.windows) t.header.push_back(d.config), columns.push_back(&*d.windows);
   if (columns.empty()) return t;
   for (const WindowStats& w : *columns[0]) {
-    std::vector<std::string> cells{
-        fmt::format("{} ({}–{})", w.index, Count(double(w.begin)), Count(double(w.end)))};
+    std::vector<std::string> cells{fmt::format("{} ({}–{})", w.index, Count(double(w.begin)), Count(double(w.end)))};
     for (const std::vector<WindowStats>* d : columns) {
       std::string v = "—";
       for (const WindowStats& o : *d)

@@ -134,6 +134,70 @@ TEST(ReportServed, DistanceIsShownBesideEachRowAndUnrankedRowsSayWhy) {
   EXPECT_NE(csv.find("\r\n,kv-q8,"), std::string::npos) << csv;
 }
 
+// One comparison of `config` with a single flip at `position` and one window of flip rate `rate`.
+json Comparison(const std::string& config, int64_t position, double rate) {
+  const json flip = {{"position", position}, {"window", 0},        {"span", "tool call #1"},
+                     {"base_text", "a"},     {"base_prob", 0.6},   {"cand_text", "b"},
+                     {"cand_prob", 0.4},     {"kl", 0.01},         {"class", "moderate"},
+                     {"context", "x"},       {"base_margin", 0.2}, {"cand_prob_of_base_token", 0.3}};
+  return {{"config", config},
+          {"repeat", 0},
+          {"compare",
+           {{"probes_compared", 200},
+            {"overall", {{"probes", 200}, {"flips", 1}, {"flip_rate", rate}, {"confident_flips", 0}}},
+            {"windows",
+             {{{"index", 0},
+               {"begin", 0},
+               {"end", 128},
+               {"probes", 200},
+               {"flips", 1},
+               {"flip_rate", rate},
+               {"kl_mean", 0.001}}}},
+            {"flips", {flip}}}}};
+}
+
+// Ranked by served replay, the flips and the per-window figures are the served twins' (the ones the
+// ranking used), and the report says which replay they are; ranked by prefill, the prefill ones.
+TEST(ReportServed, FlipsAndWindowsShowTheReplayOfTheRanking) {
+  json doc = Document(false);
+  doc["comparisons"] = {Comparison("kv-q8", 55, 0.125), Comparison("kv-q4", 56, 0.25)};
+  doc["served"]["comparisons"] = {Comparison("kv-q8@served", 77, 0.375), Comparison("kv-q4@served", 78, 0.5)};
+  for (const char* twin : {"baseline@served", "kv-q8@served", "kv-q4@served"})
+    doc["served"]["configs"].push_back({{"name", twin}, {"status", "ok"}, {"knobs", {{"replay", "served"}}}});
+  doc["recipe"] = {
+      {"recommended", "kv-q8"},
+      {"ranked_by",
+       "served replay (every ranked row: each configuration's served twin against "
+       "baseline@served)"},
+      {"ranking", {{{"config", "kv-q8"}, {"replay", "served"}}, {{"config", "kv-q4"}, {"replay", "served"}}}}};
+  ExperimentResults r = ExperimentResults::FromJson(doc);
+  std::string md = RenderMarkdown(r);
+  const std::string flips = md.substr(md.find("## Flips"));
+  EXPECT_NE(flips.find("Served replay, the replay the ranking used"), std::string::npos) << flips;
+  EXPECT_NE(flips.find("| 77 |"), std::string::npos) << flips;
+  EXPECT_EQ(flips.find("| 55 |"), std::string::npos) << "the prefill flip is not shown: " << flips;
+  const std::string windows = md.substr(md.find("## Flip rate per window"));
+  EXPECT_NE(windows.find("Served replay, the replay the ranking used"), std::string::npos);
+  EXPECT_NE(windows.find("| 0 (0–128) | 37.500% | 50.000% |"), std::string::npos) << windows;
+  std::string html = RenderHtml(r);
+  const std::string section = html.substr(html.find("<section id=\"flips\">"));
+  EXPECT_NE(section.find("Served replay, the replay the ranking used"), std::string::npos);
+  EXPECT_NE(section.find(">77<"), std::string::npos);
+  EXPECT_EQ(section.find(">55<"), std::string::npos);
+  const std::string charts = html.substr(html.find("<section id=\"charts\">"));
+  EXPECT_NE(charts.find("37.500%"), std::string::npos);
+  EXPECT_EQ(charts.substr(0, charts.find("</section>")).find("12.500%"), std::string::npos);
+
+  // Ranked by prefill: the prefill figures, and the report says so.
+  doc["recipe"]["ranked_by"] = "prefill replay";
+  for (json& row : doc["recipe"]["ranking"]) row["replay"] = "prefill";
+  r = ExperimentResults::FromJson(doc);
+  md = RenderMarkdown(r);
+  EXPECT_NE(md.find("Prefill replay, the replay the ranking used"), std::string::npos);
+  EXPECT_NE(md.substr(md.find("## Flips")).find("| 55 |"), std::string::npos);
+  EXPECT_NE(md.find("| 0 (0–128) | 12.500% | 25.000% |"), std::string::npos) << md;
+}
+
 TEST(ReportServed, NoServedPartNoSection) {
   json doc = Document(false);
   doc.erase("served");

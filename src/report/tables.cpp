@@ -101,13 +101,15 @@ std::vector<std::string> RankingCells(const ExperimentResults& results, const Co
   return cells;
 }
 
-TextTable WindowTable(const ExperimentResults& results, WindowFigure figure, bool percent) {
+TextTable WindowTable(const ExperimentResults& results, WindowFigure figure, bool percent, bool ranked_replay) {
   TextTable t;
   t.header.push_back("Window (tokens)");
   std::vector<std::vector<WindowPoint>> columns;
   std::set<std::tuple<int, double, double>> windows;  // every window any configuration has
   for (const ConfigRow& row : RankedConfigs(results)) {
-    auto pts = WindowSeries(results.measured.comparisons, row.name, figure);
+    const RowMeasurements m =
+        ranked_replay ? MeasurementsOf(results, row) : RowMeasurements{&results.measured, row.name, false};
+    auto pts = WindowSeries(m.measured->comparisons, m.config, figure);
     if (pts.empty()) continue;
     for (const auto& p : pts) windows.emplace(p.index, p.begin, p.end);
     t.header.push_back(row.name);
@@ -312,24 +314,23 @@ std::vector<Fact> MethodFacts(const ExperimentResults& r) {
   if (plan.recorded)
     plan_text = fmt::format("every {} tokens; 100% inside: {}; {} probes", count(plan.stride),
                             plan.full.value_or("").empty() ? "nothing" : *plan.full, count(plan.n_probes));
-  return {
-      {g, "Context length", ContextLength(r) ? Count(ContextLength(r)) + " tokens" : "", false},
-      {g, "Sampled positions", plan_text, false},
-      {g, "Window", settings.window ? Count(double(*settings.window)) + " tokens" : "", false},
-      {g, "Confident flip", "reference top-1 probability ≥ " + Small(settings.confident.value_or(0.9)), false},
-      {g, "KL direction", (m.kl_dir.empty() ? "KL(base||cand)" : m.kl_dir) + "; base is the reference", false},
-      {g, "Truncation",
-       m.truncated ? fmt::format("top-k (truncated) in {} of {} comparisons", m.truncated, m.n)
-                   : "none: full-vocabulary logits in every comparison",
-       false},
-      {g, "KL of truncated captures", m.kl_estimate, false},
-      {g, "Skipped probes", m.skipped > 0 ? Count(m.skipped) : "none", false},
-      {g, "Aggregation",
-       "median over repeats; every repeat of every configuration is compared with the reference's first capture, "
-       "and the reference's own repeats give the floor",
-       false},
-      {g, "Experiment file", r.experiment_file, true},
-      {g, "Results written by", "flipscope " + Or(r.flipscope_version) + " at " + Or(r.created), false}};
+  return {{g, "Context length", ContextLength(r) ? Count(ContextLength(r)) + " tokens" : "", false},
+          {g, "Sampled positions", plan_text, false},
+          {g, "Window", settings.window ? Count(double(*settings.window)) + " tokens" : "", false},
+          {g, "Confident flip", "reference top-1 probability ≥ " + Small(settings.confident.value_or(0.9)), false},
+          {g, "KL direction", (m.kl_dir.empty() ? "KL(base||cand)" : m.kl_dir) + "; base is the reference", false},
+          {g, "Truncation",
+           m.truncated ? fmt::format("top-k (truncated) in {} of {} comparisons", m.truncated, m.n)
+                       : "none: full-vocabulary logits in every comparison",
+           false},
+          {g, "KL of truncated captures", m.kl_estimate, false},
+          {g, "Skipped probes", m.skipped > 0 ? Count(m.skipped) : "none", false},
+          {g, "Aggregation",
+           "median over repeats; every repeat of every configuration is compared with the reference's first capture, "
+           "and the reference's own repeats give the floor",
+           false},
+          {g, "Experiment file", r.experiment_file, true},
+          {g, "Results written by", "flipscope " + Or(r.flipscope_version) + " at " + Or(r.created), false}};
 }
 
 }  // namespace

@@ -40,7 +40,8 @@ TEST(ReportWindows, AShortFinalWindowIsMergedIntoItsNeighbour) {
   ASSERT_EQ(hi.size(), 2u);
   EXPECT_DOUBLE_EQ(hi[1].value, Wilson95(4, 125)[1]);
   EXPECT_LT(hi[1].value, 0.1);
-  EXPECT_DOUBLE_EQ(report::WindowSeries(Comparisons(r), "q4", report::WindowFigure::kKlMean)[1].value, (0.002 * 120 + 0.002 * 5) / 125);
+  EXPECT_DOUBLE_EQ(report::WindowSeries(Comparisons(r), "q4", report::WindowFigure::kKlMean)[1].value,
+                   (0.002 * 120 + 0.002 * 5) / 125);
   // A percentile cannot be merged: the merged window has none.
   EXPECT_EQ(report::WindowSeries(Comparisons(r), "q4", report::WindowFigure::kKlP99).size(), 1u);
   EXPECT_EQ(rate[0].merged_probes, 0);

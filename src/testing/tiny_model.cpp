@@ -1,6 +1,8 @@
 // Tiny deterministic GGUF models for unit tests.
 #include "testing/tiny_model.h"
 
+#include "testing/tiny_model_parts.h"
+
 #include <fmt/format.h>
 #include <ggml.h>
 #include <gguf.h>
@@ -12,34 +14,11 @@
 #include <memory>
 
 namespace flipscope::fixtures {
-namespace {
-
-// SplitMix64: a tiny, well-mixed deterministic generator.
-struct Rng {
-  uint64_t s;
-  uint64_t Next() {
-    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  float Uniform() { return float(double(Next() >> 11) / double(1ull << 53)) * 2.0f - 1.0f; }
-};
+namespace detail {
 
 constexpr const char* kChatML =
     "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + "
     "'<|im_end|>' + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
-
-struct Vocab {
-  std::vector<std::string> tokens;
-  std::vector<float> scores;
-  std::vector<int32_t> types;
-  void Add(std::string t, float score, int32_t type) {
-    tokens.push_back(std::move(t));
-    scores.push_back(score);
-    types.push_back(type);
-  }
-};
 
 Vocab MakeVocab() {
   // Types as in llama.cpp: 1 normal, 2 unknown, 3 control, 6 byte.
@@ -123,14 +102,6 @@ void SetMetadata(gguf_context* g, const TinyModelOptions& o, const Vocab& vocab)
   gguf_set_val_bool(g, "tokenizer.ggml.add_bos_token", true);
   if (o.chat_template) gguf_set_val_str(g, "tokenizer.chat_template", kChatML);
 }
-
-// One tensor of the model: its name, shape [ne0, ne1], and whether it is a weight matrix.
-struct Spec {
-  std::string name;
-  int64_t ne0, ne1;
-  bool matrix;
-  int64_t ne2 = 1;  // experts: one [ne0, ne1] matrix each
-};
 
 // Layer l of a qwen35 model (llama.cpp's src/models/qwen35.cpp): a full-attention layer (Q and its
 // gate in one matrix, per-head Q/K norms) or a Gated DeltaNet layer (QKV mixed for the convolution,
@@ -216,6 +187,21 @@ std::vector<Spec> TensorSpecs(const TinyModelOptions& o, int n_vocab) {
   return specs;
 }
 
+void Fill(const Spec& s, const TinyModelOptions& o, Rng& rng, float* v, int64_t n) {
+  float scale = s.matrix ? o.weight_scale / std::sqrt(float(s.ne0)) : 0.0f;
+  if (s.name == "output.weight") scale *= o.output_scale;
+  // Norm weights near 1, biases near 0 (large enough to matter), matrices scaled to their width.
+  const bool bias = s.name.ends_with(".bias");
+  for (int64_t i = 0; i < n; ++i)
+    v[i] = s.matrix ? rng.Uniform() * scale * 1.7f : bias ? 0.5f * rng.Uniform() : 1.0f + 0.1f * rng.Uniform();
+  // qwen35's decay A (stored as -exp(A_log)) is negative, so that the state fades; its
+  // convolution taps are small, F32 as in real files (ggml_ssm_conv reads F32).
+  if (s.name.ends_with(".ssm_a"))
+    for (int64_t i = 0; i < n; ++i) v[i] = -(0.5f + 0.4f * v[i]);
+  if (s.name.ends_with(".ssm_conv1d.weight"))
+    for (int64_t i = 0; i < n; ++i) v[i] = 2.5f * (v[i] - 1.0f);
+}
+
 // Adds the tensors of specs to g, made in ctx with seeded values (o's seed, scale, type, and its
 // dropped, perturbed or renamed tensor).
 void AddTensors(gguf_context* g, ggml_context* ctx, const std::vector<Spec>& specs, const TinyModelOptions& o) {
@@ -224,17 +210,7 @@ void AddTensors(gguf_context* g, ggml_context* ctx, const std::vector<Spec>& spe
   for (auto& s : specs) {
     if (s.name == o.drop_tensor) continue;
     std::vector<float> v(size_t(s.ne0 * s.ne1 * s.ne2));
-    float scale = s.matrix ? o.weight_scale / std::sqrt(float(s.ne0)) : 0.0f;
-    // Norm weights near 1, biases near 0 (large enough to matter), matrices scaled to their width.
-    const bool bias = s.name.ends_with(".bias");
-    for (auto& x : v)
-      x = s.matrix ? rng.Uniform() * scale * 1.7f : bias ? 0.5f * rng.Uniform() : 1.0f + 0.1f * rng.Uniform();
-    // qwen35's decay A (stored as -exp(A_log)) is negative, so that the state fades; its
-    // convolution taps are small, F32 as in real files (ggml_ssm_conv reads F32).
-    if (s.name.ends_with(".ssm_a"))
-      for (auto& x : v) x = -(0.5f + 0.4f * x);
-    if (s.name.ends_with(".ssm_conv1d.weight"))
-      for (auto& x : v) x = 2.5f * (x - 1.0f);
+    Fill(s, o, rng, v.data(), int64_t(v.size()));
     if (s.name == o.perturb_tensor && o.perturb_scale == 0) v[0] += 0.5f;
     if (s.name == o.perturb_tensor && o.perturb_scale != 0)
       for (auto& x : v) x *= 1.0f + o.perturb_scale;
@@ -254,7 +230,9 @@ void AddTensors(gguf_context* g, ggml_context* ctx, const std::vector<Spec>& spe
   }
 }
 
-}  // namespace
+}  // namespace detail
+
+using namespace detail;
 
 Status WriteTinyModel(const std::string& path, const TinyModelOptions& o) {
   Vocab vocab = MakeVocab();

@@ -40,6 +40,8 @@ struct TinyModelOptions {
   bool chat_template = true;        // embed a ChatML template
   std::string matrix_type = "f16";  // f32, f16 or q8_0 for the 2-D weights
   float weight_scale = 1.0f;        // multiplies every matrix (larger = peakier distributions)
+  float output_scale = 1.0f;        // multiplies output.weight as well (peakier next-token distributions)
+  int n_vocab = 0;                  // > the tiny vocabulary: padded with tokens <|seed_N|> (shaped models)
   // Tensor edits for checkpoint-diff tests: perturb one tensor, drop one, rename one.
   std::string perturb_tensor, drop_tensor, rename_from, rename_to;
   // With perturb_tensor: 0 adds 0.5 to its first value; otherwise every value is multiplied by
@@ -50,6 +52,12 @@ struct TinyModelOptions {
 // Writes a model of o.arch with an SPM vocabulary (byte fallback, ChatML control
 // tokens) to path; the same options always give the same bytes.
 Status WriteTinyModel(const std::string& path, const TinyModelOptions& opts = {});
+
+// Writes a model of o's architecture at any shape (a 27B one too) with seeded random weights,
+// streamed tensor by tensor in o.matrix_type (f32, f16, bf16, q8_0 or q4_k) over `threads`: memory
+// holds a slab of one tensor, not the model. Its values are a pure function of the seed and the
+// shape (not of threads). Such files measure cost, never quality: their weights are noise.
+Status WriteShapedModel(const std::string& path, const TinyModelOptions& o, int threads);
 
 // A path under the system temp folder for a test's file (the folder is created).
 std::string TempPath(const std::string& name);

@@ -29,9 +29,6 @@ import csv
 import json
 import os
 
-import gguf
-from safetensors import safe_open
-
 
 def byte_decoder():
     # The byte-level BPE alphabet: printable bytes map to themselves, the rest above U+0100.
@@ -46,6 +43,8 @@ def byte_decoder():
 
 
 def vocab_bytes(model_path):
+    import gguf  # only to read new sources: --keep alone relabels without it
+
     r = gguf.GGUFReader(model_path)
     f = r.fields["tokenizer.ggml.tokens"]
     tokens = [bytes(f.parts[i]).decode("utf-8") for i in f.data]
@@ -66,6 +65,8 @@ def vocab_bytes(model_path):
 
 def source_entry(capture, branches):
     meta = open_meta(capture)
+    from safetensors import safe_open
+
     with safe_open(capture, "numpy") as f:  # one tensor only: numpy cannot hold BF16 logits
         tokens = f.get_tensor("tokens").tolist()
     pieces = vocab_bytes_cache(None, capture)

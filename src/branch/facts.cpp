@@ -1,0 +1,201 @@
+// Invented facts: words of prose that state what the transcript does not hold (addresses, paths,
+// hosts, numbers), and ports given to a service the transcript's lines give other ports.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <set>
+
+#include "branch/verdict.h"
+
+namespace flipscope {
+namespace {
+
+bool IsDigit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+bool IsAlnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// A sentence's bounds around byte i: from after the previous '.', '\n' or '!' to the next one.
+std::string_view SentenceAround(std::string_view text, size_t i) {
+  auto stop = [](char c) { return c == '\n' || c == '!' || c == '?'; };
+  size_t a = i, b = i;
+  while (a > 0 && !stop(text[a - 1]) && !(text[a - 1] == '.' && (a >= text.size() || text[a] == ' '))) --a;
+  while (b < text.size() && !stop(text[b]) && !(text[b] == '.' && (b + 1 >= text.size() || text[b + 1] == ' '))) ++b;
+  return text.substr(a, b - a);
+}
+
+// Whether the word that ends at byte i is a path (`tests/test_totals.py` of
+// `tests/test_totals.py:48`; not a URL's host): a number after it is a line, not a port.
+bool AfterPath(std::string_view text, size_t i) {
+  size_t a = i;
+  while (a > 0 && !std::isspace(static_cast<unsigned char>(text[a - 1])) && text[a - 1] != '(' && text[a - 1] != '"')
+    --a;
+  const std::string_view word = text.substr(a, i - a);
+  return word.find('/') != std::string_view::npos && word.find("://") == std::string_view::npos;  // a URL's host:port
+}
+
+// The ports a text names: the number after "port" or (`after_colon`) after a ':' that follows an
+// address or name ("127.0.0.1:5432", "port 22"), each with its byte offset.
+std::vector<std::pair<std::string, size_t>> PortsIn(std::string_view text, bool after_colon = true) {
+  std::vector<std::pair<std::string, size_t>> out;
+  const std::string low = Lower(text);
+  for (size_t i = 0; i < low.size(); ++i) {
+    size_t start = std::string::npos;
+    if (low.compare(i, 5, "port ") == 0 && i + 5 < low.size() && IsDigit(low[i + 5]))
+      start = i + 5;
+    else if (after_colon && low[i] == ':' && i > 0 && IsAlnum(low[i - 1]) && i + 1 < low.size() &&
+             IsDigit(low[i + 1]) && !AfterPath(low, i))
+      start = i + 1;
+    if (start == std::string::npos) continue;
+    size_t end = start;
+    while (end < low.size() && IsDigit(low[end])) ++end;
+    // Not the start of an address ("port 172.17.0.1"): a port ends where a word ends.
+    const bool address = end + 1 < low.size() && low[end] == '.' && IsDigit(low[end + 1]);
+    if (end - start <= 5 && (end == low.size() || !IsAlnum(low[end])) && !address)
+      out.emplace_back(low.substr(start, end - start), start);
+  }
+  return out;
+}
+
+// Words around a port that name no service.
+constexpr std::array<std::string_view, 16> kPortWords = {"port",    "ports",  "listen", "listens", "listening", "local",
+                                                         "address", "peer",   "users",  "state",   "recv",      "send",
+                                                         "open",    "closed", "from",   "with"};
+
+// The names on a line or in a sentence that a port can belong to: lower-case words of 4+ letters
+// that are not the words of a socket listing.
+std::vector<std::string> NamesIn(std::string_view text) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t j = i;
+    while (j < text.size() && std::isalpha(static_cast<unsigned char>(text[j]))) ++j;
+    std::string w = Lower(text.substr(i, j - i));
+    if (w.size() >= 4 && std::find(kPortWords.begin(), kPortWords.end(), w) == kPortWords.end()) out.push_back(w);
+    i = j + 1;
+  }
+  return out;
+}
+
+// Whether two service names are the same: equal, or one the other's start of 5+ letters
+// (postgres, postgresql).
+bool SameService(std::string_view a, std::string_view b) {
+  const size_t n = std::min(a.size(), b.size());
+  return a == b || (n >= 5 && a.compare(0, n, b, 0, n) == 0);
+}
+
+// Whether a word's digits only number it: line numbers or counts of 1-2 digits joined to words by
+// '-' (grep's context lines `20-The`, `20-21-The`, `3-way`), or an ordinal `_1`/`_12` ending a snake_case name
+// of words (test_function_1, the first of several made-up names). Such a word names nothing.
+bool NumberedWording(std::string_view w) {
+  auto letters = [](std::string_view s) {
+    return !s.empty() &&
+           std::all_of(s.begin(), s.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)); });
+  };
+  auto number = [](std::string_view s) {
+    return !s.empty() && s.size() <= 2 && std::all_of(s.begin(), s.end(), IsDigit);
+  };
+  if (w.find('-') != std::string_view::npos) {  // numbers, then words, joined by '-' (not app-west-01)
+    bool numbers = false, words = false;
+    for (size_t a = 0; a <= w.size();) {
+      const size_t b = std::min(w.find('-', a), w.size());
+      const std::string_view part = w.substr(a, b - a);
+      if (number(part) && !words)
+        numbers = true;
+      else if (letters(part))
+        words = true;
+      else
+        return false;
+      a = b + 1;
+    }
+    return numbers && words;
+  }
+  const size_t last = w.rfind('_');
+  if (last == std::string_view::npos || !number(w.substr(last + 1))) return false;
+  // Every part before the ordinal is a word of letters, and there are two or more.
+  size_t parts = 0;
+  for (size_t a = 0; a < last;) {
+    const size_t b = std::min(w.find('_', a), last);
+    if (!letters(w.substr(a, b - a))) return false;
+    ++parts, a = b + 1;
+  }
+  return parts >= 2;
+}
+
+// Whether a word states a fact that must come from somewhere: an address, a path, a host or file
+// name, a version, or a number of 3+ digits (a port, a count, an id).
+bool IsFactWord(std::string_view w) {
+  const size_t digits = size_t(std::count_if(w.begin(), w.end(), IsDigit));
+  // One digit over and over (0000000000) is filler, no number anything holds.
+  if (digits == w.size() && w.find_first_not_of(w[0]) == std::string_view::npos) return false;
+  if (w.size() >= 2 && (w[0] == '/' || w[0] == '~') && std::any_of(w.begin() + 1, w.end(), IsAlnum)) return true;
+  if (NumberedWording(w)) return false;
+  if (digits >= 3) return true;
+  if (digits > 0 && w.size() >= 4) return true;  // lab-sw01, eth0, v14
+  // A dotted name with letters on both sides of a dot (db.example.com, postgresql.conf); a part of
+  // one letter is code reaching into an object (a.name, f.read), no host or file.
+  bool dotted = false;
+  for (size_t i = 1; i + 1 < w.size(); ++i)
+    dotted = dotted || (w[i] == '.' && std::isalpha(static_cast<unsigned char>(w[i - 1])) &&
+                        std::isalpha(static_cast<unsigned char>(w[i + 1])));
+  if (!dotted || w.size() < 6) return false;
+  for (size_t a = 0; a <= w.size();) {
+    const size_t b = std::min(w.find('.', a), w.size());
+    if (b - a == 1) return false;
+    a = b + 1;
+  }
+  return true;
+}
+
+}  // namespace
+
+FactTable FactTable::FromText(std::string_view transcript) {
+  FactTable t;
+  size_t line_start = 0;
+  while (line_start <= transcript.size()) {
+    size_t end = transcript.find('\n', line_start);
+    if (end == std::string_view::npos) end = transcript.size();
+    const std::string_view line = transcript.substr(line_start, end - line_start);
+    for (const auto& [port, at] : PortsIn(line))
+      for (const std::string& name : NamesIn(line)) t.ports_of[name].insert(port);
+    line_start = end + 1;
+  }
+  return t;
+}
+
+std::optional<std::string> FindInventedFact(std::string_view text, size_t from, const FactTable& facts,
+                                            const WordFilter& known, size_t own) {
+  for (const Word& w : SplitWords(text)) {
+    if (w.offset + w.text.size() <= from || !IsFactWord(w.text)) continue;
+    if (w.offset > 0 && text[w.offset - 1] == '<') continue;  // a markup tag (</tool_call>), no path
+    // A word cut by the end of the text is known when it is the start of a known one: `known` says.
+    if (known && known(w.text)) continue;
+    return fmt::format("states \"{}\", which the transcript nowhere holds", w.text);
+  }
+  // A port the transcript names, given to a service whose lines name only other ports. "port N"
+  // belongs to what its sentence names; an address's ":N" to what the future's own words of the
+  // sentence name (a host route written before the point is no service of the port's).
+  for (const auto& [port, at] : PortsIn(text)) {
+    if (at < from) continue;
+    const bool colon = at > 0 && text[at - 1] == ':';
+    std::string_view sentence = SentenceAround(text, at);
+    if (colon && sentence.data() < text.data() + own)
+      sentence.remove_prefix(size_t(text.data() + own - sentence.data()));
+    for (const std::string& name : NamesIn(sentence)) {
+      std::set<std::string> ports;  // every port the transcript's lines give this service
+      for (const auto& [service, given] : facts.ports_of)
+        if (SameService(name, service)) ports.insert(given.begin(), given.end());
+      if (ports.empty() || ports.count(port) || ports.size() > 2) continue;
+      return fmt::format("gives {} port {}, where the transcript's lines give it {}", name, port,
+                         fmt::join(ports, ", "));
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace flipscope
