@@ -123,10 +123,12 @@ int main(int argc, char** argv) {
         top += std::exp(*std::max_element(ls.begin(), ls.end()));
       }
       top /= double(rows->logits.size());
-      fmt::print("tokens {} probes {} pass_s {:.1f} | work_tflop matmul {:.1f} attention {:.1f} scan {:.2f} logits "
-                 "{:.2f} total {:.1f} | fp64_tflops {:.1f} | mean_top1_prob {:.4f}\nparts {}\n",
-                 n_tokens, probes.size(), pass_s, w.matmul / 1e12, w.attention / 1e12, w.scan / 1e12,
-                 w.logits / 1e12, w.total() / 1e12, w.total() / pass_s / 1e12, top, (*dev)->PartTimes().dump());
+      fmt::print(
+          "tokens {} probes {} pass_s {:.1f} | work_tflop matmul {:.1f} attention {:.1f} scan {:.2f} logits "
+          "{:.2f} total {:.1f} | fp64_tflops {:.1f} | mean_top1_prob {:.4f} | planned_gib {:.1f}\nparts {}\n",
+          n_tokens, probes.size(), pass_s, w.matmul / 1e12, w.attention / 1e12, w.scan / 1e12, w.logits / 1e12,
+          w.total() / 1e12, w.total() / pass_s / 1e12, top,
+          double((*dev)->DeviceBytes(n_tokens, int64_t(probes.size()))) / double(1 << 30), (*dev)->PartTimes().dump());
       std::fflush(stdout);
     }
     return 0;
@@ -168,9 +170,10 @@ int main(int argc, char** argv) {
     max_kl = std::max(max_kl, kl);
   }
   const bool agree = same == int64_t(probes.size()) && max_abs <= 1e-9 && max_kl <= 1e-15;
-  fmt::print("{}{}: {} tokens, {} probes: top-1 same {}/{}, max |dlogit| {:.3g}, max KL {:.3g}; cpu {:.2f} s, {} "
-             "{:.2f} s -> {}\n",
-             model, mutation.empty() ? "" : " (mutation " + mutation + ")", tokens.size(), probes.size(), same,
-             probes.size(), max_abs, max_kl, cpu_s, device, dev_s, agree ? "agree" : "DISAGREE");
+  fmt::print(
+      "{}{}: {} tokens, {} probes: top-1 same {}/{}, max |dlogit| {:.3g}, max KL {:.3g}; cpu {:.2f} s, {} "
+      "{:.2f} s -> {}\n",
+      model, mutation.empty() ? "" : " (mutation " + mutation + ")", tokens.size(), probes.size(), same, probes.size(),
+      max_abs, max_kl, cpu_s, device, dev_s, agree ? "agree" : "DISAGREE");
   return agree ? 0 : 1;
 }

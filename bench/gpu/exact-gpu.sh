@@ -34,7 +34,8 @@ case "$1" in
     # 100, so that blocks, windows, chunked projections and the DeltaNet state across chunks all run.
     common=(--n-layer 3 --n-embd 128 --n-head 4 --n-head-kv 2 --n-ff 256 --weight-scale 2)
     for spec in "llama" "qwen2" "qwen3" "qwen3moe" "phi3" "qwen35 --n-layer 4 --full-attention-interval 2" \
-        "gemma2 --sliding-window 100 --attn-softcap 50 --final-softcap 30" "llama --rope-dims 16"; do
+        "gemma2 --sliding-window 100 --attn-softcap 50 --final-softcap 30" "gemma3 --n-layer 7 --sliding-window 100" \
+        "llama --rope-dims 16"; do
       read -r arch extra <<<"$spec"
       f=$work/tiny-${arch}.gguf
       # shellcheck disable=SC2086

@@ -44,10 +44,7 @@ Status CudaPass::Project(const Hparams& hp, const DeviceRope& rope, int64_t c0, 
 Status CudaPass::Attend(const Hparams& hp, bool swa, int64_t n) {
   const int64_t ldq = hp.n_head * hp.head_k, ldk = hp.n_head_kv * hp.head_k, ldv = hp.n_head_kv * hp.head_v;
   const int64_t ldo = hp.n_head * hp.head_v, group = hp.n_head / hp.n_head_kv, window = swa ? hp.n_swa : 0;
-  const int64_t block = o_->device_query_block > 0
-                            ? o_->device_query_block
-                            : std::clamp<int64_t>((int64_t(1) << 27) / std::max<int64_t>(n, 1), 256, 4096);
-  FS_RETURN_IF_ERROR(b_.scores.Reserve(block * n));
+  const int64_t block = query_block_;  // the plan's: b_.scores holds block x n
   for (int64_t b0 = 0; b0 < n; b0 += block) {
     const int64_t rows = std::min(block, n - b0);
     const int64_t k0 = window > 0 ? std::max<int64_t>(0, b0 - window + 1) : 0, cols = b0 + rows - k0;

@@ -2,6 +2,7 @@
 // cuBLAS is loaded at run time (cuda_blas.cpp), so building needs only nvcc and the CUDA runtime.
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cmath>
 #include <string>
 
@@ -16,6 +17,7 @@ cudaStream_t g_copies = nullptr;  // uploads beside the kernels
 std::string g_copy_error;         // the first failed upload there since the last SyncCopies
 int g_device = 0;
 std::string g_first_error;  // the first failed operation since the last Sync
+std::atomic<int64_t> g_held{0};  // bytes held by Buffer and FloatBuffer
 
 void Note(cudaError_t e, const char* what) {
   if (e != cudaSuccess && g_first_error.empty()) g_first_error = std::string(what) + ": " + cudaGetErrorString(e);
@@ -274,39 +276,42 @@ double MemoryInUseGiB() {
   return double(total - free) / double(1ull << 30);
 }
 
-Buffer::~Buffer() {
-  if (p_) cudaFree(p_);
+int64_t AvailableBytes() {
+  size_t free = 0, total = 0;
+  cudaMemGetInfo(&free, &total);
+  return int64_t(free) + g_held.load();
 }
 
-Status Buffer::Reserve(int64_t n) {
-  if (n <= n_) return Status::Ok();
-  if (p_) cudaFree(p_);
-  p_ = nullptr;
-  n_ = 0;
-  cudaError_t e = cudaMalloc(&p_, size_t(n) * sizeof(double));
+// Grows p to at least n elements of T, counting the bytes this process's buffers hold.
+template <class T>
+static Status Grow(T*& p, int64_t& have, int64_t n) {
+  if (n <= have) return Status::Ok();
+  if (p) cudaFree(p);
+  g_held -= have * int64_t(sizeof(T));
+  p = nullptr;
+  have = 0;
+  cudaError_t e = cudaMalloc(&p, size_t(n) * sizeof(T));
   if (e != cudaSuccess)
-    return Status::Error("CUDA device memory: cannot allocate " + std::to_string(n * 8 >> 20) + " MiB (" +
-                         cudaGetErrorString(e) + ")");
-  n_ = n;
+    return Status::Error("CUDA device memory: cannot allocate " + std::to_string(n * int64_t(sizeof(T)) >> 20) +
+                         " MiB (" + cudaGetErrorString(e) + ")");
+  have = n;
+  g_held += n * int64_t(sizeof(T));
   return Status::Ok();
 }
+
+Buffer::~Buffer() {
+  if (p_) cudaFree(p_);
+  g_held -= n_ * int64_t(sizeof(double));
+}
+
+Status Buffer::Reserve(int64_t n) { return Grow(p_, n_, n); }
 
 FloatBuffer::~FloatBuffer() {
   if (p_) cudaFree(p_);
+  g_held -= n_ * int64_t(sizeof(float));
 }
 
-Status FloatBuffer::Reserve(int64_t n) {
-  if (n <= n_) return Status::Ok();
-  if (p_) cudaFree(p_);
-  p_ = nullptr;
-  n_ = 0;
-  cudaError_t e = cudaMalloc(&p_, size_t(n) * sizeof(float));
-  if (e != cudaSuccess)
-    return Status::Error("CUDA device memory: cannot allocate " + std::to_string(n * 4 >> 20) + " MiB (" +
-                         cudaGetErrorString(e) + ")");
-  n_ = n;
-  return Status::Ok();
-}
+Status FloatBuffer::Reserve(int64_t n) { return Grow(p_, n_, n); }
 
 Result<int64_t*> AllocInts(int64_t n) {
   int64_t* p = nullptr;

@@ -16,7 +16,7 @@ namespace flipscope::exact::cuda {
 // What the manifest records of the device and its libraries.
 struct DeviceInfo {
   int index = 0;
-  std::string name;           // e.g. "NVIDIA H200"
+  std::string name;  // e.g. "NVIDIA H200"
   int cc_major = 0, cc_minor = 0;
   double memory_gib = 0;
   std::string driver;   // the CUDA version the driver supports, e.g. "13.0"
@@ -33,6 +33,9 @@ Status Sync();
 void BindThread();
 // Device memory in use now (all processes), in GiB.
 double MemoryInUseGiB();
+// Bytes a pass may use: the device's free memory plus what this process's buffers hold (a pass
+// reuses them).
+int64_t AvailableBytes();
 
 // Device memory of n doubles that grows on demand (its contents are not kept when it grows).
 class Buffer {
@@ -81,8 +84,8 @@ void FreeInts(int64_t* p);
 
 // c[m][n] = a[m][k] . (trans_b ? b[n][k]^T : b[k][n]), row-major with leading dimensions, as the
 // CPU's Gemm (cuBLAS DGEMM, column-major underneath).
-void Gemm(bool trans_b, int64_t m, int64_t n, int64_t k, const double* d_a, int64_t lda, const double* d_b,
-          int64_t ldb, double* d_c, int64_t ldc);
+void Gemm(bool trans_b, int64_t m, int64_t n, int64_t k, const double* d_a, int64_t lda, const double* d_b, int64_t ldb,
+          double* d_c, int64_t ldc);
 
 // ---- element-wise and row kernels (kernels.cpp's formulas) ----
 
@@ -101,8 +104,8 @@ void Scale(double* d_x, int64_t n, double s);
 void GatedActivation(bool gelu, double* d_g, const double* d_u, int64_t n);
 // Rotates rows [row0, row0 + n) of x (row stride ld; rows indexed from the chunk's start) by the
 // angle table d_cos/d_sin [position][half] (MakeRopeTable's), heads of width head_dim.
-void Rope(double* d_x, int64_t row0, int64_t n, int64_t ld, int64_t n_heads, int64_t head_dim, int64_t n_rot,
-          bool neox, const double* d_cos, const double* d_sin, int64_t half);
+void Rope(double* d_x, int64_t row0, int64_t n, int64_t ld, int64_t n_heads, int64_t head_dim, int64_t n_rot, bool neox,
+          const double* d_cos, const double* d_sin, int64_t half);
 // qwen35: src[len][n_head][2][head] -> q[len][n_head][head] and gate (same shape).
 void SplitGate(const double* d_src, int64_t len, int64_t n_head, int64_t head, double* d_q, double* d_gate);
 // attn /= 1 + exp(-gate) over n values (sigmoid gating of each head's output).

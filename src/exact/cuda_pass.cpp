@@ -2,38 +2,44 @@
 // cuda_ops.h. The residual stream and the layer's Q, K, V live on the device for the whole pass;
 // the host widens each layer's weights through ggml's float conversion (the route checked exact
 // at load) while the device runs the layer before, then uploads them.
+#include "exact/cuda_pass.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <future>
 #include <memory>
 
-#include "exact/cuda_pass.h"
 #include "util/util.h"
 
 namespace flipscope::exact {
 
-Status CudaPass::Alloc(const Hparams& hp, int64_t n) {
-  const int64_t C = chunk_, E = hp.n_embd, qd = hp.n_head * hp.head_k;
-  const int64_t kd = hp.n_head_kv * hp.head_k, vd = hp.n_head_kv * hp.head_v, wd = hp.n_head * hp.head_v;
-  const int64_t F = std::max(hp.n_ff, hp.n_ff_exp);
-  for (auto [buf, size] : {std::pair{&b_.h, n * E}, {&b_.q, n * qd}, {&b_.k, n * kd}, {&b_.v, n * vd},
-                           {&b_.attn, n * wd}, {&b_.x, C * E}, {&b_.o, C * std::max(E, wd)},
-                           {&b_.tmp, C * 2 * qd}, {&b_.gate, C * F}, {&b_.up, C * F}})
-    FS_RETURN_IF_ERROR(buf->Reserve(size));
-  if (hp.attn_gate) FS_RETURN_IF_ERROR(b_.qgate.Reserve(n * qd));
-  if (hp.ssm_state > 0) {
-    const int64_t S = hp.ssm_state, K = hp.ssm_k_heads * S, V = hp.ssm_v_heads * S, Cc = 2 * K + V;
-    for (auto [buf, size] : {std::pair{&b_.mixed, C * Cc}, {&b_.z, C * V}, {&b_.beta, C * hp.ssm_v_heads},
-                             {&b_.g, C * hp.ssm_v_heads}, {&b_.conv, C * Cc},
-                             {&b_.conv_state, (hp.ssm_conv - 1) * Cc + 1}, {&b_.conv_tmp, (hp.ssm_conv - 1) * Cc + 1},
-                             {&b_.state, hp.ssm_v_heads * S * S}, {&b_.dn_out, C * V}})
-      FS_RETURN_IF_ERROR(buf->Reserve(size));
-  }
-  if (hp.n_expert > 0) {
-    FS_RETURN_IF_ERROR(b_.xs.Reserve(C * E));
-    FS_RETURN_IF_ERROR(b_.ed.Reserve(C * std::max(E, hp.n_expert)));
-  }
+// Reserves the plan's buffers (a buffer a model does not use has size 0 and stays unallocated).
+Status CudaPass::Alloc(const DevicePlan& p) {
+  for (auto [buf, size] : {std::pair{&b_.h, p.h},
+                           {&b_.q, p.q},
+                           {&b_.k, p.k},
+                           {&b_.v, p.v},
+                           {&b_.attn, p.attn},
+                           {&b_.qgate, p.qgate},
+                           {&b_.x, p.x},
+                           {&b_.o, p.o},
+                           {&b_.tmp, p.tmp},
+                           {&b_.gate, p.gate},
+                           {&b_.up, p.up},
+                           {&b_.scores, p.scores},
+                           {&b_.mixed, p.mixed},
+                           {&b_.z, p.z},
+                           {&b_.beta, p.beta},
+                           {&b_.g, p.g},
+                           {&b_.conv, p.conv},
+                           {&b_.conv_state, p.conv_state},
+                           {&b_.conv_tmp, p.conv_tmp},
+                           {&b_.state, p.state},
+                           {&b_.dn_out, p.dn_out},
+                           {&b_.xs, p.xs},
+                           {&b_.ed, p.ed}})
+    if (size > 0) FS_RETURN_IF_ERROR(buf->Reserve(size));
   return Status::Ok();
 }
 
@@ -54,8 +60,8 @@ Status CudaPass::Embed(const Model& m, std::span<const int32_t> tokens) {
 Result<const DeviceRope*> CudaPass::Rope(const Hparams& hp, bool swa, int64_t n) {
   if (rope_n_ != n) ropes_.clear();  // tables are per sequence length
   rope_n_ = n;
-  const std::pair<double, double> key = swa ? std::pair{hp.rope_base_swa, hp.rope_scale_swa}
-                                            : std::pair{hp.rope_base, hp.rope_scale};
+  const std::pair<double, double> key =
+      swa ? std::pair{hp.rope_base_swa, hp.rope_scale_swa} : std::pair{hp.rope_base, hp.rope_scale};
   auto it = ropes_.find(key);
   if (it != ropes_.end()) return &it->second;
   const RopeTable t = MakeRopeTable(n, hp.n_rot, key.first, key.second, hp.rope_sections, hp.rope_imrope);
@@ -68,7 +74,6 @@ Result<const DeviceRope*> CudaPass::Rope(const Hparams& hp, bool swa, int64_t n)
   FS_RETURN_IF_ERROR(cu::Sync());  // the host table is freed on return
   return &d;
 }
-
 
 nlohmann::json CudaPass::Describe() const {
   return {{"kind", "CUDA"},
@@ -126,11 +131,15 @@ Result<std::vector<double>> CudaPass::HiddenAtProbes(const Model& m, const Exact
   const int64_t n = int64_t(tokens.size()), E = hp.n_embd;
   o_ = &o;
   n_ = n;
-  chunk_ = std::clamp<int64_t>(o.device_chunk, 1, std::max<int64_t>(n, 1));
+  // The memory is checked before any work, so that a pass that cannot fit says so at once.
+  const DevicePlan plan = PlanDevicePass(hp, m.layers, n, int64_t(probes.size()), o);
+  FS_RETURN_IF_ERROR(CheckDeviceMemory(plan, n, cu::AvailableBytes(), fmt::format("CUDA{}", info_.index)));
+  chunk_ = plan.chunk;
+  query_block_ = plan.query_block;
   PassTimes unused;
   PassTimes& spent = times ? *times : unused;
   double t = NowSeconds();
-  FS_RETURN_IF_ERROR(Alloc(hp, n));
+  FS_RETURN_IF_ERROR(Alloc(plan));
   FS_RETURN_IF_ERROR(Embed(m, tokens));
   spent.embed += NowSeconds() - t;
   t = NowSeconds();

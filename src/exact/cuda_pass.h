@@ -51,15 +51,33 @@ struct DeviceLayer {
 
   // Uploads L's vectors and W's matrices on the copy stream and waits for them.
   Status Put(const Layer& L, const WideLayer& W) {
-    for (auto [d, h] : {std::pair{&wq, &W.wq}, {&wk, &W.wk}, {&wv, &W.wv}, {&wo, &W.wo}, {&gate, &W.gate},
-                        {&up, &W.up}, {&down, &W.down}, {&router, &W.router}, {&ssm_qkv, &W.ssm_qkv},
-                        {&ssm_z, &W.ssm_z}, {&ssm_beta, &W.ssm_beta}, {&ssm_alpha, &W.ssm_alpha},
+    for (auto [d, h] : {std::pair{&wq, &W.wq},
+                        {&wk, &W.wk},
+                        {&wv, &W.wv},
+                        {&wo, &W.wo},
+                        {&gate, &W.gate},
+                        {&up, &W.up},
+                        {&down, &W.down},
+                        {&router, &W.router},
+                        {&ssm_qkv, &W.ssm_qkv},
+                        {&ssm_z, &W.ssm_z},
+                        {&ssm_beta, &W.ssm_beta},
+                        {&ssm_alpha, &W.ssm_alpha},
                         {&ssm_out, &W.ssm_out}})
       FS_RETURN_IF_ERROR(d->Put(*h));
-    for (auto [d, h] : {std::pair{&attn_norm, &L.attn_norm}, {&ffn_norm, &L.ffn_norm}, {&bq, &L.bq}, {&bk, &L.bk},
-                        {&bv, &L.bv}, {&q_norm, &L.q_norm}, {&k_norm, &L.k_norm},
-                        {&post_attn_norm, &L.post_attn_norm}, {&post_ffn_norm, &L.post_ffn_norm},
-                        {&ssm_conv, &L.ssm_conv}, {&ssm_dt, &L.ssm_dt}, {&ssm_a, &L.ssm_a}, {&ssm_norm, &L.ssm_norm}})
+    for (auto [d, h] : {std::pair{&attn_norm, &L.attn_norm},
+                        {&ffn_norm, &L.ffn_norm},
+                        {&bq, &L.bq},
+                        {&bk, &L.bk},
+                        {&bv, &L.bv},
+                        {&q_norm, &L.q_norm},
+                        {&k_norm, &L.k_norm},
+                        {&post_attn_norm, &L.post_attn_norm},
+                        {&post_ffn_norm, &L.post_ffn_norm},
+                        {&ssm_conv, &L.ssm_conv},
+                        {&ssm_dt, &L.ssm_dt},
+                        {&ssm_a, &L.ssm_a},
+                        {&ssm_norm, &L.ssm_norm}})
       FS_RETURN_IF_ERROR(d->Put(*h));
     return cu::SyncCopies();
   }
@@ -73,9 +91,9 @@ struct DeviceRope {
 
 // The buffers of one pass over n tokens, chunk temporaries sized for `chunk` tokens.
 struct PassBuffers {
-  cu::Buffer h, q, k, v, attn, qgate;  // every token
-  cu::Buffer x, o, tmp, gate, up;      // one chunk
-  cu::Buffer scores;                   // one query block x the keys it sees
+  cu::Buffer h, q, k, v, attn, qgate;                                       // every token
+  cu::Buffer x, o, tmp, gate, up;                                           // one chunk
+  cu::Buffer scores;                                                        // one query block x the keys it sees
   cu::Buffer mixed, z, beta, g, conv, conv_state, conv_tmp, state, dn_out;  // DeltaNet
   cu::Buffer xs, ed;                                                        // experts
 };
@@ -93,7 +111,7 @@ class CudaPass final : public DevicePass {
   double MemoryInUseGiB() const override { return cu::MemoryInUseGiB(); }
 
  private:
-  Status Alloc(const Hparams& hp, int64_t n);
+  Status Alloc(const DevicePlan& plan);
   Status Embed(const Model& m, std::span<const int32_t> tokens);
   Status Project(const Hparams& hp, const DeviceRope& rope, int64_t c0, int64_t c1);
   Status Attend(const Hparams& hp, bool swa, int64_t n);
@@ -107,7 +125,7 @@ class CudaPass final : public DevicePass {
 
   cu::DeviceInfo info_;
   const ExactOptions* o_ = nullptr;
-  int64_t chunk_ = 0, n_ = 0;
+  int64_t chunk_ = 0, query_block_ = 0, n_ = 0;
   PassBuffers b_;
   // Two sets of a layer's weights: the device runs layer l from one while the host widens and
   // uploads layer l + 1 into the other.

@@ -25,8 +25,8 @@ struct ExactOptions {
   // Where the pass runs: "" (or "CPU", "none") the CPU; "CUDA0", "CUDA1", ... a CUDA device (a build
   // with FLIPSCOPE_CUDA). The same function, computed the same way (docs/exact.md).
   std::string device{};
-  int device_chunk = 8192;      // tokens per projection / MLP chunk on a device
-  int device_query_block = 0;   // queries per attention block on a device (0: scores of about 1 GiB)
+  int device_chunk = 8192;     // tokens per projection / MLP chunk on a device
+  int device_query_block = 0;  // queries per attention block on a device (0: scores of about 1 GiB)
   // For the agreement check only: a deliberate error in the device pass ("drop-bias": Q/K/V
   // biases left out; "rope-mode": the other rope pairing), which the check must catch.
   std::string device_mutation{};
@@ -77,6 +77,8 @@ class ExactEngine : public Engine {
   nlohmann::json PartTimes() const override;
   // The operations of a pass over n_tokens tokens with n_probes probes.
   ExactWork Work(int64_t n_tokens, int64_t n_probes) const;
+  // The device memory (bytes) a pass over n_tokens with n_probes probes plans to hold.
+  int64_t DeviceBytes(int64_t n_tokens, int64_t n_probes) const;
   struct Impl;
 
  private:

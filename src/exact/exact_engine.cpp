@@ -66,11 +66,10 @@ Status ExactEngine::PrefillF64(std::span<const int32_t> tokens, std::span<const 
   };
   impl_->times = {};
   exact::DevicePass* dev = impl_->device.get();
-  FS_ASSIGN_OR_RETURN(std::vector<double> hidden,
-                      dev ? dev->HiddenAtProbes(m, impl_->opts, impl_->threads, tokens, probes, layers_done,
-                                                &impl_->times)
-                          : exact::HiddenAtProbes(m, impl_->opts, impl_->threads, tokens, probes, layers_done, nullptr,
-                                                  &impl_->times));
+  FS_ASSIGN_OR_RETURN(
+      std::vector<double> hidden,
+      dev ? dev->HiddenAtProbes(m, impl_->opts, impl_->threads, tokens, probes, layers_done, &impl_->times)
+          : exact::HiddenAtProbes(m, impl_->opts, impl_->threads, tokens, probes, layers_done, nullptr, &impl_->times));
   const int64_t group = std::max(1, impl_->opts.probe_group), V = m.hp.n_vocab, E = m.hp.n_embd;
   std::vector<double> logits;
   for (int64_t p0 = 0; p0 < int64_t(probes.size()); p0 += group) {
@@ -134,20 +133,20 @@ nlohmann::json ExactEngine::Describe() const {
     all_exact = all_exact && t.checked && t.inexact == 0;
   }
   nlohmann::json d = {{"engine", "exact"},
-          {"name", "exact"},
-          {"version", FLIPSCOPE_VERSION},
-          {"precision", "fp64"},
-          {"architecture", m.hp.arch},
-          {"blas", impl_->blas},
-          {"dequantization",
-           {{"route", "ggml type traits to_float (ggml " + GgmlVersion() + "), widened to FP64"},
-            {"check", "every element compared with an FP64 decode of its block format"},
-            {"exact", all_exact},
-            {"types", check}}},
-          {"attention", {{"query_block", impl_->opts.query_block}, {"softmax", "FP64, max-subtracted"}}},
-          {"load_s", impl_->load_s},
-          {"flags", "--engine exact"},
-          {"knobs", {{"threads", impl_->threads}}}};
+                      {"name", "exact"},
+                      {"version", FLIPSCOPE_VERSION},
+                      {"precision", "fp64"},
+                      {"architecture", m.hp.arch},
+                      {"blas", impl_->blas},
+                      {"dequantization",
+                       {{"route", "ggml type traits to_float (ggml " + GgmlVersion() + "), widened to FP64"},
+                        {"check", "every element compared with an FP64 decode of its block format"},
+                        {"exact", all_exact},
+                        {"types", check}}},
+                      {"attention", {{"query_block", impl_->opts.query_block}, {"softmax", "FP64, max-subtracted"}}},
+                      {"load_s", impl_->load_s},
+                      {"flags", "--engine exact"},
+                      {"knobs", {{"threads", impl_->threads}}}};
   if (impl_->device) {  // only then: CPU manifests stay as they were
     d["device"] = impl_->device->Describe();
     d["flags"] = "--engine exact -dev " + impl_->opts.device;
@@ -164,6 +163,10 @@ nlohmann::json ExactEngine::PartTimes() const {
   if (t.recurrent > 0) parts["recurrent_s"] = t.recurrent;  // a model with DeltaNet layers (qwen35)
   if (impl_->device) parts["device_memory_gib"] = impl_->device->MemoryInUseGiB();
   return parts;
+}
+
+int64_t ExactEngine::DeviceBytes(int64_t n_tokens, int64_t n_probes) const {
+  return exact::PlanDevicePass(impl_->model.hp, impl_->model.layers, n_tokens, n_probes, impl_->opts).Bytes();
 }
 
 ExactWork ExactEngine::Work(int64_t n, int64_t n_probes) const {

@@ -59,6 +59,15 @@ ArchCase Gemma2Capped() {
   return c;
 }
 
+// gemma3: seven layers, so that the sixth runs full attention (rope base 1e6) between sliding
+// ones (window 16, base 10000), with per-head Q/K norms and no caps.
+ArchCase Gemma3() {
+  ArchCase c = Case("gemma3", "gemma3");
+  c.opts.n_layer = 7;
+  c.opts.sliding_window = 16;
+  return c;
+}
+
 // qwen35: four layers, the second and fourth full attention (gated Q, rope over 16 of each head's
 // 32 dimensions in sections 3/3/2/0), the others Gated DeltaNet with 2 key and 4 value heads.
 // `sections` other than the default puts rotated pairs in the section that does not turn.
@@ -136,7 +145,7 @@ INSTANTIATE_TEST_SUITE_P(Architectures, ExactAgainstLlama,
                                            Case("qwen2", "qwen2"), Case("qwen2_fused_qkv", "qwen2", 0, true),
                                            Case("qwen3", "qwen3"), Case("qwen3_wide_heads", "qwen3", 48),
                                            Case("qwen3moe", "qwen3moe"), Case("phi3", "phi3", 0, true), Gemma2Capped(),
-                                           Case("gemma2_defaults", "gemma2"), Qwen35("qwen35"),
+                                           Case("gemma2_defaults", "gemma2"), Gemma3(), Qwen35("qwen35"),
                                            Qwen35("qwen35_fourth_section", {2, 1, 1, 4})),
                          [](const auto& info) { return std::string(info.param.name); });
 

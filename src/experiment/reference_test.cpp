@@ -108,11 +108,22 @@ TEST(ExperimentReference, EveryCaptureAgainstExactRankedAndReported) {
   ASSERT_TRUE(html.ok());
   EXPECT_NE(html->find("<section id=\"exact\"><h2>Against the exact reference</h2>"), std::string::npos);
   EXPECT_NE(html->find("id=\"fig-exact-flip-chart\""), std::string::npos);
+  // It names the configuration closest to the truth: the one with the lowest flip rate against
+  // exact (then KL), computed here from the reference's summary.
+  const nlohmann::json* best = nullptr;
+  for (const auto& x : ref["summary"])
+    if (!best || std::pair{x["median_flip_rate"].get<double>(), x["kl_mean"].get<double>()} <
+                     std::pair{(*best)["median_flip_rate"].get<double>(), (*best)["kl_mean"].get<double>()})
+      best = &x;
+  ASSERT_NE(best, nullptr);
+  const std::string closest = "Closest to the exact reference: " + (*best)["config"].get<std::string>() + " (";
+  EXPECT_NE(html->find(closest), std::string::npos) << closest;
   EXPECT_EQ(fixtures::CheckReportInChromium(ro.outdir), 0)
       << *ReadFile((fs::path(ro.outdir) / "chromium.log").string());
   auto md = ReadFile((fs::path(ro.outdir) / "report.md").string());
   ASSERT_TRUE(md.ok());
   EXPECT_NE(md->find("## Against the exact reference"), std::string::npos);
+  EXPECT_NE(md->find(closest), std::string::npos) << closest;
 }
 
 TEST(ExperimentReference, OnlyExactAndNoClashingName) {

@@ -126,9 +126,9 @@ std::string ExactSection(const ExperimentResults& r) {
   shadow.measured.comparisons = r.reference->comparisons;
   return "<section id=\"exact\"><h2>Against the exact reference</h2><p>Every capture compared with the FP64 exact "
          "engine's capture of the same tokens (docs/exact.md): its distance to the weights' true function, beside "
-         "its distance to the baseline. Median over repeats; the interval is the median repeat's.</p>" +
-         TableHtml(t) + ChartFigure(shadow, "exact-flip-chart", report::WindowFigure::kFlipRate, true, true) +
-         "</section>";
+         "its distance to the baseline. Median over repeats; the interval is the median repeat's.</p><p>" +
+         E(report::ExactClosestSentence(r)) + "</p>" + TableHtml(t) +
+         ChartFigure(shadow, "exact-flip-chart", report::WindowFigure::kFlipRate, true, true) + "</section>";
 }
 
 // replay = "both": each configuration's prefill-vs-served distance and the ranking under each.
@@ -165,6 +165,7 @@ std::string Headline(const ExperimentResults& r) {
     for (const std::string& n : first) names += (names.empty() ? "" : ", ") + n;
     out += "<li>Most faithful, indistinguishable on this workload: " + names + ".</li>";
   }
+  if (const std::string exact = report::ExactClosestSentence(r); !exact.empty()) out += "<li>" + E(exact) + "</li>";
   if (r.recipe && !r.recipe->recommended.empty())
     out += fmt::format("<li>Recommended: <strong>{}</strong> — {}. {}</li>", E(r.recipe->recommended),
                        E(r.recipe->reason), E(report::RecommendationBasis(r)));

@@ -217,6 +217,10 @@ TextTable LoadFloorTable(const ExperimentResults& results);
 // repeats, the median repeat's counts and interval) beside its figures against the baseline; no
 // rows without the reference.
 TextTable ExactTable(const ExperimentResults& results);
+// Which configuration is closest to the exact reference (flip rate, then KL), those its interval
+// does not tell apart, the baseline's distance, and the variant closest to the baseline where it
+// is another; "" without the reference.
+std::string ExactClosestSentence(const ExperimentResults& results);
 // replay = "both" (results["served"], docs/served.md). The replay a configs[] entry ran
 // ("prefill" when its knobs do not say).
 std::string ReplayOf(const ConfigEntry& config);

@@ -240,7 +240,7 @@ std::string RenderMarkdown(const ExperimentResults& r) {
     out +=
         "## Against the exact reference\n\nEvery capture compared with the FP64 exact engine's capture of the same "
         "tokens (docs/exact.md), beside its distance to the baseline. Median over repeats.\n\n" +
-        MdTable(t);
+        MdText(ExactClosestSentence(r)) + "\n\n" + MdTable(t);
   if (const std::string sentence = ReplaySentence(r); !sentence.empty())
     out += "## Prefill against served replay\n\n" + MdText(sentence) +
            "\n\nEach configuration's first prefill capture against its first served one (model wrote: probes whose "
@@ -359,6 +359,7 @@ std::string TerminalSummary(const ExperimentResults& r, const std::string& html_
   for (const std::string& t : TieLines(r)) out += "  " + t + "\n";
   out += "  ranked by: " + (r.recipe && r.recipe->ranking_key ? *r.recipe->ranking_key : "(not recorded)") + "\n";
   if (r.recipe && r.recipe->ranked_by) out += "  replay of the ranking: " + *r.recipe->ranked_by + "\n";
+  if (const std::string exact = ExactClosestSentence(r); !exact.empty()) out += "  " + exact + "\n";
   out += TerminalForksAndReplay(r) + TerminalRecipe(r);
   if (!html_path.empty()) out += "  report: " + html_path + "\n";
   return out;

@@ -1,6 +1,7 @@
 // Plain-text tables and disclosure facts shared by the HTML and Markdown renderers, so both
 // say the same thing with the same numbers.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <set>
 
@@ -171,6 +172,34 @@ TextTable ExactTable(const ExperimentResults& r) {
                       Percent(e.median_flip_rate), IntervalText(e.flip_rate_ci), Small(e.kl_mean), vs_rate, vs_kl});
   }
   return t;
+}
+
+std::string ExactClosestSentence(const ExperimentResults& r) {
+  if (!r.reference || r.reference->summary.empty()) return "";
+  const std::vector<SummaryRow>& rows = r.reference->summary;
+  auto closer = [](const SummaryRow& a, const SummaryRow& b) {
+    return std::pair{a.median_flip_rate, a.kl_mean} < std::pair{b.median_flip_rate, b.kl_mean};
+  };
+  const SummaryRow& best = *std::min_element(rows.begin(), rows.end(), closer);
+  std::string out = fmt::format("Closest to the exact reference: {} ({} of probes flip against it, KL {})", best.config,
+                                Percent(best.median_flip_rate), Small(best.kl_mean));
+  // The median is a point; a row whose interval reaches below the best's upper bound is no farther.
+  std::vector<std::string> tied;
+  for (const SummaryRow& s : rows)
+    if (&s != &best && s.flip_rate_ci && best.flip_rate_ci && (*s.flip_rate_ci)[0] <= (*best.flip_rate_ci)[1])
+      tied.push_back(s.config);
+  if (!tied.empty())
+    out += fmt::format("; its 95% interval overlaps {}'s, so they are not told apart", fmt::join(tied, ", "));
+  const std::string base = BaselineName(r);
+  for (const SummaryRow& s : rows)
+    if (s.config == base && s.config != best.config)
+      out += fmt::format("; the baseline {} is {} from it", base, Percent(s.median_flip_rate));
+  const SummaryRow* near = nullptr;  // the variant closest to the baseline
+  for (const SummaryRow& s : r.measured.summary)
+    if (s.config != base && (!near || closer(s, *near))) near = &s;
+  if (near && near->config != best.config)
+    out += fmt::format(". Closest to the baseline is {}: the baseline is not the truth", near->config);
+  return out + ".";
 }
 
 std::vector<std::string> RecipeWarnings(const ExperimentResults& r) {

@@ -1,8 +1,6 @@
 // Tiny deterministic GGUF models for unit tests.
 #include "testing/tiny_model.h"
 
-#include "testing/tiny_model_parts.h"
-
 #include <fmt/format.h>
 #include <ggml.h>
 #include <gguf.h>
@@ -12,6 +10,8 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+
+#include "testing/tiny_model_parts.h"
 
 namespace flipscope::fixtures {
 namespace detail {
@@ -76,7 +76,8 @@ void SetMetadata(gguf_context* g, const TinyModelOptions& o, const Vocab& vocab)
     u32("ssm.inner_size", o.ssm_state * o.ssm_v_heads);
   }
   gguf_set_val_f32(g, (a + ".attention.layer_norm_rms_epsilon").c_str(), 1e-5f);
-  gguf_set_val_f32(g, (a + ".rope.freq_base").c_str(), 10000.0f);
+  // gemma3's full-attention layers turn with their own base (its sliding ones keep 10000).
+  gguf_set_val_f32(g, (a + ".rope.freq_base").c_str(), o.arch == "gemma3" ? 1e6f : 10000.0f);
   if (o.arch == "qwen3moe") {
     u32("expert_count", o.n_expert);
     u32("expert_used_count", o.n_expert_used);
@@ -139,10 +140,10 @@ void Qwen35Layer(const TinyModelOptions& o, int l, int n_vocab, std::vector<Spec
 // The tensors of o.arch of o's shapes over n_vocab tokens, in file order.
 std::vector<Spec> TensorSpecs(const TinyModelOptions& o, int n_vocab) {
   const int hd = HeadDim(o), q = hd * o.n_head, kv = hd * o.n_head_kv;
-  const bool gemma2 = o.arch == "gemma2";
+  const bool gemma = o.arch == "gemma2" || o.arch == "gemma3";
   std::vector<Spec> specs = {{"token_embd.weight", o.n_embd, n_vocab, true},
                              {"output_norm.weight", o.n_embd, 1, false}};
-  if (!gemma2) specs.push_back({"output.weight", o.n_embd, n_vocab, true});  // gemma2 ties it always
+  if (!gemma) specs.push_back({"output.weight", o.n_embd, n_vocab, true});  // gemma ties it (gemma2 always)
   for (int l = 0; l < o.n_layer; ++l) {
     auto b = fmt::format("blk.{}.", l);
     if (o.arch == "qwen35") {
@@ -161,12 +162,12 @@ std::vector<Spec> TensorSpecs(const TinyModelOptions& o, int n_vocab) {
         for (auto [name, n] : {std::pair{"attn_q", q}, {"attn_k", kv}, {"attn_v", kv}})
           specs.push_back({b + name + ".bias", n, 1, false});
     }
-    if (o.arch == "qwen3" || o.arch == "qwen3moe") {
+    if (o.arch == "qwen3" || o.arch == "qwen3moe" || o.arch == "gemma3") {
       specs.push_back({b + "attn_q_norm.weight", hd, 1, false});
       specs.push_back({b + "attn_k_norm.weight", hd, 1, false});
     }
     specs.push_back({b + "attn_output.weight", q, o.n_embd, true});
-    if (gemma2) specs.push_back({b + "post_attention_norm.weight", o.n_embd, 1, false});
+    if (gemma) specs.push_back({b + "post_attention_norm.weight", o.n_embd, 1, false});
     specs.push_back({b + "ffn_norm.weight", o.n_embd, 1, false});
     if (o.arch == "qwen3moe") {  // a router and n_expert SiLU-gated experts
       specs.push_back({b + "ffn_gate_inp.weight", o.n_embd, o.n_expert, true});
@@ -182,7 +183,7 @@ std::vector<Spec> TensorSpecs(const TinyModelOptions& o, int n_vocab) {
       specs.push_back({b + "ffn_up.weight", o.n_embd, o.n_ff, true});
     }
     specs.push_back({b + "ffn_down.weight", o.n_ff, o.n_embd, true});
-    if (gemma2) specs.push_back({b + "post_ffw_norm.weight", o.n_embd, 1, false});
+    if (gemma) specs.push_back({b + "post_ffw_norm.weight", o.n_embd, 1, false});
   }
   return specs;
 }

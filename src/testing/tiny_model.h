@@ -13,7 +13,8 @@ namespace flipscope::fixtures {
 struct TinyModelOptions {
   uint64_t seed = 1;  // weights are a pure function of the seed
   // llama; qwen2 (Q/K/V biases, NeoX rope); qwen3 (per-head Q/K RMS norms, NeoX rope); phi3
-  // (fused gate-up, NeoX rope); gemma2 (post norms, tied output, GELU, soft-capping, sliding layers);
+  // (fused gate-up, NeoX rope); gemma2 (post norms, tied output, GELU, soft-capping, sliding layers); gemma3 (gemma2's
+  // layers with per-head Q/K norms, no caps, every sixth layer full attention with rope base 1e6);
   // qwen3moe (qwen3's attention, a softmax router over n_expert experts, n_expert_used per token);
   // qwen35 (below).
   std::string arch = "llama";

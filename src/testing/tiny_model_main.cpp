@@ -34,8 +34,8 @@ int main(int argc, char** argv) {
   std::string path, shape;
   bool stream = false;
   int threads = int(std::max(1u, std::thread::hardware_concurrency()));
-  app.add_option("--arch", o.arch, "llama, qwen2, qwen3, qwen3moe, qwen35, phi3 or gemma2")
-      ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "phi3", "gemma2"}));
+  app.add_option("--arch", o.arch, "llama, qwen2, qwen3, qwen3moe, qwen35, phi3, gemma2 or gemma3")
+      ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "phi3", "gemma2", "gemma3"}));
   app.add_option("--shape", shape, "a real model's shape, streamed: qwen36-27b or llama-8b (sets the shape options)")
       ->check(CLI::IsMember({"qwen36-27b", "llama-8b"}));
   app.add_flag("--stream", stream, "stream the tensors to disk (any shape; implied by --shape)");
