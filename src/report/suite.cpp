@@ -165,13 +165,13 @@ std::string MdTable(const TextTable& t) {
   return out;
 }
 
-std::string HtmlTable(const TextTable& t) {
+std::string HtmlTable(const TextTable& t, const std::string& cls) {
   auto row = [](const std::vector<std::string>& cells, bool header) {
     std::vector<std::string> e;
     for (const auto& c : cells) e.push_back(HtmlEscape(c));
     return HtmlRow(e, header);
   };
-  std::string out = "<table>" + row(t.header, true);
+  std::string out = "<table class=\"" + HtmlEscape(cls) + "\">" + row(t.header, true);
   for (const auto& r : t.rows) out += row(r, false);
   return out + "</table>";
 }
@@ -213,15 +213,16 @@ std::string RenderSuiteHtml(const SuiteResults& s) {
   out += "<h1>" + HtmlEscape(s.name) + "</h1><p id=\"sessions\">" + HtmlEscape(SessionsLine(s)) + "</p>";
   if (!s.matrix_cells.empty()) out += "<p id=\"matrix\">" + HtmlEscape(MatrixLine(s)) + "</p>";
   std::string recipe = RecipeLines(s, false);
-  out += "<section id=\"recipe\"><h2>Recipe</h2><pre>" + HtmlEscape(recipe) + "</pre></section>";
+  out += "<main><section id=\"recipe\"><h2>Recipe</h2><pre>" + HtmlEscape(recipe) + "</pre></section>";
+  // Each table's class is its kind (suite-pooled, suite-sessions, suite-kinds, suite-depth).
   for (const Titled& t : Tables(s))
     out += "<section id=\"" + HtmlEscape(t.id) + "\"><h2>" + HtmlEscape(t.title) + "</h2>" +
-           (t.note.empty() ? "" : "<p class=\"note\">" + HtmlEscape(t.note) + "</p>") + HtmlTable(t.table) +
-           "</section>";
+           (t.note.empty() ? "" : "<p class=\"note\">" + HtmlEscape(t.note) + "</p>") +
+           HtmlTable(t.table, "suite-" + t.id.substr(0, t.id.find('-'))) + "</section>";
   out += "<section id=\"depth\"><h2>Flip rate by token depth</h2>";
   for (size_t i = 0; i < s.configs.size(); ++i)
     if (!s.configs[i].depth.empty()) out += RenderSvgChart(DepthChart(s.configs[i], i));
-  return out + "</section></body></html>\n";
+  return out + "</section></main></body></html>\n";
 }
 
 std::string SuiteSummary(const SuiteResults& s, const std::string& html_path) {
