@@ -82,8 +82,8 @@ TEST(SuiteSmolLM2, PooledFiguresAreTheCapturesAndThePageShowsThem) {
   EXPECT_NE(terminal.find("Recommended on the pooled figures: " + s.recipe->recommended + " — "), std::string::npos)
       << terminal;
   // Every figure again from the captures, independently.
-  auto [crc, check] =
-      Shell(fmt::format("'{}' '{}/tests/ref/suite_check.py' '{}'", FLIPSCOPE_PYTHON, FLIPSCOPE_SOURCE_DIR, out.string()));
+  auto [crc, check] = Shell(
+      fmt::format("'{}' '{}/tests/ref/suite_check.py' '{}'", FLIPSCOPE_PYTHON, FLIPSCOPE_SOURCE_DIR, out.string()));
   EXPECT_EQ(crc, 0) << check;
   const json checked = JsonLine(check);
   ASSERT_TRUE(checked.is_object()) << check;
@@ -91,8 +91,8 @@ TEST(SuiteSmolLM2, PooledFiguresAreTheCapturesAndThePageShowsThem) {
   EXPECT_GT(checked["kind_rows"].get<int>(), 6);
   EXPECT_GT(checked["depth_rows"].get<int>(), 6);
   // The page, as a reader's browser lays it out.
-  auto [brc, page] = Shell(fmt::format("'{}' '{}/tests/ref/check_report_chromium.py' '{}' --page suite", FLIPSCOPE_PYTHON,
-                                     FLIPSCOPE_SOURCE_DIR, (out / "report.html").string()));
+  auto [brc, page] = Shell(fmt::format("'{}' '{}/tests/ref/check_report_chromium.py' '{}' --page suite",
+                                       FLIPSCOPE_PYTHON, FLIPSCOPE_SOURCE_DIR, (out / "report.html").string()));
   EXPECT_EQ(brc, 0) << page;
   const json dom = JsonLine(page);
   ASSERT_TRUE(dom.is_object()) << page;
