@@ -119,7 +119,7 @@ Result<SuiteResults> RunSuite(const Experiment& exp, const RunOptions& opts) {
   PoolOptions po;
   po.window = exp.window;
   PoolSessions(measured, exp, po, suite);
-  suite.recipe = MakeRecipe(PooledForRecipe(measured, suite), model);
+  suite.recipe = PooledRecipe(measured, suite, model);
   suite.rank_differences = RankDifferences(measured, *suite.recipe);
   FS_RETURN_IF_ERROR(WriteFileAtomic((fs::path(opts.outdir) / "suite.json").string(),
                                      suite.ToJson().dump(1, ' ', false, nlohmann::json::error_handler_t::replace)));

@@ -55,9 +55,19 @@ struct PoolOptions {
 // Pools the sessions' figures into the suite's results (everything but the head and the recipe).
 void PoolSessions(const std::vector<SessionMeasure>& sessions, const Experiment& exp, const PoolOptions& o,
                   SuiteResults& out);
+// The configurations the pooled recipe must not rank, with the reason: refused, failed or left
+// out of its own recipe's ranking in at least one session (the first such session is named).
+std::vector<RecipeNotRanked> NotRankedInSomeSession(const std::vector<SessionMeasure>& sessions,
+                                                    const std::string& baseline);
 // The results the recipe ranks on: the first session's, with every summary row and the floor
-// replaced by the pooled figures (served twins and the exact reference left out).
-ExperimentResults PooledForRecipe(const std::vector<SessionMeasure>& sessions, const SuiteResults& suite);
+// replaced by the pooled figures (served twins and the exact reference left out) and the rows of
+// not_ranked removed.
+ExperimentResults PooledForRecipe(const std::vector<SessionMeasure>& sessions, const SuiteResults& suite,
+                                  const std::vector<RecipeNotRanked>& not_ranked);
+// The recipe on the pooled figures: PooledForRecipe ranked, and every configuration
+// NotRankedInSomeSession leaves out that the sessions measured listed in not_ranked with why.
+RecipeResult PooledRecipe(const std::vector<SessionMeasure>& sessions, const SuiteResults& suite,
+                          const ModelInfo& model);
 // The sessions whose own recipe recommends another configuration or orders two the other way
 // round from the pooled ranking.
 std::vector<RankDifference> RankDifferences(const std::vector<SessionMeasure>& sessions, const RecipeResult& pooled);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <tuple>
 #include <type_traits>
 
 #include "compare/compare.h"
@@ -42,6 +43,7 @@ void AddKinds(const ProbeSeries& s, const std::string& session, std::vector<Kind
       if (s.kind[i] == kind) ++r.probes, r.flips += int64_t(s.flip[i]), kl += s.kl[i];
     if (r.probes == 0) continue;
     r.kl_mean = kl / double(r.probes);
+    r.flip_rate = double(r.flips) / double(r.probes);
     rows.push_back(r);
   }
 }
@@ -57,24 +59,32 @@ void AddDepth(const ProbeSeries& s, const std::string& session, int64_t window, 
   }
   for (auto& [w, rk] : by) {
     rk.first.kl_mean = rk.second / double(rk.first.probes);
+    rk.first.flip_rate = double(rk.first.flips) / double(rk.first.probes);
     rows.push_back(rk.first);
   }
 }
 
-// Pooled rows (session "") from the per-session rows: sums by kind, or by depth window.
+// Pooled rows (session "") from the per-session rows, by kind or by depth window: each session's
+// probes count `weight` times, as in the pooled flip rate (a session of weight 2 counts as two).
 template <typename Row, typename Key>
-void AddPooled(std::vector<Row>& rows, Key key) {
-  std::map<std::invoke_result_t<Key, const Row&>, std::pair<Row, double>> by;  // key -> row, KL sum
+void AddPooled(std::vector<Row>& rows, const std::map<std::string, double>& weight, Key key) {
+  struct Sums {
+    Row row;
+    double probes = 0, flips = 0, kl = 0;
+  };
+  std::map<std::invoke_result_t<Key, const Row&>, Sums> by;
   for (const Row& r : rows) {
-    auto [it, fresh] = by.try_emplace(key(r), r, 0.0);
-    Row& p = it->second.first;
-    if (fresh) p.session = "", p.probes = 0, p.flips = 0;
-    p.probes += r.probes, p.flips += r.flips;
-    it->second.second += r.kl_mean * double(r.probes);
+    auto [it, fresh] = by.try_emplace(key(r), Sums{r});
+    if (fresh) it->second.row.session = "";
+    const double w = weight.at(r.session);
+    it->second.probes += w * double(r.probes), it->second.flips += w * double(r.flips);
+    it->second.kl += w * r.kl_mean * double(r.probes);
   }
-  for (auto& [k, pk] : by) {
-    pk.first.kl_mean = pk.first.probes ? pk.second / double(pk.first.probes) : 0;
-    rows.push_back(pk.first);
+  for (auto& [k, s] : by) {
+    s.row.probes = std::llround(s.probes), s.row.flips = std::llround(s.flips);
+    s.row.flip_rate = s.probes > 0 ? s.flips / s.probes : 0;
+    s.row.kl_mean = s.probes > 0 ? s.kl / s.probes : 0;
+    rows.push_back(s.row);
   }
 }
 
@@ -104,7 +114,12 @@ SuiteConfig PoolConfig(const std::vector<SessionMeasure>& sessions, const std::s
       if (ce.name == name) e = &ce;
     if (e && !e->Ok()) {
       c.status = e->status ? NameOf(*e->status) : "failed";
-      c.reason = fmt::format("in session '{}': {}", m.session.name, e->reason.value_or(""));
+      const bool everywhere = std::all_of(sessions.begin(), sessions.end(), [&](const SessionMeasure& o) {
+        const ConfigEntry* oe = o.results.measured.Config(name);
+        return oe && !oe->Ok() && oe->reason == e->reason;
+      });
+      c.reason = fmt::format("{}: {}", everywhere ? "in every session" : "in session '" + m.session.name + "'",
+                             e->reason.value_or("no reason given"));
       return c;
     }
     if (e) c.repeats = int(e->captures.size());
@@ -142,8 +157,10 @@ SuiteConfig PoolConfig(const std::vector<SessionMeasure>& sessions, const std::s
   c.above_floor = c.flip_rate->value > floor_threshold;
   c.concentration = ConcentrationOf(flip_w, probes_w, c.sessions, "flips");
   if (!c.concentration && forked) c.concentration = ConcentrationOf(dmg_w, probes_w, c.sessions, "damage");
-  AddPooled(c.kinds, [](const KindRow& r) { return r.kind; });
-  AddPooled(c.depth, [](const DepthRow& r) { return r.begin; });
+  std::map<std::string, double> weight;
+  for (const SessionMeasure& m : sessions) weight[m.session.name] = m.session.weight;
+  AddPooled(c.kinds, weight, [](const KindRow& r) { return FromName<TextKind>(r.kind).value_or(TextKind::kOther); });
+  AddPooled(c.depth, weight, [](const DepthRow& r) { return r.begin; });
   return c;
 }
 
@@ -175,7 +192,45 @@ void PoolSessions(const std::vector<SessionMeasure>& sessions, const Experiment&
     if (c.name != exp.baseline.name) out.configs.push_back(PoolConfig(sessions, c.name, o, threshold));
 }
 
-ExperimentResults PooledForRecipe(const std::vector<SessionMeasure>& sessions, const SuiteResults& suite) {
+// The floor's flips and probes over the sessions, weighted and rounded as a configuration's.
+std::pair<int64_t, int64_t> FloorCounts(const SuiteResults& suite) {
+  double flips = 0, probes = 0;
+  for (const SuiteSessionRow& f : suite.floor_sessions) {
+    double w = 1;
+    for (const SuiteSession& x : suite.sessions)
+      if (x.name == f.session) w = x.weight;
+    flips += w * double(f.flips), probes += w * double(f.probes);
+  }
+  return {std::llround(flips), std::llround(probes)};
+}
+
+std::vector<RecipeNotRanked> NotRankedInSomeSession(const std::vector<SessionMeasure>& sessions,
+                                                    const std::string& baseline) {
+  std::vector<RecipeNotRanked> out;
+  for (const ConfigEntry& c : sessions.front().results.measured.configs) {
+    if (c.name == baseline) continue;
+    std::string why;
+    for (const SessionMeasure& m : sessions) {
+      const ConfigEntry* e = m.results.measured.Config(c.name);
+      const std::string* own = m.results.recipe ? m.results.recipe->NotRankedWhy(c.name) : nullptr;
+      if (e && !e->Ok())
+        why = fmt::format("{} in session '{}' ({})", e->status ? NameOf(*e->status) : "failed", m.session.name,
+                          e->reason.value_or("no reason given"));
+      else if (own)
+        why = fmt::format("not ranked in session '{}' ({})", m.session.name, *own);
+      else if (!e)
+        why = fmt::format("not run in session '{}'", m.session.name);
+      if (!why.empty()) break;
+    }
+    if (!why.empty())
+      out.push_back({c.name, why + ": its pooled figures would rest on the other sessions alone, so it is not "
+                                   "ranked against configurations measured in every session"});
+  }
+  return out;
+}
+
+ExperimentResults PooledForRecipe(const std::vector<SessionMeasure>& sessions, const SuiteResults& suite,
+                                  const std::vector<RecipeNotRanked>& not_ranked) {
   ExperimentResults r = sessions.front().results;
   r.served.reset();
   r.reference.reset();
@@ -183,13 +238,20 @@ ExperimentResults PooledForRecipe(const std::vector<SessionMeasure>& sessions, c
   Measurements& m = r.measured;
   if (m.floor && suite.floor) {
     m.floor->flip_rate = suite.floor->value, m.floor->flip_rate_ci = suite.floor->ci;
-    int64_t flips = 0, probes = 0;
-    for (const SuiteSessionRow& f : suite.floor_sessions) flips += f.flips, probes += f.probes;
-    m.floor->flips = flips, m.floor->probes = probes;
+    std::tie(m.floor->flips, m.floor->probes) = FloorCounts(suite);
     m.floor->bit_identical = suite.floor->ci[1] == 0 || std::all_of(sessions.begin(), sessions.end(),
                                                                     [](auto& s) { return s.floor_bit_identical; });
   }
+  std::erase_if(m.summary, [&](const SummaryRow& s) {
+    return std::any_of(not_ranked.begin(), not_ranked.end(), [&](const auto& n) { return n.config == s.config; });
+  });
   for (SummaryRow& s : m.summary) {
+    // The baseline's row is its repeats against its first capture: the floor, pooled.
+    if (s.config == suite.baseline && suite.floor) {
+      s.median_flip_rate = suite.floor->value, s.flip_rate_ci = suite.floor->ci, s.flip_rates = {suite.floor->value};
+      std::tie(s.flips, s.probes) = FloorCounts(suite);
+      continue;
+    }
     const SuiteConfig* c = suite.Config(s.config);
     if (!c || !c->flip_rate) continue;
     s.median_flip_rate = c->flip_rate->value, s.flip_rate_ci = c->flip_rate->ci, s.flip_rates = {c->flip_rate->value};
@@ -205,6 +267,21 @@ ExperimentResults PooledForRecipe(const std::vector<SessionMeasure>& sessions, c
     s.forks = sum;
   }
   return r;
+}
+
+RecipeResult PooledRecipe(const std::vector<SessionMeasure>& sessions, const SuiteResults& suite,
+                          const ModelInfo& model) {
+  const std::vector<RecipeNotRanked> left_out = NotRankedInSomeSession(sessions, suite.baseline);
+  const ExperimentResults pooled = PooledForRecipe(sessions, suite, left_out);
+  RecipeResult recipe = MakeRecipe(pooled, model);
+  // Only those the pooled results would have ranked: one refused in the first session is listed
+  // as refused already.
+  for (const RecipeNotRanked& n : left_out)
+    if (const ConfigEntry* e = pooled.measured.Config(n.config); e && e->Ok()) {
+      if (!recipe.not_ranked) recipe.not_ranked.emplace();
+      recipe.not_ranked->push_back(n);
+    }
+  return recipe;
 }
 
 std::vector<RankDifference> RankDifferences(const std::vector<SessionMeasure>& sessions, const RecipeResult& pooled) {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "report/internal.h"
@@ -49,9 +50,11 @@ TextTable PooledTable(const SuiteResults& s) {
     const std::string kl =
         c.kl_mean ? Small(c.kl_mean->value) + " [" + Small(c.kl_mean->ci[0]) + ", " + Small(c.kl_mean->ci[1]) + "]"
                   : "—";
+    const std::string* why = s.recipe ? s.recipe->NotRankedWhy(c.config) : nullptr;
+    const std::string flag = FlagText(c) + (why ? (FlagText(c).empty() ? "" : " ") + ("Not ranked: " + *why) : "");
     t.rows.push_back({rank, c.config, Rate(c.flip_rate),
                       c.flip_rate && c.flip_rate->naive_ci ? Ci(*c.flip_rate->naive_ci) : "—", kl, Rate(c.damage_rate),
-                      c.above_floor ? "yes" : "no", FlagText(c)});
+                      c.above_floor ? "yes" : "no", flag});
   }
   return t;
 }
@@ -70,8 +73,25 @@ TextTable KindTable(const SuiteConfig& c) {
   TextTable t{{"Kind of text", "Session", "Flips", "Probes", "Flip rate", "KL mean"}};
   for (const KindRow& k : c.kinds)
     t.rows.push_back({k.kind, k.session.empty() ? "all (pooled)" : k.session, Count(double(k.flips)),
-                      Count(double(k.probes)), Percent(k.probes ? double(k.flips) / double(k.probes) : 0.0, 2),
-                      Small(k.kl_mean)});
+                      Count(double(k.probes)), Percent(k.flip_rate, 2), Small(k.kl_mean)});
+  return t;
+}
+
+// The flip rate per window of token depth: a row per window, a column per session and the pooled.
+TextTable DepthTable(const SuiteResults& s, const SuiteConfig& c) {
+  TextTable t{{"Token depth"}};
+  for (const SuiteSession& x : s.sessions) t.header.push_back(x.name);
+  t.header.push_back("pooled");
+  std::map<int64_t, std::vector<std::string>> rows;
+  for (const DepthRow& d : c.depth) {
+    std::vector<std::string>& r = rows[d.begin];
+    if (r.empty()) r.assign(t.header.size(), "—"), r[0] = fmt::format("{}–{}", d.begin, d.end);
+    size_t col = t.header.size() - 1;
+    for (size_t i = 0; i < s.sessions.size(); ++i)
+      if (s.sessions[i].name == d.session) col = i + 1;
+    r[col] = fmt::format("{} ({} of {})", Percent(d.flip_rate, 2), d.flips, d.probes);
+  }
+  for (auto& [begin, r] : rows) t.rows.push_back(r);
   return t;
 }
 
@@ -89,14 +109,26 @@ std::vector<Titled> Tables(const SuiteResults& s) {
     if (c.config == s.baseline || c.sessions.empty()) continue;
     out.push_back({"sessions-" + c.config, c.config + ": per session", FlagText(c), SessionTable(c)});
     out.push_back({"kinds-" + c.config, c.config + ": by kind of text", "", KindTable(c)});
+    out.push_back({"depth-" + c.config, c.config + ": by token depth",
+                   fmt::format("Flip rate per window of {} token positions, every session aligned by depth.", s.window),
+                   DepthTable(s, c)});
   }
   return out;
 }
 
-std::string RecipeLines(const SuiteResults& s) {
+// The recipe in lines; markdown: the recommendation in bold (the terminal and the page's <pre>
+// show it plain).
+std::string RecipeLines(const SuiteResults& s, bool markdown) {
   if (!s.recipe) return "";
-  std::string out =
-      fmt::format("Recommended on the pooled figures: **{}**. {}\n\n", s.recipe->recommended, s.recipe->reason);
+  const std::string strong = markdown ? "**" : "";
+  std::string out = fmt::format("Recommended on the pooled figures: {}{}{} — {}\n\n", strong, s.recipe->recommended,
+                                strong, s.recipe->reason);
+  if (s.recipe->basis) out += "Rests on: " + s.recipe->basis->rests_on + "\n\n";
+  if (s.recipe->not_ranked && !s.recipe->not_ranked->empty()) {
+    for (const RecipeNotRanked& n : *s.recipe->not_ranked)
+      out += fmt::format("- Not ranked: {}, {}\n", n.config, n.reason);
+    out += "\n";
+  }
   if (s.rank_differences.empty()) return out + "No session would rank the configurations differently.\n";
   for (const RankDifference& d : s.rank_differences)
     out += fmt::format("- Session {} ranks differently: recommends {}{}{}\n", d.session, d.recommended,
@@ -118,7 +150,7 @@ Chart DepthChart(const SuiteConfig& c, size_t index) {
     ChartSeries& se = by[d.session.empty() ? "pooled" : d.session];
     se.name = d.session.empty() ? "pooled" : d.session;
     se.x.push_back(double(d.begin));
-    se.y.push_back(d.probes ? double(d.flips) / double(d.probes) : 0);
+    se.y.push_back(d.flip_rate);
     se.tips.push_back(fmt::format("{}: {} of {} probes flip at {}–{}", se.name, d.flips, d.probes, d.begin, d.end));
   }
   for (auto& [name, se] : by) ch.series.push_back(se);
@@ -133,15 +165,26 @@ std::string MdTable(const TextTable& t) {
   return out;
 }
 
-std::string HtmlTable(const TextTable& t) {
+std::string HtmlTable(const TextTable& t, const std::string& cls) {
   auto row = [](const std::vector<std::string>& cells, bool header) {
     std::vector<std::string> e;
     for (const auto& c : cells) e.push_back(HtmlEscape(c));
     return HtmlRow(e, header);
   };
-  std::string out = "<table>" + row(t.header, true);
+  std::string out = "<table class=\"" + HtmlEscape(cls) + "\">" + row(t.header, true);
   for (const auto& r : t.rows) out += row(r, false);
   return out + "</table>";
+}
+
+// The matrix's cells: matrix_cells are its variants, the baseline's own cell comes on top.
+std::string MatrixLine(const SuiteResults& s) {
+  const size_t cells = s.matrix_cells.size() + (s.matrix_baseline_cell.empty() ? 0 : 1);
+  size_t refused = 0;
+  for (const std::string& c : s.matrix_cells)
+    if (const SuiteConfig* sc = s.Config(c); sc && sc->status != "ok") ++refused;
+  return fmt::format("Matrix: {} cells{}{}.", cells,
+                     s.matrix_baseline_cell.empty() ? "" : ", " + s.matrix_baseline_cell + " the baseline",
+                     refused ? fmt::format(", {} refused", refused) : "");
 }
 
 std::string SessionsLine(const SuiteResults& s) {
@@ -157,10 +200,8 @@ std::string SessionsLine(const SuiteResults& s) {
 std::string RenderSuiteMarkdown(const SuiteResults& s) {
   std::string out =
       "# " + s.name + "\n\n" + SessionsLine(s) + " Each session's own report: sessions/NAME/report.md.\n\n";
-  if (!s.matrix_cells.empty())
-    out += fmt::format("Matrix: {} cells{}.\n\n", s.matrix_cells.size(),
-                       s.matrix_baseline_cell.empty() ? "" : " (" + s.matrix_baseline_cell + " is the baseline)");
-  out += RecipeLines(s) + "\n";
+  if (!s.matrix_cells.empty()) out += MatrixLine(s) + "\n\n";
+  out += RecipeLines(s, true) + "\n";
   for (const Titled& t : Tables(s))
     out += "## " + t.title + "\n\n" + (t.note.empty() ? "" : t.note + "\n\n") + MdTable(t.table) + "\n";
   return out;
@@ -170,16 +211,18 @@ std::string RenderSuiteHtml(const SuiteResults& s) {
   std::string out = "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>flipscope suite report: " +
                     HtmlEscape(s.name) + "</title><style>" + PageStyle() + "</style></head><body>";
   out += "<h1>" + HtmlEscape(s.name) + "</h1><p id=\"sessions\">" + HtmlEscape(SessionsLine(s)) + "</p>";
-  std::string recipe = RecipeLines(s);
-  out += "<section id=\"recipe\"><h2>Recipe</h2><pre>" + HtmlEscape(recipe) + "</pre></section>";
+  if (!s.matrix_cells.empty()) out += "<p id=\"matrix\">" + HtmlEscape(MatrixLine(s)) + "</p>";
+  std::string recipe = RecipeLines(s, false);
+  out += "<main><section id=\"recipe\"><h2>Recipe</h2><pre>" + HtmlEscape(recipe) + "</pre></section>";
+  // Each table's class is its kind (suite-pooled, suite-sessions, suite-kinds, suite-depth).
   for (const Titled& t : Tables(s))
     out += "<section id=\"" + HtmlEscape(t.id) + "\"><h2>" + HtmlEscape(t.title) + "</h2>" +
-           (t.note.empty() ? "" : "<p class=\"note\">" + HtmlEscape(t.note) + "</p>") + HtmlTable(t.table) +
-           "</section>";
+           (t.note.empty() ? "" : "<p class=\"note\">" + HtmlEscape(t.note) + "</p>") +
+           HtmlTable(t.table, "suite-" + t.id.substr(0, t.id.find('-'))) + "</section>";
   out += "<section id=\"depth\"><h2>Flip rate by token depth</h2>";
   for (size_t i = 0; i < s.configs.size(); ++i)
     if (!s.configs[i].depth.empty()) out += RenderSvgChart(DepthChart(s.configs[i], i));
-  return out + "</section></body></html>\n";
+  return out + "</section></main></body></html>\n";
 }
 
 std::string SuiteSummary(const SuiteResults& s, const std::string& html_path) {
@@ -190,7 +233,7 @@ std::string SuiteSummary(const SuiteResults& s, const std::string& html_path) {
                        c.status == "ok" ? "flip rate " + Rate(c.flip_rate) : c.status + ": " + c.reason,
                        c.concentration ? "  (" + FlagText(c) + ")" : "");
   }
-  return out + RecipeLines(s) + "report: " + html_path + "\n";
+  return out + RecipeLines(s, false) + "report: " + html_path + "\n";
 }
 
 Status WriteSuiteReport(const SuiteResults& suite, const std::string& outdir) {

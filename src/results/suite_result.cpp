@@ -41,21 +41,30 @@ SuiteSessionRow SessionRowOf(const json& j) {
 }
 
 json ToJson(const KindRow& r) {
-  return {{"kind", r.kind}, {"session", r.session}, {"probes", r.probes}, {"flips", r.flips}, {"kl_mean", r.kl_mean}};
+  return {{"kind", r.kind},   {"session", r.session}, {"probes", r.probes},
+          {"flips", r.flips}, {"kl_mean", r.kl_mean}, {"flip_rate", r.flip_rate}};
+}
+// Files without flip_rate (unweighted rows) read it as flips / probes.
+double FlipRateOf(const json& j, int64_t flips, int64_t probes) {
+  return Get<double>(j, "flip_rate", probes ? double(flips) / double(probes) : 0.0);
 }
 KindRow KindRowOf(const json& j) {
-  return {Str(j, "kind"), Str(j, "session"), Get<int64_t>(j, "probes", 0), Get<int64_t>(j, "flips", 0),
-          Get<double>(j, "kl_mean", 0)};
+  KindRow r{Str(j, "kind"), Str(j, "session"), Get<int64_t>(j, "probes", 0), Get<int64_t>(j, "flips", 0),
+            Get<double>(j, "kl_mean", 0)};
+  r.flip_rate = FlipRateOf(j, r.flips, r.probes);
+  return r;
 }
 
 json ToJson(const DepthRow& r) {
-  return {{"session", r.session}, {"begin", r.begin}, {"end", r.end},
-          {"probes", r.probes},   {"flips", r.flips}, {"kl_mean", r.kl_mean}};
+  return {{"session", r.session}, {"begin", r.begin},        {"end", r.end}, {"probes", r.probes}, {"flips", r.flips},
+          {"kl_mean", r.kl_mean}, {"flip_rate", r.flip_rate}};
 }
 DepthRow DepthRowOf(const json& j) {
-  return {Str(j, "session"),           Get<int64_t>(j, "begin", 0),
-          Get<int64_t>(j, "end", 0),   Get<int64_t>(j, "probes", 0),
-          Get<int64_t>(j, "flips", 0), Get<double>(j, "kl_mean", 0)};
+  DepthRow r{Str(j, "session"),           Get<int64_t>(j, "begin", 0),
+             Get<int64_t>(j, "end", 0),   Get<int64_t>(j, "probes", 0),
+             Get<int64_t>(j, "flips", 0), Get<double>(j, "kl_mean", 0)};
+  r.flip_rate = FlipRateOf(j, r.flips, r.probes);
+  return r;
 }
 
 json OptFigure(const std::optional<PooledFigure>& f) { return f ? f->ToJson() : json(nullptr); }

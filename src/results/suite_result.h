@@ -47,18 +47,22 @@ struct SuiteSessionRow {
 };
 
 // Flips and KL over the probes whose predicted token lies in one kind of text, in one session
-// or pooled (session "").
+// or pooled (session ""). Pooled rows weigh each session's probes by its weight: probes and flips
+// are the weighted sums rounded, flip_rate and kl_mean the weighted ratios themselves.
 struct KindRow {
   std::string kind, session;
   int64_t probes = 0, flips = 0;
   double kl_mean = 0;
+  double flip_rate = 0;
 };
 
-// One window of token depth in one session, or pooled over the sessions (session "").
+// One window of token depth in one session, or pooled over the sessions (session ""), weighted
+// as KindRow.
 struct DepthRow {
   std::string session;
   int64_t begin = 0, end = 0, probes = 0, flips = 0;
   double kl_mean = 0;
+  double flip_rate = 0;
 };
 
 // Where a configuration's flips (or damage) concentrate: one session holds this share of them.

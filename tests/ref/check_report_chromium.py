@@ -8,9 +8,11 @@ Talks to Chromium over the DevTools protocol on --remote-debugging-pipe (fds 3 a
 standard library only. Exit status 0 when every check passes, 1 with one line per failure.
 
 With --page history the page is flipscope history's history.html: its step table
-(table.history-steps) and sections instead of the experiment report's ranking and sections.
+(table.history-steps) and sections instead of the experiment report's ranking and sections; with
+--page suite a suite's report.html: its per-session tables (table.suite-sessions), kinds tables,
+recipe and depth charts.
 
-usage: check_report_chromium.py REPORT.html [--page report|history] [--screenshot OUT.png] [--chromium PATH]
+usage: check_report_chromium.py REPORT.html [--page report|history|suite] [--screenshot OUT.png] [--chromium PATH]
                                 [--timeout S]
 """
 import argparse
@@ -68,14 +70,24 @@ DOM_PROBE = r"""
     resources: performance.getEntriesByType("resource").map((e) => e.name),
     text_has_raw_script_tag: document.body.innerText.includes("</script>"),
     body_height: document.documentElement.scrollHeight,
+    // A suite's page: each per-session table's sessions, each kinds table's kinds, the matrix line.
+    suite_session_rows: q("table.suite-sessions tbody tr:not(:first-child)").length,
+    suite_sessions: Array.from(q("table.suite-sessions")).map((t) =>
+        Array.from(t.querySelectorAll("tbody tr:not(:first-child)")).map((r) => r.cells[0].textContent)),
+    suite_kinds: Array.from(new Set(Array.from(q("table.suite-kinds tbody tr:not(:first-child)"))
+        .map((r) => r.cells[0].textContent))),
+    suite_recipe: (document.querySelector("#recipe pre") || {}).textContent || "",
+    suite_matrix: (document.querySelector("#matrix") || {}).textContent || "",
   });
 })()
 """
 
 REQUIRED_SECTIONS = {"report": ["headline", "ranking", "charts", "flips", "branches", "recipe", "disclosure"],
-                     "history": ["versions", "steps", "windows", "exact", "forks"]}
+                     "history": ["versions", "steps", "windows", "exact", "forks"],
+                     "suite": ["recipe", "pooled", "depth"]}
 # The table whose rows the page must have, per page.
-REQUIRED_ROWS = {"report": ("ranking_rows", "table.ranking"), "history": ("history_rows", "table.history-steps")}
+REQUIRED_ROWS = {"report": ("ranking_rows", "table.ranking"), "history": ("history_rows", "table.history-steps"),
+                 "suite": ("suite_session_rows", "table.suite-sessions")}
 
 
 class DevTools:
@@ -288,7 +300,8 @@ def main():
         failures += problems_in_events(cdp.events, url)
         if dom:
             print(json.dumps({k: dom[k] for k in ("title", "ranking_rows", "history_rows", "exact_rows", "charts", "sections", "branches", "masked_marks",
-                                                  "ranking", "ranking_key", "tie_notes", "headline")}))
+                                                  "ranking", "ranking_key", "tie_notes", "headline", "suite_sessions",
+                                                  "suite_kinds", "suite_recipe", "suite_matrix")}))
     except (RuntimeError, OSError) as e:  # a protocol error, a timeout, or the browser gone (broken pipe)
         failures.append("%s: %s" % (type(e).__name__, e))
         with open(log_path, "rb") as log:  # the browser's last words explain most start-up failures
