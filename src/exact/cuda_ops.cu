@@ -1,27 +1,18 @@
-// The CUDA side of the exact engine (cuda_ops.h): memory, copies, DGEMM and the FP64 kernels.
-// cuBLAS is loaded at run time (cuda_blas.cpp), so building needs only nvcc and the CUDA runtime.
+// The FP64 kernels of the exact engine's CUDA pass (cuda_ops.h), queued on the stream
+// cuda_device.cu keeps.
 #include <cuda_runtime.h>
 
-#include <atomic>
 #include <cmath>
 #include <string>
 
-#include "exact/cuda_blas.h"
 #include "exact/cuda_ops.h"
+#include "exact/cuda_state.h"
 
 namespace flipscope::exact::cuda {
 namespace {
 
-cudaStream_t g_stream = nullptr;
-cudaStream_t g_copies = nullptr;  // uploads beside the kernels
-std::string g_copy_error;         // the first failed upload there since the last SyncCopies
-int g_device = 0;
-std::string g_first_error;  // the first failed operation since the last Sync
-std::atomic<int64_t> g_held{0};  // bytes held by Buffer and FloatBuffer
-
-void Note(cudaError_t e, const char* what) {
-  if (e != cudaSuccess && g_first_error.empty()) g_first_error = std::string(what) + ": " + cudaGetErrorString(e);
-}
+using detail::NoteError;
+using detail::Stream;
 
 // Blocks for n items of `per_block` threads, capped (the kernels loop over the rest).
 unsigned Blocks(int64_t n, int per_block = 256) {
@@ -180,8 +171,8 @@ constexpr int kMaxRowsPerLane = 8;  // S up to 256
 
 // One warp per (value head h, state column j): the column M[:, j] lives in the warp's registers,
 // rows i = lane + 32 r. Columns are independent in the delta rule, so no warp waits for another.
-__global__ void DeltaScanK(const double* conv, const double* g, const double* beta, int64_t len, int64_t C,
-                           int64_t Hk, int64_t Hv, int64_t S, double* state, double* out) {
+__global__ void DeltaScanK(const double* conv, const double* g, const double* beta, int64_t len, int64_t C, int64_t Hk,
+                           int64_t Hv, int64_t S, double* state, double* out) {
   const int64_t warp = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
   if (warp >= Hv * S) return;
@@ -228,209 +219,78 @@ __global__ void DeltaScanK(const double* conv, const double* g, const double* be
 
 }  // namespace
 
-Status Open(int index, DeviceInfo* info) {
-  int count = 0;
-  cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess)
-    return Status::Error(std::string("no usable CUDA device on this machine (") + cudaGetErrorString(e) + ")");
-  if (index < 0 || index >= count)
-    return Status::InvalidArgument("no CUDA device " + std::to_string(index) + " (this machine has " +
-                                   std::to_string(count) + ")");
-  if ((e = cudaSetDevice(index)) != cudaSuccess)
-    return Status::Error(std::string("cannot use CUDA device: ") + cudaGetErrorString(e));
-  cudaDeviceProp p{};
-  cudaGetDeviceProperties(&p, index);
-  int driver = 0, runtime = 0;
-  cudaDriverGetVersion(&driver);
-  cudaRuntimeGetVersion(&runtime);
-  auto version = [](int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); };
-  g_device = index;
-  info->index = index;
-  info->name = p.name;
-  info->cc_major = p.major;
-  info->cc_minor = p.minor;
-  info->memory_gib = double(p.totalGlobalMem) / double(1ull << 30);
-  info->driver = version(driver);
-  info->runtime = version(runtime);
-  for (cudaStream_t* s : {&g_stream, &g_copies})
-    if (!*s && (e = cudaStreamCreateWithFlags(s, cudaStreamNonBlocking)) != cudaSuccess)
-      return Status::Error(std::string("cannot create a CUDA stream: ") + cudaGetErrorString(e));
-  FS_ASSIGN_OR_RETURN(info->cublas, blas::Load(g_stream));
-  return Status::Ok();
-}
-
-Status Sync() {
-  Note(cudaStreamSynchronize(g_stream), "a queued CUDA operation");
-  Note(cudaGetLastError(), "a CUDA kernel");
-  if (g_first_error.empty()) return Status::Ok();
-  Status s = Status::Error("CUDA: " + g_first_error);
-  g_first_error.clear();
-  return s;
-}
-
-void BindThread() { cudaSetDevice(g_device); }
-
-double MemoryInUseGiB() {
-  size_t free = 0, total = 0;
-  cudaMemGetInfo(&free, &total);
-  return double(total - free) / double(1ull << 30);
-}
-
-int64_t AvailableBytes() {
-  size_t free = 0, total = 0;
-  cudaMemGetInfo(&free, &total);
-  return int64_t(free) + g_held.load();
-}
-
-// Grows p to at least n elements of T, counting the bytes this process's buffers hold.
-template <class T>
-static Status Grow(T*& p, int64_t& have, int64_t n) {
-  if (n <= have) return Status::Ok();
-  if (p) cudaFree(p);
-  g_held -= have * int64_t(sizeof(T));
-  p = nullptr;
-  have = 0;
-  cudaError_t e = cudaMalloc(&p, size_t(n) * sizeof(T));
-  if (e != cudaSuccess)
-    return Status::Error("CUDA device memory: cannot allocate " + std::to_string(n * int64_t(sizeof(T)) >> 20) +
-                         " MiB (" + cudaGetErrorString(e) + ")");
-  have = n;
-  g_held += n * int64_t(sizeof(T));
-  return Status::Ok();
-}
-
-Buffer::~Buffer() {
-  if (p_) cudaFree(p_);
-  g_held -= n_ * int64_t(sizeof(double));
-}
-
-Status Buffer::Reserve(int64_t n) { return Grow(p_, n_, n); }
-
-FloatBuffer::~FloatBuffer() {
-  if (p_) cudaFree(p_);
-  g_held -= n_ * int64_t(sizeof(float));
-}
-
-Status FloatBuffer::Reserve(int64_t n) { return Grow(p_, n_, n); }
-
-Result<int64_t*> AllocInts(int64_t n) {
-  int64_t* p = nullptr;
-  cudaError_t e = cudaMalloc(&p, size_t(n > 0 ? n : 1) * sizeof(int64_t));
-  if (e != cudaSuccess) return Status::Error(std::string("CUDA device memory: ") + cudaGetErrorString(e));
-  return p;
-}
-void FreeInts(int64_t* p) { cudaFree(p); }
-
-void Upload(double* d, const double* s, int64_t n) {
-  Note(cudaMemcpyAsync(d, s, size_t(n) * 8, cudaMemcpyHostToDevice, g_stream), "upload");
-}
-void UploadBeside(double* d, const double* s, int64_t n) {
-  const cudaError_t e = cudaMemcpyAsync(d, s, size_t(n) * 8, cudaMemcpyHostToDevice, g_copies);
-  if (e != cudaSuccess && g_copy_error.empty()) g_copy_error = std::string("upload: ") + cudaGetErrorString(e);
-}
-Status SyncCopies() {
-  const cudaError_t e = cudaStreamSynchronize(g_copies);
-  if (e != cudaSuccess && g_copy_error.empty()) g_copy_error = std::string("upload: ") + cudaGetErrorString(e);
-  if (g_copy_error.empty()) return Status::Ok();
-  Status s = Status::Error("CUDA: " + g_copy_error);
-  g_copy_error.clear();
-  return s;
-}
-void UploadFloats(float* d, const float* s, int64_t n) {
-  Note(cudaMemcpyAsync(d, s, size_t(n) * 4, cudaMemcpyHostToDevice, g_stream), "upload");
-}
-void UploadInts(int64_t* d, const int64_t* s, int64_t n) {
-  Note(cudaMemcpyAsync(d, s, size_t(n) * 8, cudaMemcpyHostToDevice, g_stream), "upload");
-}
-void Download(double* d, const double* s, int64_t n) {
-  Note(cudaMemcpyAsync(d, s, size_t(n) * 8, cudaMemcpyDeviceToHost, g_stream), "download");
-  Note(cudaStreamSynchronize(g_stream), "download");
-}
-void Copy(double* d, const double* s, int64_t n) {
-  Note(cudaMemcpyAsync(d, s, size_t(n) * 8, cudaMemcpyDeviceToDevice, g_stream), "device copy");
-}
-
-void Gemm(bool trans_b, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b, int64_t ldb,
-          double* c, int64_t ldc) {
-  if (m == 0 || n == 0) return;
-  // Row-major C = A op(B) is column-major C^T = op(B)^T A^T: B's memory read as the first operand.
-  if (const std::string e = blas::Dgemm(trans_b, int(n), int(m), int(k), b, int(ldb), a, int(lda), c, int(ldc));
-      !e.empty() && g_first_error.empty())
-    g_first_error = e;
-}
-
 void NormRows(double* x, int64_t n_rows, int64_t d, int64_t group, int64_t group_stride, const double* w, double eps,
               bool rms) {
   // One block per row; callers' row counts (tokens x heads) stay far below grid.x's 2^31 - 1.
-  if (n_rows > 0) NormRowsK<<<unsigned(n_rows), 128, 0, g_stream>>>(x, d, group, group_stride, w, eps, rms);
+  if (n_rows > 0) NormRowsK<<<unsigned(n_rows), 128, 0, Stream()>>>(x, d, group, group_stride, w, eps, rms);
 }
 void AddBias(double* x, int64_t n, int64_t d, const double* b) {
-  if (n * d > 0) AddBiasK<<<Blocks(n * d), 256, 0, g_stream>>>(x, n, d, b);
+  if (n * d > 0) AddBiasK<<<Blocks(n * d), 256, 0, Stream()>>>(x, n, d, b);
 }
 void AddTo(double* y, const double* x, int64_t n) {
-  if (n > 0) AddToK<<<Blocks(n), 256, 0, g_stream>>>(y, x, n);
+  if (n > 0) AddToK<<<Blocks(n), 256, 0, Stream()>>>(y, x, n);
 }
 void Scale(double* x, int64_t n, double s) {
-  if (n > 0 && s != 1.0) ScaleK<<<Blocks(n), 256, 0, g_stream>>>(x, n, s);
+  if (n > 0 && s != 1.0) ScaleK<<<Blocks(n), 256, 0, Stream()>>>(x, n, s);
 }
 void GatedActivation(bool gelu, double* g, const double* u, int64_t n) {
-  if (n > 0) GatedK<<<Blocks(n), 256, 0, g_stream>>>(gelu, g, u, n);
+  if (n > 0) GatedK<<<Blocks(n), 256, 0, Stream()>>>(gelu, g, u, n);
 }
 void Rope(double* x, int64_t row0, int64_t n, int64_t ld, int64_t n_heads, int64_t head_dim, int64_t n_rot, bool neox,
           const double* cs, const double* sn, int64_t half) {
   (void)n_rot;  // half = n_rot / 2
   if (n * n_heads * half > 0)
-    RopeK<<<Blocks(n * n_heads * half), 256, 0, g_stream>>>(x, row0, n, ld, n_heads, head_dim, neox, cs, sn, half);
+    RopeK<<<Blocks(n * n_heads * half), 256, 0, Stream()>>>(x, row0, n, ld, n_heads, head_dim, neox, cs, sn, half);
 }
 void SplitGate(const double* src, int64_t len, int64_t n_head, int64_t head, double* q, double* gate) {
-  if (len > 0) SplitGateK<<<Blocks(len * n_head * head), 256, 0, g_stream>>>(src, len, n_head, head, q, gate);
+  if (len > 0) SplitGateK<<<Blocks(len * n_head * head), 256, 0, Stream()>>>(src, len, n_head, head, q, gate);
 }
 void SigmoidGate(double* a, const double* g, int64_t n) {
-  if (n > 0) SigmoidGateK<<<Blocks(n), 256, 0, g_stream>>>(a, g, n);
+  if (n > 0) SigmoidGateK<<<Blocks(n), 256, 0, Stream()>>>(a, g, n);
 }
 void Softcap(double* x, int64_t n, double cap) {
-  if (n > 0) SoftcapK<<<Blocks(n), 256, 0, g_stream>>>(x, n, cap);
+  if (n > 0) SoftcapK<<<Blocks(n), 256, 0, Stream()>>>(x, n, cap);
 }
 void Widen(const float* s, int64_t n, double* d) {
-  if (n > 0) WidenK<<<Blocks(n), 256, 0, g_stream>>>(s, n, d);
+  if (n > 0) WidenK<<<Blocks(n), 256, 0, Stream()>>>(s, n, d);
 }
 void GatherRows(const double* x, const int64_t* rows, int64_t n, int64_t d, double* out) {
-  if (n > 0) GatherK<<<Blocks(n * d), 256, 0, g_stream>>>(x, rows, n, d, out);
+  if (n > 0) GatherK<<<Blocks(n * d), 256, 0, Stream()>>>(x, rows, n, d, out);
 }
 void ScatterAddRows(const double* x, const int64_t* rows, const double* w, int64_t n, int64_t d, double* out) {
-  if (n > 0) ScatterAddK<<<Blocks(n * d), 256, 0, g_stream>>>(x, rows, w, n, d, out);
+  if (n > 0) ScatterAddK<<<Blocks(n * d), 256, 0, Stream()>>>(x, rows, w, n, d, out);
 }
 void MaskedSoftmax(double* s, int64_t rows, int64_t cols, int64_t b0, int64_t k0, int64_t window, double scale,
                    double softcap) {
-  if (rows > 0) MaskedSoftmaxK<<<unsigned(rows), 256, 0, g_stream>>>(s, cols, b0, k0, window, scale, softcap);
+  if (rows > 0) MaskedSoftmaxK<<<unsigned(rows), 256, 0, Stream()>>>(s, cols, b0, k0, window, scale, softcap);
 }
 void DeltaGates(double* beta, double* g, const double* dt, const double* a, int64_t len, int64_t heads) {
-  if (len > 0) DeltaGatesK<<<Blocks(len * heads), 256, 0, g_stream>>>(beta, g, dt, a, len, heads);
+  if (len > 0) DeltaGatesK<<<Blocks(len * heads), 256, 0, Stream()>>>(beta, g, dt, a, len, heads);
 }
 void Convolve(const double* mixed, int64_t len, int64_t C, int64_t taps, const double* w, double* state, double* tmp,
               double* conv) {
   if (len <= 0) return;
-  ConvolveK<<<Blocks(len * C), 256, 0, g_stream>>>(mixed, len, C, taps, w, state, conv);
+  ConvolveK<<<Blocks(len * C), 256, 0, Stream()>>>(mixed, len, C, taps, w, state, conv);
   if (taps > 1) {
-    ConvStateK<<<Blocks((taps - 1) * C), 256, 0, g_stream>>>(mixed, len, C, taps - 1, state, tmp);
+    ConvStateK<<<Blocks((taps - 1) * C), 256, 0, Stream()>>>(mixed, len, C, taps - 1, state, tmp);
     Copy(state, tmp, (taps - 1) * C);
   }
 }
 void DeltaScan(const double* conv, const double* g, const double* beta, int64_t len, int64_t C, int64_t Hk, int64_t Hv,
                int64_t S, double* state, double* out) {
   if (len <= 0) return;
-  if (S > 32 * kMaxRowsPerLane && g_first_error.empty()) {
-    g_first_error = "DeltaNet state width " + std::to_string(S) + " is over the kernel's 256";
+  if (S > 32 * kMaxRowsPerLane) {
+    NoteError("DeltaNet state width " + std::to_string(S) + " is over the kernel's 256");
     return;
   }
   const int64_t threads = Hv * S * 32;
-  DeltaScanK<<<unsigned((threads + 255) / 256), 256, 0, g_stream>>>(conv, g, beta, len, C, Hk, Hv, S, state, out);
+  DeltaScanK<<<unsigned((threads + 255) / 256), 256, 0, Stream()>>>(conv, g, beta, len, C, Hk, Hv, S, state, out);
 }
 void SiluGate(double* o, const double* z, int64_t n) {
-  if (n > 0) SiluGateK<<<Blocks(n), 256, 0, g_stream>>>(o, z, n);
+  if (n > 0) SiluGateK<<<Blocks(n), 256, 0, Stream()>>>(o, z, n);
 }
 void Zero(double* x, int64_t n) {
-  if (n > 0) ZeroK<<<Blocks(n), 256, 0, g_stream>>>(x, n);
+  if (n > 0) ZeroK<<<Blocks(n), 256, 0, Stream()>>>(x, n);
 }
 
 }  // namespace flipscope::exact::cuda
