@@ -12,7 +12,8 @@ With --page history the page is flipscope history's history.html: its step table
 --page suite a suite's report.html: its per-session tables (table.suite-sessions), kinds tables,
 recipe and depth charts.
 
-usage: check_report_chromium.py REPORT.html [--page report|history|suite] [--screenshot OUT.png] [--chromium PATH]
+usage: check_report_chromium.py REPORT.html [--page report|history|suite] [--screenshot OUT.png]
+                                [--screenshot-height N] [--chromium PATH]
                                 [--timeout S]
 """
 import argparse
@@ -238,6 +239,8 @@ def main():
     ap.add_argument("html")
     ap.add_argument("--page", choices=sorted(REQUIRED_SECTIONS), default="report")
     ap.add_argument("--screenshot")
+    ap.add_argument("--screenshot-height", type=int, default=0,
+                    help="the top N pixels only (0: the whole page, at most 8000)")
     ap.add_argument("--chromium", default=shutil.which("chromium") or "chromium")
     ap.add_argument("--timeout", type=float, default=60)
     a = ap.parse_args()
@@ -292,6 +295,8 @@ def main():
             failures.append("print to PDF produced %d bytes" % pdf_bytes)
         if a.screenshot and dom:
             height = min(int(dom["body_height"]), 8000)
+            if a.screenshot_height > 0:
+                height = min(height, a.screenshot_height)
             cdp.call("Emulation.setDeviceMetricsOverride",
                      {"width": 1280, "height": height, "deviceScaleFactor": 1, "mobile": False}, session)
             shot = cdp.call("Page.captureScreenshot", {"format": "png"}, session)
