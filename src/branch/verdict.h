@@ -126,6 +126,8 @@ constexpr size_t kCallCloseSlack = 16;
 
 // Whether text is the beginning of some JSON document (it may be incomplete, not wrong).
 bool IsJsonPrefix(std::string_view text);
+// s without its leading and trailing whitespace (spaces, tabs, line breaks).
+std::string_view TrimSpace(std::string_view s);
 
 // The verdict on one call: "" when well-formed (then `call` holds {"name","arguments"} if
 // closed), else the one-line problem. `ended`: the continuation stopped at end of generation.
