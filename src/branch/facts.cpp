@@ -6,6 +6,7 @@
 #include <array>
 #include <cctype>
 #include <set>
+#include <vector>
 
 #include "branch/verdict.h"
 
@@ -135,6 +136,11 @@ bool IsFactWord(std::string_view w) {
   if (digits == w.size() && w.find_first_not_of(w[0]) == std::string_view::npos) return false;
   if (w.size() >= 2 && (w[0] == '/' || w[0] == '~') && std::any_of(w.begin() + 1, w.end(), IsAlnum)) return true;
   if (NumberedWording(w)) return false;
+  // The name of a standard or an encoding is a word of the language, not a fact a transcript holds.
+  static constexpr std::string_view kStandards[] = {"ipv4",     "ipv6",   "utf-8",  "utf8",   "utf-16", "sha256",
+                                                    "sha-256",  "sha1",   "md5",    "base64", "x86_64", "http/2",
+                                                    "http/1.1", "tls1.2", "tls1.3", "ext4",   "int64",  "int32"};
+  if (std::find(std::begin(kStandards), std::end(kStandards), Lower(w)) != std::end(kStandards)) return false;
   if (digits >= 3) return true;
   if (digits > 0 && w.size() >= 4) return true;  // lab-sw01, eth0, v14
   // A dotted name with letters on both sides of a dot (db.example.com, postgresql.conf); a part of
@@ -152,6 +158,80 @@ bool IsFactWord(std::string_view w) {
   return true;
 }
 
+// The kinds of value a thing can be given on a line: one thing has one MAC, one pid, one uplink.
+enum class FactKind { kNone, kAddress, kMac, kNumber, kPath, kInterface, kName };
+
+FactKind KindOf(std::string_view w) {
+  auto hex = [](std::string_view s) {
+    return std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; });
+  };
+  if (w.empty()) return FactKind::kNone;
+  if (w[0] == '/') return FactKind::kPath;
+  if (std::all_of(w.begin(), w.end(), IsDigit)) return FactKind::kNumber;
+  // A MAC: three groups of four hex digits joined by '.', or six of two joined by ':'.
+  auto groups = [&](size_t n, size_t len, char sep) {
+    if (w.size() != n * (len + 1) - 1) return false;
+    for (size_t g = 0; g < n; ++g)
+      if (!hex(w.substr(g * (len + 1), len)) || (g + 1 < n && w[g * (len + 1) + len] != sep)) return false;
+    return true;
+  };
+  if (groups(3, 4, '.') || groups(6, 2, ':')) return FactKind::kMac;
+  // An address: four dotted numbers first (10.20.3.17, 10.20.3.17/32, 0.0.0.0:22).
+  size_t i = 0;
+  for (int part = 0; part < 4; ++part) {
+    const size_t start = i;
+    while (i < w.size() && IsDigit(w[i])) ++i;
+    if (i == start || i - start > 3 || (part < 3 && (i >= w.size() || w[i++] != '.'))) break;
+    if (part == 3) return FactKind::kAddress;
+  }
+  // Letters (and '-') then a digit: an interface when it has a '/' (GigabitEthernet0/0/1), else a
+  // name (lab-sw01, pg-east-02).
+  size_t letters = 0;
+  while (letters < w.size() && (std::isalpha(static_cast<unsigned char>(w[letters])) || w[letters] == '-')) ++letters;
+  if (letters == 0 || letters == w.size() || !IsDigit(w[letters])) return FactKind::kNone;
+  if (w.find('/') != std::string_view::npos) return FactKind::kInterface;
+  return w.find_first_of(".:@") == std::string_view::npos ? FactKind::kName : FactKind::kNone;
+}
+
+// A value of one kind given to a thing on one line of `text` from byte `from` on, where the
+// transcript's lines naming the thing give it only one or two other values of that kind and never
+// this one: 10.25.251.178 with the MAC of another row, a socket's line with another process's pid.
+std::optional<std::string> MisattributedFact(std::string_view text, size_t from, const FactTable& facts,
+                                             const WordFilter& known) {
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    if (end > from) {
+      std::vector<Word> words;
+      for (Word& w : SplitWords(text.substr(start, end - start)))
+        if (IsFactWord(w.text) && KindOf(w.text) != FactKind::kNone && (!known || known(w.text)))
+          w.offset += start, words.push_back(std::move(w));
+      for (const Word& v : words) {
+        // The value is the future's (not the transcript's own words), of a kind a thing has one
+        // of; the thing is named, not counted (a number is a value: a VLAN, a backlog, a pid).
+        const FactKind kind = KindOf(v.text);
+        if (v.offset + v.text.size() <= from || kind == FactKind::kName || kind == FactKind::kPath) continue;
+        for (const Word& a : words) {
+          const FactKind named = KindOf(a.text);
+          const auto lines = facts.lines_of.find(a.text);
+          if (named == kind || named == FactKind::kNumber || named == FactKind::kMac || lines == facts.lines_of.end())
+            continue;
+          std::set<std::string> given;  // what the transcript's lines naming `a` hold of v's kind
+          for (size_t l : lines->second)
+            for (const std::string& w : facts.line_facts[l])
+              if (KindOf(w) == kind) given.insert(Lower(w));
+          if (given.empty() || given.count(Lower(v.text)) || given.size() > 2) continue;
+          return fmt::format("gives {} {}, where the transcript's lines give it {}", a.text, v.text,
+                             fmt::join(given, ", "));
+        }
+      }
+    }
+    start = end + 1;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 FactTable FactTable::FromText(std::string_view transcript) {
@@ -163,6 +243,13 @@ FactTable FactTable::FromText(std::string_view transcript) {
     const std::string_view line = transcript.substr(line_start, end - line_start);
     for (const auto& [port, at] : PortsIn(line))
       for (const std::string& name : NamesIn(line)) t.ports_of[name].insert(port);
+    std::vector<std::string>& words = t.line_facts.emplace_back();
+    for (Word& w : SplitWords(line))
+      if (IsFactWord(w.text)) {
+        auto& at = t.lines_of[w.text];
+        if (at.empty() || at.back() != t.line_facts.size() - 1) at.push_back(t.line_facts.size() - 1);
+        words.push_back(std::move(w.text));
+      }
     line_start = end + 1;
   }
   return t;
@@ -195,7 +282,7 @@ std::optional<std::string> FindInventedFact(std::string_view text, size_t from, 
                          fmt::join(ports, ", "));
     }
   }
-  return std::nullopt;
+  return MisattributedFact(text, from, facts, known);
 }
 
 }  // namespace flipscope

@@ -194,6 +194,15 @@ bool ReadOnlySegment(std::string_view cmd) {
       (words.size() >= 3 && words[0].rfind("python", 0) == 0 && words[1] == "-m" && words[2] == "pytest"))
     return true;
   if (std::find(kReadOnlyVerbs.begin(), kReadOnlyVerbs.end(), words[0]) != kReadOnlyVerbs.end()) return true;
+  // sed and awk print what they read unless told to edit the file in place (sed -i, -i.bak,
+  // --in-place; awk -i inplace); a redirection writes.
+  if (words[0] == "sed" || words[0] == "awk" || words[0] == "gawk") {
+    const bool in_place = std::any_of(words.begin() + 1, words.end(), [](const std::string& w) {
+      return w.rfind("-i", 0) == 0 || w.rfind("--in-place", 0) == 0 ||
+             (w.size() > 1 && w[0] == '-' && w[1] != '-' && w.find('i') != std::string::npos);
+    });
+    return !in_place && std::string_view(cmd).find('>') == std::string_view::npos;
+  }
   // A data file named as the program (a log's path): not executable, it runs nothing and fails.
   static constexpr std::string_view kDataFiles[] = {".log", ".conf", ".txt", ".json", ".yaml", ".yml", ".csv", ".md"};
   if (words[0].find('/') != std::string::npos && std::any_of(std::begin(kDataFiles), std::end(kDataFiles),

@@ -90,30 +90,6 @@ TEST(ReadOnlyCall, InspectsOrChanges) {
   EXPECT_FALSE(IsReadOnlyCall(json{{"name", "apply_config"}, {"arguments", {{"lines", "x"}}}}));
 }
 
-TEST(InventedFact, FactsTheTranscriptDoesNotHold) {
-  const std::string transcript =
-      "LISTEN 0 244 127.0.0.1:5432 0.0.0.0:* users:((\"postgres\",pid=812,fd=6))\n"
-      "LISTEN 0 128 0.0.0.0:22 0.0.0.0:* users:((\"sshd\",pid=601,fd=3))\n"
-      "db-east-02.corp.example.com is the replica.\n";
-  const FactTable facts = FactTable::FromText(transcript);
-  std::set<std::string, std::less<>> words;
-  for (Word& w : SplitWords(transcript)) words.insert(std::move(w.text));
-  WordFilter known = [&](std::string_view w) { return words.count(w) > 0; };
-  EXPECT_FALSE(FindInventedFact("The replica is db-east-02.corp.example.com, as shown.", 0, facts, known));
-  EXPECT_FALSE(FindInventedFact("PostgreSQL listens on 127.0.0.1:5432 only.", 0, facts, known));
-  EXPECT_FALSE(FindInventedFact("I will check the replica next.", 0, facts, known)) << "plain words";
-  EXPECT_FALSE(FindInventedFact("Then </tool_answer> closes it.", 0, facts, known)) << "a markup tag";
-  auto host = FindInventedFact("The standby is db-west-07.corp.example.com.", 0, facts, known);
-  ASSERT_TRUE(host.has_value());
-  EXPECT_NE(host->find("db-west-07"), std::string::npos) << *host;
-  auto port = FindInventedFact("PostgreSQL is listening on port 22, the default.", 0, facts, known);
-  ASSERT_TRUE(port.has_value()) << "a port the transcript names, given to the wrong service";
-  EXPECT_NE(port->find("5432"), std::string::npos) << *port;
-  EXPECT_FALSE(FindInventedFact("sshd is listening on port 22.", 0, facts, known));
-  // Only what the future writes from `from` on: the transcript's own words before it are not its.
-  EXPECT_FALSE(FindInventedFact("db-west-07 was named. Done.", 12, facts, known));
-}
-
 // A list that counts (three VLAN gateways in a row) is output, not yet a loop; identical copies
 // are one at three.
 TEST(Runaway, ACountingListIsNoLoopUntilItRunsOn) {
@@ -152,29 +128,14 @@ TEST(ReadOnlyCall, EveryCommandOfTheLine) {
   EXPECT_FALSE(IsReadOnlyCall(Call("/srv/deploy.sh")));
 }
 
-// Words whose digits only number or order (grep's context lines, a made-up name's ordinal, code's
-// one-letter objects) and filler zeros state no fact; hosts ending in a number still do; a word
-// the text's end cuts is invented unless a known word starts with it; "port" before an address
-// and a file's line number are no ports.
-TEST(InventedFact, NumbersThatStateNothing) {
-  const std::string transcript = "web-01 serves 10.9.8.7:8080 (nginx)\nsee app/main.py:12 and /srv/www\n";
-  const FactTable facts = FactTable::FromText(transcript);
-  std::set<std::string, std::less<>> words;
-  for (Word& w : SplitWords(transcript)) words.insert(std::move(w.text));
-  WordFilter known = [&](std::string_view w) {
-    auto it = words.lower_bound(w);
-    return it != words.end() && it->compare(0, w.size(), w) == 0;
-  };
-  EXPECT_FALSE(FindInventedFact("Lines:\n20-The limit\n21-22-Each user", 0, facts, known));
-  EXPECT_FALSE(FindInventedFact("{\"name\": \"fetch_page_2\"}", 0, facts, known));
-  EXPECT_FALSE(FindInventedFact("print(f\"{u.name} at {u.email}\")", 0, facts, known));
-  EXPECT_FALSE(FindInventedFact("the counter reads 0000000000 now", 0, facts, known));
-  EXPECT_FALSE(FindInventedFact("nginx uses port 10.9.8.7 here", 0, facts, known)) << "an address, no port";
-  EXPECT_FALSE(FindInventedFact("nginx fails in app/main.py:12 today", 0, facts, known)) << "a line, no port";
-  EXPECT_TRUE(FindInventedFact("nginx runs on web-07 too", 0, facts, known)) << "a host, numbered";
-  EXPECT_TRUE(FindInventedFact("it broke on 2023-04-1", 0, facts, known)) << "cut, and no known word starts so";
-  EXPECT_FALSE(FindInventedFact("it runs on web-0", 0, facts, known)) << "cut, the start of web-01";
-  EXPECT_TRUE(FindInventedFact("nginx listens on port 9090", 0, facts, known));
+// sed and awk print what they read; editing in place or redirecting writes.
+TEST(ReadOnlyCall, SedAndAwkReadUnlessInPlace) {
+  EXPECT_TRUE(IsReadOnlyCall(Call("sed -n 1,24p /opt/tools/dbcheck.py")));
+  EXPECT_TRUE(IsReadOnlyCall(Call("awk '{print $1}' /etc/hosts | head -3")));
+  EXPECT_FALSE(IsReadOnlyCall(Call("sed -i '13d' /opt/tools/dbcheck.py")));
+  EXPECT_FALSE(IsReadOnlyCall(Call("sed -i.bak 's/5433/5432/' /etc/app.conf")));
+  EXPECT_FALSE(IsReadOnlyCall(Call("sed -ni 's/a/b/p' x.conf"))) << "-i among joined flags";
+  EXPECT_FALSE(IsReadOnlyCall(Call("sed 's/a/b/' x.conf > y.conf"))) << "a redirection writes";
 }
 
 namespace {

@@ -1,5 +1,5 @@
 // The judge against labels a reader gave real fork records (tests/data/fork-labels.json, made by
-// tests/data/make-fork-labels.py from SmolLM2 and Gemma 3 runs over three sessions): every
+// tests/data/make-fork-labels.py from SmolLM2 and Gemma 3 runs over several sessions): every
 // record's outcome and failure kind must be the reader's, and every record must say "agrees
 // again" the same way in all its fields.
 #include <fmt/format.h>
@@ -117,10 +117,10 @@ std::string HeldOut(const json& label) {
   return reason.rfind("held_out", 0) == 0 ? reason : "";
 }
 
-// A third of the records, drawn at random once (Python: random.Random(49).sample of the sorted
-// (source, position) keys, 53 of 159), kept out of tuning the judge's rules: the agreement is
-// reported on both parts, and only the tuning part's disagreements are printed, so that a rule
-// is judged on records it was not fitted to.
+// The first check split: a third of the first 159 records, drawn at random once (Python:
+// random.Random(49).sample of the sorted (source, position) keys, 53 of 159), kept out of tuning
+// the judge's rules until its figure was measured (80.8%); its disagreements were read then and
+// some rules changed, so its figure since is no longer one of records the rules were not fitted to.
 const std::set<std::pair<std::string, int>> kCheckSplit = {
     {"gemma-demo", 880},   {"gemma-demo", 1072},  {"gemma-pg", 1028},    {"gemma-pg", 1078},    {"gemma-pg", 1334},
     {"gemma-pg", 1974},    {"gemma-pg", 2612},    {"gemma-pg", 3150},    {"gemma-s4", 320},     {"gemma-s4", 992},
@@ -134,11 +134,25 @@ const std::set<std::pair<std::string, int>> kCheckSplit = {
     {"smolq8-code", 3032}, {"smolq8-code", 3160}, {"smolq8-pg", 1256},   {"smolq8-pg", 1528},   {"smolq8-pg", 2800},
     {"smolq8-pg", 2892},   {"smolq8-pg", 3040},   {"smolq8-pg", 3276}};
 
-bool InCheckSplit(const std::string& source, int position) { return kCheckSplit.count({source, position}) > 0; }
+// The second check split: every record of sources (sessions and model files) that no rule was
+// fitted to, labelled by hand before the judge's verdict on them was read. The first check split's
+// disagreements were read and the rules changed after it was measured; it is kept apart to show
+// both figures, but only this one measures records the rules were not fitted to.
+const std::set<std::string> kSecondCheckSources = {"gemma-dbrec", "smol-codeedit", "smolq6-support", "smolq6-netops"};
+
+enum Split { kTuning, kFirstCheck, kSecondCheck };
+Split SplitOf(const std::string& source, int position) {
+  if (kSecondCheckSources.count(source)) return kSecondCheck;
+  return kCheckSplit.count({source, position}) ? kFirstCheck : kTuning;
+}
 
 // The judge's agreement with the reader, in percent of the records not held out, below which the
-// test fails (measured: docs/branch.md, "The judge against the graded labels": 90.4% and 93.0%).
-constexpr double kAgreementFloor = 90.0, kOutcomeAgreementFloor = 92.5;
+// test fails (measured: docs/branch.md, "The judge against the graded labels": 91.7% and 93.8%).
+constexpr double kAgreementFloor = 91.5, kOutcomeAgreementFloor = 93.5;
+// The same on the second check split alone (measured: 80.6% and 83.3%).
+constexpr double kSecondCheckFloor = 80.5, kSecondCheckOutcomeFloor = 83.0;
+// How a disagreement names its split.
+constexpr const char* kSplitTag[] = {"", " (first check split)", " (second check split)"};
 
 // Every labelled record judged again: the judge must give the reader's outcome, failure kind and
 // (where the reader graded them) both sides' grades on at least kAgreementFloor percent of the
@@ -168,10 +182,10 @@ TEST(ForkLabels, JudgeAgreesWithTheLabels) {
   EXPECT_GE(models.size(), 3u) << "records from the test models and at least one other";
   std::map<std::string, int> seen;  // outcomes the labels cover
   std::set<std::string> grades_seen;
-  // Per split (0: tuning, 1: check): records judged, agreeing in everything, in outcome and kind.
+  // Per split (Split): records judged, agreeing in everything, in outcome and kind.
   struct Tally {
     int judged = 0, agreed = 0, outcome_agreed = 0;
-  } tally[2];
+  } tally[3];
   int graded = 0, split_seen = 0;
   std::string disagreements, held;
   for (const json& r : records) {
@@ -187,18 +201,18 @@ TEST(ForkLabels, JudgeAgreesWithTheLabels) {
     const SideJudgement sides[2] = {JudgeSide(ctx, base, ref), JudgeSide(ctx, cand, ref)};
     const Attribution a = Attribute(sides[0], sides[1], pair, ctx.reconverge);
     ExpectConsistent(ctx, base, cand, ref, pair, sides, a, where);
-    const bool check = InCheckSplit(name, position);
-    split_seen += check;
+    const Split split = SplitOf(name, position);
+    split_seen += split == kFirstCheck;
     const json& label = r.at("label");
     if (const std::string why = HeldOut(label); !why.empty()) {
-      held += fmt::format("  {}: {}\n", where, check ? "(check split)" : why);
+      held += fmt::format("  {}: {}\n", where, why);
       continue;
     }
     const std::string want_outcome = label.at("outcome").get<std::string>();
     const std::string want_kind = label.at("kind").is_null() ? "none" : label.at("kind").get<std::string>();
     const std::string want_grades[2] = {LabelGrade(r, "base_grade"), LabelGrade(r, "cand_grade")};
     ++seen[want_outcome];
-    Tally& t = tally[check];
+    Tally& t = tally[split];
     ++t.judged;
     const bool outcome_same = OutcomeName(a.outcome) == want_outcome && FailureName(a.kind) == want_kind;
     bool same = outcome_same;
@@ -211,30 +225,38 @@ TEST(ForkLabels, JudgeAgreesWithTheLabels) {
     }
     t.agreed += same;
     t.outcome_agreed += outcome_same;
-    if (!same && !check)
-      disagreements += fmt::format(
-          "  {}: the reader says {} {} (grades {} / {}): {}\n    the judge: {} {} ({} / {}): {}\n", where, want_outcome,
-          want_kind, want_grades[0], want_grades[1], label.value("reason", ""), OutcomeName(a.outcome),
-          FailureName(a.kind), GradeName(GradeOf(sides[0])), GradeName(GradeOf(sides[1])), a.reason);
+    if (!same)
+      disagreements +=
+          fmt::format("  {}{}: the reader says {} {} (grades {} / {}): {}\n    the judge: {} {} ({} / {}): {}\n", where,
+                      kSplitTag[split], want_outcome, want_kind, want_grades[0], want_grades[1],
+                      label.value("reason", ""), OutcomeName(a.outcome), FailureName(a.kind),
+                      GradeName(GradeOf(sides[0])), GradeName(GradeOf(sides[1])), a.reason);
   }
-  EXPECT_EQ(split_seen, int(kCheckSplit.size())) << "every record of the check split is labelled";
-  const int judged = tally[0].judged + tally[1].judged, agreed = tally[0].agreed + tally[1].agreed,
-            outcome_agreed = tally[0].outcome_agreed + tally[1].outcome_agreed;
+  EXPECT_EQ(split_seen, int(kCheckSplit.size())) << "every record of the first check split is labelled";
+  int judged = 0, agreed = 0, outcome_agreed = 0;
+  for (const Tally& t : tally) judged += t.judged, agreed += t.agreed, outcome_agreed += t.outcome_agreed;
   auto line = [](const char* what, int n, int all, int outcome) {
     std::printf("  %s: %d of %d (%.1f%%) in outcome, kind and both grades, %d (%.1f%%) in outcome and kind\n", what, n,
                 all, 100.0 * n / std::max(all, 1), outcome, 100.0 * outcome / std::max(all, 1));
   };
   std::printf("fork labels: the judge agrees with the reader (%d graded by side)\n", graded);
   line("all", agreed, judged, outcome_agreed);
-  line("tuning split", tally[0].agreed, tally[0].judged, tally[0].outcome_agreed);
-  line("check split", tally[1].agreed, tally[1].judged, tally[1].outcome_agreed);
+  line("tuning split", tally[kTuning].agreed, tally[kTuning].judged, tally[kTuning].outcome_agreed);
+  line("first check split (read since)", tally[kFirstCheck].agreed, tally[kFirstCheck].judged,
+       tally[kFirstCheck].outcome_agreed);
+  line("second check split (new sources)", tally[kSecondCheck].agreed, tally[kSecondCheck].judged,
+       tally[kSecondCheck].outcome_agreed);
   if (!held.empty()) std::printf("held out:\n%s", held.c_str());
-  if (!disagreements.empty())
-    std::printf("disagreements (tuning split; the check split's are not shown):\n%s", disagreements.c_str());
+  if (!disagreements.empty()) std::printf("disagreements:\n%s", disagreements.c_str());
   // The agreement measured (docs/branch.md, "The judge against the graded labels"), as a floor: a
-  // change to the judge that agrees with the reader less fails here. The aim is 95%.
+  // change to the judge that agrees with the reader less fails here. The aim is 95% on records no
+  // rule was fitted to (the second check split); it is not reached.
   EXPECT_GE(100.0 * agreed, kAgreementFloor * judged);
   EXPECT_GE(100.0 * outcome_agreed, kOutcomeAgreementFloor * judged);
+  const Tally& fresh = tally[kSecondCheck];
+  EXPECT_GE(fresh.judged, 30) << "the second check split holds at least 30 records";
+  EXPECT_GE(100.0 * fresh.agreed, kSecondCheckFloor * fresh.judged);
+  EXPECT_GE(100.0 * fresh.outcome_agreed, kSecondCheckOutcomeFloor * fresh.judged);
   // The set is worth checking only if it holds every outcome the attribution can give, and the
   // graded failures the scale adds.
   for (Outcome o : AllOutcomes()) EXPECT_GT(seen[OutcomeName(o)], 0) << "no labelled record of " << OutcomeName(o);

@@ -126,6 +126,8 @@ constexpr size_t kCallCloseSlack = 16;
 
 // Whether text is the beginning of some JSON document (it may be incomplete, not wrong).
 bool IsJsonPrefix(std::string_view text);
+// s without its leading and trailing whitespace (spaces, tabs, line breaks).
+std::string_view TrimSpace(std::string_view s);
 
 // The verdict on one call: "" when well-formed (then `call` holds {"name","arguments"} if
 // closed), else the one-line problem. `ended`: the continuation stopped at end of generation.
@@ -255,6 +257,11 @@ bool IsReadOnlyCall(const nlohmann::json& call);
 // names a port (postgres on the line of 127.0.0.1:5432), the ports given with it.
 struct FactTable {
   std::map<std::string, std::set<std::string>, std::less<>> ports_of;
+  // Per transcript line, its fact words (an address, a MAC, an interface, a host name, a path, a
+  // number of 3+ digits), and per such word the lines that hold it: what the transcript gives a
+  // thing is what the lines naming it hold.
+  std::vector<std::vector<std::string>> line_facts;
+  std::map<std::string, std::vector<size_t>, std::less<>> lines_of;
   // Reads every line of the transcript's text.
   static FactTable FromText(std::string_view transcript);
 };
@@ -262,7 +269,10 @@ struct FactTable {
 // name, version, a number of 3+ digits; not a number that only counts or orders words: `20-The`,
 // `test_function_1`, nor code's `a.name`) that `known` does not hold (a word the end of the text
 // cuts is `known` when it is the start of a known word), or a port given to a service whose
-// transcript lines give it only one or two others. The reason, or none.
+// transcript lines give it only one or two others, or a value of one kind (a MAC, a pid, an
+// interface) written on a line beside a thing whose transcript lines give it only one or two
+// other values of that kind and never this one (a row of one address with another's MAC). The
+// reason, or none.
 // `own`: where the future's text starts in `text` (what comes before it is the transcript's
 // sentence so far, read for the service a "port N" belongs to).
 std::optional<std::string> FindInventedFact(std::string_view text, size_t from, const FactTable& facts,

@@ -10,7 +10,7 @@ by hand after reading each record; a record without a label is left out.
 
 Each record's `label` is {"outcome", "kind", "reason", "base_grade", "cand_grade"}: the grades are
 each future's own grade on the graded scale (none, equivalent_call, harmless_call, invented_fact,
-literal_mutated, wrong_command, invalid_tool_call, runaway), from which the reader derived the
+wrong_command, literal_mutated, invalid_tool_call, runaway), from which the reader derived the
 outcome. A row of five columns (no grades) gives null grades. A reason that holds
 `held_out: WHY` marks a record the scale does not decide: its label also carries "held_out": WHY.
 
@@ -90,7 +90,7 @@ def source_entry(capture, branches):
     }, offsets, text
 
 
-GRADES = ["none", "equivalent_call", "harmless_call", "invented_fact", "literal_mutated", "wrong_command",
+GRADES = ["none", "equivalent_call", "harmless_call", "invented_fact", "wrong_command", "literal_mutated",
           "invalid_tool_call", "runaway"]
 
 

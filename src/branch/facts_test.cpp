@@ -1,0 +1,104 @@
+// Invented facts: words prose states that the transcript does not hold, ports and values given to
+// the wrong thing, and words whose digits state nothing.
+#include <gtest/gtest.h>
+
+#include "branch/verdict.h"
+
+using namespace flipscope;
+
+namespace {
+
+std::set<std::string, std::less<>> WordsOf(const std::string& text) {
+  std::set<std::string, std::less<>> words;
+  for (Word& w : SplitWords(text)) words.insert(std::move(w.text));
+  return words;
+}
+
+}  // namespace
+
+TEST(InventedFact, FactsTheTranscriptDoesNotHold) {
+  const std::string transcript =
+      "LISTEN 0 244 127.0.0.1:5432 0.0.0.0:* users:((\"postgres\",pid=812,fd=6))\n"
+      "LISTEN 0 128 0.0.0.0:22 0.0.0.0:* users:((\"sshd\",pid=601,fd=3))\n"
+      "db-east-02.corp.example.com is the replica.\n";
+  const FactTable facts = FactTable::FromText(transcript);
+  const auto words = WordsOf(transcript);
+  WordFilter known = [&](std::string_view w) { return words.count(w) > 0; };
+  EXPECT_FALSE(FindInventedFact("The replica is db-east-02.corp.example.com, as shown.", 0, facts, known));
+  EXPECT_FALSE(FindInventedFact("PostgreSQL listens on 127.0.0.1:5432 only.", 0, facts, known));
+  EXPECT_FALSE(FindInventedFact("I will check the replica next.", 0, facts, known)) << "plain words";
+  EXPECT_FALSE(FindInventedFact("Then </tool_answer> closes it.", 0, facts, known)) << "a markup tag";
+  auto host = FindInventedFact("The standby is db-west-07.corp.example.com.", 0, facts, known);
+  ASSERT_TRUE(host.has_value());
+  EXPECT_NE(host->find("db-west-07"), std::string::npos) << *host;
+  auto port = FindInventedFact("PostgreSQL is listening on port 22, the default.", 0, facts, known);
+  ASSERT_TRUE(port.has_value()) << "a port the transcript names, given to the wrong service";
+  EXPECT_NE(port->find("5432"), std::string::npos) << *port;
+  EXPECT_FALSE(FindInventedFact("sshd is listening on port 22.", 0, facts, known));
+  // Only what the future writes from `from` on: the transcript's own words before it are not its.
+  EXPECT_FALSE(FindInventedFact("db-west-07 was named. Done.", 12, facts, known));
+}
+
+// Words whose digits only number or order (grep's context lines, a made-up name's ordinal, code's
+// one-letter objects) and filler zeros state no fact; hosts ending in a number still do; a word
+// the text's end cuts is invented unless a known word starts with it; "port" before an address
+// and a file's line number are no ports.
+TEST(InventedFact, NumbersThatStateNothing) {
+  const std::string transcript = "web-01 serves 10.9.8.7:8080 (nginx)\nsee app/main.py:12 and /srv/www\n";
+  const FactTable facts = FactTable::FromText(transcript);
+  const auto words = WordsOf(transcript);
+  WordFilter known = [&](std::string_view w) {
+    auto it = words.lower_bound(w);
+    return it != words.end() && it->compare(0, w.size(), w) == 0;
+  };
+  EXPECT_FALSE(FindInventedFact("Lines:\n20-The limit\n21-22-Each user", 0, facts, known));
+  EXPECT_FALSE(FindInventedFact("{\"name\": \"fetch_page_2\"}", 0, facts, known));
+  EXPECT_FALSE(FindInventedFact("print(f\"{u.name} at {u.email}\")", 0, facts, known));
+  EXPECT_FALSE(FindInventedFact("the counter reads 0000000000 now", 0, facts, known));
+  EXPECT_FALSE(FindInventedFact("nginx uses port 10.9.8.7 here", 0, facts, known)) << "an address, no port";
+  EXPECT_FALSE(FindInventedFact("nginx fails in app/main.py:12 today", 0, facts, known)) << "a line, no port";
+  EXPECT_TRUE(FindInventedFact("nginx runs on web-07 too", 0, facts, known)) << "a host, numbered";
+  EXPECT_TRUE(FindInventedFact("it broke on 2023-04-1", 0, facts, known)) << "cut, and no known word starts so";
+  EXPECT_FALSE(FindInventedFact("it runs on web-0", 0, facts, known)) << "cut, the start of web-01";
+  EXPECT_TRUE(FindInventedFact("nginx listens on port 9090", 0, facts, known));
+}
+
+// A value of one kind (a MAC, a pid, an interface) written on a line beside a thing whose lines in
+// the transcript give it another: a row of one address with another row's MAC, a socket with
+// another process's pid, a host with another host's uplink. Values the transcript pairs with the
+// thing, things with many values, and numbers as the thing are not read so.
+TEST(InventedFact, AKnownValueGivenToAnotherThing) {
+  const std::string transcript =
+      "Internet  10.25.251.165   101   02c4.4269.da1c  ARPA   GigabitEthernet0/0/1.251\n"
+      "Internet  10.25.251.178    37   8a96.e8a4.fef2  ARPA   GigabitEthernet0/0/1.251\n"
+      "LISTEN 0 128 0.0.0.0:22 0.0.0.0:* users:((\"sshd\",pid=902,fd=3))\n"
+      "LISTEN 0 244 10.20.3.17:5432 0.0.0.0:* users:((\"postgres\",pid=1187,fd=6))\n"
+      "- lab-core01: uplinks GigabitEthernet0/0/1 (trunk)\n- lab-sw01: uplink TenGigabitEthernet1/1/1\n";
+  const FactTable facts = FactTable::FromText(transcript);
+  const auto words = WordsOf(transcript);
+  WordFilter known = [&](std::string_view w) { return words.count(w) > 0; };
+  auto mac = FindInventedFact("Internet  10.25.251.178   101   02c4.4269.da1c  ARPA", 25, facts, known);
+  ASSERT_TRUE(mac.has_value()) << "the row of .178 with .165's MAC";
+  EXPECT_NE(mac->find("8a96.e8a4.fef2"), std::string::npos) << *mac;
+  EXPECT_TRUE(
+      FindInventedFact("LISTEN 0 128 0.0.0.0:22 0.0.0.0:* users:((\"postgres\",pid=1187,fd=6))", 35, facts, known))
+      << "sshd's socket with postgres's pid";
+  EXPECT_TRUE(FindInventedFact("- lab-sw01: uplinks GigabitEthernet0/0/1 (trunk)", 10, facts, known))
+      << "lab-core01's uplink given to lab-sw01";
+  EXPECT_FALSE(FindInventedFact("Internet  10.25.251.178    37   8a96.e8a4.fef2  ARPA", 25, facts, known))
+      << "the transcript's own row";
+  EXPECT_FALSE(FindInventedFact("Internet  10.25.251.178    37   8a96.e8a4.fef2  ARPA", 48, facts, known))
+      << "only values the future writes: here none of its words is a value";
+  EXPECT_FALSE(FindInventedFact("LISTEN 0 128 10.20.3.17:5432 users:((\"postgres\",pid=1187", 20, facts, known));
+  EXPECT_FALSE(FindInventedFact("an age of 101 for 8a96.e8a4.fef2", 0, facts, known))
+      << "a number names no thing (an age, a VLAN, a backlog)";
+}
+
+// The name of a standard or an encoding holds a digit but states no fact of the transcript's.
+TEST(InventedFact, StandardsAreWords) {
+  const FactTable facts = FactTable::FromText("db-east-02 answers\n");
+  WordFilter known = [](std::string_view w) { return w == "db-east-02"; };
+  EXPECT_FALSE(FindInventedFact("`host` is not a valid IPv4 address in UTF-8 text", 0, facts, known));
+  EXPECT_FALSE(FindInventedFact("compare the SHA256 of the base64 body", 0, facts, known));
+  EXPECT_TRUE(FindInventedFact("db-east-07 answers", 0, facts, known));
+}
