@@ -11,11 +11,8 @@
 #include "capture/rows_progress.h"
 #include "checkpoint/model_info.h"
 #include "exact/exact.h"
+#include "records/records.h"
 #include "util/util.h"
-
-#ifndef FLIPSCOPE_VERSION
-#define FLIPSCOPE_VERSION "0.0.0"
-#endif
 
 namespace flipscope {
 namespace {
@@ -164,7 +161,7 @@ Result<MadeEngine> OpenEngine(const CaptureRequest& req, const CaptureSource& sr
 CaptureManifest StartManifest(const CaptureRequest& req, const CaptureSource& src, const MadeEngine& made,
                               size_t n_probes) {
   CaptureManifest m;
-  m.tool_version = FLIPSCOPE_VERSION;
+  m.tool_version = FlipscopeVersion();
   m.created = UtcNowIso();
   m.model = src.model;
   m.tokenizer_sha256 = made.tokenizer_sha256;
@@ -307,10 +304,10 @@ Result<CaptureManifest> CaptureServedHttp(const CaptureRequest& req, const Captu
                     req.workload_path, probes.size()));
   CaptureManifest manifest = StartManifest(req, src, made, rows->positions.size());
   // The server's flags decide its numerics; the replay is flipscope's own, and compare reads it here.
-  manifest.replay = ToString(Replay::kServed);
+  manifest.replay = Replay::kServed;
   // The engine's record is re-read with it, so that its facts (its knobs) say the same.
   nlohmann::json engine = manifest.engine.record;
-  manifest.knobs["replay"] = engine["knobs"]["replay"] = manifest.replay;
+  manifest.knobs["replay"] = engine["knobs"]["replay"] = NameOf(manifest.replay);
   manifest.engine = EngineRecord::Of(engine);
   CaptureLayout layout;
   layout.tokens = w.tokens;

@@ -19,6 +19,7 @@
 #include "capture/manifest.h"
 #include "checkpoint/model_info.h"
 #include "engine/engine.h"
+#include "records/records.h"
 #include "util/names.h"
 #include "util/status.h"
 #include "util/util.h"
@@ -73,14 +74,6 @@ std::optional<DecodedFutures> ReadDecoded(const std::string& capture, const std:
 // Forks a capture decodes at `points` (probe positions), each from its own greedy token there,
 // free (no grammar), max_tokens each with no extension; the futures go to *out.
 CaptureForks OwnForks(std::set<int32_t> points, int max_tokens, std::shared_ptr<DecodedFutures> out);
-
-// The engine a capture runs: linked llama.cpp, the FP64 reference, or a server over HTTP.
-enum class EngineKind { kLlama, kExact, kOpenai };
-template <>
-struct Names<EngineKind> {
-  static constexpr std::pair<EngineKind, const char*> v[] = {
-      {EngineKind::kLlama, "llama"}, {EngineKind::kExact, "exact"}, {EngineKind::kOpenai, "openai"}};
-};
 
 // Everything one capture needs; the manifest records it with defaults resolved.
 struct CaptureRequest {

@@ -127,9 +127,9 @@ void SayCaptured(const std::string& path, const CaptureManifest& m) {
   // The engine's flags leave the replay out (they are what a launch command would take), so a
   // served capture says so here.
   std::string replay;
-  if (m.replay == "served" && m.FedSingly())
+  if (m.replay == Replay::kServed && m.FedSingly())
     replay = fmt::format(", --replay served ({} of {} tokens fed alone)", *m.FedSingly(), m.NTokens());
-  else if (m.replay == "served")
+  else if (m.replay == Replay::kServed)
     replay = ", --replay served";
   fmt::print(stderr, "wrote {}: {} tokens, {} probes, {:.1f} tok/s, {}{}\n", path,
              m.NTokens(), m.NProbes(), m.TokensPerSecond(), m.engine.flags, replay);

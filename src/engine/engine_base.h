@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/load.h"
+#include "records/records.h"
 #include "util/names.h"
 #include "util/status.h"
 
@@ -43,15 +44,8 @@ const char* FutureStopName(FutureStop s);
 // The stop of a JSON name; nullopt for anything else.
 std::optional<FutureStop> FutureStopFromName(std::string_view name);
 
-// How a future was decoded: under the fork grammar (LlamaEngine::SetGrammar), or unconstrained
-// (no grammar, or the transcript before the point already left it). Spelled "grammar" and
-// "free" in the futures sidecar and the branch output.
-enum class FutureDecoding { kFree, kGrammar };
-template <>
-struct Names<FutureDecoding> {
-  static constexpr std::pair<FutureDecoding, const char*> v[] = {{FutureDecoding::kGrammar, "grammar"},
-                                                                 {FutureDecoding::kFree, "free"}};
-};
+// How a future was decoded (FutureDecoding, records/modes.h): under the fork grammar
+// (LlamaEngine::SetGrammar) or free.
 
 // A future decoded from a fork point.
 struct Future {

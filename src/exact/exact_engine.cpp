@@ -7,11 +7,8 @@
 
 #include "exact/device.h"
 #include "exact/internal.h"
+#include "records/records.h"
 #include "util/util.h"
-
-#ifndef FLIPSCOPE_VERSION
-#define FLIPSCOPE_VERSION "0.0.0"
-#endif
 
 namespace flipscope {
 
@@ -135,7 +132,7 @@ nlohmann::json ExactEngine::Describe() const {
   }
   nlohmann::json d = {{"engine", "exact"},
           {"name", "exact"},
-          {"version", FLIPSCOPE_VERSION},
+          {"version", std::string(FlipscopeVersion())},
           {"precision", "fp64"},
           {"architecture", m.hp.arch},
           {"blas", impl_->blas},

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -246,6 +248,37 @@ TEST(ExperimentResults, ReadingNeverFails) {
   ASSERT_TRUE(r.layers);
   ASSERT_EQ(r.layers->size(), 1u);
   EXPECT_EQ(r.layers->at(0).skipped.value_or(""), "why");
+}
+
+// Every results.json kept in the source tree (tests/data, the fuzz corpus, the measured runs under
+// docs/) reads into ExperimentResults and writes back byte for byte: the typed model loses nothing
+// of any version's file.
+std::string FileText(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(ExperimentResults, EveryResultsFileInTheTreeWritesBackByteForByte) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> files;
+  const fs::path root(FLIPSCOPE_SOURCE_DIR);
+  for (const char* dir : {"tests/data", "fuzz/corpus/fuzz_results", "docs"})
+    for (const auto& e : fs::recursive_directory_iterator(root / dir)) {
+      if (e.path().extension() != ".json") continue;
+      const json j = json::parse(FileText(e.path()), nullptr, false);
+      if (j.is_object() && j.contains("configs") && j.contains("baseline")) files.push_back(e.path());
+    }
+  std::sort(files.begin(), files.end());
+  // tests/data (2), the fuzz corpus (2) and the runs documented under docs/ (10 and more).
+  EXPECT_GE(files.size(), 14u);
+  for (const fs::path& p : files) {
+    const std::string text = FileText(p);
+    const std::string back = Dumped(ExperimentResults::FromJson(json::parse(text)).ToJson());
+    // As the experiment writes it, with or without the final newline the file was kept with.
+    EXPECT_TRUE(back == text || back + "\n" == text) << p;
+  }
 }
 
 }  // namespace
