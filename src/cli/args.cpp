@@ -107,7 +107,7 @@ Status FieldsAsFlags(const Status& status, std::initializer_list<std::pair<std::
         break;
       }
     }
-  return Status::Error(m);
+  return status.Reworded(m);
 }
 
 CLI::Validator NumberIn(double lo, double hi) {
