@@ -82,7 +82,7 @@ TEST(CaptureManifest, ReadsForeignAndEditedManifestsTolerantly) {
   EXPECT_TRUE(empty.engine.name.empty());
   EXPECT_TRUE(empty.knobs.is_null());
   EXPECT_FALSE(empty.parsed_knobs.ok());
-  EXPECT_EQ(empty.replay, "prefill");
+  EXPECT_EQ(empty.replay, Replay::kPrefill);
   EXPECT_TRUE(empty.workload.spans_status.ok());
   EXPECT_TRUE(empty.workload.tools.is_null());
   EXPECT_EQ(empty.workload_options.format, WorkloadFormat::kAuto);
