@@ -233,8 +233,7 @@ Result<RowsRun> WriteRows(const CaptureRequest& req, const std::vector<int32_t>&
     if (st.ok()) st = written;
   }
   std::optional<double> decode_s;
-  if (made.llama && made.llama->ServedRecord().is_object())
-    decode_s = made.llama->ServedRecord().value("decode_s", 0.0);
+  if (made.llama && made.llama->ServedRecord()) decode_s = made.llama->ServedRecord()->decode_s;
   bar.Finish(st.ok(), decode_s);
   if (!st.ok()) return req.engine == EngineKind::kLlama ? st.Prefixed(req.model_path) : st;
   run.prefill_s = NowSeconds() - t0 - run.fork_s;
@@ -248,9 +247,9 @@ void AddRunRecord(const CaptureRequest& req, const MadeEngine& made, const RowsR
   manifest.timings = {
       {"load_s", made.load_s}, {"prefill_s", t_run},          {"tokens_per_s", t_run > 0 ? n / t_run : 0.0},
       {"forks", run.n_forks},  {"fork_decode_s", run.fork_s}, {"total_s", NowSeconds() - t0}};
-  if (nlohmann::json parts = made.engine->PartTimes(); !parts.is_null()) manifest.timings["parts"] = parts;
-  if (made.llama && !made.llama->ServedRecord().is_null()) {
-    nlohmann::json served = made.llama->ServedRecord();
+  if (const auto parts = made.engine->PartTimes()) manifest.timings["parts"] = ToJson(*parts);
+  if (const auto plan = made.llama ? made.llama->ServedRecord() : std::nullopt) {
+    nlohmann::json served = ToJson(*plan);
     served["rule"] =
         "position p fed alone (one llama_decode call) when the model wrote tokens p and p+1; every other run of "
         "positions prefilled in -b chunks from its start";
