@@ -143,12 +143,12 @@ nlohmann::json CaptureRequestJson(const CaptureRequest& req, const std::string& 
 // Captures req alone (load 0) at req.out_path, then `repeats` times under req.knobs.load (>= 1)
 // at LoadRepeatPath(out, r), compares each with the alone one (CompareToAlone) and writes the
 // summary atomically beside it (OUT.load.json): how many of the repeats are bit-identical.
-Result<nlohmann::json> RunLoadFloor(const CaptureRequest& req, int repeats);
+Result<LoadFloorRecord> RunLoadFloor(const CaptureRequest& req, int repeats);
 // OUT.safetensors -> OUT.load<r>.safetensors.
 std::string LoadRepeatPath(const std::string& alone, int r);
 // Rows of `loaded` bit-identical to `alone` (digests) and the probes whose greedy token differs;
 // an error when the two do not share tokens and probe positions.
-Result<nlohmann::json> CompareToAlone(const std::string& alone, const std::string& loaded);
+Result<LoadComparison> CompareToAlone(const std::string& alone, const std::string& loaded);
 
 // ---- Re-running a capture --------------------------------------------------------------------
 

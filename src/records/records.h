@@ -73,6 +73,31 @@ struct ServedPlan {
 // The manifest's served block as the engine gives it (the capture stage adds its rule).
 nlohmann::json ToJson(const ServedPlan& p);
 
+// A probe whose greedy token differs between a capture made alone and one made under load.
+struct LoadFlip {
+  int32_t position = 0, alone = 0, loaded = 0;
+};
+// One capture under load against the alone one: its rows bit-identical to the alone capture's
+// (digests) and the probes whose greedy token differs.
+struct LoadComparison {
+  std::string capture;  // the loaded capture's path
+  int64_t probes = 0, identical_rows = 0, flips = 0;
+  bool bit_identical = false;  // every row identical
+  std::vector<LoadFlip> flipped;
+};
+nlohmann::json ToJson(const LoadComparison& c);
+// The floor under load (docs/load.md): the alone capture, the load, each repeat under it, and
+// how many repeats are bit-identical to the alone capture.
+struct LoadFloorRecord {
+  std::string alone;
+  int load = 0, load_seed = 0;
+  std::vector<LoadComparison> repeats;
+  int bit_identical_repeats = 0, of = 0;
+  std::string summary_path;  // where the summary was written (OUT.load.json); not part of it
+};
+// The summary file's document (without summary_path).
+nlohmann::json ToJson(const LoadFloorRecord& f);
+
 // The flipscope version that writes manifests, results and reports (the project's version, as the
 // build configured it).
 std::string_view FlipscopeVersion();

@@ -60,4 +60,27 @@ json ToJson(const ServedPlan& p) {
           {"decode_tokens_per_s", p.decode_tokens_per_s}};
 }
 
+json ToJson(const LoadComparison& c) {
+  json flipped = json::array();
+  for (const LoadFlip& f : c.flipped)
+    flipped.push_back({{"position", f.position}, {"alone", f.alone}, {"loaded", f.loaded}});
+  return {{"capture", c.capture},
+          {"probes", c.probes},
+          {"identical_rows", c.identical_rows},
+          {"bit_identical", c.bit_identical},
+          {"flips", c.flips},
+          {"flipped", flipped}};
+}
+
+json ToJson(const LoadFloorRecord& f) {
+  json repeats = json::array();
+  for (const LoadComparison& c : f.repeats) repeats.push_back(ToJson(c));
+  return {{"alone", f.alone},
+          {"load", f.load},
+          {"load_seed", f.load_seed},
+          {"repeats", repeats},
+          {"bit_identical_repeats", f.bit_identical_repeats},
+          {"of", f.of}};
+}
+
 }  // namespace flipscope

@@ -90,5 +90,18 @@ TEST(Records, ModesAreSpelledAsFilesHaveThem) {
   EXPECT_FALSE(FlipscopeVersion().empty());
 }
 
+TEST(Records, TheLoadFloorSummaryIsItsDocument) {
+  LoadFloorRecord f;
+  f.alone = "q8.safetensors", f.load = 2, f.load_seed = 7, f.of = 2, f.bit_identical_repeats = 1;
+  f.summary_path = "q8.load.json";
+  f.repeats.push_back({"q8.load1.safetensors", 4, 4, 0, true, {}});
+  f.repeats.push_back({"q8.load2.safetensors", 4, 3, 1, false, {{12, 5, 9}}});
+  EXPECT_EQ(ToJson(f).dump(),
+            R"({"alone":"q8.safetensors","bit_identical_repeats":1,"load":2,"load_seed":7,"of":2,"repeats":[)"
+            R"({"bit_identical":true,"capture":"q8.load1.safetensors","flipped":[],"flips":0,"identical_rows":4,)"
+            R"("probes":4},{"bit_identical":false,"capture":"q8.load2.safetensors","flipped":[{"alone":5,)"
+            R"("loaded":9,"position":12}],"flips":1,"identical_rows":3,"probes":4}]})");
+}
+
 }  // namespace
 }  // namespace flipscope
