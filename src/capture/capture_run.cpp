@@ -302,12 +302,8 @@ Result<CaptureManifest> CaptureServedHttp(const CaptureRequest& req, const Captu
                     "step the server computed alone (see the served record)",
                     req.workload_path, probes.size()));
   CaptureManifest manifest = StartManifest(req, src, made, rows->positions.size());
-  // The server's flags decide its numerics; the replay is flipscope's own, and compare reads it here.
+  // The engine's record (and so the manifest's knobs) says the replay was served; compare reads it here.
   manifest.replay = Replay::kServed;
-  // The engine's record is re-read with it, so that its facts (its knobs) say the same.
-  nlohmann::json engine = manifest.engine.record;
-  manifest.knobs["replay"] = engine["knobs"]["replay"] = NameOf(manifest.replay);
-  manifest.engine = EngineRecord::Of(engine);
   CaptureLayout layout;
   layout.tokens = w.tokens;
   layout.positions = rows->positions;
