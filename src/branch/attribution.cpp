@@ -15,31 +15,9 @@ constexpr Failure kFailures[] = {Failure::kHarmlessCall,   Failure::kInventedFac
 
 }  // namespace
 
-// Failure names as branch records spell them: a failure that is also a pair verdict has its name.
-template <>
-struct Names<Failure> {
-  static constexpr std::pair<Failure, const char*> v[] = {{Failure::kNone, "none"},
-                                                          {Failure::kHarmlessCall, "harmless_call"},
-                                                          {Failure::kInventedFact, "invented_fact"},
-                                                          {Failure::kWrongCommand, "wrong_command"},
-                                                          {Failure::kLiteralMutated, "literal_mutated"},
-                                                          {Failure::kInvalidToolCall, "invalid_tool_call"},
-                                                          {Failure::kRunaway, "runaway"}};
-};
-
 const char* FailureName(Failure f) { return NameOf(f).data(); }
 
 std::span<const Failure> AllFailures() { return kFailures; }
-
-// Outcome names as branch records spell them.
-template <>
-struct Names<Outcome> {
-  static constexpr std::pair<Outcome, const char*> v[] = {{Outcome::kDamage, "damage"},
-                                                          {Outcome::kRepair, "repair"},
-                                                          {Outcome::kBothFail, "both_fail"},
-                                                          {Outcome::kDifferentButFine, "different_but_fine"},
-                                                          {Outcome::kBenign, "benign"}};
-};
 
 const char* OutcomeName(Outcome o) { return NameOf(o).data(); }
 

@@ -19,6 +19,7 @@
 
 #include "capture/capture.h"
 #include "engine/engine.h"
+#include "records/records.h"
 #include "results/branch_result.h"
 #include "util/names.h"
 #include "util/status.h"
@@ -26,23 +27,8 @@
 
 namespace flipscope {
 
-// Where the branch points are: kFlips where the stored argmax differ; kRanges every probed
-// position of BranchOptions::ranges.
-enum class BranchAt { kFlips, kRanges };
-template <>
-struct Names<BranchAt> {
-  static constexpr std::pair<BranchAt, const char*> v[] = {{BranchAt::kFlips, "flips"}, {BranchAt::kRanges, "ranges"}};
-};
-
-// How futures decode (BranchOptions::decoding): kGrammar greedy under the tool-call grammar a
-// llama.cpp server would build for the workload's tools; kFree unconstrained greedy; kAuto
-// grammar where the workload's own chat template renders tool calls, else free.
-enum class DecodingMode { kAuto, kGrammar, kFree };
-template <>
-struct Names<DecodingMode> {
-  static constexpr std::pair<DecodingMode, const char*> v[] = {
-      {DecodingMode::kAuto, "auto"}, {DecodingMode::kGrammar, "grammar"}, {DecodingMode::kFree, "free"}};
-};
+// Where the branch points are (BranchAt) and how futures decode (DecodingMode) are modes of
+// records/modes.h.
 
 // Checked by RunBranches; its errors name these fields (e.g. "max_tokens must be >= 1").
 struct BranchOptions {

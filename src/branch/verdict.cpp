@@ -77,16 +77,6 @@ std::string DescribeCallDifference(const nlohmann::json& call, const nlohmann::j
 
 }  // namespace
 
-// Verdict names as branch records spell them.
-template <>
-struct Names<Verdict> {
-  static constexpr std::pair<Verdict, const char*> v[] = {{Verdict::kInvalidToolCall, "invalid_tool_call"},
-                                                          {Verdict::kLiteralMutated, "literal_mutated"},
-                                                          {Verdict::kWrongCommand, "wrong_command"},
-                                                          {Verdict::kDivergent, "divergent"},
-                                                          {Verdict::kBenign, "benign"}};
-};
-
 const char* VerdictName(Verdict v) { return NameOf(v).data(); }
 
 std::span<const Verdict> AllVerdicts() { return kAll; }

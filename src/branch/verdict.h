@@ -13,13 +13,13 @@
 #include <string_view>
 #include <vector>
 
+#include "records/records.h"
 #include "results/branch_result.h"
 #include "util/status.h"
 
 namespace flipscope {
 
-// Verdicts in precedence order: when several apply, the first one wins.
-enum class Verdict { kInvalidToolCall, kLiteralMutated, kWrongCommand, kDivergent, kBenign };
+// Verdicts (records/modes.h) are in precedence order: when several apply, the first one wins.
 // The JSON name: "invalid_tool_call", "literal_mutated", "wrong_command", "divergent", "benign".
 const char* VerdictName(Verdict v);
 // Every verdict, in precedence order.
@@ -199,17 +199,8 @@ Judgement Judge(const JudgeContext& ctx, const FutureText& base, const FutureTex
 
 // ---- Attribution: each future on its own, then who broke what ----------------------------------
 
-// What is wrong with one future on its own, mildest first (kNone: nothing found); a future has
-// the worst that applies (docs/branch.md, "Graded failures").
-enum class Failure {
-  kNone,
-  kHarmlessCall,     // a different call that only inspects (show, list, --help, SELECT)
-  kInventedFact,     // prose that states an address, port, host, path or number the transcript does not
-  kWrongCommand,     // a call that does the wrong thing, or none where the transcript calls
-  kLiteralMutated,   // a literal of the context copied wrongly (in a call too: the more specific cause)
-  kInvalidToolCall,  // a call that does not parse, close or name a tool with its required arguments
-  kRunaway,          // a loop: one unit repeated to the budget, never ending
-};
+// What is wrong with one future on its own (Failure, records/modes.h), mildest first; a future
+// has the worst that applies (docs/branch.md, "Graded failures").
 // The JSON name: "none", "harmless_call", "invented_fact", "wrong_command", "literal_mutated",
 // "invalid_tool_call", "runaway".
 const char* FailureName(Failure f);
@@ -309,8 +300,8 @@ Grade GradeOf(const SideJudgement& s);
 // how its future ended; strings as they are (the record builder makes them valid UTF-8).
 ForkSideJudgement SideRecord(const SideJudgement& s, const FutureText& f);
 
-// The outcome of a branch, from the two judgements: what the change (base -> cand) did.
-enum class Outcome { kDamage, kRepair, kBothFail, kDifferentButFine, kBenign };
+// The outcome of a branch (Outcome, records/modes.h), from the two judgements: what the change
+// (base -> cand) did.
 // The JSON name: "damage", "repair", "both_fail", "different_but_fine", "benign".
 const char* OutcomeName(Outcome o);
 // Every outcome, worst first.

@@ -15,6 +15,7 @@
 #include "capture/manifest.h"
 #include "checkpoint/model_info.h"
 #include "engine/engine.h"
+#include "records/records.h"
 #include "util/names.h"
 #include "util/status.h"
 #include "util/util.h"
@@ -23,13 +24,6 @@
 namespace flipscope {
 
 // ---- Capture file ----------------------------------------------------------------------------
-
-// How rows are stored; the name is the capture format's ("f32" / "bf16").
-enum class StoreDtype { kF32, kBF16 };
-template <>
-struct Names<StoreDtype> {
-  static constexpr std::pair<StoreDtype, const char*> v[] = {{StoreDtype::kF32, "f32"}, {StoreDtype::kBF16, "bf16"}};
-};
 
 // What a writer needs up front; the tensor table is fixed by it.
 struct CaptureLayout {

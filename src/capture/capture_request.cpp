@@ -7,11 +7,8 @@
 #include <set>
 
 #include "capture/capture.h"
+#include "records/records.h"
 #include "util/util.h"
-
-#ifndef FLIPSCOPE_VERSION
-#define FLIPSCOPE_VERSION "0.0.0"
-#endif
 
 namespace flipscope {
 
@@ -53,9 +50,8 @@ Status CheckKnobs(EngineKind engine, const Knobs& knobs) {
   std::vector<std::string> ignored;
   for (const auto& k : KnobTable()) {
     if (used.count(k.key) || k.get(knobs) == k.get(defaults)) continue;
-    std::string flag = *k.llama_flag ? k.llama_flag : std::string(k.long_flag);
-    flag = flag.substr(0, flag.find(','));
-    ignored.push_back(flag + " " + (k.get(knobs).is_string() ? k.get(knobs).get<std::string>() : k.get(knobs).dump()));
+    ignored.push_back(k.ShownFlag() + " " +
+                      (k.get(knobs).is_string() ? k.get(knobs).get<std::string>() : k.get(knobs).dump()));
   }
   if (ignored.empty()) return knobs.Validate();
   return Status::InvalidArgument(fmt::format(
@@ -85,7 +81,7 @@ nlohmann::json CaptureRequestJson(const CaptureRequest& req, const std::string& 
                       {"knobs", req.engine == EngineKind::kExact ? ExactKnobsJson(req.knobs) : req.knobs.ToJson()},
                       {"probe_plan", req.plan.ToJson()},
                       {"store", StoreName(req.store)},
-                      {"tool_version", FLIPSCOPE_VERSION}};
+                      {"tool_version", std::string(FlipscopeVersion())}};
   if (req.engine != EngineKind::kLlama) j["engine"] = std::string(NameOf(req.engine));
   // ggml's variables (e.g. GGML_CUDA_DISABLE_FUSION) change its kernels: a capture made under
   // others is not reused. Absent when none is set, so earlier captures keep their identity.

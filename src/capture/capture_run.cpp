@@ -11,11 +11,8 @@
 #include "capture/rows_progress.h"
 #include "checkpoint/model_info.h"
 #include "exact/exact.h"
+#include "records/records.h"
 #include "util/util.h"
-
-#ifndef FLIPSCOPE_VERSION
-#define FLIPSCOPE_VERSION "0.0.0"
-#endif
 
 namespace flipscope {
 namespace {
@@ -164,7 +161,7 @@ Result<MadeEngine> OpenEngine(const CaptureRequest& req, const CaptureSource& sr
 CaptureManifest StartManifest(const CaptureRequest& req, const CaptureSource& src, const MadeEngine& made,
                               size_t n_probes) {
   CaptureManifest m;
-  m.tool_version = FLIPSCOPE_VERSION;
+  m.tool_version = FlipscopeVersion();
   m.created = UtcNowIso();
   m.model = src.model;
   m.tokenizer_sha256 = made.tokenizer_sha256;
@@ -236,8 +233,7 @@ Result<RowsRun> WriteRows(const CaptureRequest& req, const std::vector<int32_t>&
     if (st.ok()) st = written;
   }
   std::optional<double> decode_s;
-  if (made.llama && made.llama->ServedRecord().is_object())
-    decode_s = made.llama->ServedRecord().value("decode_s", 0.0);
+  if (made.llama && made.llama->ServedRecord()) decode_s = made.llama->ServedRecord()->decode_s;
   bar.Finish(st.ok(), decode_s);
   if (!st.ok()) return req.engine == EngineKind::kLlama ? st.Prefixed(req.model_path) : st;
   run.prefill_s = NowSeconds() - t0 - run.fork_s;
@@ -251,9 +247,9 @@ void AddRunRecord(const CaptureRequest& req, const MadeEngine& made, const RowsR
   manifest.timings = {
       {"load_s", made.load_s}, {"prefill_s", t_run},          {"tokens_per_s", t_run > 0 ? n / t_run : 0.0},
       {"forks", run.n_forks},  {"fork_decode_s", run.fork_s}, {"total_s", NowSeconds() - t0}};
-  if (nlohmann::json parts = made.engine->PartTimes(); !parts.is_null()) manifest.timings["parts"] = parts;
-  if (made.llama && !made.llama->ServedRecord().is_null()) {
-    nlohmann::json served = made.llama->ServedRecord();
+  if (const auto parts = made.engine->PartTimes()) manifest.timings["parts"] = ToJson(*parts);
+  if (const auto plan = made.llama ? made.llama->ServedRecord() : std::nullopt) {
+    nlohmann::json served = ToJson(*plan);
     served["rule"] =
         "position p fed alone (one llama_decode call) when the model wrote tokens p and p+1; every other run of "
         "positions prefilled in -b chunks from its start";
@@ -306,12 +302,8 @@ Result<CaptureManifest> CaptureServedHttp(const CaptureRequest& req, const Captu
                     "step the server computed alone (see the served record)",
                     req.workload_path, probes.size()));
   CaptureManifest manifest = StartManifest(req, src, made, rows->positions.size());
-  // The server's flags decide its numerics; the replay is flipscope's own, and compare reads it here.
-  manifest.replay = ToString(Replay::kServed);
-  // The engine's record is re-read with it, so that its facts (its knobs) say the same.
-  nlohmann::json engine = manifest.engine.record;
-  manifest.knobs["replay"] = engine["knobs"]["replay"] = manifest.replay;
-  manifest.engine = EngineRecord::Of(engine);
+  // The engine's record (and so the manifest's knobs) says the replay was served; compare reads it here.
+  manifest.replay = Replay::kServed;
   CaptureLayout layout;
   layout.tokens = w.tokens;
   layout.positions = rows->positions;

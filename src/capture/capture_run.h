@@ -19,6 +19,7 @@
 #include "capture/manifest.h"
 #include "checkpoint/model_info.h"
 #include "engine/engine.h"
+#include "records/records.h"
 #include "util/names.h"
 #include "util/status.h"
 #include "util/util.h"
@@ -73,14 +74,6 @@ std::optional<DecodedFutures> ReadDecoded(const std::string& capture, const std:
 // Forks a capture decodes at `points` (probe positions), each from its own greedy token there,
 // free (no grammar), max_tokens each with no extension; the futures go to *out.
 CaptureForks OwnForks(std::set<int32_t> points, int max_tokens, std::shared_ptr<DecodedFutures> out);
-
-// The engine a capture runs: linked llama.cpp, the FP64 reference, or a server over HTTP.
-enum class EngineKind { kLlama, kExact, kOpenai };
-template <>
-struct Names<EngineKind> {
-  static constexpr std::pair<EngineKind, const char*> v[] = {
-      {EngineKind::kLlama, "llama"}, {EngineKind::kExact, "exact"}, {EngineKind::kOpenai, "openai"}};
-};
 
 // Everything one capture needs; the manifest records it with defaults resolved.
 struct CaptureRequest {
@@ -150,12 +143,12 @@ nlohmann::json CaptureRequestJson(const CaptureRequest& req, const std::string& 
 // Captures req alone (load 0) at req.out_path, then `repeats` times under req.knobs.load (>= 1)
 // at LoadRepeatPath(out, r), compares each with the alone one (CompareToAlone) and writes the
 // summary atomically beside it (OUT.load.json): how many of the repeats are bit-identical.
-Result<nlohmann::json> RunLoadFloor(const CaptureRequest& req, int repeats);
+Result<LoadFloorRecord> RunLoadFloor(const CaptureRequest& req, int repeats);
 // OUT.safetensors -> OUT.load<r>.safetensors.
 std::string LoadRepeatPath(const std::string& alone, int r);
 // Rows of `loaded` bit-identical to `alone` (digests) and the probes whose greedy token differs;
 // an error when the two do not share tokens and probe positions.
-Result<nlohmann::json> CompareToAlone(const std::string& alone, const std::string& loaded);
+Result<LoadComparison> CompareToAlone(const std::string& alone, const std::string& loaded);
 
 // ---- Re-running a capture --------------------------------------------------------------------
 

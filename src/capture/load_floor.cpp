@@ -15,27 +15,26 @@ std::string LoadRepeatPath(const std::string& alone, int r) {
   return (p.parent_path() / fmt::format("{}.load{}{}", p.stem().string(), r, p.extension().string())).string();
 }
 
-Result<nlohmann::json> CompareToAlone(const std::string& alone_path, const std::string& loaded_path) {
+Result<LoadComparison> CompareToAlone(const std::string& alone_path, const std::string& loaded_path) {
   FS_ASSIGN_OR_RETURN(auto alone, CaptureReader::Open(alone_path));
   FS_ASSIGN_OR_RETURN(auto loaded, CaptureReader::Open(loaded_path));
   if (!std::ranges::equal(alone->tokens(), loaded->tokens()) ||
       !std::ranges::equal(alone->positions(), loaded->positions()))
     return Status::InvalidArgument(loaded_path + ": not the same tokens and probe positions as " + alone_path);
-  int64_t identical = 0, flips = 0;
-  nlohmann::json flipped = nlohmann::json::array();
+  LoadComparison c;
+  c.capture = loaded_path;
+  c.probes = int64_t(alone->positions().size());
   for (size_t i = 0; i < alone->positions().size(); ++i) {
-    identical += alone->digest()[i] == loaded->digest()[i];
-    if (alone->argmax()[i] == loaded->argmax()[i]) continue;
-    ++flips;
-    flipped.push_back(
-        {{"position", alone->positions()[i]}, {"alone", alone->argmax()[i]}, {"loaded", loaded->argmax()[i]}});
+    c.identical_rows += alone->digest()[i] == loaded->digest()[i];
+    if (alone->argmax()[i] != loaded->argmax()[i])
+      c.flipped.push_back({alone->positions()[i], alone->argmax()[i], loaded->argmax()[i]});
   }
-  const int64_t n = int64_t(alone->positions().size());
-  return nlohmann::json{{"capture", loaded_path},          {"probes", n},    {"identical_rows", identical},
-                        {"bit_identical", identical == n}, {"flips", flips}, {"flipped", flipped}};
+  c.flips = int64_t(c.flipped.size());
+  c.bit_identical = c.identical_rows == c.probes;
+  return c;
 }
 
-Result<nlohmann::json> RunLoadFloor(const CaptureRequest& req, int repeats) {
+Result<LoadFloorRecord> RunLoadFloor(const CaptureRequest& req, int repeats) {
   if (req.knobs.load < 1) return Status::InvalidArgument("repeats needs load >= 1");
   if (repeats < 1) return Status::InvalidArgument("repeats must be >= 1");
   CaptureRequest alone = req;
@@ -44,25 +43,20 @@ Result<nlohmann::json> RunLoadFloor(const CaptureRequest& req, int repeats) {
   // One source for all 1 + R captures: the model is hashed and the workload rendered once.
   FS_ASSIGN_OR_RETURN(CaptureSource source, PrepareCapture(req));
   FS_RETURN_IF_ERROR(RunCapture(alone, source).status());
-  nlohmann::json out = {{"alone", req.out_path},
-                        {"load", req.knobs.load},
-                        {"load_seed", req.knobs.load_seed},
-                        {"repeats", nlohmann::json::array()}};
-  int identical = 0;
+  LoadFloorRecord out;
+  out.alone = req.out_path, out.load = req.knobs.load, out.load_seed = req.knobs.load_seed, out.of = repeats;
   for (int r = 1; r <= repeats; ++r) {
     CaptureRequest loaded = req;
     loaded.out_path = LoadRepeatPath(req.out_path, r);
     FS_RETURN_IF_ERROR(RunCapture(loaded, source).status());
-    FS_ASSIGN_OR_RETURN(nlohmann::json cmp, CompareToAlone(req.out_path, loaded.out_path));
-    identical += cmp["bit_identical"].get<bool>();
-    out["repeats"].push_back(cmp);
+    FS_ASSIGN_OR_RETURN(LoadComparison cmp, CompareToAlone(req.out_path, loaded.out_path));
+    out.bit_identical_repeats += cmp.bit_identical;
+    out.repeats.push_back(std::move(cmp));
   }
-  out["bit_identical_repeats"] = identical;
-  out["of"] = repeats;
   std::filesystem::path summary(req.out_path);
   summary.replace_extension(".load.json");
-  FS_RETURN_IF_ERROR(WriteFileAtomic(summary.string(), out.dump(1)));
-  out["summary_path"] = summary.string();
+  FS_RETURN_IF_ERROR(WriteFileAtomic(summary.string(), ToJson(out).dump(1)));
+  out.summary_path = summary.string();
   return out;
 }
 

@@ -91,7 +91,7 @@ CaptureManifest CaptureManifest::FromJson(const json& j) {
   m.engine = EngineRecord::Of(engine.is_object() ? engine : json::object());
   m.knobs = At(j, "knobs");
   if (!m.knobs.is_null()) m.parsed_knobs = Knobs::FromJson(m.knobs);
-  if (const std::string replay = Text(m.knobs, "replay"); !replay.empty()) m.replay = replay;
+  if (const auto replay = FromName<Replay>(Text(m.knobs, "replay"))) m.replay = *replay;
   m.probe_plan = At(j, "probe_plan");
   m.store = Text(j, "store");
   if (const json v = At(j, "truncated"); v.is_boolean()) m.truncated = v.get<bool>();

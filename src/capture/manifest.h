@@ -42,7 +42,7 @@ struct CaptureManifest {
   // re-run a capture with (an error naming the bad key).
   nlohmann::json knobs;
   Result<Knobs> parsed_knobs = Status::Error("the manifest has no knobs");
-  std::string replay = "prefill";  // knobs.replay; "prefill" when not recorded
+  Replay replay = Replay::kPrefill;  // knobs.replay; prefill when not recorded (or a name it does not know)
   nlohmann::json probe_plan;       // {stride, full, n_probes}; null when absent
   std::string store = "f32";       // the rows' storage dtype name
   bool truncated = false;

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "util/util.h"
 
 namespace flipscope {
@@ -40,7 +42,7 @@ TEST(CaptureManifest, ReadsTheStoredManifestAndWritesItBackByteForByte) {
   ASSERT_TRUE(m.parsed_knobs.ok()) << m.parsed_knobs.status().message();
   EXPECT_EQ(m.parsed_knobs->n_threads, 1);
   EXPECT_EQ(m.parsed_knobs->flash_attn, FlashAttn::kOn);
-  EXPECT_EQ(m.replay, "prefill");
+  EXPECT_EQ(m.replay, Replay::kPrefill);
   EXPECT_TRUE(m.workload.spans_status.ok());
   EXPECT_EQ(m.workload.spans.size(), 13u);
   EXPECT_FALSE(m.workload.record.contains("spans"));
@@ -80,7 +82,7 @@ TEST(CaptureManifest, ReadsForeignAndEditedManifestsTolerantly) {
   EXPECT_TRUE(empty.engine.name.empty());
   EXPECT_TRUE(empty.knobs.is_null());
   EXPECT_FALSE(empty.parsed_knobs.ok());
-  EXPECT_EQ(empty.replay, "prefill");
+  EXPECT_EQ(empty.replay, Replay::kPrefill);
   EXPECT_TRUE(empty.workload.spans_status.ok());
   EXPECT_TRUE(empty.workload.tools.is_null());
   EXPECT_EQ(empty.workload_options.format, WorkloadFormat::kAuto);
@@ -99,6 +101,29 @@ TEST(CaptureManifest, ReadsForeignAndEditedManifestsTolerantly) {
   EXPECT_EQ(odd.workload.tools, nlohmann::json({1}));
   EXPECT_FALSE(odd.parsed_knobs.ok());
   EXPECT_TRUE(odd.created.empty());
+}
+
+// Every capture manifest kept in the source tree (tests/data and the fuzz corpus: flipscope's,
+// written with bf16 and f32 rows, over a chat) is read and written out as a manifest that reads
+// back and writes out byte for byte; the stored v1 manifest is that manifest already.
+TEST(CaptureManifest, EveryManifestInTheTreeRoundTrips) {
+  namespace fs = std::filesystem;
+  const fs::path root(FLIPSCOPE_SOURCE_DIR);
+  int n = 0;
+  for (const char* dir : {"tests/data", "fuzz/corpus/fuzz_manifest"})
+    for (const auto& e : fs::directory_iterator(root / dir)) {
+      if (e.path().extension() != ".json") continue;
+      auto text = ReadFile(e.path().string());
+      ASSERT_TRUE(text.ok()) << text.status().message();
+      const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+      if (!j.is_object() || j.value("format", "") != "flipscope.capture") continue;
+      ++n;
+      const std::string once = Dump(CaptureManifest::FromJson(j).ToJson());
+      EXPECT_EQ(Dump(CaptureManifest::FromJson(nlohmann::json::parse(once)).ToJson()), once) << e.path();
+      // The older ones (the fuzz corpus's) gain the model facts written since (sliding_window).
+      if (e.path().filename() == "capture-manifest-v1.json") EXPECT_EQ(once, *text);
+    }
+  EXPECT_GE(n, 4);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "capture/manifest.h"
 #include "checkpoint/model_info.h"
 #include "engine/engine.h"
+#include "records/records.h"
 #include "util/names.h"
 #include "util/status.h"
 #include "util/util.h"
@@ -54,15 +55,8 @@ std::vector<Flip> Flips(std::span<const int32_t> base_positions, std::span<const
 
 // Which positions a fork follower may fork at (true: fork there); null: every position.
 using ForkFilter = std::function<bool(int32_t position)>;
-// Where a fork follower forks (branch's fork_where): kAssistant only where a deployed model
-// writes the next token (ModelWrites(spans, p + 1): assistant messages and their tool calls),
-// kAll everywhere.
-enum class ForkScope { kAssistant, kAll };
-template <>
-struct Names<ForkScope> {
-  static constexpr std::pair<ForkScope, const char*> v[] = {{ForkScope::kAssistant, "assistant"},
-                                                            {ForkScope::kAll, "all"}};
-};
+// Where a fork follower forks (ForkScope, records/modes.h): kAssistant only where a deployed
+// model writes the next token (ModelWrites(spans, p + 1)), kAll everywhere.
 // The fork filter of `scope` over a transcript's spans (kAll: null).
 ForkFilter ForkWhere(std::vector<Span> spans, ForkScope scope);
 // The same over a capture's workload; errors name unreadable spans.

@@ -107,7 +107,7 @@ Status FieldsAsFlags(const Status& status, std::initializer_list<std::pair<std::
         break;
       }
     }
-  return Status::Error(m);
+  return status.Reworded(m);
 }
 
 CLI::Validator NumberIn(double lo, double hi) {
@@ -172,8 +172,7 @@ Status ApplyKnobFlags(const CLI::App* cmd, const std::map<std::string, std::stri
     name = name.substr(name.find("--"));
     if (cmd->get_option(name)->count() == 0) continue;
     // As llama.cpp spells it (-fa), else the short form (-t), else the long one.
-    std::string shown = *k.llama_flag ? k.llama_flag : std::string(k.long_flag).substr(0, std::string(k.long_flag).find(','));
-    FS_RETURN_IF_ERROR(SetKnobFromText(knobs, k, texts.at(k.key)).Prefixed(shown));
+    FS_RETURN_IF_ERROR(SetKnobFromText(knobs, k, texts.at(k.key)).Prefixed(k.ShownFlag()));
   }
   return Status::Ok();
 }

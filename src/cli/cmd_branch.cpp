@@ -19,11 +19,11 @@ constexpr size_t kShownRecords = 12;
 
 void PrintSummary(const BranchResult& out, const std::string& path) {
   const BranchRunInfo& cfg = out.config;
-  const bool everywhere = cfg.fork_where == "all";
+  const bool everywhere = cfg.ForkWhereMode() == ForkScope::kAll;
   const int64_t points = cfg.branch_points.value_or(0);
   auto forked = [](const std::optional<ForkSideInfo>& side) { return side && side->forked ? "yes" : "re-prefill"; };
   // "at flips" or "at ranges 100-200,300-400".
-  const std::string at = cfg.at == "ranges" ? "ranges " + cfg.ranges.value_or("") : "flips";
+  const std::string at = cfg.AtMode() == BranchAt::kRanges ? "ranges " + cfg.ranges.value_or("") : "flips";
   fmt::print("{} branch points (at {}{}), {} of {} followed for {} tokens; fork: base {}, cand {}\n", points, at,
              everywhere ? "" : ", where the model writes", cfg.n_branches.value_or(0), points, cfg.max_tokens,
              forked(cfg.base), forked(cfg.cand));
@@ -37,7 +37,8 @@ void PrintSummary(const BranchResult& out, const std::string& path) {
   for (const ForkRecord& r : out.records) {
     not_reproduced += !r.reproduced;
     const auto& a = r.attribution;
-    if (!a || (a->outcome != "damage" && a->outcome != "repair") || shown == kShownRecords) continue;
+    const std::optional<Outcome> outcome = a ? a->OutcomeMode() : std::nullopt;
+    if ((outcome != Outcome::kDamage && outcome != Outcome::kRepair) || shown == kShownRecords) continue;
     ++shown;
     fmt::print("  position {:>7}  {:<6} {:<17}  {}\n", r.position, a->outcome, a->kind.value_or(""), a->reason);
   }

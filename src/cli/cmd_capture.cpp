@@ -59,12 +59,11 @@ int LoadFloor(const CaptureRequest& req, int repeats) {
     return Fail(FieldsAsFlags(WithCaptureFlags(f.status()),
                               {{"repeats needs load", "--load-repeats needs --load"}, {"repeats", "--load-repeats"}}));
   fmt::print(stderr, "--load {}: {} of {} loaded repeats bit-identical to the alone capture {}\n", req.knobs.load,
-             (*f)["bit_identical_repeats"].get<int>(), repeats, req.out_path);
-  for (const auto& r : (*f)["repeats"])
-    if (!r["bit_identical"].get<bool>())
-      fmt::print(stderr, "  {}: {} of {} rows identical, {} flips\n", r["capture"].get<std::string>(),
-                 r["identical_rows"].get<int64_t>(), r["probes"].get<int64_t>(), r["flips"].get<int64_t>());
-  fmt::print(stderr, "wrote {}\n", (*f)["summary_path"].get<std::string>());
+             f->bit_identical_repeats, repeats, req.out_path);
+  for (const LoadComparison& r : f->repeats)
+    if (!r.bit_identical)
+      fmt::print(stderr, "  {}: {} of {} rows identical, {} flips\n", r.capture, r.identical_rows, r.probes, r.flips);
+  fmt::print(stderr, "wrote {}\n", f->summary_path);
   return 0;
 }
 
@@ -127,9 +126,9 @@ void SayCaptured(const std::string& path, const CaptureManifest& m) {
   // The engine's flags leave the replay out (they are what a launch command would take), so a
   // served capture says so here.
   std::string replay;
-  if (m.replay == "served" && m.FedSingly())
+  if (m.replay == Replay::kServed && m.FedSingly())
     replay = fmt::format(", --replay served ({} of {} tokens fed alone)", *m.FedSingly(), m.NTokens());
-  else if (m.replay == "served")
+  else if (m.replay == Replay::kServed)
     replay = ", --replay served";
   fmt::print(stderr, "wrote {}: {} tokens, {} probes, {:.1f} tok/s, {}{}\n", path,
              m.NTokens(), m.NProbes(), m.TokensPerSecond(), m.engine.flags, replay);

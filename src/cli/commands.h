@@ -31,6 +31,7 @@ int Done(const Status& status);
 // that sets it. The status's message with each field of `flags` that begins it, or a part of it
 // after ": ", written as its flag ("max_flips must be >= 0" -> "--max-flips must be >= 0"); the
 // first of `flags` that matches at a place wins, so a phrase is listed before its field.
+// The status keeps its code (invalid argument, refused, I/O): only the words change.
 Status FieldsAsFlags(const Status& status, std::initializer_list<std::pair<std::string_view, std::string_view>> flags);
 
 // Validators whose failure says what is accepted: a whole number >= min; a number in [lo, hi].

@@ -6,10 +6,7 @@
 
 #include "cli/commands.h"
 #include "engine/engine.h"
-
-#ifndef FLIPSCOPE_VERSION
-#define FLIPSCOPE_VERSION "0.0.0"
-#endif
+#include "records/records.h"
 
 namespace flipscope::cli {
 
@@ -43,7 +40,7 @@ const Command kCommands[] = {
 };
 
 void PrintVersion() {
-  fmt::print("flipscope {}\nllama.cpp {}\nggml {}\nbackends {}\n", FLIPSCOPE_VERSION, LlamaVersion(), GgmlVersion(),
+  fmt::print("flipscope {}\nllama.cpp {}\nggml {}\nbackends {}\n", FlipscopeVersion(), LlamaVersion(), GgmlVersion(),
              fmt::join(Backends(), ", "));
 }
 }  // namespace

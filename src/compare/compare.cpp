@@ -228,8 +228,8 @@ Result<Comparison> Compare(const CaptureReader& base, const CaptureReader& cand,
   c.cand_kernel_path = cand.manifest().engine.kernel_path;
   c.base_flags = RanWith(base.manifest().engine);
   c.cand_flags = RanWith(cand.manifest().engine);
-  c.base_replay = base.manifest().replay;
-  c.cand_replay = cand.manifest().replay;
+  c.base_replay = NameOf(base.manifest().replay);
+  c.cand_replay = NameOf(cand.manifest().replay);
   c.kernel_paths_differ =
       !c.base_kernel_path.empty() && !c.cand_kernel_path.empty() && c.base_kernel_path != c.cand_kernel_path;
   c.probes_compared = int64_t(pairs.base.size());

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/load.h"
+#include "records/records.h"
 #include "util/names.h"
 #include "util/status.h"
 
@@ -43,15 +44,8 @@ const char* FutureStopName(FutureStop s);
 // The stop of a JSON name; nullopt for anything else.
 std::optional<FutureStop> FutureStopFromName(std::string_view name);
 
-// How a future was decoded: under the fork grammar (LlamaEngine::SetGrammar), or unconstrained
-// (no grammar, or the transcript before the point already left it). Spelled "grammar" and
-// "free" in the futures sidecar and the branch output.
-enum class FutureDecoding { kFree, kGrammar };
-template <>
-struct Names<FutureDecoding> {
-  static constexpr std::pair<FutureDecoding, const char*> v[] = {{FutureDecoding::kGrammar, "grammar"},
-                                                                 {FutureDecoding::kFree, "free"}};
-};
+// How a future was decoded (FutureDecoding, records/modes.h): under the fork grammar
+// (LlamaEngine::SetGrammar) or free.
 
 // A future decoded from a fork point.
 struct Future {
@@ -93,8 +87,8 @@ class Engine {
   // null when it ran alone.
   virtual nlohmann::json LoadRecord() const { return nullptr; }
   // Wall seconds of the last Prefill's parts, as the engine splits its work (the exact engine:
-  // widening, projections, attention, MLP, vocabulary projection, rows); null when it does not.
-  virtual nlohmann::json PartTimes() const { return nullptr; }
+  // widening, projections, attention, MLP, vocabulary projection, rows); none when it does not.
+  virtual std::optional<PassPartTimes> PartTimes() const { return std::nullopt; }
 };
 
 // Token id -> text (special tokens rendered) from a model's vocabulary, loaded vocab-only (fast,
@@ -112,19 +106,16 @@ std::map<std::string, std::string> NumericsEnvironment();
 // The compiled-in (registered) ggml backends, e.g. {"CPU"} or {"CUDA", "CPU"}.
 std::vector<std::string> Backends();
 // The devices ggml sees, with their memory.
-nlohmann::json Devices();
-// The CPU kernel path, which changes the numbers like any knob: the instruction-set features
-// ggml's CPU backend uses here, the llama.cpp build's CPU options, the buffer types that hold the
-// weights (weight_buffers: type -> MiB), the extra ones among them (repacking, AMX), and a
-// one-line "summary" that two captures share exactly when they ran the same path.
-nlohmann::json KernelPath(const nlohmann::json& weight_buffers);
-// Where the linked llama.cpp came from: {"release": "llama-cpp-python X" or "" for a checkout of
-// one's own, "commit": the tree's llama.cpp commit, "build": its CPU build options}.
-nlohmann::json LlamaSource();
+std::vector<EngineDevice> Devices();
+// The CPU kernel path here (records/records.h) for a model whose weights are in weight_buffers.
+KernelPathRecord KernelPath(const WeightBufferSizes& weight_buffers);
+// Where the linked llama.cpp came from: the release ("llama-cpp-python X", or "" for a checkout
+// of one's own), the tree's llama.cpp commit and its CPU build options.
+EngineSource LlamaSource();
 // The buffer types among weight_buffers that are ggml's extra CPU types (CPU_REPACK, AMX...):
 // neither plain host memory nor a device's own buffer.
-std::vector<std::string> ExtraBufferTypes(const nlohmann::json& weight_buffers);
+std::vector<std::string> ExtraBufferTypes(const WeightBufferSizes& weight_buffers);
 // The "<type> model buffer size = <n> MiB" lines of llama.cpp's model-load log, as type -> MiB.
-nlohmann::json WeightBuffers(const std::string& load_log);
+WeightBufferSizes WeightBuffers(const std::string& load_log);
 
 }  // namespace flipscope

@@ -56,15 +56,12 @@ EngineRecord EngineRecord::Of(const json& block) {
   e.llama_cpp = read::Str(block, "llama_cpp");
   e.ggml = read::Str(block, "ggml");
   e.system_info = read::Str(block, "system_info");
-  if (const json& src = read::Sub(block, "llama_source"); src.is_object())
-    e.source = EngineSource{read::Str(src, "release"), read::Str(src, "commit"), read::Str(src, "build")};
+  e.source = EngineSourceFromJson(read::Sub(block, "llama_source"));
   if (const json& server = read::Sub(block, "server"); server.is_object())
     e.server_version = read::Str(server, "version");
   e.url = read::Str(block, "url");
   e.backends = read::Values<std::string>(block, "backends");
-  e.devices = read::Each<EngineDevice>(read::Sub(block, "devices"), [](const json& d) {
-    return EngineDevice{read::Str(d, "name"), read::Str(d, "description"), read::Num(d, "memory_total")};
-  });
+  e.devices = EngineDevicesFromJson(read::Sub(block, "devices"));
   e.resolved = ReadResolved(read::Sub(block, "resolved"));
   e.swa_full = read::Opt<bool>(block, "swa_full");
   e.launch = EngineLaunch::Of(read::Sub(block, "launch"));

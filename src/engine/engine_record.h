@@ -12,21 +12,12 @@
 #include <vector>
 
 #include "engine/knobs.h"
+#include "records/records.h"
 
 namespace flipscope {
 
-// A device ggml saw (the block's "devices").
-struct EngineDevice {
-  std::string name, description;
-  std::optional<double> memory_total;  // bytes; none when not recorded
-};
-
-// The llama.cpp tree an engine was built from (the block's "llama_source").
-struct EngineSource {
-  std::string release;  // "llama-cpp-python 0.3.36", "" for a tree given by path
-  std::string commit, build;
-  nlohmann::json ToJson() const { return {{"release", release}, {"commit", commit}, {"build", build}}; }
-};
+// The block's "devices" (EngineDevice) and "llama_source" (EngineSource) are records of
+// records/records.h.
 
 // The launch of a server configuration's server (the block's "launch"): what the experiment
 // asked and what ran. The two sub-blocks are the launch settings as written, kept whole.

@@ -281,6 +281,10 @@ Result<Future> HttpEngine::Complete(std::span<const int32_t> prompt, int max_new
 json HttpEngine::Describe() const {
   const Impl& e = *impl_;
   const HttpApi api = e.opts.api;
+  // The server's own flags decide numerics (see server / server_note); the knobs are flipscope's:
+  // the load, and a served replay (ServedReplay), recorded as the llama engine records it.
+  json knobs = e.opts.load > 0 ? json{{"load", e.opts.load}, {"load_seed", e.opts.load_seed}} : json::object();
+  if (!e.served_record.is_null()) knobs["replay"] = std::string(NameOf(Replay::kServed));
   json d = {
       {"engine", "openai"},
       {"api", std::string(NameOf(api))},
@@ -297,8 +301,7 @@ json HttpEngine::Describe() const {
       {"api_key_env", e.opts.api_key_env},  // the variable's name only
       {"timeout_s", e.opts.timeout_s},
       {"retries", e.opts.retries},
-      {"knobs", e.opts.load > 0 ? json{{"load", e.opts.load}, {"load_seed", e.opts.load_seed}}
-                                : json::object()},  // the server's own flags decide numerics: see server / server_note
+      {"knobs", knobs},
       {"flags", e.opts.ToFlags()}};
   if (!e.opts.launch.is_null()) d["launch"] = {{"asked", e.opts.launch}, {"run", e.opts.launched}};
   return d;

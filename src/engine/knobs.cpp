@@ -28,11 +28,6 @@ struct Names<Repack> {
   static constexpr std::pair<Repack, const char*> v[] = {{Repack::kOn, "on"}, {Repack::kOff, "off"}};
 };
 
-template <>
-struct Names<Replay> {
-  static constexpr std::pair<Replay, const char*> v[] = {{Replay::kPrefill, "prefill"}, {Replay::kServed, "served"}};
-};
-
 namespace {
 
 // Bytes and elements per block of each KV cache type, as ggml's type traits have them (a block
@@ -243,13 +238,17 @@ Status Knobs::Validate() const {
   return Status::Ok();
 }
 
+std::string KnobInfo::ShownFlag() const {
+  const std::string flag = *llama_flag ? llama_flag : long_flag;
+  return flag.substr(0, flag.find(','));
+}
+
 namespace {
 // Knob k at value v as a command line spells it: llama.cpp's flag where it has one ("-ctk q8_0"),
 // --repack's off as llama.cpp's switch -nr.
 std::string FlagText(const KnobInfo& k, const nlohmann::json& v) {
   if (std::string(k.key) == "repack") return v == "off" ? "-nr" : "--repack on";
-  std::string flag = *k.llama_flag ? k.llama_flag : std::string(k.long_flag);
-  if (size_t comma = flag.find(','); comma != std::string::npos) flag = flag.substr(0, comma);
+  const std::string flag = k.ShownFlag();
   std::string text = v.is_string()  ? v.get<std::string>()
                      : v.is_array() ? fmt::format("{}", fmt::join(v.get<std::vector<float>>(), ","))
                                     : v.dump();

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "records/records.h"
 #include "util/names.h"
 #include "util/status.h"
 
@@ -17,10 +18,7 @@ namespace flipscope {
 enum class FlashAttn { kAuto, kOn, kOff };              // -fa auto|on|off
 enum class SplitMode { kNone, kLayer, kRow, kTensor };  // -sm none|layer|row|tensor
 enum class Repack { kOn, kOff };                        // --repack on|off (llama.cpp: -nr for off)
-// How the transcript is computed (not a llama.cpp setting; docs/served.md): prefill feeds every
-// token in -b chunks; served feeds what the model wrote one token per llama_decode call, as a
-// deployed agent loop decoded it, and prefills what it read.
-enum class Replay { kPrefill, kServed };  // --replay prefill|served
+// Replay (how the transcript is computed) is a mode of records/modes.h.
 // The KV cache types llama.cpp accepts for -ctk / -ctv (ggml's type names); read once where a knob
 // enters (flags, JSON, TOML, a manifest's knobs), an unknown name refused there.
 enum class KvCacheType { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1, kIQ4_NL, kQ5_0, kQ5_1 };
@@ -92,6 +90,9 @@ struct KnobInfo {
   nlohmann::json (*get)(const Knobs&);
   // Sets the member from a JSON value; the error says what was expected (without the key).
   Status (*set)(Knobs&, const nlohmann::json&);
+  // The flag as a command line shows it: llama.cpp's spelling (-fa), else flipscope's first form
+  // (-t of "-t,--threads").
+  std::string ShownFlag() const;
 };
 // Every knob, in the order flags and JSON list them.
 const std::vector<KnobInfo>& KnobTable();

@@ -216,15 +216,15 @@ nlohmann::json LlamaEngine::Describe() const {
   llama_model_desc(impl_->model, desc, sizeof(desc));
   nlohmann::json out = {{"engine", "llama"},
                         {"llama_cpp", LlamaVersion()},
-                        {"llama_source", LlamaSource()},
+                        {"llama_source", ToJson(LlamaSource())},
                         {"ggml", GgmlVersion()},
                         {"backends", Backends()},
-                        {"devices", Devices()},
+                        {"devices", ToJson(Devices())},
                         {"system_info", llama_print_system_info()},
                         {"model_desc", desc},
                         {"knobs", impl_->knobs.ToJson()},
                         {"resolved", ResolutionsToJson(impl_->resolutions)},
-                        {"kernel_path", KernelPath(impl_->weight_buffers)},
+                        {"kernel_path", ToJson(KernelPath(impl_->weight_buffers))},
                         {"flags", impl_->knobs.ToFlags()},
                         {"kv_unified", true},
                         {"swa_full", true}};

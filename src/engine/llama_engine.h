@@ -113,8 +113,8 @@ class LlamaEngine : public Engine {
   // without them fails.
   void SetWritten(std::vector<uint8_t> written);
   // What the last served pass ran (tokens fed singly, llama_decode calls, prefill segments and
-  // chunks, written tokens, the decode steps' time); null after a prefill.
-  nlohmann::json ServedRecord() const;
+  // chunks, written tokens, the decode steps' time); none after a prefill.
+  std::optional<ServedPlan> ServedRecord() const;
   struct Impl;
 
  private:

@@ -61,7 +61,7 @@ struct ReplayChunk {
 std::vector<ReplayChunk> PlanReplay(int32_t n, int n_batch, std::span<const uint8_t> written);
 // Counts of a served plan for the manifest: fed_singly, decode_calls, prefill_segments,
 // prefill_chunks, written_tokens (of [0, n)), written_runs.
-nlohmann::json ServedPlanJson(std::span<const ReplayChunk> chunks, int32_t n, std::span<const uint8_t> written);
+ServedPlan ServedPlanOf(std::span<const ReplayChunk> chunks, int32_t n, std::span<const uint8_t> written);
 
 struct LlamaEngine::Impl {
   llama_model* model = nullptr;
@@ -69,14 +69,14 @@ struct LlamaEngine::Impl {
   const llama_vocab* vocab = nullptr;
   Knobs knobs;                    // effective: what llama.cpp ran (ResolveKnobs)
   std::vector<KnobResolution> resolutions;  // where that differs from the request, and why
-  nlohmann::json weight_buffers;  // buffer type -> MiB of the model's weights (the kernel path)
+  WeightBufferSizes weight_buffers;         // buffer type -> MiB of the model's weights (the kernel path)
   std::string model_path;
   int n_seq_max = 1;
   int n_batch_ctx = 0;                  // the context's logical batch: -b, plus room for the fillers
   std::vector<FillerSource> load_pool;  // empty: the fillers are cut from the prefilled tokens
   nlohmann::json load_record;           // what the last loaded prefill ran; null when alone
   std::vector<uint8_t> written;         // served replay: per token, whether the model wrote it
-  nlohmann::json served_record;         // what the last served pass ran; null after a prefill
+  std::optional<ServedPlan> served_record;  // what the last served pass ran; none after a prefill
   std::optional<DecodeGrammar> grammar;  // futures decode under it (SetGrammar); none: free
   // The graph tap (empty: none) and where the current ubatch lies, for the rows it hands over.
   // Only an unloaded prefill taps: a loaded batch holds other sequences' tokens (Create refuses both).

@@ -157,7 +157,7 @@ Status LlamaEngine::Impl::Run(const PrefillRequest& r) {
   load_record = nullptr;
   FS_RETURN_IF_ERROR(StartLoad(r, &load));
   FS_ASSIGN_OR_RETURN(const std::vector<ReplayChunk> chunks, Chunks(n));
-  served_record = nullptr;
+  served_record.reset();
   double decode_s = 0;  // served: the decode steps, each from its llama_decode to its row handed over
   PassCursor cursor;
   for (const ReplayChunk& c : chunks) {
@@ -177,10 +177,9 @@ Status LlamaEngine::Impl::Run(const PrefillRequest& r) {
   }
   if (load) load_record = load->Finish();
   if (knobs.replay == Replay::kServed) {
-    served_record = ServedPlanJson(chunks, n, written);
-    const int64_t steps = served_record["fed_singly"];
-    served_record["decode_s"] = decode_s;
-    served_record["decode_tokens_per_s"] = decode_s > 0 ? double(steps) / decode_s : 0.0;
+    served_record = ServedPlanOf(chunks, n, written);
+    served_record->decode_s = decode_s;
+    served_record->decode_tokens_per_s = decode_s > 0 ? double(served_record->fed_singly) / decode_s : 0.0;
   }
   return Status::Ok();
 }

@@ -33,7 +33,7 @@ std::vector<ReplayChunk> PlanReplay(int32_t n, int n_batch, std::span<const uint
   return chunks;
 }
 
-nlohmann::json ServedPlanJson(std::span<const ReplayChunk> chunks, int32_t n, std::span<const uint8_t> written) {
+ServedPlan ServedPlanOf(std::span<const ReplayChunk> chunks, int32_t n, std::span<const uint8_t> written) {
   int64_t singles = 0, segments = 0, prefill_chunks = 0, written_tokens = 0, runs = 0;
   for (size_t i = 0; i < chunks.size(); ++i) {
     if (chunks[i].single) {
@@ -47,12 +47,10 @@ nlohmann::json ServedPlanJson(std::span<const ReplayChunk> chunks, int32_t n, st
     written_tokens += written[size_t(p)] != 0;
     runs += written[size_t(p)] != 0 && (p == 0 || !written[size_t(p - 1)]);
   }
-  return {{"fed_singly", singles},
-          {"decode_calls", int64_t(chunks.size())},
-          {"prefill_segments", segments},
-          {"prefill_chunks", prefill_chunks},
-          {"written_tokens", written_tokens},
-          {"written_runs", runs}};
+  ServedPlan plan;
+  plan.fed_singly = singles, plan.decode_calls = int64_t(chunks.size()), plan.prefill_segments = segments;
+  plan.prefill_chunks = prefill_chunks, plan.written_tokens = written_tokens, plan.written_runs = runs;
+  return plan;
 }
 
 Result<std::vector<ReplayChunk>> LlamaEngine::Impl::Chunks(int32_t n) const {
@@ -66,6 +64,6 @@ Result<std::vector<ReplayChunk>> LlamaEngine::Impl::Chunks(int32_t n) const {
 }
 
 void LlamaEngine::SetWritten(std::vector<uint8_t> written) { impl_->written = std::move(written); }
-nlohmann::json LlamaEngine::ServedRecord() const { return impl_->served_record; }
+std::optional<ServedPlan> LlamaEngine::ServedRecord() const { return impl_->served_record; }
 
 }  // namespace flipscope

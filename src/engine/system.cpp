@@ -28,16 +28,14 @@ std::vector<std::string> Backends() {
   return out;
 }
 
-nlohmann::json Devices() {
+std::vector<EngineDevice> Devices() {
   EnsureLlamaInit();
-  nlohmann::json out = nlohmann::json::array();
+  std::vector<EngineDevice> out;
   for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
     ggml_backend_dev_t d = ggml_backend_dev_get(i);
     size_t free = 0, total = 0;
     ggml_backend_dev_memory(d, &free, &total);
-    out.push_back({{"name", ggml_backend_dev_name(d)},
-                   {"description", ggml_backend_dev_description(d)},
-                   {"memory_total", total}});
+    out.push_back({ggml_backend_dev_name(d), ggml_backend_dev_description(d), double(total)});
   }
   return out;
 }
@@ -59,17 +57,17 @@ std::vector<std::string> CpuFeatures() {
 }
 }  // namespace
 
-nlohmann::json WeightBuffers(const std::string& load_log) {
+WeightBufferSizes WeightBuffers(const std::string& load_log) {
   static const std::regex line(R"(([A-Za-z0-9_]+) model buffer size\s*=\s*([0-9.]+) MiB)");
-  nlohmann::json out = nlohmann::json::object();
+  WeightBufferSizes out;
   for (auto it = std::sregex_iterator(load_log.begin(), load_log.end(), line); it != std::sregex_iterator(); ++it)
     out[(*it)[1].str()] = std::stod((*it)[2].str());
   return out;
 }
 
-std::vector<std::string> ExtraBufferTypes(const nlohmann::json& weight_buffers) {
+std::vector<std::string> ExtraBufferTypes(const WeightBufferSizes& weight_buffers) {
   std::vector<std::string> extra;
-  for (auto& [type, mib] : weight_buffers.items()) {
+  for (const auto& [type, mib] : weight_buffers) {
     // CPU and CPU_Mapped are plain host memory (the ordinary kernels); a GPU device's buffer is
     // named after it. The rest are ggml's extra CPU buffer types: CPU_REPACK, AMX, KleidiAI...
     bool plain = type == "CPU" || type == "CPU_Mapped" || ggml_backend_dev_by_name(type.c_str()) != nullptr;
@@ -78,21 +76,22 @@ std::vector<std::string> ExtraBufferTypes(const nlohmann::json& weight_buffers) 
   return extra;
 }
 
-nlohmann::json LlamaSource() {
-  return {{"release", *FLIPSCOPE_LLAMA_RELEASE ? fmt::format("llama-cpp-python {}", FLIPSCOPE_LLAMA_RELEASE) : ""},
-          {"commit", FLIPSCOPE_LLAMA_COMMIT},
-          {"build", FLIPSCOPE_LLAMA_BUILD_OPTIONS}};
+EngineSource LlamaSource() {
+  return {*FLIPSCOPE_LLAMA_RELEASE ? fmt::format("llama-cpp-python {}", FLIPSCOPE_LLAMA_RELEASE) : "",
+          FLIPSCOPE_LLAMA_COMMIT, FLIPSCOPE_LLAMA_BUILD_OPTIONS};
 }
 
-nlohmann::json KernelPath(const nlohmann::json& weight_buffers) {
-  std::vector<std::string> features = CpuFeatures(), extra = ExtraBufferTypes(weight_buffers), held;
-  for (auto& [type, mib] : weight_buffers.items()) held.push_back(type);
-  return {{"cpu_features", features},
-          {"llama_build", FLIPSCOPE_LLAMA_BUILD_OPTIONS},
-          {"weight_buffers", weight_buffers},
-          {"extra_buffer_types", extra},
-          {"summary", fmt::format("CPU {}; weights in {}", fmt::join(features, " "),
-                                  held.empty() ? std::string("?") : fmt::format("{}", fmt::join(held, ", ")))}};
+KernelPathRecord KernelPath(const WeightBufferSizes& weight_buffers) {
+  KernelPathRecord k;
+  k.cpu_features = CpuFeatures();
+  k.llama_build = FLIPSCOPE_LLAMA_BUILD_OPTIONS;
+  k.weight_buffers = weight_buffers;
+  k.extra_buffer_types = ExtraBufferTypes(weight_buffers);
+  std::vector<std::string> held;
+  for (const auto& [type, mib] : weight_buffers) held.push_back(type);
+  k.summary = fmt::format("CPU {}; weights in {}", fmt::join(k.cpu_features, " "),
+                          held.empty() ? std::string("?") : fmt::format("{}", fmt::join(held, ", ")));
+  return k;
 }
 
 }  // namespace flipscope

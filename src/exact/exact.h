@@ -74,7 +74,7 @@ class ExactEngine : public Engine {
                        const ProgressFn& layers_done = {});
   // Engine "exact", the architecture, the BLAS, the dequantization route and its check.
   nlohmann::json Describe() const override;
-  nlohmann::json PartTimes() const override;
+  std::optional<PassPartTimes> PartTimes() const override;
   // The operations of a pass over n_tokens tokens with n_probes probes.
   ExactWork Work(int64_t n_tokens, int64_t n_probes) const;
   // The device memory (bytes) a pass over n_tokens with n_probes probes plans to hold.

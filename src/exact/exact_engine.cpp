@@ -7,11 +7,8 @@
 
 #include "exact/device.h"
 #include "exact/internal.h"
+#include "records/records.h"
 #include "util/util.h"
-
-#ifndef FLIPSCOPE_VERSION
-#define FLIPSCOPE_VERSION "0.0.0"
-#endif
 
 namespace flipscope {
 
@@ -134,7 +131,7 @@ nlohmann::json ExactEngine::Describe() const {
   }
   nlohmann::json d = {{"engine", "exact"},
                       {"name", "exact"},
-                      {"version", FLIPSCOPE_VERSION},
+                      {"version", std::string(FlipscopeVersion())},
                       {"precision", "fp64"},
                       {"architecture", m.hp.arch},
                       {"blas", impl_->blas},
@@ -155,13 +152,13 @@ nlohmann::json ExactEngine::Describe() const {
   return d;
 }
 
-nlohmann::json ExactEngine::PartTimes() const {
+std::optional<PassPartTimes> ExactEngine::PartTimes() const {
   const exact::PassTimes& t = impl_->times;
-  nlohmann::json parts = {
-      {"embed_s", t.embed}, {"widen_s", t.widen},   {"project_s", t.project}, {"attention_s", t.attention},
-      {"mlp_s", t.mlp},     {"logits_s", t.logits}, {"rows_s", t.rows}};
-  if (t.recurrent > 0) parts["recurrent_s"] = t.recurrent;  // a model with DeltaNet layers (qwen35)
-  if (impl_->device) parts["device_memory_gib"] = impl_->device->MemoryInUseGiB();
+  PassPartTimes parts;
+  parts.embed_s = t.embed, parts.widen_s = t.widen, parts.project_s = t.project, parts.attention_s = t.attention;
+  parts.mlp_s = t.mlp, parts.logits_s = t.logits, parts.rows_s = t.rows;
+  if (t.recurrent > 0) parts.recurrent_s = t.recurrent;  // a model with DeltaNet layers (qwen35)
+  if (impl_->device) parts.device_memory_gib = impl_->device->MemoryInUseGiB();
   return parts;
 }
 

@@ -176,8 +176,7 @@ Status ReadAxes(const ParseCtx& c, const toml::node& node, MatrixSettings& out) 
     if (a.name.empty()) {
       const KnobInfo* k = FindKnob(a.knobs[0]);
       // The flag as llama.cpp spells it (its first form, "-t" of "-t,--threads"), without dashes.
-      a.name = std::string(k->llama_flag[0] ? k->llama_flag : k->long_flag);
-      a.name = a.name.substr(0, a.name.find(','));
+      a.name = k->ShownFlag();
       a.name.erase(0, a.name.find_first_not_of('-'));
     }
     if (!names.insert(a.name).second) return c.At(t, "duplicate axis name '" + a.name + "'");

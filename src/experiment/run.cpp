@@ -8,13 +8,10 @@
 #include "checkpoint/model_info.h"
 #include "experiment/experiment.h"
 #include "experiment/steps.h"
+#include "records/records.h"
 #include "report/report.h"
 #include "results/experiment_results.h"
 #include "util/util.h"
-
-#ifndef FLIPSCOPE_VERSION
-#define FLIPSCOPE_VERSION "0.0.0"
-#endif
 
 namespace flipscope {
 
@@ -38,7 +35,7 @@ namespace {
 // results.json's head: what ran, on which model, with which settings (--memory over the file's).
 ExperimentResults ResultsHead(const Experiment& exp, const RunOptions& opts, const ModelInfo& model) {
   ExperimentResults r;
-  r.flipscope_version = FLIPSCOPE_VERSION;
+  r.flipscope_version = FlipscopeVersion();
   r.created = UtcNowIso();
   r.name = exp.name;
   r.experiment_file = exp.path;

@@ -11,12 +11,9 @@
 #include "compare/compare.h"
 #include "experiment/experiment.h"
 #include "experiment/suite_internal.h"
+#include "records/records.h"
 #include "report/report.h"
 #include "util/util.h"
-
-#ifndef FLIPSCOPE_VERSION
-#define FLIPSCOPE_VERSION "0.0.0"
-#endif
 
 namespace flipscope {
 
@@ -109,7 +106,7 @@ Result<SuiteResults> RunSuite(const Experiment& exp, const RunOptions& opts) {
     measured.push_back(std::move(m));
   }
   SuiteResults suite;
-  suite.flipscope_version = FLIPSCOPE_VERSION;
+  suite.flipscope_version = FlipscopeVersion();
   suite.created = UtcNowIso();
   suite.name = exp.name;
   suite.experiment_file = exp.path;

@@ -61,7 +61,7 @@ Result<int> RunProcess(const std::vector<std::string>& argv, const std::string& 
 std::string MainBuildCpu() {
   static const std::regex mode(R"(cpu=(\w+))");
   std::smatch m;
-  const std::string build = LlamaSource().value("build", "");
+  const std::string build = LlamaSource().build;
   return std::regex_search(build, m, mode) ? m[1].str() : "native";
 }
 
@@ -69,8 +69,7 @@ namespace {
 // This binary's own worker (flipscope-worker beside it) when release and cpu are those it was
 // built with; "" otherwise.
 std::string OwnWorker(const Release& release, const std::string& cpu) {
-  if (LlamaSource().value("release", "") != "llama-cpp-python " + release.ToString() || cpu != MainBuildCpu())
-    return "";
+  if (LlamaSource().release != "llama-cpp-python " + release.ToString() || cpu != MainBuildCpu()) return "";
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (ec) return "";

@@ -23,8 +23,10 @@ constexpr size_t kMaxRecordsShown = 16;
 std::string E(std::string_view s) { return HtmlEscape(s); }
 
 // Badge colour of an outcome: damage is bad, repair and benign good, the rest neutral.
-std::string OutcomeClass(const std::string& outcome) {
-  return outcome == "damage" ? "bad" : outcome == "repair" || outcome == "benign" ? "rec" : "neutral";
+std::string OutcomeClass(std::optional<Outcome> outcome) {
+  return outcome == Outcome::kDamage                                  ? "bad"
+         : outcome == Outcome::kRepair || outcome == Outcome::kBenign ? "rec"
+                                                                      : "neutral";
 }
 
 std::string Prob(std::optional<double> p) { return p ? fmt::format("{:.3f}", *p) : "—"; }
@@ -112,12 +114,13 @@ std::string BranchRecordHtml(const std::string& config, const ForkRecord& b) {
   const int diff_base = IntOr(b.first_difference, -1);
   const int diff_cand = IntOr(b.first_difference_cand, diff_base);
   const std::string verdict = VerdictWord(b);
-  const std::string cls = verdict == "benign" ? "rec" : "bad";
+  const std::string cls = b.VerdictMode() == Verdict::kBenign ? "rec" : "bad";
   // The outcome (what the change did) first; the pair's verdict beside it.
   const std::string outcome = b.attribution ? b.attribution->outcome : "";
   std::string outcome_badge;
   if (!outcome.empty())
-    outcome_badge = fmt::format(" <span class=\"badge {}\">{}</span>", OutcomeClass(outcome), E(OutcomeWords(b)));
+    outcome_badge = fmt::format(" <span class=\"badge {}\">{}</span>", OutcomeClass(b.attribution->OutcomeMode()),
+                                E(OutcomeWords(b)));
   std::string out = fmt::format(
       "<article class=\"branch\"><h3>{} · position {} · {}{} <span class=\"badge {}\">{}</span></h3>", E(config),
       E(Count(double(b.position))), E(b.span.value_or("outside any span")), outcome_badge, cls, E(verdict));
@@ -167,7 +170,7 @@ std::string RecordRow(const ForkRecord& b) {
                   TokenCode(b.base_text) + " → " + TokenCode(b.cand_text),
                   outcome.empty() ? "—"
                                   : fmt::format("<span class=\"badge {}\">{}</span>",
-                                                OutcomeClass(b.attribution->outcome), E(outcome)),
+                                                OutcomeClass(b.attribution->OutcomeMode()), E(outcome)),
                   E(VerdictWord(b)), b.reconverge_at ? "token " + Count(double(*b.reconverge_at)) : "no", E(why)});
 }
 
@@ -247,14 +250,16 @@ std::string HtmlBranchesSection(const ExperimentResults& r) {
     if (counts.outcomes) {
       out += "<p>What the change did:";
       for (const auto& [name, n] : counts.OutcomesByName())
-        out += fmt::format(" <span class=\"badge {}\">{}: {}</span>", OutcomeClass(name), E(name), E(InlineText(n)));
+        out += fmt::format(" <span class=\"badge {}\">{}: {}</span>", OutcomeClass(FromName<Outcome>(name)), E(name),
+                           E(InlineText(n)));
       out += "</p><p>" + E(OutcomeCountsText(counts)) + "</p>";
     }
     out += "<p>Verdicts:";
     const json verdicts = VerdictCounts(counts);
     for (auto it = verdicts.begin(); it != verdicts.end(); ++it)
-      out += fmt::format(" <span class=\"badge {}\">{}: {}</span>", it.key() == "benign" ? "rec" : "neutral",
-                         E(it.key()), E(InlineText(*it)));
+      out += fmt::format(" <span class=\"badge {}\">{}: {}</span>",
+                         FromName<Verdict>(it.key()) == Verdict::kBenign ? "rec" : "neutral", E(it.key()),
+                         E(InlineText(*it)));
     out += "</p>";
     out += BranchRecords(config, group.result.records);
   }

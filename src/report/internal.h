@@ -79,7 +79,7 @@ std::string StatusText(const ConfigEntry& config);
 struct ConfigRow {
   std::string name, description, status, reason, flags;  // status as the file spells it
   ConfigStatus state = ConfigStatus::kOk;                // status read (a name it does not know: failed)
-  std::string replay = "prefill";                        // what its captures ran (configs[].knobs.replay)
+  Replay replay = Replay::kPrefill;                      // what its captures ran (configs[].knobs.replay)
   const ConfigEntry* config = nullptr;                   // the configs[] entry, if any
   std::optional<SummaryRow> summary;                     // the summary[] entry, if any
   int rank = 0;                                          // 1-based among measured configs; 0 when not ranked
@@ -97,7 +97,9 @@ struct ConfigRow {
   // The figures its rank rests on: its served twin's when ranked by served replay, else its own.
   const SummaryRow* Figures() const { return twin_summary ? twin_summary : summary ? &*summary : nullptr; }
   // The replay of those figures: the recipe's for a ranked row, else what its captures ran.
-  std::string RankedReplay() const { return ranked && ranked->replay ? *ranked->replay : replay; }
+  std::string RankedReplay() const { return ranked && ranked->replay ? *ranked->replay : std::string(NameOf(replay)); }
+  // The same as its mode; none for a name this version does not know.
+  std::optional<Replay> RankedReplayMode() const { return FromName<Replay>(RankedReplay()); }
   // How a row without a rank is listed: "not ranked", "not measured" or its status.
   std::string UnrankedLabel() const {
     return not_ranked ? "not ranked" : state == ConfigStatus::kOk ? "not measured" : status;
@@ -218,12 +220,10 @@ TextTable LoadFloorTable(const ExperimentResults& results);
 // rows without the reference.
 TextTable ExactTable(const ExperimentResults& results);
 // Which configuration is closest to the exact reference (flip rate, then KL), those its interval
-// does not tell apart, the baseline's distance, and the variant closest to the baseline where it
-// is another; "" without the reference.
+// does not tell apart, the baseline's distance, and, where the variant nearest the baseline is not
+// the variant nearest exact, both; "" without the reference.
 std::string ExactClosestSentence(const ExperimentResults& results);
-// replay = "both" (results["served"], docs/served.md). The replay a configs[] entry ran
-// ("prefill" when its knobs do not say).
-std::string ReplayOf(const ConfigEntry& config);
+// replay = "both" (results["served"], docs/served.md).
 // What the served part measured, how it compares, whether the ranking changed, and what was
 // not captured served; "" without a served part.
 std::string ReplaySentence(const ExperimentResults& results);

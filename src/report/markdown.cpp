@@ -294,7 +294,7 @@ std::string TerminalRanking(const ExperimentResults& r) {
                          "above floor", "prefill vs served (not ranked)");
   for (const ConfigRow& row : RankedConfigs(r)) {
     const std::string replay = row.RankedReplay();
-    std::string name = row.name + (replay != "prefill" ? " [" + replay + "]" : "") +
+    std::string name = row.name + (row.RankedReplayMode() != Replay::kPrefill ? " [" + replay + "]" : "") +
                        (row.is_baseline ? " (reference)" : "") + (row.is_recommended ? " *" : "");
     if (row.rank == 0) {
       out += fmt::format("    -  {:<24} {}: {}\n", name, row.UnrankedLabel(), row.reason);
@@ -319,7 +319,7 @@ std::string TerminalForksAndReplay(const ExperimentResults& r) {
   for (const ConfigRow& row : RankedConfigs(r)) {
     if (row.rank == 0 || !row.Figures() || !row.Figures()->forks) continue;
     const ForkCounts& f = *row.Figures()->forks;  // the forks of the replay it is ranked by
-    const std::string replay = row.RankedReplay() != "prefill" ? " [" + row.RankedReplay() + "]" : "";
+    const std::string replay = row.RankedReplayMode() != Replay::kPrefill ? " [" + row.RankedReplay() + "]" : "";
     out += fmt::format("  forks of {}{}: {} damage, {} repair in {}{} followed", row.name, replay, f.damage, f.repair,
                        f.followed, f.forkable > f.followed ? fmt::format(" of {}", f.forkable) : "");
     if (f.teacher_forced_only > 0)

@@ -126,8 +126,9 @@ std::string OutcomeCountsText(const BranchCounts& counts) {
   std::string out;
   for (const auto& [name, n] : counts.OutcomesByName()) {
     out += (out.empty() ? "" : ", ") + name + " " + InlineText(n);
-    if (name == "damage") out += kinds(o.damage);
-    if (name == "repair") out += kinds(o.repair);
+    const std::optional<Outcome> outcome = FromName<Outcome>(name);
+    if (outcome == Outcome::kDamage) out += kinds(o.damage);
+    if (outcome == Outcome::kRepair) out += kinds(o.repair);
   }
   return out;
 }
@@ -150,7 +151,7 @@ std::string DecodingText(const BranchRecord& group) {
   const auto& d = group.result.config.decoding;
   if (!d) return "";  // branches followed before decodings were recorded: free
   std::string out;
-  if (d->used == "grammar")
+  if (d->UsedMode() == FutureDecoding::kGrammar)
     out = "Futures decoded under the tool-call grammar a llama.cpp server would build (" + d->source.value_or("") +
           "): greedy among the tokens it allows, once a call starts.";
   else
@@ -249,7 +250,7 @@ std::vector<ConfigRow> ConfigRows(const ExperimentResults& results) {
     r.state = FromName<ConfigStatus>(r.status).value_or(ConfigStatus::kFailed);
     r.reason = c.reason.value_or("");
     r.flags = c.flags.value_or("");
-    r.replay = ReplayOf(c);
+    r.replay = c.RanReplay();
     r.kv_bytes_per_token = c.kv_bytes_per_token;
     if (r.kv_bytes_per_token && ctx) r.kv_bytes_at_context = *r.kv_bytes_per_token * *ctx;
   }
@@ -294,7 +295,7 @@ std::vector<ConfigRow> RankedConfigs(const ExperimentResults& results) {
   int rank = 0;
   for (ConfigRow& r : rows) {
     if (r.tie_group > 0) r.tie_size = group_size[r.tie_group];
-    if (r.ranked && r.RankedReplay() == "served" && results.served)
+    if (r.ranked && r.RankedReplayMode() == Replay::kServed && results.served)
       r.twin_summary = results.served->measured.Row(ServedName(r.name));
     if (const std::string* why = results.recipe ? results.recipe->NotRankedWhy(r.name) : nullptr)
       r.not_ranked = true, r.reason = *why;
@@ -308,7 +309,7 @@ std::vector<ConfigRow> RankedConfigs(const ExperimentResults& results) {
 }
 
 RowMeasurements MeasurementsOf(const ExperimentResults& results, const ConfigRow& row) {
-  if (results.served && row.RankedReplay() == "served") {
+  if (results.served && row.RankedReplayMode() == Replay::kServed) {
     const std::string twin = ServedName(row.name);
     if (results.served->measured.Config(twin) || results.served->measured.Row(twin))
       return {&results.served->measured, twin, true};

@@ -35,8 +35,6 @@ const SummaryRow* ServedRow(const ServedResults& served, const std::string& conf
 
 }  // namespace
 
-std::string ReplayOf(const ConfigEntry& config) { return std::string(ToString(config.RanReplay())); }
-
 std::string ReplaySentence(const ExperimentResults& r) {
   if (!r.served || (r.served->distance.empty() && r.served->measured.summary.empty())) return "";
   std::string out =

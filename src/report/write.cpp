@@ -89,7 +89,7 @@ std::vector<std::string> CsvCells(const report::ConfigRow& row) {
       CsvNumber(row.kv_bytes_at_context),
       row.is_baseline ? "true" : "false",
       row.is_recommended ? "true" : "false",
-      row.replay};
+      std::string(NameOf(row.replay))};
 }
 
 // One CSV line (RFC 4180, CRLF).

@@ -229,14 +229,29 @@ ForkRecord ForkRecordFromJson(const json& j) {
   return r;
 }
 
+int64_t* FailureTally::Of(Failure failure) {
+  switch (failure) {
+    case Failure::kNone:
+      return nullptr;
+    case Failure::kHarmlessCall:
+      return &harmless_call;
+    case Failure::kInventedFact:
+      return &invented_fact;
+    case Failure::kWrongCommand:
+      return &wrong_command;
+    case Failure::kLiteralMutated:
+      return &literal_mutated;
+    case Failure::kInvalidToolCall:
+      return &invalid_tool_call;
+    case Failure::kRunaway:
+      return &runaway;
+  }
+  return nullptr;
+}
+
 int64_t* FailureTally::Of(std::string_view failure) {
-  return failure == "invalid_tool_call" ? &invalid_tool_call
-         : failure == "literal_mutated" ? &literal_mutated
-         : failure == "wrong_command"   ? &wrong_command
-         : failure == "harmless_call"   ? &harmless_call
-         : failure == "invented_fact"   ? &invented_fact
-         : failure == "runaway"         ? &runaway
-                                        : nullptr;
+  const std::optional<Failure> f = FromName<Failure>(failure);
+  return f ? Of(*f) : nullptr;
 }
 
 std::vector<std::pair<std::string, int64_t>> FailureTally::KindsByName() const {
@@ -248,13 +263,25 @@ std::vector<std::pair<std::string, int64_t>> FailureTally::KindsByName() const {
           {"wrong_command", wrong_command}};
 }
 
+int64_t* BranchCounts::OfVerdict(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kInvalidToolCall:
+      return &invalid_tool_call;
+    case Verdict::kLiteralMutated:
+      return &literal_mutated;
+    case Verdict::kWrongCommand:
+      return &wrong_command;
+    case Verdict::kDivergent:
+      return &divergent;
+    case Verdict::kBenign:
+      return &benign;
+  }
+  return nullptr;
+}
+
 int64_t* BranchCounts::OfVerdict(std::string_view verdict) {
-  return verdict == "benign"              ? &benign
-         : verdict == "divergent"         ? &divergent
-         : verdict == "invalid_tool_call" ? &invalid_tool_call
-         : verdict == "literal_mutated"   ? &literal_mutated
-         : verdict == "wrong_command"     ? &wrong_command
-                                          : nullptr;
+  const std::optional<Verdict> v = FromName<Verdict>(verdict);
+  return v ? OfVerdict(*v) : nullptr;
 }
 
 std::vector<std::pair<std::string, int64_t>> BranchCounts::VerdictsByName() const {

@@ -16,6 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include "records/records.h"
+
 namespace flipscope {
 
 // One side's decoded future at a branch point (records[].base_future, .cand_future).
@@ -71,6 +73,9 @@ struct ForkAttribution {
   std::string reason;               // one line (outcome_reason)
   bool call_cap_hit = false;        // either future was cut at the call cap
   ForkSideJudgement base, cand;
+
+  // The outcome as its mode; none for a name this version does not know.
+  std::optional<Outcome> OutcomeMode() const { return FromName<Outcome>(outcome); }
 };
 
 // One branch point judged (records[]).
@@ -92,6 +97,9 @@ struct ForkRecord {
   std::optional<ForkAttribution> attribution;
   bool reproduced = true;  // both sides' recomputed rows matched their captures' digests
   nlohmann::json extra = nlohmann::json::object();
+
+  // The verdict as its mode; none when unjudged or for a name this version does not know.
+  std::optional<Verdict> VerdictMode() const { return FromName<Verdict>(verdict); }
 };
 
 // Damage or repair by the kind of failure behind it (counts.outcomes.damage, .repair). The three
@@ -100,7 +108,9 @@ struct ForkRecord {
 struct FailureTally {
   int64_t total = 0, invalid_tool_call = 0, literal_mutated = 0, wrong_command = 0;
   int64_t harmless_call = 0, invented_fact = 0, runaway = 0;
-  // The count of a failure's name; null for another name.
+  // The count of a failure; null for none.
+  int64_t* Of(Failure failure);
+  // The count of a failure's name; null for another name (or none).
   int64_t* Of(std::string_view failure);
   const int64_t* Of(std::string_view failure) const { return const_cast<FailureTally*>(this)->Of(failure); }
   // Every kind's name and count, by name.
@@ -120,6 +130,8 @@ struct BranchCounts {
   std::optional<OutcomeTally> outcomes;        // none in files written before outcomes
   nlohmann::json extra = nlohmann::json::object();
 
+  // The count of a verdict.
+  int64_t* OfVerdict(Verdict verdict);
   // The count of a verdict's name; null for another name.
   int64_t* OfVerdict(std::string_view verdict);
   const int64_t* OfVerdict(std::string_view verdict) const {
@@ -141,6 +153,9 @@ struct ForkDecodingInfo {
   std::optional<std::string> gbnf_sha256;            // the grammar text's hash
   std::optional<std::string> key_order;              // a note on the arguments' key order
   nlohmann::json extra = nlohmann::json::object();
+
+  // The decoding used as its mode; none for a name this version does not know.
+  std::optional<FutureDecoding> UsedMode() const { return FromName<FutureDecoding>(used); }
 };
 
 // One side of a branch run (config.base, .cand): its capture, model, settings and pass.
@@ -180,6 +195,13 @@ struct BranchRunInfo {
   std::vector<std::string> warnings;
   std::optional<double> seconds;
   nlohmann::json extra = nlohmann::json::object();
+
+  // The settings as their modes; none for a name this version does not know (or, fork_where, in
+  // files written before it was).
+  std::optional<BranchAt> AtMode() const { return FromName<BranchAt>(at); }
+  std::optional<ForkScope> ForkWhereMode() const {
+    return fork_where ? FromName<ForkScope>(*fork_where) : std::nullopt;
+  }
 };
 
 // The branch stage's whole result.

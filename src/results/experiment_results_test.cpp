@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -246,6 +248,53 @@ TEST(ExperimentResults, ReadingNeverFails) {
   ASSERT_TRUE(r.layers);
   ASSERT_EQ(r.layers->size(), 1u);
   EXPECT_EQ(r.layers->at(0).skipped.value_or(""), "why");
+}
+
+// Every results.json kept in the source tree (tests/data, the fuzz corpus, the measured runs under
+// docs/) reads into ExperimentResults and writes out a document that reads back and writes out
+// byte for byte; one written by this version (v0.1.0, the tests' and the fuzz corpus's) is that
+// document already. (Files of earlier versions gain the fields written since, e.g. a comparison's
+// flags and replay, so their first write differs from them by design.)
+std::string FileText(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// "" when a and b are equal (a final newline of the file aside), else where they first differ.
+std::string FirstDifference(const std::string& written, const std::string& file) {
+  if (written == file || written + "\n" == file) return "";
+  size_t i = 0;
+  while (i < written.size() && i < file.size() && written[i] == file[i]) ++i;
+  return "at byte " + std::to_string(i) + ": written '" + written.substr(i > 40 ? i - 40 : 0, 80) + "' file '" +
+         file.substr(i > 40 ? i - 40 : 0, 80) + "'";
+}
+
+TEST(ExperimentResults, EveryResultsFileInTheTreeRoundTrips) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> files;
+  const fs::path root(FLIPSCOPE_SOURCE_DIR);
+  for (const char* dir : {"tests/data", "fuzz/corpus/fuzz_results", "docs"})
+    for (const auto& e : fs::recursive_directory_iterator(root / dir)) {
+      if (e.path().extension() != ".json") continue;
+      const json j = json::parse(FileText(e.path()), nullptr, false);
+      if (j.is_object() && j.contains("configs") && j.contains("baseline")) files.push_back(e.path());
+    }
+  std::sort(files.begin(), files.end());
+  // tests/data (2), the fuzz corpus (2) and the runs documented under docs/ (10 and more).
+  EXPECT_GE(files.size(), 14u);
+  int current = 0;
+  for (const fs::path& p : files) {
+    const std::string text = FileText(p);
+    const std::string once = Dumped(ExperimentResults::FromJson(json::parse(text)).ToJson());
+    EXPECT_EQ(FirstDifference(Dumped(ExperimentResults::FromJson(json::parse(once)).ToJson()), once), "") << p;
+    if (p.filename() == "results-v0.1.0.json") {
+      ++current;
+      EXPECT_EQ(FirstDifference(once, text), "") << p;
+    }
+  }
+  EXPECT_EQ(current, 2);
 }
 
 }  // namespace

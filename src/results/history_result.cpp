@@ -116,7 +116,7 @@ json VersionToJson(const HistoryVersion& v) {
   read::PutIf(j, "capture_seconds", v.capture_seconds), read::PutIf(j, "reused", v.reused);
   read::PutIf(j, "engine", v.engine), read::PutIf(j, "flags", v.flags);
   read::PutIf(j, "kernel_path", v.kernel_path), read::PutIf(j, "llama_cpp", v.llama_cpp);
-  if (v.llama_source) j["llama_source"] = v.llama_source->ToJson();
+  if (v.llama_source) j["llama_source"] = ToJson(*v.llama_source);
   read::PutIf(j, "n_tokens", v.n_tokens);
   if (const auto& s = v.server) {
     j["server"] = {{"version", s->version}, {"url", s->url}};
@@ -134,8 +134,7 @@ HistoryVersion VersionFromJson(const json& j) {
   v.capture_seconds = read::Opt<double>(j, "capture_seconds"), v.reused = read::Opt<bool>(j, "reused");
   v.engine = read::Opt<std::string>(j, "engine"), v.flags = read::Opt<std::string>(j, "flags");
   v.kernel_path = read::Opt<std::string>(j, "kernel_path"), v.llama_cpp = read::Opt<std::string>(j, "llama_cpp");
-  if (const json& s = read::Sub(j, "llama_source"); s.is_object())
-    v.llama_source = EngineSource{read::Str(s, "release"), read::Str(s, "commit"), read::Str(s, "build")};
+  v.llama_source = EngineSourceFromJson(read::Sub(j, "llama_source"));
   v.n_tokens = read::Opt<int64_t>(j, "n_tokens");
   if (const json& s = read::Sub(j, "server"); s.is_object())
     v.server = HistoryServer{read::Str(s, "version"), read::Str(s, "url"), EngineLaunch::Of(read::Sub(s, "launch"))};

@@ -40,6 +40,8 @@ class Status {
   }
   // Returns an error whose message is "prefix: message"; ok stays ok.
   Status Prefixed(const std::string& prefix) const { return ok() ? *this : Status(code_, prefix + ": " + *msg_); }
+  // Returns an error of the same code with another message (the CLI's wording of it); ok stays ok.
+  Status Reworded(std::string message) const { return ok() ? *this : Status(code_, std::move(message)); }
 
  private:
   // Messages quote what users wrote (a role, a key, a path); a control character there, such as a

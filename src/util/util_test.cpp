@@ -111,6 +111,11 @@ TEST(Status, CodesSurvivePrefixes) {
   Result<int> r = Status::Io("f: cannot open");
   EXPECT_EQ(r.status().code(), StatusCode::kIo);
   EXPECT_EQ(ReadFile("/nonexistent/flipscope-file").status().code(), StatusCode::kIo);
+  // Rewording (the CLI's flags in place of fields) keeps the code too.
+  const Status reworded = Status::Refused("max_flips must be >= 0").Reworded("--max-flips must be >= 0");
+  EXPECT_EQ(reworded.code(), StatusCode::kRefused);
+  EXPECT_EQ(reworded.message(), "--max-flips must be >= 0");
+  EXPECT_TRUE(Status::Ok().Reworded("x").ok());
 }
 
 TEST(Status, MessagesStayOneLine) {
