@@ -248,20 +248,28 @@ BranchCounts CountVerdicts(const std::vector<ForkRecord>& records) {
   BranchCounts c;
   OutcomeTally& o = c.outcomes.emplace();
   for (const ForkRecord& r : records) {
-    if (int64_t* v = c.OfVerdict(r.verdict)) ++*v, ++c.total;
-    if (!r.attribution) continue;
-    const std::string& name = r.attribution->outcome;
-    FailureTally* by_kind = name == OutcomeName(Outcome::kDamage)   ? &o.damage
-                            : name == OutcomeName(Outcome::kRepair) ? &o.repair
-                                                                    : nullptr;
-    if (!by_kind) {
-      int64_t* n = name == OutcomeName(Outcome::kBothFail)           ? &o.both_fail
-                   : name == OutcomeName(Outcome::kDifferentButFine) ? &o.different_but_fine
-                   : name == OutcomeName(Outcome::kBenign)           ? &o.benign
-                                                                     : nullptr;
-      if (n) ++*n;
-      continue;
+    if (const std::optional<Verdict> v = r.VerdictMode()) ++*c.OfVerdict(*v), ++c.total;
+    const std::optional<Outcome> outcome = r.attribution ? r.attribution->OutcomeMode() : std::nullopt;
+    if (!outcome) continue;
+    FailureTally* by_kind = nullptr;
+    switch (*outcome) {
+      case Outcome::kDamage:
+        by_kind = &o.damage;
+        break;
+      case Outcome::kRepair:
+        by_kind = &o.repair;
+        break;
+      case Outcome::kBothFail:
+        ++o.both_fail;
+        break;
+      case Outcome::kDifferentButFine:
+        ++o.different_but_fine;
+        break;
+      case Outcome::kBenign:
+        ++o.benign;
+        break;
     }
+    if (!by_kind) continue;
     ++by_kind->total;
     if (int64_t* k = by_kind->Of(r.attribution->kind.value_or(""))) ++*k;
   }
