@@ -189,16 +189,24 @@ std::string ExactClosestSentence(const ExperimentResults& r) {
     if (&s != &best && s.flip_rate_ci && best.flip_rate_ci && (*s.flip_rate_ci)[0] <= (*best.flip_rate_ci)[1])
       tied.push_back(s.config);
   if (!tied.empty())
-    out += fmt::format("; its 95% interval overlaps {}'s, so they are not told apart", fmt::join(tied, ", "));
+    out += fmt::format("; its 95% interval overlaps {} of {}, so they are not told apart",
+                       tied.size() == 1 ? "that" : "those", fmt::join(tied, ", "));
   const std::string base = BaselineName(r);
   for (const SummaryRow& s : rows)
     if (s.config == base && s.config != best.config)
       out += fmt::format("; the baseline {} is {} from it", base, Percent(s.median_flip_rate));
-  const SummaryRow* near = nullptr;  // the variant closest to the baseline
+  // Among the variants, the one nearest the baseline and the one nearest the truth: where they
+  // differ, ranking by the baseline would pick the wrong one.
+  const SummaryRow *near_base = nullptr, *near_exact = nullptr;
   for (const SummaryRow& s : r.measured.summary)
-    if (s.config != base && (!near || closer(s, *near))) near = &s;
-  if (near && near->config != best.config)
-    out += fmt::format(". Closest to the baseline is {}: the baseline is not the truth", near->config);
+    if (s.config != base && (!near_base || closer(s, *near_base))) near_base = &s;
+  for (const SummaryRow& s : rows)
+    if (s.config != base && (!near_exact || closer(s, *near_exact))) near_exact = &s;
+  if (near_base && near_exact && near_base->config != near_exact->config)
+    out += fmt::format(
+        ". Of the variants, {} is closest to the baseline but {} to the exact reference: the "
+        "baseline is not the truth",
+        near_base->config, near_exact->config);
   return out + ".";
 }
 
