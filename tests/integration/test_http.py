@@ -17,6 +17,11 @@ TMP = common.temp_folder("flipscope-http-")
 KEY = "sk-test-5b2c9e0d7a41"
 
 
+# A filler busy longer than flipscope's head start (250 ms) before the measured request: the first
+# fillers are still in flight when it arrives, however slowly a loaded machine schedules them.
+LONG_FILLERS = ("--filler-ms", "1000")
+
+
 def Server(*args):
     """The test server over the class's full capture."""
     return LogprobServer(Http.base, *args)
@@ -131,7 +136,7 @@ class Http(unittest.TestCase):
 
     def test_under_load_a_batch_invariant_server_repeats_bit_for_bit(self):
         for api in ("vllm", "sglang"):
-            with Server() as s:
+            with Server(*LONG_FILLERS) as s:
                 summary, alone, loaded, stats, err = self.load_floor(s, f"load-{api}.safetensors", "--api", api)
             self.assertIn("--load 3: 3 of 3 loaded repeats bit-identical to the alone capture", err)
             self.assertEqual((summary["bit_identical_repeats"], summary["of"]), (3, 3))
@@ -144,7 +149,7 @@ class Http(unittest.TestCase):
                 self.assertEqual(rep["flips"], 0)
 
     def test_under_load_a_batch_variant_server_is_caught_and_its_flips_counted(self):
-        with Server("--fault", "batch_variant") as s:
+        with Server("--fault", "batch_variant", *LONG_FILLERS) as s:
             summary, alone, loaded, stats, err = self.load_floor(s, "load-variant.safetensors")
         self.assertIn("--load 3: 0 of 3 loaded repeats bit-identical", err)
         self.expect_overlap(loaded, stats)
