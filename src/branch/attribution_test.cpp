@@ -2,21 +2,21 @@
 #include <gtest/gtest.h>
 
 #include "branch/verdict.h"
+#include "support/future_text.h"
 
 using namespace flipscope;
+using flipscope::fixtures::F;
 
 namespace {
 
-FutureText F(std::vector<std::string> pieces, bool ended = false) { return FutureText{std::move(pieces), ended}; }
-
-const char* kTools = R"([{"type": "function", "function": {"name": "check_port", "parameters": {"type": "object",
+const char* kPortTools = R"([{"type": "function", "function": {"name": "check_port", "parameters": {"type": "object",
    "properties": {"host": {"type": "string"}, "port": {"type": "integer"}}, "required": ["host", "port"]}}}])";
 
 JudgeContext Context() {
   JudgeContext ctx;
   ctx.prefix = "<|im_start|>user\nIs db01 (10.20.30.4) listening on port 5432?<|im_end|>\n<|im_start|>assistant\n";
   ctx.literals.AddText(ctx.prefix);
-  ctx.tools = *ParseToolSpecs(nlohmann::json::parse(kTools));
+  ctx.tools = *ParseToolSpecs(nlohmann::json::parse(kPortTools));
   return ctx;
 }
 

@@ -23,22 +23,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string TinyModel() {
-  static std::string path = [] {
-    std::string p = fixtures::TempPath("branch-tiny.gguf");
-    EXPECT_TRUE(fixtures::WriteTinyModel(p).ok());
-    return p;
-  }();
-  return path;
-}
-
-std::vector<int32_t> Tokens(int n, int mult = 37) {
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) t[size_t(i)] = 5 + (i * mult) % 290;
-  return t;
-}
-
-Knobs CpuKnobs(const std::string& kv) {
+Knobs BranchKnobs(const std::string& kv) {
   Knobs k;
   k.n_threads = 1;
   k.n_ctx = 256;
@@ -85,8 +70,8 @@ struct Pair {
 const Pair& Captures() {
   static Pair p = [] {
     Pair x{fixtures::TempPath("branch-base.safetensors"), fixtures::TempPath("branch-cand.safetensors")};
-    WriteCapture(x.base, TinyModel(), CpuKnobs("f16"), Tokens(240), 2);
-    WriteCapture(x.cand, TinyModel(), CpuKnobs("q4_0"), Tokens(240), 2);
+    WriteCapture(x.base, fixtures::DefaultTinyModel(), BranchKnobs("f16"), fixtures::TinyTokens(240), 2);
+    WriteCapture(x.cand, fixtures::DefaultTinyModel(), BranchKnobs("q4_0"), fixtures::TinyTokens(240), 2);
     return x;
   }();
   return p;
@@ -148,8 +133,8 @@ TEST(RunBranches, ForksOnlyWhereTheModelWritesTheNextToken) {
   const nlohmann::json spans = UserThenAssistant();
   const Pair chat{fixtures::TempPath("branch-chat-base.safetensors"),
                   fixtures::TempPath("branch-chat-cand.safetensors")};
-  WriteCapture(chat.base, TinyModel(), CpuKnobs("f16"), Tokens(240), 2, spans);
-  WriteCapture(chat.cand, TinyModel(), CpuKnobs("q4_0"), Tokens(240), 2, spans);
+  WriteCapture(chat.base, fixtures::DefaultTinyModel(), BranchKnobs("f16"), fixtures::TinyTokens(240), 2, spans);
+  WriteCapture(chat.cand, fixtures::DefaultTinyModel(), BranchKnobs("q4_0"), fixtures::TinyTokens(240), 2, spans);
   BranchRequest r = Request();
   r.base_path = chat.base;
   r.cand_path = chat.cand;
@@ -197,11 +182,11 @@ TEST(RunBranches, FollowsAServedCaptureOnItsOwnSchedule) {
   const std::string base = fixtures::TempPath("branch-served-base.safetensors"),
                     prefill = fixtures::TempPath("branch-served-prefill.safetensors"),
                     served = fixtures::TempPath("branch-served-cand.safetensors");
-  Knobs k = CpuKnobs("q4_0");
-  WriteCapture(base, TinyModel(), CpuKnobs("f16"), Tokens(240), 2, spans);
-  WriteCapture(prefill, TinyModel(), k, Tokens(240), 2, spans);
+  Knobs k = BranchKnobs("q4_0");
+  WriteCapture(base, fixtures::DefaultTinyModel(), BranchKnobs("f16"), fixtures::TinyTokens(240), 2, spans);
+  WriteCapture(prefill, fixtures::DefaultTinyModel(), k, fixtures::TinyTokens(240), 2, spans);
   k.replay = Replay::kServed;
-  WriteCapture(served, TinyModel(), k, Tokens(240), 2, spans);
+  WriteCapture(served, fixtures::DefaultTinyModel(), k, fixtures::TinyTokens(240), 2, spans);
   auto a = CaptureReader::Open(prefill), b = CaptureReader::Open(served);
   ASSERT_TRUE(a.ok() && b.ok());
   const auto da = (*a)->digest(), db = (*b)->digest();
@@ -293,10 +278,10 @@ TEST(RunBranches, RangesAndMaxBranches) {
 
 TEST(RunBranches, ChangedOrMissingModelNamesTheExpectedHash) {
   std::string model = fixtures::TempPath("branch-moved.gguf");
-  fs::copy_file(TinyModel(), model, fs::copy_options::overwrite_existing);
+  fs::copy_file(fixtures::DefaultTinyModel(), model, fs::copy_options::overwrite_existing);
   std::string sha = *Sha256File(model);
   std::string base = fixtures::TempPath("branch-moved.safetensors");
-  WriteCapture(base, model, CpuKnobs("f16"), Tokens(40), 4);
+  WriteCapture(base, model, BranchKnobs("f16"), fixtures::TinyTokens(40), 4);
   BranchRequest r = Request();
   r.base_path = base;
   r.cand_path = base;
@@ -316,7 +301,7 @@ TEST(RunBranches, ChangedOrMissingModelNamesTheExpectedHash) {
 
 TEST(RunBranches, RefusesCapturesOfDifferentTokensAndBadOptions) {
   std::string other = fixtures::TempPath("branch-other.safetensors");
-  WriteCapture(other, TinyModel(), CpuKnobs("f16"), Tokens(240, 41), 2);
+  WriteCapture(other, fixtures::DefaultTinyModel(), BranchKnobs("f16"), fixtures::TinyTokens(240, 41), 2);
   BranchRequest r = Request();
   r.cand_path = other;
   auto out = RunBranchesJson(r);
@@ -400,14 +385,14 @@ TEST(RunBranches, TakesTheTranscriptAndEachSidesFuturesItIsGiven) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string tokens = dir + "/work.tokens";
-  std::ofstream(tokens) << fmt::format("{}\n", fmt::join(Tokens(240), " "));
+  std::ofstream(tokens) << fmt::format("{}\n", fmt::join(fixtures::TinyTokens(240), " "));
   auto capture = [&](const std::string& kv, std::set<int32_t> points, std::shared_ptr<DecodedFutures> out) {
     CaptureRequest req;
-    req.model_path = TinyModel();
+    req.model_path = fixtures::DefaultTinyModel();
     req.workload_path = tokens;
     req.workload.format = WorkloadFormat::kTokens;
     req.out_path = dir + "/" + kv + ".safetensors";
-    req.knobs = CpuKnobs(kv);
+    req.knobs = BranchKnobs(kv);
     req.plan.stride = 2;
     req.log.bars = false;
     if (!points.empty()) req.forks = OwnForks(std::move(points), 10, out);

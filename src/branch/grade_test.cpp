@@ -3,13 +3,13 @@
 #include <gtest/gtest.h>
 
 #include "branch/verdict.h"
+#include "support/future_text.h"
 
 using namespace flipscope;
+using flipscope::fixtures::F;
 using nlohmann::json;
 
 namespace {
-
-FutureText F(std::vector<std::string> pieces, bool ended = false) { return FutureText{std::move(pieces), ended}; }
 
 json Call(const std::string& command) { return {{"name", "run_command"}, {"arguments", {{"command", command}}}}; }
 
@@ -140,7 +140,7 @@ TEST(ReadOnlyCall, SedAndAwkReadUnlessInPlace) {
 
 namespace {
 
-const char* kTools = R"([{"type": "function", "function": {"name": "run_command", "parameters": {"type": "object",
+const char* kGradeTools = R"([{"type": "function", "function": {"name": "run_command", "parameters": {"type": "object",
    "properties": {"command": {"type": "string"}}, "required": ["command"]}}}])";
 
 // A PostgreSQL session: the tools showed 5432 for postgres and 22 for sshd.
@@ -156,7 +156,7 @@ struct Fork {
   explicit Fork(const FutureText& ref, const std::string& turn = "") {
     ctx.prefix = kPrefix + turn;
     ctx.literals.AddText(ctx.prefix);
-    ctx.tools = *ParseToolSpecs(json::parse(kTools));
+    ctx.tools = *ParseToolSpecs(json::parse(kGradeTools));
     facts = FactTable::FromText(ctx.prefix + ref.Text());
     for (Word& w : SplitWords(ctx.prefix + ref.Text())) words.insert(std::move(w.text));
     ctx.known_words = &words;

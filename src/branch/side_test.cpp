@@ -10,21 +10,6 @@ using namespace flipscope;
 
 namespace {
 
-std::string TinyModel() {
-  static std::string path = [] {
-    std::string p = fixtures::TempPath("branch-side-tiny.gguf");
-    EXPECT_TRUE(fixtures::WriteTinyModel(p).ok());
-    return p;
-  }();
-  return path;
-}
-
-std::vector<int32_t> Tokens(int n) {
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) t[size_t(i)] = 5 + (i * 53) % 290;
-  return t;
-}
-
 Knobs CpuKnobs(const std::string& kv = "f16") {
   Knobs k;
   k.n_threads = 1;
@@ -42,7 +27,7 @@ struct Plain {
 };
 Plain PlainRows(const Knobs& k, const std::vector<int32_t>& tokens, const std::vector<int32_t>& probes) {
   Plain p;
-  auto e = LlamaEngine::Create(TinyModel(), k);
+  auto e = LlamaEngine::Create(fixtures::DefaultTinyModel(), k);
   EXPECT_TRUE(e.ok()) << e.status().message();
   Status st = (*e)->Prefill(
       tokens, probes,
@@ -65,7 +50,7 @@ std::vector<int32_t> Probes(int n, int stride) {
 }  // namespace
 
 TEST(RunSide, ForkedFuturesEqualReprefilledOnesAndRowsReproduce) {
-  auto tokens = Tokens(200);
+  auto tokens = fixtures::TinyTokens(200, 53);
   auto probes = Probes(200, 8);
   Knobs k = CpuKnobs();
   Plain plain = PlainRows(k, tokens, probes);
@@ -76,7 +61,7 @@ TEST(RunSide, ForkedFuturesEqualReprefilledOnesAndRowsReproduce) {
   in.points = {16, 64, 72, 136, 192};  // 64 and 72 straddle a chunk boundary; 192 in the last chunk
   for (int32_t p : in.points) in.firsts.push_back(plain.argmax[size_t(p / 8)]);
   in.max_tokens = 12;
-  auto e = LlamaEngine::Create(TinyModel(), k, 2);
+  auto e = LlamaEngine::Create(fixtures::DefaultTinyModel(), k, 2);
   ASSERT_TRUE(e.ok()) << e.status().message();
   auto forked = RunSide(**e, in);
   ASSERT_TRUE(forked.ok()) << forked.status().message();
@@ -102,7 +87,7 @@ TEST(RunSide, ForkedFuturesEqualReprefilledOnesAndRowsReproduce) {
 }
 
 TEST(RunSide, RowsOfAnotherConfigurationDoNotReproduce) {
-  auto tokens = Tokens(150);
+  auto tokens = fixtures::TinyTokens(150, 53);
   auto probes = Probes(150, 8);
   Plain q4 = PlainRows(CpuKnobs("q4_0"), tokens, probes);
   Plain f16 = PlainRows(CpuKnobs(), tokens, probes);
@@ -114,7 +99,7 @@ TEST(RunSide, RowsOfAnotherConfigurationDoNotReproduce) {
   in.points = {40, 80};
   in.firsts = {7, 9};
   in.max_tokens = 4;
-  auto e = LlamaEngine::Create(TinyModel(), CpuKnobs(), 2);
+  auto e = LlamaEngine::Create(fixtures::DefaultTinyModel(), CpuKnobs(), 2);
   ASSERT_TRUE(e.ok());
   auto pass = RunSide(**e, in);
   ASSERT_TRUE(pass.ok()) << pass.status().message();
@@ -126,14 +111,14 @@ TEST(RunSide, RowsOfAnotherConfigurationDoNotReproduce) {
 }
 
 TEST(RunSide, PointsMustBeProbes) {
-  auto tokens = Tokens(60);
+  auto tokens = fixtures::TinyTokens(60, 53);
   auto probes = Probes(60, 8);
   SideInputs in;
   in.tokens = tokens;
   in.probes = probes;
   in.points = {9};
   in.firsts = {5};
-  auto e = LlamaEngine::Create(TinyModel(), CpuKnobs(), 2);
+  auto e = LlamaEngine::Create(fixtures::DefaultTinyModel(), CpuKnobs(), 2);
   ASSERT_TRUE(e.ok());
   auto pass = RunSide(**e, in);
   ASSERT_FALSE(pass.ok());

@@ -1,13 +1,13 @@
 // The branch verdicts on network-automation futures, piece by piece as a BPE tokenizer cuts them.
 #include "branch/verdict.h"
+#include "support/future_text.h"
 
 #include <gtest/gtest.h>
 
 using namespace flipscope;
+using flipscope::fixtures::F;
 
 namespace {
-
-FutureText F(std::vector<std::string> pieces, bool ended = false) { return FutureText{std::move(pieces), ended}; }
 
 const char* kTools = R"([
   {"type": "function", "function": {"name": "run_command", "description": "Run a CLI command on a device",

@@ -45,7 +45,7 @@ struct Parts {
   std::string header, data;
 };
 
-Parts Split(const std::string& path) {
+Parts SplitParts(const std::string& path) {
   std::string bytes = *ReadFile(path);
   uint64_t n = 0;
   std::memcpy(&n, bytes.data(), 8);
@@ -77,7 +77,7 @@ void ExpectRefused(const std::string& name, const Parts& parts, const std::strin
 
 // The good file with one tensor entry's field replaced.
 Parts WithField(const std::string& good, const char* tensor, const char* field, const json& value) {
-  Parts p = Split(good);
+  Parts p = SplitParts(good);
   json h = json::parse(p.header);
   h[tensor][field] = value;
   p.header = h.dump();
@@ -90,7 +90,7 @@ TEST(CaptureReader, LengthPrefixLargerThanTheFile) {
   const std::string good = WriteSmall("capture-reader-good.safetensors");
   const uint64_t size = std::filesystem::file_size(good);
   for (uint64_t prefix : {size - 7, size, uint64_t(1) << 40, ~uint64_t(0), ~uint64_t(0) - 7}) {
-    Parts p = Split(good);
+    Parts p = SplitParts(good);
     p.prefix = prefix;
     ExpectRefused("prefix", p, "does not fit the file");
   }
@@ -99,7 +99,7 @@ TEST(CaptureReader, LengthPrefixLargerThanTheFile) {
 TEST(CaptureReader, HugeShapesAndOffsetsAreRefusedBeforeAnyRead) {
   const std::string good = WriteSmall("capture-reader-good.safetensors");
   const uint64_t big = uint64_t(INT32_MAX);
-  const uint64_t end = Split(good).data.size();  // logits (60 bytes) ends the data section
+  const uint64_t end = SplitParts(good).data.size();  // logits (60 bytes) ends the data section
   struct Case {
     const char *name, *tensor, *field;
     json value;
@@ -123,7 +123,7 @@ TEST(CaptureReader, HugeShapesAndOffsetsAreRefusedBeforeAnyRead) {
 
 TEST(CaptureReader, PartialOverlapsAndMisalignment) {
   const std::string good = WriteSmall("capture-reader-good.safetensors");
-  Parts p = Split(good);
+  Parts p = SplitParts(good);
   const json h = json::parse(p.header);
   // tokens moved 4 bytes into the digest before it (same length): a partial overlap.
   const uint64_t t0 = h["tokens"]["data_offsets"][0].get<uint64_t>() - 4;
@@ -134,7 +134,7 @@ TEST(CaptureReader, PartialOverlapsAndMisalignment) {
 
 TEST(CaptureReader, HeadersThatAreNotTablesGiveOneLine) {
   const std::string good = WriteSmall("capture-reader-good.safetensors");
-  json numeric_metadata = json::parse(Split(good).header);
+  json numeric_metadata = json::parse(SplitParts(good).header);
   numeric_metadata["__metadata__"] = 7;
   struct Case {
     const char *name, *expected;
@@ -154,7 +154,7 @@ TEST(CaptureReader, HeadersThatAreNotTablesGiveOneLine) {
       {"metadata-number", "no manifest", numeric_metadata.dump()},
   };
   for (const Case& c : cases) {
-    Parts p = Split(good);
+    Parts p = SplitParts(good);
     p.header = c.header;
     ExpectRefused(c.name, p, c.expected);
   }
@@ -164,7 +164,7 @@ TEST(CaptureReader, HeadersThatAreNotTablesGiveOneLine) {
 // caller as values. compare refuses such rows (compare_test.cpp: RefusesNonFiniteRows).
 TEST(CaptureReader, NonFiniteRowsAreReadAsStored) {
   const std::string good = WriteSmall("capture-reader-good.safetensors");
-  Parts p = Split(good);
+  Parts p = SplitParts(good);
   const json h = json::parse(p.header);
   const uint64_t at = h["logits"]["data_offsets"][0].get<uint64_t>() + 4 * 5 + 4;  // row 1, id 1
   const float nan = std::numeric_limits<float>::quiet_NaN();

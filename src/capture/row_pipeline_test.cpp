@@ -89,7 +89,7 @@ namespace {
 constexpr int32_t kWidth = 1003;  // odd, past a multiple of eight
 constexpr int kRows = 300;
 
-CaptureLayout Layout(StoreDtype store) {
+CaptureLayout PipelineLayout(StoreDtype store) {
   CaptureLayout l;
   for (int i = 0; i < kRows * 2; ++i) l.tokens.push_back(i % kWidth);
   for (int i = 0; i < kRows; ++i) l.positions.push_back(2 * i);
@@ -98,7 +98,7 @@ CaptureLayout Layout(StoreDtype store) {
   return l;
 }
 
-std::vector<std::vector<float>> Rows() {
+std::vector<std::vector<float>> PipelineRows() {
   std::mt19937 rng(17);
   std::vector<std::vector<float>> rows;
   for (int i = 0; i < kRows; ++i) rows.push_back(RandomRow(rng, size_t(kWidth)));
@@ -113,12 +113,12 @@ std::string FreshDir(const std::string& name) {
   return dir;
 }
 
-// The file a serial writer makes of Rows(), by one WriteRow after another.
+// The file a serial writer makes of PipelineRows(), by one WriteRow after another.
 std::string SerialFile(const std::string& path, StoreDtype store) {
-  auto w = CaptureWriter::Create(path, Layout(store), {{"m", 1}});
+  auto w = CaptureWriter::Create(path, PipelineLayout(store), {{"m", 1}});
   EXPECT_TRUE(w.ok()) << w.status().message();
   if (!w.ok()) return "";
-  const auto rows = Rows();
+  const auto rows = PipelineRows();
   for (int i = 0; i < kRows; ++i) EXPECT_TRUE((*w)->WriteRow(i, rows[size_t(i)]).ok());
   EXPECT_TRUE((*w)->Commit().ok());
   auto bytes = ReadFile(path);
@@ -130,11 +130,11 @@ std::string SerialFile(const std::string& path, StoreDtype store) {
 // Many workers finishing in any order write the same file as one thread writing row after row.
 TEST(RowPipeline, WritesTheSameFileAsASerialWriter) {
   const std::string dir = FreshDir("row-pipeline");
-  const auto rows = Rows();
+  const auto rows = PipelineRows();
   for (StoreDtype store : {StoreDtype::kF32, StoreDtype::kBF16}) {
     const std::string serial = SerialFile(dir + "/serial.safetensors", store), piped = dir + "/piped.safetensors";
     for (RowPipelineShape shape : {RowPipelineShape{1, 1}, RowPipelineShape{3, 4}, RowPipelineShape{64, 4}}) {
-      auto pw = CaptureWriter::Create(piped, Layout(store), {{"m", 1}});
+      auto pw = CaptureWriter::Create(piped, PipelineLayout(store), {{"m", 1}});
       ASSERT_TRUE(pw.ok());
       {
         RowPipeline pipe(**pw, kWidth, shape);
@@ -151,11 +151,11 @@ TEST(RowPipeline, WritesTheSameFileAsASerialWriter) {
 // worker meets which bad row first; nothing is committed.
 TEST(RowPipeline, TheFirstBadRowFailsWithTheSerialMessage) {
   const std::string dir = FreshDir("row-pipeline-bad");
-  auto rows = Rows();
+  auto rows = PipelineRows();
   rows[37][5] = std::numeric_limits<float>::quiet_NaN();
   rows[80][2] = std::numeric_limits<float>::infinity();
   const std::string path = dir + "/c.safetensors";
-  auto serial = CaptureWriter::Create(path, Layout(StoreDtype::kBF16), {{"m", 1}});
+  auto serial = CaptureWriter::Create(path, PipelineLayout(StoreDtype::kBF16), {{"m", 1}});
   ASSERT_TRUE(serial.ok());
   Status want;
   for (int i = 0; i < kRows && want.ok(); ++i) want = (*serial)->WriteRow(i, rows[size_t(i)]);
@@ -164,7 +164,7 @@ TEST(RowPipeline, TheFirstBadRowFailsWithTheSerialMessage) {
       << want.message();
   serial->reset();
   for (RowPipelineShape shape : {RowPipelineShape{1, 1}, RowPipelineShape{8, 4}}) {
-    auto w = CaptureWriter::Create(path, Layout(StoreDtype::kBF16), {{"m", 1}});
+    auto w = CaptureWriter::Create(path, PipelineLayout(StoreDtype::kBF16), {{"m", 1}});
     ASSERT_TRUE(w.ok());
     Status first;
     {
@@ -201,12 +201,12 @@ TEST(RowPipeline, DefaultShapeBoundsTheRowsInFlight) {
 // copied out or (no buffer free) written where they lay.
 TEST(RowPipeline, LentRowsAreDoneWithWhenTakenBack) {
   const std::string dir = FreshDir("row-pipeline-lend");
-  const auto rows = Rows();
+  const auto rows = PipelineRows();
   constexpr int kChunk = 7;  // rows per decode
   for (StoreDtype store : {StoreDtype::kF32, StoreDtype::kBF16}) {
     const std::string serial = SerialFile(dir + "/serial.safetensors", store), lent = dir + "/lent.safetensors";
     for (RowPipelineShape shape : {RowPipelineShape{1, 1}, RowPipelineShape{3, 4}, RowPipelineShape{64, 4}}) {
-      auto w = CaptureWriter::Create(lent, Layout(store), {{"m", 1}});
+      auto w = CaptureWriter::Create(lent, PipelineLayout(store), {{"m", 1}});
       ASSERT_TRUE(w.ok());
       std::vector<float> engine(size_t(kChunk * kWidth));  // one decode's outputs, reused
       {
@@ -228,14 +228,14 @@ TEST(RowPipeline, LentRowsAreDoneWithWhenTakenBack) {
   }
 }
 
-// Rows lent and never taken back (the engine stopped before its next decode) are still copied
+// PipelineRows lent and never taken back (the engine stopped before its next decode) are still copied
 // out and written by Finish: it neither hangs nor loses them.
 TEST(RowPipeline, FinishWritesRowsLentAndNeverTakenBack) {
   const std::string dir = FreshDir("row-pipeline-lend-finish");
   const std::string serial = SerialFile(dir + "/serial.safetensors", StoreDtype::kF32);
-  const auto rows = Rows();
+  const auto rows = PipelineRows();
   for (RowPipelineShape shape : {RowPipelineShape{1, 1}, RowPipelineShape{64, 4}}) {
-    auto w = CaptureWriter::Create(dir + "/lent.safetensors", Layout(StoreDtype::kF32), {{"m", 1}});
+    auto w = CaptureWriter::Create(dir + "/lent.safetensors", PipelineLayout(StoreDtype::kF32), {{"m", 1}});
     ASSERT_TRUE(w.ok());
     {
       RowPipeline pipe(**w, kWidth, shape);
@@ -251,10 +251,10 @@ TEST(RowPipeline, FinishWritesRowsLentAndNeverTakenBack) {
 // after its copy is taken back), and Finish stays that answer: the serial writer's message.
 TEST(RowPipeline, ABadLentRowFailsWithTheSerialMessage) {
   const std::string path = fixtures::TempPath("row-pipeline-lend-bad.safetensors");
-  auto rows = Rows();
+  auto rows = PipelineRows();
   rows[37][5] = std::numeric_limits<float>::quiet_NaN();
   for (RowPipelineShape shape : {RowPipelineShape{1, 1}, RowPipelineShape{8, 4}}) {
-    auto w = CaptureWriter::Create(path, Layout(StoreDtype::kF32), {{"m", 1}});
+    auto w = CaptureWriter::Create(path, PipelineLayout(StoreDtype::kF32), {{"m", 1}});
     ASSERT_TRUE(w.ok());
     RowPipeline pipe(**w, kWidth, shape);
     Status first;

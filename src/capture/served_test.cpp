@@ -18,11 +18,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Files {
+struct ServedFiles {
   std::string dir, model;
 };
-Files Make(const std::string& name) {
-  Files f;
+ServedFiles MakeServed(const std::string& name) {
+  ServedFiles f;
   f.dir = fixtures::TempPath("served-" + name);
   fs::remove_all(f.dir);
   fs::create_directories(f.dir);
@@ -33,7 +33,7 @@ Files Make(const std::string& name) {
   return f;
 }
 
-std::string Write(const Files& f, const std::string& name, const std::string& text) {
+std::string Write(const ServedFiles& f, const std::string& name, const std::string& text) {
   std::string path = f.dir + "/" + name;
   std::ofstream(path) << text;
   return path;
@@ -41,7 +41,7 @@ std::string Write(const Files& f, const std::string& name, const std::string& te
 
 const char* kChat = fixtures::kToolChat;  // testing/chats.h
 
-CaptureRequest Request(const Files& f, const std::string& workload, const std::string& out, Replay replay) {
+CaptureRequest Request(const ServedFiles& f, const std::string& workload, const std::string& out, Replay replay) {
   CaptureRequest r;
   r.model_path = f.model;
   r.workload_path = workload;
@@ -116,7 +116,7 @@ std::vector<std::vector<float>> HandLoop(const std::string& model_path, const st
 }  // namespace
 
 TEST(ServedCapture, TinyChatEqualsAHandWrittenDecodeLoop) {
-  Files f = Make("hand");
+  ServedFiles f = MakeServed("hand");
   const std::string chat = Write(f, "chat.json", kChat);
   auto m = RunCapture(Request(f, chat, "served.safetensors", Replay::kServed));
   ASSERT_TRUE(m.ok()) << m.status().message();
@@ -158,7 +158,7 @@ TEST(ServedCapture, TinyChatEqualsAHandWrittenDecodeLoop) {
 }
 
 TEST(ServedCapture, NoAssistantMessageEqualsPrefillAndSaysSo) {
-  Files f = Make("noassistant");
+  ServedFiles f = MakeServed("noassistant");
   const std::string chat = Write(f, "chat.json", R"({"messages": [
     {"role": "system", "content": "Be brief."}, {"role": "user", "content": "Port of db1? And of db2, and db3?"}]})");
   auto prefill = RunCapture(Request(f, chat, "prefill.safetensors", Replay::kPrefill));
@@ -184,7 +184,7 @@ TEST(ServedCapture, NoAssistantMessageEqualsPrefillAndSaysSo) {
 }
 
 TEST(ServedCapture, RefusedInOneLineLeavingNoFile) {
-  Files f = Make("refused");
+  ServedFiles f = MakeServed("refused");
   const std::string chat = Write(f, "chat.json", kChat);
   const std::string text = Write(f, "plain.txt", "show the port 5432 on the interface, twice over.");
   const std::string ids = Write(f, "ids.tokens", "1 5 9 13 17 21 25 29");

@@ -16,19 +16,6 @@
 using namespace flipscope;
 
 namespace {
-std::string TinyModel() {
-  static std::string path = [] {
-    std::string p = fixtures::TempPath("engine-tiny.gguf");
-    EXPECT_TRUE(fixtures::WriteTinyModel(p).ok());
-    return p;
-  }();
-  return path;
-}
-std::vector<int32_t> Tokens(int n) {
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) t[size_t(i)] = 5 + (i * 37) % 290;
-  return t;
-}
 Knobs CpuKnobs() {
   Knobs k;
   k.n_threads = 1;
@@ -37,7 +24,7 @@ Knobs CpuKnobs() {
 }
 // Rows at the given probes, as digests, under knobs k.
 std::vector<uint64_t> Digests(const Knobs& k, const std::vector<int32_t>& tokens, const std::vector<int32_t>& probes) {
-  auto e = LlamaEngine::Create(TinyModel(), k);
+  auto e = LlamaEngine::Create(fixtures::DefaultTinyModel(), k);
   EXPECT_TRUE(e.ok()) << e.status().message();
   std::vector<uint64_t> out;
   Status st = (*e)->Prefill(
@@ -206,10 +193,10 @@ TEST(Argmax, TiesGoToLowestId) {
 }
 
 TEST(LlamaEngine, PrefillGivesProbeRowsInOrder) {
-  auto e = LlamaEngine::Create(TinyModel(), CpuKnobs());
+  auto e = LlamaEngine::Create(fixtures::DefaultTinyModel(), CpuKnobs());
   ASSERT_TRUE(e.ok()) << e.status().message();
   EXPECT_EQ((*e)->n_vocab(), 5 + 256 + 10 + 26 + 10);
-  auto tokens = Tokens(100);
+  auto tokens = fixtures::TinyTokens(100);
   std::vector<int32_t> probes = {0, 31, 63, 99}, seen;
   Status st = (*e)->Prefill(
       tokens, probes,
@@ -234,23 +221,23 @@ TEST(LlamaEngine, FlashAttentionAutoResolvesToOnOnTheCpu) {
   a.flash_attn = FlashAttn::kAuto;
   on.flash_attn = FlashAttn::kOn;
   off.flash_attn = FlashAttn::kOff;
-  auto e = LlamaEngine::Create(TinyModel(), a);
+  auto e = LlamaEngine::Create(fixtures::DefaultTinyModel(), a);
   ASSERT_TRUE(e.ok()) << e.status().message();
   EXPECT_EQ((*e)->Describe()["knobs"]["flash_attn"], "on");
-  auto tokens = Tokens(150);
+  auto tokens = fixtures::TinyTokens(150);
   std::vector<int32_t> probes = {10, 70, 149};
   EXPECT_EQ(Digests(a, tokens, probes), Digests(on, tokens, probes));
   EXPECT_NE(Digests(on, tokens, probes), Digests(off, tokens, probes));  // the knob matters here
 }
 
 TEST(LlamaEngine, RepeatIsBitForBit) {
-  auto tokens = Tokens(150);
+  auto tokens = fixtures::TinyTokens(150);
   std::vector<int32_t> probes = {10, 70, 149};
   EXPECT_EQ(Digests(CpuKnobs(), tokens, probes), Digests(CpuKnobs(), tokens, probes));
 }
 
 TEST(LlamaEngine, KvQuantizationChangesRows) {
-  auto tokens = Tokens(150);
+  auto tokens = fixtures::TinyTokens(150);
   std::vector<int32_t> probes = {70, 149};
   Knobs q = CpuKnobs();
   q.flash_attn = FlashAttn::kOn;
@@ -261,19 +248,19 @@ TEST(LlamaEngine, KvQuantizationChangesRows) {
 }
 
 TEST(LlamaEngine, WorkloadLongerThanContextIsAnError) {
-  auto e = LlamaEngine::Create(TinyModel(), CpuKnobs());
+  auto e = LlamaEngine::Create(fixtures::DefaultTinyModel(), CpuKnobs());
   ASSERT_TRUE(e.ok());
   Status st = (*e)->Prefill(
-      Tokens(300), std::vector<int32_t>{1}, [](const Row&) { return Status::Ok(); }, nullptr);
+      fixtures::TinyTokens(300), std::vector<int32_t>{1}, [](const Row&) { return Status::Ok(); }, nullptr);
   EXPECT_NE(st.message().find("more than the context"), std::string::npos);
 }
 
 TEST(LlamaEngine, ForkMatchesFreshDecodeAndKeepsRows) {
-  auto tokens = Tokens(120);
+  auto tokens = fixtures::TinyTokens(120);
   std::vector<int32_t> probes = {20, 50, 119};
   Knobs k = CpuKnobs();
   auto plain = Digests(k, tokens, probes);
-  auto e = LlamaEngine::Create(TinyModel(), k, 2);
+  auto e = LlamaEngine::Create(fixtures::DefaultTinyModel(), k, 2);
   ASSERT_TRUE(e.ok());
   std::vector<ForkRequest> forks = {{20, 7}, {50, 9}};
   std::vector<Future> futures(2);
@@ -311,11 +298,11 @@ TEST(LlamaEngine, ForkMatchesFreshDecodeAndKeepsRows) {
 }
 
 TEST(LlamaEngine, PlannedForksMatchFixedForks) {
-  auto tokens = Tokens(120);
+  auto tokens = fixtures::TinyTokens(120);
   std::vector<int32_t> probes = {10, 20, 50, 90, 119};
   Knobs k = CpuKnobs();
   auto plain = Digests(k, tokens, probes);
-  auto e = LlamaEngine::Create(TinyModel(), k, 2);
+  auto e = LlamaEngine::Create(fixtures::DefaultTinyModel(), k, 2);
   ASSERT_TRUE(e.ok());
   // The planner forks at two probes, from a token chosen by what it sees in the row.
   std::map<int32_t, int32_t> firsts;
@@ -366,9 +353,9 @@ TEST(LlamaEngine, PlannedForksMatchFixedForks) {
 }
 
 TEST(LlamaEngine, PlannedForksNeedTwoSequences) {
-  auto e = LlamaEngine::Create(TinyModel(), CpuKnobs());
+  auto e = LlamaEngine::Create(fixtures::DefaultTinyModel(), CpuKnobs());
   ASSERT_TRUE(e.ok());
-  const std::vector<int32_t> tokens = Tokens(40), probes = {5};
+  const std::vector<int32_t> tokens = fixtures::TinyTokens(40), probes = {5};
   Status st = (*e)->Prefill({.tokens = tokens,
                              .probes = probes,
                              .sink = [](const Row&) { return Status::Ok(); },

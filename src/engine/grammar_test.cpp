@@ -16,16 +16,7 @@ namespace {
 constexpr int32_t kTokenA = 271, kTokenQ = kTokenA + ('q' - 'a'), kDigit0 = 297;  // the tiny vocabulary's
 constexpr int kLen = 12;
 
-std::string TinyModel() {
-  static std::string path = [] {
-    std::string p = fixtures::TempPath("grammar-tiny.gguf");
-    EXPECT_TRUE(fixtures::WriteTinyModel(p).ok());
-    return p;
-  }();
-  return path;
-}
-
-Knobs CpuKnobs() {
+Knobs GrammarKnobs() {
   Knobs k;
   k.n_threads = 1;
   k.n_ctx = 256;
@@ -93,7 +84,7 @@ void ExpectBestDigits(LlamaEngine& e, const std::vector<int32_t>& tokens, int32_
 }
 
 TEST(GrammarFutures, EveryTokenIsTheBestTheGrammarAllows) {
-  auto e = LlamaEngine::Create(TinyModel(), CpuKnobs(), 2);
+  auto e = LlamaEngine::Create(fixtures::DefaultTinyModel(), GrammarKnobs(), 2);
   ASSERT_TRUE(e.ok()) << e.status().message();
   const auto tokens = Tokens();
   const Future free = Fork(**e, tokens, 50, kTokenA);
@@ -115,7 +106,7 @@ TEST(GrammarFutures, EveryTokenIsTheBestTheGrammarAllows) {
 }
 
 TEST(GrammarFutures, LazyGrammarWaitsForItsTriggerInTheTurn) {
-  auto e = LlamaEngine::Create(TinyModel(), CpuKnobs(), 2);
+  auto e = LlamaEngine::Create(fixtures::DefaultTinyModel(), GrammarKnobs(), 2);
   ASSERT_TRUE(e.ok()) << e.status().message();
   const auto tokens = Tokens();
   const Future free = Fork(**e, tokens, 110, kTokenA);
@@ -139,7 +130,7 @@ TEST(GrammarFutures, LazyGrammarWaitsForItsTriggerInTheTurn) {
 }
 
 TEST(GrammarFutures, BadGrammarIsRefused) {
-  auto e = LlamaEngine::Create(TinyModel(), CpuKnobs(), 2);
+  auto e = LlamaEngine::Create(fixtures::DefaultTinyModel(), GrammarKnobs(), 2);
   ASSERT_TRUE(e.ok());
   DecodeGrammar g = Digits(false, -1);
   g.gbnf = "root ::= [0-9";

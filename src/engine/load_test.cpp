@@ -11,22 +11,7 @@ using namespace flipscope;
 
 namespace {
 
-std::string TinyModel() {
-  static std::string path = [] {
-    std::string p = fixtures::TempPath("load-tiny.gguf");
-    EXPECT_TRUE(fixtures::WriteTinyModel(p).ok());
-    return p;
-  }();
-  return path;
-}
-
-std::vector<int32_t> Tokens(int n) {
-  std::vector<int32_t> t(size_t(n), 0);
-  for (int i = 0; i < n; ++i) t[size_t(i)] = 5 + (i * 37) % 290;
-  return t;
-}
-
-std::vector<FillerSource> Pool() { return {{"a", Tokens(300)}, {"b", Tokens(40)}}; }
+std::vector<FillerSource> Pool() { return {{"a", fixtures::TinyTokens(300)}, {"b", fixtures::TinyTokens(40)}}; }
 
 // The rows at probes (digest per row, in order of arrival) and the engine's load record.
 struct Rows {
@@ -35,7 +20,7 @@ struct Rows {
   nlohmann::json record;
 };
 Rows Prefill(const Knobs& k, const std::vector<int32_t>& tokens, const std::vector<int32_t>& probes) {
-  auto e = LlamaEngine::Create(TinyModel(), k);
+  auto e = LlamaEngine::Create(fixtures::DefaultTinyModel(), k);
   EXPECT_TRUE(e.ok()) << e.status().message();
   Rows out;
   Status st = (*e)->Prefill(
@@ -117,7 +102,7 @@ TEST(Knobs, LoadIsAKnobButNotALlamaCppFlag) {
 }
 
 TEST(LoadedPrefill, LoadZeroIsTheAlonePathAndLoadedRowsComeAtExactlyTheProbes) {
-  const auto tokens = Tokens(150);
+  const auto tokens = fixtures::TinyTokens(150);
   const std::vector<int32_t> probes = {0, 5, 23, 24, 47, 100, 148};
   Knobs alone = Small(0);
   Rows plain = Prefill(alone, tokens, probes);

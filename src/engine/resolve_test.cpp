@@ -17,15 +17,6 @@ using namespace flipscope;
 
 namespace {
 
-std::string TinyModel() {
-  static std::string path = [] {
-    std::string p = fixtures::TempPath("resolve-tiny.gguf");
-    EXPECT_TRUE(fixtures::WriteTinyModel(p).ok());
-    return p;
-  }();
-  return path;
-}
-
 // Every row of a short prefill under knobs k, as digests; the engine's manifest knobs in *effective.
 std::vector<uint64_t> Rows(const std::string& model, const Knobs& k, nlohmann::json* describe) {
   auto e = LlamaEngine::Create(model, k);
@@ -186,7 +177,7 @@ TEST(FlashAttnRules, MatchThePinnedTree) {
 TEST(FlashAttnRules, BehaviouralCheckAgreesWithTheProbe) {
   EnsureLlamaInit();
   llama_model_params mp = llama_model_default_params();
-  llama_model* model = llama_model_load_from_file(TinyModel().c_str(), mp);
+  llama_model* model = llama_model_load_from_file(fixtures::DefaultTinyModel().c_str(), mp);
   ASSERT_NE(model, nullptr);
   llama_context_params cp = llama_context_default_params();
   cp.n_threads = cp.n_threads_batch = 1;
@@ -197,6 +188,6 @@ TEST(FlashAttnRules, BehaviouralCheckAgreesWithTheProbe) {
   EXPECT_NE(r->reason.find("behavioural check"), std::string::npos);
 }
 
-TEST(EffectiveKnobs, ReproduceTheRowsOnTheTinyModel) { KnobMatrix(TinyModel(), "tiny"); }
+TEST(EffectiveKnobs, ReproduceTheRowsOnTheTinyModel) { KnobMatrix(fixtures::DefaultTinyModel(), "tiny"); }
 TEST(EffectiveKnobs, ReproduceTheRowsOnSmolLM2) { KnobMatrix(fixtures::SmolLM2Path(), "SmolLM2"); }
 TEST(EffectiveKnobs, ReproduceTheRowsOnGemma3) { KnobMatrix(fixtures::Gemma3Path(), "Gemma 3"); }

@@ -19,15 +19,6 @@ std::vector<std::tuple<int, int, bool>> Calls(const std::vector<ReplayChunk>& ch
   return out;
 }
 
-std::string TinyModel() {
-  static std::string path = [] {
-    std::string p = fixtures::TempPath("served-tiny.gguf");
-    EXPECT_TRUE(fixtures::WriteTinyModel(p).ok());
-    return p;
-  }();
-  return path;
-}
-
 }  // namespace
 
 TEST(PlanReplay, PrefillIsChunksFromZero) {
@@ -100,7 +91,7 @@ TEST(ServedReplay, NeedsToKnowWhatTheModelWrote) {
   Knobs k;
   k.n_threads = 1;
   k.replay = Replay::kServed;
-  auto e = LlamaEngine::Create(TinyModel(), k);
+  auto e = LlamaEngine::Create(fixtures::DefaultTinyModel(), k);
   ASSERT_TRUE(e.ok()) << e.status().message();
   std::vector<int32_t> tokens = {1, 5, 9, 13}, probes = {0, 1, 2};
   Status st = (*e)->Prefill(
@@ -125,7 +116,7 @@ TEST(ServedReplay, ForksDoNotChangeTheRows) {
     written.push_back((i / 20) % 2);  // runs of 20 read, 20 written tokens
   }
   auto rows = [&](bool forks, nlohmann::json* record, int* n_forks) {
-    auto e = LlamaEngine::Create(TinyModel(), k, 2);
+    auto e = LlamaEngine::Create(fixtures::DefaultTinyModel(), k, 2);
     EXPECT_TRUE(e.ok()) << e.status().message();
     (*e)->SetWritten(written);
     std::vector<uint64_t> out;

@@ -16,21 +16,21 @@ using nlohmann::json;
 namespace {
 
 // A made-up configuration: its flips of `probes` against its baseline and its KV bytes per token.
-struct Made {
+struct ServedMade {
   std::string name;
   int64_t flips = 0;
   double kv = 1000;
   int64_t probes = 800;
 };
 
-json SummaryOf(const Made& m) {
+json ServedSummaryOf(const ServedMade& m) {
   SummaryRow s = fixtures::RecipeSummary(m.name, m.flips, m.probes, m.flips > 0);  // against a bit-identical floor
   return s.ToJson();
 }
 
 // Its entry; a name with a KV cache type in it (kv-q8_0@served) ran with that cache, so that its
 // memory, as the recipe computes it from the knobs, is smaller.
-json ConfigOf(const Made& m, Replay replay, const json& changes) {
+json ConfigOf(const ServedMade& m, Replay replay, const json& changes) {
   Knobs k;
   k.replay = replay;
   json knobs = k.ToJson();
@@ -42,21 +42,21 @@ json ConfigOf(const Made& m, Replay replay, const json& changes) {
 
 // Measurements of a bit-identical baseline (2 repeats, 0 flips) and the variants, all under `replay`;
 // names get `suffix` ("@served" for the twins).
-json Measured(const std::vector<Made>& made, Replay replay, const std::string& suffix) {
+json Measured(const std::vector<ServedMade>& made, Replay replay, const std::string& suffix) {
   Floor floor;
   floor.repeats = 2, floor.flip_rate = 0, floor.bit_identical = true, floor.flips = 0, floor.probes = 800;
   json r = {{"configs", json::array()}, {"summary", json::array()}, {"floor", floor.ToJson()}};
-  for (Made m : made) {
+  for (ServedMade m : made) {
     m.name += suffix;
     r["configs"].push_back(ConfigOf(m, replay, json::object()));
-    r["summary"].push_back(SummaryOf(m));
+    r["summary"].push_back(ServedSummaryOf(m));
   }
   return r;
 }
 
 // replay = "both" results: prefill figures, the served twins' (the configurations named in
 // `served`), and each configuration's prefill-vs-served distance (flips of 816).
-json BothOf(const std::vector<Made>& prefill, const std::vector<Made>& served,
+json BothOf(const std::vector<ServedMade>& prefill, const std::vector<ServedMade>& served,
             const std::map<std::string, int64_t>& distance) {
   json r = Measured(prefill, Replay::kPrefill, "");
   r["settings"] = {{"memory_budget_bytes", nullptr}};
@@ -76,7 +76,7 @@ json BothOf(const std::vector<Made>& prefill, const std::vector<Made>& served,
   return r;
 }
 
-ModelInfo Model() { return fixtures::RecipeModel(); }
+ModelInfo ServedRecipeModel() { return fixtures::RecipeModel(); }
 
 const json* RowOf(const json& recipe, const std::string& name) {
   for (const json& r : recipe["ranking"])
@@ -92,7 +92,7 @@ TEST(RecipeServed, EveryConfigurationIsRankedByItsServedTwinAgainstTheServedBase
   const json results = BothOf({{"baseline"}, {"kv-q8_0", 0, 530}, {"kv-q4_0", 60, 280}},
                               {{"baseline"}, {"kv-q8_0", 30, 530}, {"kv-q4_0", 70, 280}},
                               {{"baseline", 0}, {"kv-q8_0", 0}, {"kv-q4_0", 0}});
-  const json recipe = MakeRecipe(results, Model());
+  const json recipe = MakeRecipe(results, ServedRecipeModel());
   EXPECT_EQ(recipe["ranked_by"],
             "served replay (every ranked row: each configuration's served twin against baseline@served)");
   ASSERT_EQ(recipe["ranking"].size(), 3u) << recipe["ranking"].dump();
@@ -108,7 +108,7 @@ TEST(RecipeServed, EveryConfigurationIsRankedByItsServedTwinAgainstTheServedBase
   // Prefill figures alone would have recommended kv-q8_0: the served ranking is not a relabelling.
   json prefill_only = results;
   prefill_only.erase("served");
-  const json p = MakeRecipe(prefill_only, Model());
+  const json p = MakeRecipe(prefill_only, ServedRecipeModel());
   EXPECT_EQ(p["recommended"], "kv-q8_0");
   EXPECT_EQ(p["ranked_by"], "prefill replay (every ranked row)");
 }
@@ -123,7 +123,7 @@ TEST(RecipeServed, AConfigurationWithoutAServedTwinIsNotRankedBesideServedRows) 
                                     "runs under load: served replay does not run "
                                     "under --load yet"}}};
   results["served"]["configs"].push_back({{"name", "refused@served"}, {"status", "refused"}, {"reason", "no cache"}});
-  const json recipe = MakeRecipe(results, Model());
+  const json recipe = MakeRecipe(results, ServedRecipeModel());
   ASSERT_EQ(recipe["ranking"].size(), 2u) << recipe["ranking"].dump();
   for (const json& row : recipe["ranking"]) EXPECT_EQ(row["replay"], "served") << row["config"];
   EXPECT_EQ(RowOf(recipe, "loaded"), nullptr);
@@ -144,8 +144,8 @@ TEST(RecipeServed, AConfigurationWithoutAServedTwinIsNotRankedBesideServedRows) 
 // decode: where its two replays part above the repeat floor, the confidence is not high, and the
 // line says why with the figure; where they agree it stays high.
 TEST(RecipeServed, ConfidenceIsLoweredByAServedDistanceAboveTheFloor) {
-  const std::vector<Made> made = {{"baseline"}, {"kv-q8_0", 0, 530}};
-  const json far = MakeRecipe(BothOf(made, made, {{"baseline", 26}, {"kv-q8_0", 26}}), Model());
+  const std::vector<ServedMade> made = {{"baseline"}, {"kv-q8_0", 0, 530}};
+  const json far = MakeRecipe(BothOf(made, made, {{"baseline", 26}, {"kv-q8_0", 26}}), ServedRecipeModel());
   ASSERT_EQ(far["recommended"], "kv-q8_0");
   EXPECT_EQ(far["basis"]["confidence"], "medium") << far["basis"];
   const std::string why = far["basis"]["why"];
@@ -153,11 +153,11 @@ TEST(RecipeServed, ConfidenceIsLoweredByAServedDistanceAboveTheFloor) {
   EXPECT_NE(why.find("3.19% of greedy choices (26 of 816), above the bit-identical repeat floor"), std::string::npos)
       << why;
   EXPECT_EQ(why.find('\n'), std::string::npos);
-  const json near = MakeRecipe(BothOf(made, made, {{"baseline", 0}, {"kv-q8_0", 0}}), Model());
+  const json near = MakeRecipe(BothOf(made, made, {{"baseline", 0}, {"kv-q8_0", 0}}), ServedRecipeModel());
   EXPECT_EQ(near["recommended"], "kv-q8_0");
   EXPECT_EQ(near["basis"]["confidence"], "high") << near["basis"];
   // Without its own distance, the baseline's speaks for it.
-  const json base_only = MakeRecipe(BothOf(made, made, {{"baseline", 26}}), Model());
+  const json base_only = MakeRecipe(BothOf(made, made, {{"baseline", 26}}), ServedRecipeModel());
   EXPECT_EQ(base_only["basis"]["confidence"], "medium");
   EXPECT_NE(base_only["basis"]["why"].get<std::string>().find("the baseline's prefill and served replays"),
             std::string::npos)
@@ -172,8 +172,8 @@ TEST(RecipeServed, AnEarlierReplayOnlyVariantIsNeverRanked) {
   results["settings"] = {{"memory_budget_bytes", nullptr}};
   results["baseline"] = "baseline";
   results["configs"].push_back(ConfigOf({"served", 26}, Replay::kServed, {{"replay", "served"}}));
-  results["summary"].push_back(SummaryOf({"served", 26, 1000, 816}));
-  const json recipe = MakeRecipe(results, Model());
+  results["summary"].push_back(ServedSummaryOf({"served", 26, 1000, 816}));
+  const json recipe = MakeRecipe(results, ServedRecipeModel());
   EXPECT_EQ(recipe["ranked_by"], "prefill replay (every ranked row)");
   EXPECT_EQ(RowOf(recipe, "served"), nullptr) << recipe["ranking"].dump();
   for (const json& row : recipe["ranking"]) EXPECT_EQ(row["replay"], "prefill") << row["config"];

@@ -5,17 +5,14 @@
 #include <gtest/gtest.h>
 
 #include "report/internal.h"
+#include "support/count_of.h"
 
 namespace flipscope {
 namespace {
 
-using nlohmann::json;
+using fixtures::CountOf;
 
-size_t CountOf(const std::string& hay, const std::string& needle) {
-  size_t n = 0;
-  for (size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + needle.size())) ++n;
-  return n;
-}
+using nlohmann::json;
 
 json Record(int i) {
   json fut = {{"text", "ab"}, {"pieces", {"a", "b"}}, {"probs", {0.5, 0.6}}, {"tokens", {1, 2}}};

@@ -29,7 +29,7 @@ std::pair<int, std::string> CheckInChromium(const fs::path& html, const std::str
   return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
 }
 
-fs::path FreshDir(const std::string& name) {
+fs::path BrowserDir(const std::string& name) {
   fs::path d = fs::path(FLIPSCOPE_BINARY_DIR) / "report_browser_test" / name;
   fs::remove_all(d);
   fs::create_directories(d);
@@ -39,7 +39,7 @@ fs::path FreshDir(const std::string& name) {
 TEST(ReportBrowser, SampleReportRendersOfflineWithoutErrors) {
   auto text = ReadFile(std::string(FLIPSCOPE_SOURCE_DIR) + "/tests/data/results-sample.json");
   ASSERT_TRUE(text.ok()) << text.status().message();
-  fs::path dir = FreshDir("sample");
+  fs::path dir = BrowserDir("sample");
   ASSERT_TRUE(WriteReport(ExperimentResults::FromJson(nlohmann::json::parse(*text)), dir.string()).ok());
   auto [rc, out] = CheckInChromium(dir / "report.html", "--screenshot " + (dir / "report.png").string());
   EXPECT_EQ(rc, 0) << out;
@@ -60,7 +60,7 @@ TEST(ReportBrowser, FirstMaskedTokenIsMarked) {
   rec["cand_future"]["first_masked"] = true;
   rec["base_future"]["decoding"] = "grammar";
   rec["base_future"]["first_masked"] = false;
-  fs::path dir = FreshDir("masked");
+  fs::path dir = BrowserDir("masked");
   ASSERT_TRUE(WriteReport(ExperimentResults::FromJson(r), dir.string()).ok());
   auto [rc, out] = CheckInChromium(dir / "report.html");
   EXPECT_EQ(rc, 0) << out;
@@ -77,7 +77,7 @@ TEST(ReportBrowser, HistoryPageRendersOfflineWithoutErrors) {
   auto text = ReadFile(std::string(FLIPSCOPE_SOURCE_DIR) + "/tests/data/history-sample.json");
   ASSERT_TRUE(text.ok()) << text.status().message();
   const nlohmann::json doc = nlohmann::json::parse(*text);
-  fs::path dir = FreshDir("history");
+  fs::path dir = BrowserDir("history");
   ASSERT_TRUE(WriteFileAtomic((dir / "history.html").string(), RenderHistoryHtml(HistoryResult::FromJson(doc))).ok());
   auto [rc, out] =
       CheckInChromium(dir / "history.html", "--page history --screenshot " + (dir / "history.png").string());
@@ -93,7 +93,7 @@ TEST(ReportBrowser, HistoryPageRendersOfflineWithoutErrors) {
 TEST(ReportBrowser, HistoryPageIsNotAReport) {
   auto text = ReadFile(std::string(FLIPSCOPE_SOURCE_DIR) + "/tests/data/history-sample.json");
   ASSERT_TRUE(text.ok()) << text.status().message();
-  fs::path dir = FreshDir("history-as-report");
+  fs::path dir = BrowserDir("history-as-report");
   ASSERT_TRUE(WriteFileAtomic((dir / "history.html").string(),
                               RenderHistoryHtml(HistoryResult::FromJson(nlohmann::json::parse(*text))))
                   .ok());
@@ -103,7 +103,7 @@ TEST(ReportBrowser, HistoryPageIsNotAReport) {
 }
 
 TEST(ReportBrowser, CheckerCatchesNetworkRequestsAndConsoleErrors) {
-  fs::path dir = FreshDir("bad");
+  fs::path dir = BrowserDir("bad");
   ASSERT_TRUE(WriteFileAtomic((dir / "bad.html").string(),
                               "<!DOCTYPE html><html><head><title>bad</title></head><body>"
                               "<img src=\"http://example.invalid/pixel.png\" alt=\"\">"

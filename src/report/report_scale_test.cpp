@@ -17,12 +17,15 @@
 #include "report/internal.h"
 #include "testing/shell.h"
 #include "util/util.h"
+#include "support/count_of.h"
 
 namespace flipscope {
 namespace {
 
+using fixtures::CountOf;
+
 namespace fs = std::filesystem;
-using fixtures::RunShell;
+using ::fixtures::RunShell;
 using nlohmann::json;
 
 constexpr int kRecords = 1200;  // every fork of a variant flipping ~1% of 100K tokens followed
@@ -32,12 +35,6 @@ constexpr int kRecords = 1200;  // every fork of a variant flipping ~1% of 100K 
 // leaves room for longer texts but not for the records in full.
 constexpr double kMaxHtmlMiB = 1;
 constexpr double kMaxReadySeconds = 3;
-
-size_t CountOf(const std::string& hay, const std::string& needle) {
-  size_t n = 0;
-  for (size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + needle.size())) ++n;
-  return n;
-}
 
 TEST(ReportScale, HundredThousandTokenReportLoadsInChromiumWithinThreeSeconds) {
   const fs::path dir = fs::path(FLIPSCOPE_BINARY_DIR) / "report_scale_test";

@@ -13,12 +13,15 @@
 #include "report/internal.h"
 #include "testing/shell.h"
 #include "util/util.h"
+#include "support/count_of.h"
 
 namespace flipscope {
 namespace {
 
+using fixtures::CountOf;
+
 namespace fs = std::filesystem;
-using fixtures::RunShell;
+using ::fixtures::RunShell;
 using nlohmann::json;
 
 json LoadSample() {
@@ -30,12 +33,6 @@ json LoadSample() {
 const json& Sample() {
   static const json sample = LoadSample();
   return sample;
-}
-
-size_t CountOf(const std::string& hay, const std::string& needle) {
-  size_t n = 0;
-  for (size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + needle.size())) ++n;
-  return n;
 }
 
 fs::path FreshDir(const std::string& name) {

@@ -17,7 +17,7 @@ json Recipe(const std::string& relative) {
   return text.ok() ? json::parse(*text)["recipe"] : json();
 }
 
-std::string Dump(const json& j) { return j.dump(1, ' ', false, json::error_handler_t::replace); }
+std::string DumpRecipe(const json& j) { return j.dump(1, ' ', false, json::error_handler_t::replace); }
 
 // j without the null members of its objects, at every depth (what none written as null adds).
 json WithoutNulls(const json& j) {
@@ -37,7 +37,7 @@ TEST(RecipeResult, ACurrentRecipeReadsAndWritesTheSameBytes) {
   const json doc = Recipe("tests/data/results-v0.1.0.json");
   ASSERT_TRUE(doc.is_object());
   const RecipeResult r = RecipeFromJson(doc);
-  EXPECT_EQ(Dump(ToJson(r)), Dump(doc));
+  EXPECT_EQ(DumpRecipe(ToJson(r)), DumpRecipe(doc));
   EXPECT_EQ(r.recommended, doc["recommended"].get<std::string>());
   ASSERT_EQ(r.ranking.size(), doc["ranking"].size());
   const RecipeRankingRow* first = r.Row(doc["ranking"][0]["config"].get<std::string>());
@@ -69,7 +69,7 @@ TEST(RecipeResult, AnEarlyRecipeInventsNothing) {
   EXPECT_EQ(back["memory_budget_bytes"].get<double>(), doc["memory_budget_bytes"].get<double>());
   EXPECT_TRUE(back["basis"].is_null());
   EXPECT_TRUE(back["ranking"][0]["weights_bytes"].is_null());
-  EXPECT_EQ(Dump(ToJson(RecipeFromJson(back))), Dump(back));  // a fixed point
+  EXPECT_EQ(DumpRecipe(ToJson(RecipeFromJson(back))), DumpRecipe(back));  // a fixed point
 }
 
 // A ranking of names alone (the first recipes) stays names; unknown fields are kept.
@@ -79,7 +79,7 @@ TEST(RecipeResult, NamesOnlyRankingsAndUnknownFieldsComeBack) {
   doc["ranking"][0]["later"] = 2;
   doc["basis"]["later"] = 3;
   doc["kv_types"][0]["later"] = 4;
-  EXPECT_EQ(Dump(ToJson(RecipeFromJson(doc))), Dump(doc));
+  EXPECT_EQ(DumpRecipe(ToJson(RecipeFromJson(doc))), DumpRecipe(doc));
   const json names = {{"recommended", "b"}, {"ranking", {"b", "a"}}};
   const RecipeResult r = RecipeFromJson(names);
   ASSERT_EQ(r.ranking.size(), 2u);
@@ -126,7 +126,7 @@ TEST(RecipeResult, LaunchesAndVerificationsComeBackAsWritten) {
       ASSERT_TRUE(r.server_launch.has_value());
       ASSERT_TRUE(r.verification.has_value());
       EXPECT_EQ(r.verification->status, check["status"].get<std::string>());
-      EXPECT_EQ(Dump(ToJson(r)), Dump(doc));
+      EXPECT_EQ(DumpRecipe(ToJson(r)), DumpRecipe(doc));
     }
 }
 

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -258,6 +260,24 @@ std::string TempPath(const std::string& name) {
   auto dir = std::filesystem::temp_directory_path() / "flipscope-tests";
   std::filesystem::create_directories(dir);
   return (dir / name).string();
+}
+
+std::string DefaultTinyModel() {
+  static const std::string path = [] {
+    std::string p = TempPath("tiny-default.gguf");
+    if (Status st = WriteTinyModel(p); !st.ok()) {
+      std::fprintf(stderr, "%s\n", st.message().c_str());
+      std::abort();
+    }
+    return p;
+  }();
+  return path;
+}
+
+std::vector<int32_t> TinyTokens(int n, int mult) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) t[size_t(i)] = 5 + (i * mult) % 290;
+  return t;
 }
 
 namespace {

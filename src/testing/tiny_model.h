@@ -63,6 +63,13 @@ Status WriteShapedModel(const std::string& path, const TinyModelOptions& o, int 
 // A path under the system temp folder for a test's file (the folder is created).
 std::string TempPath(const std::string& name);
 
+// The default tiny model (WriteTinyModel with default options), written once per process under
+// TempPath; its path. Aborts with the reason when it cannot be written.
+std::string DefaultTinyModel();
+
+// n ids of the tiny model's vocabulary, a fixed varied sequence: 5 + (i * mult) % 290.
+std::vector<int32_t> TinyTokens(int n, int mult = 37);
+
 // The real SmolLM2 model in the cache, or "" when set-up has not fetched it.
 std::string SmolLM2Path();
 std::string Gemma3Path();
