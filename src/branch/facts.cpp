@@ -9,17 +9,14 @@
 #include <vector>
 
 #include "branch/verdict.h"
+#include "branch/chars.h"
 
 namespace flipscope {
 namespace {
 
-bool IsDigit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+using branch_chars::IsDigit;
 bool IsAlnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
+using branch_chars::Lower;
 
 // A sentence's bounds around byte i: from after the previous '.', '\n' or '!' to the next one.
 std::string_view SentenceAround(std::string_view text, size_t i) {

@@ -10,16 +10,13 @@
 
 #include "branch/verdict.h"
 #include "util/names.h"
+#include "branch/chars.h"
 
 namespace flipscope {
 namespace {
 
-bool IsDigit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
+using branch_chars::IsDigit;
+using branch_chars::Lower;
 
 // Text with every digit as '0': a loop that counts (.198, .199, .200) repeats the same shape.
 std::string DigitsAsZero(std::string_view s) {

@@ -13,7 +13,7 @@ namespace flipscope::http {
 namespace {
 
 using json = nlohmann::json;
-using Candidates = std::vector<std::pair<int64_t, double>>;  // (id, log-probability)
+using ServedCandidates = std::vector<std::pair<int64_t, double>>;  // (id, log-probability)
 
 // A token id as a number, or as vLLM's "token_id:N" string; -1 when it is neither.
 int64_t IdOf(const json& v) {
@@ -30,7 +30,7 @@ int64_t IdOf(const json& v) {
 
 // The k most probable candidates into step (ties to the lower id); every id inside the vocabulary,
 // every log-probability <= 0 (-DBL_MAX, ParseLenient's -Infinity, is -inf).
-Status KeepTopK(Candidates& c, int32_t k, int32_t n_vocab, const std::string& where, ServedStep& step) {
+Status KeepTopK(ServedCandidates& c, int32_t k, int32_t n_vocab, const std::string& where, ServedStep& step) {
   for (auto& [id, lp] : c) {
     if (id < 0 || (n_vocab > 0 && id >= n_vocab))
       return Status::Error(fmt::format("{}: token id {} outside the model's vocabulary of {}", where, id, n_vocab));
@@ -74,7 +74,7 @@ Status ReadVllm(const json& body, int32_t k, int32_t n_vocab, ServedAnswer& out)
     if (!top.is_object()) return Status::Error(where + " is not an object {\"token_id:N\": logprob}");
     ServedStep step;
     step.token = int32_t(std::clamp<int64_t>(IdOf(lp["tokens"][i]), -1, std::numeric_limits<int32_t>::max()));
-    Candidates c;
+    ServedCandidates c;
     for (auto it = top.begin(); it != top.end(); ++it) {
       const int64_t id = IdOf(json(it.key()));
       if (id < 0 || !it.value().is_number())
@@ -108,7 +108,7 @@ Status ReadSglang(const json& body, int32_t k, int32_t n_vocab, ServedAnswer& ou
     const bool triple = chosen[i].is_array() && chosen[i].size() >= 2;
     step.token = triple ? int32_t(std::clamp<int64_t>(IdOf(chosen[i][1]), -1, std::numeric_limits<int32_t>::max())) : -1;
     if (!tops[i].is_array()) return Status::Error(where + " is not a list of [logprob, token_id, text]");
-    Candidates c;
+    ServedCandidates c;
     for (const json& t : tops[i]) {
       if (!t.is_array() || t.size() < 2 || !t[0].is_number() || IdOf(t[1]) < 0)
         return Status::Error(where + ": an entry is not [logprob, token_id, text]");
@@ -135,7 +135,7 @@ Status ReadLlamaServer(const json& body, int32_t k, int32_t n_vocab, ServedAnswe
       return Status::Error(where + " needs id and top_logprobs (post_sampling_probs must be false)");
     ServedStep step;
     step.token = int32_t(std::clamp<int64_t>(IdOf(e["id"]), -1, std::numeric_limits<int32_t>::max()));
-    Candidates c;
+    ServedCandidates c;
     for (const json& t : e["top_logprobs"]) {
       if (!t.is_object() || !t.contains("id") || IdOf(t["id"]) < 0 || !t.contains("logprob") || !t["logprob"].is_number())
         return Status::Error(where + ": a top_logprobs entry is not {\"id\", \"logprob\"}");

@@ -17,7 +17,7 @@ struct Panel {
   const char* title;
 };
 constexpr Panel kPanels[] = {{0, "attention output"}, {2, "MLP output"}, {3, "residual stream after the layer"}};
-constexpr double kPanelW = 236, kPanelH = 190, kGap = 20, kLeft = 58, kTop = 44, kBottom = 36;
+constexpr double kPanelW = 236, kPanelH = 190, kPanelGap = 20, kPanelLeft = 58, kPanelTop = 44, kPanelBottom = 36;
 
 // One line's values per layer for one panel.
 std::vector<double> LineOf(const LayersFlip& flip, size_t part) {
@@ -44,7 +44,7 @@ struct Frame {
   double X(double layer) const { return x0 + (n_layer > 1 ? layer / (n_layer - 1) : 0.5) * kPanelW; }
   double Y(double v) const {
     double t = v > 0 ? (std::log10(v) - d0) / double(d1 - d0) : 0;
-    return kTop + kPanelH - std::clamp(t, 0.0, 1.0) * kPanelH;
+    return kPanelTop + kPanelH - std::clamp(t, 0.0, 1.0) * kPanelH;
   }
 };
 
@@ -57,21 +57,21 @@ std::string Path(const Frame& f, const std::vector<double>& v) {
 std::string Axes(const Frame& f, const Panel& p) {
   std::string out =
       fmt::format(R"(<g font-size="10" fill="#333"><text x="{:.1f}" y="{}" font-size="12" font-weight="600">{}</text>)",
-                  f.x0, kTop - 8, HtmlEscape(p.title));
+                  f.x0, kPanelTop - 8, HtmlEscape(p.title));
   for (int d = f.d0; d <= f.d1; ++d) {
     double y = f.Y(std::pow(10.0, d));
     out += fmt::format(R"(<line x1="{:.1f}" x2="{:.1f}" y1="{:.1f}" y2="{:.1f}" stroke="#e4e4e4"/>)", f.x0,
                        f.x0 + kPanelW, y, y);
-    if (f.x0 == kLeft)
+    if (f.x0 == kPanelLeft)
       out += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="end">1e{}</text>)", f.x0 - 5, y + 3, d);
   }
   int step = std::max(1, int(f.n_layer) / 6);
   for (int l = 0; l < int(f.n_layer); l += step)
-    out += fmt::format(R"(<text x="{:.1f}" y="{}" text-anchor="middle">{}</text>)", f.X(l), kTop + kPanelH + 14, l);
-  out += fmt::format(R"(<rect x="{:.1f}" y="{}" width="{}" height="{}" fill="none" stroke="#888"/>)", f.x0, kTop,
+    out += fmt::format(R"(<text x="{:.1f}" y="{}" text-anchor="middle">{}</text>)", f.X(l), kPanelTop + kPanelH + 14, l);
+  out += fmt::format(R"(<rect x="{:.1f}" y="{}" width="{}" height="{}" fill="none" stroke="#888"/>)", f.x0, kPanelTop,
                      kPanelW, kPanelH);
   return out + fmt::format(R"(<text x="{:.1f}" y="{}" text-anchor="middle">layer</text></g>)", f.x0 + kPanelW / 2,
-                           kTop + kPanelH + 30);
+                           kPanelTop + kPanelH + 30);
 }
 
 // The per-layer median over flips of one panel's values.
@@ -91,18 +91,18 @@ std::vector<double> MedianLine(const std::vector<LayersFlip>& flips, size_t part
 std::string Multiples(const std::string& id, const std::string& title, const std::string& desc,
                       const std::vector<LayersFlip>& flips, size_t n_layer, bool bold_median) {
   auto [d0, d1] = Decades(flips);
-  const double width = kLeft + 3 * kPanelW + 2 * kGap + 12, height = kTop + kPanelH + kBottom + 8;
+  const double width = kPanelLeft + 3 * kPanelW + 2 * kPanelGap + 12, height = kPanelTop + kPanelH + kPanelBottom + 8;
   std::string out = fmt::format(
       R"(<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {} {}" role="img" aria-labelledby="{}-t {}-d" )"
       R"(font-family="system-ui, sans-serif"><title id="{}-t">{}</title><desc id="{}-d">{}</desc>)",
       width, height, id, id, id, HtmlEscape(title), id, HtmlEscape(desc));
-  out += fmt::format(R"(<text x="{}" y="16" font-size="13" font-weight="600" fill="#111">{}</text>)", kLeft,
+  out += fmt::format(R"(<text x="{}" y="16" font-size="13" font-weight="600" fill="#111">{}</text>)", kPanelLeft,
                      HtmlEscape(title));
   out += fmt::format(
       R"svg(<text transform="translate(12 {}) rotate(-90)" font-size="10" text-anchor="middle">relative difference</text>)svg",
-      kTop + kPanelH / 2);
+      kPanelTop + kPanelH / 2);
   for (int i = 0; i < 3; ++i) {
-    Frame f{kLeft + i * (kPanelW + kGap), double(n_layer), d0, d1};
+    Frame f{kPanelLeft + i * (kPanelW + kPanelGap), double(n_layer), d0, d1};
     out += Axes(f, kPanels[i]);
     const char* thin = bold_median ? R"(stroke="#0072B2" stroke-opacity="0.35" stroke-width="0.8")"
                                    : R"(stroke="#D55E00" stroke-width="1.8")";

@@ -142,7 +142,7 @@ HistoryVersion VersionFromJson(const json& j) {
 }
 
 // The top-level keys HistoryResult owns.
-constexpr std::initializer_list<const char*> kTopLevel = {
+constexpr std::initializer_list<const char*> kHistoryTopLevel = {
     "kind",     "model",        "workload",   "model_sha256", "workload_sha256", "tokens", "llama_src", "n_tokens",
     "flags",    "cpu",          "probe_plan", "window",       "versions",        "exact",  "steps",     "from_first",
     "to_exact", "changed_most", "forks"};
@@ -183,7 +183,7 @@ json HistoryResult::ToJson() const {
 
 HistoryResult HistoryResult::FromJson(const json& j) {
   HistoryResult h;
-  h.extra = read::Without(j, kTopLevel);
+  h.extra = read::Without(j, kHistoryTopLevel);
   h.kind = read::Opt<std::string>(j, "kind");
   h.model = read::Str(j, "model"), h.workload = read::Str(j, "workload");
   h.model_sha256 = read::Opt<std::string>(j, "model_sha256");

@@ -18,7 +18,7 @@ using read::Str;
 using read::Sub;
 
 // The top-level fields ToJson writes; any other field of a document read is kept in extra.
-constexpr std::initializer_list<const char*> kKnown = {"config", "flips", "summary", "max_flips", "exact"};
+constexpr std::initializer_list<const char*> kLayersKnown = {"config", "flips", "summary", "max_flips", "exact"};
 
 json DiffJson(const RowDiff& d) { return {{"rel", d.rel}, {"cosine", d.cosine}}; }
 RowDiff DiffFrom(const json& j) { return {Get(j, "rel", 0.0), Get(j, "cosine", 1.0)}; }
@@ -121,7 +121,7 @@ json FlipJson(const LayersFlip& f, bool drift) {
   if (drift) j["reproduced"] = f.reproduced;
   return j;
 }
-LayersFlip FlipFrom(const json& j) {
+LayersFlip LayersFlipFrom(const json& j) {
   LayersFlip f;
   f.position = Get<int32_t>(j, "position", 0);
   f.base_token = Get<int32_t>(j, "base_token", -1), f.cand_token = Get<int32_t>(j, "cand_token", -1);
@@ -143,7 +143,7 @@ LayersFlip FlipFrom(const json& j) {
   return f;
 }
 
-double Median(std::vector<double> v) {
+double LayersMedian(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : compare::Percentile(v, 50);
 }
@@ -199,7 +199,7 @@ LayersSummary Summarize(const LayersResult& r) {
       std::vector<double> v;
       for (const LayersFlip& f : r.flips)
         if (f.reproduced) v.push_back(value(f, size_t(l)));
-      out.push_back(Median(v));
+      out.push_back(LayersMedian(v));
     }
     return out;
   };
@@ -208,7 +208,7 @@ LayersSummary Summarize(const LayersResult& r) {
   std::vector<double> logits;
   for (const LayersFlip& f : r.flips)
     if (f.reproduced) logits.push_back(f.logits.rel);
-  s.median_logits_rel = Median(logits);
+  s.median_logits_rel = LayersMedian(logits);
   if (!r.flips.empty() && r.flips[0].vs_exact) {
     // Per side, the median over flips of the residual stream's distance from the exact value.
     std::array<std::vector<double>, 2> sides;
@@ -250,10 +250,10 @@ json ToJson(const LayersResult& r) {
 LayersResult LayersResultFromJson(const json& j) {
   LayersResult r;
   ReadConfig(Sub(j, "config"), r);
-  r.flips = Each<LayersFlip>(Sub(j, "flips"), FlipFrom);
+  r.flips = Each<LayersFlip>(Sub(j, "flips"), LayersFlipFrom);
   r.max_flips = read::Opt<int64_t>(j, "max_flips");
   r.exact_asked = read::Opt<bool>(j, "exact");
-  r.extra = read::Without(j, kKnown);
+  r.extra = read::Without(j, kLayersKnown);
   return r;
 }
 

@@ -14,7 +14,7 @@ using read::Str;
 using read::Sub;
 using read::Values;
 
-std::optional<std::array<double, 2>> IntervalOf(const json& j, const char* key) { return read::Interval2(j, key); }
+std::optional<std::array<double, 2>> OptInterval(const json& j, const char* key) { return read::Interval2(j, key); }
 
 json DistanceJson(const RecipeServedDistance& d) {
   return {{"of", d.of},
@@ -28,7 +28,7 @@ RecipeServedDistance DistanceFrom(const json& j) {
   RecipeServedDistance d;
   d.of = Str(j, "of"), d.flips = Get<int64_t>(j, "flips", 0), d.probes = Get<int64_t>(j, "probes", 0);
   d.flip_rate = Get(j, "flip_rate", 0.0), d.kl_mean = Get(j, "kl_mean", 0.0);
-  d.flip_rate_ci = IntervalOf(j, "flip_rate_ci");
+  d.flip_rate_ci = OptInterval(j, "flip_rate_ci");
   return d;
 }
 
@@ -71,12 +71,12 @@ RecipeRankingRow RowFrom(const json& j) {
   }
   r.config = Str(j, "config"), r.tie_group = Opt<int64_t>(j, "tie_group"), r.replay = Opt<std::string>(j, "replay");
   r.median_flip_rate = Get(j, "median_flip_rate", 0.0), r.kl_mean = Get(j, "kl_mean", 0.0);
-  r.flip_rate_ci = IntervalOf(j, "flip_rate_ci");
+  r.flip_rate_ci = OptInterval(j, "flip_rate_ci");
   r.damage = Opt<int64_t>(j, "damage"), r.repair = Opt<int64_t>(j, "repair");
   r.branches_followed = Opt<int64_t>(j, "branches_followed");
-  r.damage_rate = Opt<double>(j, "damage_rate"), r.damage_rate_ci = IntervalOf(j, "damage_rate_ci");
-  r.repair_rate = Opt<double>(j, "repair_rate"), r.repair_rate_ci = IntervalOf(j, "repair_rate_ci");
-  r.exact_flip_rate = Opt<double>(j, "exact_flip_rate"), r.exact_flip_rate_ci = IntervalOf(j, "exact_flip_rate_ci");
+  r.damage_rate = Opt<double>(j, "damage_rate"), r.damage_rate_ci = OptInterval(j, "damage_rate_ci");
+  r.repair_rate = Opt<double>(j, "repair_rate"), r.repair_rate_ci = OptInterval(j, "repair_rate_ci");
+  r.exact_flip_rate = Opt<double>(j, "exact_flip_rate"), r.exact_flip_rate_ci = OptInterval(j, "exact_flip_rate_ci");
   r.exact_kl_mean = Opt<double>(j, "exact_kl_mean");
   r.memory_bytes = Opt<double>(j, "memory_bytes"), r.kv_bytes_per_token = Opt<double>(j, "kv_bytes_per_token");
   r.weights_bytes = Opt<double>(j, "weights_bytes"), r.context_at_budget = Opt<int64_t>(j, "context_at_budget");

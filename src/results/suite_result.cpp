@@ -12,7 +12,7 @@ using namespace read;
 namespace {
 
 json IntervalJson(const Interval& i) { return json::array({i[0], i[1]}); }
-Interval IntervalOf(const json& j, std::string_view key) { return Interval2(j, key).value_or(Interval{0, 0}); }
+Interval SuiteInterval(const json& j, std::string_view key) { return Interval2(j, key).value_or(Interval{0, 0}); }
 
 json ToJson(const SuiteSessionRow& r) {
   json j = {{"session", r.session},
@@ -121,7 +121,7 @@ json PooledFigure::ToJson() const {
 }
 
 PooledFigure PooledFigure::FromJson(const json& j) {
-  return {Get<double>(j, "value", 0), IntervalOf(j, "ci"), Interval2(j, "naive_ci")};
+  return {Get<double>(j, "value", 0), SuiteInterval(j, "ci"), Interval2(j, "naive_ci")};
 }
 
 const SuiteConfig* SuiteResults::Config(const std::string& name) const {
