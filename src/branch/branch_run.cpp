@@ -18,11 +18,11 @@ using json = nlohmann::json;
 
 Status ValidateOptions(const BranchOptions& o) {
   if (o.at == BranchAt::kRanges && o.ranges.empty())
-    return Status::Error("at ranges needs ranges A-B,... or tool_calls");
-  if (o.max_tokens < 1) return Status::Error("max_tokens must be >= 1");
-  if (o.max_call_tokens < 0) return Status::Error("max_call_tokens must be >= 0");
-  if (o.max_branches < 0) return Status::Error("max_branches must be >= 0");
-  if (o.reconverge < 1) return Status::Error("reconverge must be >= 1");
+    return Status::Error(OptionName("at") + " ranges needs " + OptionName("ranges") + " A-B,... or tool_calls");
+  if (o.max_tokens < 1) return Status::Error(OptionName("max_tokens") + " must be >= 1");
+  if (o.max_call_tokens < 0) return Status::Error(OptionName("max_call_tokens") + " must be >= 0");
+  if (o.max_branches < 0) return Status::Error(OptionName("max_branches") + " must be >= 0");
+  if (o.reconverge < 1) return Status::Error(OptionName("reconverge") + " must be >= 1");
   return Status::Ok();
 }
 

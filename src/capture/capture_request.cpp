@@ -16,7 +16,7 @@ std::string StoreName(StoreDtype d) { return std::string(NameOf(d)); }
 
 Result<StoreDtype> ParseStore(const std::string& name) {
   if (auto d = FromName<StoreDtype>(name)) return *d;
-  return Status::Error(fmt::format("store must be {}, not '{}'", Choices<StoreDtype>(), name));
+  return Status::Error(fmt::format("{} must be {}, not '{}'", OptionName("store"), Choices<StoreDtype>(), name));
 }
 
 nlohmann::json ProbePlan::ToJson() const { return {{"stride", stride}, {"full", full}}; }
@@ -42,7 +42,7 @@ Status CheckKnobs(EngineKind engine, const Knobs& knobs) {
         "--replay served needs --engine llama or openai: the exact engine computes the whole transcript in one "
         "teacher-forced pass (docs/served.md)");
   if (knobs.replay == Replay::kServed && knobs.load > 0)
-    return Status::InvalidArgument("replay served with load: the fillers are planned for one prefill request");
+    return Status::InvalidArgument(OptionName("replay") + " served with " + OptionName("load") + ": the fillers are planned for one prefill request");
   const std::set<std::string> used = engine == EngineKind::kExact
                                          ? std::set<std::string>{"threads", "device"}
                                          : std::set<std::string>{"load", "load_seed", "replay"};

@@ -57,7 +57,7 @@ Result<MadeEngine> MakeEngine(const CaptureRequest& req, const ModelInfo& model,
   }
   if (req.engine == EngineKind::kExact) {
     if (req.knobs.load > 0)
-      return Status::InvalidArgument("load needs engine llama or openai (the exact engine runs alone)");
+      return Status::InvalidArgument(OptionName("load") + " needs " + OptionName("engine") + " llama or openai (the exact engine runs alone)");
     // The FP64 reference has no context to run out of; past the training context it computes the
     // file's function all the same, which is no longer the model's trained regime: said, not refused.
     if (model.n_ctx_train > 0 && n_tokens > model.n_ctx_train)
@@ -335,7 +335,7 @@ Result<CaptureManifest> CaptureFrom(const CaptureRequest& req, const CaptureSour
   const int32_t n = int32_t(w.tokens.size());
   FS_ASSIGN_OR_RETURN(std::vector<int32_t> probes, PlanProbes(req.plan, n, w.spans));
   if (req.engine == EngineKind::kOpenai && req.store != StoreDtype::kF32)
-    return Status::Error("store bf16 applies to full logits; a server's top-k log-probabilities are stored as f32");
+    return Status::Error(OptionName("store") + " bf16 applies to full logits; a server's top-k log-probabilities are stored as f32");
   std::vector<uint8_t> written;  // served replay: which tokens the model wrote
   if (req.knobs.replay == Replay::kServed) {
     FS_ASSIGN_OR_RETURN(written, ServedWritten(w, req.workload_path));

@@ -35,8 +35,8 @@ Result<LoadComparison> CompareToAlone(const std::string& alone_path, const std::
 }
 
 Result<LoadFloorRecord> RunLoadFloor(const CaptureRequest& req, int repeats) {
-  if (req.knobs.load < 1) return Status::InvalidArgument("repeats needs load >= 1");
-  if (repeats < 1) return Status::InvalidArgument("repeats must be >= 1");
+  if (req.knobs.load < 1) return Status::InvalidArgument(OptionName("repeats") + " needs " + OptionName("load") + " >= 1");
+  if (repeats < 1) return Status::InvalidArgument(OptionName("repeats") + " must be >= 1");
   CaptureRequest alone = req;
   alone.knobs.load = 0;
   FS_RETURN_IF_ERROR(CheckKnobs(alone.engine, alone.knobs));  // a bad knob is reported before any file is read

@@ -1,6 +1,7 @@
 // Command-line errors in the documented form: one line "flipscope: error: ...", naming the flag as
 // the user spelt it, what is wrong and what it accepts, exit 1 (CLI11's own messages and exit
 // codes are replaced; --help still exits through CLI11).
+#include <map>
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -97,17 +98,9 @@ CLI::Validator WholeAtLeast(long long min) {
 }
 
 Status FieldsAsFlags(const Status& status, std::initializer_list<std::pair<std::string_view, std::string_view>> flags) {
-  if (status.ok()) return status;
-  std::string m = status.message();
-  for (size_t at = 0; at != std::string::npos; at = m.find(": ", at), at = at == std::string::npos ? at : at + 2)
-    for (const auto& [field, flag] : flags) {
-      const size_t end = at + field.size();
-      if (m.compare(at, field.size(), field) == 0 && (end == m.size() || m[end] == ' ' || m[end] == ':')) {
-        m.replace(at, field.size(), flag);
-        break;
-      }
-    }
-  return status.Reworded(m);
+  std::map<std::string, std::string, std::less<>> names;
+  for (const auto& [field, flag] : flags) names.emplace(field, flag);
+  return status.WithOptionNames(names);
 }
 
 CLI::Validator NumberIn(double lo, double hi) {

@@ -49,10 +49,9 @@ void PrintSummary(const BranchResult& out, const std::string& path) {
 }
 
 // The branch stage's errors name the fields of its options; these are the flags that set them.
-// "ranges" alone stays as it is: SelectPositions' errors about the spec itself say "ranges:" on
-// the command line too, and "at" begins ordinary phrases; the one message naming both is mapped whole.
 Status WithBranchFlags(const Status& st) {
-  return FieldsAsFlags(st, {{"at ranges needs ranges", "--at ranges needs --ranges"},
+  return FieldsAsFlags(st, {{"at", "--at"},
+                            {"ranges", "--ranges"},
                             {"max_tokens", "--max-tokens"},
                             {"max_call_tokens", "--max-call-tokens"},
                             {"max_branches", "--max-branches"},

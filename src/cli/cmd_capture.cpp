@@ -36,12 +36,12 @@ void AddServerFlags(CLI::App* cmd, HttpOptions& h, std::string& api) {
 }
 
 // The capture stage's errors name the fields of its options (the server's, a device, the
-// knobs); these are the flags that set them. A field inside a phrase is mapped with its phrase.
+// knobs); these are the flags that set them.
 Status WithCaptureFlags(const Status& st) {
   return FieldsAsFlags(st, {{"url", "--url"},
                             {"api", "--api"},
-                            {"it captures only with replay served", "it captures only with --replay served"},
-                            {"load needs engine", "--load needs --engine"},
+                            {"load", "--load"},
+                            {"engine", "--engine"},
                             {"replay", "--replay"},
                             {"store", "--store"},
                             {"logprobs", "--logprobs"},
@@ -57,7 +57,7 @@ int LoadFloor(const CaptureRequest& req, int repeats) {
   auto f = RunLoadFloor(req, repeats);
   if (!f.ok())
     return Fail(FieldsAsFlags(WithCaptureFlags(f.status()),
-                              {{"repeats needs load", "--load-repeats needs --load"}, {"repeats", "--load-repeats"}}));
+                              {{"repeats", "--load-repeats"}}));
   fmt::print(stderr, "--load {}: {} of {} loaded repeats bit-identical to the alone capture {}\n", req.knobs.load,
              f->bit_identical_repeats, repeats, req.out_path);
   for (const LoadComparison& r : f->repeats)

@@ -13,7 +13,8 @@ namespace flipscope::cli {
 
 Status WithVersionFlags(const Status& st) {
   return FieldsAsFlags(st,
-                       {{"commits need llama_src (and no releases)", "--commits needs --llama-src (and no --releases)"},
+                       {{"commits", "--commits"},
+                        {"releases", "--releases"},
                         {"llama_src", "--llama-src"},
                         {"chat_template", "--chat-template"}});
 }

@@ -27,11 +27,10 @@ int Fail(const Status& status);
 // 0 on success, else Fail(status).
 int Done(const Status& status);
 
-// Libraries name the field a bad value came from (max_flips, api); the command line says the flag
-// that sets it. The status's message with each field of `flags` that begins it, or a part of it
-// after ": ", written as its flag ("max_flips must be >= 0" -> "--max-flips must be >= 0"); the
-// first of `flags` that matches at a place wins, so a phrase is listed before its field.
-// The status keeps its code (invalid argument, refused, I/O): only the words change.
+// Libraries name the field a bad value came from (max_flips, api), marked with OptionName; the
+// command line says the flag that sets it. The status with each marked field found in `flags`
+// written as its flag ("max_flips must be >= 0" -> "--max-flips must be >= 0"); no other text
+// changes, and the status keeps its code (invalid argument, refused, I/O).
 Status FieldsAsFlags(const Status& status, std::initializer_list<std::pair<std::string_view, std::string_view>> flags);
 
 // Validators whose failure says what is accepted: a whole number >= min; a number in [lo, hi].

@@ -14,12 +14,12 @@ using json = nlohmann::json;
 
 Status HttpOptions::Validate() const {
   if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
-    return Status::Error("url must start with http:// or https://, not '" + RedactUrl(url) + "'");
-  if (logprobs == 0 || logprobs < -1) return Status::Error("logprobs must be >= 1 (or -1 for vLLM's full vocabulary)");
+    return Status::Error(OptionName("url") + " must start with http:// or https://, not '" + RedactUrl(url) + "'");
+  if (logprobs == 0 || logprobs < -1) return Status::Error(OptionName("logprobs") + " must be >= 1 (or -1 for vLLM's full vocabulary)");
   if (logprobs == -1 && api != HttpApi::kVllm)
-    return Status::Error("logprobs: -1 (the full vocabulary) needs the api vllm");
-  if (timeout_s <= 0) return Status::Error("timeout must be > 0 seconds");
-  if (retries < 0) return Status::Error("retries must be >= 0");
+    return Status::Error(OptionName("logprobs") + ": -1 (the full vocabulary) needs the " + OptionName("api") + " vllm");
+  if (timeout_s <= 0) return Status::Error(OptionName("timeout") + " must be > 0 seconds");
+  if (retries < 0) return Status::Error(OptionName("retries") + " must be >= 0");
   return Status::Ok();
 }
 
@@ -189,7 +189,7 @@ Result<std::unique_ptr<HttpEngine>> HttpEngine::Create(const HttpOptions& opts, 
   if (!opts.api_key_env.empty()) {
     const char* v = std::getenv(opts.api_key_env.c_str());
     if (v == nullptr || *v == '\0')
-      return Status::Error("api_key_env " + opts.api_key_env + ": the environment variable is not set or empty");
+      return Status::Error(OptionName("api_key_env") + " " + opts.api_key_env + ": the environment variable is not set or empty");
     key = v;
   }
   auto impl = std::make_unique<Impl>(opts, key);
@@ -206,8 +206,8 @@ Status HttpEngine::Prefill(std::span<const int32_t> tokens, std::span<const int3
   Impl& e = *impl_;
   if (e.opts.api == HttpApi::kLlamaServer)
     return Status::InvalidArgument(
-        "api llama-server returns no prompt log-probabilities: it captures only with "
-        "replay served");
+        OptionName("api") + " llama-server returns no prompt log-probabilities: it captures only with " +
+        OptionName("replay") + " served");
   const bool vllm = e.opts.api == HttpApi::kVllm;
   const std::string path = vllm ? "/v1/completions" : "/generate";
   const int64_t n = int64_t(tokens.size());
@@ -253,7 +253,7 @@ json HttpEngine::LoadRecord() const { return impl_->load_record; }
 Result<Future> HttpEngine::Complete(std::span<const int32_t> prompt, int max_new_tokens) {
   Impl& e = *impl_;
   if (e.opts.api == HttpApi::kLlamaServer)
-    return Status::InvalidArgument("api llama-server: futures at forks go through vLLM or SGLang only");
+    return Status::InvalidArgument(OptionName("api") + " llama-server: futures at forks go through vLLM or SGLang only");
   const bool vllm = e.opts.api == HttpApi::kVllm;
   const std::string path = vllm ? "/v1/completions" : "/generate";
   const std::vector<int32_t> ids(prompt.begin(), prompt.end());

@@ -150,7 +150,7 @@ Result<TopKRows> HttpEngine::ServedReplay(std::span<const int32_t> tokens, std::
   const int32_t n = int32_t(tokens.size());
   if (int64_t(written.size()) < n)
     return Status::Error(
-        fmt::format("replay served: which tokens the model wrote is known for {} tokens, not {}", written.size(), n));
+        fmt::format("{} served: which tokens the model wrote is known for {} tokens, not {}", OptionName("replay"), written.size(), n));
   if (e.context > 0 && n + 1 > e.context)
     return Status::Error(fmt::format("{}: {} tokens (+1 generated) do not fit the server's context of {}",
                                      e.client.Where(""), n, e.context));

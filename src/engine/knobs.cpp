@@ -229,11 +229,11 @@ Status Knobs::Validate() const {
   if (n_batch < 1 || n_ubatch < 1) return Status::InvalidArgument("batch_size (-b) and ubatch_size (-ub) must be >= 1");
   if (n_threads < 0) return Status::InvalidArgument("threads (-t) must be >= 0");
   if (load < 0 || load > kMaxLoad)
-    return Status::InvalidArgument(fmt::format("load (--load) must be from 0 to {}", kMaxLoad));
+    return Status::InvalidArgument(fmt::format("{} must be from 0 to {}", OptionName("load"), kMaxLoad));
   if (load_seed < 0) return Status::InvalidArgument("load_seed (--load-seed) must be >= 0");
   if (replay == Replay::kServed && load > 0)
     return Status::InvalidArgument(
-        "replay served does not run under load (load > 0) yet: the fillers' batches are "
+        OptionName("replay") + " served does not run under " + OptionName("load") + " (load > 0) yet: the fillers' batches are "
         "planned for prefill chunks");
   return Status::Ok();
 }

@@ -86,7 +86,7 @@ Result<std::vector<ggml_backend_dev_t>> DeviceList(const std::string& devices) {
       size_t comma = devices.find(',', start);
       std::string name = devices.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
       ggml_backend_dev_t d = ggml_backend_dev_by_name(name.c_str());
-      if (!d) return Status::Error("device: unknown device '" + name + "'");
+      if (!d) return Status::Error(OptionName("device") + ": unknown device '" + name + "'");
       devs.push_back(d);
       if (comma == std::string::npos) break;
       start = comma + 1;

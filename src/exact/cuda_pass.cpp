@@ -213,9 +213,9 @@ Result<std::unique_ptr<DevicePass>> OpenDevice(const std::string& name, const Mo
       std::all_of(name.begin() + 4, name.end(), [](char c) { return c >= '0' && c <= '9'; }) && name.size() < 9)
     index = std::stoi(name.substr(4));
   if (index < 0)
-    return Status::InvalidArgument("device " + name + ": the exact engine runs on the CPU or on CUDA0, CUDA1, ...");
+    return Status::InvalidArgument(OptionName("device") + " " + name + ": the exact engine runs on the CPU or on CUDA0, CUDA1, ...");
   cu::DeviceInfo info;
-  FS_RETURN_IF_ERROR(cu::Open(index, &info).Prefixed("device " + name));
+  FS_RETURN_IF_ERROR(cu::Open(index, &info).Prefixed(OptionName("device") + " " + name));
   return std::unique_ptr<DevicePass>(new CudaPass(std::move(info)));
 }
 

@@ -6,7 +6,7 @@ namespace flipscope::exact {
 bool BuiltWithCuda() { return false; }
 
 Result<std::unique_ptr<DevicePass>> OpenDevice(const std::string& name, const Model&) {
-  return Status::InvalidArgument("device " + name +
+  return Status::InvalidArgument(OptionName("device") + " " + name +
                                  ": this flipscope was built without CUDA (configure with -DFLIPSCOPE_CUDA=ON)");
 }
 

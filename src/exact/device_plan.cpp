@@ -65,10 +65,10 @@ Status CheckDeviceMemory(const DevicePlan& plan, int64_t n_tokens, int64_t free_
   const double gib = double(int64_t(1) << 30);
   const int64_t every_token = (plan.h + plan.q + plan.k + plan.v + plan.attn + plan.qgate) * 8;
   return Status::Error(fmt::format(
-      "device {}: a pass over {} tokens needs {:.1f} GiB ({:.1f} GiB for every token's residual, Q, K, V and "
+      "{} {}: a pass over {} tokens needs {:.1f} GiB ({:.1f} GiB for every token's residual, Q, K, V and "
       "attention output, {:.1f} GiB for two widened layers) but {:.1f} GiB is free; "
       "use fewer tokens (-c) or a device with more memory",
-      device, n_tokens, double(need) / gib, double(every_token) / gib, double(2 * plan.layer * 8) / gib,
+      OptionName("device"), device, n_tokens, double(need) / gib, double(every_token) / gib, double(2 * plan.layer * 8) / gib,
       double(free_bytes) / gib));
 }
 

@@ -84,7 +84,7 @@ std::vector<std::string> ParseChangedFiles(std::string_view text) {
 
 Result<std::string> ResolveCommit(const std::string& repo, const std::string& rev) {
   FS_ASSIGN_OR_RETURN(auto top, history::RunGit(repo, {"rev-parse", "--show-toplevel"}));
-  if (top.code != 0) return Status::InvalidArgument(fmt::format("llama_src {}: not a git checkout", repo));
+  if (top.code != 0) return Status::InvalidArgument(fmt::format("{} {}: not a git checkout", OptionName("llama_src"), repo));
   // A revision that begins with a dash would be read as one of git's options.
   if (rev.empty() || rev[0] == '-') return Status::InvalidArgument(fmt::format("{}: no commit '{}'", repo, rev));
   FS_ASSIGN_OR_RETURN(

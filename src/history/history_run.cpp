@@ -186,7 +186,7 @@ Result<std::vector<HistoryVersion>> VersionEntries(const HistoryRequest& hr, con
   std::vector<HistoryVersion> out;
   if (!hr.llama_src.empty() || !hr.commits.empty()) {
     if (hr.llama_src.empty() || hr.commits.empty() || !hr.releases.empty())
-      return Status::InvalidArgument("commits need llama_src (and no releases): the commits of one llama.cpp checkout");
+      return Status::InvalidArgument(OptionName("commits") + " needs " + OptionName("llama_src") + " (and no " + OptionName("releases") + "): the commits of one llama.cpp checkout");
     if (hr.commits.size() < 2)
       return Status::InvalidArgument(fmt::format("a history needs at least two commits ({} given)", hr.commits.size()));
     std::set<std::string> seen;

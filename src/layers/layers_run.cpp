@@ -179,9 +179,9 @@ Status OpenSides(const LayersRequest& req, Side (&sides)[2]) {
 
 Result<LayersResult> RunLayers(const LayersRequest& req) {
   const LayersOptions& o = req.options;
-  if (o.max_flips < 0) return Status::InvalidArgument("max_flips must be >= 0");
-  if (!(o.jump > 1)) return Status::InvalidArgument("jump must be > 1");
-  if (!(o.floor >= 0)) return Status::InvalidArgument("floor must be >= 0");
+  if (o.max_flips < 0) return Status::InvalidArgument(OptionName("max_flips") + " must be >= 0");
+  if (!(o.jump > 1)) return Status::InvalidArgument(OptionName("jump") + " must be > 1");
+  if (!(o.floor >= 0)) return Status::InvalidArgument(OptionName("floor") + " must be >= 0");
   Side sides[2];
   FS_RETURN_IF_ERROR(OpenSides(req, sides));
   const ModelInfo& model = sides[0].cap->manifest().model;

@@ -4,9 +4,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
+#include <vector>
 
 namespace flipscope {
 
@@ -18,6 +21,14 @@ enum class StatusCode {
   kRefused,          // the engine declined a valid request (llama.cpp refused the configuration)
   kIo,               // reading or writing a file failed (missing, unreadable, disk full)
 };
+
+// An option's name inside an error message, in the library's words (the field of an options
+// struct or an experiment file's key, e.g. "max_tokens"): the Status records where each one
+// stands, so that the command line can name its flag there (Status::WithOptionNames) without
+// searching the text.
+inline std::string OptionName(std::string_view name) {
+  return std::string("\x1d").append(name).append("\x1e");
+}
 
 // Status: success, or an error with a one-line message that names the file and what is wrong.
 class Status {
@@ -38,20 +49,67 @@ class Status {
     static const std::string empty;
     return msg_ ? *msg_ : empty;
   }
-  // Returns an error whose message is "prefix: message"; ok stays ok.
-  Status Prefixed(const std::string& prefix) const { return ok() ? *this : Status(code_, prefix + ": " + *msg_); }
-  // Returns an error of the same code with another message (the CLI's wording of it); ok stays ok.
-  Status Reworded(std::string message) const { return ok() ? *this : Status(code_, std::move(message)); }
+  // Returns an error whose message is "prefix: message"; ok stays ok. The option names of both stay marked.
+  Status Prefixed(const std::string& prefix) const {
+    if (ok()) return *this;
+    Status s(code_, prefix + ": ");
+    const size_t shift = s.msg_->size();
+    s.msg_->append(*msg_);
+    for (Span f : options_) s.options_.push_back({f.at + shift, f.size});
+    return s;
+  }
+  // The option names marked in the message (OptionName), in order.
+  std::vector<std::string> OptionNames() const {
+    std::vector<std::string> out;
+    for (Span f : options_) out.push_back(msg_->substr(f.at, f.size));
+    return out;
+  }
+  // The same error with every marked option name found in `names` replaced by its entry there
+  // (the command line's flag for it); the code and every other character stay. ok stays ok.
+  Status WithOptionNames(const std::map<std::string, std::string, std::less<>>& names) const {
+    if (ok()) return *this;
+    Status s = *this;
+    s.msg_->clear();
+    s.options_.clear();
+    size_t from = 0;
+    for (Span f : options_) {
+      s.msg_->append(*msg_, from, f.at - from);
+      const std::string_view name = std::string_view(*msg_).substr(f.at, f.size);
+      const auto it = names.find(name);
+      const std::string_view shown = it == names.end() ? name : std::string_view(it->second);
+      s.options_.push_back({s.msg_->size(), shown.size()});
+      s.msg_->append(shown);
+      from = f.at + f.size;
+    }
+    s.msg_->append(*msg_, from);
+    return s;
+  }
 
  private:
+  struct Span {
+    size_t at, size;
+  };
+  static constexpr char kNameBegin = '\x1d', kNameEnd = '\x1e';
+
   // Messages quote what users wrote (a role, a key, a path); a control character there, such as a
   // newline inside a JSON string, is written as an escape (\n, \t, \x01) so that every message
-  // stays the one line the CLI promises.
-  static std::string OneLine(std::string m) {
+  // stays the one line the CLI promises. An option name between OptionName's marks (no control
+  // character inside) is kept, unmarked, and its place recorded.
+  void SetMessage(const std::string& m) {
     static constexpr char kHex[] = "0123456789abcdef";
-    if (std::none_of(m.begin(), m.end(), [](char c) { return IsControl(c); })) return m;
     std::string out;
-    for (char c : m) {
+    out.reserve(m.size());
+    for (size_t i = 0; i < m.size(); ++i) {
+      const char c = m[i];
+      if (c == kNameBegin) {
+        const size_t end = m.find(kNameEnd, i + 1);
+        if (end != std::string::npos && std::none_of(m.begin() + long(i) + 1, m.begin() + long(end), IsControl)) {
+          options_.push_back({out.size(), end - i - 1});
+          out.append(m, i + 1, end - i - 1);
+          i = end;
+          continue;
+        }
+      }
       if (!IsControl(c))
         out += c;
       else if (c == '\n')
@@ -63,13 +121,14 @@ class Status {
       else
         out += std::string("\\x") + kHex[(c >> 4) & 0xF] + kHex[c & 0xF];
     }
-    return out;
+    msg_ = std::move(out);
   }
   static bool IsControl(char c) { return (static_cast<unsigned char>(c) < 0x20) || c == 0x7F; }
 
-  Status(StatusCode code, std::string m) : code_(code), msg_(OneLine(std::move(m))) {}
+  Status(StatusCode code, const std::string& m) : code_(code) { SetMessage(m); }
   StatusCode code_ = StatusCode::kOk;
   std::optional<std::string> msg_;
+  std::vector<Span> options_;  // where the message names options (OptionName)
 };
 
 // Result<T>: a value or an error Status (never both).

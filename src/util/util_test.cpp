@@ -111,11 +111,34 @@ TEST(Status, CodesSurvivePrefixes) {
   Result<int> r = Status::Io("f: cannot open");
   EXPECT_EQ(r.status().code(), StatusCode::kIo);
   EXPECT_EQ(ReadFile("/nonexistent/flipscope-file").status().code(), StatusCode::kIo);
-  // Rewording (the CLI's flags in place of fields) keeps the code too.
-  const Status reworded = Status::Refused("max_flips must be >= 0").Reworded("--max-flips must be >= 0");
-  EXPECT_EQ(reworded.code(), StatusCode::kRefused);
-  EXPECT_EQ(reworded.message(), "--max-flips must be >= 0");
-  EXPECT_TRUE(Status::Ok().Reworded("x").ok());
+  // Naming the CLI's flags in place of the options keeps the code too.
+  const Status flagged = Status::Refused(OptionName("max_flips") + " must be >= 0").WithOptionNames({{"max_flips", "--max-flips"}});
+  EXPECT_EQ(flagged.code(), StatusCode::kRefused);
+  EXPECT_EQ(flagged.message(), "--max-flips must be >= 0");
+  EXPECT_TRUE(Status::Ok().WithOptionNames({{"x", "y"}}).ok());
+}
+
+TEST(Status, OptionNamesAreMarkedNotSearched) {
+  // "at ranges needs ranges": the first "ranges" is a value of `at`, the second the option.
+  const Status st = Status::InvalidArgument(OptionName("at") + " ranges needs " + OptionName("ranges") + " A-B");
+  EXPECT_EQ(st.message(), "at ranges needs ranges A-B");
+  EXPECT_EQ(st.OptionNames(), (std::vector<std::string>{"at", "ranges"}));
+  const Status flags = st.Prefixed("b.safetensors").WithOptionNames({{"at", "--at"}, {"ranges", "--ranges"}});
+  EXPECT_EQ(flags.message(), "b.safetensors: --at ranges needs --ranges A-B");
+  EXPECT_EQ(flags.code(), StatusCode::kInvalidArgument);
+  // A name with no flag stays; one in the prefix is kept marked too.
+  const Status both = Status::Error(OptionName("load") + " needs " + OptionName("engine") + " llama")
+                          .Prefixed(OptionName("replay") + " served")
+                          .WithOptionNames({{"load", "--load"}, {"replay", "--replay"}});
+  EXPECT_EQ(both.message(), "--replay served: --load needs engine llama");
+  EXPECT_EQ(both.OptionNames(), (std::vector<std::string>{"--replay", "--load", "engine"}));
+  // Text around the names is never rewritten: "device probe" is not an option here.
+  EXPECT_EQ(Status::Error("device probe: " + OptionName("device") + " x").WithOptionNames({{"device", "-dev"}}).message(),
+            "device probe: -dev x");
+  // A stray mark from user data is escaped like any control character, never taken as a name.
+  const Status stray = Status::Error("role '\x1dx' unknown");
+  EXPECT_EQ(stray.message(), "role '\\x1dx' unknown");
+  EXPECT_TRUE(stray.OptionNames().empty());
 }
 
 TEST(Status, MessagesStayOneLine) {

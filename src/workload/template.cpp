@@ -100,7 +100,7 @@ Result<std::unique_ptr<ChatTemplate::Impl>> ChatTemplate::Locate(const llama_mod
   } else {
     std::string names;
     for (const auto& n : BuiltinChatTemplates()) names += (names.empty() ? "" : ", ") + n;
-    return Status::Error("chat_template " + option + ": neither a file nor a llama.cpp built-in template name (" +
+    return Status::Error(OptionName("chat_template") + " " + option + ": neither a file nor a llama.cpp built-in template name (" +
                          names + ")");
   }
   return impl;
