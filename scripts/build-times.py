@@ -7,7 +7,8 @@ Reads BUILD_DIR/.ninja_log (default: build), keeps the last entry of each output
 object replaces the earlier one), and prints the N slowest objects (default 10), then the
 compiler time summed over every object, the link time (a step with several outputs, such as a
 test executable and its list of tests, counted once), the number of executables linked, and the
-build's span (first start to last end). Informational: times taken on a loaded machine are
+build's span (first start to last end). A unity batch's object (Unity/unity_N_cxx.cxx.o) is named
+by the files it holds, read from its generated source. Informational: times taken on a loaded machine are
 longer, and objects ccache served take milliseconds.
 With --cpu LOG (written by scripts/timed-launcher.sh) it also prints the CPU seconds (user +
 system) of the compiles and links, which other work on the machine does not inflate.
@@ -35,6 +36,18 @@ def read_log(path):
     return entries
 
 
+def unity_name(build, output):
+    """`output` with the files a unity batch includes, '(a.cpp b.cpp ...)', when it is one."""
+    if "/Unity/" not in output or not output.endswith(".o"):
+        return output
+    try:
+        with open(os.path.join(build, output[:-2]), encoding="utf-8", errors="replace") as f:
+            files = [os.path.basename(line.split('"')[1]) for line in f if line.startswith("#include")]
+    except (OSError, IndexError):
+        return output
+    return f"{output} ({' '.join(files)})" if files else output
+
+
 def read_cpu_log(path):
     """Each output's CPU seconds (user + system) from timed-launcher.sh's log, the last run of each."""
     cpu = {}
@@ -50,12 +63,12 @@ def read_cpu_log(path):
     return cpu
 
 
-def cpu_summary(cpu, top):
+def cpu_summary(cpu, top, build):
     """Lines: the `top` most expensive compiles by CPU, then the compile and link totals."""
     objects = {o: s for o, s in cpu.items() if o.endswith(".o")}
     links = {o: s for o, s in cpu.items() if not o.endswith(".o")}
     lines = [f"build-times: CPU (user + system) of the {min(top, len(objects))} most expensive of {len(objects)} compiles"]
-    lines += [f"  {s:7.1f} s  {o}" for o, s in sorted(objects.items(), key=lambda kv: -kv[1])[:top]]
+    lines += [f"  {s:7.1f} s  {unity_name(build, o)}" for o, s in sorted(objects.items(), key=lambda kv: -kv[1])[:top]]
     lines.append(f"  CPU: compile {sum(objects.values()):.0f} s over {len(objects)} objects, "
                  f"link {sum(links.values()):.0f} s over {len(links)} steps")
     return lines
@@ -94,12 +107,12 @@ def main():
     span = max(e for _, e, _ in entries.values()) - min(s for s, _, _ in entries.values())
     print(f"build-times: the {min(args.top, len(objects))} slowest of {len(objects)} objects ({log})")
     for o, ms in sorted(objects.items(), key=lambda kv: -kv[1])[: args.top]:
-        print(f"  {ms / 1000:7.1f} s  {o}")
+        print(f"  {ms / 1000:7.1f} s  {unity_name(args.build, o)}")
     print(f"  compile {sum(objects.values()) / 1000:.0f} s over {len(objects)} objects, "
           f"link and other steps {sum(links.values()) / 1000:.0f} s over {len(links)} "
           f"({len(executables)} executables), span {span / 1000:.0f} s")
     if cpu is not None:
-        print("\n".join(cpu_summary(cpu, args.top)))
+        print("\n".join(cpu_summary(cpu, args.top, args.build)))
     return 0
 
 

@@ -150,7 +150,7 @@ class HttpServed(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(TMP, "no-details.safetensors")))
         with Server(self.base, "--prefix-caching", "1", "--prompt-tokens-details") as s:
             _, p = self.capture(s.url, "loaded.safetensors", "--load", "2", check=False)
-            self.assertIn("--replay served with load", one_error_line(self, p.stderr))
+            self.assertIn("--replay served with --load:", one_error_line(self, p.stderr))
             text = os.path.join(TMP, "plain.txt")
             with open(text, "w") as f:
                 f.write("a plain text workload without roles\n" * 20)
