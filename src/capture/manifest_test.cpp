@@ -121,7 +121,9 @@ TEST(CaptureManifest, EveryManifestInTheTreeRoundTrips) {
       const std::string once = Dump(CaptureManifest::FromJson(j).ToJson());
       EXPECT_EQ(Dump(CaptureManifest::FromJson(nlohmann::json::parse(once)).ToJson()), once) << e.path();
       // The older ones (the fuzz corpus's) gain the model facts written since (sliding_window).
-      if (e.path().filename() == "capture-manifest-v1.json") EXPECT_EQ(once, *text);
+      if (e.path().filename() == "capture-manifest-v1.json") {
+        EXPECT_EQ(once, *text);
+      }
     }
   EXPECT_GE(n, 4);
 }
