@@ -233,7 +233,7 @@ Status Knobs::Validate() const {
   if (load_seed < 0) return Status::InvalidArgument("load_seed (--load-seed) must be >= 0");
   if (replay == Replay::kServed && load > 0)
     return Status::InvalidArgument(
-        OptionName("replay") + " served does not run under " + OptionName("load") + " (load > 0) yet: the fillers' batches are "
+        OptionName("replay") + " served does not run under " + OptionName("load") + " > 0 yet: the fillers' batches are "
         "planned for prefill chunks");
   return Status::Ok();
 }
