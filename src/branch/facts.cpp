@@ -232,6 +232,101 @@ std::optional<std::string> MisattributedFact(std::string_view text, size_t from,
   return std::nullopt;
 }
 
+// Per JSON field value of a text ("key": "value" or "key": 123), the key in lower case and the value.
+std::vector<std::pair<std::string, std::string>> JsonFields(std::string_view text) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (size_t q = text.find("\":"); q != std::string_view::npos; q = text.find("\":", q + 2)) {
+    const size_t open = text.rfind('"', q == 0 ? 0 : q - 1);
+    if (open == std::string_view::npos || q - open > 40) continue;
+    size_t v = q + 2;
+    while (v < text.size() && text[v] == ' ') ++v;
+    const bool quoted = v < text.size() && text[v] == '"';
+    size_t end = v + quoted;
+    while (end < text.size() && (quoted ? text[end] != '"' : IsWordChar(text[end]) && text[end] != ',')) ++end;
+    if (end - v - quoted == 0 || end - v > 80) continue;
+    out.emplace_back(Lower(text.substr(open + 1, q - open - 1)),
+                     std::string(text.substr(v + quoted, end - v - quoted)));
+  }
+  return out;
+}
+
+// Words between a field's name and its value in prose ("tracking number is 1Z61...", "ETA: ...").
+constexpr std::array<std::string_view, 6> kFieldFillers = {"number", "is", "was", "id", "of", "="};
+
+// A known value written right after the name of a field that the transcript's JSON gives other
+// values only as other fields: `tracking number 2026-03-19` where the record has "tracking":
+// "1Z61C2DF96", "eta": "2026-03-19".
+std::optional<std::string> ValueOfAnotherField(std::string_view text, size_t from, const FactTable& facts) {
+  const std::vector<Word> words = SplitWords(text);
+  for (size_t i = 1; i < words.size(); ++i) {
+    const Word& v = words[i];
+    if (v.offset + v.text.size() <= from) continue;
+    const auto fields = facts.fields_of.find(v.text);
+    if (fields == facts.fields_of.end()) continue;
+    // The field's name: the word before the value, past filler words, in the same sentence.
+    auto bare = [&](size_t k) {
+      std::string w = Lower(words[k].text);
+      while (!w.empty() && (w.back() == ':' || w.back() == '.')) w.pop_back();
+      return w;
+    };
+    size_t n = i - 1;
+    while (n > 0 && std::find(kFieldFillers.begin(), kFieldFillers.end(), bare(n)) != kFieldFillers.end()) --n;
+    const std::string name = bare(n);
+    const std::string_view gap = text.substr(words[n].offset, v.offset - words[n].offset);
+    if (name.size() < 3 || gap.find_first_of(";\n") != std::string_view::npos ||
+        gap.find(". ") != std::string_view::npos)
+      continue;
+    // A field of the transcript's JSON of that name, with values of its own.
+    bool is_field = false;
+    for (const auto& [value, keys] : facts.fields_of) is_field = is_field || keys.count(name);
+    if (!is_field || fields->second.count(name)) continue;
+    return fmt::format("gives {} the value {}, which the transcript gives as {}", name, v.text,
+                       fmt::join(fields->second, ", "));
+  }
+  return std::nullopt;
+}
+
+// Whether a and b split at '.', '/', ':' and '@' into as many parts, the same separators, and
+// differ in one part: a
+// copy with one part mangled (a WAL segment's digit, `lab-sw1` in a host's name), not a path or
+// name put together anew (`/var/log/postgresql/15/main.log` of `/var/lib/postgresql/15/main/log`).
+bool OnePartDiffers(std::string_view a, std::string_view b) {
+  // The parts, each with the separator that ends it (none for the last).
+  auto parts = [](std::string_view s) {
+    std::vector<std::string_view> out;
+    size_t start = 0;
+    for (size_t i = 0; i <= s.size(); ++i)
+      if (i == s.size() || std::string_view("./:@").find(s[i]) != std::string_view::npos)
+        out.push_back(s.substr(start, i + 1 - start)), start = i + 1;
+    return out;
+  };
+  const std::vector<std::string_view> pa = parts(a), pb = parts(b);
+  if (pa.size() != pb.size()) return false;
+  for (size_t i = 0; i + 1 < pa.size(); ++i)
+    if (pa[i].back() != pb[i].back()) return false;  // the same separators in the same places
+  size_t differ = 0;
+  for (size_t i = 0; i < pa.size(); ++i) differ += pa[i] != pb[i];
+  return differ == 1;
+}
+
+// The edit distance of a and b (insertions, deletions, substitutions), or limit + 1 as soon as
+// every way through exceeds limit.
+size_t EditDistance(std::string_view a, std::string_view b, size_t limit) {
+  std::vector<size_t> row(b.size() + 1), next(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    next[0] = i;
+    size_t best = next[0];
+    for (size_t j = 1; j <= b.size(); ++j) {
+      next[j] = std::min({row[j] + 1, next[j - 1] + 1, row[j - 1] + (a[i - 1] != b[j - 1])});
+      best = std::min(best, next[j]);
+    }
+    if (best > limit) return limit + 1;
+    std::swap(row, next);
+  }
+  return std::min(row[b.size()], limit + 1);
+}
+
 }  // namespace
 
 FactTable FactTable::FromText(std::string_view transcript) {
@@ -252,6 +347,8 @@ FactTable FactTable::FromText(std::string_view transcript) {
       }
     line_start = end + 1;
   }
+  for (auto& [key, value] : JsonFields(transcript))
+    if (IsFactWord(value)) t.fields_of[value].insert(key);
   return t;
 }
 
@@ -282,7 +379,27 @@ std::optional<std::string> FindInventedFact(std::string_view text, size_t from, 
                          fmt::join(ports, ", "));
     }
   }
-  return MisattributedFact(text, from, facts, known);
+  if (auto wrong = MisattributedFact(text, from, facts, known)) return wrong;
+  return ValueOfAnotherField(text, from, facts);
+}
+
+std::optional<LiteralMutation> FindNearCopy(std::string_view text, size_t from, const FactTable& facts,
+                                            const WordFilter& known) {
+  for (const Word& w : SplitWords(text)) {
+    if (w.offset + w.text.size() <= from || w.text.size() + 1 < kNearCopyMinBytes || !IsFactWord(w.text)) continue;
+    if (known && known(w.text)) continue;
+    for (const auto& [fact, lines] : facts.lines_of) {
+      // A copy starts right (its first byte is the fact's) and is at most one edit per 8 bytes off.
+      const size_t limit = fact.size() / kNearCopyBytes;
+      const size_t longer = std::max(fact.size(), w.text.size()), shorter = std::min(fact.size(), w.text.size());
+      if (fact.size() < kNearCopyMinBytes || fact[0] != w.text[0] || longer - shorter > limit) continue;
+      // The fact intact with text added (`.log.1`, a rotated log), or a part of it, is no copy gone wrong.
+      if (w.text.find(fact) != std::string::npos || fact.find(w.text) != std::string::npos) continue;
+      if (OnePartDiffers(w.text, fact) && EditDistance(w.text, fact, limit) <= limit)
+        return LiteralMutation{fact, w.text};
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace flipscope
