@@ -259,6 +259,9 @@ struct FactTable {
   // Reads every line of the transcript's text.
   static FactTable FromText(std::string_view transcript);
 };
+// Whether a word states a fact that must come from somewhere: an address, a path, a host or file
+// name, a version, a number of 3+ digits (not a standard's name, nor digits that only number words).
+bool IsFactWord(std::string_view w);
 // An invented fact in prose from byte `from` on: a fact-like word (an address, path, host or file
 // name, version, a number of 3+ digits; not a number that only counts or orders words: `20-The`,
 // `test_function_1`, nor code's `a.name`) that `known` does not hold (a word the end of the text
