@@ -155,10 +155,13 @@ Split SplitOf(const std::string& source, int position) {
 }
 
 // The judge's agreement with the reader, in percent of the records not held out, below which the
-// test fails (measured: docs/branch.md, "The judge against the graded labels": 91.7% and 93.8%).
-constexpr double kAgreementFloor = 91.5, kOutcomeAgreementFloor = 93.5;
-// The same on the second check split alone (measured: 80.6% and 83.3%).
-constexpr double kSecondCheckFloor = 80.5, kSecondCheckOutcomeFloor = 83.0;
+// test fails (measured: docs/branch.md, "The judge against the graded labels": 87.6% and 90.4%).
+constexpr double kAgreementFloor = 87.5, kOutcomeAgreementFloor = 90.3;
+// The same on the second check split alone (measured: 91.7% and 94.4%, since its disagreements were read).
+constexpr double kSecondCheckFloor = 91.5, kSecondCheckOutcomeFloor = 94.0;
+// The same on the third check split alone, the records no rule was fitted to (measured once with
+// the rules frozen: 69.6% and 75.0%).
+constexpr double kThirdCheckFloor = 69.5, kThirdCheckOutcomeFloor = 74.5;
 // How a disagreement names its split.
 constexpr const char* kSplitTag[] = {"", " (first check split)", " (second check split)", " (third check split)"};
 
@@ -186,7 +189,7 @@ TEST(ForkLabels, JudgeAgreesWithTheLabels) {
     models.insert(s.at("model").get<std::string>());
   }
   const json& records = doc.at("records");
-  EXPECT_GE(records.size(), 140u);
+  EXPECT_GE(records.size(), 240u);
   EXPECT_GE(models.size(), 3u) << "records from the test models and at least one other";
   std::map<std::string, int> seen;  // outcomes the labels cover
   std::set<std::string> grades_seen;
@@ -260,13 +263,17 @@ TEST(ForkLabels, JudgeAgreesWithTheLabels) {
   if (!disagreements.empty()) std::printf("disagreements:\n%s", disagreements.c_str());
   // The agreement measured (docs/branch.md, "The judge against the graded labels"), as a floor: a
   // change to the judge that agrees with the reader less fails here. The aim is 95% on records no
-  // rule was fitted to (the second check split); it is not reached.
+  // rule was fitted to (the third check split); it is not reached.
   EXPECT_GE(100.0 * agreed, kAgreementFloor * judged);
   EXPECT_GE(100.0 * outcome_agreed, kOutcomeAgreementFloor * judged);
-  const Tally& fresh = tally[kSecondCheck];
-  EXPECT_GE(fresh.judged, 30) << "the second check split holds at least 30 records";
-  EXPECT_GE(100.0 * fresh.agreed, kSecondCheckFloor * fresh.judged);
-  EXPECT_GE(100.0 * fresh.outcome_agreed, kSecondCheckOutcomeFloor * fresh.judged);
+  const Tally& second = tally[kSecondCheck];
+  EXPECT_GE(second.judged, 30) << "the second check split holds at least 30 records";
+  EXPECT_GE(100.0 * second.agreed, kSecondCheckFloor * second.judged);
+  EXPECT_GE(100.0 * second.outcome_agreed, kSecondCheckOutcomeFloor * second.judged);
+  const Tally& fresh = tally[kThirdCheck];
+  EXPECT_GE(fresh.judged, 40) << "the third check split holds at least 40 records";
+  EXPECT_GE(100.0 * fresh.agreed, kThirdCheckFloor * fresh.judged);
+  EXPECT_GE(100.0 * fresh.outcome_agreed, kThirdCheckOutcomeFloor * fresh.judged);
   // The set is worth checking only if it holds every outcome the attribution can give, and the
   // graded failures the scale adds.
   for (Outcome o : AllOutcomes()) EXPECT_GT(seen[OutcomeName(o)], 0) << "no labelled record of " << OutcomeName(o);
