@@ -125,6 +125,8 @@ bool NumberedWording(std::string_view w) {
   return parts >= 2;
 }
 
+}  // namespace
+
 // Whether a word states a fact that must come from somewhere: an address, a path, a host or file
 // name, a version, or a number of 3+ digits (a port, a count, an id).
 bool IsFactWord(std::string_view w) {
@@ -154,6 +156,8 @@ bool IsFactWord(std::string_view w) {
   }
   return true;
 }
+
+namespace {
 
 // The kinds of value a thing can be given on a line: one thing has one MAC, one pid, one uplink.
 enum class FactKind { kNone, kAddress, kMac, kNumber, kPath, kInterface, kName };
@@ -229,6 +233,60 @@ std::optional<std::string> MisattributedFact(std::string_view text, size_t from,
   return std::nullopt;
 }
 
+// Per JSON field value of a text ("key": "value" or "key": 123), the key in lower case and the value.
+std::vector<std::pair<std::string, std::string>> JsonFields(std::string_view text) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (size_t q = text.find("\":"); q != std::string_view::npos; q = text.find("\":", q + 2)) {
+    const size_t open = text.rfind('"', q == 0 ? 0 : q - 1);
+    if (open == std::string_view::npos || q - open > 40) continue;
+    size_t v = q + 2;
+    while (v < text.size() && text[v] == ' ') ++v;
+    const bool quoted = v < text.size() && text[v] == '"';
+    size_t end = v + quoted;
+    while (end < text.size() && (quoted ? text[end] != '"' : IsWordChar(text[end]) && text[end] != ',')) ++end;
+    if (end - v - quoted == 0 || end - v > 80) continue;
+    out.emplace_back(Lower(text.substr(open + 1, q - open - 1)),
+                     std::string(text.substr(v + quoted, end - v - quoted)));
+  }
+  return out;
+}
+
+// Words between a field's name and its value in prose ("tracking number is 1Z61...", "ETA: ...").
+constexpr std::array<std::string_view, 6> kFieldFillers = {"number", "is", "was", "id", "of", "="};
+
+// A known value written right after the name of a field that the transcript's JSON gives other
+// values only as other fields: `tracking number 2026-03-19` where the record has "tracking":
+// "1Z61C2DF96", "eta": "2026-03-19".
+std::optional<std::string> ValueOfAnotherField(std::string_view text, size_t from, const FactTable& facts) {
+  const std::vector<Word> words = SplitWords(text);
+  for (size_t i = 1; i < words.size(); ++i) {
+    const Word& v = words[i];
+    if (v.offset + v.text.size() <= from) continue;
+    const auto fields = facts.fields_of.find(v.text);
+    if (fields == facts.fields_of.end()) continue;
+    // The field's name: the word before the value, past filler words, in the same sentence.
+    auto bare = [&](size_t k) {
+      std::string w = Lower(words[k].text);
+      while (!w.empty() && (w.back() == ':' || w.back() == '.')) w.pop_back();
+      return w;
+    };
+    size_t n = i - 1;
+    while (n > 0 && std::find(kFieldFillers.begin(), kFieldFillers.end(), bare(n)) != kFieldFillers.end()) --n;
+    const std::string name = bare(n);
+    const std::string_view gap = text.substr(words[n].offset, v.offset - words[n].offset);
+    if (name.size() < 3 || gap.find_first_of(";\n") != std::string_view::npos ||
+        gap.find(". ") != std::string_view::npos)
+      continue;
+    // A field of the transcript's JSON of that name, with values of its own.
+    bool is_field = false;
+    for (const auto& [value, keys] : facts.fields_of) is_field = is_field || keys.count(name);
+    if (!is_field || fields->second.count(name)) continue;
+    return fmt::format("gives {} the value {}, which the transcript gives as {}", name, v.text,
+                       fmt::join(fields->second, ", "));
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 FactTable FactTable::FromText(std::string_view transcript) {
@@ -249,6 +307,8 @@ FactTable FactTable::FromText(std::string_view transcript) {
       }
     line_start = end + 1;
   }
+  for (auto& [key, value] : JsonFields(transcript))
+    if (IsFactWord(value)) t.fields_of[value].insert(key);
   return t;
 }
 
@@ -279,7 +339,8 @@ std::optional<std::string> FindInventedFact(std::string_view text, size_t from, 
                          fmt::join(ports, ", "));
     }
   }
-  return MisattributedFact(text, from, facts, known);
+  if (auto wrong = MisattributedFact(text, from, facts, known)) return wrong;
+  return ValueOfAnotherField(text, from, facts);
 }
 
 }  // namespace flipscope

@@ -102,3 +102,55 @@ TEST(InventedFact, StandardsAreWords) {
   EXPECT_FALSE(FindInventedFact("compare the SHA256 of the base64 body", 0, facts, known));
   EXPECT_TRUE(FindInventedFact("db-east-07 answers", 0, facts, known));
 }
+
+// A transcript's fact word copied with a byte or two wrong (one edit per 8 bytes at most) is a
+// mangled copy, whatever its kind: a WAL segment, a log file's name. A word far from every fact, a
+// short one, or one starting differently is no copy of one.
+TEST(NearCopy, AFactWordCopiedSlightlyWrong) {
+  const std::string transcript =
+      "-rw------- 1 postgres postgres 16777216 Mar 13 01:01 0000000100000000053BB1EF\n"
+      "tail /var/log/postgresql/postgresql-15-main.log\n"
+      "lab-sw03 uplink Te1/1/1\n";
+  const FactTable facts = FactTable::FromText(transcript);
+  const auto words = WordsOf(transcript);
+  WordFilter known = [&](std::string_view w) { return words.count(w) > 0; };
+  auto wal = FindNearCopy("pg_wal ends at 00000000000000000053BB1EF now", 0, facts, known);
+  ASSERT_TRUE(wal.has_value());
+  EXPECT_EQ(wal->literal, "0000000100000000053BB1EF");
+  EXPECT_EQ(wal->copy, "00000000000000000053BB1EF");
+  auto log = FindNearCopy("see /var/log/postgresql/postgresql-2015-main.log", 0, facts, known);
+  ASSERT_TRUE(log.has_value());
+  EXPECT_EQ(log->literal, "/var/log/postgresql/postgresql-15-main.log");
+  EXPECT_FALSE(FindNearCopy("pg_wal ends at 0000000100000000053BB1EF now", 0, facts, known)) << "an exact copy";
+  EXPECT_FALSE(FindNearCopy("pg_wal ends at 00000001000000000AAAAAAA", 0, facts, known)) << "too far";
+  // A short name one byte off is a sibling (lab-sw04 beside lab-sw03), not a copy gone wrong.
+  EXPECT_FALSE(FindNearCopy("lab-sw04 is down", 0, facts, known)) << "shorter than 12 bytes";
+  EXPECT_FALSE(FindNearCopy("16777217 bytes", 0, facts, known)) << "shorter than 12 bytes";
+  EXPECT_FALSE(FindNearCopy("/var/log/postgresql/postgresql-15-main.log.1", 0, facts, known)) << "the path, rotated";
+  // A path put together anew from a known one's parts is no copy of it (FindInventedFact's matter).
+  EXPECT_FALSE(FindNearCopy("in /var/log/postgresql.postgresql-15-main.log", 0, facts, known));
+  EXPECT_TRUE(FindNearCopy("in /var/log/postgresql/postgresq1-15-main.log", 0, facts, known)) << "one part";
+  // Only what is written from `from` on.
+  EXPECT_FALSE(FindNearCopy("00000000000000000053BB1EF was before; now", 30, facts, known));
+}
+
+// A known value written after the name of a field that the transcript's records give it only as
+// another field is given to the wrong field; the right field, a field the transcript does not
+// have, or the value in another sentence is not.
+TEST(InventedFact, AKnownValueGivenToAnotherField) {
+  const std::string transcript =
+      "{\"order_id\": \"NW-2025-3349\", \"carrier\": \"UPS\", \"tracking\": \"1Z61C2DF96\", \"eta\": \"2026-03-19\"}\n"
+      "{\"order_id\": \"NW-2026-3175\", \"tracking\": \"1Z88A0B7E1\", \"eta\": \"2026-04-02\"}\n";
+  const FactTable facts = FactTable::FromText(transcript);
+  const auto words = WordsOf(transcript);
+  WordFilter known = [&](std::string_view w) { return words.count(w) > 0; };
+  auto wrong = FindInventedFact("Order NW-2025-3349 shipped, tracking number 2026-03-19.", 0, facts, known);
+  ASSERT_TRUE(wrong.has_value());
+  EXPECT_EQ(*wrong, "gives tracking the value 2026-03-19, which the transcript gives as eta");
+  EXPECT_TRUE(FindInventedFact("Its ETA: 1Z61C2DF96", 0, facts, known)) << "the tracking number as the ETA";
+  EXPECT_FALSE(FindInventedFact("Order NW-2025-3349 shipped, tracking number 1Z88A0B7E1.", 0, facts, known))
+      << "another order's tracking number is still a tracking number (MisattributedFact's matter)";
+  EXPECT_FALSE(FindInventedFact("Tracking 1Z61C2DF96, ETA 2026-03-19.", 0, facts, known));
+  EXPECT_FALSE(FindInventedFact("It arrives on 2026-03-19.", 0, facts, known)) << "no field named";
+  EXPECT_FALSE(FindInventedFact("It is the tracking. 2026-03-19 is the ETA.", 0, facts, known)) << "another sentence";
+}

@@ -48,8 +48,9 @@ constexpr std::array<std::string_view, 24> kWriteWords = {
     "enable", "disable", "kill",   "mask",  "drop",    "truncate", "update", "insert",
     "rm",     "mv",      "write",  "apply", "reboot",  "flush",    "-exec",  "promote"};
 // Function-name prefixes of tools that only read.
-constexpr std::array<std::string_view, 9> kReadOnlyTools = {"get_",    "list_", "show_",     "check_", "read_",
-                                                            "search_", "find_", "describe_", "query_"};
+constexpr std::array<std::string_view, 12> kReadOnlyTools = {"get_",   "list_",   "show_", "check_",
+                                                             "read_",  "search_", "find_", "describe_",
+                                                             "query_", "lookup_", "view_", "inspect_"};
 
 std::vector<std::string> ShellWords(std::string_view s) {
   std::vector<std::string> out;

@@ -78,6 +78,8 @@ TEST(ReadOnlyCall, InspectsOrChanges) {
   EXPECT_TRUE(IsReadOnlyCall(Call("python -m pytest -q tests/")));
   EXPECT_FALSE(IsReadOnlyCall(Call("git push origin main")));
   EXPECT_TRUE(IsReadOnlyCall(json{{"name", "get_ticket"}, {"arguments", {{"id", 7}}}}));
+  EXPECT_TRUE(IsReadOnlyCall(json{{"name", "lookup_order"}, {"arguments", {{"order_id", "NW-1"}}}})) << "a lookup";
+  EXPECT_FALSE(IsReadOnlyCall(json{{"name", "refund_order"}, {"arguments", {{"order_id", "NW-1"}}}}));
   EXPECT_FALSE(IsReadOnlyCall(Call("systemctl restart postgresql")));
   EXPECT_FALSE(IsReadOnlyCall(Call("ip route add 10.0.0.0/8 via 10.20.0.1")));
   EXPECT_FALSE(IsReadOnlyCall(Call("psql -c \"DROP TABLE users\"")));

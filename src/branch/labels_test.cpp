@@ -135,24 +135,35 @@ const std::set<std::pair<std::string, int>> kCheckSplit = {
     {"smolq8-pg", 2892},   {"smolq8-pg", 3040},   {"smolq8-pg", 3276}};
 
 // The second check split: every record of sources (sessions and model files) that no rule was
-// fitted to, labelled by hand before the judge's verdict on them was read. The first check split's
-// disagreements were read and the rules changed after it was measured; it is kept apart to show
-// both figures, but only this one measures records the rules were not fitted to.
+// fitted to, labelled by hand before the judge's verdict on them was read, then measured (80.6%).
+// Its disagreements were read afterwards and rules changed for some of them, so, like the first,
+// it is kept apart to show its figure but no longer measures records the rules were not fitted to.
 const std::set<std::string> kSecondCheckSources = {"gemma-dbrec", "smol-codeedit", "smolq6-support", "smolq6-netops"};
 
-enum Split { kTuning, kFirstCheck, kSecondCheck };
+// The third check split: every record of sources no earlier record uses (generated sessions of
+// seeds no test uses, a fourth model file, KV types q8_0, q5_1 and iq4_nl), labelled by hand
+// before the judge ran on them, and measured once with the rules frozen. Only this figure measures
+// records the rules were not fitted to.
+const std::set<std::string> kThirdCheckSources = {"smolq5-gcode",  "gemma-gsup",  "smol-gdb",
+                                                  "smolq5-gcode4", "gemma-gsup4", "gemmaq8-gnet"};
+
+enum Split { kTuning, kFirstCheck, kSecondCheck, kThirdCheck };
 Split SplitOf(const std::string& source, int position) {
+  if (kThirdCheckSources.count(source)) return kThirdCheck;
   if (kSecondCheckSources.count(source)) return kSecondCheck;
   return kCheckSplit.count({source, position}) ? kFirstCheck : kTuning;
 }
 
 // The judge's agreement with the reader, in percent of the records not held out, below which the
-// test fails (measured: docs/branch.md, "The judge against the graded labels": 91.7% and 93.8%).
-constexpr double kAgreementFloor = 91.5, kOutcomeAgreementFloor = 93.5;
-// The same on the second check split alone (measured: 80.6% and 83.3%).
-constexpr double kSecondCheckFloor = 80.5, kSecondCheckOutcomeFloor = 83.0;
+// test fails (measured: docs/branch.md, "The judge against the graded labels": 87.6% and 90.4%).
+constexpr double kAgreementFloor = 87.5, kOutcomeAgreementFloor = 90.3;
+// The same on the second check split alone (measured: 91.7% and 94.4%, since its disagreements were read).
+constexpr double kSecondCheckFloor = 91.5, kSecondCheckOutcomeFloor = 94.0;
+// The same on the third check split alone, the records no rule was fitted to (measured once with
+// the rules frozen: 69.6% and 75.0%).
+constexpr double kThirdCheckFloor = 69.5, kThirdCheckOutcomeFloor = 74.5;
 // How a disagreement names its split.
-constexpr const char* kSplitTag[] = {"", " (first check split)", " (second check split)"};
+constexpr const char* kSplitTag[] = {"", " (first check split)", " (second check split)", " (third check split)"};
 
 // Every labelled record judged again: the judge must give the reader's outcome, failure kind and
 // (where the reader graded them) both sides' grades on at least kAgreementFloor percent of the
@@ -178,14 +189,14 @@ TEST(ForkLabels, JudgeAgreesWithTheLabels) {
     models.insert(s.at("model").get<std::string>());
   }
   const json& records = doc.at("records");
-  EXPECT_GE(records.size(), 140u);
+  EXPECT_GE(records.size(), 240u);
   EXPECT_GE(models.size(), 3u) << "records from the test models and at least one other";
   std::map<std::string, int> seen;  // outcomes the labels cover
   std::set<std::string> grades_seen;
   // Per split (Split): records judged, agreeing in everything, in outcome and kind.
   struct Tally {
     int judged = 0, agreed = 0, outcome_agreed = 0;
-  } tally[3];
+  } tally[4];
   int graded = 0, split_seen = 0;
   std::string disagreements, held;
   for (const json& r : records) {
@@ -244,19 +255,25 @@ TEST(ForkLabels, JudgeAgreesWithTheLabels) {
   line("tuning split", tally[kTuning].agreed, tally[kTuning].judged, tally[kTuning].outcome_agreed);
   line("first check split (read since)", tally[kFirstCheck].agreed, tally[kFirstCheck].judged,
        tally[kFirstCheck].outcome_agreed);
-  line("second check split (new sources)", tally[kSecondCheck].agreed, tally[kSecondCheck].judged,
+  line("second check split (read since)", tally[kSecondCheck].agreed, tally[kSecondCheck].judged,
        tally[kSecondCheck].outcome_agreed);
+  line("third check split (new sources)", tally[kThirdCheck].agreed, tally[kThirdCheck].judged,
+       tally[kThirdCheck].outcome_agreed);
   if (!held.empty()) std::printf("held out:\n%s", held.c_str());
   if (!disagreements.empty()) std::printf("disagreements:\n%s", disagreements.c_str());
   // The agreement measured (docs/branch.md, "The judge against the graded labels"), as a floor: a
   // change to the judge that agrees with the reader less fails here. The aim is 95% on records no
-  // rule was fitted to (the second check split); it is not reached.
+  // rule was fitted to (the third check split); it is not reached.
   EXPECT_GE(100.0 * agreed, kAgreementFloor * judged);
   EXPECT_GE(100.0 * outcome_agreed, kOutcomeAgreementFloor * judged);
-  const Tally& fresh = tally[kSecondCheck];
-  EXPECT_GE(fresh.judged, 30) << "the second check split holds at least 30 records";
-  EXPECT_GE(100.0 * fresh.agreed, kSecondCheckFloor * fresh.judged);
-  EXPECT_GE(100.0 * fresh.outcome_agreed, kSecondCheckOutcomeFloor * fresh.judged);
+  const Tally& second = tally[kSecondCheck];
+  EXPECT_GE(second.judged, 30) << "the second check split holds at least 30 records";
+  EXPECT_GE(100.0 * second.agreed, kSecondCheckFloor * second.judged);
+  EXPECT_GE(100.0 * second.outcome_agreed, kSecondCheckOutcomeFloor * second.judged);
+  const Tally& fresh = tally[kThirdCheck];
+  EXPECT_GE(fresh.judged, 40) << "the third check split holds at least 40 records";
+  EXPECT_GE(100.0 * fresh.agreed, kThirdCheckFloor * fresh.judged);
+  EXPECT_GE(100.0 * fresh.outcome_agreed, kThirdCheckOutcomeFloor * fresh.judged);
   // The set is worth checking only if it holds every outcome the attribution can give, and the
   // graded failures the scale adds.
   for (Outcome o : AllOutcomes()) EXPECT_GT(seen[OutcomeName(o)], 0) << "no labelled record of " << OutcomeName(o);

@@ -121,11 +121,12 @@ constexpr std::string_view kDefinitionKeys[] = {"type",     "function", "paramet
 // How an unfinished call has run on into something that is no call: a key beside its name and
 // arguments, or a key of a tool definition (`"type": "function"`, `"parameters"`) inside them that
 // the tool does not take as an argument. "" when it has not.
-std::string StrayKey(std::string_view body, const ToolSpec* tool) {
+// `beside`: also a key beside the name and arguments.
+std::string StrayKey(std::string_view body, const ToolSpec* tool, bool beside = true) {
   KeySax sax;
   nlohmann::json::sax_parse(body, &sax);
   for (const auto& [depth, key] : sax.keys) {
-    if (depth == 1 && key != "name" && key != "arguments")
+    if (beside && depth == 1 && key != "name" && key != "arguments")
       return fmt::format("writes \"{}\" beside its name and arguments", key);
     const bool definition =
         std::find(std::begin(kDefinitionKeys), std::end(kDefinitionKeys), key) != std::end(kDefinitionKeys);
@@ -176,6 +177,12 @@ CallCheck CheckClosed(std::string_view body, const std::vector<ToolSpec>& tools)
         r.problem = "\"" + name + "\" misses its required argument \"" + req + "\"";
         return r;
       }
+    // A JSON schema given as an argument's value ({"order_id": {"type": "string"}}) is the tool's
+    // definition copied, no argument, complete or not.
+    if (std::string stray = StrayKey(body, t, false); !stray.empty()) {
+      r.problem = "\"" + name + "\" " + stray;
+      return r;
+    }
   }
   r.call = nlohmann::json{{"name", name}, {"arguments", args}};
   return r;

@@ -216,14 +216,10 @@ Judgement Judge(const JudgeContext& ctx, const FutureText& base, const FutureTex
 
 namespace {
 
-// Prose that states a fact the transcript does not: words of the transcript, of its continuation
-// and of the literals known at the point are facts it holds. `text` is the future's prose (a call
-// in it blanked out); the sentence the point is in comes first, so that a port is read with the
-// service the sentence began with ("PostgreSQL listens on" | " port 128").
-std::optional<std::string> InventedFact(const JudgeContext& ctx, const ReferenceFacts& ref, const std::string& text,
-                                        size_t from) {
-  static const FactTable kNoFacts;
-  auto exact = [&](std::string_view w) {
+// The words a future may state as facts: words of the transcript, of its continuation and of the
+// literals known at the point (ctx and ref must outlive the filter).
+WordFilter KnownFactWords(const JudgeContext& ctx, const ReferenceFacts& ref) {
+  auto exact = [&ctx, &ref](std::string_view w) {
     if (ref.words.count(w) || ctx.literals.Contains(w)) return true;
     if (!ctx.known_words) return false;
     // A word of the transcript, or the start of one (an address cut before its last part).
@@ -231,7 +227,7 @@ std::optional<std::string> InventedFact(const JudgeContext& ctx, const Reference
     return it != ctx.known_words->end() && it->compare(0, w.size(), w) == 0;
   };
   // The same word capitalized (a sentence's first word: Lab-sw02 for lab-sw02) names the same thing.
-  WordFilter one = [&](std::string_view w) {
+  WordFilter one = [exact](std::string_view w) {
     if (exact(w)) return true;
     std::string low(w);
     low[0] = char(std::tolower(static_cast<unsigned char>(low[0])));
@@ -242,7 +238,7 @@ std::optional<std::string> InventedFact(const JudgeContext& ctx, const Reference
   // Known parts joined by ':' '/' '@' (0.0.0.0:0 of 0.0.0.0 and 0, db-east-02:db) state nothing
   // new; nor does a known word with a known part after ':' or '@' (tests/test_totals.py:1, a known
   // path and a line number). Two known paths joined by '/' can make a path nobody named.
-  WordFilter known = [&](std::string_view w) {
+  return [one](std::string_view w) {
     if (one(w)) return true;
     if (w.find_first_of(":/@") == std::string_view::npos) return false;
     auto parts_known = [&](std::string_view seps) {
@@ -256,10 +252,34 @@ std::optional<std::string> InventedFact(const JudgeContext& ctx, const Reference
     };
     return parts_known(":/@") || (w.find_first_of(":@") != std::string_view::npos && parts_known(":@"));
   };
+}
+
+// The transcript's line the point is in, up to 200 bytes before it: prose is read with it, so that
+// a port is read with the service the sentence began with ("PostgreSQL listens on" | " port 128").
+std::string LineBeforePoint(const JudgeContext& ctx) {
   const size_t line = ctx.prefix.find_last_of("\n");
   std::string lead = ctx.prefix.substr(line == std::string::npos ? 0 : line + 1);
   if (lead.size() > 200) lead.erase(0, lead.size() - 200);
-  return FindInventedFact(lead + text, lead.size() + from, ctx.facts ? *ctx.facts : kNoFacts, known, lead.size());
+  return lead;
+}
+
+// Prose that states a fact the transcript does not (FindInventedFact). `text` is the future's prose
+// (a call in it blanked out), read after the line the point is in.
+std::optional<std::string> InventedFact(const JudgeContext& ctx, const ReferenceFacts& ref, const std::string& text,
+                                        size_t from) {
+  static const FactTable kNoFacts;
+  const std::string lead = LineBeforePoint(ctx);
+  return FindInventedFact(lead + text, lead.size() + from, ctx.facts ? *ctx.facts : kNoFacts, KnownFactWords(ctx, ref),
+                          lead.size());
+}
+
+// A transcript's fact word copied slightly wrong anywhere in the future, prose or call
+// (FindNearCopy): a mangled copy, whether or not the workload marks the word a literal.
+std::optional<LiteralMutation> NearCopy(const JudgeContext& ctx, const ReferenceFacts& ref, const std::string& text,
+                                        size_t from) {
+  if (!ctx.facts) return std::nullopt;
+  const std::string lead = LineBeforePoint(ctx);
+  return FindNearCopy(lead + text, lead.size() + from, *ctx.facts, KnownFactWords(ctx, ref));
 }
 
 // The future's text with its call blanked out (each byte a newline): what it says around the call.
@@ -367,6 +387,7 @@ SideJudgement JudgeSide(const JudgeContext& ctx, const FutureText& future, const
     if (auto loop = FindRunaway(text, future.ended, ref.text)) s.runaway = *loop;
   // Prose around a call states facts as prose alone does (a port named before a call).
   if (!s.writes_reference) s.invented_fact = InventedFact(ctx, ref, ProseAround(ctx, c, text), from).value_or("");
+  if (!s.writes_reference && !s.mutation) s.mutation = NearCopy(ctx, ref, text, from);
   Classify(ref, &s);
   if (s.failure == Failure::kNone) s.reason = FineReason(s, text, ref.text, from);
   if (future.cap_hit) s.reason += " (its call was cut by the token cap)";

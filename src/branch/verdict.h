@@ -253,21 +253,39 @@ struct FactTable {
   // thing is what the lines naming it hold.
   std::vector<std::vector<std::string>> line_facts;
   std::map<std::string, std::vector<size_t>, std::less<>> lines_of;
+  // Per fact word given as a JSON field's value ("eta": "2026-03-19"), the fields (lower case)
+  // that hold it anywhere in the transcript: what the value is.
+  std::map<std::string, std::set<std::string>, std::less<>> fields_of;
   // Reads every line of the transcript's text.
   static FactTable FromText(std::string_view transcript);
 };
+// Whether a word states a fact that must come from somewhere: an address, a path, a host or file
+// name, a version, a number of 3+ digits (not a standard's name, nor digits that only number words).
+bool IsFactWord(std::string_view w);
 // An invented fact in prose from byte `from` on: a fact-like word (an address, path, host or file
 // name, version, a number of 3+ digits; not a number that only counts or orders words: `20-The`,
 // `test_function_1`, nor code's `a.name`) that `known` does not hold (a word the end of the text
 // cuts is `known` when it is the start of a known word), or a port given to a service whose
 // transcript lines give it only one or two others, or a value of one kind (a MAC, a pid, an
 // interface) written on a line beside a thing whose transcript lines give it only one or two
-// other values of that kind and never this one (a row of one address with another's MAC). The
-// reason, or none.
+// other values of that kind and never this one (a row of one address with another's MAC), or a
+// value written right after a field's name (`tracking number 2026-03-19`) that the transcript's
+// JSON gives only as other fields (`"eta": "2026-03-19"`), never as that one. The reason, or none.
 // `own`: where the future's text starts in `text` (what comes before it is the transcript's
 // sentence so far, read for the service a "port N" belongs to).
 std::optional<std::string> FindInventedFact(std::string_view text, size_t from, const FactTable& facts,
                                             const WordFilter& known, size_t own = 0);
+
+// A near copy is of a fact word at least kNearCopyMinBytes long (a short name one byte off is a
+// sibling: lab-sw04 beside lab-sw03), at most one edit per kNearCopyBytes bytes of it off.
+constexpr size_t kNearCopyMinBytes = 12, kNearCopyBytes = 8;
+// A copy of a transcript's fact word gone slightly wrong, from byte `from` on: a fact word that
+// `known` does not hold, starts with the first byte of a transcript fact word of kNearCopyMinBytes
+// or more and is within one edit per kNearCopyBytes bytes of it, in one of its parts (split at
+// '.', '/', ':', '@'; as many parts as it), yet neither holds the other (a WAL segment with a digit lost,
+// `postgresql-2015-main.log` for `postgresql-15-main.log`): the transcript's word and the copy, or none.
+std::optional<LiteralMutation> FindNearCopy(std::string_view text, size_t from, const FactTable& facts,
+                                            const WordFilter& known);
 
 // One future judged against the transcript alone.
 struct SideJudgement {

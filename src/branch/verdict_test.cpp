@@ -1,8 +1,9 @@
 // The branch verdicts on network-automation futures, piece by piece as a BPE tokenizer cuts them.
 #include "branch/verdict.h"
-#include "support/future_text.h"
 
 #include <gtest/gtest.h>
+
+#include "support/future_text.h"
 
 using namespace flipscope;
 using flipscope::fixtures::F;
@@ -292,6 +293,14 @@ TEST(InvalidToolCall, EnvelopeJsonFunctionAndArguments) {
             ref);
   EXPECT_EQ(j.verdict, Verdict::kInvalidToolCall);
   EXPECT_EQ(j.reason, "cand: \"run_command\" misses its required argument \"device\"");
+  // A complete call that gives an argument a JSON schema as its value: the tool's definition
+  // copied, no argument.
+  j = Judge(ctx, ref,
+            F({"<tool_call>\n{\"name\": \"run_command\", \"arguments\": {\"device\": \"core-sw1\", \"command\": "
+               "{\"type\": \"string\"}}}\n</tool_call>"}),
+            ref);
+  EXPECT_EQ(j.verdict, Verdict::kInvalidToolCall);
+  EXPECT_EQ(j.reason, "cand: \"run_command\" writes \"type\", a key of a tool definition, into its arguments");
 }
 
 TEST(InvalidToolCall, WinsOverALiteralMutation) {
