@@ -244,10 +244,13 @@ Result<RowsRun> WriteRows(const CaptureRequest& req, const std::vector<int32_t>&
 void AddRunRecord(const CaptureRequest& req, const MadeEngine& made, const RowsRun& run, int32_t n, double t0,
                   CaptureManifest& manifest) {
   const double t_run = run.prefill_s;
-  manifest.timings = {
-      {"load_s", made.load_s}, {"prefill_s", t_run},          {"tokens_per_s", t_run > 0 ? n / t_run : 0.0},
-      {"forks", run.n_forks},  {"fork_decode_s", run.fork_s}, {"total_s", NowSeconds() - t0}};
-  if (const auto parts = made.engine->PartTimes()) manifest.timings["parts"] = ToJson(*parts);
+  manifest.timings = CaptureTimings{.load_s = made.load_s,
+                                    .prefill_s = t_run,
+                                    .tokens_per_s = t_run > 0 ? n / t_run : 0.0,
+                                    .fork_decode_s = run.fork_s,
+                                    .total_s = NowSeconds() - t0,
+                                    .forks = run.n_forks,
+                                    .parts = made.engine->PartTimes()};
   if (const auto plan = made.llama ? made.llama->ServedRecord() : std::nullopt) {
     nlohmann::json served = ToJson(*plan);
     served["rule"] =

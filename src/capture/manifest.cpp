@@ -48,7 +48,7 @@ ManifestWorkload ReadWorkload(const json& block) {
 
 int64_t CaptureManifest::NTokens() const { return read::Get<int64_t>(workload.record, "n_tokens", 0); }
 int64_t CaptureManifest::NProbes() const { return read::Get<int64_t>(probe_plan, "n_probes", 0); }
-double CaptureManifest::TokensPerSecond() const { return read::Get<double>(timings, "tokens_per_s", 0); }
+double CaptureManifest::TokensPerSecond() const { return timings ? timings->tokens_per_s : 0; }
 std::optional<int64_t> CaptureManifest::FedSingly() const { return read::Opt<int64_t>(served, "fed_singly"); }
 
 json CaptureManifest::ToJson() const {
@@ -71,7 +71,7 @@ json CaptureManifest::ToJson() const {
       {"request", request},
   };
   if (topk > 0) m["truncation"] = {{"k", topk}, {"note", kTruncationNote}};
-  if (!timings.is_null()) m["timings"] = timings;
+  if (timings) m["timings"] = flipscope::ToJson(*timings);
   if (!served.is_null()) m["served"] = served;
   if (!load.is_null()) m["load"] = load;
   return m;
@@ -99,7 +99,7 @@ CaptureManifest CaptureManifest::FromJson(const json& j) {
   m.request = At(j, "request");
   if (const auto format = FromName<WorkloadFormat>(Text(m.request, "format"))) m.workload_options.format = *format;
   m.workload_options.chat_template = Text(m.request, "chat_template");
-  m.timings = At(j, "timings");
+  m.timings = CaptureTimingsFromJson(At(j, "timings"));
   m.served = At(j, "served");
   m.load = At(j, "load");
   return m;

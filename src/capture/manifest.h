@@ -10,6 +10,7 @@
 
 #include "checkpoint/model_info.h"
 #include "engine/engine.h"
+#include "records/records.h"
 #include "util/status.h"
 #include "workload/workload.h"
 
@@ -52,8 +53,10 @@ struct CaptureManifest {
   // Read only, from the request: how the workload was read (format, chat template); the defaults
   // when not recorded.
   WorkloadOptions workload_options;
-  // Known after the rows: timings, the served-replay record, the load record (null: absent).
-  nlohmann::json timings, served, load;
+  // Known after the rows: what the capture cost (none: not recorded), the served-replay record
+  // and the load record (null: absent).
+  std::optional<CaptureTimings> timings;
+  nlohmann::json served, load;
   // Read only: the manifest as stored, every key of another writer included (inspect prints it).
   nlohmann::json raw;
 

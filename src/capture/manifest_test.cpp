@@ -57,7 +57,7 @@ TEST(CaptureManifest, ReadsTheStoredManifestAndWritesItBackByteForByte) {
   EXPECT_EQ(m.store, "f32");
   EXPECT_FALSE(m.truncated);
   EXPECT_EQ(m.topk, 0);
-  EXPECT_TRUE(m.timings.is_object());
+  EXPECT_TRUE(m.timings.has_value());
   EXPECT_TRUE(m.served.is_null());
   EXPECT_TRUE(m.load.is_null());
 }

@@ -66,9 +66,7 @@ std::vector<RecordedTiming> RecordedTimings(const std::string& outdir) {
     const std::string stem = f.stem().string();
     t.config = stem.substr(0, stem.rfind("-r"));
     t.engine = m.engine.name, t.replay = NameOf(m.replay), t.tokens = m.NTokens();
-    t.rows_s = m.timings.is_object() ? m.timings.value("prefill_s", 0.0) : 0.0;
-    t.forks = m.timings.is_object() ? m.timings.value("forks", int64_t(0)) : 0;
-    t.fork_s = m.timings.is_object() ? m.timings.value("fork_decode_s", 0.0) : 0.0;
+    if (m.timings) t.rows_s = m.timings->prefill_s, t.forks = m.timings->forks, t.fork_s = m.timings->fork_decode_s;
     if (t.tokens > 0 && t.rows_s > 0) out.push_back(std::move(t));
   }
   return out;

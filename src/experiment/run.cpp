@@ -21,7 +21,7 @@ void AddCaptureFacts(const CaptureManifest& m, ConfigEntry& entry) {
   entry.knobs = Recorded<KnobsFacts>::Read(m.knobs);
   if (!m.engine.flags.empty()) entry.flags = m.engine.flags;
   entry.engine = m.engine;
-  entry.timings = m.timings.is_object() ? m.timings : nlohmann::json::object();
+  entry.timings = m.timings ? ToJson(*m.timings) : nlohmann::json::object();
 }
 
 void AddRunFacts(const CaptureManifest& m, ExperimentResults& results) {

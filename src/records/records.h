@@ -62,6 +62,19 @@ struct PassPartTimes {
 // The manifest's timings.parts: each part's seconds; the optional ones only when set.
 nlohmann::json ToJson(const PassPartTimes& t);
 
+// What a capture cost (a manifest's "timings"): making the engine and its load pool, the rows'
+// pass and its tokens per second, the forks followed during it and their decoding, the whole
+// capture, and the exact engine's split of its pass.
+struct CaptureTimings {
+  double load_s = 0, prefill_s = 0, tokens_per_s = 0, fork_decode_s = 0, total_s = 0;
+  int64_t forks = 0;
+  std::optional<PassPartTimes> parts;
+};
+nlohmann::json ToJson(const CaptureTimings& t);
+// A manifest's timings as any writer left them: a missing key or a wrong type reads as 0 (parts:
+// absent); none when the block is not an object.
+std::optional<CaptureTimings> CaptureTimingsFromJson(const nlohmann::json& j);
+
 // How the llama engine fed a transcript under served replay (its last pass): the positions fed
 // alone, the llama_decode calls, the prefilled segments and chunks between them, the tokens the
 // model wrote and their runs, and the decode steps' seconds and rate.

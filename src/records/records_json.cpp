@@ -49,6 +49,38 @@ json ToJson(const PassPartTimes& t) {
   return parts;
 }
 
+json ToJson(const CaptureTimings& t) {
+  json j = {{"load_s", t.load_s},   {"prefill_s", t.prefill_s},         {"tokens_per_s", t.tokens_per_s},
+            {"forks", t.forks},     {"fork_decode_s", t.fork_decode_s}, {"total_s", t.total_s}};
+  if (t.parts) j["parts"] = ToJson(*t.parts);
+  return j;
+}
+
+std::optional<CaptureTimings> CaptureTimingsFromJson(const json& j) {
+  if (!j.is_object()) return std::nullopt;
+  CaptureTimings t;
+  t.load_s = read::Get<double>(j, "load_s", 0);
+  t.prefill_s = read::Get<double>(j, "prefill_s", 0);
+  t.tokens_per_s = read::Get<double>(j, "tokens_per_s", 0);
+  t.fork_decode_s = read::Get<double>(j, "fork_decode_s", 0);
+  t.total_s = read::Get<double>(j, "total_s", 0);
+  t.forks = read::Get<int64_t>(j, "forks", 0);
+  if (const auto it = j.find("parts"); it != j.end() && it->is_object()) {
+    PassPartTimes p;
+    p.embed_s = read::Get<double>(*it, "embed_s", 0);
+    p.widen_s = read::Get<double>(*it, "widen_s", 0);
+    p.project_s = read::Get<double>(*it, "project_s", 0);
+    p.attention_s = read::Get<double>(*it, "attention_s", 0);
+    p.mlp_s = read::Get<double>(*it, "mlp_s", 0);
+    p.logits_s = read::Get<double>(*it, "logits_s", 0);
+    p.rows_s = read::Get<double>(*it, "rows_s", 0);
+    p.recurrent_s = read::Opt<double>(*it, "recurrent_s");
+    p.device_memory_gib = read::Opt<double>(*it, "device_memory_gib");
+    t.parts = p;
+  }
+  return t;
+}
+
 json ToJson(const ServedPlan& p) {
   return {{"fed_singly", p.fed_singly},
           {"decode_calls", p.decode_calls},

@@ -69,6 +69,33 @@ TEST(Records, PartTimesWriteTheOptionalPartsOnlyWhenSet) {
   EXPECT_EQ(j["device_memory_gib"], 3.0);
 }
 
+TEST(Records, TimingsReadAndWriteBackAsStored) {
+  std::ifstream in(std::string(FLIPSCOPE_SOURCE_DIR) + "/tests/data/capture-manifest-v1.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  const json stored = json::parse(text.str()).at("timings");
+  const auto t = CaptureTimingsFromJson(stored);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->prefill_s, stored.at("prefill_s").get<double>());
+  EXPECT_EQ(t->forks, 0);
+  EXPECT_FALSE(t->parts.has_value());
+  EXPECT_EQ(ToJson(*t).dump(), stored.dump());
+  // The exact engine's parts come back with their optional ones; the forks stay a whole number.
+  CaptureTimings e{.prefill_s = 2.5, .tokens_per_s = 40, .forks = 3, .parts = PassPartTimes{.attention_s = 1.25}};
+  e.parts->device_memory_gib = 38.0;
+  const json written = ToJson(e);
+  EXPECT_TRUE(written.at("forks").is_number_integer());
+  EXPECT_FALSE(written.at("parts").contains("recurrent_s"));
+  const auto back = CaptureTimingsFromJson(written);
+  ASSERT_TRUE(back && back->parts);
+  EXPECT_EQ(back->parts->attention_s, 1.25);
+  EXPECT_EQ(back->parts->device_memory_gib, 38.0);
+  EXPECT_EQ(ToJson(*back).dump(), written.dump());
+  // Another writer's wrong types read as absent, never throw.
+  EXPECT_FALSE(CaptureTimingsFromJson(json::array()).has_value());
+  EXPECT_EQ(CaptureTimingsFromJson(json{{"prefill_s", "fast"}})->prefill_s, 0);
+}
+
 TEST(Records, TheServedPlanKeepsItsCountsWhole) {
   ServedPlan p;
   p.fed_singly = 57, p.decode_calls = 80, p.written_runs = 3, p.decode_s = 0.25, p.decode_tokens_per_s = 228;
