@@ -16,4 +16,14 @@ inline std::string Lower(std::string_view s) {
   return out;
 }
 
+// A sentence's bounds around byte i of text: from after the previous '\n', '!', '?' or '.' that
+// ends a sentence (one followed by a space) to the next one.
+inline std::string_view SentenceAround(std::string_view text, size_t i) {
+  auto stop = [](char c) { return c == '\n' || c == '!' || c == '?'; };
+  size_t a = i, b = i;
+  while (a > 0 && !stop(text[a - 1]) && !(text[a - 1] == '.' && (a >= text.size() || text[a] == ' '))) --a;
+  while (b < text.size() && !stop(text[b]) && !(text[b] == '.' && (b + 1 >= text.size() || text[b + 1] == ' '))) ++b;
+  return text.substr(a, b - a);
+}
+
 }  // namespace flipscope::branch_chars

@@ -8,8 +8,8 @@
 #include <set>
 #include <vector>
 
-#include "branch/verdict.h"
 #include "branch/chars.h"
+#include "branch/verdict.h"
 
 namespace flipscope {
 namespace {
@@ -17,15 +17,7 @@ namespace {
 using branch_chars::IsDigit;
 bool IsAlnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
 using branch_chars::Lower;
-
-// A sentence's bounds around byte i: from after the previous '.', '\n' or '!' to the next one.
-std::string_view SentenceAround(std::string_view text, size_t i) {
-  auto stop = [](char c) { return c == '\n' || c == '!' || c == '?'; };
-  size_t a = i, b = i;
-  while (a > 0 && !stop(text[a - 1]) && !(text[a - 1] == '.' && (a >= text.size() || text[a] == ' '))) --a;
-  while (b < text.size() && !stop(text[b]) && !(text[b] == '.' && (b + 1 >= text.size() || text[b + 1] == ' '))) ++b;
-  return text.substr(a, b - a);
-}
+using branch_chars::SentenceAround;
 
 // Whether the word that ends at byte i is a path (`tests/test_totals.py` of
 // `tests/test_totals.py:48`; not a URL's host): a number after it is a line, not a port.
@@ -309,6 +301,21 @@ FactTable FactTable::FromText(std::string_view transcript) {
   }
   for (auto& [key, value] : JsonFields(transcript))
     if (IsFactWord(value)) t.fields_of[value].insert(key);
+  // Every innermost JSON object (one without objects inside): a record of a tool's output or a
+  // call's arguments, whose values belong together.
+  for (size_t open = transcript.find('{'); open != std::string_view::npos; open = transcript.find('{', open + 1)) {
+    const size_t close = transcript.find_first_of("{}", open + 1);
+    if (close == std::string_view::npos || transcript[close] != '}') continue;
+    std::map<std::string, std::string> record;
+    for (auto& [key, value] : JsonFields(transcript.substr(open, close - open + 1)))
+      if (IsFactWord(value)) record.emplace(std::move(key), std::move(value));
+    if (record.size() < 2) continue;
+    for (const auto& [key, value] : record) {
+      auto& at = t.records_of[value];
+      if (at.empty() || at.back() != t.records.size()) at.push_back(t.records.size());
+    }
+    t.records.push_back(std::move(record));
+  }
   return t;
 }
 
@@ -340,7 +347,8 @@ std::optional<std::string> FindInventedFact(std::string_view text, size_t from, 
     }
   }
   if (auto wrong = MisattributedFact(text, from, facts, known)) return wrong;
-  return ValueOfAnotherField(text, from, facts);
+  if (auto wrong = ValueOfAnotherField(text, from, facts)) return wrong;
+  return ValueOfAnotherRecord(text, from, facts);
 }
 
 }  // namespace flipscope

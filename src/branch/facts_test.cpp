@@ -148,9 +148,35 @@ TEST(InventedFact, AKnownValueGivenToAnotherField) {
   ASSERT_TRUE(wrong.has_value());
   EXPECT_EQ(*wrong, "gives tracking the value 2026-03-19, which the transcript gives as eta");
   EXPECT_TRUE(FindInventedFact("Its ETA: 1Z61C2DF96", 0, facts, known)) << "the tracking number as the ETA";
-  EXPECT_FALSE(FindInventedFact("Order NW-2025-3349 shipped, tracking number 1Z88A0B7E1.", 0, facts, known))
-      << "another order's tracking number is still a tracking number (MisattributedFact's matter)";
+  EXPECT_EQ(FindInventedFact("Order NW-2025-3349 shipped, tracking number 1Z88A0B7E1.", 0, facts, known),
+            "gives NW-2025-3349 the value 1Z88A0B7E1, which the transcript's output gives order_id NW-2026-3175")
+      << "another order's tracking number (ValueOfAnotherRecord)";
   EXPECT_FALSE(FindInventedFact("Tracking 1Z61C2DF96, ETA 2026-03-19.", 0, facts, known));
   EXPECT_FALSE(FindInventedFact("It arrives on 2026-03-19.", 0, facts, known)) << "no field named";
   EXPECT_FALSE(FindInventedFact("It is the tracking. 2026-03-19 is the ETA.", 0, facts, known)) << "another sentence";
+}
+
+// A value tied to its subject across a sentence: another order's tracking number, another
+// customer's refund, given to the order the sentence names; the records are the transcript's
+// JSON objects (tool outputs and calls' arguments).
+TEST(InventedFact, AValueOfAnotherRecord) {
+  const std::string transcript =
+      "<tool_response>{\"order_id\": \"NW-2025-6100\", \"status\": \"shipped\", \"tracking\": \"1Z423EB1CB\"}"
+      "</tool_response>\n"
+      "{\"name\": \"issue_refund\", \"arguments\": {\"order_id\": \"NW-2025-1404\", \"amount\": 65.53}}\n"
+      "<tool_response>{\"order_id\": \"NW-2025-1675\", \"tracking\": \"1ZF96347DA\", \"eta\": \"2026-03-01\"}"
+      "</tool_response>\n";
+  const FactTable facts = FactTable::FromText(transcript);
+  EXPECT_EQ(ValueOfAnotherRecord("Order NW-2025-1675 shipped with UPS, tracking number 1Z423EB1CB.", 0, facts),
+            "gives NW-2025-1675 the value 1Z423EB1CB, which the transcript's output gives order_id NW-2025-6100");
+  EXPECT_TRUE(ValueOfAnotherRecord("I received 65.53 EUR for NW-2025-1675 and emailed her.", 0, facts).has_value());
+  // Its own values, a sentence naming both subjects, values in separate sentences: none.
+  EXPECT_FALSE(ValueOfAnotherRecord("Order NW-2025-1675 shipped, tracking 1ZF96347DA, ETA 2026-03-01.", 0, facts));
+  EXPECT_FALSE(ValueOfAnotherRecord("NW-2025-1404 got 65.53 back and NW-2025-1675 shipped.", 0, facts));
+  EXPECT_FALSE(ValueOfAnotherRecord("Order NW-2025-1675 shipped. I refunded 65.53 EUR earlier.", 0, facts));
+  // A value written before `from` is the transcript's, not the future's.
+  const std::string said = "I refunded 65.53 EUR for NW-2025-1675";
+  EXPECT_FALSE(ValueOfAnotherRecord(said, said.size(), facts));
+  // No subject of that key in the sentence: nothing to tie the value to.
+  EXPECT_FALSE(ValueOfAnotherRecord("The tracking number is 1Z423EB1CB.", 0, facts));
 }

@@ -8,9 +8,9 @@
 #include <set>
 #include <span>
 
+#include "branch/chars.h"
 #include "branch/verdict.h"
 #include "util/names.h"
-#include "branch/chars.h"
 
 namespace flipscope {
 namespace {
@@ -51,6 +51,40 @@ constexpr std::array<std::string_view, 24> kWriteWords = {
 constexpr std::array<std::string_view, 12> kReadOnlyTools = {"get_",   "list_",   "show_", "check_",
                                                              "read_",  "search_", "find_", "describe_",
                                                              "query_", "lookup_", "view_", "inspect_"};
+
+// Whether a tool's name says it runs the test suite (run_tests, test, run-unit-tests,
+// execute_test_suite): a word naming tests and no word but running's. A test run reads the code
+// and writes nothing the session depends on; write_test or delete_tests change the code.
+bool RunsTestsByName(std::string_view name) {
+  static constexpr std::string_view kTestWords[] = {"test", "tests", "pytest", "unittest", "spec", "specs"};
+  static constexpr std::string_view kRunWords[] = {"run", "runs", "exec", "execute", "all", "suite", "unit", "one"};
+  bool test = false;
+  for (size_t a = 0; a <= name.size();) {
+    const size_t b = std::min(name.find_first_of("_-", a), name.size());
+    const std::string_view w = name.substr(a, b - a);
+    if (std::find(std::begin(kTestWords), std::end(kTestWords), w) != std::end(kTestWords))
+      test = true;
+    else if (std::find(std::begin(kRunWords), std::end(kRunWords), w) == std::end(kRunWords))
+      return false;
+    a = b + 1;
+  }
+  return test;
+}
+
+// Whether a command's words (lower case, sudo dropped) run a test suite: pytest, python -m pytest
+// or unittest, or a build tool's test target (npm test, go test, cargo test, make test, ctest).
+bool RunsTestSuite(const std::vector<std::string>& words) {
+  if (words.empty()) return false;
+  static constexpr std::string_view kRunners[] = {"pytest", "ctest", "tox", "jest", "rspec", "nosetests"};
+  if (std::find(std::begin(kRunners), std::end(kRunners), words[0]) != std::end(kRunners)) return true;
+  if (words.size() >= 3 && words[0].rfind("python", 0) == 0 && words[1] == "-m" &&
+      (words[2] == "pytest" || words[2] == "unittest"))
+    return true;
+  static constexpr std::string_view kBuildTools[] = {"npm", "yarn", "pnpm", "go", "cargo", "make", "mvn", "gradle"};
+  return words.size() >= 2 &&
+         std::find(std::begin(kBuildTools), std::end(kBuildTools), words[0]) != std::end(kBuildTools) &&
+         (words[1] == "test" || words[1] == "check");
+}
 
 std::vector<std::string> ShellWords(std::string_view s) {
   std::vector<std::string> out;
@@ -172,6 +206,7 @@ bool ReadOnlySegment(std::string_view cmd) {
       std::erase(sql, '"'), std::erase(sql, '\'');
       return ReadOnlySql(sql);
     }
+  if (RunsTestSuite(words)) return true;
   // A program whose subcommand decides (git log, ufw status, docker ps, ip route, kubectl get).
   static constexpr std::string_view kBySubcommand[] = {"git", "ufw", "docker", "kubectl", "ip", "apt", "pip", "npm"};
   static constexpr std::string_view kReadSubcommands[] = {
@@ -187,10 +222,6 @@ bool ReadOnlySegment(std::string_view cmd) {
     return words[0] != "ip" || words.size() == 2 || words[2][0] == '-' ||
            std::find(std::begin(kIpReads), std::end(kIpReads), words[2]) != std::end(kIpReads);
   }
-  // Running a test suite reads the code and writes nothing the session depends on.
-  if (words[0] == "pytest" ||
-      (words.size() >= 3 && words[0].rfind("python", 0) == 0 && words[1] == "-m" && words[2] == "pytest"))
-    return true;
   if (std::find(kReadOnlyVerbs.begin(), kReadOnlyVerbs.end(), words[0]) != kReadOnlyVerbs.end()) return true;
   // sed and awk print what they read unless told to edit the file in place (sed -i, -i.bak,
   // --in-place; awk -i inplace); a redirection writes.
@@ -283,8 +314,11 @@ std::optional<std::string> FindRunaway(std::string_view text, bool ended, std::s
     if (std::all_of(unit.begin(), unit.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)); }))
       continue;  // whitespace alone
     // The transcript's own text repeating (a table, a list of hosts) is no loop of the future's.
-    if (reference.find(text.substr(text.size() - run, std::min(run, kRunawayRepeats * p))) != std::string_view::npos)
-      return std::nullopt;
+    // A unit inside one word (a run of zeros) must repeat in the transcript as often as the
+    // future repeats it: six zeros inside a WAL segment's name do not excuse thirty.
+    const bool in_word = std::all_of(unit.begin(), unit.end(), IsWordChar);
+    const size_t excused = in_word ? run : std::min(run, kRunawayRepeats * p);
+    if (reference.find(text.substr(text.size() - run, excused)) != std::string_view::npos) return std::nullopt;
     std::string shown(unit.substr(0, 40));
     std::replace(shown.begin(), shown.end(), '\n', ' ');
     return fmt::format("loops on \"{}\" {} times without ending", shown, run / p);
@@ -305,6 +339,7 @@ bool IsReadOnlyCall(const nlohmann::json& call) {
   const std::string name = Lower(call["name"].get<std::string>());
   for (std::string_view p : kReadOnlyTools)
     if (name.rfind(p, 0) == 0) return true;
+  if (RunsTestsByName(name)) return true;
   // A command-running tool: every string argument that is a command must only inspect.
   bool any_command = false;
   const nlohmann::json args = call.value("arguments", nlohmann::json::object());

@@ -52,6 +52,17 @@ TEST(Runaway, NotALoop) {
   EXPECT_FALSE(FindRunaway(prose + prose + Repeat("ok ", 6), false, "").has_value());
 }
 
+// A unit inside one word must repeat in the transcript as often as in the future: six zeros
+// inside a WAL segment's name do not excuse thirty; the whole run copied from the transcript does.
+TEST(Runaway, ZerosInsideAKnownNameAreNoExcuse) {
+  const std::string wal = "the last segment is 0000000300000000030600F4 and the ";
+  EXPECT_TRUE(FindRunaway("up to 0." + Repeat("0", 40), false, wal).has_value());
+  EXPECT_TRUE(FindRunaway("WHERE client_addr = 1" + Repeat("0", 40), false, wal).has_value());
+  EXPECT_FALSE(FindRunaway("is 0000000300000000030600F4", false, wal).has_value()) << "a copy, no loop";
+  const std::string zeros = "pad: " + Repeat("0", 48) + "\n";
+  EXPECT_FALSE(FindRunaway("pad: " + Repeat("0", 40), false, zeros).has_value()) << "the transcript's own run";
+}
+
 TEST(EquivalentCalls, NormalizedCommands) {
   EXPECT_TRUE(EquivalentCalls(Call("psql --help"), Call("psql --help | head -40")));
   EXPECT_TRUE(EquivalentCalls(Call("ss  -tlnp | grep 5432 | sort"), Call("ss -tlnp")));
@@ -90,6 +101,24 @@ TEST(ReadOnlyCall, InspectsOrChanges) {
       IsReadOnlyCall(json{{"name", "run_sql"}, {"arguments", {{"sql", "SELECT pg_terminate_backend(812);"}}}}));
   EXPECT_FALSE(IsReadOnlyCall(Call("rm -rf /var/lib/postgresql/15/main")));
   EXPECT_FALSE(IsReadOnlyCall(json{{"name", "apply_config"}, {"arguments", {{"lines", "x"}}}}));
+}
+
+// A tool or a command that runs the test suite only inspects, whatever it filters on; a tool that
+// writes tests does not.
+TEST(ReadOnlyCall, RunningTheTestsOnlyInspects) {
+  EXPECT_TRUE(IsReadOnlyCall(json{{"name", "run_tests"}, {"arguments", json::object()}})) << "the whole suite";
+  EXPECT_TRUE(IsReadOnlyCall(json{{"name", "run_tests"}, {"arguments", {{"filter", "test_next_retry"}}}}));
+  EXPECT_TRUE(IsReadOnlyCall(json{{"name", "execute-test-suite"}, {"arguments", json::object()}}));
+  EXPECT_TRUE(IsReadOnlyCall(json{{"name", "Test"}, {"arguments", json::object()}}));
+  EXPECT_FALSE(IsReadOnlyCall(json{{"name", "write_test"}, {"arguments", {{"path", "tests/test_a.py"}}}}));
+  EXPECT_FALSE(IsReadOnlyCall(json{{"name", "delete_tests"}, {"arguments", json::object()}}));
+  EXPECT_FALSE(IsReadOnlyCall(json{{"name", "run_migration"}, {"arguments", json::object()}}));
+  EXPECT_TRUE(IsReadOnlyCall(Call("npm test -- --watch=false")));
+  EXPECT_TRUE(IsReadOnlyCall(Call("go test ./...")));
+  EXPECT_TRUE(IsReadOnlyCall(Call("cargo test -q")));
+  EXPECT_TRUE(IsReadOnlyCall(Call("python3 -m unittest discover")));
+  EXPECT_FALSE(IsReadOnlyCall(Call("npm install")));
+  EXPECT_FALSE(IsReadOnlyCall(Call("make install")));
 }
 
 // A list that counts (three VLAN gateways in a row) is output, not yet a loop; identical copies

@@ -94,29 +94,58 @@ const ToolSpec* FindTool(const std::vector<ToolSpec>& tools, const std::string& 
   return it == tools.end() ? nullptr : &*it;
 }
 
-// Collects an unfinished call's keys with their depth (1: the call object's own keys), until the
-// text ends or breaks.
+// Collects an unfinished call's keys with their depth (1: the call object's own keys) and the
+// shape of each key's value, until the text ends or breaks.
 struct KeySax : nlohmann::json_sax<nlohmann::json> {
+  // A key's value as far as it was written: 'o' object, 'a' array, 's' string (`text` holds it),
+  // 'v' another scalar, 0 not begun.
+  struct Key {
+    int depth;
+    std::string name;
+    char shape = 0;
+    std::string text;
+  };
   int depth = 0;
-  std::vector<std::pair<int, std::string>> keys;
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t) override { return true; }
-  bool number_unsigned(number_unsigned_t) override { return true; }
-  bool number_float(number_float_t, const string_t&) override { return true; }
-  bool string(string_t&) override { return true; }
-  bool binary(binary_t&) override { return true; }
-  bool start_object(std::size_t) override { return ++depth, true; }
-  bool key(string_t& k) override { return keys.emplace_back(depth, k), true; }
+  std::vector<Key> keys;
+  bool pending = false;  // the last key's value is the next event
+  bool Value(char shape, const std::string& text = "") {
+    if (pending) keys.back().shape = shape, keys.back().text = text;
+    pending = false;
+    return true;
+  }
+  bool null() override { return Value('v'); }
+  bool boolean(bool) override { return Value('v'); }
+  bool number_integer(number_integer_t) override { return Value('v'); }
+  bool number_unsigned(number_unsigned_t) override { return Value('v'); }
+  bool number_float(number_float_t, const string_t&) override { return Value('v'); }
+  bool string(string_t& s) override { return Value('s', s); }
+  bool binary(binary_t&) override { return Value('v'); }
+  bool start_object(std::size_t) override { return Value('o'), ++depth, true; }
+  bool key(string_t& k) override { return keys.push_back({depth, k, 0, ""}), pending = true; }
   bool end_object() override { return --depth, true; }
-  bool start_array(std::size_t) override { return ++depth, true; }
+  bool start_array(std::size_t) override { return Value('a'), ++depth, true; }
   bool end_array() override { return --depth, true; }
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
 };
 
-// The words of a tool definition (JSON schema and the function's own keys).
-constexpr std::string_view kDefinitionKeys[] = {"type",     "function", "parameters", "properties",
-                                                "required", "items",    "enum",       "description"};
+// The words of a tool definition (JSON schema and the function's own keys), each with the shape
+// its value has in a definition: `"items": {"type": "string"}` is a schema's, `"items": [...]`
+// (an order's items copied from a tool's output) is data.
+constexpr std::pair<std::string_view, char> kDefinitionKeys[] = {
+    {"type", 's'},     {"function", 'o'}, {"parameters", 'o'}, {"properties", 'o'},
+    {"required", 'a'}, {"items", 'o'},    {"enum", 'a'},       {"description", 's'}};
+
+// Whether a key and its value read as part of a tool definition: a definition's key whose value
+// has a definition's shape (not begun counts), and a `type` names a JSON type or a function.
+bool DefinitionKey(const KeySax::Key& k) {
+  auto it = std::find_if(std::begin(kDefinitionKeys), std::end(kDefinitionKeys),
+                         [&](const auto& d) { return d.first == k.name; });
+  if (it == std::end(kDefinitionKeys) || (k.shape != 0 && k.shape != it->second)) return false;
+  static constexpr std::string_view kTypes[] = {"string", "number", "integer", "boolean",
+                                                "object", "array",  "null",    "function"};
+  return k.name != "type" || k.shape == 0 ||
+         std::find(std::begin(kTypes), std::end(kTypes), k.text) != std::end(kTypes);
+}
 
 // How an unfinished call has run on into something that is no call: a key beside its name and
 // arguments, or a key of a tool definition (`"type": "function"`, `"parameters"`) inside them that
@@ -125,15 +154,13 @@ constexpr std::string_view kDefinitionKeys[] = {"type",     "function", "paramet
 std::string StrayKey(std::string_view body, const ToolSpec* tool, bool beside = true) {
   KeySax sax;
   nlohmann::json::sax_parse(body, &sax);
-  for (const auto& [depth, key] : sax.keys) {
-    if (beside && depth == 1 && key != "name" && key != "arguments")
-      return fmt::format("writes \"{}\" beside its name and arguments", key);
-    const bool definition =
-        std::find(std::begin(kDefinitionKeys), std::end(kDefinitionKeys), key) != std::end(kDefinitionKeys);
+  for (const KeySax::Key& k : sax.keys) {
+    if (beside && k.depth == 1 && k.name != "name" && k.name != "arguments")
+      return fmt::format("writes \"{}\" beside its name and arguments", k.name);
     const bool argument =
-        tool && std::find(tool->properties.begin(), tool->properties.end(), key) != tool->properties.end();
-    if (depth > 1 && definition && !argument)
-      return fmt::format("writes \"{}\", a key of a tool definition, into its arguments", key);
+        tool && std::find(tool->properties.begin(), tool->properties.end(), k.name) != tool->properties.end();
+    if (k.depth > 1 && DefinitionKey(k) && !argument)
+      return fmt::format("writes \"{}\", a key of a tool definition, into its arguments", k.name);
   }
   return "";
 }

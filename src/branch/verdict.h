@@ -256,6 +256,11 @@ struct FactTable {
   // Per fact word given as a JSON field's value ("eta": "2026-03-19"), the fields (lower case)
   // that hold it anywhere in the transcript: what the value is.
   std::map<std::string, std::set<std::string>, std::less<>> fields_of;
+  // Per innermost JSON object of the transcript (a tool's output, a call's arguments) holding two
+  // or more fact words, its fields (key in lower case -> value); per such value, the objects that
+  // hold it: which order a tracking number, an amount or an ETA belongs to.
+  std::vector<std::map<std::string, std::string>> records;
+  std::map<std::string, std::vector<size_t>, std::less<>> records_of;
   // Reads every line of the transcript's text.
   static FactTable FromText(std::string_view transcript);
 };
@@ -270,11 +275,19 @@ bool IsFactWord(std::string_view w);
 // interface) written on a line beside a thing whose transcript lines give it only one or two
 // other values of that kind and never this one (a row of one address with another's MAC), or a
 // value written right after a field's name (`tracking number 2026-03-19`) that the transcript's
-// JSON gives only as other fields (`"eta": "2026-03-19"`), never as that one. The reason, or none.
+// JSON gives only as other fields (`"eta": "2026-03-19"`), never as that one, or a value of one
+// record given to another in a sentence (ValueOfAnotherRecord). The reason, or none.
 // `own`: where the future's text starts in `text` (what comes before it is the transcript's
 // sentence so far, read for the service a "port N" belongs to).
 std::optional<std::string> FindInventedFact(std::string_view text, size_t from, const FactTable& facts,
                                             const WordFilter& known, size_t own = 0);
+
+// A value of one record given to another in a sentence, from byte `from` on: a sentence that names
+// a record's subject (`NW-2025-1675`, the value of the records' `order_id`) and a value that the
+// transcript's JSON gives only in records of another subject of that key (`1Z423EB1CB` in the
+// record of `"order_id": "NW-2025-6100"`), where that subject is not in the sentence and no record
+// holds both. The reason, or none.
+std::optional<std::string> ValueOfAnotherRecord(std::string_view text, size_t from, const FactTable& facts);
 
 // A near copy is of a fact word at least kNearCopyMinBytes long (a short name one byte off is a
 // sibling: lab-sw04 beside lab-sw03), at most one edit per kNearCopyBytes bytes of it off.

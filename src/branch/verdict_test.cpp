@@ -301,6 +301,23 @@ TEST(InvalidToolCall, EnvelopeJsonFunctionAndArguments) {
             ref);
   EXPECT_EQ(j.verdict, Verdict::kInvalidToolCall);
   EXPECT_EQ(j.reason, "cand: \"run_command\" writes \"type\", a key of a tool definition, into its arguments");
+  // Data under a definition's word is no definition: a list of items copied from a tool's output
+  // (an array, where a schema's `items` is an object), a `type` that names no JSON type.
+  for (const char* data : {"\"items\": [{\"sku\": \"A-1\", \"qty\": 2}]", "\"type\": \"refund\""}) {
+    j = Judge(ctx, ref,
+              F({"<tool_call>\n{\"name\": \"run_command\", \"arguments\": {\"device\": \"core-sw1\", \"command\": "
+                 "\"show run\", ",
+                 data}),
+              ref);
+    EXPECT_EQ(j.reason.find("a key of a tool definition"), std::string::npos) << data << ": " << j.reason;
+  }
+  // The same words with a schema's values are a definition, written whole or cut.
+  j = Judge(ctx, ref,
+            F({"<tool_call>\n{\"name\": \"run_command\", \"arguments\": {\"device\": \"core-sw1\", \"command\": "
+               "\"show run\", \"items\": {\"type\": \"str"}),
+            ref);
+  EXPECT_EQ(j.verdict, Verdict::kInvalidToolCall) << j.reason;
+  EXPECT_NE(j.reason.find("writes \"items\", a key of a tool definition"), std::string::npos) << j.reason;
 }
 
 TEST(InvalidToolCall, WinsOverALiteralMutation) {
