@@ -14,6 +14,15 @@ std::set<std::string, std::less<>> WordsOf(const std::string& text) {
   return words;
 }
 
+// A transcript as the judge reads it: its fact table and its words (known: a word it holds).
+struct Read {
+  explicit Read(const std::string& transcript) : facts(FactTable::FromText(transcript)), words(WordsOf(transcript)) {}
+  Read(const Read&) = delete;  // `known` refers to this object's words
+  FactTable facts;
+  std::set<std::string, std::less<>> words;
+  WordFilter known = [this](std::string_view w) { return words.count(w) > 0; };
+};
+
 }  // namespace
 
 TEST(InventedFact, FactsTheTranscriptDoesNotHold) {
@@ -21,9 +30,9 @@ TEST(InventedFact, FactsTheTranscriptDoesNotHold) {
       "LISTEN 0 244 127.0.0.1:5432 0.0.0.0:* users:((\"postgres\",pid=812,fd=6))\n"
       "LISTEN 0 128 0.0.0.0:22 0.0.0.0:* users:((\"sshd\",pid=601,fd=3))\n"
       "db-east-02.corp.example.com is the replica.\n";
-  const FactTable facts = FactTable::FromText(transcript);
-  const auto words = WordsOf(transcript);
-  WordFilter known = [&](std::string_view w) { return words.count(w) > 0; };
+  const Read read(transcript);
+  const FactTable& facts = read.facts;
+  const WordFilter& known = read.known;
   EXPECT_FALSE(FindInventedFact("The replica is db-east-02.corp.example.com, as shown.", 0, facts, known));
   EXPECT_FALSE(FindInventedFact("PostgreSQL listens on 127.0.0.1:5432 only.", 0, facts, known));
   EXPECT_FALSE(FindInventedFact("I will check the replica next.", 0, facts, known)) << "plain words";
@@ -74,9 +83,9 @@ TEST(InventedFact, AKnownValueGivenToAnotherThing) {
       "LISTEN 0 128 0.0.0.0:22 0.0.0.0:* users:((\"sshd\",pid=902,fd=3))\n"
       "LISTEN 0 244 10.20.3.17:5432 0.0.0.0:* users:((\"postgres\",pid=1187,fd=6))\n"
       "- lab-core01: uplinks GigabitEthernet0/0/1 (trunk)\n- lab-sw01: uplink TenGigabitEthernet1/1/1\n";
-  const FactTable facts = FactTable::FromText(transcript);
-  const auto words = WordsOf(transcript);
-  WordFilter known = [&](std::string_view w) { return words.count(w) > 0; };
+  const Read read(transcript);
+  const FactTable& facts = read.facts;
+  const WordFilter& known = read.known;
   auto mac = FindInventedFact("Internet  10.25.251.178   101   02c4.4269.da1c  ARPA", 25, facts, known);
   ASSERT_TRUE(mac.has_value()) << "the row of .178 with .165's MAC";
   EXPECT_NE(mac->find("8a96.e8a4.fef2"), std::string::npos) << *mac;
@@ -111,9 +120,9 @@ TEST(NearCopy, AFactWordCopiedSlightlyWrong) {
       "-rw------- 1 postgres postgres 16777216 Mar 13 01:01 0000000100000000053BB1EF\n"
       "tail /var/log/postgresql/postgresql-15-main.log\n"
       "lab-sw03 uplink Te1/1/1\n";
-  const FactTable facts = FactTable::FromText(transcript);
-  const auto words = WordsOf(transcript);
-  WordFilter known = [&](std::string_view w) { return words.count(w) > 0; };
+  const Read read(transcript);
+  const FactTable& facts = read.facts;
+  const WordFilter& known = read.known;
   auto wal = FindNearCopy("pg_wal ends at 00000000000000000053BB1EF now", 0, facts, known);
   ASSERT_TRUE(wal.has_value());
   EXPECT_EQ(wal->literal, "0000000100000000053BB1EF");
@@ -141,9 +150,9 @@ TEST(InventedFact, AKnownValueGivenToAnotherField) {
   const std::string transcript =
       "{\"order_id\": \"NW-2025-3349\", \"carrier\": \"UPS\", \"tracking\": \"1Z61C2DF96\", \"eta\": \"2026-03-19\"}\n"
       "{\"order_id\": \"NW-2026-3175\", \"tracking\": \"1Z88A0B7E1\", \"eta\": \"2026-04-02\"}\n";
-  const FactTable facts = FactTable::FromText(transcript);
-  const auto words = WordsOf(transcript);
-  WordFilter known = [&](std::string_view w) { return words.count(w) > 0; };
+  const Read read(transcript);
+  const FactTable& facts = read.facts;
+  const WordFilter& known = read.known;
   auto wrong = FindInventedFact("Order NW-2025-3349 shipped, tracking number 2026-03-19.", 0, facts, known);
   ASSERT_TRUE(wrong.has_value());
   EXPECT_EQ(*wrong, "gives tracking the value 2026-03-19, which the transcript gives as eta");
