@@ -6,6 +6,10 @@
 #                                         and two mutations that must be caught
 #   bench/gpu/exact-gpu.sh stage          carrying .gpu/yNN: keep the model part
 #   bench/gpu/exact-gpu.sh smol [WORKLOAD] [STRIDE]  join the model, CPU against device on a workload
+#   bench/gpu/exact-gpu.sh gemma [WORKLOAD] [STRIDE] CPU against device on the Gemma 3 model that
+#                                         bench/gpu/remote.sh staged (.gpu/a and .gpu/pNN of pack.sh)
+#   bench/gpu/exact-gpu.sh speed NAME MODEL [TEMPLATE]  flipscope's exact capture on the device
+#                                         against llama.cpp CUDA's capture (remote.sh build first)
 #   bench/gpu/exact-gpu.sh gen SHAPE TYPE NAME       write a shaped model in the background
 #   bench/gpu/exact-gpu.sh cost NAME LENGTHS...      wait for it, then one pass per length
 # State lives in /root/fx while the machine stays warm between calls.
@@ -60,6 +64,39 @@ case "$1" in
       { echo "model parts do not join to the packed model" >&2; exit 1; }
     run "$work/exact_gpu" check -m "$work/model.gguf" -w "${2:-examples/netops-session.json}" --stride "${3:-4}" \
       -t 16 | tee -a "$out/smol.txt"
+    ;;
+  gemma)
+    g=/root/flipscope-gpu
+    [ -f "$g/model.gguf" ] || cat "$g"/model.part-* > "$g/model.gguf"
+    [ "$(sha256sum "$g/model.gguf" | cut -d' ' -f1)" = "$(cat "$g/model.sha256")" ] ||
+      { echo "model parts do not join to the packed model" >&2; exit 1; }
+    run "$work/exact_gpu" check -m "$g/model.gguf" --chat-template gemma -w "${2:-examples/netops-session.json}" \
+      --stride "${3:-4}" -t 16 | tee -a "$out/gemma.txt"
+    ;;
+  speed)
+    # The same capture (every 4th position probed, F32 rows) by the exact engine on the device and by
+    # llama.cpp CUDA (-ngl 99 -fa on, F16 KV), each timed end to end, then compared (flips of
+    # llama.cpp CUDA against the truth). OpenBLAS alone from this machine's libraries: the CUDA
+    # build's libllama and libggml come first.
+    g=/root/flipscope-gpu name=$2 model=$3
+    mkdir -p "$work/blas" && ln -sf "$work"/lib/libopenblas.so.0 "$work"/lib/libgfortran.so.5 "$work"/lib/libquadmath.so.0 "$work/blas/"
+    export LD_LIBRARY_PATH="$(cat "$g/build-dir")/bin:$g/lib:$work/blas" FLIPSCOPE_NO_PROGRESS=1
+    args=(-m "$model" -w examples/netops-session.json --stride 4 --store f32 ${4:+--chat-template "$4"})
+    TIMEFORMAT="%R s wall"
+    for pass in 1 2; do
+      echo "== $name, pass $pass: exact on CUDA0" | tee -a "$out/speed.txt"
+      { time "$g/flipscope" capture "${args[@]}" --engine exact -dev CUDA0 -t 16 -o "/dev/shm/$name-exact-$pass.safetensors" -q; } 2>&1 | tee -a "$out/speed.txt"
+      echo "== $name, pass $pass: llama.cpp CUDA" | tee -a "$out/speed.txt"
+      { time "$g/flipscope" capture "${args[@]}" -ngl 99 -fa on -t 16 -o "/dev/shm/$name-cuda-$pass.safetensors" -q; } 2>&1 | tee -a "$out/speed.txt"
+    done
+    python3 - "/dev/shm/$name-exact-2.safetensors" "/dev/shm/$name-cuda-2.safetensors" <<'PY' | tee -a "$out/speed.txt"
+import json, struct, sys
+for path in sys.argv[1:]:
+    with open(path, "rb") as f:
+        head = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+    print(path, json.dumps(json.loads(head["__metadata__"]["flipscope.manifest"]).get("timings")))
+PY
+    "$g/flipscope" compare "/dev/shm/$name-exact-2.safetensors" "/dev/shm/$name-cuda-2.safetensors" | tee -a "$out/speed.txt"
     ;;
   gen)
     shape=$2 type=$3 name=$4
