@@ -6,8 +6,8 @@
 
 #include "experiment/steps.h"
 #include "results/experiment_results.h"
-#include "util/read.h"
 #include "results/results.h"
+#include "util/read.h"
 #include "util/util.h"
 
 namespace flipscope {
@@ -119,9 +119,11 @@ std::vector<RecipeRow> Rows(const ExperimentResults& results, const ModelInfo& m
     if (const Knobs* k = c.RanKnobs(); k && r.kv >= 0) r.knobs = *k;
     r.swa_full = CapturedSwaFull(c, model);
     r.memory = MemoryAt(r, model);
+    // Its distance to the truth in the replay it is ranked by: a served twin's own, never its
+    // prefill twin's (a run made before served twins were measured against exact has none).
     if (results.reference)
-      for (const SummaryRow& e : results.reference->summary)
-        if (e.config == r.name) r.exact = RateOf(e), r.exact_kl = e.kl_mean;
+      if (const SummaryRow* e = results.reference->Row(r.twin ? ServedName(r.name) : r.name, r.twin))
+        r.exact = RateOf(*e), r.exact_kl = e->kl_mean;
     rows.push_back(r);
   };
   for (const SummaryRow& s : results.measured.summary)
@@ -261,15 +263,22 @@ std::string Pct(double v) { return fmt::format("{:.2f}%", 100 * v); }
 // prefill and served replays part above the floor: served_caveat) or "low" (nothing qualified, no
 // repeat floor, or its flips' futures unknown).
 RecipeBasis Basis(const RecipeRow& best, const std::vector<RecipeRow>& rows, const RankingKey& key, bool fallback,
-                  const std::string& served_caveat) {
+                  const std::string& served_caveat, const std::string& baseline) {
   const SummaryRow* s = best.Ranked();
   std::vector<std::string> tied;
   bool tied_above = false;
   for (const RecipeRow& r : rows)
     if (r.tie_group == best.tie_group && r.name != best.name) tied.push_back(r.name), tied_above |= r.Above();
-  std::string rests = s ? fmt::format("{} probes, flip rate {} (95%: {}–{})", s->probes, Pct(best.flip.value),
-                                      Pct(best.flip.ci[0]), Pct(best.flip.ci[1]))
-                        : "one run of the baseline (no repeat floor)";
+  const bool is_baseline = best.name == baseline;
+  std::string rests =
+      s ? fmt::format("{} probes, flip rate {} (95%: {}–{}){}", s->probes, Pct(best.flip.value), Pct(best.flip.ci[0]),
+                      Pct(best.flip.ci[1]), is_baseline ? " between its own repeats" : " against the baseline")
+        : "one run of the baseline (no repeat floor)";
+  // Ranked by the truth: its distance to it is what ranked it, so it leads.
+  if (key.by_exact && best.exact)
+    rests = fmt::format("{} against the exact reference (95%: {}–{}); ", Pct(best.exact->value), Pct(best.exact->ci[0]),
+                        Pct(best.exact->ci[1])) +
+            rests;
   std::string level = "high", why = best.Above() ? "it is the first ranked" : "it is within the repeat floor";
   if (best.Forked()) {
     const ForkCounts& f = *best.Ranked()->forks;
@@ -277,7 +286,7 @@ RecipeBasis Basis(const RecipeRow& best, const std::vector<RecipeRow>& rows, con
                          f.damage, Pct(best.damage->ci[0]), Pct(best.damage->ci[1]));
     why += f.damage == 0 ? " and its followed forks found no damage" : "";
     if (f.followed < f.forkable) level = "medium", why = "only a sample of its forks was followed";
-  } else if (best.rate == 0) {
+  } else if (best.rate == 0 && !is_baseline) {  // the baseline's own futures are the reference's
     rests += "; no flips, so no forks to follow";
   }
   if (!key.by_damage)
@@ -303,7 +312,8 @@ std::vector<RecipeKvType> KvTypes(const ModelInfo& model, const Budget& budget, 
   for (const auto& t : KvCacheTypes()) {
     Knobs k = best.knobs.value_or(Knobs());
     k.cache_type_k = k.cache_type_v = t;
-    out.push_back({std::string(NameOf(t)), KvBytesPerToken(model, k), KvCacheMemory(model, k, n_ctx, best.swa_full).bytes,
+    out.push_back({std::string(NameOf(t)), KvBytesPerToken(model, k),
+                   KvCacheMemory(model, k, n_ctx, best.swa_full).bytes,
                    budget.ContextAt(best.weights, k, best.swa_full)});
   }
   return out;
@@ -347,8 +357,7 @@ RecipeResult MakeRecipe(const ExperimentResults& results, const ModelInfo& model
   out.recommended = best.name;
   out.warnings = LoadWarnings(results.measured, results.baseline);
   if (best.knobs)  // a server's context is its own
-    for (std::string& w :
-         ContextWarnings(c, results.workload.facts.n_tokens.value_or(0), model, ctx.has_value()))
+    for (std::string& w : ContextWarnings(c, results.workload.facts.n_tokens.value_or(0), model, ctx.has_value()))
       out.warnings.push_back(std::move(w));
   out.reason = Reason(best, baseline) + (by.twins ? " (measured under served replay)" : "");
   out.ranked_by = by.twins ? "served replay (every ranked row: each configuration's served twin against " +
@@ -356,10 +365,10 @@ RecipeResult MakeRecipe(const ExperimentResults& results, const ModelInfo& model
                            : std::string(ToString(by.replay)) + " replay (every ranked row)";
   out.not_ranked = std::move(not_ranked);
   out.ranking_key = key.Text();
-  out.ranking_mode = key.by_exact ? (key.by_damage ? "exact, damage" : "exact")
-                                  : (key.by_damage ? "damage, flip rate" : "flip rate");
+  out.ranking_mode =
+      key.by_exact ? (key.by_damage ? "exact, damage" : "exact") : (key.by_damage ? "damage, flip rate" : "flip rate");
   out.lacking_forks = key.lacking_forks;
-  out.basis = Basis(best, rows, key, !qualified, ServedDistanceCaveat(results, best.name));
+  out.basis = Basis(best, rows, key, !qualified, ServedDistanceCaveat(results, best.name), baseline);
   out.ranking = Ranking(results, rows, budget, by);
   out.kv_types = KvTypes(model, budget, best, c);
   if (best.knobs)  // what the command allocates, and without --swa-full where that differs

@@ -7,6 +7,7 @@
 #include "checkpoint/model_info.h"
 #include "compare/compare.h"
 #include "experiment/experiment.h"
+#include "results/experiment_results.h"
 #include "results/results.h"
 #include "support/recipe_test_util.h"
 
@@ -183,4 +184,37 @@ TEST(RecipeServed, AnEarlierReplayOnlyVariantIsNeverRanked) {
   EXPECT_EQ(recipe["recommended"], "kv-q8_0");
   EXPECT_EQ(recipe["basis"]["confidence"], "medium") << recipe["basis"];
   EXPECT_NE(recipe["basis"]["why"].get<std::string>().find("(26 of 816)"), std::string::npos) << recipe["basis"];
+}
+
+// With the exact reference, a ranking by served twins reads each twin's own distance to exact:
+// here the prefill captures would rank kv-q4_0 closest to the truth, the served twins put it last.
+TEST(RecipeServed, ServedTwinsAreRankedByTheirOwnDistanceToExact) {
+  json results = BothOf({{"baseline"}, {"kv-q8_0", 0, 530}, {"kv-q4_0", 10, 280}},
+                        {{"baseline"}, {"kv-q8_0", 0, 530}, {"kv-q4_0", 90, 280}},
+                        {{"baseline", 0}, {"kv-q8_0", 0}, {"kv-q4_0", 80}});
+  auto exact_rows = [](const std::vector<std::pair<std::string, int64_t>>& flips) {
+    json rows = json::array();
+    for (const auto& [name, n] : flips) rows.push_back(fixtures::RecipeSummary(name, n, 800, false).ToJson());
+    return rows;
+  };
+  results["reference"] = {{"name", "exact"}, {"status", "ok"}};
+  results["reference"]["summary"] = exact_rows({{"baseline", 40}, {"kv-q8_0", 40}, {"kv-q4_0", 4}});
+  const json prefill_only = MakeRecipe(results, ServedRecipeModel());  // no served distances: flip rates
+  EXPECT_EQ(prefill_only["ranking_mode"], "flip rate") << prefill_only["ranking_key"];
+  results["reference"]["served_summary"] =
+      exact_rows({{"baseline@served", 4}, {"kv-q8_0@served", 5}, {"kv-q4_0@served", 120}});
+  const json recipe = MakeRecipe(results, ServedRecipeModel());
+  EXPECT_EQ(recipe["ranking_mode"], "exact");
+  EXPECT_DOUBLE_EQ((*RowOf(recipe, "kv-q4_0"))["exact_flip_rate"].get<double>(), 120.0 / 800);
+  EXPECT_DOUBLE_EQ((*RowOf(recipe, "baseline"))["exact_flip_rate"].get<double>(), 4.0 / 800);
+  EXPECT_EQ(recipe["ranking"].back()["config"], "kv-q4_0") << recipe["ranking"].dump();
+  // What the recommendation rests on leads with the distance that ranked it.
+  EXPECT_EQ(recipe["basis"]["rests_on"].get<std::string>().rfind("0.50% against the exact reference", 0), 0u)
+      << recipe["basis"]["rests_on"];
+  // The reference's served rows read and write back as they were.
+  const ExperimentResults typed = ExperimentResults::FromJson(results);
+  ASSERT_TRUE(typed.reference.has_value());
+  EXPECT_EQ(typed.reference->ToJson()["served_summary"], results["reference"]["served_summary"]);
+  ASSERT_NE(typed.reference->Row("kv-q4_0@served", true), nullptr);
+  EXPECT_EQ(typed.reference->Row("kv-q4_0@served", false), nullptr);
 }

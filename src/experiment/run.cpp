@@ -110,6 +110,8 @@ Result<ExperimentResults> RunExperiment(const Experiment& exp, const RunOptions&
   // 4b. Where the flips of each [layers] variant are born, layer by layer.
   if (exp.layers.enabled) FS_RETURN_IF_ERROR(LayersAll(exp, results, opts));
   if (exp.replay_both) FS_RETURN_IF_ERROR(RunServed(exp, opts, model, hashes, results));
+  // 4d. With both, the served twins against the exact reference too (what a served ranking reads).
+  if (exp.replay_both && results.reference) FS_RETURN_IF_ERROR(CompareServedWithReference(exp, results, opts.log));
   AddRecipe(results, model, opts);
   // 6. Results (written from the typed results, once) and report.
   FS_RETURN_IF_ERROR(WriteFileAtomic((fs::path(opts.outdir) / "results.json").string(),

@@ -97,6 +97,9 @@ void Summarize(const Experiment& exp, Measurements& m);
 // configuration (reference.summary, the baseline included), and each summary row's
 // exact_flip_rate and exact_kl_mean.
 Status CompareWithReference(const Experiment& exp, ExperimentResults& results, const Log& log);
+// With results.reference and results.served: the served twins likewise (reference.served_comparisons,
+// reference.served_summary, each served summary row's exact_flip_rate and exact_kl_mean).
+Status CompareServedWithReference(const Experiment& exp, ExperimentResults& results, const Log& log);
 // Adds to each summary row what following its forks found (m.branches): damage, repair, forks
 // followed, forkable and teacher-forced-only flips, and the damage rate (median flip rate x
 // damage / branches followed x the share of flips where the model writes: damaging flips per

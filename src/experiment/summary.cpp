@@ -64,33 +64,55 @@ Status CompareAll(const Experiment& exp, Measurements& m, const Log& log) {
   return Status::Ok();
 }
 
-Status CompareWithReference(const Experiment& exp, ExperimentResults& results, const Log& log) {
-  ReferenceResults& ref = *results.reference;
-  const std::string exact = ref.capture.captures[0];
-  const CompareOptions co = OptionsOf(exp, results.measured);
-  ref.comparisons.clear();
-  for (const ConfigEntry& c : results.measured.configs) {
+namespace {
+
+// Every capture of m's configurations against the exact capture (as base) into *comparisons, the
+// median over repeats per configuration into *summary, and each of m's summary rows' distance.
+Status CompareEachWithExact(const std::string& exact, const CompareOptions& co, Measurements& m,
+                            std::vector<ComparisonRecord>* comparisons, std::vector<SummaryRow>* summary,
+                            const Log& log) {
+  comparisons->clear();
+  for (const ConfigEntry& c : m.configs) {
     if (!c.Ok()) continue;
     for (size_t r = 0; r < c.captures.size(); ++r) {
       log.Info(fmt::format("  comparing {} (repeat {}) with the exact reference", c.name, r + 1));
       auto cmp = CompareFiles(exact, c.captures[r], co);
       if (!cmp.ok()) return cmp.status().Prefixed("against the exact reference");
-      ref.comparisons.push_back(RecordOf(c.name, r, std::move(*cmp)));
+      comparisons->push_back(RecordOf(c.name, r, std::move(*cmp)));
     }
   }
-  ref.summary.clear();
-  for (const ConfigEntry& c : results.measured.configs) {
-    auto entries = ComparisonsOf(ref.comparisons, c.name);
+  summary->clear();
+  for (const ConfigEntry& c : m.configs) {
+    auto entries = ComparisonsOf(*comparisons, c.name);
     if (entries.empty()) continue;
     const SummaryRow s = SummaryRow::Of(c.name, entries);
-    ref.summary.push_back(s);
-    for (SummaryRow& row : results.measured.summary)
+    summary->push_back(s);
+    for (SummaryRow& row : m.summary)
       if (row.config == c.name) {
         row.exact_flip_rate = s.median_flip_rate;
         row.exact_kl_mean = s.kl_mean;
       }
   }
   return Status::Ok();
+}
+
+}  // namespace
+
+Status CompareWithReference(const Experiment& exp, ExperimentResults& results, const Log& log) {
+  ReferenceResults& ref = *results.reference;
+  const std::string& exact = ref.capture.captures[0];
+  return CompareEachWithExact(exact, OptionsOf(exp, results.measured), results.measured, &ref.comparisons, &ref.summary,
+                              log);
+}
+
+Status CompareServedWithReference(const Experiment& exp, ExperimentResults& results, const Log& log) {
+  ReferenceResults& ref = *results.reference;
+  const std::string& exact = ref.capture.captures[0];
+  // The truth is one function whichever way a configuration computed it: the served twins are
+  // measured against the same exact capture, so that a ranking by served twins reads their own
+  // distance to it, never their prefill twins'.
+  Measurements& sv = results.served->measured;
+  return CompareEachWithExact(exact, OptionsOf(exp, sv), sv, &ref.served_comparisons, &ref.served_summary, log);
 }
 
 std::string AloneOf(const Experiment& exp, const ConfigSpec& c) {

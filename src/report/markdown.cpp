@@ -283,21 +283,26 @@ std::string TerminalRanking(const ExperimentResults& r) {
   const bool exact = r.reference.has_value();
   const bool damage = r.recipe && r.recipe->ranking_mode.value_or("").find("damage") != std::string::npos;
   const bool distance = HasServedDistance(r);  // shown beside each row, never ranked
+  const std::vector<ConfigRow> rows = RankedConfigs(r);
+  auto label = [](const ConfigRow& row) {
+    return row.name + (row.RankedReplayMode() != Replay::kPrefill ? " [" + row.RankedReplay() + "]" : "") +
+           (row.is_baseline ? " (reference)" : "") + (row.is_recommended ? " *" : "");
+  };
+  size_t width = 24;  // the names' column, wide enough for the longest with its marks
+  for (const ConfigRow& row : rows) width = std::max(width, label(row).size() + 1);
   auto line = [&](const std::string& rank, const std::string& name, const std::string& ex, const std::string& dmg,
                   const std::string& rate, const std::string& kl, const std::string& confident,
                   const std::string& above, const std::string& served) {
-    return fmt::format("  {:>3}  {:<24}{}{} {:>9} {:>9} {:>9} {:>11}{}\n", rank, name,
+    return fmt::format("  {:>3}  {:<{}}{}{} {:>9} {:>9} {:>9} {:>11}{}\n", rank, name, width,
                        exact ? fmt::format(" {:>9}", ex) : "", damage ? fmt::format(" {:>12}", dmg) : "", rate, kl,
                        confident, above, distance ? fmt::format("  {}", served) : "");
   };
   std::string out = line("#", "configuration", "vs exact", "damage rate", "flip rate", "KL mean", "confident",
                          "above floor", "prefill vs served (not ranked)");
-  for (const ConfigRow& row : RankedConfigs(r)) {
-    const std::string replay = row.RankedReplay();
-    std::string name = row.name + (row.RankedReplayMode() != Replay::kPrefill ? " [" + replay + "]" : "") +
-                       (row.is_baseline ? " (reference)" : "") + (row.is_recommended ? " *" : "");
+  for (const ConfigRow& row : rows) {
+    const std::string name = label(row);
     if (row.rank == 0) {
-      out += fmt::format("    -  {:<24} {}: {}\n", name, row.UnrankedLabel(), row.reason);
+      out += fmt::format("    -  {:<{}} {}: {}\n", name, width, row.UnrankedLabel(), row.reason);
       continue;
     }
     const SummaryRow& s = *row.Figures();

@@ -32,7 +32,6 @@ json ArrayOf(const std::vector<T>& items) {
   return read::ArrayOf(items, [](const T& item) { return item.ToJson(); });
 }
 
-
 // Moves fields[key] into out when `is` accepts the value's JSON type exactly, so that writing
 // gives back the same bytes; a value of another type stays in fields.
 template <typename T, typename Is>
@@ -135,14 +134,16 @@ ConfigEntry ConfigEntry::FromJson(const json& j) {
 }
 
 json ComparisonRecord::ToJson() const {
-  return {{"config", entry.config}, {"repeat", entry.repeat}, {"compare", compare ? flipscope::ToJson(*compare) : json()}};
+  return {
+      {"config", entry.config}, {"repeat", entry.repeat}, {"compare", compare ? flipscope::ToJson(*compare) : json()}};
 }
 
 ComparisonRecord ComparisonRecord::FromJson(const json& j) {
   ComparisonRecord c;
   const json& doc = read::Sub(j, "compare");
   if (doc.is_object()) c.compare = ComparisonFromJson(doc);
-  c.entry = {read::Str(j, "config"), read::Get(j, "repeat", 0), c.compare ? ComparisonFigures::Of(*c.compare) : ComparisonFigures{}};
+  c.entry = {read::Str(j, "config"), read::Get(j, "repeat", 0),
+             c.compare ? ComparisonFigures::Of(*c.compare) : ComparisonFigures{}};
   return c;
 }
 
@@ -233,14 +234,27 @@ json ReferenceResults::ToJson() const {
   j["comparisons"] = ArrayOf(comparisons);
   j["summary"] = json::array();
   for (const SummaryRow& s : summary) j["summary"].push_back(s.ToReferenceJson());
+  if (served_summary.empty()) return j;  // files of runs without served twins stay as they were
+  j["served_comparisons"] = ArrayOf(served_comparisons);
+  j["served_summary"] = json::array();
+  for (const SummaryRow& s : served_summary) j["served_summary"].push_back(s.ToReferenceJson());
   return j;
+}
+
+const SummaryRow* ReferenceResults::Row(const std::string& config, bool served) const {
+  for (const SummaryRow& s : served ? served_summary : summary)
+    if (s.config == config) return &s;
+  return nullptr;
 }
 
 ReferenceResults ReferenceResults::FromJson(const json& j) {
   ReferenceResults r;
-  r.capture = ConfigEntry::FromJson(read::Without(j, {"comparisons", "summary"}));
+  r.capture =
+      ConfigEntry::FromJson(read::Without(j, {"comparisons", "summary", "served_comparisons", "served_summary"}));
   r.comparisons = ObjectsAt<ComparisonRecord>(j, "comparisons", ComparisonRecord::FromJson);
   r.summary = ObjectsAt<SummaryRow>(j, "summary", SummaryRow::FromJson);
+  r.served_comparisons = ObjectsAt<ComparisonRecord>(j, "served_comparisons", ComparisonRecord::FromJson);
+  r.served_summary = ObjectsAt<SummaryRow>(j, "served_summary", SummaryRow::FromJson);
   return r;
 }
 

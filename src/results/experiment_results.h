@@ -38,7 +38,7 @@ struct ConfigEntry {
   std::optional<std::vector<bool>> reused;             // each repeat's capture was an earlier run's
   std::optional<double> kv_bytes_per_token;            // KV cache bytes per token of context
   bool kv_bytes_unknown = false;  // a server configuration's: its server decides its KV cache (written as null)
-  std::optional<uint64_t> model_file_size;             // bytes of the model file it ran
+  std::optional<uint64_t> model_file_size;  // bytes of the model file it ran
   // What its first capture recorded: the knobs it ran with and the engine's record.
   std::optional<Recorded<KnobsFacts>> knobs;
   std::optional<EngineRecord> engine;
@@ -93,9 +93,9 @@ struct BranchRecord {
 // Where one configuration's flips are born (layers[]): the layers stage's document, or why not.
 struct LayersRecord {
   std::string config;
-  std::optional<std::string> skipped;    // why the layers stage cannot look into it
-  std::optional<std::string> error;      // its rows did not reproduce (said, not fatal)
-  std::optional<LayersResult> result;    // the layers stage's result (docs/layers.md)
+  std::optional<std::string> skipped;  // why the layers stage cannot look into it
+  std::optional<std::string> error;    // its rows did not reproduce (said, not fatal)
+  std::optional<LayersResult> result;  // the layers stage's result (docs/layers.md)
 
   nlohmann::json ToJson() const;
   static LayersRecord FromJson(const nlohmann::json& j);
@@ -127,6 +127,11 @@ struct ReferenceResults {
   ConfigEntry capture;                        // the exact capture's entry
   std::vector<ComparisonRecord> comparisons;  // the exact capture as base
   std::vector<SummaryRow> summary;            // written with SummaryRow::ToReferenceJson
+  // replay = "both": the served twins (X@served) against the same exact capture, apart from the
+  // prefill captures' rows so that a ranking by served twins reads served distances only.
+  std::vector<ComparisonRecord> served_comparisons;
+  std::vector<SummaryRow> served_summary;
+  const SummaryRow* Row(const std::string& config, bool served) const;  // its row; nullptr when none
 
   nlohmann::json ToJson() const;
   static ReferenceResults FromJson(const nlohmann::json& j);
@@ -140,7 +145,7 @@ struct ServedSkip {
 // replay = "both" (results.json served): the served twins measured like the prefill
 // configurations, each configuration's prefill-vs-served distance and the ranking under each.
 struct ServedResults {
-  std::string baseline;             // the served baseline's name
+  std::string baseline;  // the served baseline's name
   // The variant whose only change was the replay, which asked for this part (it is not a
   // configuration: its figures are the baseline's distance); none under replay = "both".
   std::optional<std::string> asked_by;
@@ -156,8 +161,8 @@ struct ServedResults {
 // The run's settings (results.json settings); each absent where a document does not hold it (or
 // holds another type: then it stays in fields, as read).
 struct RunSettings {
-  std::optional<int64_t> window;     // flip-rate window in positions
-  std::optional<double> confident;   // a confident flip's reference top-1 probability
+  std::optional<int64_t> window;    // flip-rate window in positions
+  std::optional<double> confident;  // a confident flip's reference top-1 probability
   // The recipe's budget in bytes; none: no budget (written as null). Written as an integer when it
   // is a whole number of bytes (as the experiment writes it).
   std::optional<double> memory_budget_bytes;

@@ -241,6 +241,11 @@ LoadFloorRow LoadFloorRow::FromJson(const json& j) {
 
 std::string ServedName(const std::string& config) { return config + "@served"; }
 
+std::string UnservedName(const std::string& name) {
+  constexpr std::string_view kSuffix = "@served";
+  return name.ends_with(kSuffix) ? name.substr(0, name.size() - kSuffix.size()) : name;
+}
+
 json ReplayGroup::ToJson() const {
   return {{"group", name},          {"probes", probes},   {"flips", flips},
           {"flip_rate", flip_rate}, {"kl_mean", kl_mean}, {"bit_identical", bit_identical}};

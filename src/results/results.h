@@ -171,6 +171,8 @@ struct LoadFloorRow {
 
 // The name of a configuration's served twin under replay = "both" ("q8" -> "q8@served").
 std::string ServedName(const std::string& config);
+// The configuration a served twin's name is of ("q8@served" -> "q8"); any other name as it is.
+std::string UnservedName(const std::string& name);
 
 // One group of the probes of a prefill-vs-served distance (results.json served.distance[].groups[]).
 struct ReplayGroup {
