@@ -117,6 +117,29 @@ bool NumberedWording(std::string_view w) {
   return parts >= 2;
 }
 
+// Whether the number w, a word of text, is a percentage of a stock phrase, which states no measure:
+// a belief's degree ("99% sure", "100 percent certain") or 100 as "wholly" ("100% correct",
+// "100% of the time"). "100% full" or "73% complete" still measures something.
+bool InStockPhrase(std::string_view text, const Word& w) {
+  if (!std::all_of(w.text.begin(), w.text.end(), IsDigit)) return false;
+  std::string after = Lower(text.substr(w.offset + w.text.size(), 40));
+  for (std::string_view percent : {"%", " percent", " per cent"})
+    if (after.rfind(percent, 0) == 0) {
+      after.erase(0, percent.size());
+      const size_t start = after.find_first_not_of(' ');
+      const size_t end = after.find_first_not_of("abcdefghijklmnopqrstuvwxyz", start == std::string::npos ? 0 : start);
+      const std::string next = start == std::string::npos ? "" : after.substr(start, end - start);
+      static constexpr std::string_view kBelief[] = {"sure", "certain", "confident", "positive"};
+      static constexpr std::string_view kWholly[] = {"correct", "accurate", "right",     "safe",   "fine",
+                                                     "true",    "working",  "reliable",  "secure", "fixed",
+                                                     "valid",   "clean",    "compatible"};
+      if (std::find(std::begin(kBelief), std::end(kBelief), next) != std::end(kBelief)) return true;
+      return w.text == "100" && (std::find(std::begin(kWholly), std::end(kWholly), next) != std::end(kWholly) ||
+                                 after.compare(start == std::string::npos ? 0 : start, 11, "of the time") == 0);
+    }
+  return false;
+}
+
 }  // namespace
 
 // Whether a word states a fact that must come from somewhere: an address, a path, a host or file
@@ -324,6 +347,7 @@ std::optional<std::string> FindInventedFact(std::string_view text, size_t from, 
   for (const Word& w : SplitWords(text)) {
     if (w.offset + w.text.size() <= from || !IsFactWord(w.text)) continue;
     if (w.offset > 0 && text[w.offset - 1] == '<') continue;  // a markup tag (</tool_call>), no path
+    if (InStockPhrase(text, w)) continue;
     // A word cut by the end of the text is known when it is the start of a known one: `known` says.
     if (known && known(w.text)) continue;
     return fmt::format("states \"{}\", which the transcript nowhere holds", w.text);
