@@ -5,112 +5,28 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <set>
 
 #include "capture/capture.h"
+#include "support/branch_captures.h"
 #include "support/branches.h"
 #include "testing/futures.h"
 #include "testing/tiny_model.h"
 #include "util/util.h"
 
 using namespace flipscope;
+using flipscope::fixtures::BranchKnobs;
+using flipscope::fixtures::CapturePair;
+using flipscope::fixtures::Captures;
+using flipscope::fixtures::PythonCheck;
+using flipscope::fixtures::Request;
 using flipscope::fixtures::RunBranchesJson;
+using flipscope::fixtures::UserThenAssistant;
+using flipscope::fixtures::WriteCapture;
 namespace fs = std::filesystem;
-
-namespace {
-
-Knobs BranchKnobs(const std::string& kv) {
-  Knobs k;
-  k.n_threads = 1;
-  k.n_ctx = 256;
-  k.n_batch = 64;
-  k.flash_attn = FlashAttn::kOn;
-  k.cache_type_k = k.cache_type_v = *FromName<KvCacheType>(kv);
-  return k;
-}
-
-// Writes a capture the way the capture stage does: a plain teacher-forced prefill, F32 rows.
-// `spans`: the workload's spans for the manifest (none: a plain-text workload).
-void WriteCapture(const std::string& path, const std::string& model, const Knobs& k, const std::vector<int32_t>& tokens,
-                  int stride, const nlohmann::json& spans = nullptr) {
-  auto e = LlamaEngine::Create(model, k);
-  ASSERT_TRUE(e.ok()) << e.status().message();
-  CaptureLayout layout;
-  layout.tokens = tokens;
-  for (int32_t p = 0; p + 1 < int32_t(tokens.size()); p += stride) layout.positions.push_back(p);
-  layout.n_vocab = (*e)->n_vocab();
-  nlohmann::json manifest = {
-      {"model", {{"path", model}, {"sha256", *Sha256File(model)}}},
-      {"engine", (*e)->Describe()},
-      {"knobs", (*e)->Describe()["knobs"]},
-      {"workload", {{"tool_call_form", "<tool_call> in content"}, {"tools", nlohmann::json::array()}}}};
-  if (!spans.is_null()) manifest["workload"]["spans"] = spans;
-  if (k.replay == Replay::kServed) {  // the capture stage's schedule: what the model wrote is fed singly
-    auto sp = SpansFromJson(spans);
-    ASSERT_TRUE(sp.ok()) << sp.status().message();
-    std::vector<uint8_t> written(tokens.size());
-    for (size_t p = 0; p < written.size(); ++p) written[p] = ModelWrites(*sp, int32_t(p)) ? 1 : 0;
-    (*e)->SetWritten(std::move(written));
-  }
-  auto w = CaptureWriter::Create(path, layout, manifest);
-  ASSERT_TRUE(w.ok()) << w.status().message();
-  Status st = (*e)->Prefill(
-      tokens, layout.positions, [&](const Row& r) { return (*w)->WriteRow(r.index, r.logits); }, nullptr);
-  ASSERT_TRUE(st.ok()) << st.message();
-  ASSERT_TRUE((*w)->Commit().ok());
-}
-
-struct Pair {
-  std::string base, cand;
-};
-const Pair& Captures() {
-  static Pair p = [] {
-    Pair x{fixtures::TempPath("branch-base.safetensors"), fixtures::TempPath("branch-cand.safetensors")};
-    WriteCapture(x.base, fixtures::DefaultTinyModel(), BranchKnobs("f16"), fixtures::TinyTokens(240), 2);
-    WriteCapture(x.cand, fixtures::DefaultTinyModel(), BranchKnobs("q4_0"), fixtures::TinyTokens(240), 2);
-    return x;
-  }();
-  return p;
-}
-
-BranchRequest Request(int max_tokens = 10) {
-  BranchRequest r;
-  r.base_path = Captures().base;
-  r.cand_path = Captures().cand;
-  r.options.max_tokens = max_tokens;
-  r.options.log.bars = false;
-  return r;
-}
-
-// Runs the independent numpy check over the captures and the output; returns its exit status and output.
-int PythonCheck(const nlohmann::json& out, std::string* said, const Pair& captures = Captures()) {
-  // Beside the captures: tests over other captures run their checks at the same time.
-  std::string json_path = captures.base + ".check.json", log = captures.base + ".check.log";
-  std::ofstream(json_path) << out.dump(1);
-  std::string cmd = std::string(FLIPSCOPE_PYTHON) + " " + FLIPSCOPE_SOURCE_DIR + "/tests/ref/branch_check.py " +
-                    captures.base + " " + captures.cand + " " + json_path + " > " + log + " 2>&1";
-  int rc = std::system(cmd.c_str());
-  *said = *ReadFile(log);
-  return rc;
-}
-
-// The spans of a 240-token chat: a user message, then the assistant's (from position 120).
-nlohmann::json UserThenAssistant() {
-  return {
-      {{"kind", "message"}, {"begin", 0}, {"end", 120}, {"index", 1}, {"role", "user"}, {"label", "message #1 user"}},
-      {{"kind", "message"},
-       {"begin", 120},
-       {"end", 240},
-       {"index", 2},
-       {"role", "assistant"},
-       {"label", "message #2 assistant"}}};
-}
-
-}  // namespace
 
 TEST(RunBranches, FlipsOfAQuantizedKvCacheCheckedIndependently) {
   auto out = RunBranchesJson(Request());
@@ -131,8 +47,8 @@ TEST(RunBranches, FlipsOfAQuantizedKvCacheCheckedIndependently) {
 // user token are teacher-forced only, counted apart, and never use up --max-branches.
 TEST(RunBranches, ForksOnlyWhereTheModelWritesTheNextToken) {
   const nlohmann::json spans = UserThenAssistant();
-  const Pair chat{fixtures::TempPath("branch-chat-base.safetensors"),
-                  fixtures::TempPath("branch-chat-cand.safetensors")};
+  const CapturePair chat{fixtures::TempPath("branch-chat-base.safetensors"),
+                         fixtures::TempPath("branch-chat-cand.safetensors")};
   WriteCapture(chat.base, fixtures::DefaultTinyModel(), BranchKnobs("f16"), fixtures::TinyTokens(240), 2, spans);
   WriteCapture(chat.cand, fixtures::DefaultTinyModel(), BranchKnobs("q4_0"), fixtures::TinyTokens(240), 2, spans);
   BranchRequest r = Request();
@@ -207,28 +123,6 @@ TEST(RunBranches, FollowsAServedCaptureOnItsOwnSchedule) {
   EXPECT_EQ(cand["branches_reproduced"], (*out)["records"].size());
 }
 
-// `flipscope branch` writes the records the library returns (the run is deterministic), says how
-// many, and refuses an output folder that does not exist in one line.
-TEST(BranchCommand, WritesTheLibraryRecordsAndRefusesAMissingFolder) {
-  auto out = RunBranchesJson(Request());
-  ASSERT_TRUE(out.ok()) << out.status().message();
-  const std::string exe = std::string(FLIPSCOPE_BINARY_DIR) + "/bin/flipscope";
-  ASSERT_TRUE(fs::exists(exe)) << exe << " is not built";
-  const std::string json_path = fixtures::TempPath("branch-cli.json"), log = fixtures::TempPath("branch-cli.log");
-  std::string cmd = "FLIPSCOPE_NO_PROGRESS=1 " + exe + " branch -q " + Captures().base + " " + Captures().cand +
-                    " -o " + json_path + " --max-tokens 10 > " + log + " 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << *ReadFile(log);
-  const size_t n = (*out)["records"].size();
-  EXPECT_NE(ReadFile(log)->find(std::to_string(n) + " branches"), std::string::npos) << *ReadFile(log);
-  auto written = nlohmann::json::parse(*ReadFile(json_path));
-  auto library = nlohmann::json::parse(out->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  EXPECT_EQ(written["records"], library["records"]);
-  cmd =
-      exe + " branch -q " + Captures().base + " " + Captures().cand + " -o /nonexistent/dir/x.json > " + log + " 2>&1";
-  EXPECT_NE(std::system(cmd.c_str()), 0);
-  EXPECT_EQ(*ReadFile(log), "flipscope: error: /nonexistent/dir/x.json: the folder /nonexistent/dir does not exist\n");
-}
-
 // The fallback for models whose cache cannot be forked re-prefills each prefix. Its batch shapes
 // differ from the teacher-forced pass, so the kernels may round differently (repacked weights,
 // AMX, tiled attention); what holds on every kernel path is ExpectSameGreedyFuture's guarantee.
@@ -274,106 +168,6 @@ TEST(RunBranches, RangesAndMaxBranches) {
   EXPECT_EQ((*out)["counts"]["total"], 2);
   std::string said;
   EXPECT_EQ(PythonCheck(*out, &said), 0) << said;
-}
-
-TEST(RunBranches, ChangedOrMissingModelNamesTheExpectedHash) {
-  std::string model = fixtures::TempPath("branch-moved.gguf");
-  fs::copy_file(fixtures::DefaultTinyModel(), model, fs::copy_options::overwrite_existing);
-  std::string sha = *Sha256File(model);
-  std::string base = fixtures::TempPath("branch-moved.safetensors");
-  WriteCapture(base, model, BranchKnobs("f16"), fixtures::TinyTokens(40), 4);
-  BranchRequest r = Request();
-  r.base_path = base;
-  r.cand_path = base;
-  fixtures::TinyModelOptions other;
-  other.seed = 7;
-  ASSERT_TRUE(fixtures::WriteTinyModel(model, other).ok());
-  auto out = RunBranchesJson(r);
-  ASSERT_FALSE(out.ok());
-  EXPECT_EQ(out.status().message(),
-            base + ": the model file " + model + " has changed: sha256 " + *Sha256File(model) + ", expected " + sha);
-  fs::remove(model);
-  out = RunBranchesJson(r);
-  ASSERT_FALSE(out.ok());
-  EXPECT_EQ(out.status().message(),
-            base + ": the model file " + model + " cannot be read (expected sha256 " + sha + ")");
-}
-
-TEST(RunBranches, RefusesCapturesOfDifferentTokensAndBadOptions) {
-  std::string other = fixtures::TempPath("branch-other.safetensors");
-  WriteCapture(other, fixtures::DefaultTinyModel(), BranchKnobs("f16"), fixtures::TinyTokens(240, 41), 2);
-  BranchRequest r = Request();
-  r.cand_path = other;
-  auto out = RunBranchesJson(r);
-  ASSERT_FALSE(out.ok());
-  EXPECT_NE(out.status().message().find(other + ": fed different tokens than " + Captures().base +
-                                        " (first difference at position 1: "),
-            std::string::npos)
-      << out.status().message();
-  r = Request();
-  // A bad name is refused where it is read (the CLI reads --at).
-  EXPECT_EQ(ParseName<BranchAt>("everywhere", "at").status().message(), "at must be flips or ranges, not 'everywhere'");
-  r.options.at = BranchAt::kRanges;
-  EXPECT_EQ(RunBranchesJson(r).status().message(), "at ranges needs ranges A-B,... or tool_calls");
-  r.options.ranges = "9-3";
-  EXPECT_EQ(RunBranchesJson(r).status().message(), "ranges: '9-3' is not tool_calls or a range A-B (0 <= A <= B)");
-  // The same rule as capture's --full: a range that starts past the last scored position is an error.
-  r.options.ranges = "5000-6000";
-  EXPECT_NE(RunBranchesJson(r).status().message().find("ranges: range 5000-6000 starts past the workload's last scored "
-                                                       "position "),
-            std::string::npos)
-      << RunBranchesJson(r).status().message();
-  r = Request();
-  r.base_path = "/nonexistent/base.safetensors";
-  EXPECT_NE(RunBranchesJson(r).status().message().find("/nonexistent/base.safetensors"), std::string::npos);
-}
-
-TEST(Summary, CountsEveryVerdictAndOutcome) {
-  nlohmann::json records = nlohmann::json::array(
-      {{{"verdict", "benign"}, {"outcome", "benign"}, {"outcome_kind", nullptr}},
-       {{"verdict", "invalid_tool_call"}, {"outcome", "both_fail"}, {"outcome_kind", "invalid_tool_call"}},
-       {{"verdict", "invalid_tool_call"}, {"outcome", "damage"}, {"outcome_kind", "invalid_tool_call"}},
-       {{"verdict", "literal_mutated"}, {"outcome", "repair"}, {"outcome_kind", "literal_mutated"}}});
-  std::vector<ForkRecord> typed;
-  for (const auto& r : records) typed.push_back(ForkRecordFromJson(r));
-  auto c = ToJson(CountVerdicts(typed));
-  nlohmann::json kinds = {{"invalid_tool_call", 0}, {"literal_mutated", 0}, {"wrong_command", 0}};
-  nlohmann::json damage = kinds, repair = kinds;
-  damage["total"] = damage["invalid_tool_call"] = 1;
-  repair["total"] = repair["literal_mutated"] = 1;
-  EXPECT_EQ(
-      c, (nlohmann::json{
-             {"invalid_tool_call", 2},
-             {"literal_mutated", 1},
-             {"wrong_command", 0},
-             {"divergent", 0},
-             {"benign", 1},
-             {"total", 4},
-             {"outcomes",
-              {{"damage", damage}, {"repair", repair}, {"both_fail", 1}, {"different_but_fine", 0}, {"benign", 1}}}}));
-  std::string text = SummaryText(BranchCountsFromJson(c));
-  EXPECT_NE(text.find("4 branches"), std::string::npos);
-  EXPECT_NE(
-      text.find("     1 damage: the candidate breaks what the reference's future got right (1 invalid_tool_call)"),
-      std::string::npos)
-      << text;
-  EXPECT_NE(text.find("     1 repair: the candidate gets right what the reference's future broke (1 literal_mutated)"),
-            std::string::npos)
-      << text;
-  EXPECT_NE(text.find("     2 structurally invalid branches"), std::string::npos) << text;
-}
-
-// The one rule for branch points: positions both captures probe, where the argmax differ, in order.
-TEST(Flips, OnlyCommonProbesWhereTheGreedyTokensDiffer) {
-  const std::vector<int32_t> pb = {0, 2, 4, 6, 8}, ab = {1, 2, 3, 4, 5};
-  const std::vector<int32_t> pc = {2, 3, 4, 8, 9}, ac = {9, 7, 3, 6, 1};
-  auto f = Flips(pb, ab, pc, ac);
-  ASSERT_EQ(f.size(), 2u);  // 2 (2 vs 9) and 8 (5 vs 6); 4 agrees, 0/3/6/9 are probed by one side only
-  EXPECT_EQ(f[0].position, 2);
-  EXPECT_EQ(f[0].base_token, 2);
-  EXPECT_EQ(f[0].cand_token, 9);
-  EXPECT_EQ(f[1].position, 8);
-  EXPECT_TRUE(Flips(pb, ab, pb, ab).empty());
 }
 
 // A history's path: captures of token ids (no spans in their manifests), the transcript given

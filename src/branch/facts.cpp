@@ -117,6 +117,29 @@ bool NumberedWording(std::string_view w) {
   return parts >= 2;
 }
 
+// Whether the number w, a word of text, is a percentage of a stock phrase, which states no measure:
+// a belief's degree ("99% sure", "100 percent certain") or 100 as "wholly" ("100% correct",
+// "100% of the time"). "100% full" or "73% complete" still measures something.
+bool InStockPhrase(std::string_view text, const Word& w) {
+  if (!std::all_of(w.text.begin(), w.text.end(), IsDigit)) return false;
+  std::string after = Lower(text.substr(w.offset + w.text.size(), 40));
+  for (std::string_view percent : {"%", " percent", " per cent"})
+    if (after.rfind(percent, 0) == 0) {
+      after.erase(0, percent.size());
+      const size_t start = after.find_first_not_of(' ');
+      const size_t end = after.find_first_not_of("abcdefghijklmnopqrstuvwxyz", start == std::string::npos ? 0 : start);
+      const std::string next = start == std::string::npos ? "" : after.substr(start, end - start);
+      static constexpr std::string_view kBelief[] = {"sure", "certain", "confident", "positive"};
+      static constexpr std::string_view kWholly[] = {"correct", "accurate", "right",     "safe",   "fine",
+                                                     "true",    "working",  "reliable",  "secure", "fixed",
+                                                     "valid",   "clean",    "compatible"};
+      if (std::find(std::begin(kBelief), std::end(kBelief), next) != std::end(kBelief)) return true;
+      return w.text == "100" && (std::find(std::begin(kWholly), std::end(kWholly), next) != std::end(kWholly) ||
+                                 after.compare(start == std::string::npos ? 0 : start, 11, "of the time") == 0);
+    }
+  return false;
+}
+
 }  // namespace
 
 // Whether a word states a fact that must come from somewhere: an address, a path, a host or file
@@ -279,30 +302,30 @@ std::optional<std::string> ValueOfAnotherField(std::string_view text, size_t fro
   return std::nullopt;
 }
 
-}  // namespace
-
-FactTable FactTable::FromText(std::string_view transcript) {
-  FactTable t;
+// Per line of the transcript, the ports it gives the names beside them, and its fact words (with
+// the lines that hold each).
+void ReadLines(std::string_view transcript, FactTable* t) {
   size_t line_start = 0;
   while (line_start <= transcript.size()) {
     size_t end = transcript.find('\n', line_start);
     if (end == std::string_view::npos) end = transcript.size();
     const std::string_view line = transcript.substr(line_start, end - line_start);
     for (const auto& [port, at] : PortsIn(line))
-      for (const std::string& name : NamesIn(line)) t.ports_of[name].insert(port);
-    std::vector<std::string>& words = t.line_facts.emplace_back();
+      for (const std::string& name : NamesIn(line)) t->ports_of[name].insert(port);
+    std::vector<std::string>& words = t->line_facts.emplace_back();
     for (Word& w : SplitWords(line))
       if (IsFactWord(w.text)) {
-        auto& at = t.lines_of[w.text];
-        if (at.empty() || at.back() != t.line_facts.size() - 1) at.push_back(t.line_facts.size() - 1);
+        auto& at = t->lines_of[w.text];
+        if (at.empty() || at.back() != t->line_facts.size() - 1) at.push_back(t->line_facts.size() - 1);
         words.push_back(std::move(w.text));
       }
     line_start = end + 1;
   }
-  for (auto& [key, value] : JsonFields(transcript))
-    if (IsFactWord(value)) t.fields_of[value].insert(key);
-  // Every innermost JSON object (one without objects inside): a record of a tool's output or a
-  // call's arguments, whose values belong together.
+}
+
+// Every innermost JSON object (one without objects inside) holding two or more fact words: a
+// record of a tool's output or a call's arguments, whose values belong together.
+void ReadRecords(std::string_view transcript, FactTable* t) {
   for (size_t open = transcript.find('{'); open != std::string_view::npos; open = transcript.find('{', open + 1)) {
     const size_t close = transcript.find_first_of("{}", open + 1);
     if (close == std::string_view::npos || transcript[close] != '}') continue;
@@ -311,11 +334,22 @@ FactTable FactTable::FromText(std::string_view transcript) {
       if (IsFactWord(value)) record.emplace(std::move(key), std::move(value));
     if (record.size() < 2) continue;
     for (const auto& [key, value] : record) {
-      auto& at = t.records_of[value];
-      if (at.empty() || at.back() != t.records.size()) at.push_back(t.records.size());
+      auto& at = t->records_of[value];
+      if (at.empty() || at.back() != t->records.size()) at.push_back(t->records.size());
     }
-    t.records.push_back(std::move(record));
+    t->records.push_back(std::move(record));
   }
+}
+
+}  // namespace
+
+FactTable FactTable::FromText(std::string_view transcript) {
+  FactTable t;
+  ReadLines(transcript, &t);
+  // What each fact word is, by the JSON fields that give it.
+  for (auto& [key, value] : JsonFields(transcript))
+    if (IsFactWord(value)) t.fields_of[value].insert(key);
+  ReadRecords(transcript, &t);
   return t;
 }
 
@@ -324,6 +358,7 @@ std::optional<std::string> FindInventedFact(std::string_view text, size_t from, 
   for (const Word& w : SplitWords(text)) {
     if (w.offset + w.text.size() <= from || !IsFactWord(w.text)) continue;
     if (w.offset > 0 && text[w.offset - 1] == '<') continue;  // a markup tag (</tool_call>), no path
+    if (InStockPhrase(text, w)) continue;
     // A word cut by the end of the text is known when it is the start of a known one: `known` says.
     if (known && known(w.text)) continue;
     return fmt::format("states \"{}\", which the transcript nowhere holds", w.text);

@@ -143,6 +143,68 @@ TEST(NearCopy, AFactWordCopiedSlightlyWrong) {
   EXPECT_FALSE(FindNearCopy("00000000000000000053BB1EF was before; now", 30, facts, known));
 }
 
+// A known value cut short is a mangled copy: an identifier's tail after a '-' or '_' (the order's
+// number without its head), a decimal cut or rounded to fewer decimals or given more. The whole
+// value, another number, a path's file name, a tail without a digit, the same number with zeros
+// added, a word the text's end cuts are not.
+TEST(NearCopy, AKnownValueCutShort) {
+  const std::string transcript =
+      "{\"order_id\": \"NW-2025-2974\", \"total\": 43.33, \"fee\": 17.26, \"net\": 28.70}\n"
+      "see /srv/app/src/token_expiry.py on lab-sw01.fra.example.net\n";
+  const Read read(transcript);
+  const FactTable& facts = read.facts;
+  const WordFilter& known = read.known;
+  auto order = FindNearCopy("About order number 2974: it shipped.", 0, facts, known);
+  ASSERT_TRUE(order.has_value());
+  EXPECT_EQ(order->literal, "NW-2025-2974");
+  EXPECT_EQ(order->copy, "2974");
+  EXPECT_TRUE(FindNearCopy("order 2025-2974 shipped", 0, facts, known)) << "two parts of three";
+  auto amount = FindNearCopy("{\"amount\": 43.3, \"reason\": \"late\"}", 0, facts, known);
+  ASSERT_TRUE(amount.has_value());
+  EXPECT_EQ(amount->literal, "43.33");
+  EXPECT_TRUE(FindNearCopy("a fee of 17.3 is due", 0, facts, known)) << "17.26 rounded";
+  EXPECT_FALSE(FindNearCopy("refund 43.4 now", 0, facts, known)) << "43.33 neither cut nor rounded";
+  EXPECT_TRUE(FindNearCopy("the net is 28.7056 today", 0, facts, known)) << "decimals added";
+  EXPECT_FALSE(FindNearCopy("the net is 28.7000 today", 0, facts, known)) << "the same number";
+  EXPECT_FALSE(FindNearCopy("refund 43.33 now", 0, facts, known)) << "the whole value";
+  EXPECT_FALSE(FindNearCopy("refund 44.3 now", 0, facts, known)) << "another whole part";
+  EXPECT_FALSE(FindNearCopy("edit token_expiry.py next", 0, facts, known)) << "a path's file name";
+  EXPECT_FALSE(FindNearCopy("ask fra.example.net next", 0, facts, known)) << "a tail without a digit";
+  EXPECT_FALSE(FindNearCopy("it is 2974", 0, facts, known)) << "cut by the text's end: it may go on";
+  // The word ends where the future leaves the transcript: the future ended it there.
+  const std::string call = "{\"amount\": 43.3, \"reason\": \"late\"}";
+  EXPECT_TRUE(FindNearCopy(call, call.find(','), facts, known));
+}
+
+// A copy wrong in its first byte alone is a mangled copy when the rest is long: the address with
+// its first letter changed. A short rest, a capital (a sentence's first word) or a second change are not.
+TEST(NearCopy, WrongInItsFirstByteAlone) {
+  const Read read("{\"email\": \"omar.haddad@example.com\", \"host\": \"db-east-02\"}\n");
+  const FactTable& facts = read.facts;
+  const WordFilter& known = read.known;
+  auto mail = FindNearCopy("send it to amar.haddad@example.com today", 0, facts, known);
+  ASSERT_TRUE(mail.has_value());
+  EXPECT_EQ(mail->literal, "omar.haddad@example.com");
+  EXPECT_FALSE(FindNearCopy("send it to Omar.haddad@example.com today", 0, facts, known)) << "a capital";
+  EXPECT_FALSE(FindNearCopy("ask db-east-02 or xb-east-02 now", 0, facts, known)) << "short";
+  EXPECT_FALSE(FindNearCopy("send it to amar.haddad@exomple.com today", 0, facts, known)) << "two changes";
+}
+
+// A percentage in a stock phrase states no measure: a belief's degree, 100 as "wholly". A
+// percentage of something, or 100 of another word, still does.
+TEST(InventedFact, StockPhrasesAreWording) {
+  const Read read("TIMEOUT_S = 30 in src/auth/config.py\n");
+  const FactTable& facts = read.facts;
+  const WordFilter& known = read.known;
+  EXPECT_FALSE(FindInventedFact("The original code is now 100% correct.", 0, facts, known));
+  EXPECT_FALSE(FindInventedFact("I am 100 percent sure of it.", 0, facts, known));
+  EXPECT_FALSE(FindInventedFact("I am 99% certain it works.", 0, facts, known));
+  EXPECT_FALSE(FindInventedFact("It fails 100% of the time.", 0, facts, known));
+  EXPECT_TRUE(FindInventedFact("The disk is 100% full.", 0, facts, known)) << "a measure";
+  EXPECT_TRUE(FindInventedFact("The rebuild is 730% correct.", 0, facts, known)) << "not 100";
+  EXPECT_TRUE(FindInventedFact("It took 100 seconds.", 0, facts, known)) << "no percentage";
+}
+
 // A known value written after the name of a field that the transcript's records give it only as
 // another field is given to the wrong field; the right field, a field the transcript does not
 // have, or the value in another sentence is not.

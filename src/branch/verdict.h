@@ -269,7 +269,8 @@ struct FactTable {
 bool IsFactWord(std::string_view w);
 // An invented fact in prose from byte `from` on: a fact-like word (an address, path, host or file
 // name, version, a number of 3+ digits; not a number that only counts or orders words: `20-The`,
-// `test_function_1`, nor code's `a.name`) that `known` does not hold (a word the end of the text
+// `test_function_1`, code's `a.name`, nor the percentage of a stock phrase: `100% correct`, `99%
+// sure`) that `known` does not hold (a word the end of the text
 // cuts is `known` when it is the start of a known word), or a port given to a service whose
 // transcript lines give it only one or two others, or a value of one kind (a MAC, a pid, an
 // interface) written on a line beside a thing whose transcript lines give it only one or two
@@ -294,9 +295,14 @@ std::optional<std::string> ValueOfAnotherRecord(std::string_view text, size_t fr
 constexpr size_t kNearCopyMinBytes = 12, kNearCopyBytes = 8;
 // A copy of a transcript's fact word gone slightly wrong, from byte `from` on: a fact word that
 // `known` does not hold, starts with the first byte of a transcript fact word of kNearCopyMinBytes
-// or more and is within one edit per kNearCopyBytes bytes of it, in one of its parts (split at
-// '.', '/', ':', '@'; as many parts as it), yet neither holds the other (a WAL segment with a digit lost,
-// `postgresql-2015-main.log` for `postgresql-15-main.log`): the transcript's word and the copy, or none.
+// or more (or differs from it in that byte alone, the rest more than kNearCopyMinBytes long:
+// `amar.haddad@example.com`) and is within one edit per kNearCopyBytes bytes of it, in one of its
+// parts (split at '.', '/', ':', '@'; as many parts as it), yet neither holds the other (a WAL
+// segment with a digit lost, `postgresql-2015-main.log` for `postgresql-15-main.log`); or a fact
+// word the transcript does not hold, written whole, that is a transcript fact word cut short: its
+// tail after a '-' or '_' with a digit (`2974` of `NW-2025-2974`; not a path's last part), or a
+// decimal cut or rounded to fewer decimals, or with decimals added (`43.3` of `43.33`, `28.7056` of
+// `28.70`; not the same number). The transcript's word and the copy, or none.
 std::optional<LiteralMutation> FindNearCopy(std::string_view text, size_t from, const FactTable& facts,
                                             const WordFilter& known);
 
