@@ -33,6 +33,10 @@ test: build
 test-long: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 3000 -L long $(CTEST_ARGS)
 
+# The benchmarks (docs/performance.md): no test runs them, so `make build` and `make test` leave them out.
+bench: configure
+	cmake --build $(BUILD) -j$(JOBS) --target benchmarks
+
 # The demo needs the CLI alone: not the tests, the benchmarks or llama.cpp's tools (a cold build of
 # about half the time; docs/building.md).
 demo: LLAMA_TOOLS = OFF

@@ -69,8 +69,9 @@ TEST(WorkloadExample, ShortDemoSessionKeepsTheEndOfTheCut) {
   auto doc = nlohmann::json::parse(ReadFile(demo).value());
   const auto& cut = doc["metadata"]["cut"];
   std::string out = fixtures::TempPath("workload-demo-short-recut.json");
-  std::string cmd = fmt::format("{} {}/examples/cut_session.py {} --from {} --messages {} -o {}", FLIPSCOPE_PYTHON,
-                                FLIPSCOPE_SOURCE_DIR, kExample, cut["first"].get<int>(), cut["messages"].get<int>(), out);
+  std::string cmd =
+      fmt::format("{} {}/examples/cut_session.py {} --from {} --messages {} -o {}", FLIPSCOPE_PYTHON,
+                  FLIPSCOPE_SOURCE_DIR, kExample, cut["first"].get<int>(), cut["messages"].get<int>(), out);
   ASSERT_EQ(Shell(cmd), 0) << cmd;
   EXPECT_EQ(ReadFile(out).value(), ReadFile(demo).value()) << cmd;
   ASSERT_NE(Shell(fmt::format("{} {}/examples/cut_session.py {} --from 12 --messages 31 -o {} 2>/dev/null",
@@ -86,10 +87,41 @@ TEST(WorkloadExample, ShortDemoSessionKeepsTheEndOfTheCut) {
   EXPECT_GE(Kind(*w, "tool_call").size(), 5u);
   EXPECT_NE(LiteralSpan(*w, "5432"), nullptr);
   size_t same = 0;  // counted from the end
-  while (same < w->tokens.size() && w->tokens[w->tokens.size() - 1 - same] ==
-                                        longer->tokens[longer->tokens.size() - 1 - same])
+  while (same < w->tokens.size() &&
+         w->tokens[w->tokens.size() - 1 - same] == longer->tokens[longer->tokens.size() - 1 - same])
     ++same;
   EXPECT_GT(same, w->tokens.size() / 2) << "the short cut's end differs from the cut's " << same << " tokens back";
+}
+
+// The session `make demo` runs: the first 11 messages of the PostgreSQL recovery session
+// (examples/cut_session.py --messages 11), about 1,600 tokens, so that the whole method runs in
+// about two minutes: four tool calls, the port literal inside one of them, two windows of 1,024.
+TEST(WorkloadExample, DemoSessionIsTheRecoverySessionsStart) {
+  const std::string session = std::string(FLIPSCOPE_SOURCE_DIR) + "/examples/pg-recovery-session.json";
+  const std::string demo = std::string(FLIPSCOPE_SOURCE_DIR) + "/examples/pg-recovery-demo.json";
+  auto doc = nlohmann::json::parse(ReadFile(demo).value());
+  std::string out = fixtures::TempPath("workload-pg-demo-recut.json");
+  std::string cmd = fmt::format("{} {}/examples/cut_session.py {} --messages {} -o {}", FLIPSCOPE_PYTHON,
+                                FLIPSCOPE_SOURCE_DIR, session, doc["metadata"]["cut"]["messages"].get<int>(), out);
+  ASSERT_EQ(Shell(cmd), 0) << cmd;
+  EXPECT_EQ(ReadFile(out).value(), ReadFile(demo).value()) << cmd;
+  const std::string model = fixtures::SmolLM2Path();
+  ASSERT_FALSE(model.empty()) << "SmolLM2 is not in the cache (make test fetches it)";
+  auto w = Load(demo, model);
+  auto full = Load(session, model);
+  ASSERT_TRUE(w.ok() && full.ok());
+  EXPECT_GT(w->tokens.size(), 1024u) << "the demo's window is 1,024 tokens: it should see two";
+  EXPECT_LE(w->tokens.size(), 1800u);
+  EXPECT_GE(Kind(*w, "tool_call").size(), 4u);
+  EXPECT_NE(LiteralSpan(*w, "5432"), nullptr);
+  bool in_call = false;  // some occurrence of the port inside some call's arguments
+  for (const Span* port : Kind(*w, "literal"))
+    for (const Span* call : Kind(*w, "tool_call"))
+      in_call |= port->label == "5432" && call->begin <= port->begin && port->end <= call->end;
+  EXPECT_TRUE(in_call) << "the port literal should lie inside a tool call";
+  size_t same = 0;
+  while (same < w->tokens.size() && w->tokens[same] == full->tokens[same]) ++same;
+  EXPECT_GT(same, w->tokens.size() - 8) << "the cut differs from the whole session at token " << same;
 }
 
 // The tool-call grammar of the <tool_call> form lays out each call's arguments in the workload's
