@@ -55,5 +55,33 @@ TEST(ExactClosest, TheVariantNearestTheBaselineIsNotNearestTheTruth) {
   EXPECT_EQ(s.find("told apart"), std::string::npos) << s;  // no interval reaches down to fa-off's
 }
 
+// Ranked by served twins: the sentence reads the twins' own distances to exact (a prefill row
+// closer to the truth is not the answer), names configurations without "@served", and calls a
+// baseline named "baseline" the baseline once.
+TEST(ExactClosest, UnderServedReplayTheTwinsOwnDistancesAnswer) {
+  auto r = Results({Row("baseline", 0.05, 0.03, 0.07, 4e-3), Row("q8", 0.01, 0.0, 0.02, 1e-3)},
+                   {Row("q8", 0.01, 0.0, 0.02, 1e-3)});
+  r.baseline = "baseline";
+  r.reference->served_summary = {Row("baseline@served", 0.01, 0.005, 0.02, 1e-3),
+                                 Row("q8@served", 0.06, 0.04, 0.08, 5e-3)};
+  r.served = ServedResults{};
+  r.served->baseline = "baseline@served";
+  r.served->measured.summary = {Row("q8@served", 0.05, 0.03, 0.07, 4e-3)};
+  r.recipe = RecipeResult{};
+  r.recipe->ranking.emplace_back().replay = "served";
+  const std::string s = report::ExactClosestSentence(r);
+  EXPECT_EQ(s.find("Closest to the exact reference under served replay: baseline (1.000%"), 0u) << s;
+  EXPECT_EQ(s.find("@served"), std::string::npos) << s;
+  EXPECT_EQ(s.find("baseline baseline"), std::string::npos) << s;
+  // The table lists both replays' rows, each beside its own baseline.
+  const report::TextTable t = report::ExactTable(r);
+  ASSERT_EQ(t.rows.size(), 4u);
+  EXPECT_EQ(t.rows[3][0], "q8@served");
+  EXPECT_EQ(t.rows[3][7], "5.000%");
+  // Ranked by prefill (no served ranking), the prefill rows answer.
+  r.recipe->ranking.front().replay = "prefill";
+  EXPECT_EQ(report::ExactClosestSentence(r).find("Closest to the exact reference: q8"), 0u);
+}
+
 }  // namespace
 }  // namespace flipscope

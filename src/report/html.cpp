@@ -126,8 +126,8 @@ std::string ExactSection(const ExperimentResults& r) {
   shadow.measured.comparisons = r.reference->comparisons;
   return "<section id=\"exact\"><h2>Against the exact reference</h2><p>Every capture compared with the FP64 exact "
          "engine's capture of the same tokens (docs/exact.md): its distance to the weights' true function, beside "
-         "its distance to the baseline. Median over repeats; the interval is the median repeat's.</p><p>" +
-         E(report::ExactClosestSentence(r)) + "</p>" + TableHtml(t) +
+         "its distance to the baseline. Median over repeats; the interval is the median repeat's." +
+         E(report::ExactServedNote(r)) + "</p><p>" + E(report::ExactClosestSentence(r)) + "</p>" + TableHtml(t) +
          ChartFigure(shadow, "exact-flip-chart", report::WindowFigure::kFlipRate, true, true) + "</section>";
 }
 

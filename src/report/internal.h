@@ -223,6 +223,8 @@ TextTable ExactTable(const ExperimentResults& results);
 // does not tell apart, the baseline's distance, and, where the variant nearest the baseline is not
 // the variant nearest exact, both; "" without the reference.
 std::string ExactClosestSentence(const ExperimentResults& results);
+// " Served twins (NAME@served) ..." where the exact table holds them; "" otherwise.
+std::string ExactServedNote(const ExperimentResults& results);
 // replay = "both" (results["served"], docs/served.md).
 // What the served part measured, how it compares, whether the ranking changed, and what was
 // not captured served; "" without a served part.

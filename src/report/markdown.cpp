@@ -239,8 +239,8 @@ std::string RenderMarkdown(const ExperimentResults& r) {
   if (TextTable t = ExactTable(r); !t.rows.empty())
     out +=
         "## Against the exact reference\n\nEvery capture compared with the FP64 exact engine's capture of the same "
-        "tokens (docs/exact.md), beside its distance to the baseline. Median over repeats.\n\n" +
-        MdText(ExactClosestSentence(r)) + "\n\n" + MdTable(t);
+        "tokens (docs/exact.md), beside its distance to the baseline. Median over repeats." +
+        MdText(ExactServedNote(r)) + "\n\n" + MdText(ExactClosestSentence(r)) + "\n\n" + MdTable(t);
   if (const std::string sentence = ReplaySentence(r); !sentence.empty())
     out += "## Prefill against served replay\n\n" + MdText(sentence) +
            "\n\nEach configuration's first prefill capture against its first served one (model wrote: probes whose "

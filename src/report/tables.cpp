@@ -194,6 +194,13 @@ std::string TheBaseline(const std::string& name) {
 
 }  // namespace
 
+std::string ExactServedNote(const ExperimentResults& r) {
+  if (!r.served || !r.reference || r.reference->served_summary.empty()) return "";
+  return " Served twins (NAME@served: what each configuration computed decoding what the model wrote) are compared "
+         "with the same exact capture, and beside it with the served baseline " +
+         r.served->baseline + ".";
+}
+
 std::string ExactClosestSentence(const ExperimentResults& r) {
   if (!r.reference || r.reference->summary.empty()) return "";
   // The replay the ranking reads: served twins' own distances where the ranking is by them.
