@@ -9,6 +9,8 @@ cd "$(dirname "$0")/../.."
 . scripts/common.sh
 build=${1:-build}
 model=${2:-$MODELS_DIR/SmolLM2-135M-Instruct.Q4_1.gguf}
+# exact_gpu is a benchmark: a plain build leaves it out (make bench builds them all).
+cmake --build "$build" --target exact_gpu tiny_model
 rm -rf .gpu/x .gpu/y* && mkdir -p .gpu/x/lib .gpu/x/blas .gpu/rest
 strip -s -o .gpu/x/exact_gpu "$build/bench/exact_gpu"
 strip -s -o .gpu/x/tiny_model "$build/bin/tiny_model"
