@@ -57,7 +57,8 @@ Result<MadeEngine> MakeEngine(const CaptureRequest& req, const ModelInfo& model,
   }
   if (req.engine == EngineKind::kExact) {
     if (req.knobs.load > 0)
-      return Status::InvalidArgument(OptionName("load") + " needs " + OptionName("engine") + " llama or openai (the exact engine runs alone)");
+      return Status::InvalidArgument(OptionName("load") + " needs " + OptionName("engine") +
+                                     " llama or openai (the exact engine runs alone)");
     // The FP64 reference has no context to run out of; past the training context it computes the
     // file's function all the same, which is no longer the model's trained regime: said, not refused.
     if (model.n_ctx_train > 0 && n_tokens > model.n_ctx_train)
@@ -168,7 +169,7 @@ CaptureManifest StartManifest(const CaptureRequest& req, const CaptureSource& sr
   m.workload.record = src.workload.info;
   m.workload.record["tools"] = src.workload.tools;  // the branch stage judges tool calls against these
   m.workload.spans = src.workload.spans;
-  m.engine = EngineRecord::Of(made.engine->Describe());
+  m.engine = EngineRecord::Of(ToJson(made.engine->Describe()));
   m.knobs = m.engine.knobs;
   m.probe_plan = {{"stride", req.plan.stride}, {"full", req.plan.full}, {"n_probes", n_probes}};
   m.store = StoreName(req.store);
@@ -260,7 +261,8 @@ void AddRunRecord(const CaptureRequest& req, const MadeEngine& made, const RowsR
       served["note"] = "the workload has no assistant message: nothing was decoded, served replay equals prefill";
     manifest.served = served;
   }
-  if (nlohmann::json load = made.engine->LoadRecord(); !load.is_null()) {
+  if (const auto record = made.engine->LoadRecord()) {
+    nlohmann::json load = ToJson(*record);
     load["sources"] = made.load_sources.empty()
                           ? nlohmann::json::array({{{"name", "workload"}, {"path", req.workload_path}}})
                           : made.load_sources;
@@ -320,7 +322,9 @@ Result<CaptureManifest> CaptureServedHttp(const CaptureRequest& req, const Captu
   RowsRun run;
   run.prefill_s = NowSeconds() - t1;
   AddRunRecord(req, made, run, int32_t(w.tokens.size()), t0, manifest);
-  nlohmann::json served = made.http->ServedRecord();
+  const auto served_record = made.http->ServedRecord();
+  if (!served_record) return Status::Error(req.workload_path + ": the served replay left no record");
+  nlohmann::json served = ToJson(*served_record);
   served["planned_probes"] = probes.size();
   manifest.served = served;
   const nlohmann::json final_manifest = manifest.ToJson();
@@ -338,7 +342,8 @@ Result<CaptureManifest> CaptureFrom(const CaptureRequest& req, const CaptureSour
   const int32_t n = int32_t(w.tokens.size());
   FS_ASSIGN_OR_RETURN(std::vector<int32_t> probes, PlanProbes(req.plan, n, w.spans));
   if (req.engine == EngineKind::kOpenai && req.store != StoreDtype::kF32)
-    return Status::Error(OptionName("store") + " bf16 applies to full logits; a server's top-k log-probabilities are stored as f32");
+    return Status::Error(OptionName("store") +
+                         " bf16 applies to full logits; a server's top-k log-probabilities are stored as f32");
   std::vector<uint8_t> written;  // served replay: which tokens the model wrote
   if (req.knobs.replay == Replay::kServed) {
     FS_ASSIGN_OR_RETURN(written, ServedWritten(w, req.workload_path));
