@@ -54,11 +54,10 @@ Result<CaptureReplay> ReplayOf(const CaptureReader& cap, const std::string& stag
   if (kind == EngineKind::kExact)
     return Status::Error(path + ": an exact (FP64) capture cannot be re-run by " + stage +
                          ": the exact engine computes teacher-forced rows only, it cannot decode a future or "
-                         "expose llama.cpp's graph; capture the workload with --engine llama for " + stage +
-                         ", and compare that capture against this one");
+                         "expose llama.cpp's graph; capture the workload with --engine llama for " +
+                         stage + ", and compare that capture against this one");
   if (kind != EngineKind::kLlama)
-    return Status::Error(path + ": captured by the '" + name + "' engine; " + stage +
-                         " re-runs the llama engine only");
+    return Status::Error(path + ": captured by the '" + name + "' engine; " + stage + " re-runs the llama engine only");
   const auto captured = GgmlOnly(m.engine.env), here = GgmlOnly(NumericsEnvironment());
   if (captured != here)
     return Status::Error(fmt::format(
@@ -67,7 +66,7 @@ Result<CaptureReplay> ReplayOf(const CaptureReader& cap, const std::string& stag
         "both must have run under the same)",
         path, EnvWords(captured), EnvWords(here), stage));
   FS_ASSIGN_OR_RETURN(CaptureReplay r, ModelOf(cap, hashes));
-  if (m.knobs.is_null()) return Status::Error(path + ": the manifest has no knobs");
+  if (!m.knobs) return Status::Error(path + ": the manifest has no knobs");
   if (!m.parsed_knobs.ok()) return m.parsed_knobs.status().Prefixed(path + ": manifest knobs");
   r.knobs = *m.parsed_knobs;  // knobs.replay says how to feed it: a stage that cannot serve refuses served ones
   return r;

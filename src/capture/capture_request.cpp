@@ -42,7 +42,8 @@ Status CheckKnobs(EngineKind engine, const Knobs& knobs) {
         "--replay served needs --engine llama or openai: the exact engine computes the whole transcript in one "
         "teacher-forced pass (docs/served.md)");
   if (knobs.replay == Replay::kServed && knobs.load > 0)
-    return Status::InvalidArgument(OptionName("replay") + " served with " + OptionName("load") + ": the fillers are planned for one prefill request");
+    return Status::InvalidArgument(OptionName("replay") + " served with " + OptionName("load") +
+                                   ": the fillers are planned for one prefill request");
   const std::set<std::string> used = engine == EngineKind::kExact
                                          ? std::set<std::string>{"threads", "device"}
                                          : std::set<std::string>{"load", "load_seed", "replay"};
@@ -50,8 +51,7 @@ Status CheckKnobs(EngineKind engine, const Knobs& knobs) {
   std::vector<std::string> ignored;
   for (const auto& k : KnobTable()) {
     if (used.count(k.key) || k.get(knobs) == k.get(defaults)) continue;
-    ignored.push_back(k.ShownFlag() + " " +
-                      (k.get(knobs).is_string() ? k.get(knobs).get<std::string>() : k.get(knobs).dump()));
+    ignored.push_back(k.ShownFlag() + " " + KnobText(k.get(knobs)));
   }
   if (ignored.empty()) return knobs.Validate();
   return Status::InvalidArgument(fmt::format(
@@ -106,8 +106,7 @@ Result<std::vector<uint8_t>> ServedWritten(const Workload& w, const std::string&
   if (!chat)
     return Status::InvalidArgument(fmt::format(
         "{}: replay served needs a chat workload: a {} workload has no roles, so no assistant turns to serve",
-        workload_path,
-        w.format == WorkloadFormat::kTokens ? "token-id" : "plain-text"));
+        workload_path, w.format == WorkloadFormat::kTokens ? "token-id" : "plain-text"));
   std::vector<uint8_t> written(w.tokens.size());
   for (size_t p = 0; p < written.size(); ++p) written[p] = ModelWrites(w.spans, int32_t(p)) ? 1 : 0;
   return written;

@@ -33,9 +33,9 @@ struct MadeEngine {
   LlamaEngine* llama = nullptr;  // the same engine when it is llama.cpp's (it can fork)
   HttpEngine* http = nullptr;    // the same engine when it is a server's
   std::string tokenizer_sha256;
-  int32_t topk = 0;             // > 0: the engine gives truncated rows
-  nlohmann::json load_sources;  // the fillers' sources under load (null: none asked for)
-  double load_s = 0;            // making the engine and its load pool
+  int32_t topk = 0;                            // > 0: the engine gives truncated rows
+  std::vector<LoadSourceRecord> load_sources;  // the fillers' sources under load (none: the workload)
+  double load_s = 0;                           // making the engine and its load pool
 };
 
 Result<MadeEngine> MakeEngine(const CaptureRequest& req, const ModelInfo& model, int32_t n_tokens) {
@@ -57,7 +57,8 @@ Result<MadeEngine> MakeEngine(const CaptureRequest& req, const ModelInfo& model,
   }
   if (req.engine == EngineKind::kExact) {
     if (req.knobs.load > 0)
-      return Status::InvalidArgument(OptionName("load") + " needs " + OptionName("engine") + " llama or openai (the exact engine runs alone)");
+      return Status::InvalidArgument(OptionName("load") + " needs " + OptionName("engine") +
+                                     " llama or openai (the exact engine runs alone)");
     // The FP64 reference has no context to run out of; past the training context it computes the
     // file's function all the same, which is no longer the model's trained regime: said, not refused.
     if (model.n_ctx_train > 0 && n_tokens > model.n_ctx_train)
@@ -90,9 +91,9 @@ Result<MadeEngine> MakeEngine(const CaptureRequest& req, const ModelInfo& model,
 
 // The fillers' sources (req.load_text, each rendered and tokenized like the workload) and their
 // manifest entries; no sources when the fillers are cut from the workload itself.
-Result<std::vector<FillerSource>> LoadPool(const CaptureRequest& req, nlohmann::json& sources) {
+Result<std::vector<FillerSource>> LoadPool(const CaptureRequest& req, std::vector<LoadSourceRecord>& sources) {
   std::vector<FillerSource> pool;
-  sources = nlohmann::json::array();
+  sources.clear();
   for (const std::string& path : req.load_text) {
     WorkloadOptions o;
     o.chat_template = req.workload.chat_template;
@@ -100,7 +101,7 @@ Result<std::vector<FillerSource>> LoadPool(const CaptureRequest& req, nlohmann::
     if (w.tokens.size() < 2) return Status::InvalidArgument(path + ": a filler text needs at least 2 tokens");
     FS_ASSIGN_OR_RETURN(std::string sha, Sha256File(path));
     std::string name = std::filesystem::path(path).filename().string();
-    sources.push_back({{"name", name}, {"path", path}, {"sha256", sha}, {"n_tokens", w.tokens.size()}});
+    sources.push_back({name, path, sha, int64_t(w.tokens.size())});
     pool.push_back({name, std::move(w.tokens)});
   }
   return pool;
@@ -119,7 +120,8 @@ Result<CaptureSource> Prepare(const CaptureRequest& req, bool with_load) {
   s.workload_options = req.workload;
   if (with_load) {
     s.load_text = req.load_text;
-    FS_ASSIGN_OR_RETURN(s.load_pool, LoadPool(req, s.load_sources));
+    s.load_sources.emplace();
+    FS_ASSIGN_OR_RETURN(s.load_pool, LoadPool(req, *s.load_sources));
   }
   return s;
 }
@@ -144,9 +146,9 @@ Result<MadeEngine> OpenEngine(const CaptureRequest& req, const CaptureSource& sr
   if (req.forks.plan && !made.llama) return Status::Error("following forks needs the llama engine");
   if (req.knobs.load > 0) {
     std::vector<FillerSource> pool;
-    if (!src.load_sources.is_null() && src.load_text == req.load_text) {
+    if (src.load_sources && src.load_text == req.load_text) {
       pool = src.load_pool;
-      made.load_sources = src.load_sources;
+      made.load_sources = *src.load_sources;
     } else {
       FS_ASSIGN_OR_RETURN(pool, LoadPool(req, made.load_sources));
     }
@@ -168,9 +170,10 @@ CaptureManifest StartManifest(const CaptureRequest& req, const CaptureSource& sr
   m.workload.record = src.workload.info;
   m.workload.record["tools"] = src.workload.tools;  // the branch stage judges tool calls against these
   m.workload.spans = src.workload.spans;
-  m.engine = EngineRecord::Of(made.engine->Describe());
-  m.knobs = m.engine.knobs;
-  m.probe_plan = {{"stride", req.plan.stride}, {"full", req.plan.full}, {"n_probes", n_probes}};
+  const EngineDescription described = made.engine->Describe();
+  m.engine = EngineRecord::Of(ToJson(described));
+  m.knobs = ManifestKnobs{described.knobs, {}};
+  m.probe_plan = ManifestProbePlan{req.plan.stride, req.plan.full, int64_t(n_probes), {}};
   m.store = StoreName(req.store);
   m.truncated = made.topk > 0;
   m.topk = made.topk;
@@ -252,19 +255,23 @@ void AddRunRecord(const CaptureRequest& req, const MadeEngine& made, const RowsR
                                     .forks = run.n_forks,
                                     .parts = made.engine->PartTimes()};
   if (const auto plan = made.llama ? made.llama->ServedRecord() : std::nullopt) {
-    nlohmann::json served = ToJson(*plan);
-    served["rule"] =
-        "position p fed alone (one llama_decode call) when the model wrote tokens p and p+1; every other run of "
-        "positions prefilled in -b chunks from its start";
-    if (served["written_tokens"] == 0)
-      served["note"] = "the workload has no assistant message: nothing was decoded, served replay equals prefill";
+    ManifestServed served{.record = *plan,
+                          .rule =
+                              "position p fed alone (one llama_decode call) when the model wrote tokens p and "
+                              "p+1; every other run of positions prefilled in -b chunks from its start",
+                          .note = "",
+                          .planned_probes = std::nullopt,
+                          .as_read = {}};
+    if (plan->written_tokens == 0)
+      served.note = "the workload has no assistant message: nothing was decoded, served replay equals prefill";
     manifest.served = served;
   }
-  if (nlohmann::json load = made.engine->LoadRecord(); !load.is_null()) {
-    load["sources"] = made.load_sources.empty()
-                          ? nlohmann::json::array({{{"name", "workload"}, {"path", req.workload_path}}})
-                          : made.load_sources;
-    manifest.load = load;
+  if (const auto record = made.engine->LoadRecord()) {
+    manifest.load = ManifestLoad{.record = *record,
+                                 .sources = made.load_sources.empty()
+                                                ? std::vector<LoadSourceRecord>{{"workload", req.workload_path, {}, {}}}
+                                                : made.load_sources,
+                                 .as_read = {}};
   }
 }
 
@@ -272,8 +279,8 @@ void AddRunRecord(const CaptureRequest& req, const MadeEngine& made, const RowsR
 // computes a decode step differently depending on how its cache was filled: its served rows are
 // decode steps, but not bit for bit those one agent loop computed. Said on the terminal, not only
 // in the manifest (served.proof), since it changes what the capture can be trusted for.
-void WarnIfProofFails(const CaptureRequest& req, const nlohmann::json& proof) {
-  const int64_t compared = proof.value("compared", int64_t(0)), identical = proof.value("identical", int64_t(0));
+void WarnIfProofFails(const CaptureRequest& req, const ServerServedRecord& served) {
+  const int64_t compared = served.proof_compared, identical = served.proof_identical;
   if (identical >= compared) return;
   req.log.Info(
       fmt::format("warning: {}: {} of {} decode-step rows differ from the server's own greedy generation at "
@@ -320,13 +327,14 @@ Result<CaptureManifest> CaptureServedHttp(const CaptureRequest& req, const Captu
   RowsRun run;
   run.prefill_s = NowSeconds() - t1;
   AddRunRecord(req, made, run, int32_t(w.tokens.size()), t0, manifest);
-  nlohmann::json served = made.http->ServedRecord();
-  served["planned_probes"] = probes.size();
-  manifest.served = served;
+  const auto served_record = made.http->ServedRecord();
+  if (!served_record) return Status::Error(req.workload_path + ": the served replay left no record");
+  manifest.served = ManifestServed{
+      .record = *served_record, .rule = "", .note = "", .planned_probes = int64_t(probes.size()), .as_read = {}};
   const nlohmann::json final_manifest = manifest.ToJson();
   writer->SetManifest(final_manifest);
   FS_RETURN_IF_ERROR(writer->Commit());
-  WarnIfProofFails(req, served["proof"]);
+  WarnIfProofFails(req, *served_record);
   return CaptureManifest::FromJson(final_manifest);
 }
 
@@ -338,7 +346,8 @@ Result<CaptureManifest> CaptureFrom(const CaptureRequest& req, const CaptureSour
   const int32_t n = int32_t(w.tokens.size());
   FS_ASSIGN_OR_RETURN(std::vector<int32_t> probes, PlanProbes(req.plan, n, w.spans));
   if (req.engine == EngineKind::kOpenai && req.store != StoreDtype::kF32)
-    return Status::Error(OptionName("store") + " bf16 applies to full logits; a server's top-k log-probabilities are stored as f32");
+    return Status::Error(OptionName("store") +
+                         " bf16 applies to full logits; a server's top-k log-probabilities are stored as f32");
   std::vector<uint8_t> written;  // served replay: which tokens the model wrote
   if (req.knobs.replay == Replay::kServed) {
     FS_ASSIGN_OR_RETURN(written, ServedWritten(w, req.workload_path));

@@ -59,10 +59,10 @@ struct CaptureForks {
 struct DecodedFutures {
   std::map<int32_t, Future> at;
   std::map<int32_t, bool> reproduced;
-  int max_tokens = 0;             // the token budget they were decoded with
-  int max_call_tokens = 0;        // and the cap on an open tool call (0: none)
+  int max_tokens = 0;                               // the token budget they were decoded with
+  int max_call_tokens = 0;                          // and the cap on an open tool call (0: none)
   FutureDecoding decoding = FutureDecoding::kFree;  // the decoding they were asked with (ForkDecoding::used)
-  std::string source;             // the capture file that decoded them
+  std::string source;                               // the capture file that decoded them
 };
 
 // Keeps a capture's decoded futures beside it (CAPTURE.forks.json, written atomically), stamped
@@ -120,10 +120,10 @@ struct CaptureSource {
   Workload workload;  // rendered and tokenized with the model's vocabulary
   std::string workload_sha256;
   // Under load: req.load_text rendered and tokenized like the workload, with the manifest's
-  // entries for them; load_sources stays null when the request it was prepared from ran alone.
+  // entries for them; load_sources stays none when the request it was prepared from ran alone.
   std::vector<std::string> load_text;
   std::vector<FillerSource> load_pool;
-  nlohmann::json load_sources;
+  std::optional<std::vector<LoadSourceRecord>> load_sources;
 };
 // Reads req's model file and workload (and its load texts when req.knobs.load > 0); errors are
 // RunCapture's. The workload's warnings go to req.log here, once ("warning: ..."), as RunCapture's do.

@@ -44,12 +44,101 @@ ManifestWorkload ReadWorkload(const json& block) {
   return w;
 }
 
+std::optional<ManifestKnobs> ReadKnobs(const json& block) {
+  if (!block.is_object()) return std::nullopt;
+  ManifestKnobs k{KnobValuesFromJson(block), {}};
+  k.as_read = AsReadOf(block, ToJson(k));
+  return k;
+}
+
+std::optional<ManifestProbePlan> ReadProbePlan(const json& block) {
+  if (!block.is_object()) return std::nullopt;
+  ManifestProbePlan p{
+      read::Get<int64_t>(block, "stride", 0), Text(block, "full"), read::Get<int64_t>(block, "n_probes", 0), {}};
+  p.as_read = AsReadOf(block, ToJson(p));
+  return p;
+}
+
+// The served block of either engine: an HTTP engine's names its mechanism.
+std::optional<ManifestServed> ReadServed(const json& block) {
+  if (!block.is_object()) return std::nullopt;
+  ManifestServed s;
+  if (block.contains("mechanism")) {
+    s.record = *ServerServedRecordFromJson(block);
+    s.planned_probes = read::Opt<int64_t>(block, "planned_probes");
+  } else {
+    s.record = *ServedPlanFromJson(block);
+    s.rule = Text(block, "rule");
+    s.note = Text(block, "note");
+  }
+  s.as_read = AsReadOf(block, ToJson(s));
+  return s;
+}
+
+std::optional<ManifestLoad> ReadLoad(const json& block) {
+  if (!block.is_object()) return std::nullopt;
+  ManifestLoad l{*EngineLoadRecordFromJson(block), {}, {}};
+  l.sources = read::Each<LoadSourceRecord>(At(block, "sources"), [](const json& s) {
+    return LoadSourceRecord{Text(s, "name"), Text(s, "path"), read::Opt<std::string>(s, "sha256"),
+                            read::Opt<int64_t>(s, "n_tokens")};
+  });
+  l.as_read = AsReadOf(block, ToJson(l));
+  return l;
+}
+
 }  // namespace
 
+json ToJson(const ManifestKnobs& k) {
+  json j = ToJson(k.values);
+  ApplyAsRead(j, k.as_read);
+  return j;
+}
+
+json ToJson(const ManifestProbePlan& p) {
+  json j = {{"stride", p.stride}, {"full", p.full}, {"n_probes", p.n_probes}};
+  ApplyAsRead(j, p.as_read);
+  return j;
+}
+
+json ToJson(const ManifestServed& s) {
+  json j;
+  if (const auto* plan = std::get_if<ServedPlan>(&s.record)) {
+    j = ToJson(*plan);
+    if (!s.rule.empty()) j["rule"] = s.rule;
+    if (!s.note.empty()) j["note"] = s.note;
+  } else {
+    j = ToJson(std::get<ServerServedRecord>(s.record));
+  }
+  if (s.planned_probes) j["planned_probes"] = *s.planned_probes;
+  ApplyAsRead(j, s.as_read);
+  return j;
+}
+
+json ToJson(const std::vector<LoadSourceRecord>& sources) {
+  json out = json::array();
+  for (const LoadSourceRecord& s : sources) {
+    json e = {{"name", s.name}, {"path", s.path}};
+    if (s.sha256) e["sha256"] = *s.sha256;
+    if (s.n_tokens) e["n_tokens"] = *s.n_tokens;
+    out.push_back(e);
+  }
+  return out;
+}
+
+json ToJson(const ManifestLoad& l) {
+  json j = ToJson(l.record);
+  j["sources"] = ToJson(l.sources);
+  ApplyAsRead(j, l.as_read);
+  return j;
+}
+
 int64_t CaptureManifest::NTokens() const { return read::Get<int64_t>(workload.record, "n_tokens", 0); }
-int64_t CaptureManifest::NProbes() const { return read::Get<int64_t>(probe_plan, "n_probes", 0); }
+int64_t CaptureManifest::NProbes() const { return probe_plan ? probe_plan->n_probes : 0; }
 double CaptureManifest::TokensPerSecond() const { return timings ? timings->tokens_per_s : 0; }
-std::optional<int64_t> CaptureManifest::FedSingly() const { return read::Opt<int64_t>(served, "fed_singly"); }
+std::optional<int64_t> CaptureManifest::FedSingly() const {
+  const ServedPlan* plan = served ? std::get_if<ServedPlan>(&served->record) : nullptr;
+  return plan ? std::optional<int64_t>(plan->fed_singly) : std::nullopt;
+}
 
 json CaptureManifest::ToJson() const {
   json workload_block = workload.record;
@@ -63,8 +152,8 @@ json CaptureManifest::ToJson() const {
       {"tokenizer_sha256", tokenizer_sha256},
       {"workload", workload_block},
       {"engine", engine.record},
-      {"knobs", knobs},
-      {"probe_plan", probe_plan},
+      {"knobs", knobs ? flipscope::ToJson(*knobs) : json(nullptr)},
+      {"probe_plan", probe_plan ? flipscope::ToJson(*probe_plan) : json(nullptr)},
       {"store", store},
       {"truncated", truncated},
       {"topk", topk},
@@ -72,8 +161,8 @@ json CaptureManifest::ToJson() const {
   };
   if (topk > 0) m["truncation"] = {{"k", topk}, {"note", kTruncationNote}};
   if (timings) m["timings"] = flipscope::ToJson(*timings);
-  if (!served.is_null()) m["served"] = served;
-  if (!load.is_null()) m["load"] = load;
+  if (served) m["served"] = flipscope::ToJson(*served);
+  if (load) m["load"] = flipscope::ToJson(*load);
   return m;
 }
 
@@ -89,10 +178,11 @@ CaptureManifest CaptureManifest::FromJson(const json& j) {
   m.workload = ReadWorkload(At(j, "workload"));
   const json engine = At(j, "engine");
   m.engine = EngineRecord::Of(engine.is_object() ? engine : json::object());
-  m.knobs = At(j, "knobs");
-  if (!m.knobs.is_null()) m.parsed_knobs = Knobs::FromJson(m.knobs);
-  if (const auto replay = FromName<Replay>(Text(m.knobs, "replay"))) m.replay = *replay;
-  m.probe_plan = At(j, "probe_plan");
+  const json knobs = At(j, "knobs");
+  m.knobs = ReadKnobs(knobs);
+  if (!knobs.is_null()) m.parsed_knobs = Knobs::FromJson(knobs);
+  if (const auto replay = FromName<Replay>(Text(knobs, "replay"))) m.replay = *replay;
+  m.probe_plan = ReadProbePlan(At(j, "probe_plan"));
   m.store = Text(j, "store");
   if (const json v = At(j, "truncated"); v.is_boolean()) m.truncated = v.get<bool>();
   if (const json v = At(j, "topk"); v.is_number_integer()) m.topk = v.get<int32_t>();
@@ -100,8 +190,8 @@ CaptureManifest CaptureManifest::FromJson(const json& j) {
   if (const auto format = FromName<WorkloadFormat>(Text(m.request, "format"))) m.workload_options.format = *format;
   m.workload_options.chat_template = Text(m.request, "chat_template");
   m.timings = CaptureTimingsFromJson(At(j, "timings"));
-  m.served = At(j, "served");
-  m.load = At(j, "load");
+  m.served = ReadServed(At(j, "served"));
+  m.load = ReadLoad(At(j, "load"));
   return m;
 }
 

@@ -5,11 +5,14 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "checkpoint/model_info.h"
 #include "engine/engine.h"
+#include "records/engine_records.h"
 #include "records/records.h"
 #include "util/status.h"
 #include "workload/workload.h"
@@ -30,6 +33,51 @@ struct ManifestWorkload {
   nlohmann::json tools;
 };
 
+// The manifest's "knobs": the knobs the engine ran with, as it recorded them (Describe()'s).
+struct ManifestKnobs {
+  KnobValues values;
+  AsRead as_read;  // a file's values the typed ones do not hold (serializer only)
+};
+
+// The manifest's "probe_plan": every stride-th position, the full ranges ("" none), the probes.
+struct ManifestProbePlan {
+  int64_t stride = 0;
+  std::string full;
+  int64_t n_probes = 0;
+  AsRead as_read;
+};
+
+// The manifest's "served": how the transcript was fed under served replay, by the llama engine
+// (its plan, with the rule that planned it and a note when nothing was decoded) or over HTTP (the
+// engine's requests and proof, and the probes that were planned).
+struct ManifestServed {
+  std::variant<ServedPlan, ServerServedRecord> record;
+  std::string rule, note;                 // the llama engine's ("": none)
+  std::optional<int64_t> planned_probes;  // over HTTP
+  AsRead as_read;
+};
+
+// A text the load's fillers were cut from: the workload itself ({name "workload", path}) or a
+// file of --load-text with its SHA-256 and tokens.
+struct LoadSourceRecord {
+  std::string name, path;
+  std::optional<std::string> sha256;
+  std::optional<int64_t> n_tokens;
+};
+// The manifest's "load": what the engine's load did (Engine::LoadRecord()) and its sources.
+struct ManifestLoad {
+  EngineLoadRecord record;
+  std::vector<LoadSourceRecord> sources;
+  AsRead as_read;
+};
+
+// The blocks as the manifest writes them.
+nlohmann::json ToJson(const ManifestKnobs& k);
+nlohmann::json ToJson(const ManifestProbePlan& p);
+nlohmann::json ToJson(const ManifestServed& s);
+nlohmann::json ToJson(const ManifestLoad& l);
+nlohmann::json ToJson(const std::vector<LoadSourceRecord>& sources);
+
 struct CaptureManifest {
   std::string format = "flipscope.capture";
   int format_version = 1;
@@ -39,13 +87,13 @@ struct CaptureManifest {
   std::string tokenizer_sha256;  // empty: not recorded
   ManifestWorkload workload;
   EngineRecord engine;  // the "engine" block (Engine::Describe()), read once
-  // The resolved knobs as recorded (null when absent) and, when read, their parse: the knobs
+  // The resolved knobs as recorded (none when absent) and, when read, their parse: the knobs
   // re-run a capture with (an error naming the bad key).
-  nlohmann::json knobs;
+  std::optional<ManifestKnobs> knobs;
   Result<Knobs> parsed_knobs = Status::Error("the manifest has no knobs");
-  Replay replay = Replay::kPrefill;  // knobs.replay; prefill when not recorded (or a name it does not know)
-  nlohmann::json probe_plan;       // {stride, full, n_probes}; null when absent
-  std::string store = "f32";       // the rows' storage dtype name
+  Replay replay = Replay::kPrefill;             // knobs.replay; prefill when not recorded (or a name it does not know)
+  std::optional<ManifestProbePlan> probe_plan;  // none when absent
+  std::string store = "f32";                    // the rows' storage dtype name
   bool truncated = false;
   int32_t topk = 0;  // > 0: a server's top-k capture; the manifest then has a "truncation" note
   // The request (CaptureRequestJson): a capture is reused only when its request is equal.
@@ -54,9 +102,10 @@ struct CaptureManifest {
   // when not recorded.
   WorkloadOptions workload_options;
   // Known after the rows: what the capture cost (none: not recorded), the served-replay record
-  // and the load record (null: absent).
+  // and the load record (none: absent).
   std::optional<CaptureTimings> timings;
-  nlohmann::json served, load;
+  std::optional<ManifestServed> served;
+  std::optional<ManifestLoad> load;
   // Read only: the manifest as stored, every key of another writer included (inspect prints it).
   nlohmann::json raw;
 

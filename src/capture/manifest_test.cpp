@@ -53,13 +53,19 @@ TEST(CaptureManifest, ReadsTheStoredManifestAndWritesItBackByteForByte) {
   EXPECT_EQ(m.workload.tools.size(), 1u);
   EXPECT_EQ(m.workload_options.format, WorkloadFormat::kAuto);
   EXPECT_EQ(m.workload_options.chat_template, "");
-  EXPECT_EQ(m.probe_plan["n_probes"], 99);
+  ASSERT_TRUE(m.probe_plan);
+  EXPECT_EQ(m.probe_plan->n_probes, 99);
+  EXPECT_EQ(m.probe_plan->stride, 4);
+  EXPECT_EQ(m.probe_plan->full, "tool_calls");
+  EXPECT_EQ(m.NProbes(), 99);
   EXPECT_EQ(m.store, "f32");
   EXPECT_FALSE(m.truncated);
   EXPECT_EQ(m.topk, 0);
   EXPECT_TRUE(m.timings.has_value());
-  EXPECT_TRUE(m.served.is_null());
-  EXPECT_TRUE(m.load.is_null());
+  EXPECT_FALSE(m.served);
+  EXPECT_FALSE(m.load);
+  ASSERT_TRUE(m.knobs);
+  EXPECT_EQ(m.knobs->values.at("threads"), KnobValue(int64_t(1)));
 }
 
 TEST(CaptureManifest, ATopKCaptureCarriesItsTruncationNote) {
@@ -80,7 +86,7 @@ TEST(CaptureManifest, ReadsForeignAndEditedManifestsTolerantly) {
   EXPECT_TRUE(empty.model.path.empty());
   EXPECT_EQ(empty.model.n_vocab, 0);
   EXPECT_TRUE(empty.engine.name.empty());
-  EXPECT_TRUE(empty.knobs.is_null());
+  EXPECT_FALSE(empty.knobs);
   EXPECT_FALSE(empty.parsed_knobs.ok());
   EXPECT_EQ(empty.replay, Replay::kPrefill);
   EXPECT_TRUE(empty.workload.spans_status.ok());
@@ -126,6 +132,61 @@ TEST(CaptureManifest, EveryManifestInTheTreeRoundTrips) {
       }
     }
   EXPECT_GE(n, 4);
+}
+
+// The served and load blocks are typed: a manifest holding the llama engine's plan and load
+// record writes them, reads them back and writes the same bytes.
+TEST(CaptureManifest, ServedAndLoadBlocksAreTypedAndRoundTrip) {
+  CaptureManifest m = CaptureManifest::FromJson(nlohmann::json::parse(StoredManifest()));
+  ServedPlan plan;
+  plan.fed_singly = 12, plan.decode_calls = 13, plan.written_tokens = 14, plan.decode_s = 0.5;
+  m.served = ManifestServed{.record = plan, .rule = "the rule", .note = "", .planned_probes = {}, .as_read = {}};
+  LlamaLoadRecord load{.fillers = 2,
+                       .seed = 3,
+                       .cells_per_filler = 64,
+                       .context_batch = 2176,
+                       .jobs = {},
+                       .jobs_total = 4,
+                       .batches = {{1, 2, 3}},
+                       .batches_total = 5};
+  m.load = ManifestLoad{.record = load, .sources = {{"workload", "chat.json", {}, {}}}, .as_read = {}};
+  const std::string once = Dump(m.ToJson());
+  const CaptureManifest back = CaptureManifest::FromJson(nlohmann::json::parse(once));
+  EXPECT_EQ(Dump(back.ToJson()), once);
+  ASSERT_TRUE(back.served && back.load);
+  EXPECT_EQ(back.FedSingly(), 12);
+  EXPECT_EQ(back.served->rule, "the rule");
+  EXPECT_TRUE(back.served->note.empty());
+  ASSERT_TRUE(std::holds_alternative<LlamaLoadRecord>(back.load->record));
+  EXPECT_EQ(std::get<LlamaLoadRecord>(back.load->record).batches_total, 5);
+  ASSERT_EQ(back.load->sources.size(), 1u);
+  EXPECT_EQ(back.load->sources[0].path, "chat.json");
+  EXPECT_FALSE(back.load->sources[0].sha256);
+}
+
+// An HTTP engine's served block as a capture stored it (vLLM, docs/gpu): read typed whole and
+// written back byte for byte; a block another writer changed is kept as read.
+TEST(CaptureManifest, AServersServedBlockReadsTypedAndWritesBackAsStored) {
+  auto text = ReadFile(std::string(FLIPSCOPE_SOURCE_DIR) + "/docs/gpu/h200-2026-12-03c/served-records.json");
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  const nlohmann::json stored = nlohmann::json::parse(*text).at("bf16").at("served");
+  nlohmann::json j = nlohmann::json::parse(StoredManifest());
+  j["served"] = stored;
+  const CaptureManifest m = CaptureManifest::FromJson(j);
+  ASSERT_TRUE(m.served);
+  ASSERT_TRUE(std::holds_alternative<ServerServedRecord>(m.served->record));
+  EXPECT_TRUE(m.served->as_read.missing.empty());
+  EXPECT_TRUE(m.served->as_read.differing.is_null());
+  EXPECT_EQ(m.served->planned_probes, stored.at("planned_probes").get<int64_t>());
+  EXPECT_FALSE(m.FedSingly());
+  EXPECT_EQ(Dump(m.ToJson()), Dump(j));
+
+  j["served"] = {{"fed_singly", "many"}, {"decode_calls", 3}, {"from", "elsewhere"}};
+  j["load"] = {{"fillers", 1}, {"requests", 7}};
+  j["probe_plan"] = {{"stride", 4}};
+  const CaptureManifest odd = CaptureManifest::FromJson(j);
+  EXPECT_EQ(Dump(odd.ToJson()), Dump(j));
+  EXPECT_EQ(odd.FedSingly(), 0);  // mistyped: read as 0, written back as it was
 }
 
 }  // namespace

@@ -1,10 +1,10 @@
 // Command-line errors in the documented form: one line "flipscope: error: ...", naming the flag as
 // the user spelt it, what is wrong and what it accepts, exit 1 (CLI11's own messages and exit
 // codes are replaced; --help still exits through CLI11).
-#include <map>
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -118,13 +118,13 @@ CLI::Validator NumberIn(double lo, double hi) {
 std::string ArgumentErrorLine(const CLI::App& app, const std::vector<std::string>& args, const CLI::ParseError& e) {
   const std::string what = e.what();
   const CLI::App* cmd = CommandOf(app, args);
-  const std::string help =
-      cmd == &app ? "flipscope --help" : fmt::format("flipscope {} --help", cmd->get_name());
+  const std::string help = cmd == &app ? "flipscope --help" : fmt::format("flipscope {} --help", cmd->get_name());
   const CLI::Option* opt = OptionIn(*cmd, what);
   if (!opt) opt = OptionIn(app, what);
   if (!opt) return fmt::format("{} (see {})", what, help);
-  const std::string name = opt->get_positional() ? "<" + opt->get_name(true, false) + ">"
-                                                 : Spelling(opt->get_name(false, true).substr(0, opt->get_name(false, true).find(',')));
+  const std::string name = opt->get_positional()
+                               ? "<" + opt->get_name(true, false) + ">"
+                               : Spelling(opt->get_name(false, true).substr(0, opt->get_name(false, true).find(',')));
   const std::string type = TypeWords(*opt);
   const std::string accepts = type.empty() ? opt->get_description() : type + ": " + opt->get_description();
   const std::string name_colon = opt->get_name() + ": ";
@@ -152,10 +152,11 @@ void AddKnobFlags(CLI::App* cmd, std::map<std::string, std::string>& texts) {
   static const Knobs defaults;
   cmd->formatter(std::make_shared<KnobSpellingsFormatter>());
   for (const auto& k : KnobTable()) {
-    nlohmann::json d = k.get(defaults);
-    std::string shown = d.is_string() ? d.get<std::string>() : d.dump();
+    const KnobValue d = k.get(defaults);
+    const std::string shown = KnobText(d);
     auto* opt = cmd->add_option(k.long_flag, texts[k.key], k.help);
-    if (!(d.is_array() || (d.is_string() && d.get<std::string>().empty()))) opt->default_str(shown);
+    // No default shown for a list (-ts) or an empty name (-dev).
+    if (!std::holds_alternative<std::vector<double>>(d) && !shown.empty()) opt->default_str(shown);
   }
 }
 

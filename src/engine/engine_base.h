@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
@@ -14,7 +13,7 @@
 #include <vector>
 
 #include "engine/load.h"
-#include "records/records.h"
+#include "records/engine_records.h"
 #include "util/names.h"
 #include "util/status.h"
 
@@ -78,14 +77,15 @@ class Engine {
   // Runs tokens teacher-forced and calls sink for every position in probes (ascending, < size).
   virtual Status Prefill(std::span<const int32_t> tokens, std::span<const int32_t> probes, const RowSink& sink,
                          const ProgressFn& progress) = 0;
-  // Engine name, version, commit, build flags, devices and the resolved knobs.
-  virtual nlohmann::json Describe() const = 0;
+  // Engine name, version, commit, build flags, devices and the resolved knobs (the manifest's
+  // engine block: ToJson(EngineDescription)).
+  virtual EngineDescription Describe() const = 0;
   // The token sequences the load's fillers are cut from (knob load > 0); without a call, the
   // prefilled tokens themselves. Engines without load ignore it.
   virtual void SetLoadPool(std::vector<FillerSource> pool) { (void)pool; }
   // What the load did during the last Prefill (fillers, their sources and lengths, batch shapes);
-  // null when it ran alone.
-  virtual nlohmann::json LoadRecord() const { return nullptr; }
+  // none when it ran alone.
+  virtual std::optional<EngineLoadRecord> LoadRecord() const { return std::nullopt; }
   // Wall seconds of the last Prefill's parts, as the engine splits its work (the exact engine:
   // widening, projections, attention, MLP, vocabulary projection, rows); none when it does not.
   virtual std::optional<PassPartTimes> PartTimes() const { return std::nullopt; }

@@ -37,8 +37,8 @@ std::vector<KnobResolution> ReadResolved(const json& block) {
   if (!block.is_object()) return out;
   for (auto it = block.begin(); it != block.end(); ++it)
     if (it->is_object())
-      out.push_back(
-          {it.key(), read::Sub(*it, "requested"), read::Sub(*it, "effective"), read::Str(*it, "reason", "?")});
+      out.push_back({it.key(), KnobValueFromJson(read::Sub(*it, "requested")),
+                     KnobValueFromJson(read::Sub(*it, "effective")), read::Str(*it, "reason", "?")});
   return out;
 }
 
@@ -81,9 +81,9 @@ std::string EnvText(const std::map<std::string, std::string>& env) {
 std::vector<std::string> ResolvedNotes(const EngineRecord& engine, const std::vector<std::string>& except) {
   std::vector<std::string> out;
   for (const KnobResolution& r : engine.resolved) {
-    if ((r.key == "ctx_size" || r.key == "threads") && r.requested == 0) continue;
-    if (r.key == "n_gpu_layers" && r.requested == -1) continue;
-    std::string note = r.key + " " + TextOf(r.requested) + " ran as " + TextOf(r.effective) + ": " + r.reason;
+    if ((r.key == "ctx_size" || r.key == "threads") && r.requested == KnobValue(int64_t(0))) continue;
+    if (r.key == "n_gpu_layers" && r.requested == KnobValue(int64_t(-1))) continue;
+    std::string note = r.key + " " + KnobText(r.requested) + " ran as " + KnobText(r.effective) + ": " + r.reason;
     if (std::find(except.begin(), except.end(), note) == except.end()) out.push_back(std::move(note));
   }
   return out;

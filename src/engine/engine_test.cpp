@@ -129,10 +129,10 @@ TEST(LlamaEngine, RepackOffKeepsWeightsInPlainBuffers) {
   k.repack = Repack::kOff;
   auto e = LlamaEngine::Create(model, k);
   ASSERT_TRUE(e.ok()) << e.status().message();
-  const auto kp = (*e)->Describe()["kernel_path"];
+  const auto kp = ToJson((*e)->Describe())["kernel_path"];
   EXPECT_EQ(kp["extra_buffer_types"], nlohmann::json::array()) << kp.dump();
   EXPECT_FALSE(kp["weight_buffers"].empty()) << kp.dump();
-  EXPECT_NE((*e)->Describe()["flags"].get<std::string>().find("-nr"), std::string::npos);
+  EXPECT_NE(ToJson((*e)->Describe())["flags"].get<std::string>().find("-nr"), std::string::npos);
 }
 
 // ggml's variables change its kernels (GGML_CUDA_DISABLE_FUSION): the engine records those set,
@@ -143,11 +143,11 @@ TEST(LlamaEngine, RecordsTheGgmlVariablesItRanUnder) {
   unsetenv("GGML_FLIPSCOPE_TEST");
   auto plain = LlamaEngine::Create(model, CpuKnobs());
   ASSERT_TRUE(plain.ok()) << plain.status().message();
-  EXPECT_FALSE(EngineRecord::Of((*plain)->Describe()).env.count("GGML_FLIPSCOPE_TEST"));
+  EXPECT_FALSE(EngineRecord::Of(ToJson((*plain)->Describe())).env.count("GGML_FLIPSCOPE_TEST"));
   setenv("GGML_FLIPSCOPE_TEST", "1", 1);
   setenv("FLIPSCOPE_UNRELATED_TEST", "1", 1);
   auto e = LlamaEngine::Create(model, CpuKnobs());
-  const EngineRecord rec = e.ok() ? EngineRecord::Of((*e)->Describe()) : EngineRecord{};
+  const EngineRecord rec = e.ok() ? EngineRecord::Of(ToJson((*e)->Describe())) : EngineRecord{};
   unsetenv("GGML_FLIPSCOPE_TEST");
   unsetenv("FLIPSCOPE_UNRELATED_TEST");
   ASSERT_TRUE(e.ok()) << e.status().message();
@@ -210,7 +210,7 @@ TEST(LlamaEngine, PrefillGivesProbeRowsInOrder) {
       nullptr);
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_EQ(seen, probes);
-  auto d = (*e)->Describe();
+  auto d = ToJson((*e)->Describe());
   EXPECT_EQ(d["knobs"]["ctx_size"], 256);
 }
 
@@ -223,7 +223,7 @@ TEST(LlamaEngine, FlashAttentionAutoResolvesToOnOnTheCpu) {
   off.flash_attn = FlashAttn::kOff;
   auto e = LlamaEngine::Create(fixtures::DefaultTinyModel(), a);
   ASSERT_TRUE(e.ok()) << e.status().message();
-  EXPECT_EQ((*e)->Describe()["knobs"]["flash_attn"], "on");
+  EXPECT_EQ(ToJson((*e)->Describe())["knobs"]["flash_attn"], "on");
   auto tokens = fixtures::TinyTokens(150);
   std::vector<int32_t> probes = {10, 70, 149};
   EXPECT_EQ(Digests(a, tokens, probes), Digests(on, tokens, probes));

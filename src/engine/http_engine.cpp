@@ -15,9 +15,11 @@ using json = nlohmann::json;
 Status HttpOptions::Validate() const {
   if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
     return Status::Error(OptionName("url") + " must start with http:// or https://, not '" + RedactUrl(url) + "'");
-  if (logprobs == 0 || logprobs < -1) return Status::Error(OptionName("logprobs") + " must be >= 1 (or -1 for vLLM's full vocabulary)");
+  if (logprobs == 0 || logprobs < -1)
+    return Status::Error(OptionName("logprobs") + " must be >= 1 (or -1 for vLLM's full vocabulary)");
   if (logprobs == -1 && api != HttpApi::kVllm)
-    return Status::Error(OptionName("logprobs") + ": -1 (the full vocabulary) needs the " + OptionName("api") + " vllm");
+    return Status::Error(OptionName("logprobs") + ": -1 (the full vocabulary) needs the " + OptionName("api") +
+                         " vllm");
   if (timeout_s <= 0) return Status::Error(OptionName("timeout") + " must be > 0 seconds");
   if (retries < 0) return Status::Error(OptionName("retries") + " must be >= 0");
   return Status::Ok();
@@ -30,7 +32,6 @@ std::string HttpOptions::ToFlags() const {
   if (load > 0) f += fmt::format(" --load {} --load-seed {}", load, load_seed);
   return f;
 }
-
 
 namespace {
 // The answer r to a request for path, as JSON.
@@ -121,7 +122,8 @@ Status DescribeLlamaServer(HttpEngine::Impl& e) {
   FS_ASSIGN_OR_RETURN(json props, e.GetJson("/props"));
   e.server["model"] = Pick(props, {"model_path", "model_alias", "total_slots"});
   e.server["version"] = props.contains("build_info") ? props["build_info"] : json(nullptr);
-  if (props.contains("default_generation_settings")) e.context = PositiveInt(props["default_generation_settings"], "n_ctx");
+  if (props.contains("default_generation_settings"))
+    e.context = PositiveInt(props["default_generation_settings"], "n_ctx");
   return Status::Ok();
 }
 
@@ -189,7 +191,8 @@ Result<std::unique_ptr<HttpEngine>> HttpEngine::Create(const HttpOptions& opts, 
   if (!opts.api_key_env.empty()) {
     const char* v = std::getenv(opts.api_key_env.c_str());
     if (v == nullptr || *v == '\0')
-      return Status::Error(OptionName("api_key_env") + " " + opts.api_key_env + ": the environment variable is not set or empty");
+      return Status::Error(OptionName("api_key_env") + " " + opts.api_key_env +
+                           ": the environment variable is not set or empty");
     key = v;
   }
   auto impl = std::make_unique<Impl>(opts, key);
@@ -205,9 +208,9 @@ Status HttpEngine::Prefill(std::span<const int32_t> tokens, std::span<const int3
                            const ProgressFn& progress) {
   Impl& e = *impl_;
   if (e.opts.api == HttpApi::kLlamaServer)
-    return Status::InvalidArgument(
-        OptionName("api") + " llama-server returns no prompt log-probabilities: it captures only with " +
-        OptionName("replay") + " served");
+    return Status::InvalidArgument(OptionName("api") +
+                                   " llama-server returns no prompt log-probabilities: it captures only with " +
+                                   OptionName("replay") + " served");
   const bool vllm = e.opts.api == HttpApi::kVllm;
   const std::string path = vllm ? "/v1/completions" : "/generate";
   const int64_t n = int64_t(tokens.size());
@@ -221,13 +224,16 @@ Status HttpEngine::Prefill(std::span<const int32_t> tokens, std::span<const int3
   const json req = PromptLogprobsRequest(e.opts, vllm, ids);
   const std::string request = req.dump();
   auto send = [&] { return e.client.Post(path, request); };
-  e.load_record = nullptr;
+  e.load_record.reset();
   auto loaded = [&]() -> Result<http::Response> {
     std::vector<FillerSource> pool = e.load_pool;
     if (pool.empty()) pool.push_back({"workload", ids});
     // Fillers as long as the measured request at most, and bounded, so a test server stays quick.
     const int cells = int(std::clamp<int64_t>(n, 16, 2048));
-    return http::WithFillers(e.client, e.opts, pool, cells, send, &e.load_record);
+    ServerLoadRecord record;
+    auto answer = http::WithFillers(e.client, e.opts, pool, cells, send, &record);
+    if (answer.ok()) e.load_record = std::move(record);
+    return answer;
   };
   FS_ASSIGN_OR_RETURN(http::Response r, e.opts.load > 0 ? loaded() : send());
   FS_ASSIGN_OR_RETURN(const http::PromptTopK table, ReadPromptTable(e, r, e.client.Where(path), vllm, n));
@@ -248,12 +254,16 @@ Status HttpEngine::Prefill(std::span<const int32_t> tokens, std::span<const int3
 }
 
 void HttpEngine::SetLoadPool(std::vector<FillerSource> pool) { impl_->load_pool = std::move(pool); }
-json HttpEngine::LoadRecord() const { return impl_->load_record; }
+std::optional<EngineLoadRecord> HttpEngine::LoadRecord() const {
+  if (!impl_->load_record) return std::nullopt;
+  return EngineLoadRecord(*impl_->load_record);
+}
 
 Result<Future> HttpEngine::Complete(std::span<const int32_t> prompt, int max_new_tokens) {
   Impl& e = *impl_;
   if (e.opts.api == HttpApi::kLlamaServer)
-    return Status::InvalidArgument(OptionName("api") + " llama-server: futures at forks go through vLLM or SGLang only");
+    return Status::InvalidArgument(OptionName("api") +
+                                   " llama-server: futures at forks go through vLLM or SGLang only");
   const bool vllm = e.opts.api == HttpApi::kVllm;
   const std::string path = vllm ? "/v1/completions" : "/generate";
   const std::vector<int32_t> ids(prompt.begin(), prompt.end());
@@ -278,33 +288,31 @@ Result<Future> HttpEngine::Complete(std::span<const int32_t> prompt, int max_new
   return f;
 }
 
-json HttpEngine::Describe() const {
+EngineDescription HttpEngine::Describe() const {
   const Impl& e = *impl_;
   const HttpApi api = e.opts.api;
   // The server's own flags decide numerics (see server / server_note); the knobs are flipscope's:
   // the load, and a served replay (ServedReplay), recorded as the llama engine records it.
-  json knobs = e.opts.load > 0 ? json{{"load", e.opts.load}, {"load_seed", e.opts.load_seed}} : json::object();
-  if (!e.served_record.is_null()) knobs["replay"] = std::string(NameOf(Replay::kServed));
-  json d = {
-      {"engine", "openai"},
-      {"api", std::string(NameOf(api))},
-      {"url", RedactUrl(e.opts.url)},
-      {"endpoint", api == HttpApi::kVllm     ? "/v1/completions"
-                   : api == HttpApi::kSglang ? "/generate"
-                                             : "/completion"},
-      {"served_model", e.opts.served_model},
-      {"server", e.server},
-      {"server_context", e.context},
-      {"server_note", e.opts.server_note},
-      {"logprobs", e.opts.logprobs},
-      {"topk", e.k},
-      {"api_key_env", e.opts.api_key_env},  // the variable's name only
-      {"timeout_s", e.opts.timeout_s},
-      {"retries", e.opts.retries},
-      {"knobs", knobs},
-      {"flags", e.opts.ToFlags()}};
-  if (!e.opts.launch.is_null()) d["launch"] = {{"asked", e.opts.launch}, {"run", e.opts.launched}};
-  return d;
+  KnobValues knobs;
+  if (e.opts.load > 0) knobs = {{"load", int64_t(e.opts.load)}, {"load_seed", int64_t(e.opts.load_seed)}};
+  if (e.served_record) knobs["replay"] = std::string(NameOf(Replay::kServed));
+  ServerEngineFacts f{.api = std::string(NameOf(api)),
+                      .url = RedactUrl(e.opts.url),
+                      .endpoint = api == HttpApi::kVllm     ? "/v1/completions"
+                                  : api == HttpApi::kSglang ? "/generate"
+                                                            : "/completion",
+                      .served_model = e.opts.served_model,
+                      .server = OpaqueJson(e.server),
+                      .server_context = e.context,
+                      .server_note = e.opts.server_note,
+                      .logprobs = e.opts.logprobs,
+                      .topk = e.k,
+                      .api_key_env = e.opts.api_key_env,  // the variable's name only
+                      .timeout_s = e.opts.timeout_s,
+                      .retries = e.opts.retries};
+  if (!e.opts.launch.is_null())
+    f.launch = ServerEngineFacts::Launch{OpaqueJson(e.opts.launch), OpaqueJson(e.opts.launched)};
+  return {.flags = e.opts.ToFlags(), .knobs = std::move(knobs), .env = {}, .facts = std::move(f)};
 }
 
 }  // namespace flipscope

@@ -80,10 +80,10 @@ class HttpEngine : public Engine {
                  const ProgressFn& progress) override;
   // Engine "openai", the API, the redacted URL, the server's model id / version / limits as
   // reported, the note, the request parameters and "flags".
-  nlohmann::json Describe() const override;
+  EngineDescription Describe() const override;
   void SetLoadPool(std::vector<FillerSource> pool) override;
   // The filler requests sent during the last Prefill (load > 0), and how many overlapped it.
-  nlohmann::json LoadRecord() const override;
+  std::optional<EngineLoadRecord> LoadRecord() const override;
   // Served replay (docs/served.md, "Over HTTP"; api vllm, sglang or llama-server): for each run of
   // written tokens, a greedy generation from its generation prompt, then one request per decode step
   // (position p fed alone over the server's cached prefix [0, p)). Returns the rows at the probes
@@ -94,8 +94,9 @@ class HttpEngine : public Engine {
   Result<TopKRows> ServedReplay(std::span<const int32_t> tokens, std::span<const int32_t> probes,
                                 std::span<const uint8_t> written, const ProgressFn& progress);
   // What the last ServedReplay sent and what the server reported: requests, per row its source and
-  // cached / computed counts, the rows not kept, and the proof (one-token rows against the generation's).
-  nlohmann::json ServedRecord() const;
+  // cached / computed counts, the rows not kept, and the proof (one-token rows against the
+  // generation's); none before the first.
+  std::optional<ServerServedRecord> ServedRecord() const;
   // Greedy continuation of prompt at temperature 0: up to max_new_tokens generated tokens (fewer
   // when the server stops at end of generation), each with its probability; errors name the URL.
   Result<Future> Complete(std::span<const int32_t> prompt, int max_new_tokens);

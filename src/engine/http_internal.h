@@ -50,7 +50,8 @@ std::string ErrorText(std::string_view body);
 // after every filler has sent its first. *record receives every filler request with its timing and how
 // many overlapped the measured one. A failed filler request is an error: the load did not happen.
 Result<Response> WithFillers(const Client& client, const HttpOptions& o, const std::vector<FillerSource>& pool,
-                             int max_cells, const std::function<Result<Response>()>& measured, nlohmann::json* record);
+                             int max_cells, const std::function<Result<Response>()>& measured,
+                             ServerLoadRecord* record);
 
 // ---- Response bodies ---------------------------------------------------------------------------
 
@@ -83,7 +84,8 @@ Result<Future> ParseSglangCompletion(const nlohmann::json& body, int32_t n_vocab
 
 // llama-server /completion with return_tokens, n_probs > 0 and post_sampling_probs false: the token
 // it chose (tokens[0], or completion_probabilities[0].id) and its top_logprobs ([{"id", "logprob"},
-// ...]; empty when the server left them out, as it does for an incomplete UTF-8 piece). Errors name the field that is missing or wrong; ids outside n_vocab (when > 0) are errors.
+// ...]; empty when the server left them out, as it does for an incomplete UTF-8 piece). Errors name the field that is
+// missing or wrong; ids outside n_vocab (when > 0) are errors.
 Result<ServedChoice> ParseLlamaServerCompletion(const nlohmann::json& body, int32_t n_vocab);
 
 // ---- Served replay over HTTP (http_served.cpp, docs/served.md "Over HTTP") ----------------------
@@ -117,10 +119,10 @@ struct HttpEngine::Impl {
   int32_t n_vocab = 0, k = 0;
   http::Client client;
   nlohmann::json server = nlohmann::json::object();  // what the server reported about itself
-  int64_t context = 0;                  // the server's context limit in tokens; 0 = not reported
-  std::vector<FillerSource> load_pool;  // empty: fillers are cut from the measured tokens
-  nlohmann::json load_record;           // the last Prefill's filler requests; null when alone
-  nlohmann::json served_record;         // the last served replay's requests and proof; null before
+  int64_t context = 0;                               // the server's context limit in tokens; 0 = not reported
+  std::vector<FillerSource> load_pool;               // empty: fillers are cut from the measured tokens
+  std::optional<ServerLoadRecord> load_record;       // the last Prefill's filler requests; none when alone
+  std::optional<ServerServedRecord> served_record;   // the last served replay's requests and proof
   Impl(const HttpOptions& o, std::string key) : opts(o), client(o, std::move(key)) {}
 
   // GET path as JSON; error names the URL and what is wrong.

@@ -32,7 +32,7 @@ struct Log {
   std::mutex mu;
   std::condition_variable cv;
   int posted = 0;  // slots whose first request is on its way
-  json requests = json::array();
+  std::vector<FillerRequestRecord> requests;
   std::string error;  // the first failed filler request
 };
 
@@ -41,7 +41,8 @@ constexpr int kHeadStartMs = 250;
 }  // namespace
 
 Result<Response> WithFillers(const Client& client, const HttpOptions& o, const std::vector<FillerSource>& pool,
-                             int max_cells, const std::function<Result<Response>()>& measured, json* record) {
+                             int max_cells, const std::function<Result<Response>()>& measured,
+                             ServerLoadRecord* record) {
   const std::string path = o.api == HttpApi::kVllm ? "/v1/completions" : "/generate";
   const double t0 = NowSeconds();
   std::atomic<bool> stop{false};
@@ -60,13 +61,16 @@ Result<Response> WithFillers(const Client& client, const HttpOptions& o, const s
       const double start = NowSeconds() - t0;
       auto r = client.Post(path, body);
       std::lock_guard<std::mutex> lock(log.mu);
-      json entry = job.ToJson(pool);
-      entry.erase("warm");
-      entry.erase("chunk");
-      entry["start_s"] = start;
-      entry["end_s"] = NowSeconds() - t0;
-      entry["status"] = r.ok() ? json(r->status) : json(nullptr);
-      log.requests.push_back(entry);
+      const FillerJobRecord j = job.Record(pool);
+      log.requests.push_back({.slot = j.slot,
+                              .job = j.job,
+                              .source = j.source,
+                              .offset = j.offset,
+                              .length = j.length,
+                              .generate = j.generate,
+                              .start_s = start,
+                              .end_s = NowSeconds() - t0,
+                              .status = r.ok() ? std::optional<int64_t>(r->status) : std::nullopt});
       if (log.error.empty() && (!r.ok() || r->status != 200))
         log.error = r.ok() ? fmt::format("HTTP {}: {}", r->status, ErrorText(r->body)) : r.status().message();
       if (!log.error.empty()) return;
@@ -91,11 +95,14 @@ Result<Response> WithFillers(const Client& client, const HttpOptions& o, const s
     return Status::Error(
         client.Scrub(fmt::format("{}: a load filler request failed: {}", client.Where(path), log.error)));
   int overlapping = 0;
-  for (const auto& q : log.requests)
-    overlapping += q["start_s"].get<double>() < m_end && q["end_s"].get<double>() > m_start;
-  *record = {{"fillers", o.load},           {"seed", o.load_seed},     {"cells_per_filler", max_cells},
-             {"measured_start_s", m_start}, {"measured_end_s", m_end}, {"overlapping", overlapping},
-             {"requests", log.requests}};
+  for (const FillerRequestRecord& q : log.requests) overlapping += q.start_s < m_end && q.end_s > m_start;
+  *record = {.fillers = o.load,
+             .seed = o.load_seed,
+             .cells_per_filler = max_cells,
+             .measured_start_s = m_start,
+             .measured_end_s = m_end,
+             .overlapping = overlapping,
+             .requests = std::move(log.requests)};
   return r;
 }
 

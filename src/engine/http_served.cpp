@@ -71,10 +71,10 @@ struct Pass {
   TopKRows rows;
   std::vector<std::string> source;  // per kept row: "decode", "generation" or "prompt"
   std::vector<int64_t> cached, computed;
-  json recomputed = json::array();  // rows computed with other tokens in one batch: not kept
+  std::vector<ServerServedRecord::Recomputed> recomputed;  // computed with other tokens in one batch: not kept
   int64_t requests = 0, generations = 0, generated = 0, matched = 0;
   int64_t proof_compared = 0, proof_identical = 0;
-  json proof_differs = json::array();  // the first positions where they differ
+  std::vector<int64_t> proof_differs;  // the first positions where they differ
   double seconds = 0;
 
   void Keep(int32_t p, const http::ServedStep& s, const char* from, const http::ServedAnswer& a) {
@@ -128,7 +128,7 @@ Status ServeRun(const HttpEngine::Impl& eng, std::span<const int32_t> tokens, in
       pass.Keep(p, gen.steps[j], "generation",
                 one);  // the one-token row was a batch; the generation's is a decode step
     } else {
-      pass.recomputed.push_back({{"position", p}, {"cached", one.cached_tokens}, {"computed", one.computed_tokens}});
+      pass.recomputed.push_back({.position = p, .cached = one.cached_tokens, .computed = one.computed_tokens});
     }
   }
   return Status::Ok();
@@ -149,8 +149,8 @@ Result<TopKRows> HttpEngine::ServedReplay(std::span<const int32_t> tokens, std::
   Impl& e = *impl_;
   const int32_t n = int32_t(tokens.size());
   if (int64_t(written.size()) < n)
-    return Status::Error(
-        fmt::format("{} served: which tokens the model wrote is known for {} tokens, not {}", OptionName("replay"), written.size(), n));
+    return Status::Error(fmt::format("{} served: which tokens the model wrote is known for {} tokens, not {}",
+                                     OptionName("replay"), written.size(), n));
   if (e.context > 0 && n + 1 > e.context)
     return Status::Error(fmt::format("{}: {} tokens (+1 generated) do not fit the server's context of {}",
                                      e.client.Where(""), n, e.context));
@@ -170,36 +170,29 @@ Result<TopKRows> HttpEngine::ServedReplay(std::span<const int32_t> tokens, std::
   }
   pass.seconds = NowSeconds() - t0;
   for (size_t i = 0; i < pass.rows.positions.size(); ++i) pass.rows.argmax.push_back(pass.rows.ids[i * size_t(e.k)]);
-  const int64_t decode = std::count(pass.source.begin(), pass.source.end(), "decode");
-  e.served_record = {
-      {"mechanism",
-       "one request per decode step over the server's cached prefix; a greedy generation from each "
-       "message's generation prompt as the proof"},
-      {"api", std::string(NameOf(e.opts.api))},
-      {"requests", pass.requests},
-      {"generations", pass.generations},
-      {"generated_tokens", pass.generated},
-      {"generation_matched", pass.matched},
-      {"rows",
-       {{"kept", pass.rows.positions.size()},
-        {"decode", decode},
-        {"generation", std::count(pass.source.begin(), pass.source.end(), "generation")},
-        {"prompt", std::count(pass.source.begin(), pass.source.end(), "prompt")},
-        {"recomputed", pass.recomputed.size()},
-        {"not_served", probes.size() - wanted.size()}}},
-      {"recomputed", pass.recomputed},
-      {"proof",
-       {{"compared", pass.proof_compared}, {"identical", pass.proof_identical}, {"differs", pass.proof_differs}}},
-      {"per_row",
-       {{"positions", pass.rows.positions},
-        {"source", pass.source},
-        {"cached", pass.cached},
-        {"computed", pass.computed}}},
-      {"seconds", pass.seconds},
-      {"requests_per_s", pass.seconds > 0 ? double(pass.requests) / pass.seconds : 0.0}};
+  e.served_record = ServerServedRecord{
+      .mechanism =
+          "one request per decode step over the server's cached prefix; a greedy generation from each "
+          "message's generation prompt as the proof",
+      .api = std::string(NameOf(e.opts.api)),
+      .requests = pass.requests,
+      .generations = pass.generations,
+      .generated_tokens = pass.generated,
+      .generation_matched = pass.matched,
+      .not_served = int64_t(probes.size() - wanted.size()),
+      .recomputed = std::move(pass.recomputed),
+      .proof_compared = pass.proof_compared,
+      .proof_identical = pass.proof_identical,
+      .proof_differs = std::move(pass.proof_differs),
+      .positions = std::vector<int64_t>(pass.rows.positions.begin(), pass.rows.positions.end()),
+      .source = std::move(pass.source),
+      .cached = std::move(pass.cached),
+      .computed = std::move(pass.computed),
+      .seconds = pass.seconds,
+      .requests_per_s = pass.seconds > 0 ? double(pass.requests) / pass.seconds : 0.0};
   return std::move(pass.rows);
 }
 
-json HttpEngine::ServedRecord() const { return impl_->served_record; }
+std::optional<ServerServedRecord> HttpEngine::ServedRecord() const { return impl_->served_record; }
 
 }  // namespace flipscope

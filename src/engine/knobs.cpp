@@ -1,10 +1,11 @@
 // Knobs: the one table of numerics knobs, and their JSON round trip, validation and flags.
+#include "engine/knobs.h"
+
 #include <fmt/format.h>
 
 #include <cmath>
 #include <type_traits>
 
-#include "engine/knobs.h"
 #include "util/names.h"
 
 namespace flipscope {
@@ -37,11 +38,10 @@ struct KvBlock {
   KvCacheType type;
   int bytes, elements;
 };
-constexpr KvBlock kKvBlocks[] = {{KvCacheType::kF32, 4, 1},     {KvCacheType::kF16, 2, 1},
-                                 {KvCacheType::kBF16, 2, 1},    {KvCacheType::kQ8_0, 34, 32},
-                                 {KvCacheType::kQ4_0, 18, 32},  {KvCacheType::kQ4_1, 20, 32},
-                                 {KvCacheType::kIQ4_NL, 18, 32}, {KvCacheType::kQ5_0, 22, 32},
-                                 {KvCacheType::kQ5_1, 24, 32}};
+constexpr KvBlock kKvBlocks[] = {
+    {KvCacheType::kF32, 4, 1},      {KvCacheType::kF16, 2, 1},    {KvCacheType::kBF16, 2, 1},
+    {KvCacheType::kQ8_0, 34, 32},   {KvCacheType::kQ4_0, 18, 32}, {KvCacheType::kQ4_1, 20, 32},
+    {KvCacheType::kIQ4_NL, 18, 32}, {KvCacheType::kQ5_0, 22, 32}, {KvCacheType::kQ5_1, 24, 32}};
 
 template <typename T>
 std::string Expected() {
@@ -56,9 +56,14 @@ std::string Expected() {
 }
 
 template <auto M>
-nlohmann::json Get(const Knobs& k) {
-  if constexpr (std::is_enum_v<std::remove_cvref_t<decltype(k.*M)>>)
+KnobValue Get(const Knobs& k) {
+  using T = std::remove_cvref_t<decltype(k.*M)>;
+  if constexpr (std::is_enum_v<T>)
     return std::string(NameOf(k.*M));
+  else if constexpr (std::is_same_v<T, int>)
+    return int64_t(k.*M);
+  else if constexpr (std::is_same_v<T, std::vector<float>>)
+    return std::vector<double>((k.*M).begin(), (k.*M).end());
   else
     return k.*M;
 }
@@ -145,7 +150,7 @@ const KnobInfo* FindKnob(const std::string& key) {
 }
 
 Status SetKnobFromText(Knobs& k, const KnobInfo& info, const std::string& text) {
-  nlohmann::json current = info.get(k), value;
+  nlohmann::json current = flipscope::ToJson(info.get(k)), value;
   if (current.is_number_integer()) {
     size_t used = 0;
     try {
@@ -200,11 +205,13 @@ bool KvTypeQuantized(KvCacheType t) {
   return t != KvCacheType::kF32 && t != KvCacheType::kF16 && t != KvCacheType::kBF16;
 }
 
-nlohmann::json Knobs::ToJson() const {
-  nlohmann::json j = nlohmann::json::object();
-  for (const auto& k : KnobTable()) j[k.key] = k.get(*this);
-  return j;
+KnobValues Knobs::Values() const {
+  KnobValues values;
+  for (const auto& k : KnobTable()) values[k.key] = k.get(*this);
+  return values;
 }
+
+nlohmann::json Knobs::ToJson() const { return flipscope::ToJson(Values()); }
 
 Result<Knobs> Knobs::FromJson(const nlohmann::json& j) {
   Knobs k;
@@ -232,9 +239,9 @@ Status Knobs::Validate() const {
     return Status::InvalidArgument(fmt::format("{} must be from 0 to {}", OptionName("load"), kMaxLoad));
   if (load_seed < 0) return Status::InvalidArgument("load_seed (--load-seed) must be >= 0");
   if (replay == Replay::kServed && load > 0)
-    return Status::InvalidArgument(
-        OptionName("replay") + " served does not run under " + OptionName("load") + " > 0 yet: the fillers' batches are "
-        "planned for prefill chunks");
+    return Status::InvalidArgument(OptionName("replay") + " served does not run under " + OptionName("load") +
+                                   " > 0 yet: the fillers' batches are "
+                                   "planned for prefill chunks");
   return Status::Ok();
 }
 
@@ -246,12 +253,13 @@ std::string KnobInfo::ShownFlag() const {
 namespace {
 // Knob k at value v as a command line spells it: llama.cpp's flag where it has one ("-ctk q8_0"),
 // --repack's off as llama.cpp's switch -nr.
-std::string FlagText(const KnobInfo& k, const nlohmann::json& v) {
-  if (std::string(k.key) == "repack") return v == "off" ? "-nr" : "--repack on";
+std::string FlagText(const KnobInfo& k, const KnobValue& v) {
+  if (std::string(k.key) == "repack") return KnobText(v) == "off" ? "-nr" : "--repack on";
   const std::string flag = k.ShownFlag();
-  std::string text = v.is_string()  ? v.get<std::string>()
-                     : v.is_array() ? fmt::format("{}", fmt::join(v.get<std::vector<float>>(), ","))
-                                    : v.dump();
+  // -ts as llama.cpp reads it ("3,1"), each fraction as the float it is.
+  const auto* list = std::get_if<std::vector<double>>(&v);
+  const std::string text =
+      list ? fmt::format("{}", fmt::join(std::vector<float>(list->begin(), list->end()), ",")) : KnobText(v);
   return flag + " " + text;
 }
 }  // namespace
@@ -260,7 +268,7 @@ std::string Knobs::ToFlags() const {
   static const Knobs defaults;
   std::string s;
   for (const auto& k : KnobTable()) {
-    nlohmann::json v = k.get(*this);
+    const KnobValue v = k.get(*this);
     if (!k.always_in_flags && v == k.get(defaults)) continue;
     // The load is a measuring condition, not a setting of llama.cpp: a launch command has no
     // flag for it (the manifest's knobs and "load" block record it).
@@ -276,7 +284,7 @@ std::string Knobs::ToFlags() const {
 std::string Knobs::FlagsChangedFrom(const Knobs& base) const {
   std::string s;
   for (const auto& k : KnobTable()) {
-    nlohmann::json v = k.get(*this);
+    const KnobValue v = k.get(*this);
     if (v == k.get(base) || std::string(k.key) == "replay") continue;
     s += " " + FlagText(k, v);
   }

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "records/records.h"
+#include "records/engine_records.h"
 #include "util/names.h"
 #include "util/status.h"
 
@@ -54,6 +54,8 @@ struct Knobs {
   int load_seed = 0;                             // --load-seed: which fillers, their lengths and timing
   Replay replay = Replay::kPrefill;              // --replay: prefill, or served (docs/served.md)
 
+  // Every knob's value by its key (KnobTable()'s order is the table's, the map's is by key).
+  KnobValues Values() const;
   // The knobs as a JSON object (keys are the long llama.cpp names).
   nlohmann::json ToJson() const;
   // Reads knobs from a JSON object, with defaults for missing keys; error names the bad key.
@@ -67,17 +69,8 @@ struct Knobs {
   std::string FlagsChangedFrom(const Knobs& base) const;
 };
 
-// A setting llama.cpp ran with another value than the one asked for (an auto value resolved, a
-// size clamped or rounded), and the rule that decided it. Manifests hold the effective values as
-// "knobs" and these under the engine's "resolved": key -> {requested, effective, reason}.
-struct KnobResolution {
-  std::string key;           // KnobTable() key, e.g. "flash_attn"
-  nlohmann::json requested;  // as asked: "auto", 0
-  nlohmann::json effective;  // as it ran: "on", 8192
-  std::string reason;        // the rule, e.g. "quantized V cache (-ctv q8_0) requires it"
-};
-// The manifest block of resolutions: key -> {requested, effective, reason}.
-nlohmann::json ResolutionsToJson(const std::vector<KnobResolution>& resolutions);
+// A setting llama.cpp ran otherwise than asked (KnobResolution) is a record of
+// records/engine_records.h.
 
 // One numerics knob: its key in JSON and experiment files, its flags, its help and how to read
 // and write it. The table drives Knobs' JSON, flags, the CLI's options and experiment keys.
@@ -87,7 +80,7 @@ struct KnobInfo {
   const char* llama_flag;  // llama.cpp's spelling when it differs (one dash, several letters), or ""
   const char* help;        // one line for --help
   bool always_in_flags;    // ToFlags() writes it even at its default
-  nlohmann::json (*get)(const Knobs&);
+  KnobValue (*get)(const Knobs&);
   // Sets the member from a JSON value; the error says what was expected (without the key).
   Status (*set)(Knobs&, const nlohmann::json&);
   // The flag as a command line shows it: llama.cpp's spelling (-fa), else flipscope's first form

@@ -196,7 +196,7 @@ bool LlamaEngine::CanFork() const {
 
 std::string LlamaEngine::TokenText(int32_t token) const { return TokenPiece(impl_->vocab, token); }
 void LlamaEngine::SetLoadPool(std::vector<FillerSource> pool) { impl_->load_pool = std::move(pool); }
-nlohmann::json LlamaEngine::LoadRecord() const { return impl_->load_record; }
+std::optional<EngineLoadRecord> LlamaEngine::LoadRecord() const { return impl_->load_record; }
 
 Result<std::function<std::string(int32_t)>> LoadDetokenizer(const std::string& model_path) {
   EnsureLlamaInit();
@@ -211,26 +211,23 @@ Result<std::function<std::string(int32_t)>> LoadDetokenizer(const std::string& m
   });
 }
 
-nlohmann::json LlamaEngine::Describe() const {
+EngineDescription LlamaEngine::Describe() const {
   char desc[256];
   llama_model_desc(impl_->model, desc, sizeof(desc));
-  nlohmann::json out = {{"engine", "llama"},
-                        {"llama_cpp", LlamaVersion()},
-                        {"llama_source", ToJson(LlamaSource())},
-                        {"ggml", GgmlVersion()},
-                        {"backends", Backends()},
-                        {"devices", ToJson(Devices())},
-                        {"system_info", llama_print_system_info()},
-                        {"model_desc", desc},
-                        {"knobs", impl_->knobs.ToJson()},
-                        {"resolved", ResolutionsToJson(impl_->resolutions)},
-                        {"kernel_path", ToJson(KernelPath(impl_->weight_buffers))},
-                        {"flags", impl_->knobs.ToFlags()},
-                        {"kv_unified", true},
-                        {"swa_full", true}};
-  // Written only when set, so that a capture made without any reads as before.
-  if (auto env = NumericsEnvironment(); !env.empty()) out["env"] = env;
-  return out;
+  return {.flags = impl_->knobs.ToFlags(),
+          .knobs = impl_->knobs.Values(),
+          .env = NumericsEnvironment(),
+          .facts = LlamaEngineFacts{.llama_cpp = LlamaVersion(),
+                                    .ggml = GgmlVersion(),
+                                    .system_info = llama_print_system_info(),
+                                    .model_desc = desc,
+                                    .source = LlamaSource(),
+                                    .backends = Backends(),
+                                    .devices = Devices(),
+                                    .resolved = impl_->resolutions,
+                                    .kernel_path = KernelPath(impl_->weight_buffers),
+                                    .kv_unified = true,
+                                    .swa_full = true}};
 }
 
 }  // namespace flipscope

@@ -87,7 +87,7 @@ class LlamaEngine : public Engine {
   int32_t n_vocab() const override;
   Status Prefill(std::span<const int32_t> tokens, std::span<const int32_t> probes, const RowSink& sink,
                  const ProgressFn& progress) override;
-  nlohmann::json Describe() const override;
+  EngineDescription Describe() const override;
   // The pass req asks for (rows, forks); an error names the bad position, or the engine's failure.
   Status Prefill(const PrefillRequest& req);
   // Greedy decode from scratch: prefill tokens[0..p] then decode from first (the re-prefill
@@ -105,7 +105,7 @@ class LlamaEngine : public Engine {
   // Detokenizes one token (special tokens rendered).
   std::string TokenText(int32_t token) const;
   void SetLoadPool(std::vector<FillerSource> pool) override;
-  nlohmann::json LoadRecord() const override;
+  std::optional<EngineLoadRecord> LoadRecord() const override;
   // Under --replay served: per token of the next passes, whether a deployed model wrote it
   // (ModelWrites of the workload's spans). Position p is then fed alone, at its position, when
   // the model wrote tokens p and p+1 (its logits predict a written token from a written one: the

@@ -67,17 +67,17 @@ struct LlamaEngine::Impl {
   llama_model* model = nullptr;
   llama_context* ctx = nullptr;
   const llama_vocab* vocab = nullptr;
-  Knobs knobs;                    // effective: what llama.cpp ran (ResolveKnobs)
+  Knobs knobs;                              // effective: what llama.cpp ran (ResolveKnobs)
   std::vector<KnobResolution> resolutions;  // where that differs from the request, and why
   WeightBufferSizes weight_buffers;         // buffer type -> MiB of the model's weights (the kernel path)
   std::string model_path;
   int n_seq_max = 1;
-  int n_batch_ctx = 0;                  // the context's logical batch: -b, plus room for the fillers
-  std::vector<FillerSource> load_pool;  // empty: the fillers are cut from the prefilled tokens
-  nlohmann::json load_record;           // what the last loaded prefill ran; null when alone
-  std::vector<uint8_t> written;         // served replay: per token, whether the model wrote it
-  std::optional<ServedPlan> served_record;  // what the last served pass ran; none after a prefill
-  std::optional<DecodeGrammar> grammar;  // futures decode under it (SetGrammar); none: free
+  int n_batch_ctx = 0;                          // the context's logical batch: -b, plus room for the fillers
+  std::vector<FillerSource> load_pool;          // empty: the fillers are cut from the prefilled tokens
+  std::optional<EngineLoadRecord> load_record;  // what the last loaded prefill ran; none when alone
+  std::vector<uint8_t> written;                 // served replay: per token, whether the model wrote it
+  std::optional<ServedPlan> served_record;      // what the last served pass ran; none after a prefill
+  std::optional<DecodeGrammar> grammar;         // futures decode under it (SetGrammar); none: free
   // The graph tap (empty: none) and where the current ubatch lies, for the rows it hands over.
   // Only an unloaded prefill taps: a loaded batch holds other sequences' tokens (Create refuses both).
   TensorTap tap;
@@ -148,7 +148,7 @@ class FillerLoad {
   Status Decode(std::span<const int32_t> chunk, int32_t pos0, const std::function<bool(int32_t)>& want_output,
                 int32_t* at);
   // Drops the fillers' cache cells; returns the record for the manifest (jobs, batch shapes).
-  nlohmann::json Finish();
+  LlamaLoadRecord Finish();
 
  private:
   struct Slot {
@@ -168,8 +168,8 @@ class FillerLoad {
   std::vector<FillerSource> pool_;
   int max_cells_;
   std::vector<Slot> slots_;
-  nlohmann::json jobs_ = nlohmann::json::array();   // every job that ran, with its progress
-  nlohmann::json steps_ = nlohmann::json::array();  // per batch: [decoding, measured, prefilling] tokens
+  std::vector<FillerJobRecord> jobs_;   // every job that ran, with its progress
+  std::vector<LoadBatchRecord> steps_;  // per batch: tokens decoding, measured, prefilling
   // The manifest has room for 64 KiB more than its first version (docs/capture-format.md): the
   // first jobs and batches are listed, every one is counted.
   static constexpr size_t kMaxRecorded = 200;

@@ -19,9 +19,9 @@ int32_t FillerLoad::Greedy(int out) const {
 }
 
 void FillerLoad::NextJob(Slot& s) {
-  nlohmann::json done = s.job.ToJson(pool_);
-  done["prefilled"] = s.prefilled;
-  done["generated"] = s.generated;
+  FillerJobRecord done = s.job.Record(pool_);
+  done.prefilled = s.prefilled;
+  done.generated = s.generated;
   ++n_jobs_;
   if (jobs_.size() < kMaxRecorded) jobs_.push_back(done);
   llama_memory_seq_rm(llama_get_memory(e_.ctx), s.job.slot, -1, -1);
@@ -80,7 +80,7 @@ Status FillerLoad::Decode(std::span<const int32_t> chunk, int32_t pos0, const st
     s.prefilled = end;
   }
   ++n_steps_;
-  if (steps_.size() < 2 * kMaxRecorded) steps_.push_back({decoding, int(chunk.size()), prefilling});
+  if (steps_.size() < 2 * kMaxRecorded) steps_.push_back({decoding, int64_t(chunk.size()), prefilling});
   const int rc = llama_decode(e_.ctx, batch);
   llama_batch_free(batch);
   if (rc != 0) {
@@ -112,17 +112,16 @@ void FillerLoad::Advance() {
   }
 }
 
-nlohmann::json FillerLoad::Finish() {
+LlamaLoadRecord FillerLoad::Finish() {
   for (Slot& s : slots_) NextJob(s);  // records the jobs in flight and drops their cells
-  return {{"fillers", int(slots_.size())},
-          {"seed", e_.knobs.load_seed},
-          {"cells_per_filler", max_cells_},
-          {"context_batch", e_.n_batch_ctx},
-          {"jobs", jobs_},
-          {"jobs_total", n_jobs_},
-          {"batches", steps_},
-          {"batches_total", n_steps_},
-          {"batches_columns", {"decoding", "measured", "prefilling"}}};
+  return {.fillers = int64_t(slots_.size()),
+          .seed = e_.knobs.load_seed,
+          .cells_per_filler = max_cells_,
+          .context_batch = e_.n_batch_ctx,
+          .jobs = jobs_,
+          .jobs_total = n_jobs_,
+          .batches = steps_,
+          .batches_total = n_steps_};
 }
 
 }  // namespace flipscope

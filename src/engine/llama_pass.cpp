@@ -154,7 +154,7 @@ Status LlamaEngine::Impl::Run(const PrefillRequest& r) {
   const int32_t n = int32_t(r.tokens.size());
   FS_ASSIGN_OR_RETURN(const std::vector<uint8_t> out_flag, OutputFlags(r, n));
   std::optional<FillerLoad> load;
-  load_record = nullptr;
+  load_record.reset();
   FS_RETURN_IF_ERROR(StartLoad(r, &load));
   FS_ASSIGN_OR_RETURN(const std::vector<ReplayChunk> chunks, Chunks(n));
   served_record.reset();

@@ -62,10 +62,15 @@ Result<int> FillerCells(int load, int n_ctx, int n_tokens, int reserve) {
   return left;
 }
 
-nlohmann::json FillerJob::ToJson(const std::vector<FillerSource>& pool) const {
-  return {{"slot", slot},     {"job", index},     {"source", pool[size_t(source)].name},
-          {"offset", offset}, {"length", length}, {"generate", generate},
-          {"chunk", chunk},   {"warm", warm}};
+FillerJobRecord FillerJob::Record(const std::vector<FillerSource>& pool) const {
+  return {.slot = slot,
+          .job = index,
+          .source = pool[size_t(source)].name,
+          .offset = offset,
+          .length = length,
+          .generate = generate,
+          .chunk = chunk,
+          .warm = warm};
 }
 
 }  // namespace flipscope

@@ -3,10 +3,10 @@
 #pragma once
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "records/engine_records.h"
 #include "util/status.h"
 
 namespace flipscope {
@@ -25,7 +25,8 @@ struct FillerJob {
   int slot = 0, index = 0;  // filler slot 1..N and the job's number within it
   int source = 0, offset = 0, length = 0, generate = 0, chunk = 0;
   bool warm = false;
-  nlohmann::json ToJson(const std::vector<FillerSource>& pool) const;
+  // The job as a load record names it (its source by name; nothing done yet).
+  FillerJobRecord Record(const std::vector<FillerSource>& pool) const;
 };
 
 // Job `index` of filler `slot` under `seed`: a pure function of its arguments, so a load is

@@ -32,7 +32,8 @@ Rows Prefill(const Knobs& k, const std::vector<int32_t>& tokens, const std::vect
       },
       nullptr);
   EXPECT_TRUE(st.ok()) << st.message();
-  out.record = (*e)->LoadRecord();
+  const std::optional<EngineLoadRecord> record = (*e)->LoadRecord();
+  out.record = record ? ToJson(*record) : nlohmann::json();
   return out;
 }
 
@@ -57,7 +58,7 @@ TEST(FillerPlan, IsAPureFunctionOfItsArgumentsAndStaysInBounds) {
     for (int index = 0; index < 6; ++index) {
       FillerJob j = PlanFillerJob(3, slot, index, pool, 64);
       FillerJob again = PlanFillerJob(3, slot, index, pool, 64);
-      EXPECT_EQ(j.ToJson(pool), again.ToJson(pool));
+      EXPECT_EQ(j.Record(pool), again.Record(pool));
       const int src_len = int(pool[size_t(j.source)].tokens.size());
       EXPECT_GE(j.length, 2);
       EXPECT_LE(j.length + j.generate, 64);
@@ -77,7 +78,7 @@ TEST(FillerPlan, IsAPureFunctionOfItsArgumentsAndStaysInBounds) {
   EXPECT_GT(lengths.size(), 10u);  // varied lengths
   EXPECT_EQ(sources.size(), 2u);
   // Another seed, other fillers.
-  EXPECT_NE(PlanFillerJob(3, 1, 0, pool, 64).ToJson(pool), PlanFillerJob(4, 1, 0, pool, 64).ToJson(pool));
+  EXPECT_NE(PlanFillerJob(3, 1, 0, pool, 64).Record(pool), PlanFillerJob(4, 1, 0, pool, 64).Record(pool));
 }
 
 TEST(FillerPlan, CellsShareTheContextLeftByTheMeasuredSequence) {

@@ -14,12 +14,6 @@
 
 namespace flipscope {
 
-nlohmann::json ResolutionsToJson(const std::vector<KnobResolution>& rs) {
-  nlohmann::json out = nlohmann::json::object();
-  for (const auto& r : rs) out[r.key] = {{"requested", r.requested}, {"effective", r.effective}, {"reason", r.reason}};
-  return out;
-}
-
 FlashAttnRule FlashAttnByRule(FlashAttn requested, const FlashAttnFacts& f) {
   // The order and the conditions are llama_init_from_model's (src/llama-context.cpp); the test
   // FlashAttnRules.MatchThePinnedTree fails when that function's rules change.
@@ -106,8 +100,10 @@ Result<FlashAttnRule> FlashAttnByBehaviour(llama_model* model, const llama_conte
 Status ResolveKnobs(LlamaEngine::Impl& e, const Knobs& asked, const llama_context_params& cp,
                     const std::string& init_log) {
   Knobs& k = e.knobs;
-  auto record = [&](const char* key, nlohmann::json requested, std::string reason) {
-    const nlohmann::json effective = FindKnob(key)->get(k);
+  // The knob as asked against as it ran, recorded with the rule when they differ.
+  auto record = [&](const char* key, std::string reason) {
+    const KnobInfo* info = FindKnob(key);
+    KnobValue requested = info->get(asked), effective = info->get(k);
     if (requested != effective) e.resolutions.push_back({key, std::move(requested), effective, std::move(reason)});
   };
 
@@ -123,31 +119,29 @@ Status ResolveKnobs(LlamaEngine::Impl& e, const Knobs& asked, const llama_contex
     }
   }
   k.flash_attn = *fa.value;
-  record("flash_attn", ToString(asked.flash_attn), fa.reason);
+  record("flash_attn", fa.reason);
 
   const int train = int(llama_model_n_ctx_train(e.model));
   k.n_ctx = int(llama_n_ctx(e.ctx));
-  record("ctx_size", asked.n_ctx,
-         asked.n_ctx == 0 ? fmt::format("0: the model's training context ({}){}", train,
-                                        k.n_ctx != train ? ", rounded up to a multiple of 256" : "")
-                          : "llama.cpp rounds the context up to a multiple of 256");
+  record("ctx_size", asked.n_ctx == 0 ? fmt::format("0: the model's training context ({}){}", train,
+                                                    k.n_ctx != train ? ", rounded up to a multiple of 256" : "")
+                                      : "llama.cpp rounds the context up to a multiple of 256");
   // Under load the context's batch also holds the fillers' tokens; the measured chunk stays -b.
   if (asked.load == 0) {
     k.n_batch = int(llama_n_batch(e.ctx));
-    record("batch_size", asked.n_batch, "clamped to the context size (causal attention)");
+    record("batch_size", "clamped to the context size (causal attention)");
   }
   k.n_ubatch = int(llama_n_ubatch(e.ctx));
-  record("ubatch_size", asked.n_ubatch, "clamped to the logical batch (-b)");
+  record("ubatch_size", "clamped to the logical batch (-b)");
   k.n_threads = int(llama_n_threads(e.ctx));
-  record("threads", asked.n_threads,
-         fmt::format("0: every hardware thread ({})", std::max(1u, std::thread::hardware_concurrency())));
+  record("threads", fmt::format("0: every hardware thread ({})", std::max(1u, std::thread::hardware_concurrency())));
   if (Backends().size() == 1) {
     k.n_gpu_layers = 0;
-    record("n_gpu_layers", asked.n_gpu_layers, "this build has no GPU backend: every layer runs on the CPU");
+    record("n_gpu_layers", "this build has no GPU backend: every layer runs on the CPU");
   }
   if (asked.repack == Repack::kOn && ExtraBufferTypes(e.weight_buffers).empty()) {
     k.repack = Repack::kOff;
-    record("repack", ToString(asked.repack),
+    record("repack",
            "no weight of this model went into a repacked buffer type here (its types have no repacked layout "
            "on this CPU, or its weights are on a GPU)");
   }

@@ -22,7 +22,7 @@ std::vector<uint64_t> Rows(const std::string& model, const Knobs& k, nlohmann::j
   auto e = LlamaEngine::Create(model, k);
   EXPECT_TRUE(e.ok()) << e.status().message();
   if (!e.ok()) return {};
-  if (describe) *describe = (*e)->Describe();
+  if (describe) *describe = ToJson((*e)->Describe());
   std::vector<int32_t> tokens, probes;
   for (int i = 0; i < 80; ++i) {
     tokens.push_back(5 + (i * 37) % 290);

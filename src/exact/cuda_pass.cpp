@@ -75,20 +75,20 @@ Result<const DeviceRope*> CudaPass::Rope(const Hparams& hp, bool swa, int64_t n)
   return &d;
 }
 
-nlohmann::json CudaPass::Describe() const {
-  return {{"kind", "CUDA"},
-          {"name", fmt::format("CUDA{}", info_.index)},
-          {"description", info_.name},
-          {"compute_capability", fmt::format("{}.{}", info_.cc_major, info_.cc_minor)},
-          {"memory_gib", info_.memory_gib},
-          {"driver_cuda", info_.driver},
-          {"runtime_cuda", info_.runtime},
-          {"cublas", info_.cublas},
-          {"route",
-           "layer-major FP64 on the device: each layer widened on the host by ggml's to_float (checked exact) "
-           "while the device runs the layer before, then uploaded; cuBLAS DGEMM for every product; attention "
-           "over query blocks (scores, FP64 softmax, values); the DeltaNet scan one warp per state column; "
-           "experts routed on the host"}};
+ExactDeviceFacts CudaPass::Describe() const {
+  return {.kind = "CUDA",
+          .name = fmt::format("CUDA{}", info_.index),
+          .description = info_.name,
+          .compute_capability = fmt::format("{}.{}", info_.cc_major, info_.cc_minor),
+          .memory_gib = info_.memory_gib,
+          .driver_cuda = info_.driver,
+          .runtime_cuda = info_.runtime,
+          .cublas = info_.cublas,
+          .route =
+              "layer-major FP64 on the device: each layer widened on the host by ggml's to_float (checked exact) "
+              "while the device runs the layer before, then uploaded; cuBLAS DGEMM for every product; attention "
+              "over query blocks (scores, FP64 softmax, values); the DeltaNet scan one warp per state column; "
+              "experts routed on the host"};
 }
 
 Status CudaPass::RunLayer(const Hparams& hp, int64_t n, PassTimes& spent, double& t) {
@@ -213,7 +213,8 @@ Result<std::unique_ptr<DevicePass>> OpenDevice(const std::string& name, const Mo
       std::all_of(name.begin() + 4, name.end(), [](char c) { return c >= '0' && c <= '9'; }) && name.size() < 9)
     index = std::stoi(name.substr(4));
   if (index < 0)
-    return Status::InvalidArgument(OptionName("device") + " " + name + ": the exact engine runs on the CPU or on CUDA0, CUDA1, ...");
+    return Status::InvalidArgument(OptionName("device") + " " + name +
+                                   ": the exact engine runs on the CPU or on CUDA0, CUDA1, ...");
   cu::DeviceInfo info;
   FS_RETURN_IF_ERROR(cu::Open(index, &info).Prefixed(OptionName("device") + " " + name));
   return std::unique_ptr<DevicePass>(new CudaPass(std::move(info)));

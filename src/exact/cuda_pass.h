@@ -102,7 +102,7 @@ class CudaPass final : public DevicePass {
  public:
   explicit CudaPass(cu::DeviceInfo info) : info_(std::move(info)) {}
 
-  nlohmann::json Describe() const override;
+  ExactDeviceFacts Describe() const override;
   Result<std::vector<double>> HiddenAtProbes(const Model& m, const ExactOptions& o, int threads,
                                              std::span<const int32_t> tokens, std::span<const int32_t> probes,
                                              const std::function<void(int64_t)>& layers_done,

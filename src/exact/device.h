@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "exact/internal.h"
+#include "records/engine_records.h"
 
 namespace flipscope::exact {
 
@@ -19,7 +20,7 @@ class DevicePass {
  public:
   virtual ~DevicePass() = default;
   // The device, its driver, the CUDA runtime, cuBLAS and the route, for the manifest.
-  virtual nlohmann::json Describe() const = 0;
+  virtual ExactDeviceFacts Describe() const = 0;
   // HiddenAtProbes (internal.h) computed on the device: the final-normed rows at probes.
   virtual Result<std::vector<double>> HiddenAtProbes(const Model& m, const ExactOptions& o, int threads,
                                                      std::span<const int32_t> tokens, std::span<const int32_t> probes,

@@ -73,7 +73,7 @@ class ExactEngine : public Engine {
   Status ForwardPoints(std::span<const int32_t> tokens, std::span<const int32_t> watch, const PointSink& sink,
                        const ProgressFn& layers_done = {});
   // Engine "exact", the architecture, the BLAS, the dequantization route and its check.
-  nlohmann::json Describe() const override;
+  EngineDescription Describe() const override;
   std::optional<PassPartTimes> PartTimes() const override;
   // The operations of a pass over n_tokens tokens with n_probes probes.
   ExactWork Work(int64_t n_tokens, int64_t n_probes) const;

@@ -121,34 +121,32 @@ Status ExactEngine::Prefill(std::span<const int32_t> tokens, std::span<const int
       progress);
 }
 
-nlohmann::json ExactEngine::Describe() const {
+EngineDescription ExactEngine::Describe() const {
   const exact::Model& m = impl_->model;
-  nlohmann::json check = nlohmann::json::object();
-  bool all_exact = true;
+  ExactEngineFacts f{.version = std::string(FlipscopeVersion()),
+                     .precision = "fp64",
+                     .architecture = m.hp.arch,
+                     .blas = OpaqueJson(impl_->blas),
+                     .dequant_route = "ggml type traits to_float (ggml " + GgmlVersion() + "), widened to FP64",
+                     .dequant_check = "every element compared with an FP64 decode of its block format",
+                     .dequant_exact = true,
+                     .dequant_types = {},
+                     .query_block = impl_->opts.query_block,
+                     .softmax = "FP64, max-subtracted",
+                     .load_s = impl_->load_s,
+                     .device = std::nullopt};
   for (const auto& [type, t] : m.dequant) {
-    check[type] = {{"elements", t.elements}, {"checked", t.checked}, {"inexact", t.inexact}};
-    all_exact = all_exact && t.checked && t.inexact == 0;
+    f.dequant_types[type] = {.elements = t.elements, .inexact = t.inexact, .checked = t.checked};
+    f.dequant_exact = f.dequant_exact && t.checked && t.inexact == 0;
   }
-  nlohmann::json d = {{"engine", "exact"},
-                      {"name", "exact"},
-                      {"version", std::string(FlipscopeVersion())},
-                      {"precision", "fp64"},
-                      {"architecture", m.hp.arch},
-                      {"blas", impl_->blas},
-                      {"dequantization",
-                       {{"route", "ggml type traits to_float (ggml " + GgmlVersion() + "), widened to FP64"},
-                        {"check", "every element compared with an FP64 decode of its block format"},
-                        {"exact", all_exact},
-                        {"types", check}}},
-                      {"attention", {{"query_block", impl_->opts.query_block}, {"softmax", "FP64, max-subtracted"}}},
-                      {"load_s", impl_->load_s},
-                      {"flags", "--engine exact"},
-                      {"knobs", {{"threads", impl_->threads}}}};
+  EngineDescription d{
+      .flags = "--engine exact", .knobs = {{"threads", int64_t(impl_->threads)}}, .env = {}, .facts = {}};
   if (impl_->device) {  // only then: CPU manifests stay as they were
-    d["device"] = impl_->device->Describe();
-    d["flags"] = "--engine exact -dev " + impl_->opts.device;
-    d["knobs"]["device"] = impl_->opts.device;
+    f.device = impl_->device->Describe();
+    d.flags = "--engine exact -dev " + impl_->opts.device;
+    d.knobs["device"] = impl_->opts.device;
   }
+  d.facts = std::move(f);
   return d;
 }
 

@@ -18,7 +18,7 @@ namespace flipscope {
 namespace fs = std::filesystem;
 
 void AddCaptureFacts(const CaptureManifest& m, ConfigEntry& entry) {
-  entry.knobs = Recorded<KnobsFacts>::Read(m.knobs);
+  entry.knobs = Recorded<KnobsFacts>::Read(m.knobs ? ToJson(*m.knobs) : nlohmann::json());
   if (!m.engine.flags.empty()) entry.flags = m.engine.flags;
   entry.engine = m.engine;
   entry.timings = m.timings ? ToJson(*m.timings) : nlohmann::json::object();
@@ -26,7 +26,7 @@ void AddCaptureFacts(const CaptureManifest& m, ConfigEntry& entry) {
 
 void AddRunFacts(const CaptureManifest& m, ExperimentResults& results) {
   results.workload = Recorded<WorkloadFacts>::Read(m.workload.record);
-  results.probe_plan = Recorded<ProbePlanFacts>::Read(m.probe_plan);
+  results.probe_plan = Recorded<ProbePlanFacts>::Read(m.probe_plan ? ToJson(*m.probe_plan) : nlohmann::json());
   results.environment = m.engine;
 }
 

@@ -137,7 +137,8 @@ Result<json> RunExact(const Side& base, const std::vector<Flip>& flips, layers::
   FS_RETURN_IF_ERROR(
       (*engine)->ForwardPoints(base.cap->tokens(), at, keep, [&](int64_t done) { bar.Update(uint64_t(done)); }));
   bar.Finish();
-  return json{{"model", base.replay.model_path}, {"engine", (*engine)->Describe()}, {"seconds", NowSeconds() - t0}};
+  return json{
+      {"model", base.replay.model_path}, {"engine", ToJson((*engine)->Describe())}, {"seconds", NowSeconds() - t0}};
 }
 
 LayersSide SideOf(const Side& s) {

@@ -85,6 +85,9 @@ struct ServedPlan {
 };
 // The manifest's served block as the engine gives it (the capture stage adds its rule).
 nlohmann::json ToJson(const ServedPlan& p);
+// A served block the llama engine wrote (a missing key or a wrong type reads 0); none when it is
+// not an object.
+std::optional<ServedPlan> ServedPlanFromJson(const nlohmann::json& j);
 
 // A probe whose greedy token differs between a capture made alone and one made under load.
 struct LoadFlip {

@@ -50,8 +50,8 @@ json ToJson(const PassPartTimes& t) {
 }
 
 json ToJson(const CaptureTimings& t) {
-  json j = {{"load_s", t.load_s},   {"prefill_s", t.prefill_s},         {"tokens_per_s", t.tokens_per_s},
-            {"forks", t.forks},     {"fork_decode_s", t.fork_decode_s}, {"total_s", t.total_s}};
+  json j = {{"load_s", t.load_s}, {"prefill_s", t.prefill_s},         {"tokens_per_s", t.tokens_per_s},
+            {"forks", t.forks},   {"fork_decode_s", t.fork_decode_s}, {"total_s", t.total_s}};
   if (t.parts) j["parts"] = ToJson(*t.parts);
   return j;
 }
@@ -90,6 +90,20 @@ json ToJson(const ServedPlan& p) {
           {"written_runs", p.written_runs},
           {"decode_s", p.decode_s},
           {"decode_tokens_per_s", p.decode_tokens_per_s}};
+}
+
+std::optional<ServedPlan> ServedPlanFromJson(const json& j) {
+  if (!j.is_object()) return std::nullopt;
+  ServedPlan p;
+  p.fed_singly = read::Get<int64_t>(j, "fed_singly", 0);
+  p.decode_calls = read::Get<int64_t>(j, "decode_calls", 0);
+  p.prefill_segments = read::Get<int64_t>(j, "prefill_segments", 0);
+  p.prefill_chunks = read::Get<int64_t>(j, "prefill_chunks", 0);
+  p.written_tokens = read::Get<int64_t>(j, "written_tokens", 0);
+  p.written_runs = read::Get<int64_t>(j, "written_runs", 0);
+  p.decode_s = read::Get<double>(j, "decode_s", 0);
+  p.decode_tokens_per_s = read::Get<double>(j, "decode_tokens_per_s", 0);
+  return p;
 }
 
 json ToJson(const LoadComparison& c) {

@@ -76,8 +76,8 @@ TEST(ExperimentResults, AFileTheExperimentWroteRoundTripsByteForByte) {
   EXPECT_EQ(r.environment.name, "llama");
   ASSERT_EQ(r.environment.resolved.size(), 2u);
   EXPECT_EQ(r.environment.resolved[1].key, "repack");
-  EXPECT_EQ(r.environment.resolved[1].requested, "on");
-  EXPECT_EQ(r.environment.resolved[1].effective, "off");
+  EXPECT_EQ(KnobText(r.environment.resolved[1].requested), "on");
+  EXPECT_EQ(KnobText(r.environment.resolved[1].effective), "off");
   EXPECT_EQ(r.environment.swa_full, true);
   EXPECT_TRUE(r.measured.floor);
   EXPECT_FALSE(r.measured.summary.empty());
@@ -110,8 +110,8 @@ TEST(ExperimentResults, UnknownAndMistypedPartsAreKeptAsRead) {
 
   // A fact of another type than this version writes stays in fields and is written back as read;
   // an integer where a float is written is not turned into one.
-  const json facts = {{"name", "b"},           {"model_file_size", "unknown"}, {"kv_bytes_per_token", 23040},
-                      {"repeats", 2},          {"capture_seconds", {1.5, 2}},  {"reused", {false, true}},
+  const json facts = {{"name", "b"},     {"model_file_size", "unknown"}, {"kv_bytes_per_token", 23040},
+                      {"repeats", 2},    {"capture_seconds", {1.5, 2}},  {"reused", {false, true}},
                       {"flags", nullptr}};
   const ConfigEntry e = ConfigEntry::FromJson(facts);
   EXPECT_FALSE(e.model_file_size);
@@ -185,12 +185,15 @@ TEST(ExperimentResults, RecordedFactsReadTypedAndWriteBackAsWritten) {
   EXPECT_EQ((*e.contradictions)[0].knob, "flash_attn");
   EXPECT_EQ((*e.contradictions)[0].ran, "on");
   EXPECT_EQ(e.timings, json({{"total_s", 1.5}}));  // not read by any stage: kept as written
-  EXPECT_TRUE(e.kv_bytes_unknown);                  // a server's: written as null
+  EXPECT_TRUE(e.kv_bytes_unknown);                 // a server's: written as null
   EXPECT_TRUE(e.fields.empty()) << e.fields.dump();
 
   // A knob this version does not know (a later version's): the knobs read as none, the record
   // is kept whole; a mistyped engine block stays in fields as it was.
-  const json later = {{"name", "w"}, {"captures", json::array()}, {"knobs", {{"ctx_size", 8}, {"warp_drive", "on"}}}, {"engine", "not a block"}};
+  const json later = {{"name", "w"},
+                      {"captures", json::array()},
+                      {"knobs", {{"ctx_size", 8}, {"warp_drive", "on"}}},
+                      {"engine", "not a block"}};
   const ConfigEntry l = ConfigEntry::FromJson(later);
   EXPECT_EQ(l.RanKnobs(), nullptr);
   EXPECT_EQ(l.RanReplay(), Replay::kPrefill);

@@ -39,8 +39,8 @@ inline void WriteCapture(const std::string& path, const std::string& model, cons
   layout.n_vocab = (*e)->n_vocab();
   nlohmann::json manifest = {
       {"model", {{"path", model}, {"sha256", *Sha256File(model)}}},
-      {"engine", (*e)->Describe()},
-      {"knobs", (*e)->Describe()["knobs"]},
+      {"engine", ToJson((*e)->Describe())},
+      {"knobs", ToJson((*e)->Describe())["knobs"]},
       {"workload", {{"tool_call_form", "<tool_call> in content"}, {"tools", nlohmann::json::array()}}}};
   if (!spans.is_null()) manifest["workload"]["spans"] = spans;
   if (k.replay == Replay::kServed) {  // the capture stage's schedule: what the model wrote is fed singly
