@@ -194,7 +194,8 @@ TEST(RecipeServed, ServedTwinsAreRankedByTheirOwnDistanceToExact) {
                         {{"baseline", 0}, {"kv-q8_0", 0}, {"kv-q4_0", 80}});
   auto exact_rows = [](const std::vector<std::pair<std::string, int64_t>>& flips) {
     json rows = json::array();
-    for (const auto& [name, n] : flips) rows.push_back(fixtures::RecipeSummary(name, n, 800, false).ToJson());
+    for (const auto& [name, n] : flips)
+      rows.push_back(fixtures::RecipeSummary(name, n, 800, false).ToReferenceJson());
     return rows;
   };
   results["reference"] = {{"name", "exact"}, {"status", "ok"}};
@@ -208,8 +209,10 @@ TEST(RecipeServed, ServedTwinsAreRankedByTheirOwnDistanceToExact) {
   EXPECT_DOUBLE_EQ((*RowOf(recipe, "kv-q4_0"))["exact_flip_rate"].get<double>(), 120.0 / 800);
   EXPECT_DOUBLE_EQ((*RowOf(recipe, "baseline"))["exact_flip_rate"].get<double>(), 4.0 / 800);
   EXPECT_EQ(recipe["ranking"].back()["config"], "kv-q4_0") << recipe["ranking"].dump();
-  // What the recommendation rests on leads with the distance that ranked it.
-  EXPECT_EQ(recipe["basis"]["rests_on"].get<std::string>().rfind("0.50% against the exact reference", 0), 0u)
+  // The recommendation (kv-q8_0: no flip against the served baseline, less memory) rests first on
+  // the distance that ranked it, its served twin's (5 of 800), not its prefill twin's (40).
+  EXPECT_EQ(recipe["recommended"], "kv-q8_0") << recipe["reason"];
+  EXPECT_EQ(recipe["basis"]["rests_on"].get<std::string>().rfind("0.62% against the exact reference", 0), 0u)
       << recipe["basis"]["rests_on"];
   // The reference's served rows read and write back as they were.
   const ExperimentResults typed = ExperimentResults::FromJson(results);
