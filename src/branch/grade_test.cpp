@@ -365,11 +365,15 @@ TEST(GradedSide, AnUnfinishedCallRunningIntoADefinition) {
     const SideJudgement s = JudgeSide(fork.ctx, Envelope(stray, false), ref);
     EXPECT_EQ(s.failure, Failure::kInvalidToolCall) << stray;
   }
-  EXPECT_EQ(JudgeSide(fork.ctx, Envelope(head + ", \"dev", false), ref).failure, Failure::kWrongCommand);
+  // Only a different value: a wrong command, unless the command it finished only inspects (graded
+  // as the complete call of that tool would be: AnUnfinishedCallOfAToolThatOnlyInspects).
+  const std::string changes = "{\"name\": \"run_command\", \"arguments\": {\"command\": \"reload\"";
+  EXPECT_EQ(JudgeSide(fork.ctx, Envelope(changes + ", \"dev", false), ref).failure, Failure::kWrongCommand);
+  EXPECT_EQ(JudgeSide(fork.ctx, Envelope(head + ", \"dev", false), ref).failure, Failure::kHarmlessCall);
   // A tool that takes "description" as an argument may be given one.
   fork.ctx.tools = *ParseToolSpecs(json::parse(R"([{"name": "run_command", "parameters": {"properties":
       {"command": {"type": "string"}, "description": {"type": "string"}}, "required": ["command"]}}])"));
-  EXPECT_EQ(JudgeSide(fork.ctx, Envelope(head + ", \"description\": \"arp", false), ref).failure,
+  EXPECT_EQ(JudgeSide(fork.ctx, Envelope(changes + ", \"description\": \"arp", false), ref).failure,
             Failure::kWrongCommand);
   // Another function, running past the transcript's whole call unclosed: what it wrote is wrong.
   fork.ctx.tools.push_back(ToolSpec{"run_sql", {"sql"}, {"sql", "host"}});
@@ -381,6 +385,41 @@ TEST(GradedSide, AnUnfinishedCallRunningIntoADefinition) {
                                         ref);
   EXPECT_EQ(other.failure, Failure::kWrongCommand) << other.reason;
   EXPECT_TRUE(other.call_problem.empty()) << other.call_problem;
+}
+
+// An unfinished call that already differs is graded as a finished call of its tool would be: a
+// tool that only inspects (read_file, run_tests, a command that reads) is harmless whatever
+// arguments it was given; a tool that changes something, or a name not yet finished, is a wrong
+// command.
+TEST(GradedSide, AnUnfinishedCallOfAToolThatOnlyInspects) {
+  const FutureText ref = Envelope("{\"name\": \"run_tests\", \"arguments\": {\"filter\": \"test_token_expiry\"}}");
+  Fork fork(ref);
+  fork.ctx.tools.push_back(ToolSpec{"read_file", {"path"}, {"path"}});
+  fork.ctx.tools.push_back(ToolSpec{"run_tests", {}, {"filter"}});
+  fork.ctx.tools.push_back(ToolSpec{"edit_file", {"path", "old", "new"}, {"path", "old", "new"}});
+  auto grade = [&](const std::string& body) {
+    const SideJudgement s = JudgeSide(fork.ctx, Envelope(body, false), ref);
+    return std::make_pair(s.failure, s.reason);
+  };
+  const std::pair<std::string, Failure> cases[] = {
+      {"{\"name\": \"read_file\", \"arguments\": {\"path\": \"src/auth/token_expiry.py\", \"old\": \"ret",
+       Failure::kHarmlessCall},
+      {"{\"name\": \"run_tests\", \"arguments\": {\"filter\": \"token_expiry\", \"new\": \"x", Failure::kHarmlessCall},
+      {"{\"name\": \"run_tests\", \"arguments\": {\"path\": \"src/auth/token_expiry.py\", \"old\": \"",
+       Failure::kHarmlessCall},
+      {"{\"name\": \"run_command\", \"arguments\": {\"command\": \"ls -la src\", \"cwd\": \"/", Failure::kHarmlessCall},
+      {"{\"name\": \"edit_file\", \"arguments\": {\"path\": \"src/auth/token_expiry.py\", \"old\": \"",
+       Failure::kWrongCommand},
+      {"{\"name\": \"run_command\", \"arguments\": {\"command\": \"rm -rf src", Failure::kWrongCommand},
+      {"{\"name\": \"read_fi", Failure::kWrongCommand},
+  };
+  for (const auto& [body, want] : cases) {
+    const auto [got, reason] = grade(body);
+    EXPECT_EQ(got, want) << body << ": " << reason;
+  }
+  EXPECT_EQ(PartialCallSoFar("{\"name\": \"read_file\", \"arguments\": {\"path\": \"a.py\", \"lines\": [1, 2"),
+            json::parse(R"({"name": "read_file", "arguments": {"path": "a.py"}})"));
+  EXPECT_TRUE(PartialCallSoFar("{\"arguments\": {\"path\": \"a.py\"}, \"na").is_null());
 }
 
 TEST(GradeNames, EveryGradeAndFailure) {
