@@ -1,5 +1,5 @@
-// An unfinished tool call against the transcript's: what it has written already differs from the
-// reference call at the same place, however it would have ended.
+// A call against the transcript's: how a complete one differs, and an unfinished one: what it has written already
+// differs from the reference call at the same place, however it would have ended.
 #include <fmt/format.h>
 
 #include "branch/verdict.h"
@@ -130,7 +130,7 @@ struct FinishedSax : nlohmann::json_sax<nlohmann::json> {
   int depth = 0;  // 1: the call object, 2: its arguments (or another top-level value)
   bool in_args = false;
   std::string current;  // the current key at depth 1 or 2
-  int skip = 0;     // containers open inside an argument's value
+  int skip = 0;         // containers open inside an argument's value
   bool Value(const nlohmann::json& v) {
     if (skip > 0) return true;
     if (depth == 1 && current == "name") out["name"] = v;
@@ -201,6 +201,22 @@ std::string PartialCallDifference(std::string_view body, const nlohmann::json& r
   if (sax.stack.size() == 1) return fmt::format("calls \"{}\" (unfinished) instead of {}", shown, r ? r->dump() : "?");
   if (!r) return fmt::format("adds \"{}\": \"{}\" (unfinished)", where, shown);
   return fmt::format("sets \"{}\" to \"{}\" (unfinished) instead of {}", where, shown, r->dump());
+}
+
+// How a call differs from the reference's: the function, or the first differing argument.
+std::string DescribeCallDifference(const nlohmann::json& call, const nlohmann::json& ref) {
+  if (call["name"] != ref["name"])
+    return fmt::format("calls {} instead of {}", call["name"].dump(), ref["name"].dump());
+  const nlohmann::json& a = call["arguments"];
+  const nlohmann::json& r = ref["arguments"];
+  for (auto& [k, v] : r.items()) {
+    if (!a.contains(k)) return fmt::format("{} drops argument \"{}\"", call["name"].dump(), k);
+    if (a[k] != v)
+      return fmt::format("{} sets \"{}\" to {} instead of {}", call["name"].dump(), k, a[k].dump(), v.dump());
+  }
+  for (auto& [k, v] : a.items())
+    if (!r.contains(k)) return fmt::format("{} adds argument \"{}\": {}", call["name"].dump(), k, v.dump());
+  return "the same call";
 }
 
 nlohmann::json PartialCallSoFar(std::string_view body) {

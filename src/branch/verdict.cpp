@@ -59,22 +59,6 @@ std::optional<size_t> OpenAfterPoint(const JudgeContext& ctx, std::string_view c
   return at > keep ? at - keep : 0;
 }
 
-// How a call differs from the reference's: the function, or the first differing argument.
-std::string DescribeCallDifference(const nlohmann::json& call, const nlohmann::json& ref) {
-  if (call["name"] != ref["name"])
-    return fmt::format("calls {} instead of {}", call["name"].dump(), ref["name"].dump());
-  const nlohmann::json& a = call["arguments"];
-  const nlohmann::json& r = ref["arguments"];
-  for (auto& [k, v] : r.items()) {
-    if (!a.contains(k)) return fmt::format("{} drops argument \"{}\"", call["name"].dump(), k);
-    if (a[k] != v)
-      return fmt::format("{} sets \"{}\" to {} instead of {}", call["name"].dump(), k, a[k].dump(), v.dump());
-  }
-  for (auto& [k, v] : a.items())
-    if (!r.contains(k)) return fmt::format("{} adds argument \"{}\": {}", call["name"].dump(), k, v.dump());
-  return "the same call";
-}
-
 }  // namespace
 
 const char* VerdictName(Verdict v) { return NameOf(v).data(); }

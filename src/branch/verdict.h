@@ -151,6 +151,9 @@ CallCheck CheckCall(const CallText& c, bool ended, const std::vector<ToolSpec>& 
 // does not have, a container closed with another size, or an unfinished string that is no longer
 // a prefix of the reference's value at its place. "" when it may still become the reference's call.
 std::string PartialCallDifference(std::string_view body, const nlohmann::json& ref);
+// How a complete call ({"name","arguments"}) differs from the reference's: the function, or the
+// first differing argument ("the same call" when none).
+std::string DescribeCallDifference(const nlohmann::json& call, const nlohmann::json& ref);
 // What an unfinished call has finished ({"name", "arguments"}: its name and its arguments' finished
 // values, containers still open left out), for grading it as the tool it calls; null before its
 // name is written.
