@@ -293,8 +293,8 @@ bool IsFactWord(std::string_view w);
 // interface) written on a line beside a thing whose transcript lines give it only one or two
 // other values of that kind and never this one (a row of one address with another's MAC), or a
 // value written right after a field's name (`tracking number 2026-03-19`) that the transcript's
-// JSON gives only as other fields (`"eta": "2026-03-19"`), never as that one, or a value of one
-// record given to another in a sentence (ValueOfAnotherRecord). The reason, or none.
+// JSON gives only as other fields (`"eta": "2026-03-19"`), never as that one, or a value of another
+// quantity, role, field or record (ValueOfAnotherSubject). The reason, or none.
 // `own`: where the future's text starts in `text` (what comes before it is the transcript's
 // sentence so far, read for the service a "port N" belongs to).
 std::optional<std::string> FindInventedFact(std::string_view text, size_t from, const FactTable& facts,
