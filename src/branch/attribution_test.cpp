@@ -90,9 +90,10 @@ TEST(Attribute, ACallTheCapCutIsNeverUnclosed) {
   // Open, far longer than the transcript's whole call, and still going when decoding stopped.
   FutureText longer = F({"<tool_call>", "{\"name\": \"check_port\", \"arguments\": {\"host\": \"",
                          "10.20.30.4 and then the replica behind the proxy in the east wing of the lab"});
-  // Past the transcript's call unclosed, but what it wrote is a wrong value: a wrong call the
-  // budget cut, whether or not the cap cut it.
-  EXPECT_EQ(JudgeSide(ctx, longer, kRef).failure, Failure::kWrongCommand);
+  // Past the transcript's call unclosed, but what it wrote is a wrong value: a call the budget cut
+  // that differs, whether or not the cap cut it, graded as a finished call of check_port would be
+  // (a tool that only inspects: harmless).
+  EXPECT_EQ(JudgeSide(ctx, longer, kRef).failure, Failure::kHarmlessCall);
   // One that runs on into a key the transcript's call lacks is a call gone astray: invalid.
   const FutureText astray = F({"<tool_call>", "{\"name\": \"check_port\", \"arguments\": {\"host\": \"10.20.30.4\", ",
                                "\"port\": 5432, \"schema\": {\"type\": \"object\", \"properties\": {\"x\""});
@@ -103,7 +104,7 @@ TEST(Attribute, ACallTheCapCutIsNeverUnclosed) {
   EXPECT_TRUE(cut.call_problem.empty()) << cut.call_problem;
   EXPECT_NE(cut.reason.find("cut by the token cap"), std::string::npos);
   // Not unclosed; but its host is no longer the transcript's "10.20.30.4", however it would end.
-  EXPECT_EQ(cut.failure, Failure::kWrongCommand) << cut.reason;
+  EXPECT_EQ(cut.failure, Failure::kHarmlessCall) << cut.reason;
   EXPECT_NE(cut.reason.find("sets \"host\" to \"10.20.30.4 and then"), std::string::npos) << cut.reason;
   // One that repeats its address until the cap loops: a runaway, whether the cap or the budget cut it.
   FutureText loop = F({"<tool_call>", "{\"name\": \"check_port\", \"arguments\": {\"host\": \"",

@@ -266,40 +266,16 @@ std::vector<std::pair<std::string, std::string>> JsonFields(std::string_view tex
   return out;
 }
 
-// Words between a field's name and its value in prose ("tracking number is 1Z61...", "ETA: ...").
-constexpr std::array<std::string_view, 6> kFieldFillers = {"number", "is", "was", "id", "of", "="};
-
-// A known value written right after the name of a field that the transcript's JSON gives other
-// values only as other fields: `tracking number 2026-03-19` where the record has "tracking":
-// "1Z61C2DF96", "eta": "2026-03-19".
-std::optional<std::string> ValueOfAnotherField(std::string_view text, size_t from, const FactTable& facts) {
-  const std::vector<Word> words = SplitWords(text);
-  for (size_t i = 1; i < words.size(); ++i) {
-    const Word& v = words[i];
-    if (v.offset + v.text.size() <= from) continue;
-    const auto fields = facts.fields_of.find(v.text);
-    if (fields == facts.fields_of.end()) continue;
-    // The field's name: the word before the value, past filler words, in the same sentence.
-    auto bare = [&](size_t k) {
-      std::string w = Lower(words[k].text);
-      while (!w.empty() && (w.back() == ':' || w.back() == '.')) w.pop_back();
-      return w;
-    };
-    size_t n = i - 1;
-    while (n > 0 && std::find(kFieldFillers.begin(), kFieldFillers.end(), bare(n)) != kFieldFillers.end()) --n;
-    const std::string name = bare(n);
-    const std::string_view gap = text.substr(words[n].offset, v.offset - words[n].offset);
-    if (name.size() < 3 || gap.find_first_of(";\n") != std::string_view::npos ||
-        gap.find(". ") != std::string_view::npos)
-      continue;
-    // A field of the transcript's JSON of that name, with values of its own.
-    bool is_field = false;
-    for (const auto& [value, keys] : facts.fields_of) is_field = is_field || keys.count(name);
-    if (!is_field || fields->second.count(name)) continue;
-    return fmt::format("gives {} the value {}, which the transcript gives as {}", name, v.text,
-                       fmt::join(fields->second, ", "));
+// The file names inside a path or a test's id (split at '/' and ':'), each a fact word of its own.
+void AddPathParts(std::string_view w, FactTable* t) {
+  if (w.find_first_of("/:") == std::string_view::npos) return;
+  for (size_t a = 0; a <= w.size();) {
+    const size_t b = std::min(w.find_first_of("/:", a), w.size());
+    const std::string_view part = w.substr(a, b - a);
+    if (part.size() < w.size() && part.find('.') != std::string_view::npos && IsFactWord(part))
+      t->path_parts.emplace(part);
+    a = b + 1;
   }
-  return std::nullopt;
 }
 
 // Per line of the transcript, the ports it gives the names beside them, and its fact words (with
@@ -317,6 +293,7 @@ void ReadLines(std::string_view transcript, FactTable* t) {
       if (IsFactWord(w.text)) {
         auto& at = t->lines_of[w.text];
         if (at.empty() || at.back() != t->line_facts.size() - 1) at.push_back(t->line_facts.size() - 1);
+        AddPathParts(w.text, t);
         words.push_back(std::move(w.text));
       }
     line_start = end + 1;
@@ -350,6 +327,7 @@ FactTable FactTable::FromText(std::string_view transcript) {
   for (auto& [key, value] : JsonFields(transcript))
     if (IsFactWord(value)) t.fields_of[value].insert(key);
   ReadRecords(transcript, &t);
+  ReadQuantitiesAndRoles(transcript, &t);
   return t;
 }
 
@@ -382,8 +360,7 @@ std::optional<std::string> FindInventedFact(std::string_view text, size_t from, 
     }
   }
   if (auto wrong = MisattributedFact(text, from, facts, known)) return wrong;
-  if (auto wrong = ValueOfAnotherField(text, from, facts)) return wrong;
-  return ValueOfAnotherRecord(text, from, facts);
+  return ValueOfAnotherSubject(text, from, facts);
 }
 
 }  // namespace flipscope

@@ -251,3 +251,38 @@ TEST(InventedFact, AValueOfAnotherRecord) {
   // No subject of that key in the sentence: nothing to tie the value to.
   EXPECT_FALSE(ValueOfAnotherRecord("The tracking number is 1Z423EB1CB.", 0, facts));
 }
+
+// A known value given to a subject the transcript gives it no part of: a number with a unit of
+// another quantity (a test count as a speed-up, a duration as a share), an address in the other
+// role (a ping's target as its source), a date as what kind of order it is (the ETA as the
+// order's date), a file named without its directory (the same file, known).
+TEST(InventedFact, AKnownValueOfAnotherQuantityOrRole) {
+  const std::string transcript =
+      "<|im_start|>tool\n121 passed in 6.37s<|im_end|>\n"
+      "Sending 5, 100-byte ICMP Echos to 10.24.235.112, timeout is 2 seconds:\n"
+      "Packet sent with a source address of 10.24.235.1\n"
+      "{\"order_id\": \"NW-2026-8162\", \"status\": \"shipped\", \"eta\": \"2026-03-20\"}\n"
+      "tests/test_token_expiry.py::test_token_expiry PASSED and src/auth/token_expiry.py\n";
+  const Read read(transcript);
+  const FactTable& facts = read.facts;
+  const WordFilter& known = read.known;
+  EXPECT_EQ(FindInventedFact("The function is now 121 times faster.", 0, facts, known),
+            "gives 121 as a factor, where the transcript gives it as a count of tests");
+  EXPECT_TRUE(FindInventedFact("The suite passed 6.37% of the time.", 0, facts, known)) << "a duration as a share";
+  EXPECT_EQ(FindInventedFact("All 121 tests passed in 6.37s.", 0, facts, known), std::nullopt) << "the same quantities";
+  EXPECT_FALSE(FindInventedFact("It took 121 of them.", 0, facts, known)) << "no unit";
+  EXPECT_FALSE(FindInventedFact("The check runs 121 times in a row.", 0, facts, known)) << "a count of runs";
+  EXPECT_EQ(FindInventedFact("4 of 5 pings from 10.24.235.112 to 10.24.235.112 came back.", 0, facts, known),
+            "gives 10.24.235.112 as the source, where the transcript gives it as the target");
+  EXPECT_FALSE(FindInventedFact("4 of 5 pings from 10.24.235.1 to 10.24.235.112 came back.", 0, facts, known));
+  EXPECT_FALSE(FindInventedFact("The host 10.24.235.112 answered.", 0, facts, known)) << "no role";
+  EXPECT_EQ(FindInventedFact("Order NW-2026-8162 shipped, and it's a 2026-03-20 order.", 0, facts, known),
+            "calls 2026-03-20 a 2026-03-20 order, which the transcript gives as eta");
+  EXPECT_FALSE(FindInventedFact("It arrives 2026-03-20 at the latest.", 0, facts, known));
+  EXPECT_FALSE(FindInventedFact("The NW-2026-8162 order shipped.", 0, facts, known)) << "the order's own id";
+  EXPECT_FALSE(FindInventedFact("The NW-2026-8162 status is shipped.", 0, facts, known)) << "a field, not a thing";
+  // The transcript writes these file names only inside longer words: as known as the paths.
+  EXPECT_TRUE(facts.path_parts.count("test_token_expiry.py"));
+  EXPECT_TRUE(facts.path_parts.count("token_expiry.py"));
+  EXPECT_FALSE(facts.path_parts.count("src"));
+}

@@ -365,11 +365,15 @@ TEST(GradedSide, AnUnfinishedCallRunningIntoADefinition) {
     const SideJudgement s = JudgeSide(fork.ctx, Envelope(stray, false), ref);
     EXPECT_EQ(s.failure, Failure::kInvalidToolCall) << stray;
   }
-  EXPECT_EQ(JudgeSide(fork.ctx, Envelope(head + ", \"dev", false), ref).failure, Failure::kWrongCommand);
+  // Only a different value: a wrong command, unless the command it finished only inspects (graded
+  // as the complete call of that tool would be: AnUnfinishedCallOfAToolThatOnlyInspects).
+  const std::string changes = "{\"name\": \"run_command\", \"arguments\": {\"command\": \"reload\"";
+  EXPECT_EQ(JudgeSide(fork.ctx, Envelope(changes + ", \"dev", false), ref).failure, Failure::kWrongCommand);
+  EXPECT_EQ(JudgeSide(fork.ctx, Envelope(head + ", \"dev", false), ref).failure, Failure::kHarmlessCall);
   // A tool that takes "description" as an argument may be given one.
   fork.ctx.tools = *ParseToolSpecs(json::parse(R"([{"name": "run_command", "parameters": {"properties":
       {"command": {"type": "string"}, "description": {"type": "string"}}, "required": ["command"]}}])"));
-  EXPECT_EQ(JudgeSide(fork.ctx, Envelope(head + ", \"description\": \"arp", false), ref).failure,
+  EXPECT_EQ(JudgeSide(fork.ctx, Envelope(changes + ", \"description\": \"arp", false), ref).failure,
             Failure::kWrongCommand);
   // Another function, running past the transcript's whole call unclosed: what it wrote is wrong.
   fork.ctx.tools.push_back(ToolSpec{"run_sql", {"sql"}, {"sql", "host"}});

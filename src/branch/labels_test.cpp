@@ -155,12 +155,19 @@ const std::set<std::string> kFourthCheckSources = {"smolq4ks-gsup", "smolq4ks-gc
 
 // The fifth check split: every record of sources no earlier record uses (generated sessions of new
 // seeds, Gemma 3 requantized to Q6_K, SmolLM2 requantized to Q5_0, KV types q4_1 with Gemma 3 and
-// bf16), labelled by hand before the judge ran on them, and measured once with the rules frozen.
-// Only this figure measures records the rules were not fitted to.
+// bf16), labelled by hand before the judge ran on them, and measured once with the rules frozen
+// (76.2%). Its disagreements were read afterwards and rules changed for them, so it is read since.
 const std::set<std::string> kFifthCheckSources = {"gemmaq6-gdb", "smolq50-gcode", "gemma-gnet", "smol-gsup94"};
 
-enum Split { kTuning, kFirstCheck, kSecondCheck, kThirdCheck, kFourthCheck, kFifthCheck };
+// The sixth check split: every record of sources no earlier record uses (generated sessions of seeds
+// 101-104, Gemma 3 requantized to Q5_K_M, SmolLM2 requantized to Q3_K_M, KV iq4_nl and q5_0 with
+// Gemma 3, q5_1 with SmolLM2), labelled by hand before the judge ran on them, and measured once with
+// the rules frozen. Only this figure measures records the rules were not fitted to.
+const std::set<std::string> kSixthCheckSources = {"gemmaq5-gcode", "smolq3-gdb", "gemma-gsup102", "smol-gnet104"};
+
+enum Split { kTuning, kFirstCheck, kSecondCheck, kThirdCheck, kFourthCheck, kFifthCheck, kSixthCheck };
 Split SplitOf(const std::string& source, int position) {
+  if (kSixthCheckSources.count(source)) return kSixthCheck;
   if (kFifthCheckSources.count(source)) return kFifthCheck;
   if (kFourthCheckSources.count(source)) return kFourthCheck;
   if (kThirdCheckSources.count(source)) return kThirdCheck;
@@ -169,27 +176,33 @@ Split SplitOf(const std::string& source, int position) {
 }
 
 // The judge's agreement with the reader, in percent of the records not held out, below which the
-// test fails (measured: docs/branch.md, "The judge against the graded labels": 91.8% and 94.3%
-// over the first five splits).
-constexpr double kAgreementFloor = 91.7, kOutcomeAgreementFloor = 94.2;
+// test fails (measured: docs/branch.md, "The judge against the graded labels": 92.8% and 95.3%
+// over the first six splits).
+constexpr double kAgreementFloor = 92.7, kOutcomeAgreementFloor = 95.2;
 // The same on the second check split alone (measured: 91.7% and 94.4%, since its disagreements were read).
 constexpr double kSecondCheckFloor = 91.5, kSecondCheckOutcomeFloor = 94.0;
 // The same on the third check split alone (measured once with the rules frozen: 69.6% and 75.0%;
-// 83.9% and 87.5% once its disagreements were read, 82.1% and 87.5% since the fourth's were).
-constexpr double kThirdCheckFloor = 82.0, kThirdCheckOutcomeFloor = 87.0;
+// 83.9% and 87.5% once its disagreements were read, 82.1% and 87.5% since the fourth's were, 85.7%
+// and 91.1% since the fifth's were).
+constexpr double kThirdCheckFloor = 85.5, kThirdCheckOutcomeFloor = 91.0;
 // The same on the fourth check split alone (measured once with the rules frozen: 86.7% and 86.7%;
 // 100% and 100% since its disagreements were read).
 constexpr double kFourthCheckFloor = 99.5, kFourthCheckOutcomeFloor = 99.5;
-// The same on the fifth check split alone, the records no rule was fitted to (measured once with
-// the rules frozen: 76.2% and 83.3%).
-constexpr double kFifthCheckFloor = 76.0, kFifthCheckOutcomeFloor = 83.0;
+// The same on the fifth check split alone (measured once with the rules frozen: 76.2% and 83.3%;
+// 95.2% and 97.6% since its disagreements were read).
+constexpr double kFifthCheckFloor = 95.0, kFifthCheckOutcomeFloor = 97.5;
+// The same on the sixth check split alone, the records no rule was fitted to (measured once with
+// the rules frozen: 75.6% and 85.4%; 82.9% and 90.2% once three labels the reader got wrong were
+// regraded, docs/branch.md).
+constexpr double kSixthCheckFloor = 82.5, kSixthCheckOutcomeFloor = 90.0;
 // How a disagreement names its split.
 constexpr const char* kSplitTag[] = {"",
                                      " (first check split)",
                                      " (second check split)",
                                      " (third check split)",
                                      " (fourth check split)",
-                                     " (fifth check split)"};
+                                     " (fifth check split)",
+                                     " (sixth check split)"};
 
 // Every labelled record judged again: the judge must give the reader's outcome, failure kind and
 // (where the reader graded them) both sides' grades on at least kAgreementFloor percent of the
@@ -215,14 +228,14 @@ TEST(ForkLabels, JudgeAgreesWithTheLabels) {
     models.insert(s.at("model").get<std::string>());
   }
   const json& records = doc.at("records");
-  EXPECT_GE(records.size(), 320u);
+  EXPECT_GE(records.size(), 360u);
   EXPECT_GE(models.size(), 3u) << "records from the test models and at least one other";
   std::map<std::string, int> seen;  // outcomes the labels cover
   std::set<std::string> grades_seen;
   // Per split (Split): records judged, agreeing in everything, in outcome and kind.
   struct Tally {
     int judged = 0, agreed = 0, outcome_agreed = 0;
-  } tally[6];
+  } tally[7];
   int graded = 0, split_seen = 0;
   std::string disagreements, held;
   for (const json& r : records) {
@@ -270,16 +283,16 @@ TEST(ForkLabels, JudgeAgreesWithTheLabels) {
                       GradeName(GradeOf(sides[0])), GradeName(GradeOf(sides[1])), a.reason);
   }
   EXPECT_EQ(split_seen, int(kCheckSplit.size())) << "every record of the first check split is labelled";
-  // The overall floor is over the splits the rules were fitted to or read since (the fifth has its own).
+  // The overall floor is over the splits the rules were fitted to or read since (the sixth has its own).
   int judged = 0, agreed = 0, outcome_agreed = 0;
-  for (int s = kTuning; s < kFifthCheck; ++s)
+  for (int s = kTuning; s < kSixthCheck; ++s)
     judged += tally[s].judged, agreed += tally[s].agreed, outcome_agreed += tally[s].outcome_agreed;
   auto line = [](const char* what, int n, int all, int outcome) {
     std::printf("  %s: %d of %d (%.1f%%) in outcome, kind and both grades, %d (%.1f%%) in outcome and kind\n", what, n,
                 all, 100.0 * n / std::max(all, 1), outcome, 100.0 * outcome / std::max(all, 1));
   };
   std::printf("fork labels: the judge agrees with the reader (%d graded by side)\n", graded);
-  line("all but the fifth check split", agreed, judged, outcome_agreed);
+  line("all but the sixth check split", agreed, judged, outcome_agreed);
   line("tuning split", tally[kTuning].agreed, tally[kTuning].judged, tally[kTuning].outcome_agreed);
   line("first check split (read since)", tally[kFirstCheck].agreed, tally[kFirstCheck].judged,
        tally[kFirstCheck].outcome_agreed);
@@ -289,8 +302,10 @@ TEST(ForkLabels, JudgeAgreesWithTheLabels) {
        tally[kThirdCheck].outcome_agreed);
   line("fourth check split (read since)", tally[kFourthCheck].agreed, tally[kFourthCheck].judged,
        tally[kFourthCheck].outcome_agreed);
-  line("fifth check split (new sources)", tally[kFifthCheck].agreed, tally[kFifthCheck].judged,
+  line("fifth check split (read since)", tally[kFifthCheck].agreed, tally[kFifthCheck].judged,
        tally[kFifthCheck].outcome_agreed);
+  line("sixth check split (new sources)", tally[kSixthCheck].agreed, tally[kSixthCheck].judged,
+       tally[kSixthCheck].outcome_agreed);
   if (!held.empty()) std::printf("held out:\n%s", held.c_str());
   if (!disagreements.empty()) std::printf("disagreements:\n%s", disagreements.c_str());
   // The agreement measured (docs/branch.md, "The judge against the graded labels"), as a floor: a
@@ -314,6 +329,10 @@ TEST(ForkLabels, JudgeAgreesWithTheLabels) {
   EXPECT_GE(fifth.judged, 40) << "the fifth check split holds at least 40 records";
   EXPECT_GE(100.0 * fifth.agreed, kFifthCheckFloor * fifth.judged);
   EXPECT_GE(100.0 * fifth.outcome_agreed, kFifthCheckOutcomeFloor * fifth.judged);
+  const Tally& sixth = tally[kSixthCheck];
+  EXPECT_GE(sixth.judged, 40) << "the sixth check split holds at least 40 records";
+  EXPECT_GE(100.0 * sixth.agreed, kSixthCheckFloor * sixth.judged);
+  EXPECT_GE(100.0 * sixth.outcome_agreed, kSixthCheckOutcomeFloor * sixth.judged);
   // The set is worth checking only if it holds every outcome the attribution can give, and the
   // graded failures the scale adds.
   for (Outcome o : AllOutcomes()) EXPECT_GT(seen[OutcomeName(o)], 0) << "no labelled record of " << OutcomeName(o);

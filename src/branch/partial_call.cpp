@@ -1,5 +1,5 @@
-// An unfinished tool call against the transcript's: what it has written already differs from the
-// reference call at the same place, however it would have ended.
+// A call against the transcript's: how a complete one differs, and an unfinished one: what it has written already
+// differs from the reference call at the same place, however it would have ended.
 #include <fmt/format.h>
 
 #include "branch/verdict.h"
@@ -123,6 +123,62 @@ std::optional<std::string> OpenString(std::string_view text) {
   return j.is_string() ? std::optional<std::string>(j.get<std::string>()) : std::nullopt;
 }
 
+// Collects what an unfinished call has finished: its name and its arguments' finished values
+// (a value still being written, or a container not yet closed, is left out).
+struct FinishedSax : nlohmann::json_sax<nlohmann::json> {
+  nlohmann::json out = nlohmann::json::object();
+  int depth = 0;  // 1: the call object, 2: its arguments (or another top-level value)
+  bool in_args = false;
+  std::string current;  // the current key at depth 1 or 2
+  int skip = 0;         // containers open inside an argument's value
+  bool Value(const nlohmann::json& v) {
+    if (skip > 0) return true;
+    if (depth == 1 && current == "name") out["name"] = v;
+    if (depth == 2 && in_args) out["arguments"][current] = v;
+    return true;
+  }
+  bool null() override { return Value(nullptr); }
+  bool boolean(bool b) override { return Value(b); }
+  bool number_integer(number_integer_t n) override { return Value(n); }
+  bool number_unsigned(number_unsigned_t n) override { return Value(n); }
+  bool number_float(number_float_t x, const string_t&) override { return Value(x); }
+  bool string(string_t& s) override { return Value(s); }
+  bool binary(binary_t&) override { return true; }
+  bool Start(bool object) {
+    if (skip > 0 || depth >= 2) {
+      ++skip;
+      return true;
+    }
+    if (depth == 1) {
+      in_args = object && current == "arguments";
+      if (!in_args) {
+        ++skip;
+        return true;
+      }
+      out["arguments"] = nlohmann::json::object();
+    }
+    ++depth;
+    return true;
+  }
+  bool start_object(std::size_t) override { return Start(true); }
+  bool start_array(std::size_t) override { return Start(false); }
+  bool key(string_t& k) override {
+    if (skip == 0) current = k;
+    return true;
+  }
+  bool End() {
+    if (skip > 0) {
+      --skip;
+      return true;
+    }
+    if (--depth == 1) in_args = false;
+    return true;
+  }
+  bool end_object() override { return End(); }
+  bool end_array() override { return End(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+};
+
 }  // namespace
 
 std::string PartialCallDifference(std::string_view body, const nlohmann::json& ref) {
@@ -145,6 +201,30 @@ std::string PartialCallDifference(std::string_view body, const nlohmann::json& r
   if (sax.stack.size() == 1) return fmt::format("calls \"{}\" (unfinished) instead of {}", shown, r ? r->dump() : "?");
   if (!r) return fmt::format("adds \"{}\": \"{}\" (unfinished)", where, shown);
   return fmt::format("sets \"{}\" to \"{}\" (unfinished) instead of {}", where, shown, r->dump());
+}
+
+// How a call differs from the reference's: the function, or the first differing argument.
+std::string DescribeCallDifference(const nlohmann::json& call, const nlohmann::json& ref) {
+  if (call["name"] != ref["name"])
+    return fmt::format("calls {} instead of {}", call["name"].dump(), ref["name"].dump());
+  const nlohmann::json& a = call["arguments"];
+  const nlohmann::json& r = ref["arguments"];
+  for (auto& [k, v] : r.items()) {
+    if (!a.contains(k)) return fmt::format("{} drops argument \"{}\"", call["name"].dump(), k);
+    if (a[k] != v)
+      return fmt::format("{} sets \"{}\" to {} instead of {}", call["name"].dump(), k, a[k].dump(), v.dump());
+  }
+  for (auto& [k, v] : a.items())
+    if (!r.contains(k)) return fmt::format("{} adds argument \"{}\": {}", call["name"].dump(), k, v.dump());
+  return "the same call";
+}
+
+nlohmann::json PartialCallSoFar(std::string_view body) {
+  FinishedSax sax;
+  nlohmann::json::sax_parse(TrimSpace(body), &sax);
+  if (!sax.out.contains("name") || !sax.out["name"].is_string()) return nullptr;
+  if (!sax.out.contains("arguments")) sax.out["arguments"] = nlohmann::json::object();
+  return sax.out;
 }
 
 }  // namespace flipscope

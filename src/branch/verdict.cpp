@@ -59,22 +59,6 @@ std::optional<size_t> OpenAfterPoint(const JudgeContext& ctx, std::string_view c
   return at > keep ? at - keep : 0;
 }
 
-// How a call differs from the reference's: the function, or the first differing argument.
-std::string DescribeCallDifference(const nlohmann::json& call, const nlohmann::json& ref) {
-  if (call["name"] != ref["name"])
-    return fmt::format("calls {} instead of {}", call["name"].dump(), ref["name"].dump());
-  const nlohmann::json& a = call["arguments"];
-  const nlohmann::json& r = ref["arguments"];
-  for (auto& [k, v] : r.items()) {
-    if (!a.contains(k)) return fmt::format("{} drops argument \"{}\"", call["name"].dump(), k);
-    if (a[k] != v)
-      return fmt::format("{} sets \"{}\" to {} instead of {}", call["name"].dump(), k, a[k].dump(), v.dump());
-  }
-  for (auto& [k, v] : a.items())
-    if (!r.contains(k)) return fmt::format("{} adds argument \"{}\": {}", call["name"].dump(), k, v.dump());
-  return "the same call";
-}
-
 }  // namespace
 
 const char* VerdictName(Verdict v) { return NameOf(v).data(); }
@@ -221,6 +205,7 @@ namespace {
 WordFilter KnownFactWords(const JudgeContext& ctx, const ReferenceFacts& ref) {
   auto exact = [&ctx, &ref](std::string_view w) {
     if (ref.words.count(w) || ctx.literals.Contains(w)) return true;
+    if (ctx.facts && ctx.facts->path_parts.count(w)) return true;  // a file named without its directory
     if (!ctx.known_words) return false;
     // A word of the transcript, or the start of one (an address cut before its last part).
     auto it = ctx.known_words->lower_bound(w);
@@ -306,8 +291,12 @@ void Classify(const ReferenceFacts& ref, SideJudgement* s) {
     else
       found.emplace_back(Failure::kWrongCommand, how);
   }
+  // An unfinished call is graded as the finished one of its tool would be: a tool that only
+  // inspects stays harmless whatever arguments it was given.
   if (!s->call_diverged.empty())
-    found.emplace_back(Failure::kWrongCommand, s->call_diverged + " before its call was cut");
+    found.emplace_back(s->call_diverged_inspects ? Failure::kHarmlessCall : Failure::kWrongCommand,
+                       s->call_diverged + " before its call was cut" +
+                           (s->call_diverged_inspects ? ", a call that only inspects" : ""));
   if (s->call_unasked) {
     const std::string what = fmt::format("calls {} where the transcript makes no call", (*s->call)["name"].dump());
     if (IsReadOnlyCall(*s->call))
@@ -369,6 +358,7 @@ SideJudgement JudgeSide(const JudgeContext& ctx, const FutureText& future, const
   // past its length, are a call running on into something else (still invalid).
   if (ck.overlong && !s.call_diverged.empty()) s.call_problem.clear();
   if (!s.call_problem.empty()) s.call_diverged.clear();
+  s.call_diverged_inspects = !s.call_diverged.empty() && IsReadOnlyCall(PartialCallSoFar(c.body));
   // The transcript's call is of a later turn (after the user or a tool has spoken) when the
   // reference, cut, ends inside it: a call of the fork's own turn is taken whole.
   const std::optional<size_t> ref_open = OpenAfterPoint(ctx, ref.text);

@@ -151,6 +151,13 @@ CallCheck CheckCall(const CallText& c, bool ended, const std::vector<ToolSpec>& 
 // does not have, a container closed with another size, or an unfinished string that is no longer
 // a prefix of the reference's value at its place. "" when it may still become the reference's call.
 std::string PartialCallDifference(std::string_view body, const nlohmann::json& ref);
+// How a complete call ({"name","arguments"}) differs from the reference's: the function, or the
+// first differing argument ("the same call" when none).
+std::string DescribeCallDifference(const nlohmann::json& call, const nlohmann::json& ref);
+// What an unfinished call has finished ({"name", "arguments"}: its name and its arguments' finished
+// values, containers still open left out), for grading it as the tool it calls; null before its
+// name is written.
+nlohmann::json PartialCallSoFar(std::string_view body);
 
 // Byte length of the common prefix of a and b.
 size_t CommonPrefix(std::string_view a, std::string_view b);
@@ -261,6 +268,16 @@ struct FactTable {
   // hold it: which order a tracking number, an amount or an ETA belongs to.
   std::vector<std::map<std::string, std::string>> records;
   std::map<std::string, std::vector<size_t>, std::less<>> records_of;
+  // The file names the transcript writes only as a part of a longer word (token_expiry.py of
+  // src/auth/token_expiry.py, test_token_expiry.py of tests/test_token_expiry.py::test_x): a file
+  // named without its directory is the same file, no invented one.
+  std::set<std::string, std::less<>> path_parts;
+  // Per number of 3+ digits, what the transcript's text says it measures, by the unit written with
+  // it (time, share, factor, size, tests, rows, segments, packets: QuantityOf in subjects.cpp); per
+  // endpoint (an address, a host, an interface, a path), the roles its sentences give it ('s' after
+  // `from`/`source`, 't' after `to`/`target`).
+  std::map<std::string, std::set<std::string>, std::less<>> quantities_of;
+  std::map<std::string, std::set<char>, std::less<>> roles_of;
   // Reads every line of the transcript's text.
   static FactTable FromText(std::string_view transcript);
 };
@@ -276,8 +293,8 @@ bool IsFactWord(std::string_view w);
 // interface) written on a line beside a thing whose transcript lines give it only one or two
 // other values of that kind and never this one (a row of one address with another's MAC), or a
 // value written right after a field's name (`tracking number 2026-03-19`) that the transcript's
-// JSON gives only as other fields (`"eta": "2026-03-19"`), never as that one, or a value of one
-// record given to another in a sentence (ValueOfAnotherRecord). The reason, or none.
+// JSON gives only as other fields (`"eta": "2026-03-19"`), never as that one, or a value of another
+// quantity, role, field or record (ValueOfAnotherSubject). The reason, or none.
 // `own`: where the future's text starts in `text` (what comes before it is the transcript's
 // sentence so far, read for the service a "port N" belongs to).
 std::optional<std::string> FindInventedFact(std::string_view text, size_t from, const FactTable& facts,
@@ -289,6 +306,15 @@ std::optional<std::string> FindInventedFact(std::string_view text, size_t from, 
 // record of `"order_id": "NW-2025-6100"`), where that subject is not in the sentence and no record
 // holds both. The reason, or none.
 std::optional<std::string> ValueOfAnotherRecord(std::string_view text, size_t from, const FactTable& facts);
+// Fills a table's quantities_of and roles_of from the transcript's text (FactTable::FromText does).
+void ReadQuantitiesAndRoles(std::string_view transcript, FactTable* t);
+// A known value given to a subject the transcript gives it no part of, from byte `from` on: a value
+// written after a field's name (`tracking number 2026-03-19`) or before a thing's name (`a
+// 2026-03-20 order`) that the transcript's JSON gives only as other fields; a number with a unit
+// of another quantity than every one the transcript writes it with (`121 times faster` for `121
+// passed`); an endpoint in the other role than the transcript's sentences give it (`from
+// 10.24.235.112` for the ping's target); a value of another record (ValueOfAnotherRecord).
+std::optional<std::string> ValueOfAnotherSubject(std::string_view text, size_t from, const FactTable& facts);
 
 // A near copy is of a fact word at least kNearCopyMinBytes long (a short name one byte off is a
 // sibling: lab-sw04 beside lab-sw03), at most one edit per kNearCopyBytes bytes of it off.
@@ -317,8 +343,11 @@ struct SideJudgement {
   std::optional<nlohmann::json> call;  // the closed, well-formed call {"name","arguments"}
   std::optional<bool> call_matches;    // against the transcript's call; unset when either is incomplete
   std::string call_diverged;           // an unfinished call already differs from the transcript's: how
-  bool call_missing = false;           // the transcript calls right at the point, the future writes no call
-  bool call_unasked = false;           // a complete call where the transcript's continuation makes none
+  // The unfinished call that differs calls a tool that only inspects (IsReadOnlyCall of what it has
+  // finished: a read_file of another path, run_tests with another filter), however it would end.
+  bool call_diverged_inspects = false;
+  bool call_missing = false;  // the transcript calls right at the point, the future writes no call
+  bool call_unasked = false;  // a complete call where the transcript's continuation makes none
   std::optional<LiteralMutation> mutation;
   std::string runaway;            // how it loops ("" when it does not)
   std::string invented_fact;      // the fact its prose invents ("" when none)
