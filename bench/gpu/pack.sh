@@ -2,8 +2,9 @@
 # Packs what a bare GPU machine needs into .gpu/ (ignored), in loads of at most 64 MiB (what one
 # call carries, the working tree included): .gpu/a = the pinned llama.cpp tree (the sources a
 # CUDA build needs), the flipscope binary built here with the libraries it links that a CUDA image
-# lacks, and the model's first 32 MiB; .gpu/p01, .gpu/p02, ... = the rest of the model, 48 MiB
-# each (SmolLM2's 98 MB: one more load; Gemma 3 270M's 253 MB: five); .gpu/b = OpenBLAS and the
+# lacks, and the model's first 16 MiB; .gpu/p01, .gpu/p02, ... = the rest of the model, 40 MiB
+# each, so that a load and the working tree (about 16 MiB) stay under 64 MiB (SmolLM2's 98 MB: two
+# more loads; Gemma 3 270M's 253 MB: six); .gpu/b = OpenBLAS and the
 # gguf wheel for bench/gpu/exact-cashiers.sh. bench/gpu/remote.sh unpacks them there.
 #   bench/gpu/pack.sh [BUILD_DIR] [MODEL]
 set -euo pipefail
@@ -18,8 +19,8 @@ strip -s -o .gpu/a/flipscope "$build/bin/flipscope"  # symbols stay here: the lo
 # Libraries from outside llama.cpp (fmt, xxHash, toml++): the GPU image has its own C++ runtime.
 ldd "$build/bin/flipscope" | awk '/=> \/(usr\/)?lib/ {print $3}' | grep -E 'libfmt|libxxhash|libtomlplusplus' |
   xargs -I{} cp -L {} .gpu/a/lib/
-head -c 32M "$model" > .gpu/a/model.part-00
-tail -c +$((32 * 1024 * 1024 + 1)) "$model" | split -b 48M -d --numeric-suffixes=1 - .gpu/rest/model.part-
+head -c 16M "$model" > .gpu/a/model.part-00
+tail -c +$((16 * 1024 * 1024 + 1)) "$model" | split -b 40M -d --numeric-suffixes=1 - .gpu/rest/model.part-
 for part in .gpu/rest/model.part-*; do
   load=.gpu/p${part##*-}
   mkdir -p "$load" && mv "$part" "$load/"
