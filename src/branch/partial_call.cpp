@@ -7,10 +7,30 @@
 namespace flipscope {
 namespace {
 
+// A SAX reader whose every scalar is one Value, every opening one Start and every closing one End;
+// the two readers below differ only in those three.
+struct ScalarSax : nlohmann::json_sax<nlohmann::json> {
+  virtual bool Value(const nlohmann::json& v) = 0;
+  virtual bool Start(bool object) = 0;
+  virtual bool End() = 0;
+  bool null() override { return Value(nullptr); }
+  bool boolean(bool b) override { return Value(b); }
+  bool number_integer(number_integer_t n) override { return Value(n); }
+  bool number_unsigned(number_unsigned_t n) override { return Value(n); }
+  bool number_float(number_float_t x, const string_t&) override { return Value(x); }
+  bool string(string_t& s) override { return Value(s); }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return Start(true); }
+  bool start_array(std::size_t) override { return Start(false); }
+  bool end_object() override { return End(); }
+  bool end_array() override { return End(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+};
+
 // Walks an unfinished call's JSON and compares what it has finished with the reference call at
 // the same place: the function name, and inside the arguments every key, every finished value and
 // the size of every container it closed. Stops at the first difference.
-struct PartialSax : nlohmann::json_sax<nlohmann::json> {
+struct PartialSax : ScalarSax {
   struct Level {
     const nlohmann::json* ref;  // the reference's container here (null: outside the arguments)
     bool object;
@@ -50,7 +70,7 @@ struct PartialSax : nlohmann::json_sax<nlohmann::json> {
     ++stack.back().count;
     stack.back().awaiting = false;
   }
-  bool Value(const nlohmann::json& v) {
+  bool Value(const nlohmann::json& v) override {
     std::string where;
     bool compared = false;
     const nlohmann::json* r = Next(&where, &compared);
@@ -61,14 +81,7 @@ struct PartialSax : nlohmann::json_sax<nlohmann::json> {
     if (!r) return Differs(fmt::format("adds \"{}\": {}", where, v.dump()));
     return *r == v ? true : Differs(fmt::format("sets \"{}\" to {} instead of {}", where, v.dump(), r->dump()));
   }
-  bool null() override { return Value(nullptr); }
-  bool boolean(bool b) override { return Value(b); }
-  bool number_integer(number_integer_t n) override { return Value(n); }
-  bool number_unsigned(number_unsigned_t n) override { return Value(n); }
-  bool number_float(number_float_t x, const string_t&) override { return Value(x); }
-  bool string(string_t& s) override { return Value(s); }
-  bool binary(binary_t&) override { return true; }
-  bool Start(bool object) {
+  bool Start(bool object) override {
     std::string where;
     bool compared = false;
     const nlohmann::json* r = stack.empty() ? &call : Next(&where, &compared);
@@ -79,14 +92,12 @@ struct PartialSax : nlohmann::json_sax<nlohmann::json> {
                      args ? "" : where});
     return true;
   }
-  bool start_object(std::size_t) override { return Start(true); }
-  bool start_array(std::size_t) override { return Start(false); }
   bool key(string_t& k) override {
     stack.back().key = k;
     stack.back().awaiting = true;
     return true;
   }
-  bool End() {
+  bool End() override {
     const Level l = stack.back();
     stack.pop_back();
     if (stack.size() >= 1 && l.ref && l.count != l.ref->size())  // closed with more or fewer parts
@@ -95,9 +106,6 @@ struct PartialSax : nlohmann::json_sax<nlohmann::json> {
                                  l.object ? "keys" : "items", l.ref->size()));
     return true;
   }
-  bool end_object() override { return End(); }
-  bool end_array() override { return End(); }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
 };
 
 // The string a JSON text ends inside, unescaped as far as it goes; nullopt when it does not end
@@ -125,26 +133,19 @@ std::optional<std::string> OpenString(std::string_view text) {
 
 // Collects what an unfinished call has finished: its name and its arguments' finished values
 // (a value still being written, or a container not yet closed, is left out).
-struct FinishedSax : nlohmann::json_sax<nlohmann::json> {
+struct FinishedSax : ScalarSax {
   nlohmann::json out = nlohmann::json::object();
   int depth = 0;  // 1: the call object, 2: its arguments (or another top-level value)
   bool in_args = false;
   std::string current;  // the current key at depth 1 or 2
   int skip = 0;         // containers open inside an argument's value
-  bool Value(const nlohmann::json& v) {
+  bool Value(const nlohmann::json& v) override {
     if (skip > 0) return true;
     if (depth == 1 && current == "name") out["name"] = v;
     if (depth == 2 && in_args) out["arguments"][current] = v;
     return true;
   }
-  bool null() override { return Value(nullptr); }
-  bool boolean(bool b) override { return Value(b); }
-  bool number_integer(number_integer_t n) override { return Value(n); }
-  bool number_unsigned(number_unsigned_t n) override { return Value(n); }
-  bool number_float(number_float_t x, const string_t&) override { return Value(x); }
-  bool string(string_t& s) override { return Value(s); }
-  bool binary(binary_t&) override { return true; }
-  bool Start(bool object) {
+  bool Start(bool object) override {
     if (skip > 0 || depth >= 2) {
       ++skip;
       return true;
@@ -160,13 +161,11 @@ struct FinishedSax : nlohmann::json_sax<nlohmann::json> {
     ++depth;
     return true;
   }
-  bool start_object(std::size_t) override { return Start(true); }
-  bool start_array(std::size_t) override { return Start(false); }
   bool key(string_t& k) override {
     if (skip == 0) current = k;
     return true;
   }
-  bool End() {
+  bool End() override {
     if (skip > 0) {
       --skip;
       return true;
@@ -174,9 +173,6 @@ struct FinishedSax : nlohmann::json_sax<nlohmann::json> {
     if (--depth == 1) in_args = false;
     return true;
   }
-  bool end_object() override { return End(); }
-  bool end_array() override { return End(); }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
 };
 
 }  // namespace
