@@ -50,7 +50,7 @@ namespace {
 // Whether the ranking reads served twins, and their distances to exact were measured.
 bool RankedByServedTwins(const ExperimentResults& r) {
   return r.served && r.reference && !r.reference->served_summary.empty() && r.recipe && !r.recipe->ranking.empty() &&
-         r.recipe->ranking.front().replay == "served";
+         FromName<Replay>(r.recipe->ranking.front().replay.value_or("")) == Replay::kServed;
 }
 
 // "the baseline" for a baseline named so, "the baseline NAME" otherwise.
