@@ -12,6 +12,7 @@
 #include <string>
 
 #include "branch/branch.h"
+#include "records/engine_records.h"
 #include "capture/capture.h"
 #include "util/util.h"
 #include "workload/workload.h"
@@ -87,7 +88,7 @@ Status Run(const Args& a) {
   in.max_tokens = a.max_tokens;
   FS_RETURN_IF_ERROR(ChoosePoints(a, probes, &in));
   fmt::print("{} tokens, {} probes, {} branch points x {} tokens, {} threads, {}\n", w.tokens.size(), probes.size(),
-             in.points.size(), a.max_tokens, engine->Describe()["knobs"]["threads"].get<int>(), a.model);
+             in.points.size(), a.max_tokens, flipscope::KnobText(engine->Describe().knobs.at("threads")), a.model);
   in.allow_fork = true;
   FS_ASSIGN_OR_RETURN(SidePass fork, RunSide(*engine, in));
   fmt::print("fork:       {:8.2f} s\n", fork.seconds);

@@ -13,6 +13,7 @@
 #include <random>
 
 #include "exact/exact.h"
+#include "records/engine_records.h"
 #include "util/util.h"
 #include "workload/workload.h"
 
@@ -128,7 +129,7 @@ int main(int argc, char** argv) {
   const int32_t vocab = (*dev)->n_vocab();
 
   if (cost->parsed()) {
-    fmt::print("model {}\nload_s {:.1f}\ndevice {}\n", model, load_s, (*dev)->Describe()["device"].dump());
+    fmt::print("model {}\nload_s {:.1f}\ndevice {}\n", model, load_s, flipscope::ToJson((*dev)->Describe())["device"].dump());
     for (const int64_t n_tokens : lengths) {
       const std::vector<int32_t> tokens = RandomTokens(n_tokens, vocab, seed);
       std::vector<int32_t> probes;
