@@ -209,6 +209,9 @@ FactKind KindOf(std::string_view w) {
   return w.find_first_of(".:@") == std::string_view::npos ? FactKind::kName : FactKind::kNone;
 }
 
+// Whether the word at byte `at` of text is a markup tag's name (`</tool_response>`), no path.
+bool InMarkupTag(std::string_view text, size_t at) { return at > 0 && text[at - 1] == '<'; }
+
 // A value of one kind given to a thing on one line of `text` from byte `from` on, where the
 // transcript's lines naming the thing give it only one or two other values of that kind and never
 // this one: 10.25.251.178 with the MAC of another row, a socket's line with another process's pid.
@@ -221,7 +224,8 @@ std::optional<std::string> MisattributedFact(std::string_view text, size_t from,
     if (end > from) {
       std::vector<Word> words;
       for (Word& w : SplitWords(text.substr(start, end - start)))
-        if (IsFactWord(w.text) && KindOf(w.text) != FactKind::kNone && (!known || known(w.text)))
+        if (IsFactWord(w.text) && KindOf(w.text) != FactKind::kNone && (!known || known(w.text)) &&
+            !InMarkupTag(text, start + w.offset))
           w.offset += start, words.push_back(std::move(w));
       for (const Word& v : words) {
         // The value is the future's (not the transcript's own words), of a kind a thing has one
@@ -335,7 +339,7 @@ std::optional<std::string> FindInventedFact(std::string_view text, size_t from, 
                                             const WordFilter& known, size_t own) {
   for (const Word& w : SplitWords(text)) {
     if (w.offset + w.text.size() <= from || !IsFactWord(w.text)) continue;
-    if (w.offset > 0 && text[w.offset - 1] == '<') continue;  // a markup tag (</tool_call>), no path
+    if (InMarkupTag(text, w.offset)) continue;
     if (InStockPhrase(text, w)) continue;
     // A word cut by the end of the text is known when it is the start of a known one: `known` says.
     if (known && known(w.text)) continue;

@@ -103,6 +103,14 @@ TEST(InventedFact, AKnownValueGivenToAnotherThing) {
       << "a number names no thing (an age, a VLAN, a backlog)";
 }
 
+// A markup tag's name is no path: `</tool_response>` beside a number gives no file a value.
+TEST(InventedFact, AClosingTagIsNoPathOnAnyLine) {
+  const Read read("/etc/app/config.py line 200\n/tool_response 200\nTIMEOUT_S = 120\n");
+  EXPECT_FALSE(
+      FindInventedFact("<tool_response>TIMEOUT_S = 120 seconds</tool_response> 120", 0, read.facts, read.known));
+  EXPECT_TRUE(FindInventedFact("/tool_response 120", 0, read.facts, read.known)) << "the same path as a word";
+}
+
 // The name of a standard or an encoding holds a digit but states no fact of the transcript's.
 TEST(InventedFact, StandardsAreWords) {
   const FactTable facts = FactTable::FromText("db-east-02 answers\n");

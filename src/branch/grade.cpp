@@ -1,6 +1,6 @@
-// Graded failures: what makes one failing future worse than another. A runaway loop, and calls
-// that a reviewer accepts as the transcript's or that only inspect (facts prose invents: facts.cpp).
-#include <fmt/format.h>
+// Graded failures: what makes one failing future worse than another: calls
+// that a reviewer accepts as the transcript's or that only inspect (loops: runaway.cpp; facts prose invents:
+// facts.cpp).
 
 #include <algorithm>
 #include <array>
@@ -15,23 +15,7 @@
 namespace flipscope {
 namespace {
 
-using branch_chars::IsDigit;
 using branch_chars::Lower;
-
-// Text with every digit as '0': a loop that counts (.198, .199, .200) repeats the same shape.
-std::string DigitsAsZero(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (IsDigit(c)) c = '0';
-  return out;
-}
-
-// The longest tail of s that repeats with period p (s[i] == s[i - p] throughout), in bytes.
-size_t PeriodicTail(std::string_view s, size_t p) {
-  size_t n = 0;
-  while (n + p < s.size() && s[s.size() - 1 - n] == s[s.size() - 1 - n - p]) ++n;
-  return n + p;  // the first unit of the run counts too
-}
 
 // Shell programs that only filter or page what a command prints.
 constexpr std::array<std::string_view, 12> kOutputFilters = {"head", "tail", "grep", "egrep", "less",   "more",
@@ -196,8 +180,10 @@ bool ReadOnlySegment(std::string_view cmd) {
                 words.end());
   for (const std::string& w : words)
     if (std::find(kWriteWords.begin(), kWriteWords.end(), w) != kWriteWords.end()) return false;
+  // Help or the version: --help anywhere; -h or -v only alone, since many programs give them
+  // other meanings (`psql -h HOST`, `df -h`, `grep -v`).
   for (const std::string& w : words)
-    if (w == "--help" || w == "-h" || w == "--version" || w == "-v") return true;
+    if (w == "--help" || w == "--version" || (words.size() == 2 && (w == "-h" || w == "-v"))) return true;
   // psql -c "SELECT ...": the statement decides.
   const std::string low = Lower(cmd);
   for (std::string_view flag : {" -c ", " --command "})
@@ -293,37 +279,6 @@ static_assert(int(Grade::kHarmlessCall) == int(Failure::kHarmlessCall) + 1 &&
 Grade GradeOf(const SideJudgement& s) {
   if (s.failure == Failure::kNone) return s.equivalent_call ? Grade::kEquivalentCall : Grade::kNone;
   return Grade(int(s.failure) + 1);
-}
-
-std::optional<std::string> FindRunaway(std::string_view text, bool ended, std::string_view reference) {
-  if (ended) return std::nullopt;
-  const std::string shape = DigitsAsZero(text);
-  // A tail of `run` bytes repeating with period p, `repeats` copies at least, is long enough.
-  auto enough = [&](size_t run, size_t p, size_t repeats) {
-    return run >= repeats * p && run >= kRunawayBytes && 4 * run >= shape.size();
-  };
-  for (size_t p = 2; p <= shape.size() / kRunawayRepeats; ++p) {
-    // Copies alike only in shape (.198, .199, .200) are a list that counts until they run on:
-    // three items of an enumeration are output, not yet a loop. Identical copies loop sooner.
-    size_t run = PeriodicTail(text, p);
-    if (!enough(run, p, kRunawayRepeats)) {
-      run = PeriodicTail(shape, p);
-      if (!enough(run, p, kRunawayCountingRepeats)) continue;
-    }
-    const std::string_view unit = text.substr(text.size() - run, p);
-    if (std::all_of(unit.begin(), unit.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)); }))
-      continue;  // whitespace alone
-    // The transcript's own text repeating (a table, a list of hosts) is no loop of the future's.
-    // A unit inside one word (a run of zeros) must repeat in the transcript as often as the
-    // future repeats it: six zeros inside a WAL segment's name do not excuse thirty.
-    const bool in_word = std::all_of(unit.begin(), unit.end(), IsWordChar);
-    const size_t excused = in_word ? run : std::min(run, kRunawayRepeats * p);
-    if (reference.find(text.substr(text.size() - run, excused)) != std::string_view::npos) return std::nullopt;
-    std::string shown(unit.substr(0, 40));
-    std::replace(shown.begin(), shown.end(), '\n', ' ');
-    return fmt::format("loops on \"{}\" {} times without ending", shown, run / p);
-  }
-  return std::nullopt;
 }
 
 bool EquivalentCalls(const nlohmann::json& call, const nlohmann::json& ref) {

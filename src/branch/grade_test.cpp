@@ -63,6 +63,52 @@ TEST(Runaway, ZerosInsideAKnownNameAreNoExcuse) {
   EXPECT_FALSE(FindRunaway("pad: " + Repeat("0", 40), false, zeros).has_value()) << "the transcript's own run";
 }
 
+// Digits are written a piece (token) at a time: nine zeros at the end of a 32-piece future are a
+// quarter of it, though fewer than kRunawayBytes bytes. Only a word that began before the zeros
+// counts so, and only when the transcript writes no such run itself.
+TEST(Runaway, ZerosByThePiecesThatWriteThem) {
+  std::vector<std::string> pieces = {" df",    " -h",   " /var", "/lib",  "/post", "gres",    "ql",    " |",
+                                     " head",  " -",    "n",     " ",     "1",     " ok",     " then", " more",
+                                     " words", " here", " to",   " fill", " the",  " future", " out"};
+  auto judged = [&](std::vector<std::string> tail, std::string_view prefix) {
+    std::vector<std::string> all = pieces;
+    all.insert(all.end(), tail.begin(), tail.end());
+    std::string text;
+    for (const std::string& p : all) text += p;
+    return FindRunaway(RunawayText{.text = text, .pieces = all, .reference = "\"}}</tool_call>", .prefix = prefix});
+  };
+  const std::vector<std::string> zeros(9, "0");
+  EXPECT_TRUE(judged(zeros, "ls /var/lib/postgresql").has_value()) << "a number grown by nine zeros";
+  EXPECT_FALSE(judged(std::vector<std::string>(6, "0"), "").has_value()) << "six of 29 pieces: under the floor";
+  EXPECT_FALSE(judged(zeros, "segment 000000010000000000000003").has_value())
+      << "the transcript writes such a run (a WAL segment's name)";
+  std::vector<std::string> bare = {" "};  // a word that is all zeros so far may be a padded name
+  bare.insert(bare.end(), zeros.begin(), zeros.end());
+  EXPECT_FALSE(judged(bare, "").has_value());
+  EXPECT_FALSE(judged({"\n", "  #", "\n", "  #", "\n", "  #", "\n", "  #"}, "").has_value())
+      << "a line of marks, no word: the bytes' floor applies";
+}
+
+// A list whose every item grows the last by the same text runs away like a repeated one: the
+// item on the transcript's line before the point counts, and it must grow three times.
+TEST(Runaway, AListThatGrows) {
+  const std::string prefix = "psql -c \"SELECT client_addr,";
+  const std::string grows =
+      " client_addr_state, client_addr_state_state, client_addr_state_state_state, client_addr_sta";
+  auto r = FindRunaway(RunawayText{.text = grows, .reference = " state, sent_lsn", .prefix = prefix});
+  ASSERT_TRUE(r.has_value());
+  EXPECT_NE(r->find("_state"), std::string::npos) << *r;
+  EXPECT_FALSE(FindRunaway(RunawayText{.text = grows, .ended = true, .prefix = prefix}).has_value()) << "ended";
+  EXPECT_FALSE(
+      FindRunaway(RunawayText{.text = " state_lsn, state_lsn_hmac, state_lsn_hmac_hmac, x", .prefix = "SELECT "})
+          .has_value())
+      << "two growths are a list of made-up columns, not yet a loop";
+  EXPECT_FALSE(FindRunaway(RunawayText{.text = grows + "xyz", .prefix = prefix}).has_value())
+      << "the item being written left the pattern";
+  EXPECT_FALSE(FindRunaway(RunawayText{.text = grows, .reference = grows, .prefix = prefix}).has_value())
+      << "the transcript's own list";
+}
+
 TEST(EquivalentCalls, NormalizedCommands) {
   EXPECT_TRUE(EquivalentCalls(Call("psql --help"), Call("psql --help | head -40")));
   EXPECT_TRUE(EquivalentCalls(Call("ss  -tlnp | grep 5432 | sort"), Call("ss -tlnp")));
@@ -88,6 +134,11 @@ TEST(ReadOnlyCall, InspectsOrChanges) {
   EXPECT_TRUE(IsReadOnlyCall(Call("sudo ufw status numbered")));
   EXPECT_TRUE(IsReadOnlyCall(Call("python -m pytest -q tests/")));
   EXPECT_FALSE(IsReadOnlyCall(Call("git push origin main")));
+  // -h and -v mean help or the version only alone: psql's -h names a host, grep's -v inverts.
+  EXPECT_FALSE(IsReadOnlyCall(Call("psql -h db-east-02 -U orders_rw -d orders"))) << "psql's -h is a host";
+  EXPECT_FALSE(IsReadOnlyCall(Call("psql -h db01 -c \"DROP TABLE users\"")));
+  EXPECT_TRUE(IsReadOnlyCall(Call("pg_ctlcluster -h"))) << "-h alone asks for help";
+  EXPECT_TRUE(IsReadOnlyCall(Call("df -h /var/lib/postgresql"))) << "df reads whatever its options";
   EXPECT_TRUE(IsReadOnlyCall(json{{"name", "get_ticket"}, {"arguments", {{"id", 7}}}}));
   EXPECT_TRUE(IsReadOnlyCall(json{{"name", "lookup_order"}, {"arguments", {{"order_id", "NW-1"}}}})) << "a lookup";
   EXPECT_FALSE(IsReadOnlyCall(json{{"name", "refund_order"}, {"arguments", {{"order_id", "NW-1"}}}}));

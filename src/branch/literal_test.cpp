@@ -140,6 +140,18 @@ TEST(LiteralMutated, OnlyTheLiteralsOwnCharacters) {
   EXPECT_EQ(known.sources(), std::vector<std::string>{"5432"});
 }
 
+// An IPv4 address given more dotted numbers is a changed address, not a name under it.
+TEST(LiteralMutated, AnAddressGivenMoreParts) {
+  KnownLiterals known;
+  known.AddText("replica 10.40.2.174 streams; the host db-east-02 and /etc/netplan");
+  auto m = FindLiteralMutation(" \"client_addr\": \"10.40.2.174.2.174\"", 0, false, known, nullptr);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->copy, "10.40.2.174.2.174");
+  EXPECT_FALSE(FindLiteralMutation(" 10.40.2.174:5432 and 10.40.2.174/32", 0, false, known, nullptr).has_value())
+      << "a port or a prefix after an address is text after it";
+  EXPECT_FALSE(FindLiteralMutation(" /etc/netplan/60-routes.yaml", 0, false, known, nullptr).has_value());
+}
+
 TEST(LiteralMutated, ThePartBeforeAJoinerIsKnown) {
   // The network of a prefix the context names, and the host of a host:port, are right.
   KnownLiterals known;

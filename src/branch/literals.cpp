@@ -81,13 +81,31 @@ bool IsPrefixOfKnown(std::string_view w, const KnownLiterals& known) {
                      [&](const std::string& lit) { return lit.size() > w.size() && lit.compare(0, w.size(), w) == 0; });
 }
 
+// Whether a word is a dotted IPv4 address: four numbers of 1 to 3 digits.
+bool IsIpv4(std::string_view w) {
+  size_t parts = 0, digits = 0;
+  for (const char c : w) {
+    if (std::isdigit(static_cast<unsigned char>(c))) {
+      if (++digits > 3) return false;
+    } else if (c != '.' || digits == 0) {
+      return false;
+    } else {
+      ++parts, digits = 0;
+    }
+  }
+  return digits > 0 && parts == 3;
+}
+
 // Whether what follows an exact copy of a literal, at byte `at` of the word, is text appended
 // after it rather than a change of its own characters: it starts with a separator
 // ("10.20.0.0/20" then ".ArgumentParser", "/etc/netplan" then "/60-static.yaml", "db-east-02"
 // then ".0.0.0"). Characters right after the copy continue its last part and change the literal
 // ("5432" then "1", "10.20.30.4" then "1").
+// An IPv4 address copied whole and given more dotted numbers (10.40.2.174.2.174) is no address
+// any more: a changed copy, not text after one.
 bool AppendedAfterCopy(std::string_view w, size_t at) {
-  return at + 1 < w.size() && std::string_view(".:/@-_").find(w[at]) != std::string_view::npos;
+  if (at + 1 >= w.size() || std::string_view(".:/@-_").find(w[at]) == std::string_view::npos) return false;
+  return !(w[at] == '.' && std::isdigit(static_cast<unsigned char>(w[at + 1])) && IsIpv4(w.substr(0, at)));
 }
 
 }  // namespace

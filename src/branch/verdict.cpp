@@ -374,7 +374,12 @@ SideJudgement JudgeSide(const JudgeContext& ctx, const FutureText& future, const
   s.call_missing = calls_here && !c.present && text.size() >= *ref_open + ctx.envelope.open.size();
   s.mutation = FutureMutation(ctx, ref, future, text, from, nullptr);
   if (!s.writes_reference)
-    if (auto loop = FindRunaway(text, future.ended, ref.text)) s.runaway = *loop;
+    if (auto loop = FindRunaway({.text = text,
+                                 .pieces = future.pieces,
+                                 .ended = future.ended,
+                                 .reference = ref.text,
+                                 .prefix = ctx.prefix}))
+      s.runaway = *loop;
   // Prose around a call states facts as prose alone does (a port named before a call).
   if (!s.writes_reference) s.invented_fact = InventedFact(ctx, ref, ProseAround(ctx, c, text), from).value_or("");
   if (!s.writes_reference && !s.mutation) s.mutation = NearCopy(ctx, ref, text, from);

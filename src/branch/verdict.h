@@ -231,18 +231,31 @@ const char* GradeName(Grade g);
 // Whether a grade is a failure (harmless_call or worse).
 inline bool IsFailure(Grade g) { return g >= Grade::kHarmlessCall; }
 
-// A loop repeats its unit at least this often, over at least this many bytes, in the last quarter
-// of a future or more.
+// A loop repeats its unit at least this often, over at least this many bytes (or, where the
+// future's pieces are known, written by at least this many pieces), in the last quarter of a
+// future (of its bytes or of its pieces) or more.
 constexpr size_t kRunawayRepeats = 3;
 constexpr size_t kRunawayBytes = 15;
+constexpr size_t kRunawayPieces = 8;
 // Copies that are alike only with their digits counted alike (an enumeration: .198, .199, .200)
 // must repeat this often.
 constexpr size_t kRunawayCountingRepeats = 6;
+// A future read for loops: its text, its pieces (empty: unknown), whether it ended, the
+// transcript's continuation at the point and the transcript's text before it.
+struct RunawayText {
+  std::string_view text;
+  std::span<const std::string> pieces{};
+  bool ended = false;
+  std::string_view reference{}, prefix{};
+};
 // A runaway loop in a future that never ended: its tail repeats one unit (digits counted alike,
-// so that a loop counting .198, .199 repeats) kRunawayRepeats times over kRunawayBytes (copies
-// alike only so: kRunawayCountingRepeats times), a unit
-// that is not whitespace alone and whose repetition the transcript's continuation does not hold.
-// The reason, or none.
+// so that a loop counting .198, .199 repeats) kRunawayRepeats times over kRunawayBytes or
+// kRunawayPieces (copies alike only so: kRunawayCountingRepeats times), a unit that is not
+// whitespace alone and whose repetition the transcript does not hold (its continuation; for a unit
+// inside one word, such as zeros, its text before the point too); or its last kRunawayRepeats list
+// items or more each extend the one before by the same text. The reason, or none.
+std::optional<std::string> FindRunaway(const RunawayText& f);
+// FindRunaway over a text alone (no pieces, no text before the point).
 std::optional<std::string> FindRunaway(std::string_view text, bool ended, std::string_view reference);
 // Whether a call is the transcript's once normalized: the same function, arguments equal with
 // whitespace collapsed and trailing output filters of a command dropped (`| head -40`).
