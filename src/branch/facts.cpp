@@ -146,8 +146,12 @@ bool InStockPhrase(std::string_view text, const Word& w) {
 // name, a version, or a number of 3+ digits (a port, a count, an id).
 bool IsFactWord(std::string_view w) {
   const size_t digits = size_t(std::count_if(w.begin(), w.end(), IsDigit));
-  // One digit over and over (0000000000) is filler, no number anything holds.
-  if (digits == w.size() && w.find_first_not_of(w[0]) == std::string_view::npos) return false;
+  // One digit over and over (0000000000, or 00:00:00.000000000 with separators between) is
+  // filler, no number anything holds; four of them dotted (0.0.0.0) are an address.
+  const auto first = std::find_if(w.begin(), w.end(), IsDigit);
+  if (first != w.end() && (digits == w.size() || digits > 4) &&
+      std::all_of(w.begin(), w.end(), [&](char c) { return c == *first || (!IsDigit(c) && !IsAlnum(c)); }))
+    return false;
   if (w.size() >= 2 && (w[0] == '/' || w[0] == '~') && std::any_of(w.begin() + 1, w.end(), IsAlnum)) return true;
   if (NumberedWording(w)) return false;
   // The name of a standard or an encoding is a word of the language, not a fact a transcript holds.

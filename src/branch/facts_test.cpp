@@ -64,6 +64,10 @@ TEST(InventedFact, NumbersThatStateNothing) {
   EXPECT_FALSE(FindInventedFact("{\"name\": \"fetch_page_2\"}", 0, facts, known));
   EXPECT_FALSE(FindInventedFact("print(f\"{u.name} at {u.email}\")", 0, facts, known));
   EXPECT_FALSE(FindInventedFact("the counter reads 0000000000 now", 0, facts, known));
+  EXPECT_FALSE(FindInventedFact("replays from 0.00.00.0000000000 and 00:00:00.000000000", 0, facts, known))
+      << "one digit over and over with separators between: filler too";
+  EXPECT_TRUE(FindInventedFact("it listens on 0.0.0.0 now", 0, facts, known)) << "four dotted zeros: an address";
+  EXPECT_TRUE(FindInventedFact("replays from 0.00.00.0000000001", 0, facts, known)) << "another digit: a number";
   EXPECT_FALSE(FindInventedFact("nginx uses port 10.9.8.7 here", 0, facts, known)) << "an address, no port";
   EXPECT_FALSE(FindInventedFact("nginx fails in app/main.py:12 today", 0, facts, known)) << "a line, no port";
   EXPECT_TRUE(FindInventedFact("nginx runs on web-07 too", 0, facts, known)) << "a host, numbered";

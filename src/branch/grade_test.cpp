@@ -412,7 +412,9 @@ TEST(GradedSide, AnUnfinishedCallRunningIntoADefinition) {
   const FutureText ref = Envelope(Body("show running-config interface GigabitEthernet1/0/24"));
   Fork fork(ref);
   const std::string head = "{\"name\": \"run_command\", \"arguments\": {\"command\": \"show arp\"";
-  for (const std::string& stray : {head + ", \"type\": \"function\", \"parameters\": {", head + "}, \"timeout\": {"}) {
+  // ... or writes its arguments a second time after they closed: no client reads that one way.
+  for (const std::string& stray : {head + ", \"type\": \"function\", \"parameters\": {", head + "}, \"timeout\": {",
+                                   head + "}, \"arguments\": {\"command\": \"show"}) {
     const SideJudgement s = JudgeSide(fork.ctx, Envelope(stray, false), ref);
     EXPECT_EQ(s.failure, Failure::kInvalidToolCall) << stray;
   }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 
 #include "branch/verdict.h"
 
@@ -148,13 +149,15 @@ bool DefinitionKey(const KeySax::Key& k) {
 }
 
 // How an unfinished call has run on into something that is no call: a key beside its name and
-// arguments, or a key of a tool definition (`"type": "function"`, `"parameters"`) inside them that
-// the tool does not take as an argument. "" when it has not.
-// `beside`: also a key beside the name and arguments.
+// arguments, the name or the arguments a second time (no client reads such a call one way), or a
+// key of a tool definition (`"type": "function"`, `"parameters"`) inside them that the tool does
+// not take as an argument. "" when it has not. `beside`: also the keys beside the name and arguments.
 std::string StrayKey(std::string_view body, const ToolSpec* tool, bool beside = true) {
   KeySax sax;
   nlohmann::json::sax_parse(body, &sax);
+  std::set<std::string> top;
   for (const KeySax::Key& k : sax.keys) {
+    if (beside && k.depth == 1 && !top.insert(k.name).second) return fmt::format("writes \"{}\" a second time", k.name);
     if (beside && k.depth == 1 && k.name != "name" && k.name != "arguments")
       return fmt::format("writes \"{}\" beside its name and arguments", k.name);
     const bool argument =
