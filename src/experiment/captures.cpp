@@ -55,7 +55,7 @@ struct Runner {
   }
 
   // A capture at `out` whose recorded request equals this one is reused.
-  bool Reusable(const std::string& out, const nlohmann::json& request) {
+  bool Reusable(const std::string& out, const ManifestRequest& request) {
     if (!fs::exists(out)) return false;
     auto r = CaptureReader::Open(out);
     return r.ok() && (*r)->manifest().request == request;
@@ -179,7 +179,7 @@ struct Runner {
     if (!model_sha.ok()) return fail(ConfigStatus::kFailed, model_sha.status());
     if (!workload_sha.ok()) return fail(ConfigStatus::kFailed, workload_sha.status());
     CaptureRequest req = RequestFor(c, r, model, server);
-    const bool reuse = Reusable(req.out_path, CaptureRequestJson(req, *model_sha, *workload_sha));
+    const bool reuse = Reusable(req.out_path, CaptureRequestOf(req, *model_sha, *workload_sha));
     const double t0 = NowSeconds();
     if (!reuse) {
       if (server) {
