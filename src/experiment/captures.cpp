@@ -153,7 +153,7 @@ struct Runner {
     ConfigEntry e;
     e.name = c.name, e.description = c.description, e.repeats = c.repeats;
     e.capture_seconds.emplace(), e.reused.emplace();
-    e.changes = c.changes;
+    e.changes = ToJson(c.changes);
     return e;
   }
 
@@ -221,13 +221,15 @@ struct Runner {
     auto explained = [&](const std::string& key) {
       return std::any_of(resolved.begin(), resolved.end(), [&](const KnobResolution& r) { return r.key == key; });
     };
-    for (const auto& [key, asked] : c.changes.items())
+    for (const auto& [key, value] : c.changes.values) {
+      const nlohmann::json asked = flipscope::ToJson(value);
       if (FindKnob(key) && ran.is_object() && ran.contains(key) && ran[key] != asked && !explained(key)) {
         if (!entry.contradictions) entry.contradictions.emplace();
         entry.contradictions->push_back({key, asked, ran[key]});
         opts.log.Info(fmt::format("  {}: warning: {} was set to {} but the capture records {} with no reason", c.name,
                                   key, asked.dump(), ran[key].dump()));
       }
+    }
   }
 
   std::string ServerLogPath(const ConfigSpec& c) const {
