@@ -19,8 +19,6 @@ Result<StoreDtype> ParseStore(const std::string& name) {
   return Status::Error(fmt::format("{} must be {}, not '{}'", OptionName("store"), Choices<StoreDtype>(), name));
 }
 
-nlohmann::json ProbePlan::ToJson() const { return {{"stride", stride}, {"full", full}}; }
-
 Result<std::vector<int32_t>> PlanProbes(const ProbePlan& plan, int32_t n, const std::vector<Span>& spans) {
   if (plan.stride < 1) return Status::Error("stride must be >= 1");
   if (n < 2) return Status::Error("the workload needs at least 2 tokens");
@@ -65,39 +63,39 @@ Status CheckKnobs(EngineKind engine, const Knobs& knobs) {
 namespace {
 // The exact engine's knobs in a request: its threads, and its device only when one is named, so
 // that a CPU capture keeps the identity it had before devices existed.
-nlohmann::json ExactKnobsJson(const Knobs& k) {
-  nlohmann::json j = {{"threads", k.n_threads}};
-  if (!k.devices.empty() && k.devices != "none") j["device"] = k.devices;
-  return j;
+KnobValues ExactKnobs(const Knobs& k) {
+  KnobValues v = {{"threads", int64_t(k.n_threads)}};
+  if (!k.devices.empty() && k.devices != "none") v["device"] = k.devices;
+  return v;
 }
 }  // namespace
 
-nlohmann::json CaptureRequestJson(const CaptureRequest& req, const std::string& model_sha256,
-                                  const std::string& workload_sha256) {
-  nlohmann::json j = {{"model_sha256", model_sha256},
-                      {"workload_sha256", workload_sha256},
-                      {"format", std::string(NameOf(req.workload.format))},
-                      {"chat_template", req.workload.chat_template},
-                      {"knobs", req.engine == EngineKind::kExact ? ExactKnobsJson(req.knobs) : req.knobs.ToJson()},
-                      {"probe_plan", req.plan.ToJson()},
-                      {"store", StoreName(req.store)},
-                      {"tool_version", std::string(FlipscopeVersion())}};
-  if (req.engine != EngineKind::kLlama) j["engine"] = std::string(NameOf(req.engine));
-  // ggml's variables (e.g. GGML_CUDA_DISABLE_FUSION) change its kernels: a capture made under
-  // others is not reused. Absent when none is set, so earlier captures keep their identity.
-  if (auto env = NumericsEnvironment(); req.engine == EngineKind::kLlama && !env.empty()) j["env"] = env;
+ManifestRequest CaptureRequestOf(const CaptureRequest& req, const std::string& model_sha256,
+                                 const std::string& workload_sha256) {
+  ManifestRequest r;
+  r.model_sha256 = model_sha256;
+  r.workload_sha256 = workload_sha256;
+  r.workload = req.workload;
+  r.knobs = req.engine == EngineKind::kExact ? ExactKnobs(req.knobs) : req.knobs.Values();
   // Every capture before the replay knob was a prefill: a prefill request keeps that identity, so
   // the captures of an earlier run are still reused.
-  if (req.knobs.replay == Replay::kPrefill && j["knobs"].contains("replay")) j["knobs"].erase("replay");
-  if (!req.load_text.empty()) j["load_text"] = req.load_text;
+  if (req.knobs.replay == Replay::kPrefill) r.knobs.erase("replay");
+  r.stride = req.plan.stride;
+  r.full = req.plan.full;
+  r.store = req.store;
+  r.tool_version = FlipscopeVersion();
+  r.engine = req.engine;
+  // ggml's variables (e.g. GGML_CUDA_DISABLE_FUSION) change its kernels: a capture made under
+  // others is not reused. Absent when none is set, so earlier captures keep their identity.
+  if (req.engine == EngineKind::kLlama) r.env = NumericsEnvironment();
+  r.load_text = req.load_text;
   if (req.engine == EngineKind::kOpenai) {
     HttpOptions h = req.http;
     // A launched server's port may be chosen afresh by every run: its command identifies it instead.
     if (!h.launch.is_null()) h.url = "http://launched";
-    j["http"] = {{"flags", h.ToFlags()}, {"server_note", h.server_note}};
-    if (!h.launch.is_null()) j["http"]["launch"] = h.launch;
+    r.http = ManifestRequest::Http{h.ToFlags(), h.server_note, OpaqueJson(h.launch)};
   }
-  return j;
+  return r;
 }
 
 Result<std::vector<uint8_t>> ServedWritten(const Workload& w, const std::string& workload_path) {

@@ -177,7 +177,7 @@ CaptureManifest StartManifest(const CaptureRequest& req, const CaptureSource& sr
   m.store = StoreName(req.store);
   m.truncated = made.topk > 0;
   m.topk = made.topk;
-  m.request = CaptureRequestJson(req, src.model.sha256, src.workload_sha256);
+  m.request = CaptureRequestOf(req, src.model.sha256, src.workload_sha256);
   return m;
 }
 

@@ -7,7 +7,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <span>
@@ -35,7 +34,6 @@ struct ProbePlan {
   int stride = 32;
   // "" | "tool_calls" (every position predicting a token of a tool call) | "A-B,C-D" (inclusive)
   std::string full;
-  nlohmann::json ToJson() const;
 };
 
 // Probe positions for a workload of n_tokens with its spans; errors name a bad range.
@@ -135,8 +133,8 @@ Result<CaptureManifest> RunCapture(const CaptureRequest& req, const CaptureSourc
 
 // The manifest's "request": everything that decides the capture's content, as asked (knobs
 // unresolved). A run reuses an existing capture only when its request is equal.
-nlohmann::json CaptureRequestJson(const CaptureRequest& req, const std::string& model_sha256,
-                                  const std::string& workload_sha256);
+ManifestRequest CaptureRequestOf(const CaptureRequest& req, const std::string& model_sha256,
+                                 const std::string& workload_sha256);
 
 // ---- The floor under load (docs/load.md) ----------------------------------------------------
 

@@ -66,19 +66,60 @@ TEST(PlanProbes, StrideAndRanges) {
 
 // ggml's variables (GGML_CUDA_DISABLE_FUSION) change its kernels: a capture made under them is
 // another capture, and one made under none keeps the identity it had before they were recorded.
-TEST(CaptureRequestJson, GgmlVariablesAreTheCapturesIdentity) {
+TEST(CaptureRequestOf, GgmlVariablesAreTheCapturesIdentity) {
   CaptureRequest req;
   unsetenv("GGML_FLIPSCOPE_TEST");
-  const nlohmann::json plain = CaptureRequestJson(req, "m", "w");
+  const ManifestRequest plain = CaptureRequestOf(req, "m", "w");
   setenv("GGML_FLIPSCOPE_TEST", "1", 1);
-  const nlohmann::json with = CaptureRequestJson(req, "m", "w");
+  const ManifestRequest with = CaptureRequestOf(req, "m", "w");
   req.engine = EngineKind::kExact;
-  const nlohmann::json exact = CaptureRequestJson(req, "m", "w");
+  const ManifestRequest exact = CaptureRequestOf(req, "m", "w");
   unsetenv("GGML_FLIPSCOPE_TEST");
-  EXPECT_FALSE(plain.contains("env") && plain["env"].contains("GGML_FLIPSCOPE_TEST")) << plain.dump();
-  EXPECT_EQ(with["env"]["GGML_FLIPSCOPE_TEST"], "1") << with.dump();
+  EXPECT_FALSE(plain.env.count("GGML_FLIPSCOPE_TEST")) << ToJson(plain).dump();
+  EXPECT_EQ(with.env.at("GGML_FLIPSCOPE_TEST"), "1") << ToJson(with).dump();
   EXPECT_NE(plain, with);
-  EXPECT_FALSE(exact.contains("env"));  // the exact engine runs no ggml kernel
+  EXPECT_TRUE(exact.env.empty());  // the exact engine runs no ggml kernel
+  EXPECT_FALSE(ToJson(exact).contains("env"));
+}
+
+// The request as the manifest records it: every knob but a prefill's replay for the llama engine,
+// the threads (and a named device) for the exact one, a server's flags with a launched server's
+// url replaced, and the load's texts; the keys a llama capture has always had and no others.
+TEST(CaptureRequestOf, RecordsWhatDecidesTheRows) {
+  CaptureRequest req;
+  req.plan = {16, "tool_calls"};
+  req.store = StoreDtype::kBF16;
+  req.knobs.n_threads = 3;
+  unsetenv("GGML_FLIPSCOPE_TEST");
+  const ManifestRequest llama = CaptureRequestOf(req, "m", "w");
+  EXPECT_EQ(llama.model_sha256, "m");
+  EXPECT_EQ(llama.knobs.at("threads"), KnobValue(int64_t(3)));
+  EXPECT_FALSE(llama.knobs.count("replay"));
+  const nlohmann::json j = ToJson(llama);
+  EXPECT_EQ(j["probe_plan"], nlohmann::json({{"stride", 16}, {"full", "tool_calls"}}));
+  EXPECT_EQ(j["store"], "bf16");
+  EXPECT_FALSE(j.contains("engine"));
+  req.knobs.replay = Replay::kServed;
+  EXPECT_EQ(CaptureRequestOf(req, "m", "w").knobs.at("replay"), KnobValue(std::string("served")));
+  EXPECT_NE(CaptureRequestOf(req, "m", "w"), llama);
+
+  req.knobs = Knobs{};
+  req.knobs.n_threads = 2;
+  req.knobs.devices = "CUDA0";
+  req.engine = EngineKind::kExact;
+  const ManifestRequest exact = CaptureRequestOf(req, "m", "w");
+  EXPECT_EQ(ToJson(exact.knobs), nlohmann::json({{"threads", 2}, {"device", "CUDA0"}}));
+  EXPECT_EQ(ToJson(exact)["engine"], "exact");
+
+  req.engine = EngineKind::kOpenai;
+  req.knobs = Knobs{};
+  req.http.launch = {{"command", "vllm serve m"}};
+  req.load_text = {"a.txt"};
+  const ManifestRequest server = CaptureRequestOf(req, "m", "w");
+  ASSERT_TRUE(server.http);
+  EXPECT_NE(server.http->flags.find("http://launched"), std::string::npos) << server.http->flags;
+  EXPECT_EQ(ToJson(server)["http"]["launch"]["command"], "vllm serve m");
+  EXPECT_EQ(ToJson(server)["load_text"], nlohmann::json({"a.txt"}));
 }
 
 // ggml reads its variables once per process: a capture made under GGML_* values is re-run (branch,

@@ -86,7 +86,54 @@ std::optional<ManifestLoad> ReadLoad(const json& block) {
   return l;
 }
 
+std::optional<ManifestRequest> ReadRequest(const json& block) {
+  if (!block.is_object()) return std::nullopt;
+  ManifestRequest r;
+  r.model_sha256 = Text(block, "model_sha256");
+  r.workload_sha256 = Text(block, "workload_sha256");
+  if (const auto format = FromName<WorkloadFormat>(Text(block, "format"))) r.workload.format = *format;
+  r.workload.chat_template = Text(block, "chat_template");
+  r.knobs = KnobValuesFromJson(At(block, "knobs"));
+  const json plan = At(block, "probe_plan");
+  r.stride = read::Get<int64_t>(plan, "stride", 0);
+  r.full = Text(plan, "full");
+  if (const auto store = FromName<StoreDtype>(Text(block, "store"))) r.store = *store;
+  r.tool_version = Text(block, "tool_version");
+  if (const auto engine = FromName<EngineKind>(Text(block, "engine"))) r.engine = *engine;
+  if (const json env = At(block, "env"); env.is_object())
+    for (auto it = env.begin(); it != env.end(); ++it)
+      if (it->is_string()) r.env[it.key()] = it->get<std::string>();
+  r.load_text = read::Values<std::string>(block, "load_text");
+  if (const json http = At(block, "http"); http.is_object())
+    r.http = ManifestRequest::Http{Text(http, "flags"), Text(http, "server_note"),
+                                   http.contains("launch") ? OpaqueJson(http["launch"]) : OpaqueJson()};
+  r.as_read = AsReadOf(block, ToJson(r));
+  return r;
+}
+
 }  // namespace
+
+json ToJson(const ManifestRequest& r) {
+  json j = {{"model_sha256", r.model_sha256},
+            {"workload_sha256", r.workload_sha256},
+            {"format", std::string(NameOf(r.workload.format))},
+            {"chat_template", r.workload.chat_template},
+            {"knobs", ToJson(r.knobs)},
+            {"probe_plan", {{"stride", r.stride}, {"full", r.full}}},
+            {"store", std::string(NameOf(r.store))},
+            {"tool_version", r.tool_version}};
+  if (r.engine != EngineKind::kLlama) j["engine"] = std::string(NameOf(r.engine));
+  if (!r.env.empty()) j["env"] = r.env;
+  if (!r.load_text.empty()) j["load_text"] = r.load_text;
+  if (r.http) {
+    j["http"] = {{"flags", r.http->flags}, {"server_note", r.http->server_note}};
+    if (!r.http->launch.is_null()) j["http"]["launch"] = r.http->launch.get();
+  }
+  ApplyAsRead(j, r.as_read);
+  return j;
+}
+
+bool operator==(const ManifestRequest& a, const ManifestRequest& b) { return ToJson(a) == ToJson(b); }
 
 json ToJson(const ManifestKnobs& k) {
   json j = ToJson(k.values);
@@ -157,7 +204,7 @@ json CaptureManifest::ToJson() const {
       {"store", store},
       {"truncated", truncated},
       {"topk", topk},
-      {"request", request},
+      {"request", request ? flipscope::ToJson(*request) : json(nullptr)},
   };
   if (topk > 0) m["truncation"] = {{"k", topk}, {"note", kTruncationNote}};
   if (timings) m["timings"] = flipscope::ToJson(*timings);
@@ -186,9 +233,8 @@ CaptureManifest CaptureManifest::FromJson(const json& j) {
   m.store = Text(j, "store");
   if (const json v = At(j, "truncated"); v.is_boolean()) m.truncated = v.get<bool>();
   if (const json v = At(j, "topk"); v.is_number_integer()) m.topk = v.get<int32_t>();
-  m.request = At(j, "request");
-  if (const auto format = FromName<WorkloadFormat>(Text(m.request, "format"))) m.workload_options.format = *format;
-  m.workload_options.chat_template = Text(m.request, "chat_template");
+  m.request = ReadRequest(At(j, "request"));
+  if (m.request) m.workload_options = m.request->workload;
   m.timings = CaptureTimingsFromJson(At(j, "timings"));
   m.served = ReadServed(At(j, "served"));
   m.load = ReadLoad(At(j, "load"));

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -71,11 +72,41 @@ struct ManifestLoad {
   AsRead as_read;
 };
 
+// The manifest's "request": everything that decides the capture's content, as asked (knobs
+// unresolved; CaptureRequestOf makes it). A run reuses an existing capture only when its request
+// is the same. Members a writer leaves out at their default are written only when set.
+struct ManifestRequest {
+  std::string model_sha256, workload_sha256;
+  WorkloadOptions workload;  // "format" and "chat_template": how the workload was read
+  // As asked: every knob (the llama engine; "replay" only when not prefill, the identity of the
+  // captures made before it existed), the exact engine's threads and device, or a server's load.
+  KnobValues knobs;
+  int64_t stride = 0;  // "probe_plan": every stride-th position and the full ranges
+  std::string full;
+  StoreDtype store = StoreDtype::kF32;
+  std::string tool_version;
+  EngineKind engine = EngineKind::kLlama;  // written when not llama
+  std::map<std::string, std::string> env;  // ggml's variables (llama engine); written when set
+  std::vector<std::string> load_text;      // the load's texts; written when set
+  // A server's request (openai): its flags (a launched server's url as "http://launched"), the
+  // note on its launch, and the launch flipscope made (null: none).
+  struct Http {
+    std::string flags, server_note;
+    OpaqueJson launch;
+  };
+  std::optional<Http> http;
+  AsRead as_read;  // a file's keys the members do not hold (serializer only)
+};
+// Two requests are the same when they are the same document: a request read from a file holds
+// what this version does not model (a later writer's key) and matches only a request that does.
+bool operator==(const ManifestRequest& a, const ManifestRequest& b);
+
 // The blocks as the manifest writes them.
 nlohmann::json ToJson(const ManifestKnobs& k);
 nlohmann::json ToJson(const ManifestProbePlan& p);
 nlohmann::json ToJson(const ManifestServed& s);
 nlohmann::json ToJson(const ManifestLoad& l);
+nlohmann::json ToJson(const ManifestRequest& r);
 nlohmann::json ToJson(const std::vector<LoadSourceRecord>& sources);
 
 struct CaptureManifest {
@@ -96,8 +127,9 @@ struct CaptureManifest {
   std::string store = "f32";                    // the rows' storage dtype name
   bool truncated = false;
   int32_t topk = 0;  // > 0: a server's top-k capture; the manifest then has a "truncation" note
-  // The request (CaptureRequestJson): a capture is reused only when its request is equal.
-  nlohmann::json request;
+  // The request (CaptureRequestOf): a capture is reused only when its request is the same; none
+  // when absent.
+  std::optional<ManifestRequest> request;
   // Read only, from the request: how the workload was read (format, chat template); the defaults
   // when not recorded.
   WorkloadOptions workload_options;

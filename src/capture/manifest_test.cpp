@@ -66,6 +66,16 @@ TEST(CaptureManifest, ReadsTheStoredManifestAndWritesItBackByteForByte) {
   EXPECT_FALSE(m.load);
   ASSERT_TRUE(m.knobs);
   EXPECT_EQ(m.knobs->values.at("threads"), KnobValue(int64_t(1)));
+  ASSERT_TRUE(m.request);
+  EXPECT_EQ(m.request->model_sha256, m.model.sha256);
+  EXPECT_EQ(m.request->stride, 4);
+  EXPECT_EQ(m.request->full, "tool_calls");
+  EXPECT_EQ(m.request->store, StoreDtype::kF32);
+  EXPECT_EQ(m.request->engine, EngineKind::kLlama);
+  EXPECT_EQ(m.request->knobs.at("threads"), KnobValue(int64_t(1)));
+  EXPECT_EQ(m.request->tool_version, "0.1.0");
+  EXPECT_TRUE(m.request->as_read.missing.empty());
+  EXPECT_TRUE(m.request->as_read.differing.is_null());
 }
 
 TEST(CaptureManifest, ATopKCaptureCarriesItsTruncationNote) {
@@ -187,6 +197,50 @@ TEST(CaptureManifest, AServersServedBlockReadsTypedAndWritesBackAsStored) {
   const CaptureManifest odd = CaptureManifest::FromJson(j);
   EXPECT_EQ(Dump(odd.ToJson()), Dump(j));
   EXPECT_EQ(odd.FedSingly(), 0);  // mistyped: read as 0, written back as it was
+}
+
+// Every request block kept in the tree reads typed whole (nothing left to AsRead) and writes back
+// byte for byte; a request another writer changed (an unknown key, an unknown format, a mistyped
+// probe plan) writes back as stored and is not the same request as the one it was edited from.
+TEST(CaptureManifest, RequestsReadTypedAndWriteBackAsStored) {
+  namespace fs = std::filesystem;
+  int n = 0;
+  for (const char* dir : {"tests/data", "fuzz/corpus/fuzz_manifest"})
+    for (const auto& e : fs::directory_iterator(fs::path(FLIPSCOPE_SOURCE_DIR) / dir)) {
+      if (e.path().extension() != ".json") continue;
+      auto text = ReadFile(e.path().string());
+      ASSERT_TRUE(text.ok()) << text.status().message();
+      const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+      if (!j.is_object() || !j.contains("request") || !j["request"].is_object()) continue;
+      ++n;
+      const CaptureManifest m = CaptureManifest::FromJson(j);
+      ASSERT_TRUE(m.request) << e.path();
+      EXPECT_TRUE(m.request->as_read.missing.empty()) << e.path();
+      EXPECT_TRUE(m.request->as_read.differing.is_null()) << e.path();
+      EXPECT_EQ(Dump(ToJson(*m.request)), Dump(j["request"])) << e.path();
+      EXPECT_EQ(Dump(m.ToJson()["request"]), Dump(j["request"])) << e.path();
+    }
+  EXPECT_GE(n, 4);
+
+  nlohmann::json j = nlohmann::json::parse(StoredManifest());
+  const CaptureManifest stored = CaptureManifest::FromJson(j);
+  j["request"]["later"] = {{"key", 1}};
+  j["request"]["format"] = "yaml";
+  j["request"]["probe_plan"] = {{"stride", "4"}};
+  j["request"]["engine"] = "llama";
+  const CaptureManifest edited = CaptureManifest::FromJson(j);
+  ASSERT_TRUE(edited.request);
+  EXPECT_EQ(Dump(edited.ToJson()), Dump(j));
+  EXPECT_EQ(edited.workload_options.format, WorkloadFormat::kAuto);  // unknown: the default
+  EXPECT_NE(*edited.request, *stored.request);
+  ManifestRequest fresh = *stored.request;
+  fresh.as_read = {};
+  EXPECT_EQ(fresh, *stored.request);  // nothing of the stored one was left to AsRead
+
+  j.erase("request");
+  const CaptureManifest none = CaptureManifest::FromJson(j);
+  EXPECT_FALSE(none.request);
+  EXPECT_TRUE(none.ToJson()["request"].is_null());
 }
 
 }  // namespace

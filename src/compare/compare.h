@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>

@@ -103,6 +103,28 @@ TEST(Knobs, TableDrivesJsonFlagsAndText) {
   EXPECT_DOUBLE_EQ(KvTypeBytesPerElement(KvCacheType::kBF16), 2.0);
 }
 
+// The table sets a knob from a typed value: the alternative its member holds (a name, a count, a
+// list of fractions), any other refused with what was expected; every knob's own value sets it back.
+TEST(Knobs, TableSetsTypedValues) {
+  Knobs k;
+  EXPECT_TRUE(FindKnob("threads")->set(k, KnobValue(int64_t(5))).ok());
+  EXPECT_EQ(k.n_threads, 5);
+  EXPECT_EQ(FindKnob("threads")->set(k, KnobValue(5.0)).message(), "an integer");
+  EXPECT_EQ(FindKnob("device")->set(k, KnobValue(int64_t(1))).message(), "a string");
+  EXPECT_EQ(FindKnob("tensor_split")->set(k, KnobValue(nullptr)).message(), "a list of numbers");
+  EXPECT_TRUE(FindKnob("tensor_split")->set(k, KnobValue(std::vector<double>{0.25, 0.75})).ok());
+  EXPECT_EQ(k.tensor_split, (std::vector<float>{0.25f, 0.75f}));
+  EXPECT_EQ(FindKnob("split_mode")->set(k, KnobValue(true)).message(), "none, layer, row or tensor");
+  const Status kv = FindKnob("cache_type_v")->set(k, KnobValue(int64_t(8)));
+  EXPECT_EQ(kv.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(kv.message().find("unknown KV cache type '8' for cache_type_v (-ctv)"), std::string::npos) << kv.message();
+  Knobs set;
+  set.flash_attn = FlashAttn::kOff, set.cache_type_k = KvCacheType::kQ8_0, set.devices = "CPU", set.load = 2;
+  Knobs copy;
+  for (const KnobInfo& info : KnobTable()) ASSERT_TRUE(info.set(copy, info.get(set)).ok()) << info.key;
+  EXPECT_EQ(copy.Values(), set.Values());
+}
+
 // Every KV cache type's bytes per element is what the pinned ggml says, found by its name.
 TEST(Knobs, KvBytesPerElementAreGgmlsTypeTraits) {
   for (KvCacheType t : KvCacheTypes()) {

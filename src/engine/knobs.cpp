@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <type_traits>
 
 #include "util/names.h"
@@ -69,28 +70,31 @@ KnobValue Get(const Knobs& k) {
 }
 
 template <auto M>
-Status Set(Knobs& k, const nlohmann::json& v) {
+Status Set(Knobs& k, const KnobValue& v) {
   using T = std::remove_cvref_t<decltype(k.*M)>;
-  try {
-    if constexpr (std::is_enum_v<T>) {
-      const auto e = v.is_string() ? FromName<T>(v.get<std::string>()) : std::nullopt;
-      // A KV cache type's refusal is a whole message (FromJson and SetKnobFromText pass it on as it is).
-      if constexpr (std::is_same_v<T, KvCacheType>)
-        if (!e)
-          return Status::InvalidArgument(fmt::format(
-              "unknown KV cache type '{}' for {} (one of {})", v.is_string() ? v.get<std::string>() : v.dump(),
-              M == &Knobs::cache_type_k ? "cache_type_k (-ctk)" : "cache_type_v (-ctv)", Choices<KvCacheType>()));
-      if (!e) return Status::Error(Expected<T>());
-      k.*M = *e;
-      return Status::Ok();
-    } else if constexpr (std::is_same_v<T, int>) {
-      if (!v.is_number_integer()) return Status::Error(Expected<T>());
-    } else if constexpr (std::is_same_v<T, std::string>) {
-      if (!v.is_string()) return Status::Error(Expected<T>());
-    }
-    if constexpr (!std::is_enum_v<T>) k.*M = v.get<T>();
-  } catch (const nlohmann::json::exception&) {
-    return Status::Error(Expected<T>());
+  if constexpr (std::is_enum_v<T>) {
+    const auto* name = std::get_if<std::string>(&v);
+    const auto e = name ? FromName<T>(*name) : std::nullopt;
+    // A KV cache type's refusal is a whole message (FromJson and SetKnobFromText pass it on as it is).
+    if constexpr (std::is_same_v<T, KvCacheType>)
+      if (!e)
+        return Status::InvalidArgument(fmt::format(
+            "unknown KV cache type '{}' for {} (one of {})", KnobText(v),
+            M == &Knobs::cache_type_k ? "cache_type_k (-ctk)" : "cache_type_v (-ctv)", Choices<KvCacheType>()));
+    if (!e) return Status::Error(Expected<T>());
+    k.*M = *e;
+  } else if constexpr (std::is_same_v<T, int>) {
+    const auto* n = std::get_if<int64_t>(&v);
+    if (!n) return Status::Error(Expected<T>());
+    k.*M = int(*n);
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    const auto* text = std::get_if<std::string>(&v);
+    if (!text) return Status::Error(Expected<T>());
+    k.*M = *text;
+  } else {
+    const auto* list = std::get_if<std::vector<double>>(&v);
+    if (!list) return Status::Error(Expected<T>());
+    k.*M = T(list->begin(), list->end());
   }
   return Status::Ok();
 }
@@ -150,34 +154,36 @@ const KnobInfo* FindKnob(const std::string& key) {
 }
 
 Status SetKnobFromText(Knobs& k, const KnobInfo& info, const std::string& text) {
-  nlohmann::json current = flipscope::ToJson(info.get(k)), value;
-  if (current.is_number_integer()) {
+  const KnobValue current = info.get(k);
+  KnobValue value;
+  if (std::holds_alternative<int64_t>(current)) {
     size_t used = 0;
     try {
-      value = std::stoi(text, &used);
+      value = int64_t(std::stoi(text, &used));
     } catch (...) {
       used = 0;
     }
     if (used == 0 || used != text.size()) return Status::Error(fmt::format("'{}' is not an integer", text));
-  } else if (current.is_array()) {
+  } else if (std::holds_alternative<std::vector<double>>(current)) {
     // llama.cpp's -ts takes "3,1" or "3/1".
-    value = nlohmann::json::array();
+    std::vector<double> list;
     size_t start = 0;
     while (start < text.size()) {
       size_t sep = text.find_first_of(",/", start);
       std::string item = text.substr(start, sep == std::string::npos ? std::string::npos : sep - start);
       size_t used = 0;
       try {
-        value.push_back(std::stof(item, &used));
+        list.push_back(std::stof(item, &used));
       } catch (...) {
         used = 0;
       }
       if (used == 0 || used != item.size()) return Status::Error(fmt::format("'{}' is not a number", item));
       start = sep == std::string::npos ? text.size() : sep + 1;
     }
+    value = std::move(list);
   } else {
     // A named value ("on", "layer"): the error quotes what was given beside what is accepted.
-    if (Status st = info.set(k, text); !st.ok())
+    if (Status st = info.set(k, KnobValue(text)); !st.ok())
       return st.code() == StatusCode::kInvalidArgument
                  ? st
                  : Status::Error(fmt::format("'{}' is not {}", text, st.message()));
@@ -219,7 +225,7 @@ Result<Knobs> Knobs::FromJson(const nlohmann::json& j) {
   for (auto& [key, v] : j.items()) {
     const KnobInfo* info = FindKnob(key);
     if (!info) return Status::Error("unknown knob '" + key + "'");
-    if (Status st = info->set(k, v); !st.ok())
+    if (Status st = info->set(k, KnobValueFromJson(v)); !st.ok())
       return Status::Error(st.code() == StatusCode::kInvalidArgument
                                ? st.message()
                                : fmt::format("knob '{}' must be {}", key, st.message()));

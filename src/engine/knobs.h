@@ -2,7 +2,7 @@
 // resolved them. Part of the engine stage (engine/engine.h is its interface).
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -81,8 +81,9 @@ struct KnobInfo {
   const char* help;        // one line for --help
   bool always_in_flags;    // ToFlags() writes it even at its default
   KnobValue (*get)(const Knobs&);
-  // Sets the member from a JSON value; the error says what was expected (without the key).
-  Status (*set)(Knobs&, const nlohmann::json&);
+  // Sets the member from a value (a name, a count, a list of fractions as KnobValue holds them);
+  // the error says what was expected (without the key).
+  Status (*set)(Knobs&, const KnobValue&);
   // The flag as a command line shows it: llama.cpp's spelling (-fa), else flipscope's first form
   // (-t of "-t,--threads").
   std::string ShownFlag() const;

@@ -55,7 +55,7 @@ struct Runner {
   }
 
   // A capture at `out` whose recorded request equals this one is reused.
-  bool Reusable(const std::string& out, const nlohmann::json& request) {
+  bool Reusable(const std::string& out, const ManifestRequest& request) {
     if (!fs::exists(out)) return false;
     auto r = CaptureReader::Open(out);
     return r.ok() && (*r)->manifest().request == request;
@@ -153,7 +153,7 @@ struct Runner {
     ConfigEntry e;
     e.name = c.name, e.description = c.description, e.repeats = c.repeats;
     e.capture_seconds.emplace(), e.reused.emplace();
-    e.changes = c.changes;
+    e.changes = ToJson(c.changes);
     return e;
   }
 
@@ -179,7 +179,7 @@ struct Runner {
     if (!model_sha.ok()) return fail(ConfigStatus::kFailed, model_sha.status());
     if (!workload_sha.ok()) return fail(ConfigStatus::kFailed, workload_sha.status());
     CaptureRequest req = RequestFor(c, r, model, server);
-    const bool reuse = Reusable(req.out_path, CaptureRequestJson(req, *model_sha, *workload_sha));
+    const bool reuse = Reusable(req.out_path, CaptureRequestOf(req, *model_sha, *workload_sha));
     const double t0 = NowSeconds();
     if (!reuse) {
       if (server) {
@@ -221,13 +221,15 @@ struct Runner {
     auto explained = [&](const std::string& key) {
       return std::any_of(resolved.begin(), resolved.end(), [&](const KnobResolution& r) { return r.key == key; });
     };
-    for (const auto& [key, asked] : c.changes.items())
+    for (const auto& [key, value] : c.changes.values) {
+      const nlohmann::json asked = flipscope::ToJson(value);
       if (FindKnob(key) && ran.is_object() && ran.contains(key) && ran[key] != asked && !explained(key)) {
         if (!entry.contradictions) entry.contradictions.emplace();
         entry.contradictions->push_back({key, asked, ran[key]});
         opts.log.Info(fmt::format("  {}: warning: {} was set to {} but the capture records {} with no reason", c.name,
                                   key, asked.dump(), ran[key].dump()));
       }
+    }
   }
 
   std::string ServerLogPath(const ConfigSpec& c) const {

@@ -32,10 +32,24 @@ struct ServerSpec {
   HttpOptions http;                        // api, logprobs, served model, timeout, retries, key variable (url unused)
 };
 
+// What a configuration's table sets (results.json's configs[].changes): every knob and server
+// setting it names, "model" and "requantize" among them, by key with its value as written, and a
+// server's environment (the inherited variables with its own on top).
+struct ConfigChanges {
+  KnobValues values;
+  std::optional<std::map<std::string, std::string>> env;  // "env"; none when the table sets none
+  // How many keys it sets (env one of them); whether it sets `key`.
+  size_t size() const { return values.size() + (env ? 1 : 0); }
+  bool empty() const { return size() == 0; }
+  bool contains(const std::string& key) const { return key == "env" ? env.has_value() : values.count(key) > 0; }
+};
+// The changes as results.json holds them: one object of key -> value.
+nlohmann::json ToJson(const ConfigChanges& c);
+
 // One configuration: the baseline's knobs with this configuration's changes applied.
 struct ConfigSpec {
   std::string name, description;
-  nlohmann::json changes = nlohmann::json::object();  // knob -> value, as written in the file
+  ConfigChanges changes;
   Knobs knobs;
   std::string model_path;  // the weights this configuration runs
   std::string requantize;  // e.g. "F16" or "Q8_0": derive the weights from the experiment's model
@@ -123,7 +137,7 @@ struct MatrixSettings {
 
 struct Experiment {
   std::string path, name;
-  std::string model, workload;  // with sessions: the first session's workload
+  std::string model, workload;        // with sessions: the first session's workload
   std::vector<SessionSpec> sessions;  // a suite (a list or a folder of workloads); empty: one workload
   WorkloadOptions workload_options;
   ProbePlan plan;

@@ -211,7 +211,12 @@ TEST(ParseExperiment, ServerConfigurations) {
   EXPECT_EQ(fp8.server.startup_timeout_s, 300);               // inherited
   EXPECT_EQ(fp8.server.env.at("VLLM_BATCH_INVARIANT"), "1");  // the baseline's env, and its own on top
   EXPECT_EQ(fp8.server.env.at("VLLM_ATTENTION_BACKEND"), "TRITON_ATTN");
-  EXPECT_EQ(fp8.changes["env"]["VLLM_ATTENTION_BACKEND"], "TRITON_ATTN");
+  ASSERT_TRUE(fp8.changes.env);
+  EXPECT_EQ(fp8.changes.env->at("VLLM_ATTENTION_BACKEND"), "TRITON_ATTN");
+  // The changes as results.json records them: each key the table sets, env as merged.
+  EXPECT_EQ(ToJson(fp8.changes),
+            nlohmann::json({{"launch", "vllm serve m --port {port} --kv-cache-dtype fp8"},
+                            {"env", {{"VLLM_ATTENTION_BACKEND", "TRITON_ATTN"}, {"VLLM_BATCH_INVARIANT", "1"}}}}));
   const auto& remote = e->variants[1];
   EXPECT_EQ(remote.server.url, "http://gpu-host:8000");
   EXPECT_TRUE(remote.server.launch.empty());  // a URL replaces the inherited launch command

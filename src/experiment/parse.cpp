@@ -267,7 +267,7 @@ Status FoldReplayVariant(Experiment& exp) {
   exp.variants.erase(it);
   exp.replay_both = true;
   // Every configuration is captured prefill and as its served twin.
-  exp.baseline.changes.erase("replay");
+  exp.baseline.changes.values.erase("replay");
   exp.baseline.knobs.replay = Replay::kPrefill;
   for (ConfigSpec& v : exp.variants) v.knobs.replay = Replay::kPrefill;
   return Status::Ok();

@@ -160,20 +160,20 @@ Status ReadConfigKey(const ParseCtx& c, const std::string& key, const toml::node
   } else if (key == "model") {
     if (!node.is_string()) return c.At(node, "model must be a path");
     out.model_path = ExpandPath(*node.value<std::string>(), base_dir);
-    out.changes["model"] = out.model_path;
+    out.changes.values["model"] = out.model_path;
     seen.model = &node;
     return CheckFileAt(c, node, "model", out.model_path);
   } else if (key == "requantize") {
     if (!node.is_string()) return c.At(node, "requantize must be a type name such as F16 or Q8_0");
     out.requantize = *node.value<std::string>();
-    out.changes["requantize"] = out.requantize;
+    out.changes.values["requantize"] = out.requantize;
     seen.model = &node;
   } else if (FindKnob(key)) {
     // replay is how flipscope asks (a server's twin is captured over HTTP, docs/served.md); the
     // other knobs are llama.cpp's numerics, which a server's launch command decides.
     if (key != "replay") seen.knob = &node;
     knobs[key] = ToJson(node);
-    out.changes[key] = ToJson(node);
+    out.changes.values[key] = KnobValueFromJson(ToJson(node));
     auto parsed = Knobs::FromJson(knobs);
     if (!parsed.ok()) return c.At(node, parsed.status().message());
   } else {
@@ -183,6 +183,12 @@ Status ReadConfigKey(const ParseCtx& c, const std::string& key, const toml::node
 }
 
 }  // namespace
+
+nlohmann::json ToJson(const ConfigChanges& c) {
+  nlohmann::json j = ToJson(c.values);
+  if (c.env) j["env"] = *c.env;
+  return j;
+}
 
 Status ReadConfig(const ParseCtx& c, const toml::table& t, const ConfigSpec* base, const std::string& base_dir,
                   ConfigSpec& out) {
@@ -199,7 +205,10 @@ Status ReadConfig(const ParseCtx& c, const toml::table& t, const ConfigSpec* bas
   FS_RETURN_IF_ERROR(ReadKeys(c, t, "", keys, [&](const std::string& key, const toml::node& node, bool* known) {
     FS_RETURN_IF_ERROR(ReadServerKey(c, key, node, out, known));
     if (!*known) return ReadConfigKey(c, key, node, base_dir, knobs, out, seen, known);
-    out.changes[key] = key == "env" ? nlohmann::json(out.server.env) : ToJson(node);
+    if (key == "env")
+      out.changes.env = out.server.env;
+    else
+      out.changes.values[key] = KnobValueFromJson(ToJson(node));  // a string or a number: checked above
     seen.url |= key == "url";
     seen.launch |= key == "launch";
     return Status::Ok();

@@ -120,7 +120,7 @@ struct Planner {
     FS_ASSIGN_OR_RETURN(std::string model_sha, Sha(model));
     FS_ASSIGN_OR_RETURN(std::string workload_sha, Sha(exp.workload));
     auto reader = CaptureReader::Open(path);
-    return reader.ok() && (*reader)->manifest().request == CaptureRequestJson(req, model_sha, workload_sha);
+    return reader.ok() && (*reader)->manifest().request == CaptureRequestOf(req, model_sha, workload_sha);
   }
 
   // The forks c's captures follow at most: a branched variant's first repeat at its flips, the
@@ -265,8 +265,8 @@ std::string PlanText(const RunPlan& plan) {
       what += *c.forks > 0 ? fmt::format("; up to {} forks of {} tokens", *c.forks, c.fork_tokens)
                            : fmt::format("; a fork at every flip, {} tokens each", c.fork_tokens);
     const std::string when = c.ToMake() == 0 ? "none, " + c.basis
-                             : c.seconds      ? fmt::format("about {} ({})", DurationText(*c.seconds), c.basis)
-                                              : c.basis;
+                             : c.seconds     ? fmt::format("about {} ({})", DurationText(*c.seconds), c.basis)
+                                             : c.basis;
     if (!c.refused.empty()) {
       out += fmt::format("  {}\n    refused, nothing to make: {}\n", c.line, c.refused);
       continue;
@@ -282,7 +282,8 @@ std::string PlanText(const RunPlan& plan) {
   for (const std::string& n : plan.notes) out += "  " + n + "\n";
   if (plan.configs.empty()) return out;
   out += fmt::format("total: {} capture{} to make, {} served decode steps", captures, captures == 1 ? "" : "s", steps);
-  if (forks > 0 || every_flip) out += fmt::format(", {}{} forks", every_flip ? "a fork at every flip and " : "up to ", forks);
+  if (forks > 0 || every_flip)
+    out += fmt::format(", {}{} forks", every_flip ? "a fork at every flip and " : "up to ", forks);
   if (unknown == 0)
     out += fmt::format("; about {} on this machine\n", DurationText(seconds));
   else if (known == 0)

@@ -34,7 +34,7 @@ struct Bisect {
   const BisectRequest& br;
   std::string good, bad;  // full ids
   history::WorkerInput in;
-  nlohmann::json request;  // the capture request every commit's capture must have
+  ManifestRequest request;  // the capture request every commit's capture must have
   fs::path out, caps, logs;
   BisectResult doc;
   CompareOptions compare;
@@ -178,7 +178,7 @@ Result<BisectResult> RunBisect(const BisectRequest& br) {
   FS_ASSIGN_OR_RETURN(b.in, history::PrepareWorkerInput({br.model_path, br.workload_path, br.workload, br.knobs,
                                                          br.plan, br.max_tokens, br.out_dir, br.log}));
   b.in.req.out_path = (b.caps / (b.good + ".safetensors")).string();
-  b.request = CaptureRequestJson(b.in.req, b.in.src.model.sha256, b.in.tokens_sha);
+  b.request = CaptureRequestOf(b.in.req, b.in.src.model.sha256, b.in.tokens_sha);
   b.compare.window = br.window, b.compare.confident = br.confident, b.compare.log = Log::Quiet();
   if (auto d = LoadDetokenizer(br.model_path); d.ok()) b.compare.detokenize = *d;
   b.doc.header = Header(b);

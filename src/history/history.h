@@ -5,7 +5,6 @@
 // with the FP64 exact reference when asked. docs/history.md.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>

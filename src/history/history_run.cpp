@@ -42,7 +42,7 @@ std::string ManifestSource(const CaptureManifest& m, const std::string& field) {
   return field == "commit" ? m.engine.source->commit : field == "release" ? m.engine.source->release : "";
 }
 
-bool Reusable(const std::string& path, const nlohmann::json& request, const std::string& field,
+bool Reusable(const std::string& path, const ManifestRequest& request, const std::string& field,
               const std::string& value) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) return false;
@@ -151,7 +151,7 @@ using history::Reusable;
 
 // Captures (or reuses) one version's capture; fills its entry of history.json's "versions": a
 // release ("release" its number) or a commit of hr.llama_src ("commit" its id, "release" its short id).
-Status CaptureVersion(const HistoryRequest& hr, const CaptureRequest& req, const nlohmann::json& request,
+Status CaptureVersion(const HistoryRequest& hr, const CaptureRequest& req, const ManifestRequest& request,
                       const std::string& logs_dir, HistoryVersion& entry) {
   const bool is_commit = entry.commit.has_value();
   std::string name;
@@ -186,7 +186,8 @@ Result<std::vector<HistoryVersion>> VersionEntries(const HistoryRequest& hr, con
   std::vector<HistoryVersion> out;
   if (!hr.llama_src.empty() || !hr.commits.empty()) {
     if (hr.llama_src.empty() || hr.commits.empty() || !hr.releases.empty())
-      return Status::InvalidArgument(OptionName("commits") + " needs " + OptionName("llama_src") + " (and no " + OptionName("releases") + "): the commits of one llama.cpp checkout");
+      return Status::InvalidArgument(OptionName("commits") + " needs " + OptionName("llama_src") + " (and no " +
+                                     OptionName("releases") + "): the commits of one llama.cpp checkout");
     if (hr.commits.size() < 2)
       return Status::InvalidArgument(fmt::format("a history needs at least two commits ({} given)", hr.commits.size()));
     std::set<std::string> seen;
@@ -218,7 +219,7 @@ Status CaptureExact(const HistoryRequest& hr, CaptureRequest req, const std::str
   exact_knobs.n_threads = req.knobs.n_threads;
   req.knobs = exact_knobs;
   req.out_path = entry.capture;
-  nlohmann::json request = CaptureRequestJson(req, model_sha, tokens_sha);
+  const ManifestRequest request = CaptureRequestOf(req, model_sha, tokens_sha);
   entry.reused = Reusable(req.out_path, request, "", "");
   if (*entry.reused) return Status::Ok();
   hr.log.Info("exact: capturing with the FP64 engine");
@@ -258,7 +259,7 @@ Result<HistoryResult> RunHistory(const HistoryRequest& hr) {
   for (HistoryVersion& entry : versions) {
     req.out_path = entry.capture;
     FS_RETURN_IF_ERROR(
-        CaptureVersion(hr, req, CaptureRequestJson(req, src.model.sha256, in.tokens_sha), logs.string(), entry));
+        CaptureVersion(hr, req, CaptureRequestOf(req, src.model.sha256, in.tokens_sha), logs.string(), entry));
     doc.versions.push_back(std::move(entry));
   }
   if (hr.reference_exact) {

@@ -2,7 +2,6 @@
 #pragma once
 
 #include <map>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -31,7 +30,7 @@ Result<ProbePlan> WorkerPlan(const ProbePlan& plan, const Workload& w);
 std::string ManifestSource(const CaptureManifest& m, const std::string& field);
 // True when path holds a complete capture of exactly this request whose llama_source `field`
 // equals value (field "": any source).
-bool Reusable(const std::string& path, const nlohmann::json& request, const std::string& field,
+bool Reusable(const std::string& path, const ManifestRequest& request, const std::string& field,
               const std::string& value);
 // The last line of a log file, for an error message ("" when unreadable).
 std::string LogTail(const std::string& path);
@@ -72,7 +71,7 @@ Status BisectFinish(const BisectRequest& br, BisectSearch& search, BisectResult&
 
 // One comparison of history.json: the figures of a Comparison that the history section shows.
 HistoryComparison ComparisonOf(const std::string& kind, const std::string& base, const std::string& cand,
-                         const Comparison& c);
+                               const Comparison& c);
 // Whether a version moved toward exact from the one before, from each one's KL(exact||version)
 // per probe position (the probes both hold): the mean change with a 95% interval (normal, paired)
 // and "toward exact" / "away from exact" only when the interval lies below / above 0, else "no

@@ -2,7 +2,6 @@
 #pragma once
 
 #include <functional>
-#include <nlohmann/json.hpp>
 #include <span>
 #include <vector>
 

@@ -5,7 +5,6 @@
 // renderers do not print.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "results/experiment_results.h"
