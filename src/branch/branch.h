@@ -96,8 +96,9 @@ Result<ExtendFn> CallExtension(const std::string& capture_path, int max_tokens, 
 // kind, the others plain) counted from each record's attribution. (RunBranches adds branch_points
 // and teacher_forced_only, which records cannot tell.)
 BranchCounts CountVerdicts(const std::vector<ForkRecord>& records);
-// Terminal lines summarising counts: the damage and repair the change did, then the verdicts.
-std::string SummaryText(const BranchCounts& counts);
+// Terminal lines summarising counts: the damage and repair the change did, then the verdicts; a
+// subset of the branch points is named by how it was picked (the first N, or N spread out).
+std::string SummaryText(const BranchCounts& counts, ForkPick pick = ForkPick::kFirst);
 
 // One side's pass: teacher-forced over the transcript with the capture's probes (so the rows
 // keep the capture's numerics), forking at each branch point, or re-prefilling each branch's

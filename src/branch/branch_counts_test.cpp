@@ -41,6 +41,13 @@ TEST(Summary, CountsEveryVerdictAndOutcome) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("     2 structurally invalid branches"), std::string::npos) << text;
+  // A subset of the branch points says how it was picked.
+  BranchCounts some = BranchCountsFromJson(c);
+  some.branch_points = 21;
+  EXPECT_NE(SummaryText(some).find("4 branches: the first 4 of 21 branch points"), std::string::npos);
+  EXPECT_NE(SummaryText(some, ForkPick::kSpread).find("4 branches: 4 of 21 branch points, spread over the session"),
+            std::string::npos)
+      << SummaryText(some, ForkPick::kSpread);
 }
 
 // The one rule for branch points: positions both captures probe, where the argmax differ, in order.

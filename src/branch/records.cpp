@@ -276,7 +276,7 @@ BranchCounts CountVerdicts(const std::vector<ForkRecord>& records) {
   return c;
 }
 
-std::string SummaryText(const BranchCounts& counts) {
+std::string SummaryText(const BranchCounts& counts, ForkPick pick) {
   struct Line {
     Verdict v;
     const char* what;
@@ -291,9 +291,11 @@ std::string SummaryText(const BranchCounts& counts) {
   };
   const int64_t total = counts.total, points = counts.branch_points.value_or(total);
   // A subset says what it is a subset of.
-  std::string out = points > total
-                        ? fmt::format("{} branches: the first {} of {} branch points\n", total, total, points)
-                        : fmt::format("{} branches\n", total);
+  std::string out =
+      points <= total ? fmt::format("{} branches\n", total)
+      : pick == ForkPick::kFirst
+          ? fmt::format("{} branches: the first {} of {} branch points\n", total, total, points)
+          : fmt::format("{} branches: {} of {} branch points, spread over the session\n", total, total, points);
   if (const int64_t read = counts.teacher_forced_only.value_or(0); read > 0)
     out += fmt::format(
         "  {:>6} teacher-forced only: where the model reads the next token (system or user text, tool "

@@ -32,7 +32,7 @@ void PrintSummary(const BranchResult& out, const std::string& path) {
              dec.why      ? " (" + *dec.why + ")"
              : dec.source ? " (the grammar of the " + *dec.source + ")"
                           : "");
-  fmt::print("{}", SummaryText(out.counts));
+  fmt::print("{}", SummaryText(out.counts, FromName<ForkPick>(cfg.pick.value_or("")).value_or(ForkPick::kFirst)));
   size_t shown = 0, not_reproduced = 0;
   for (const ForkRecord& r : out.records) {
     not_reproduced += !r.reproduced;
