@@ -64,7 +64,9 @@ void RunEqualsBranch(const std::string& name, const std::string& model, const st
   ro.log = Log::Quiet();
   auto r = fixtures::RunToJson(*exp, ro);
   ASSERT_TRUE(r.ok()) << r.status().message();
-  ASSERT_EQ((*r)["branches"].size(), 1u) << name << ": the 4-bit KV cache must flip for this test to mean anything";
+  // When it does not, say what the run found: each configuration's error and flips.
+  ASSERT_EQ((*r)["branches"].size(), 1u) << name << ": the 4-bit KV cache must flip for this test to mean anything; "
+                                         << (*r)["configs"].dump().substr(0, 4000);
   const json& run = (*r)["branches"][0];
   // The run's futures are the captures' own, not a pass of the branch stage.
   const std::string base0 = (*r)["configs"][0]["captures"][0], cand = (*r)["configs"][1]["captures"][0];
